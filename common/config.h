@@ -1,0 +1,52 @@
+// The cluster configuration (config/local.toml): where the RM listens, the islands and the
+// hosts in them. Every service reads the same file and picks its own part by name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "atoll/status.h"
+
+namespace atl {
+
+struct HostConfig {
+  std::string name;
+  uint32_t devices = 1;
+  std::string kind = "cpu";
+  uint64_t device_memory_bytes = 256ull << 20;  // per device
+  uint64_t arena_bytes = 256ull << 20;          // the object store's shared-memory arena
+};
+
+struct IslandConfig {
+  std::string name;
+  std::vector<HostConfig> hosts;
+};
+
+struct ClusterConfig {
+  // RM endpoints. A port of "*" or 0 picks a free port (tests); the chosen addresses are
+  // then published through ready files (see cli/local_cluster.h).
+  std::string rm_endpoint = "tcp://127.0.0.1:5550";
+  std::string events_in_endpoint = "tcp://127.0.0.1:5551";   // publishers connect here
+  std::string events_out_endpoint = "tcp://127.0.0.1:5552";  // subscribers connect here
+  // Address that executors, schedulers and object stores bind their own sockets on; their
+  // ports are always chosen freely and registered with the RM.
+  std::string bind_host = "127.0.0.1";
+  uint32_t heartbeat_ms = 500;   // period of every heartbeat
+  uint32_t liveness = 4;         // missed heartbeats before a peer is declared dead
+  std::string log_level = "info";
+  std::vector<IslandConfig> islands;
+};
+
+Result<ClusterConfig> LoadClusterConfig(const std::string& path);
+Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text,
+                                         const std::string& origin = "config");
+
+// Finds a host by name; NotFound when no island has it.
+struct HostLocation {
+  const IslandConfig* island = nullptr;
+  const HostConfig* host = nullptr;
+};
+Result<HostLocation> FindHost(const ClusterConfig& config, const std::string& host);
+
+}  // namespace atl

@@ -1,0 +1,67 @@
+// EventLoop: one per service thread. Polls its sockets (and raw fds) with zmq::poll and
+// runs named handlers and periodic timers; every handler's call count and run time are kept
+// so that a slow handler can be found. Not thread-safe: call everything from the thread
+// that runs it, except Stop(), which any thread (or a signal handler, via the shutdown fd)
+// may call.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+namespace atl {
+
+class EventLoop {
+ public:
+  using Handler = std::function<void()>;
+
+  struct HandlerStats {
+    std::string name;
+    uint64_t calls = 0;
+    std::chrono::nanoseconds busy{0};
+  };
+
+  // Runs `on_readable` whenever `socket` has a message waiting (once per poll wake-up; the
+  // handler should drain what it can without blocking).
+  void AddSocket(std::string name, zmq::socket_t& socket, Handler on_readable);
+  // Same for a file descriptor (a pipe, the shutdown signal fd).
+  void AddFd(std::string name, int fd, Handler on_readable);
+  // Runs `handler` every `period`, first one period from now.
+  void AddTimer(std::string name, std::chrono::milliseconds period, Handler handler);
+
+  // Polls until Stop() or until the process-wide shutdown signal fd fires.
+  void Run();
+  void Stop() { stop_.store(true); }
+
+  std::vector<HandlerStats> Stats() const;
+
+ private:
+  struct Source {
+    HandlerStats stats;
+    Handler handler;
+  };
+  struct Timer {
+    HandlerStats stats;
+    std::chrono::milliseconds period;
+    std::chrono::steady_clock::time_point next;
+    Handler handler;
+  };
+  void Invoke(HandlerStats& stats, const Handler& handler);
+
+  std::vector<zmq::pollitem_t> items_;
+  std::vector<Source> sources_;  // parallel to items_
+  std::vector<Timer> timers_;
+  std::atomic<bool> stop_{false};
+};
+
+// Installs SIGINT/SIGTERM handlers that make every EventLoop in the process return, and
+// ignores SIGPIPE. Call once, early in main().
+void InstallShutdownSignals();
+// True once SIGINT or SIGTERM arrived.
+bool ShutdownRequested();
+
+}  // namespace atl

@@ -1,0 +1,436 @@
+// Every message kind atoll sends, defined once. A message on the wire is a ZeroMQ multipart
+// message: [routing id, only on ROUTER sockets] [header] [data frames...]. The header is a
+// msgpack array [version, kind, request id, body]; bodies are msgpack arrays (hot-path
+// messages are arrays, never maps: ~0.3 us against ~2 us to encode and decode). Tensor
+// bytes never go inside the header; each travels as its own frame after it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <msgpack.hpp>
+
+#include "common/ir.h"
+
+namespace atl::proto {
+
+inline constexpr uint32_t kVersion = 1;
+
+enum class Kind : uint16_t {
+  // Generic replies.
+  kOk = 1,
+  kError = 2,
+  // Resource manager.
+  kRegisterExecutor = 10,
+  kRegisterExecutorReply = 11,
+  kHeartbeat = 12,
+  kRegisterScheduler = 13,
+  kHelloClient = 14,
+  kHelloClientReply = 15,
+  kCreateSlice = 16,
+  kSliceInfo = 17,
+  kRegisterFunction = 18,
+  kRegisterFunctionReply = 19,
+  kGetClusterStatus = 20,
+  kClusterStatus = 21,
+  kGoodbye = 22,
+  // Executor.
+  kCompile = 40,
+  kDispatch = 41,
+  kTupleBatch = 42,
+  // Scheduler.
+  kSubmitProgram = 60,
+  kSubmitReply = 61,
+  // Object store.
+  kStoreHello = 80,
+  kStoreHelloReply = 81,
+  kCreateObject = 82,
+  kCreateObjectReply = 83,
+  kSealObject = 84,
+  kPutObject = 85,
+  kGetObject = 86,
+  kGetObjectReply = 87,
+  kReleaseObject = 88,
+  kGetStoreStats = 89,
+  kStoreStats = 90,
+};
+
+std::string_view KindName(Kind kind);
+
+// ---------------------------------------------------------------------------------------
+// Generic replies.
+
+struct Ok {
+  static constexpr Kind kKind = Kind::kOk;
+  MSGPACK_DEFINE();
+};
+
+struct Error {
+  static constexpr Kind kKind = Kind::kError;
+  int32_t code = 0;  // atl::Code
+  std::string message;
+  MSGPACK_DEFINE(code, message);
+};
+
+// ---------------------------------------------------------------------------------------
+// Resource manager.
+
+struct DeviceDesc {
+  std::string kind;  // "cpu"
+  uint64_t memory_bytes = 0;
+  MSGPACK_DEFINE(kind, memory_bytes);
+};
+
+// Executor -> RM, at start and again whenever the RM does not know it.
+struct RegisterExecutor {
+  static constexpr Kind kKind = Kind::kRegisterExecutor;
+  std::string host;
+  std::string island;
+  std::string control_endpoint;  // the executor's ROUTER for dispatch and compile
+  std::string data_endpoint;     // the executor's data-plane ROUTER
+  std::string store_endpoint;    // the host's object store
+  std::vector<DeviceDesc> devices;
+  MSGPACK_DEFINE(host, island, control_endpoint, data_endpoint, store_endpoint, devices);
+};
+
+struct RegisterExecutorReply {
+  static constexpr Kind kKind = Kind::kRegisterExecutorReply;
+  std::vector<uint32_t> device_ids;  // cluster-wide ids, one per DeviceDesc in order
+  uint32_t heartbeat_ms = 0;
+  MSGPACK_DEFINE(device_ids, heartbeat_ms);
+};
+
+// Executor or client -> RM, and client -> object store: "still alive". No reply.
+struct Heartbeat {
+  static constexpr Kind kKind = Kind::kHeartbeat;
+  enum Role : uint8_t { kExecutor = 0, kClient = 1 };
+  uint8_t role = kClient;
+  std::string id;  // executor host name, or client id in decimal
+  MSGPACK_DEFINE(role, id);
+};
+
+struct RegisterScheduler {
+  static constexpr Kind kKind = Kind::kRegisterScheduler;
+  std::string island;
+  std::string endpoint;
+  MSGPACK_DEFINE(island, endpoint);
+};
+
+struct HelloClient {
+  static constexpr Kind kKind = Kind::kHelloClient;
+  std::string name;
+  MSGPACK_DEFINE(name);
+};
+
+struct HelloClientReply {
+  static constexpr Kind kKind = Kind::kHelloClientReply;
+  uint64_t client_id = 0;
+  uint32_t heartbeat_ms = 0;
+  MSGPACK_DEFINE(client_id, heartbeat_ms);
+};
+
+struct Goodbye {
+  static constexpr Kind kKind = Kind::kGoodbye;
+  uint64_t client_id = 0;
+  MSGPACK_DEFINE(client_id);
+};
+
+struct CreateSlice {
+  static constexpr Kind kKind = Kind::kCreateSlice;
+  uint64_t client_id = 0;
+  uint32_t num_devices = 0;
+  std::string island;  // empty: any island
+  std::string kind;    // empty: any kind
+  MSGPACK_DEFINE(client_id, num_devices, island, kind);
+};
+
+struct DeviceInfo {
+  uint32_t device_id = 0;  // cluster-wide
+  std::string host;
+  uint32_t local_index = 0;  // index among the executor's devices
+  std::string control_endpoint;
+  std::string data_endpoint;
+  std::string store_endpoint;
+  MSGPACK_DEFINE(device_id, host, local_index, control_endpoint, data_endpoint, store_endpoint);
+};
+
+struct SliceInfo {
+  static constexpr Kind kKind = Kind::kSliceInfo;
+  uint64_t slice_id = 0;
+  std::string island;
+  std::string scheduler_endpoint;
+  std::vector<DeviceInfo> devices;  // virtual device i is devices[i]
+  MSGPACK_DEFINE(slice_id, island, scheduler_endpoint, devices);
+};
+
+struct RegisterFunction {
+  static constexpr Kind kKind = Kind::kRegisterFunction;
+  uint64_t client_id = 0;
+  uint64_t slice_id = 0;
+  ir::FunctionDef function;
+  MSGPACK_DEFINE(client_id, slice_id, function);
+};
+
+// Sent once every executor of the slice has compiled the function.
+struct RegisterFunctionReply {
+  static constexpr Kind kKind = Kind::kRegisterFunctionReply;
+  uint64_t function_id = 0;
+  MSGPACK_DEFINE(function_id);
+};
+
+struct GetClusterStatus {
+  static constexpr Kind kKind = Kind::kGetClusterStatus;
+  MSGPACK_DEFINE();
+};
+
+struct DeviceStatus {
+  uint32_t device_id = 0;
+  std::string kind;
+  uint64_t memory_bytes = 0;
+  uint32_t slices = 0;  // how many slices map a virtual device onto it
+  MSGPACK_DEFINE(device_id, kind, memory_bytes, slices);
+};
+
+struct HostStatus {
+  std::string name;
+  bool alive = false;
+  std::string control_endpoint;
+  std::string store_endpoint;
+  std::vector<DeviceStatus> devices;
+  MSGPACK_DEFINE(name, alive, control_endpoint, store_endpoint, devices);
+};
+
+struct IslandStatus {
+  std::string name;
+  std::string scheduler_endpoint;  // empty until its scheduler registers
+  std::vector<HostStatus> hosts;
+  MSGPACK_DEFINE(name, scheduler_endpoint, hosts);
+};
+
+struct SliceStatus {
+  uint64_t slice_id = 0;
+  uint64_t client_id = 0;
+  std::string island;
+  std::vector<uint32_t> device_ids;
+  MSGPACK_DEFINE(slice_id, client_id, island, device_ids);
+};
+
+struct ClusterStatus {
+  static constexpr Kind kKind = Kind::kClusterStatus;
+  std::vector<IslandStatus> islands;
+  std::vector<SliceStatus> slices;
+  uint32_t functions = 0;
+  uint32_t clients = 0;
+  MSGPACK_DEFINE(islands, slices, functions, clients);
+};
+
+// ---------------------------------------------------------------------------------------
+// Executor.
+
+// RM -> executor: compile (here: validate and keep) a function ahead of its first call.
+// Answered with Ok or Error carrying the same request id.
+struct Compile {
+  static constexpr Kind kKind = Kind::kCompile;
+  uint64_t function_id = 0;
+  uint32_t num_shards = 0;
+  ir::FunctionDef function;
+  MSGPACK_DEFINE(function_id, num_shards, function);
+};
+
+// Where one input of a shard comes from.
+struct InputSource {
+  enum Kind : uint8_t {
+    kTuple = 0,  // pushed by the producing executor, keyed (run, node, input, shard)
+    kStore = 1,  // shard `shard` of object `object_id` in this host's object store
+  };
+  uint8_t kind = kTuple;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  MSGPACK_DEFINE(kind, object_id, shard);
+};
+
+// Where one output of a shard goes; an output may go to several places.
+struct OutputDest {
+  enum Kind : uint8_t {
+    kTuple = 0,  // to executor `data_endpoint`, as input `input` of shard `shard` of `node`
+    kStore = 1,  // into this host's object store as shard `shard` of `object_id`
+  };
+  uint8_t kind = kTuple;
+  std::string data_endpoint;
+  uint32_t node = 0;
+  uint32_t input = 0;
+  uint32_t shard = 0;
+  uint64_t object_id = 0;
+  MSGPACK_DEFINE(kind, data_endpoint, node, input, shard, object_id);
+};
+
+// One shard of one gang: everything an executor needs to run it without asking anyone.
+struct Entry {
+  uint64_t run_id = 0;
+  uint32_t node = 0;
+  uint64_t gang_seq = 0;  // position in the island's single order; set by the scheduler
+  uint64_t function_id = 0;
+  uint32_t device = 0;  // local device index on the executor
+  uint32_t shard = 0;
+  uint32_t num_shards = 0;
+  uint64_t owner_client = 0;
+  std::vector<InputSource> inputs;
+  std::vector<std::vector<OutputDest>> outputs;
+  MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
+                 inputs, outputs);
+};
+
+// Scheduler -> executor: all of this executor's entries of one program, in gang order.
+struct Dispatch {
+  static constexpr Kind kKind = Kind::kDispatch;
+  std::vector<Entry> entries;
+  MSGPACK_DEFINE(entries);
+};
+
+// Executor -> executor: tensors tagged with their destination shard. Tuple i's bytes are
+// data frame i after the header. A failed producer sends the error instead of data, so
+// the consumer fails with it rather than waiting forever.
+struct TupleHeader {
+  uint64_t run_id = 0;
+  uint32_t node = 0;
+  uint32_t input = 0;
+  uint32_t shard = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  int32_t error_code = 0;  // atl::Code; non-zero: no data frame content
+  std::string error;
+  MSGPACK_DEFINE(run_id, node, input, shard, dtype, shape, error_code, error);
+};
+
+struct TupleBatch {
+  static constexpr Kind kKind = Kind::kTupleBatch;
+  std::vector<TupleHeader> tuples;
+  MSGPACK_DEFINE(tuples);
+};
+
+// ---------------------------------------------------------------------------------------
+// Scheduler.
+
+struct PlacedEntry {
+  std::string executor;  // the executor's control endpoint
+  Entry entry;
+  MSGPACK_DEFINE(executor, entry);
+};
+
+// Client -> island scheduler: the whole subgraph of one program run on this island, its
+// entries grouped by node in topological order. Answered with SubmitReply or Error.
+struct SubmitProgram {
+  static constexpr Kind kKind = Kind::kSubmitProgram;
+  uint64_t client_id = 0;
+  uint64_t run_id = 0;
+  std::vector<PlacedEntry> entries;
+  MSGPACK_DEFINE(client_id, run_id, entries);
+};
+
+struct SubmitReply {
+  static constexpr Kind kKind = Kind::kSubmitReply;
+  uint64_t first_gang_seq = 0;
+  uint32_t gangs = 0;
+  MSGPACK_DEFINE(first_gang_seq, gangs);
+};
+
+// ---------------------------------------------------------------------------------------
+// Object store.
+
+struct StoreHello {
+  static constexpr Kind kKind = Kind::kStoreHello;
+  MSGPACK_DEFINE();
+};
+
+struct StoreHelloReply {
+  static constexpr Kind kKind = Kind::kStoreHelloReply;
+  std::string arena_name;  // POSIX shared-memory name, for shm_open
+  uint64_t arena_bytes = 0;
+  MSGPACK_DEFINE(arena_name, arena_bytes);
+};
+
+// Reserves arena space for one shard; the caller writes the bytes through its own mapping
+// of the arena and then sends SealObject.
+struct CreateObject {
+  static constexpr Kind kKind = Kind::kCreateObject;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  uint64_t owner_client = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape);
+};
+
+struct CreateObjectReply {
+  static constexpr Kind kKind = Kind::kCreateObjectReply;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  MSGPACK_DEFINE(offset, nbytes);
+};
+
+// Marks a created shard ready (or failed, with error_code != 0) and wakes its waiters.
+struct SealObject {
+  static constexpr Kind kKind = Kind::kSealObject;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  int32_t error_code = 0;
+  std::string error;
+  MSGPACK_DEFINE(object_id, shard, error_code, error);
+};
+
+// Create + copy + seal in one message, the bytes in data frame 0: for callers that do not
+// map the arena (a client on another machine).
+struct PutObject {
+  static constexpr Kind kKind = Kind::kPutObject;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  uint64_t owner_client = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape);
+};
+
+// Waits up to timeout_ms for the shard to be sealed (0: answer at once). The reply
+// carries the bytes as data frame 0 when `inline_data`, else only where they lie.
+struct GetObject {
+  static constexpr Kind kKind = Kind::kGetObject;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  uint32_t timeout_ms = 0;
+  bool inline_data = true;
+  MSGPACK_DEFINE(object_id, shard, timeout_ms, inline_data);
+};
+
+struct GetObjectReply {
+  static constexpr Kind kKind = Kind::kGetObjectReply;
+  DType dtype = DType::kF32;
+  Shape shape;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  MSGPACK_DEFINE(dtype, shape, offset, nbytes);
+};
+
+// Drops one reference; the object (all its shards on this host) is freed at zero.
+struct ReleaseObject {
+  static constexpr Kind kKind = Kind::kReleaseObject;
+  uint64_t object_id = 0;
+  MSGPACK_DEFINE(object_id);
+};
+
+struct GetStoreStats {
+  static constexpr Kind kKind = Kind::kGetStoreStats;
+  MSGPACK_DEFINE();
+};
+
+struct StoreStats {
+  static constexpr Kind kKind = Kind::kStoreStats;
+  uint64_t objects = 0;
+  uint64_t bytes_in_use = 0;
+  uint64_t arena_bytes = 0;
+  std::map<uint64_t, uint64_t> objects_per_owner;
+  MSGPACK_DEFINE(objects, bytes_in_use, arena_bytes, objects_per_owner);
+};
+
+}  // namespace atl::proto

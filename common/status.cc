@@ -1,0 +1,30 @@
+#include "atoll/status.h"
+
+namespace atl {
+
+std::string_view CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kInvalidArgument: return "InvalidArgument";
+    case Code::kNotFound: return "NotFound";
+    case Code::kOutOfMemory: return "OutOfMemory";
+    case Code::kUnavailable: return "Unavailable";
+    case Code::kDeadlineExceeded: return "DeadlineExceeded";
+    case Code::kCancelled: return "Cancelled";
+    case Code::kFailedPrecondition: return "FailedPrecondition";
+    case Code::kInternal: return "Internal";
+  }
+  return "Unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return std::string(CodeName(code_)) + ": " + message_;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  return Status(code_, std::string(context) + ": " + message_);
+}
+
+}  // namespace atl

@@ -1,0 +1,115 @@
+#include "common/transport.h"
+
+#include <string>
+
+namespace atl::net {
+
+namespace {
+constexpr int kSendTimeoutMs = 5000;
+}
+
+zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
+  zmq::socket_t socket(context, type);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::sndtimeo, kSendTimeoutMs);
+  socket.set(zmq::sockopt::maxmsgsize, kDefaultMaxMessageBytes);
+  if (type == zmq::socket_type::router) socket.set(zmq::sockopt::router_mandatory, 1);
+  return socket;
+}
+
+Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint) {
+  std::string target = endpoint;
+  if (target.size() > 2 && target.compare(target.size() - 2, 2, ":0") == 0) {
+    target.replace(target.size() - 1, 1, "*");
+  }
+  try {
+    socket.bind(target);
+    return socket.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    return Unavailable("cannot bind " + endpoint + ": " + e.what());
+  }
+}
+
+Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
+  try {
+    socket.connect(endpoint);
+    return Status::Ok();
+  } catch (const zmq::error_t& e) {
+    return InvalidArgument("cannot connect to '" + endpoint + "': " + e.what());
+  }
+}
+
+Status SendFrames(zmq::socket_t& socket, Frames& frames) {
+  try {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      if (!socket.send(frames[i], flags)) {
+        return Unavailable("send timed out after " + std::to_string(kSendTimeoutMs) +
+                           " ms: peer not reading");
+      }
+    }
+    return Status::Ok();
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) return Unavailable("peer is not connected");
+    return Unavailable(std::string("send failed: ") + e.what());
+  }
+}
+
+Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket,
+                                         std::chrono::milliseconds timeout) {
+  try {
+    if (timeout.count() > 0) {
+      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, timeout) == 0) return std::optional<Frames>{};
+    }
+    Frames frames;
+    while (true) {
+      zmq::message_t part;
+      if (!socket.recv(part, zmq::recv_flags::dontwait)) {
+        if (frames.empty()) return std::optional<Frames>{};
+        return Internal("multipart message ended early");
+      }
+      const bool more = part.more();
+      frames.push_back(std::move(part));
+      if (!more) break;
+    }
+    return std::optional<Frames>(std::move(frames));
+  } catch (const zmq::error_t& e) {
+    if (e.num() == ETERM) return Cancelled("context terminated");
+    return Unavailable(std::string("receive failed: ") + e.what());
+  }
+}
+
+Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status& status) {
+  return Reply(socket, to, proto::ToError(status));
+}
+
+Requester::Requester(zmq::context_t& context, std::string endpoint)
+    : endpoint_(std::move(endpoint)), socket_(MakeSocket(context, zmq::socket_type::dealer)) {}
+
+Status Requester::Connect() { return net::Connect(socket_, endpoint_); }
+
+Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t header, Frames data,
+                                        std::chrono::milliseconds timeout) {
+  Frames frames;
+  frames.push_back(std::move(header));
+  for (auto& d : data) frames.push_back(std::move(d));
+  ATOLL_RETURN_IF_ERROR(SendFrames(socket_, frames).WithContext(endpoint_));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return DeadlineExceeded("no reply from " + endpoint_ + " within " +
+                              std::to_string(timeout.count()) + " ms");
+    }
+    ATOLL_ASSIGN_OR_RETURN(auto got, RecvFrames(socket_, left));
+    if (!got) continue;
+    auto in = proto::ParseIncoming(std::move(*got), /*routed=*/false);
+    if (!in.ok()) return in.status().WithContext("reply from " + endpoint_);
+    if (in->header.request_id() != request_id) continue;  // a late reply to an old request
+    return std::move(in).value();
+  }
+}
+
+}  // namespace atl::net

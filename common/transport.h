@@ -1,0 +1,99 @@
+// The ZeroMQ wrapper: the only place where cppzmq exceptions are caught. Every call
+// returns a Status; EAGAIN and timeouts are ordinary outcomes (an empty optional or
+// DeadlineExceeded), not errors.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "atoll/status.h"
+#include "common/codec.h"
+
+namespace atl::net {
+
+using Frames = std::vector<zmq::message_t>;
+
+// Largest message a service accepts; bigger ones make ZeroMQ drop the connection instead
+// of buffering them. 1 GiB.
+inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{1} << 30;
+
+// Makes a socket with atoll's defaults: no linger on close, mandatory routing on ROUTER
+// sockets (an unknown peer is an error, not a silent drop), a bounded send wait.
+zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type);
+
+// Binds to `endpoint`; a port of "*" or "0" picks a free port. Returns the bound address.
+Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint);
+Status Connect(zmq::socket_t& socket, const std::string& endpoint);
+
+// Sends all frames as one multipart message.
+Status SendFrames(zmq::socket_t& socket, Frames& frames);
+// Receives one multipart message, waiting at most `timeout` (0: do not wait).
+// An empty optional means nothing arrived in time.
+Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket,
+                                         std::chrono::milliseconds timeout);
+
+// Sends a message [routing id?][header(body)][data...].
+template <typename T>
+Status Send(zmq::socket_t& socket, const zmq::message_t* routing_id, uint64_t request_id,
+            const T& body, Frames data = {}) {
+  Frames frames;
+  frames.reserve(data.size() + 2);
+  if (routing_id != nullptr) frames.emplace_back(routing_id->data(), routing_id->size());
+  frames.push_back(proto::EncodeHeader(request_id, body));
+  for (auto& d : data) frames.push_back(std::move(d));
+  return SendFrames(socket, frames);
+}
+
+// Replies on a ROUTER socket to `to` with a body or an error.
+template <typename T>
+Status Reply(zmq::socket_t& socket, const proto::Incoming& to, const T& body,
+             Frames data = {}) {
+  return Send(socket, to.routing_id ? &*to.routing_id : nullptr, to.header.request_id(), body,
+              std::move(data));
+}
+Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status& status);
+
+// Synchronous request/reply over a DEALER socket owned by the calling thread. Replies to
+// earlier requests that timed out are skipped by request id. An Error reply becomes the
+// returned Status.
+class Requester {
+ public:
+  Requester(zmq::context_t& context, std::string endpoint);
+  Status Connect();
+  const std::string& endpoint() const { return endpoint_; }
+
+  Result<proto::Incoming> Call(uint64_t request_id, zmq::message_t header,
+                               Frames data, std::chrono::milliseconds timeout);
+
+  template <typename Reply, typename Request>
+  Result<Reply> Call(const Request& request, std::chrono::milliseconds timeout,
+                     Frames data = {}, Frames* reply_data = nullptr) {
+    const uint64_t id = ++next_request_id_;
+    ATOLL_ASSIGN_OR_RETURN(proto::Incoming in,
+                           Call(id, proto::EncodeHeader(id, request), std::move(data), timeout));
+    if (in.header.kind() == proto::Kind::kError) {
+      ATOLL_ASSIGN_OR_RETURN(proto::Error err, in.header.As<proto::Error>());
+      return proto::FromError(err);
+    }
+    if (reply_data != nullptr) *reply_data = std::move(in.data);
+    return in.header.As<Reply>();
+  }
+
+  // Sends without waiting for any reply (heartbeats, goodbyes).
+  template <typename Request>
+  Status Post(const Request& request, Frames data = {}) {
+    return Send(socket_, nullptr, ++next_request_id_, request, std::move(data));
+  }
+
+ private:
+  std::string endpoint_;
+  zmq::socket_t socket_;
+  uint64_t next_request_id_ = 0;
+};
+
+}  // namespace atl::net
