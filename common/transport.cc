@@ -84,6 +84,23 @@ Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status
   return Reply(socket, to, proto::ToError(status));
 }
 
+Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router) {
+  ATOLL_ASSIGN_OR_RETURN(auto frames, RecvFrames(router, std::chrono::milliseconds(0)));
+  if (!frames) return std::optional<proto::Incoming>{};
+  if (frames->size() < 2) return InvalidArgument("message without routing id and header");
+  zmq::message_t routing_id;
+  routing_id.copy((*frames)[0]);
+  auto in = proto::ParseIncoming(std::move(*frames), /*routed=*/true);
+  if (!in.ok()) {
+    Frames reply;
+    reply.push_back(std::move(routing_id));
+    reply.push_back(proto::EncodeHeader(0, proto::ToError(in.status())));
+    (void)SendFrames(router, reply);
+    return in.status();
+  }
+  return std::optional<proto::Incoming>(std::move(in).value());
+}
+
 Requester::Requester(zmq::context_t& context, std::string endpoint)
     : endpoint_(std::move(endpoint)), socket_(MakeSocket(context, zmq::socket_type::dealer)) {}
 

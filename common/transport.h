@@ -58,6 +58,11 @@ Status Reply(zmq::socket_t& socket, const proto::Incoming& to, const T& body,
 }
 Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status& status);
 
+// Receives one request from a ROUTER socket without waiting. A message that does not parse
+// (garbage, truncated, unknown kind or version) is answered with an Error reply to its
+// sender and comes back as that Status; an empty optional means nothing was waiting.
+Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router);
+
 // Synchronous request/reply over a DEALER socket owned by the calling thread. Replies to
 // earlier requests that timed out are skipped by request id. An Error reply becomes the
 // returned Status.

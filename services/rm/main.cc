@@ -1,0 +1,41 @@
+// atoll-rm: the resource manager and event bus of an atoll cluster.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/ready_file.h"
+#include "common/service_main.h"
+#include "services/rm/rm_service.h"
+
+namespace {
+
+atl::Status Serve(atl::ServiceOptions& options, const std::string& endpoint,
+                  const std::string& events_out) {
+  ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config, atl::StartService("rm", options));
+  if (!endpoint.empty()) config.rm_endpoint = endpoint;
+  if (!events_out.empty()) config.events_out_endpoint = events_out;
+  zmq::context_t context;
+  atl::rm::RmService rm(context, std::move(config));
+  ATOLL_RETURN_IF_ERROR(rm.Bind());
+  ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(options.ready_file,
+                                            {{"endpoint", rm.endpoint()},
+                                             {"events_in", rm.events_in()},
+                                             {"events_out", rm.events_out()}}));
+  spdlog::info("serving on {}; events in {} out {}", rm.endpoint(), rm.events_in(),
+               rm.events_out());
+  rm.Run();
+  spdlog::info("stopped");
+  return atl::Status::Ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"atoll resource manager"};
+  atl::ServiceOptions options;
+  std::string endpoint, events_out;
+  atl::AddServiceOptions(app, options);
+  app.add_option("--endpoint", endpoint, "request endpoint (overrides rm.endpoint)");
+  app.add_option("--events-out", events_out, "event output endpoint (overrides rm.events_out)");
+  CLI11_PARSE(app, argc, argv);
+  return atl::ExitCode(Serve(options, endpoint, events_out));
+}

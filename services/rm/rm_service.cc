@@ -1,0 +1,359 @@
+#include "services/rm/rm_service.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/transport.h"
+
+namespace atl::rm {
+
+namespace {
+
+// How long executors get to compile a function before its registration fails.
+constexpr auto kCompileTimeout = std::chrono::seconds(10);
+
+std::string RoutingId(const proto::Incoming& in) {
+  return in.routing_id ? in.routing_id->to_string() : std::string();
+}
+
+}  // namespace
+
+RmService::RmService(zmq::context_t& context, ClusterConfig config)
+    : context_(context),
+      config_(std::move(config)),
+      socket_(net::MakeSocket(context, zmq::socket_type::router)),
+      proxy_(context),
+      placement_(MakeSpreadEvenlyPolicy()) {}
+
+Status RmService::Bind() {
+  ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, config_.rm_endpoint));
+  ATOLL_RETURN_IF_ERROR(proxy_.Start(config_.events_in_endpoint, config_.events_out_endpoint));
+  events_ = std::make_unique<EventPublisher>(context_, "rm");
+  ATOLL_RETURN_IF_ERROR(events_->Connect(proxy_.in_endpoint()));
+  return Status::Ok();
+}
+
+void RmService::Run() {
+  loop_.AddSocket("request", socket_, [this] { OnRequest(); });
+  loop_.AddTimer("liveness", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { CheckLiveness(); });
+  loop_.Run();
+  proxy_.Stop();
+}
+
+void RmService::OnRequest() {
+  // Drain what is queued without blocking; the loop wakes again for more.
+  for (int i = 0; i < 256; ++i) {
+    auto in = net::RecvRequest(socket_);
+    if (!in.ok()) {
+      spdlog::warn("rejected a message: {}", in.status().ToString());
+      events_->Publish("error.rm", {{"error", in.status().ToString()}});
+      continue;
+    }
+    if (!in->has_value()) return;
+    Handle(**in);
+  }
+}
+
+void RmService::Handle(proto::Incoming& in) {
+  switch (in.header.kind()) {
+    case proto::Kind::kRegisterExecutor: return OnRegisterExecutor(in);
+    case proto::Kind::kHeartbeat: return OnHeartbeat(in);
+    case proto::Kind::kRegisterScheduler: return OnRegisterScheduler(in);
+    case proto::Kind::kHelloClient: return OnHelloClient(in);
+    case proto::Kind::kGoodbye: return OnGoodbye(in);
+    case proto::Kind::kCreateSlice: return OnCreateSlice(in);
+    case proto::Kind::kRegisterFunction: return OnRegisterFunction(in);
+    case proto::Kind::kGetClusterStatus: return OnClusterStatus(in);
+    case proto::Kind::kOk:
+    case proto::Kind::kError: return OnCompileReply(in);
+    default:
+      return ReplyError(in, InvalidArgument(fmt::format(
+                                "the RM does not handle {} messages",
+                                proto::KindName(in.header.kind()))));
+  }
+}
+
+void RmService::ReplyError(const proto::Incoming& in, const Status& status) {
+  spdlog::debug("error reply: {}", status.ToString());
+  events_->Publish("error.rm", {{"error", status.ToString()}});
+  (void)net::ReplyError(socket_, in, status);
+}
+
+void RmService::OnRegisterExecutor(proto::Incoming& in) {
+  auto req = in.header.As<proto::RegisterExecutor>();
+  if (!req.ok()) return ReplyError(in, req.status());
+  const bool known_island =
+      std::any_of(config_.islands.begin(), config_.islands.end(),
+                  [&](const IslandConfig& i) { return i.name == req->island; });
+  if (!known_island) {
+    return ReplyError(in, NotFound("island '" + req->island + "' is not in the configuration"));
+  }
+  if (req->devices.empty()) return ReplyError(in, InvalidArgument("executor has no devices"));
+
+  Host& host = hosts_[req->host];
+  const bool rejoin = !host.name.empty();
+  if (rejoin && host.device_ids.size() != req->devices.size()) {
+    return ReplyError(in, InvalidArgument(fmt::format(
+                              "host {} re-registered with {} devices, had {}", req->host,
+                              req->devices.size(), host.device_ids.size())));
+  }
+  host.name = req->host;
+  host.island = req->island;
+  host.control_endpoint = req->control_endpoint;
+  host.data_endpoint = req->data_endpoint;
+  host.store_endpoint = req->store_endpoint;
+  host.routing_id = RoutingId(in);
+  host.last_heard = Clock::now();
+  host.alive = true;
+  if (!rejoin) {
+    for (uint32_t i = 0; i < req->devices.size(); ++i) {
+      const auto id = static_cast<uint32_t>(devices_.size());
+      devices_.push_back(Device{id, host.name, i, req->devices[i], 0});
+      host.device_ids.push_back(id);
+    }
+  }
+  spdlog::info("executor {} ({} devices) {} island {}", host.name, host.device_ids.size(),
+               rejoin ? "rejoined" : "joined", host.island);
+  for (uint32_t id : host.device_ids) {
+    events_->Publish("device.registered",
+                     {{"device", uint64_t{id}},
+                      {"host", host.name},
+                      {"island", host.island},
+                      {"kind", devices_[id].desc.kind},
+                      {"memory_bytes", devices_[id].desc.memory_bytes}});
+  }
+  (void)net::Reply(socket_, in, proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms});
+}
+
+void RmService::OnHeartbeat(proto::Incoming& in) {
+  auto req = in.header.As<proto::Heartbeat>();
+  if (!req.ok()) return ReplyError(in, req.status());
+  if (req->role == proto::Heartbeat::kExecutor) {
+    auto it = hosts_.find(req->id);
+    if (it == hosts_.end()) return ReplyError(in, NotFound("host '" + req->id + "' is unknown"));
+    it->second.last_heard = Clock::now();
+    if (!it->second.alive) {
+      it->second.alive = true;
+      events_->Publish("host.back", {{"host", it->second.name}});
+    }
+    return;
+  }
+  uint64_t id = 0;
+  try {
+    id = std::stoull(req->id);
+  } catch (const std::exception&) {
+    return ReplyError(in, InvalidArgument("client heartbeat with non-numeric id '" + req->id + "'"));
+  }
+  auto it = clients_.find(id);
+  if (it == clients_.end()) return ReplyError(in, NotFound(fmt::format("client {} is unknown", id)));
+  it->second.last_heard = Clock::now();
+}
+
+void RmService::OnRegisterScheduler(proto::Incoming& in) {
+  auto req = in.header.As<proto::RegisterScheduler>();
+  if (!req.ok()) return ReplyError(in, req.status());
+  const bool known = std::any_of(config_.islands.begin(), config_.islands.end(),
+                                 [&](const IslandConfig& i) { return i.name == req->island; });
+  if (!known) return ReplyError(in, NotFound("island '" + req->island + "' is unknown"));
+  scheduler_by_island_[req->island] = req->endpoint;
+  spdlog::info("scheduler of {} at {}", req->island, req->endpoint);
+  events_->Publish("island.scheduler", {{"island", req->island}, {"endpoint", req->endpoint}});
+  (void)net::Reply(socket_, in, proto::Ok{});
+}
+
+void RmService::OnHelloClient(proto::Incoming& in) {
+  auto req = in.header.As<proto::HelloClient>();
+  if (!req.ok()) return ReplyError(in, req.status());
+  const uint64_t id = next_client_id_++;
+  clients_[id] = Client{req->name, Clock::now()};
+  events_->Publish("client.connected", {{"client", id}, {"name", req->name}});
+  (void)net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
+}
+
+void RmService::OnGoodbye(proto::Incoming& in) {
+  auto req = in.header.As<proto::Goodbye>();
+  if (!req.ok()) return ReplyError(in, req.status());
+  if (!clients_.count(req->client_id)) {
+    return ReplyError(in, NotFound(fmt::format("client {} is unknown", req->client_id)));
+  }
+  DropClient(req->client_id, "goodbye");
+  (void)net::Reply(socket_, in, proto::Ok{});
+}
+
+void RmService::DropClient(uint64_t client_id, const std::string& why) {
+  clients_.erase(client_id);
+  for (auto it = slices_.begin(); it != slices_.end();) {
+    if (it->second.client != client_id) {
+      ++it;
+      continue;
+    }
+    for (uint32_t d : it->second.device_ids) devices_[d].slices--;
+    events_->Publish("slice.released", {{"slice", it->first}, {"client", client_id}});
+    it = slices_.erase(it);
+  }
+  std::erase_if(functions_, [&](const auto& kv) { return kv.second.client == client_id; });
+  spdlog::info("client {} gone ({})", client_id, why);
+  events_->Publish("client.gone", {{"client", client_id}, {"reason", why}});
+}
+
+void RmService::OnCreateSlice(proto::Incoming& in) {
+  auto req = in.header.As<proto::CreateSlice>();
+  if (!req.ok()) return ReplyError(in, req.status());
+  if (!clients_.count(req->client_id)) {
+    return ReplyError(in, NotFound(fmt::format("client {} is unknown; say HelloClient first",
+                                               req->client_id)));
+  }
+  std::vector<DeviceLoad> loads;
+  for (const auto& d : devices_) {
+    const Host& h = hosts_.at(d.host);
+    loads.push_back({d.id, h.island, h.name, d.local_index, d.desc.kind, h.alive, d.slices});
+  }
+  auto placed = placement_->Place({req->num_devices, req->island, req->kind}, loads);
+  if (!placed.ok()) return ReplyError(in, placed.status().WithContext("create slice"));
+  const std::string island = hosts_.at(devices_[placed->front()].host).island;
+  if (!scheduler_by_island_.count(island)) {
+    return ReplyError(in, Unavailable("island '" + island + "' has no scheduler yet"));
+  }
+  Slice slice{next_slice_id_++, req->client_id, island, *placed};
+  for (uint32_t d : slice.device_ids) devices_[d].slices++;
+  slices_[slice.id] = slice;
+  events_->Publish("slice.created", {{"slice", slice.id},
+                                     {"client", slice.client},
+                                     {"island", island},
+                                     {"devices", fmt::format("{}", fmt::join(*placed, ","))}});
+  (void)net::Reply(socket_, in, DescribeSlice(slice));
+}
+
+proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
+  proto::SliceInfo info{slice.id, slice.island, scheduler_by_island_.at(slice.island), {}};
+  for (uint32_t id : slice.device_ids) {
+    const Device& d = devices_[id];
+    const Host& h = hosts_.at(d.host);
+    info.devices.push_back({id, h.name, d.local_index, h.control_endpoint, h.data_endpoint,
+                            h.store_endpoint});
+  }
+  return info;
+}
+
+void RmService::OnRegisterFunction(proto::Incoming& in) {
+  auto req = in.header.As<proto::RegisterFunction>();
+  if (!req.ok()) return ReplyError(in, req.status());
+  auto slice_it = slices_.find(req->slice_id);
+  if (slice_it == slices_.end()) {
+    return ReplyError(in, NotFound(fmt::format("slice {} is unknown", req->slice_id)));
+  }
+  const Slice& slice = slice_it->second;
+  if (slice.client != req->client_id) {
+    return ReplyError(in, FailedPrecondition(fmt::format("slice {} belongs to client {}, not {}",
+                                                         slice.id, slice.client, req->client_id)));
+  }
+  const auto shards = static_cast<int>(slice.device_ids.size());
+  Status valid = ir::Validate(req->function, shards);
+  if (!valid.ok()) return ReplyError(in, valid.WithContext("function '" + req->function.name + "'"));
+
+  const uint64_t function_id = next_function_id_++;
+  functions_[function_id] = Function{req->client_id, slice.id, req->function};
+  // Background compilation: every executor hosting a device of the slice gets the
+  // function now, so the first call finds it ready. The client hears back once all did.
+  std::set<std::string> hosts;
+  for (uint32_t d : slice.device_ids) hosts.insert(devices_[d].host);
+  const uint64_t rm_request = next_request_id_++;
+  pending_[rm_request] = {RoutingId(in), in.header.request_id(), function_id, hosts.size(),
+                          Clock::now() + kCompileTimeout};
+  const proto::Compile compile{function_id, static_cast<uint32_t>(shards), req->function};
+  for (const auto& name : hosts) {
+    const Host& h = hosts_.at(name);
+    zmq::message_t routing(h.routing_id.data(), h.routing_id.size());
+    Status sent = net::Send(socket_, &routing, rm_request, compile);
+    if (!sent.ok()) return FinishRegistration(rm_request, sent.WithContext("compile on " + name));
+  }
+}
+
+void RmService::OnCompileReply(proto::Incoming& in) {
+  auto it = pending_.find(in.header.request_id());
+  if (it == pending_.end()) return;  // late: the registration already finished
+  if (in.header.kind() == proto::Kind::kError) {
+    auto err = in.header.As<proto::Error>();
+    return FinishRegistration(it->first, err.ok() ? proto::FromError(*err) : err.status());
+  }
+  if (--it->second.acks_missing == 0) FinishRegistration(it->first, Status::Ok());
+}
+
+void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status) {
+  auto it = pending_.find(rm_request_id);
+  if (it == pending_.end()) return;
+  PendingRegistration p = std::move(it->second);
+  pending_.erase(it);
+  zmq::message_t routing(p.client_routing_id.data(), p.client_routing_id.size());
+  if (!status.ok()) {
+    functions_.erase(p.function_id);
+    events_->Publish("error.rm", {{"error", status.ToString()}});
+    (void)net::Send(socket_, &routing, p.client_request_id,
+                    proto::ToError(status.WithContext("compile")));
+    return;
+  }
+  const Function& f = functions_.at(p.function_id);
+  events_->Publish("function.registered",
+                   {{"function", p.function_id}, {"name", f.def.name}, {"slice", f.slice}});
+  (void)net::Send(socket_, &routing, p.client_request_id,
+                  proto::RegisterFunctionReply{p.function_id});
+}
+
+void RmService::OnClusterStatus(proto::Incoming& in) {
+  proto::ClusterStatus status;
+  for (const auto& island : config_.islands) {
+    proto::IslandStatus is{island.name, "", {}};
+    if (auto s = scheduler_by_island_.find(island.name); s != scheduler_by_island_.end()) {
+      is.scheduler_endpoint = s->second;
+    }
+    for (const auto& [name, h] : hosts_) {
+      if (h.island != island.name) continue;
+      proto::HostStatus hs{name, h.alive, h.control_endpoint, h.store_endpoint, {}};
+      for (uint32_t id : h.device_ids) {
+        const Device& d = devices_[id];
+        hs.devices.push_back({id, d.desc.kind, d.desc.memory_bytes, d.slices});
+      }
+      is.hosts.push_back(std::move(hs));
+    }
+    status.islands.push_back(std::move(is));
+  }
+  for (const auto& [id, s] : slices_) {
+    status.slices.push_back({id, s.client, s.island, s.device_ids});
+  }
+  status.functions = static_cast<uint32_t>(functions_.size());
+  status.clients = static_cast<uint32_t>(clients_.size());
+  (void)net::Reply(socket_, in, status);
+}
+
+void RmService::CheckLiveness() {
+  const auto now = Clock::now();
+  const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
+  for (auto& [name, h] : hosts_) {
+    if (h.alive && now - h.last_heard > lapse) {
+      h.alive = false;
+      spdlog::warn("executor {} missed {} heartbeats: marked dead", name, config_.liveness);
+      events_->Publish("host.lost", {{"host", name}, {"island", h.island}});
+    }
+  }
+  std::vector<uint64_t> lapsed;
+  for (const auto& [id, c] : clients_) {
+    if (now - c.last_heard > lapse) lapsed.push_back(id);
+  }
+  for (uint64_t id : lapsed) DropClient(id, "heartbeat lapsed");
+  std::vector<uint64_t> expired;
+  for (const auto& [id, p] : pending_) {
+    if (now > p.deadline) expired.push_back(id);
+  }
+  for (uint64_t id : expired) {
+    FinishRegistration(id, DeadlineExceeded(fmt::format(
+                               "executors did not compile within {} s",
+                               std::chrono::duration_cast<std::chrono::seconds>(kCompileTimeout)
+                                   .count())));
+  }
+}
+
+}  // namespace atl::rm
