@@ -71,6 +71,8 @@ class Requester {
   Requester(zmq::context_t& context, std::string endpoint);
   Status Connect();
   const std::string& endpoint() const { return endpoint_; }
+  // The DEALER itself, for a service that polls it in its loop once setup calls are done.
+  zmq::socket_t& socket() { return socket_; }
 
   Result<proto::Incoming> Call(uint64_t request_id, zmq::message_t header,
                                Frames data, std::chrono::milliseconds timeout);

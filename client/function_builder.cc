@@ -1,0 +1,116 @@
+#include <fmt/format.h>
+
+#include "client/internal.h"
+
+namespace atl {
+
+FunctionBuilder::FunctionBuilder(std::string name) : impl_(std::make_unique<Impl>()) {
+  impl_->def.name = std::move(name);
+}
+FunctionBuilder::~FunctionBuilder() = default;
+FunctionBuilder::FunctionBuilder(FunctionBuilder&&) noexcept = default;
+FunctionBuilder& FunctionBuilder::operator=(FunctionBuilder&&) noexcept = default;
+
+const Status& FunctionBuilder::status() const { return impl_->status; }
+
+namespace {
+
+ir::Operand ToOperand(Value v) {
+  return {static_cast<uint8_t>(v.kind == kValueInput ? ir::Operand::kInput : ir::Operand::kOp),
+          v.index, 0.0};
+}
+
+ir::Operand Scalar(double s) { return {ir::Operand::kScalar, 0, s}; }
+
+}  // namespace
+
+Value FunctionBuilder::Input(DType dtype, Shape shape, Sharding sharding) {
+  const int split = shape.empty() ? -1 : sharding.split_dim;
+  impl_->def.inputs.push_back({dtype, std::move(shape), split});
+  return {kValueInput, static_cast<int>(impl_->def.inputs.size()) - 1};
+}
+
+namespace {
+
+// Appends an op, inferring its result type from its operands; records the first error.
+Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operand> operands,
+            double attr = 0.0) {
+  if (!impl.status.ok()) return {};
+  for (const auto& o : operands) {
+    if (o.kind != ir::Operand::kScalar && ir::OperandType(impl.def, o) == nullptr) {
+      impl.status = InvalidArgument(fmt::format("{}: operand is not a value of this builder",
+                                                ir::OpName(code)));
+      return {};
+    }
+  }
+  const ir::TensorType* first = nullptr;
+  for (const auto& o : operands) {
+    if (const auto* t = ir::OperandType(impl.def, o)) {
+      first = t;
+      break;
+    }
+  }
+  ir::Op op{code, std::move(operands), attr, first ? *first : ir::TensorType{}};
+  if (code == ir::OpCode::kMatmul) {
+    const auto* a = ir::OperandType(impl.def, op.operands[0]);
+    const auto* b = ir::OperandType(impl.def, op.operands[1]);
+    if (a && b && a->shape.size() == 2 && b->shape.size() == 2) {
+      op.type = {DType::kF32, {a->shape[0], b->shape[1]}, a->split_dim};
+    }
+  }
+  impl.def.ops.push_back(std::move(op));
+  // Checks everything so far, this op included; any shard count divides a 1-device slice.
+  impl.def.outputs.push_back({ir::Operand::kOp, static_cast<int>(impl.def.ops.size()) - 1, 0});
+  Status valid = ir::Validate(impl.def, 1);
+  impl.def.outputs.pop_back();
+  if (!valid.ok()) {
+    impl.status = valid.WithContext("function '" + impl.def.name + "'");
+    return {};
+  }
+  return {kValueOp, static_cast<int>(impl.def.ops.size()) - 1};
+}
+
+}  // namespace
+
+Value FunctionBuilder::Add(Value a, Value b) {
+  return AddOp(*impl_, ir::OpCode::kAdd, {ToOperand(a), ToOperand(b)});
+}
+Value FunctionBuilder::Add(Value a, double b) {
+  return AddOp(*impl_, ir::OpCode::kAdd, {ToOperand(a), Scalar(b)});
+}
+Value FunctionBuilder::Sub(Value a, Value b) {
+  return AddOp(*impl_, ir::OpCode::kSub, {ToOperand(a), ToOperand(b)});
+}
+Value FunctionBuilder::Sub(Value a, double b) {
+  return AddOp(*impl_, ir::OpCode::kSub, {ToOperand(a), Scalar(b)});
+}
+Value FunctionBuilder::Mul(Value a, Value b) {
+  return AddOp(*impl_, ir::OpCode::kMul, {ToOperand(a), ToOperand(b)});
+}
+Value FunctionBuilder::Mul(Value a, double b) {
+  return AddOp(*impl_, ir::OpCode::kMul, {ToOperand(a), Scalar(b)});
+}
+Value FunctionBuilder::Div(Value a, Value b) {
+  return AddOp(*impl_, ir::OpCode::kDiv, {ToOperand(a), ToOperand(b)});
+}
+Value FunctionBuilder::Div(Value a, double b) {
+  return AddOp(*impl_, ir::OpCode::kDiv, {ToOperand(a), Scalar(b)});
+}
+Value FunctionBuilder::Matmul(Value a, Value b) {
+  return AddOp(*impl_, ir::OpCode::kMatmul, {ToOperand(a), ToOperand(b)});
+}
+Value FunctionBuilder::Spin(Value a, double micros) {
+  return AddOp(*impl_, ir::OpCode::kSpin, {ToOperand(a)}, micros);
+}
+
+void FunctionBuilder::Output(Value v) {
+  if (!impl_->status.ok()) return;
+  const ir::Operand o = ToOperand(v);
+  if (ir::OperandType(impl_->def, o) == nullptr) {
+    impl_->status = InvalidArgument("output is not a value of this builder");
+    return;
+  }
+  impl_->def.outputs.push_back(o);
+}
+
+}  // namespace atl

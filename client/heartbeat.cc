@@ -1,0 +1,56 @@
+#include "client/heartbeat.h"
+
+#include <map>
+
+#include "common/transport.h"
+
+namespace atl {
+
+HeartbeatThread::HeartbeatThread(zmq::context_t& context, uint64_t client_id,
+                                 std::string rm_endpoint, std::chrono::milliseconds period)
+    : context_(context),
+      client_id_(client_id),
+      rm_endpoint_(std::move(rm_endpoint)),
+      period_(period),
+      thread_([this] { Loop(); }) {}
+
+HeartbeatThread::~HeartbeatThread() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void HeartbeatThread::AddStore(const std::string& endpoint) {
+  std::lock_guard lock(mu_);
+  stores_.insert(endpoint);
+}
+
+void HeartbeatThread::Loop() {
+  // Sockets live and die on this thread.
+  std::map<std::string, zmq::socket_t> sockets;
+  const proto::Heartbeat beat{proto::Heartbeat::kClient, std::to_string(client_id_)};
+  auto beat_to = [&](const std::string& endpoint) {
+    auto it = sockets.find(endpoint);
+    if (it == sockets.end()) {
+      zmq::socket_t s = net::MakeSocket(context_, zmq::socket_type::dealer);
+      // Replies (errors about unknown clients) are of no use here; never queue them.
+      s.set(zmq::sockopt::rcvhwm, 1);
+      if (!net::Connect(s, endpoint).ok()) return;
+      it = sockets.emplace(endpoint, std::move(s)).first;
+    }
+    (void)net::Send(it->second, nullptr, 0, beat);
+  };
+  std::unique_lock lock(mu_);
+  while (!cv_.wait_for(lock, period_, [&] { return stop_; })) {
+    const std::set<std::string> stores = stores_;
+    lock.unlock();
+    beat_to(rm_endpoint_);
+    for (const auto& s : stores) beat_to(s);
+    lock.lock();
+  }
+}
+
+}  // namespace atl

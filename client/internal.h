@@ -1,0 +1,42 @@
+// The client library's private state behind the public handles in include/atoll/.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "atoll/client.h"
+#include "atoll/function.h"
+#include "atoll/program.h"
+#include "common/ir.h"
+#include "common/protocol.h"
+
+namespace atl {
+
+struct FunctionBuilder::Impl {
+  ir::FunctionDef def;
+  Status status;
+};
+
+struct Function::Impl {
+  uint64_t id = 0;
+  ir::FunctionDef def;
+  std::vector<ir::TensorType> output_types;
+  proto::SliceInfo slice;  // where it runs: virtual device i is slice.devices[i]
+};
+
+// Traced values' kinds.
+enum TracedKind : int { kTracedArg = 0, kTracedCall = 1 };
+// FunctionBuilder values' kinds.
+enum ValueKind : int { kValueInput = 0, kValueOp = 1 };
+
+struct Program::Impl {
+  struct Call {
+    std::shared_ptr<const Function::Impl> fn;
+    std::vector<Traced> args;
+  };
+  std::vector<ir::TensorType> args;  // dtype and global shape of each argument
+  std::vector<Call> calls;           // in trace order, which is a topological order
+  std::vector<Traced> results;
+};
+
+}  // namespace atl

@@ -1,0 +1,137 @@
+#include "client/lowering.h"
+
+#include <fmt/format.h>
+
+#include "client/sharding.h"
+
+namespace atl {
+
+namespace {
+
+Status CheckArgs(const Program::Impl& program, const std::vector<Tensor>& args) {
+  if (args.size() != program.args.size()) {
+    return InvalidArgument(fmt::format("the program takes {} arguments, got {}",
+                                       program.args.size(), args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& want = program.args[i];
+    if (args[i].dtype() != want.dtype || args[i].shape() != want.shape) {
+      return InvalidArgument(fmt::format("argument {} is {}{}, the program takes {}{}", i,
+                                         DTypeName(args[i].dtype()), ShapeString(args[i].shape()),
+                                         DTypeName(want.dtype), ShapeString(want.shape)));
+    }
+  }
+  return Status::Ok();
+}
+
+// An edge between two calls moves shard s of the producer to shard s of the consumer;
+// anything else needs a resharding transfer, which lowering does not insert yet.
+Status CheckEdge(const Program::Impl::Call& producer, int output,
+                 const Program::Impl::Call& consumer, int input) {
+  const ir::TensorType& from = producer.fn->output_types[output];
+  const ir::TensorType& to = consumer.fn->def.inputs[input];
+  const size_t from_shards = producer.fn->slice.devices.size();
+  const size_t to_shards = consumer.fn->slice.devices.size();
+  if (from.split_dim != to.split_dim || from_shards != to_shards) {
+    return InvalidArgument(fmt::format(
+        "'{}' output {} (split {} over {} devices) feeds '{}' input {} (split {} over {} "
+        "devices): resharding between different layouts is not supported yet",
+        producer.fn->def.name, output, from.split_dim, from_shards, consumer.fn->def.name, input,
+        to.split_dim, to_shards));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>& args,
+                         uint64_t client_id, uint64_t run_id,
+                         const std::function<uint64_t()>& next_object_id) {
+  ATOLL_RETURN_IF_ERROR(CheckArgs(program, args));
+  LoweredRun run;
+
+  // One entry per shard of every call; call k is node k.
+  std::vector<std::vector<proto::Entry>> entries(program.calls.size());
+  for (size_t k = 0; k < program.calls.size(); ++k) {
+    const auto& fn = *program.calls[k].fn;
+    const auto n = static_cast<uint32_t>(fn.slice.devices.size());
+    for (uint32_t s = 0; s < n; ++s) {
+      proto::Entry e;
+      e.run_id = run_id;
+      e.node = static_cast<uint32_t>(k);
+      e.function_id = fn.id;
+      e.device = fn.slice.devices[s].local_index;
+      e.shard = s;
+      e.num_shards = n;
+      e.owner_client = client_id;
+      e.inputs.resize(fn.def.inputs.size());
+      e.outputs.resize(fn.output_types.size());
+      entries[k].push_back(std::move(e));
+    }
+  }
+
+  // Edges: arguments become object-store puts next to the consuming shard; call outputs
+  // become tuples pushed by the producing shard to the consuming one.
+  for (size_t k = 0; k < program.calls.size(); ++k) {
+    const auto& call = program.calls[k];
+    const auto& devices = call.fn->slice.devices;
+    const int n = static_cast<int>(devices.size());
+    for (size_t j = 0; j < call.args.size(); ++j) {
+      const Traced& src = call.args[j];
+      const int split = call.fn->def.inputs[j].split_dim;
+      if (src.kind == kTracedArg) {
+        const uint64_t object = next_object_id();
+        for (int s = 0; s < n; ++s) {
+          ATOLL_ASSIGN_OR_RETURN(Tensor shard, ShardOf(args[src.index], split, n, s));
+          run.puts.push_back({devices[s].store_endpoint, object, static_cast<uint32_t>(s),
+                              std::move(shard)});
+          entries[k][s].inputs[j] = {proto::InputSource::kStore, object, static_cast<uint32_t>(s)};
+        }
+        continue;
+      }
+      ATOLL_RETURN_IF_ERROR(
+          CheckEdge(program.calls[src.index], src.output, call, static_cast<int>(j)));
+      for (int s = 0; s < n; ++s) {
+        entries[k][s].inputs[j] = {proto::InputSource::kTuple, 0, 0};
+        entries[src.index][s].outputs[src.output].push_back(
+            {proto::OutputDest::kTuple, devices[s].data_endpoint, static_cast<uint32_t>(k),
+             static_cast<uint32_t>(j), static_cast<uint32_t>(s), 0});
+      }
+    }
+  }
+
+  // Results land in the object store of the host that computed each shard.
+  for (const Traced& r : program.results) {
+    ResultPlan plan;
+    if (r.kind == kTracedArg) {
+      plan.type = program.args[r.index];
+      plan.arg_index = r.index;
+      run.results.push_back(std::move(plan));
+      continue;
+    }
+    const auto& producer = *program.calls[r.index].fn;
+    plan.type = producer.output_types[r.output];
+    const uint64_t object = next_object_id();
+    for (size_t s = 0; s < producer.slice.devices.size(); ++s) {
+      entries[r.index][s].outputs[r.output].push_back(
+          {proto::OutputDest::kStore, "", 0, 0, static_cast<uint32_t>(s), object});
+      plan.shards.push_back(
+          {producer.slice.devices[s].store_endpoint, object, static_cast<uint32_t>(s)});
+    }
+    run.results.push_back(std::move(plan));
+  }
+
+  // One subgraph per island, nodes in trace (topological) order.
+  for (size_t k = 0; k < program.calls.size(); ++k) {
+    const auto& slice = program.calls[k].fn->slice;
+    auto& submit = run.per_scheduler[slice.scheduler_endpoint];
+    submit.client_id = client_id;
+    submit.run_id = run_id;
+    for (size_t s = 0; s < entries[k].size(); ++s) {
+      submit.entries.push_back({slice.devices[s].control_endpoint, std::move(entries[k][s])});
+    }
+  }
+  return run;
+}
+
+}  // namespace atl

@@ -1,0 +1,94 @@
+#include <fmt/format.h>
+
+#include "client/internal.h"
+
+namespace atl {
+
+size_t Program::num_nodes() const { return impl_ ? impl_->calls.size() : 0; }
+size_t Program::num_args() const { return impl_ ? impl_->args.size() : 0; }
+size_t Program::num_results() const { return impl_ ? impl_->results.size() : 0; }
+
+uint64_t Function::id() const { return impl_->id; }
+const std::string& Function::name() const { return impl_->def.name; }
+uint64_t Function::slice_id() const { return impl_->slice.slice_id; }
+
+ProgramBuilder::ProgramBuilder() : impl_(std::make_shared<Program::Impl>()) {}
+ProgramBuilder::~ProgramBuilder() = default;
+
+namespace {
+
+// The global type of a traced value, or nullptr when it does not exist.
+const ir::TensorType* TypeOf(const Program::Impl& p, const Traced& t) {
+  if (t.kind == kTracedArg && t.index >= 0 && static_cast<size_t>(t.index) < p.args.size()) {
+    return &p.args[t.index];
+  }
+  if (t.kind == kTracedCall && t.index >= 0 && static_cast<size_t>(t.index) < p.calls.size()) {
+    const auto& outs = p.calls[t.index].fn->output_types;
+    if (t.output >= 0 && static_cast<size_t>(t.output) < outs.size()) return &outs[t.output];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Traced ProgramBuilder::Arg(DType dtype, Shape shape) {
+  impl_->args.push_back({dtype, std::move(shape), -1});
+  return {kTracedArg, static_cast<int>(impl_->args.size()) - 1, 0};
+}
+
+std::vector<Traced> ProgramBuilder::Call(const Function& fn, const std::vector<Traced>& args) {
+  if (!status_.ok()) return {};
+  if (!fn.impl_) {
+    status_ = InvalidArgument("call of an unregistered function");
+    return {};
+  }
+  const auto& inputs = fn.impl_->def.inputs;
+  if (args.size() != inputs.size()) {
+    status_ = InvalidArgument(fmt::format("call {} of '{}': {} arguments for {} inputs",
+                                          impl_->calls.size(), fn.name(), args.size(),
+                                          inputs.size()));
+    return {};
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::TensorType* t = TypeOf(*impl_, args[i]);
+    if (t == nullptr) {
+      status_ = InvalidArgument(fmt::format("call of '{}': argument {} is not a value of this "
+                                            "program", fn.name(), i));
+      return {};
+    }
+    if (t->dtype != inputs[i].dtype || t->shape != inputs[i].shape) {
+      status_ = InvalidArgument(fmt::format(
+          "call of '{}': argument {} is {}{}, the function takes {}{}", fn.name(), i,
+          DTypeName(t->dtype), ShapeString(t->shape), DTypeName(inputs[i].dtype),
+          ShapeString(inputs[i].shape)));
+      return {};
+    }
+  }
+  impl_->calls.push_back({fn.impl_, args});
+  std::vector<Traced> outs;
+  for (size_t o = 0; o < fn.impl_->output_types.size(); ++o) {
+    outs.push_back({kTracedCall, static_cast<int>(impl_->calls.size()) - 1, static_cast<int>(o)});
+  }
+  return outs;
+}
+
+void ProgramBuilder::Return(const std::vector<Traced>& results) {
+  if (!status_.ok()) return;
+  for (const auto& r : results) {
+    if (TypeOf(*impl_, r) == nullptr) {
+      status_ = InvalidArgument("Return of a value that is not part of this program");
+      return;
+    }
+  }
+  impl_->results = results;
+}
+
+Result<Program> ProgramBuilder::Build() const {
+  if (!status_.ok()) return status_;
+  if (impl_->results.empty()) return InvalidArgument("the program returns nothing");
+  Program p;
+  p.impl_ = std::make_shared<const Program::Impl>(*impl_);
+  return p;
+}
+
+}  // namespace atl

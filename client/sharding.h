@@ -1,0 +1,15 @@
+// Cutting a global tensor into the shards of a 1-D sharding and putting it back together.
+#pragma once
+
+#include <vector>
+
+#include "atoll/tensor.h"
+
+namespace atl {
+
+// Shard `index` of `parts` equal blocks along `dim` (dim < 0: the whole tensor).
+Result<Tensor> ShardOf(const Tensor& t, int dim, int parts, int index);
+// The inverse: concatenates equal-shaped shards along `dim` (dim < 0: shard 0).
+Result<Tensor> Assemble(const std::vector<Tensor>& shards, int dim);
+
+}  // namespace atl

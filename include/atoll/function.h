@@ -1,0 +1,71 @@
+// Compiled functions: computations whose input and output types and shapes are known
+// before they run. A FunctionBuilder records one as a straight-line list of ops over
+// global (unsharded) shapes; each device of the slice it is registered on runs it on its
+// own shard.
+//
+// Example:
+//   atl::FunctionBuilder b("double");
+//   auto x = b.Input(atl::DType::kF32, {8});      // split over the slice's devices
+//   b.Output(b.Mul(x, 2.0));
+//   atl::Result<atl::Function> fn = client.Register(b, slice);
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+
+namespace atl {
+
+// How a tensor is laid over a slice's devices: split into equal contiguous blocks along
+// one dimension (block i on virtual device i), or replicated on every device.
+struct Sharding {
+  int split_dim = 0;  // < 0: replicated
+  static Sharding Split(int dim) { return {dim}; }
+  static Sharding Replicated() { return {-1}; }
+};
+
+// A value inside a function being built. Only meaningful with the builder that made it.
+struct Value {
+  int kind = -1;  // input, op result
+  int index = -1;
+};
+
+class FunctionBuilder {
+ public:
+  explicit FunctionBuilder(std::string name);
+  ~FunctionBuilder();
+  FunctionBuilder(FunctionBuilder&&) noexcept;
+  FunctionBuilder& operator=(FunctionBuilder&&) noexcept;
+
+  Value Input(DType dtype, Shape shape, Sharding sharding = Sharding::Split(0));
+
+  Value Add(Value a, Value b);
+  Value Add(Value a, double b);
+  Value Sub(Value a, Value b);
+  Value Sub(Value a, double b);
+  Value Mul(Value a, Value b);
+  Value Mul(Value a, double b);
+  Value Div(Value a, Value b);
+  Value Div(Value a, double b);
+  // [m,k] x [k,n]; a may be split along rows, b must be replicated.
+  Value Matmul(Value a, Value b);
+  // Keeps the device busy for `micros` microseconds, then passes `a` through.
+  Value Spin(Value a, double micros);
+
+  void Output(Value v);
+
+  // The first error met while building (a bad Value, mismatched shapes), or OK.
+  // Register() reports it too.
+  const Status& status() const;
+
+  struct Impl;  // opaque: defined inside the library
+
+ private:
+  friend class Client;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace atl

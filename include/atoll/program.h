@@ -1,0 +1,66 @@
+// Tracing: a block of calls to compiled functions becomes ONE dataflow program, whose
+// nodes are sharded computations (one node per call, whatever its shard count) and whose
+// edges are sharded buffers. Nothing runs while tracing.
+//
+// Example (the Pathways paper's Figure 2):
+//   atl::ProgramBuilder p;
+//   auto v = p.Arg(atl::DType::kF32, {2});
+//   auto x = p.Call(a, {v})[0];
+//   auto y = p.Call(b, {v})[0];
+//   auto z = p.Call(a, {p.Call(c, {x})[0]})[0];
+//   p.Return({y, z});
+//   atl::Result<atl::Program> program = p.Build();
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "atoll/function.h"
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+
+namespace atl {
+
+class Function;
+
+// A symbolic value in a program being traced: an argument or a call's output.
+struct Traced {
+  int kind = -1;  // argument, call output
+  int index = -1;
+  int output = 0;
+};
+
+class Program {
+ public:
+  Program() = default;
+  size_t num_nodes() const;
+  size_t num_args() const;
+  size_t num_results() const;
+
+  struct Impl;  // opaque: defined inside the library
+
+ private:
+  friend class ProgramBuilder;
+  friend class Client;
+  std::shared_ptr<const Impl> impl_;
+};
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder();
+  ~ProgramBuilder();
+
+  Traced Arg(DType dtype, Shape shape);
+  // Records a call; returns one Traced per output of `fn`.
+  std::vector<Traced> Call(const Function& fn, const std::vector<Traced>& args);
+  void Return(const std::vector<Traced>& results);
+
+  // The traced program, or the first error met while tracing.
+  Result<Program> Build() const;
+
+ private:
+  std::shared_ptr<Program::Impl> impl_;
+  Status status_;
+};
+
+}  // namespace atl

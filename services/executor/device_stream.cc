@@ -1,0 +1,87 @@
+#include "services/executor/device_stream.h"
+
+#include <algorithm>
+
+#include "common/events.h"
+#include "services/executor/interpreter.h"
+
+namespace atl::executor {
+
+DeviceStream::DeviceStream(Backend& backend, OnDone on_done)
+    : backend_(backend), on_done_(std::move(on_done)), thread_([this] { Loop(); }) {}
+
+DeviceStream::~DeviceStream() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void DeviceStream::Enqueue(std::shared_ptr<WorkItem> item) {
+  {
+    std::lock_guard lock(mu_);
+    // Dispatches arrive in gang order, so this is almost always an append.
+    auto pos = std::upper_bound(queue_.begin(), queue_.end(), item->entry.gang_seq,
+                                [](uint64_t seq, const auto& queued) {
+                                  return seq < queued->entry.gang_seq;
+                                });
+    queue_.insert(pos, std::move(item));
+  }
+  cv_.notify_all();
+}
+
+void DeviceStream::Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input, Tensor value) {
+  {
+    std::lock_guard lock(mu_);
+    if (input >= item->inputs.size() || item->inputs[input].has_value()) return;
+    item->inputs[input] = std::move(value);
+    item->inputs_missing--;
+  }
+  cv_.notify_all();
+}
+
+void DeviceStream::Fail(const std::shared_ptr<WorkItem>& item, Status status) {
+  {
+    std::lock_guard lock(mu_);
+    if (item->failure.ok()) item->failure = std::move(status);
+  }
+  cv_.notify_all();
+}
+
+size_t DeviceStream::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+void DeviceStream::Loop() {
+  while (true) {
+    std::shared_ptr<WorkItem> item;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && queue_.front()->Runnable()); });
+      if (stop_) return;
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    // The item left the queue: nobody else touches its inputs any more.
+    Completion done;
+    done.item = item;
+    done.start_us = NowMicros();
+    if (!item->failure.ok()) {
+      done.outputs = item->failure;
+    } else {
+      std::vector<Tensor> inputs;
+      inputs.reserve(item->inputs.size());
+      for (auto& in : item->inputs) inputs.push_back(std::move(*in));
+      done.outputs = RunFunction(*item->function, static_cast<int>(item->entry.shard),
+                                 static_cast<int>(item->entry.num_shards), std::move(inputs),
+                                 backend_);
+    }
+    done.end_us = NowMicros();
+    on_done_(std::move(done));
+  }
+}
+
+}  // namespace atl::executor

@@ -1,0 +1,49 @@
+// DeviceStream: one device's in-order, non-preemptive execution stream. Items run strictly
+// in gang order (the island scheduler's order): the head item waits for its inputs even if
+// a later item's inputs are all there, which is what keeps collectives from deadlocking.
+//
+// Thread-safe: Enqueue/Deliver/Fail are called by the executor's loop; the stream's own
+// thread runs the items and hands each result to `on_done`.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "services/executor/backend.h"
+#include "services/executor/work_item.h"
+
+namespace atl::executor {
+
+class DeviceStream {
+ public:
+  using OnDone = std::function<void(Completion)>;
+
+  DeviceStream(Backend& backend, OnDone on_done);
+  ~DeviceStream();  // stops and joins the thread; queued items are dropped
+
+  // Queues an item at its place in gang order.
+  void Enqueue(std::shared_ptr<WorkItem> item);
+  // Fills input `input` of `item` (queued on this stream) and wakes the stream.
+  void Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input, Tensor value);
+  // Marks `item` failed; it completes at once with `status` when it reaches the head.
+  void Fail(const std::shared_ptr<WorkItem>& item, Status status);
+
+  size_t queued() const;
+
+ private:
+  void Loop();
+
+  Backend& backend_;
+  OnDone on_done_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<WorkItem>> queue_;  // sorted by entry.gang_seq; guarded by mu_
+  bool stop_ = false;                            // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace atl::executor

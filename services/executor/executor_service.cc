@@ -1,0 +1,493 @@
+#include "services/executor/executor_service.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "services/executor/backend_cpu.h"
+
+namespace atl::executor {
+
+namespace {
+
+// How long an executor waits for an argument to appear in its object store.
+constexpr uint32_t kArgumentWaitMs = 30000;
+
+Result<Tensor> TupleValue(const proto::TupleHeader& h, zmq::message_t& frame) {
+  if (h.error_code != 0) return Status(static_cast<Code>(h.error_code), h.error);
+  std::vector<std::byte> bytes(frame.size());
+  if (!bytes.empty()) std::memcpy(bytes.data(), frame.data(), frame.size());
+  return Tensor::FromBytes(h.dtype, h.shape, std::move(bytes));
+}
+
+}  // namespace
+
+ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config, std::string host,
+                                 std::string store_endpoint)
+    : context_(context),
+      config_(std::move(config)),
+      host_(std::move(host)),
+      control_(net::MakeSocket(context, zmq::socket_type::router)),
+      data_(net::MakeSocket(context, zmq::socket_type::router)),
+      rm_(context, config_.rm_endpoint),
+      store_(context, std::move(store_endpoint)) {}
+
+ExecutorService::~ExecutorService() {
+  devices_.clear();  // joins the stream threads before the rest goes away
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+Status ExecutorService::Start(std::chrono::milliseconds timeout) {
+  ATOLL_ASSIGN_OR_RETURN(HostLocation where, FindHost(config_, host_));
+  island_ = where.island->name;
+  num_devices_ = where.host->devices;
+  device_memory_bytes_ = where.host->device_memory_bytes;
+
+  const std::string any_port = "tcp://" + config_.bind_host + ":*";
+  ATOLL_ASSIGN_OR_RETURN(control_endpoint_, net::Bind(control_, any_port));
+  ATOLL_ASSIGN_OR_RETURN(data_endpoint_, net::Bind(data_, any_port));
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
+  events_ = std::make_unique<EventPublisher>(context_, "executor/" + host_);
+  ATOLL_RETURN_IF_ERROR(events_->Connect(config_.events_in_endpoint));
+
+  // The object store's arena: outputs are written and arguments read through it.
+  ATOLL_RETURN_IF_ERROR(store_.Connect());
+  ATOLL_ASSIGN_OR_RETURN(auto hello, store_.Call<proto::StoreHelloReply>(proto::StoreHello{}, timeout));
+  ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Open(hello.arena_name));
+  arena_ = std::make_unique<ShmRegion>(std::move(arena));
+
+  for (uint32_t i = 0; i < num_devices_; ++i) {
+    devices_.push_back(std::make_unique<DeviceStream>(CpuBackend::Get(), [this](Completion c) {
+      {
+        std::lock_guard lock(completions_mu_);
+        completions_.push_back(std::move(c));
+      }
+      const uint64_t one = 1;
+      [[maybe_unused]] auto n = write(wake_fd_, &one, sizeof(one));
+    }));
+  }
+
+  ATOLL_RETURN_IF_ERROR(rm_.Connect());
+  proto::RegisterExecutor reg{host_, island_, control_endpoint_, data_endpoint_,
+                              store_.endpoint(), {}};
+  for (uint32_t i = 0; i < num_devices_; ++i) reg.devices.push_back({"cpu", device_memory_bytes_});
+  ATOLL_ASSIGN_OR_RETURN(auto registered, rm_.Call<proto::RegisterExecutorReply>(reg, timeout));
+  spdlog::info("registered {} devices (ids {}) on island {}", num_devices_,
+               fmt::join(registered.device_ids, ","), island_);
+  return Status::Ok();
+}
+
+void ExecutorService::Run() {
+  loop_.AddSocket("dispatch", control_, [this] { OnControl(); });
+  loop_.AddSocket("tuples", data_, [this] { OnData(); });
+  loop_.AddSocket("rm", rm_.socket(), [this] { OnRm(); });
+  loop_.AddSocket("store", store_.socket(), [this] { OnStore(); });
+  loop_.AddFd("completions", wake_fd_, [this] { OnCompletions(); });
+  loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { Heartbeat(); });
+  loop_.Run();
+}
+
+void ExecutorService::Heartbeat() {
+  Status sent = rm_.Post(proto::Heartbeat{proto::Heartbeat::kExecutor, host_});
+  if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
+}
+
+// ---------------------------------------------------------------------------------------
+// Control plane.
+
+void ExecutorService::OnControl() {
+  for (int i = 0; i < 64; ++i) {
+    auto in = net::RecvRequest(control_);
+    if (!in.ok()) {
+      events_->Publish("error.executor", {{"error", in.status().ToString()}});
+      continue;
+    }
+    if (!in->has_value()) return;
+    proto::Incoming& msg = **in;
+    if (msg.header.kind() != proto::Kind::kDispatch) {
+      (void)net::ReplyError(control_, msg,
+                            InvalidArgument(fmt::format("the executor's control socket does not "
+                                                        "handle {} messages",
+                                                        proto::KindName(msg.header.kind()))));
+      continue;
+    }
+    auto dispatch = msg.header.As<proto::Dispatch>();
+    if (!dispatch.ok()) {
+      events_->Publish("error.executor", {{"error", dispatch.status().ToString()}});
+      (void)net::ReplyError(control_, msg, dispatch.status());
+      continue;
+    }
+    OnDispatch(std::move(dispatch).value());
+  }
+}
+
+void ExecutorService::OnDispatch(proto::Dispatch dispatch) {
+  for (auto& entry : dispatch.entries) Admit(std::move(entry));
+  FlushTuples();
+}
+
+// The host-side work for one shard, done before its inputs exist.
+void ExecutorService::Admit(proto::Entry entry) {
+  auto item = std::make_shared<WorkItem>();
+  item->entry = std::move(entry);
+  const proto::Entry& e = item->entry;
+  item->inputs.resize(e.inputs.size());
+  item->inputs_missing = e.inputs.size();
+
+  if (e.device >= devices_.size()) {
+    // No stream to queue it on: fail its consumers directly.
+    Completion done{item, InvalidArgument(fmt::format("device {} does not exist on host {}",
+                                                      e.device, host_)),
+                    NowMicros(), NowMicros()};
+    SendOutputs(done);
+    return;
+  }
+  DeviceStream& device = *devices_[e.device];
+  auto fn = functions_.find(e.function_id);
+  if (fn == functions_.end()) {
+    item->failure = NotFound(fmt::format("function {} was never compiled on host {}",
+                                         e.function_id, host_));
+  } else if (fn->second.num_shards != e.num_shards) {
+    item->failure = InvalidArgument(fmt::format("function {} was compiled for {} shards, not {}",
+                                                e.function_id, fn->second.num_shards,
+                                                e.num_shards));
+  } else if (fn->second.def->inputs.size() != e.inputs.size() ||
+             fn->second.def->outputs.size() != e.outputs.size()) {
+    item->failure = InvalidArgument(fmt::format("entry for function {} has {} inputs and {} "
+                                                "outputs; the function has {} and {}",
+                                                e.function_id, e.inputs.size(), e.outputs.size(),
+                                                fn->second.def->inputs.size(),
+                                                fn->second.def->outputs.size()));
+  } else {
+    item->function = fn->second.def;
+  }
+
+  // Reserve object-store space for outputs that land there, ahead of the data. A failing
+  // entry reserves them too, so that they can be sealed with its error.
+  const auto types = item->function ? ir::OutputTypes(*item->function)
+                                    : std::vector<ir::TensorType>(e.outputs.size());
+  for (size_t o = 0; o < e.outputs.size(); ++o) {
+    for (const auto& dest : e.outputs[o]) {
+      if (dest.kind != proto::OutputDest::kStore) continue;
+      auto write = std::make_shared<StoreWrite>();
+      write->object_id = dest.object_id;
+      write->shard = dest.shard;
+      store_writes_[{dest.object_id, dest.shard}] = write;
+      Status sent = SendStore({StoreRequest::kCreate, write, nullptr, 0},
+                              proto::CreateObject{dest.object_id, dest.shard, e.owner_client,
+                                                  types[o].dtype,
+                                                  ir::ShardShape(types[o], e.num_shards)});
+      if (!sent.ok() && item->failure.ok()) {
+        item->failure = sent.WithContext("reserve output in the object store");
+      }
+    }
+  }
+
+  device.Enqueue(item);
+  if (!item->failure.ok()) {
+    device.Fail(item, item->failure);
+    return;
+  }
+  for (uint32_t i = 0; i < e.inputs.size(); ++i) {
+    const auto& src = e.inputs[i];
+    const InputKey key{e.run_id, e.node, i, e.shard};
+    if (src.kind == proto::InputSource::kStore) {
+      Status sent = SendStore({StoreRequest::kGetInput, nullptr, item, i},
+                              proto::GetObject{src.object_id, src.shard, kArgumentWaitMs, false});
+      if (!sent.ok()) device.Fail(item, sent.WithContext("read argument"));
+      continue;
+    }
+    waiting_[key] = item;
+    if (auto early = early_.find(key); early != early_.end()) {
+      Result<Tensor> value = std::move(early->second);
+      early_.erase(early);
+      DeliverInput(key, std::move(value));
+    }
+  }
+}
+
+void ExecutorService::OnRm() {
+  for (int i = 0; i < 64; ++i) {
+    auto frames = net::RecvFrames(rm_.socket(), std::chrono::milliseconds(0));
+    if (!frames.ok() || !frames->has_value()) return;
+    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+    if (!in.ok()) {
+      spdlog::warn("bad message from the RM: {}", in.status().ToString());
+      continue;
+    }
+    switch (in->header.kind()) {
+      case proto::Kind::kCompile: OnCompile(*in); break;
+      case proto::Kind::kError: {
+        auto err = in->header.As<proto::Error>();
+        spdlog::warn("the RM says: {}", err.ok() ? err->message : err.status().ToString());
+        break;
+      }
+      default: break;  // late replies to setup calls
+    }
+  }
+}
+
+void ExecutorService::OnCompile(const proto::Incoming& in) {
+  auto compile = in.header.As<proto::Compile>();
+  Status status = compile.ok() ? ir::Validate(compile->function, compile->num_shards)
+                               : compile.status();
+  if (status.ok()) {
+    functions_[compile->function_id] = {
+        std::make_shared<const ir::FunctionDef>(std::move(compile->function)),
+        compile->num_shards};
+    events_->Publish("function.compiled", {{"function", compile->function_id}, {"host", host_}});
+    (void)net::Send(rm_.socket(), nullptr, in.header.request_id(), proto::Ok{});
+  } else {
+    (void)net::Send(rm_.socket(), nullptr, in.header.request_id(), proto::ToError(status));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Data plane.
+
+void ExecutorService::OnData() {
+  for (int i = 0; i < 64; ++i) {
+    auto in = net::RecvRequest(data_);
+    if (!in.ok()) {
+      events_->Publish("error.executor", {{"error", in.status().ToString()}});
+      continue;
+    }
+    if (!in->has_value()) break;
+    if ((*in)->header.kind() != proto::Kind::kTupleBatch) {
+      (void)net::ReplyError(data_, **in, InvalidArgument("the data plane takes only TupleBatch"));
+      continue;
+    }
+    OnTupleBatch(**in);
+  }
+  FlushTuples();
+}
+
+void ExecutorService::OnTupleBatch(const proto::Incoming& in) {
+  auto batch = in.header.As<proto::TupleBatch>();
+  Status valid = batch.status();
+  if (valid.ok() && batch->tuples.size() != in.data.size()) {
+    valid = InvalidArgument(fmt::format("tuple batch has {} headers but {} data frames",
+                                        batch->tuples.size(), in.data.size()));
+  }
+  if (!valid.ok()) {
+    events_->Publish("error.executor", {{"error", valid.ToString()}});
+    (void)net::ReplyError(data_, in, valid);
+    return;
+  }
+  auto& frames = const_cast<proto::Incoming&>(in).data;
+  for (size_t i = 0; i < batch->tuples.size(); ++i) {
+    const auto& h = batch->tuples[i];
+    DeliverInput({h.run_id, h.node, h.input, h.shard}, TupleValue(h, frames[i]));
+  }
+}
+
+void ExecutorService::DeliverInput(const InputKey& key, Result<Tensor> value) {
+  auto it = waiting_.find(key);
+  if (it == waiting_.end()) {
+    // The producer was faster than our Dispatch: keep the tuple until the entry arrives.
+    early_.insert_or_assign(key, std::move(value));
+    return;
+  }
+  std::shared_ptr<WorkItem> item = std::move(it->second);
+  waiting_.erase(it);
+  DeviceStream& device = *devices_[item->entry.device];
+  if (value.ok()) {
+    device.Deliver(item, key.input, std::move(value).value());
+  } else {
+    device.Fail(item, value.status());
+  }
+}
+
+Result<zmq::socket_t*> ExecutorService::PeerSocket(const std::string& endpoint) {
+  auto it = peers_.find(endpoint);
+  if (it != peers_.end()) return &it->second;
+  zmq::socket_t socket = net::MakeSocket(context_, zmq::socket_type::dealer);
+  ATOLL_RETURN_IF_ERROR(net::Connect(socket, endpoint));
+  return &peers_.emplace(endpoint, std::move(socket)).first->second;
+}
+
+void ExecutorService::OnCompletions() {
+  uint64_t count = 0;
+  [[maybe_unused]] auto n = read(wake_fd_, &count, sizeof(count));
+  std::vector<Completion> done;
+  {
+    std::lock_guard lock(completions_mu_);
+    done.swap(completions_);
+  }
+  for (auto& c : done) SendOutputs(c);
+  FlushTuples();
+}
+
+void ExecutorService::SendOutputs(Completion& done) {
+  const proto::Entry& e = done.item->entry;
+  if (done.outputs.ok()) {
+    events_->Publish("gang.done", {{"run", e.run_id},
+                                   {"node", uint64_t{e.node}},
+                                   {"gang", e.gang_seq},
+                                   {"shard", uint64_t{e.shard}},
+                                   {"device", uint64_t{e.device}},
+                                   {"host", host_},
+                                   {"client", e.owner_client},
+                                   {"start_us", done.start_us},
+                                   {"end_us", done.end_us}});
+  } else {
+    events_->Publish("error.gang", {{"run", e.run_id},
+                                    {"node", uint64_t{e.node}},
+                                    {"shard", uint64_t{e.shard}},
+                                    {"host", host_},
+                                    {"error", done.outputs.status().ToString()}});
+  }
+  for (size_t o = 0; o < e.outputs.size(); ++o) {
+    Result<Tensor> value = done.outputs.ok() ? Result<Tensor>((*done.outputs)[o])
+                                             : Result<Tensor>(done.outputs.status());
+    for (const auto& dest : e.outputs[o]) {
+      if (dest.kind == proto::OutputDest::kStore) {
+        auto it = store_writes_.find({dest.object_id, dest.shard});
+        if (it == store_writes_.end()) continue;  // reservation failed; reported then
+        std::shared_ptr<StoreWrite> write = it->second;
+        if (value.ok()) write->value = *value;
+        else write->failure = value.status();
+        CompleteStoreWrite(write);
+        continue;
+      }
+      const InputKey key{e.run_id, dest.node, dest.input, dest.shard};
+      if (dest.data_endpoint == data_endpoint_) {
+        DeliverInput(key, value);  // same host: no socket
+        continue;
+      }
+      auto& [batch, frames] = outbox_[dest.data_endpoint];
+      proto::TupleHeader h{key.run, key.node, key.input, key.shard, DType::kF32, {}, 0, ""};
+      if (value.ok()) {
+        h.dtype = value->dtype();
+        h.shape = value->shape();
+        frames.emplace_back(value->data(), value->nbytes());
+      } else {
+        h.error_code = static_cast<int32_t>(value.status().code());
+        h.error = value.status().message();
+        frames.emplace_back();
+      }
+      batch.tuples.push_back(std::move(h));
+    }
+  }
+}
+
+void ExecutorService::FlushTuples() {
+  for (auto& [endpoint, pending] : outbox_) {
+    auto& [batch, frames] = pending;
+    if (batch.tuples.empty()) continue;
+    Status sent = [&]() -> Status {
+      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * peer, PeerSocket(endpoint));
+      return net::Send(*peer, nullptr, 0, batch, std::move(frames));
+    }();
+    if (!sent.ok()) {
+      events_->Publish("error.executor",
+                       {{"error", sent.WithContext("send tuples to " + endpoint).ToString()}});
+    }
+    batch.tuples.clear();
+    frames.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Object store.
+
+Status ExecutorService::SendStore(StoreRequest request, const auto& body) {
+  const uint64_t id = next_store_request_++;
+  ATOLL_RETURN_IF_ERROR(net::Send(store_.socket(), nullptr, id, body));
+  store_requests_.emplace(id, std::move(request));
+  return Status::Ok();
+}
+
+void ExecutorService::OnStore() {
+  for (int i = 0; i < 64; ++i) {
+    auto frames = net::RecvFrames(store_.socket(), std::chrono::milliseconds(0));
+    if (!frames.ok() || !frames->has_value()) break;
+    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+    if (!in.ok()) {
+      spdlog::warn("bad reply from the object store: {}", in.status().ToString());
+      continue;
+    }
+    auto it = store_requests_.find(in->header.request_id());
+    if (it == store_requests_.end()) continue;
+    StoreRequest req = it->second;
+    Status error;
+    if (in->header.kind() == proto::Kind::kError) {
+      auto err = in->header.As<proto::Error>();
+      error = err.ok() ? proto::FromError(*err) : err.status();
+    }
+    switch (req.kind) {
+      case StoreRequest::kCreate: {
+        store_requests_.erase(it);
+        auto reply = in->header.As<proto::CreateObjectReply>();
+        if (error.ok() && !reply.ok()) error = reply.status();
+        if (!error.ok()) {
+          // Nothing to seal: the object store refused the space and keeps no record.
+          store_writes_.erase({req.write->object_id, req.write->shard});
+          events_->Publish("error.executor",
+                           {{"error", error.WithContext("reserve output").ToString()}});
+          break;
+        }
+        req.write->offset = reply->offset;
+        CompleteStoreWrite(req.write);
+        break;
+      }
+      case StoreRequest::kGetInput: {
+        store_requests_.erase(it);
+        Result<Tensor> value = error;
+        if (error.ok()) {
+          auto reply = in->header.As<proto::GetObjectReply>();
+          value = reply.ok() ? ReadArena(*reply) : Result<Tensor>(reply.status());
+        }
+        DeviceStream& device = *devices_[req.item->entry.device];
+        if (value.ok()) device.Deliver(req.item, req.input, std::move(value).value());
+        else device.Fail(req.item, value.status().WithContext("read argument"));
+        break;
+      }
+      case StoreRequest::kSeal:
+        store_requests_.erase(it);
+        if (!error.ok()) {
+          events_->Publish("error.executor", {{"error", error.WithContext("seal").ToString()}});
+        }
+        break;
+    }
+  }
+  FlushTuples();
+}
+
+Result<Tensor> ExecutorService::ReadArena(const proto::GetObjectReply& reply) {
+  ATOLL_ASSIGN_OR_RETURN(auto bytes, std::as_const(*arena_).Slice(reply.offset, reply.nbytes));
+  return Tensor::FromBytes(reply.dtype, reply.shape,
+                           std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+// Writes a finished output shard into its reserved arena space and seals it, once both
+// the space (CreateObjectReply) and the value (the shard ran) exist.
+void ExecutorService::CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write) {
+  if (write->finished || !write->offset) return;
+  if (!write->value && write->failure.ok()) return;
+  write->finished = true;
+  store_writes_.erase({write->object_id, write->shard});
+  proto::SealObject seal{write->object_id, write->shard, 0, ""};
+  if (write->value) {
+    auto span = arena_->Slice(*write->offset, write->value->nbytes());
+    if (span.ok()) {
+      std::memcpy(span->data(), write->value->data(), write->value->nbytes());
+    } else {
+      write->failure = span.status();
+    }
+  }
+  if (!write->failure.ok()) {
+    seal.error_code = static_cast<int32_t>(write->failure.code());
+    seal.error = write->failure.message();
+  }
+  Status sent = SendStore({StoreRequest::kSeal, nullptr, nullptr, 0}, seal);
+  if (!sent.ok()) events_->Publish("error.executor", {{"error", sent.ToString()}});
+}
+
+}  // namespace atl::executor

@@ -1,0 +1,124 @@
+// The executor: one per host. It owns the host's devices (one DeviceStream each), the
+// compiled functions, and the data plane to other executors.
+//
+// For every Dispatch it does the host-side work for all entries at once, before any input
+// exists: resolves each input (a tuple to wait for, or an object-store argument to read),
+// reserves object-store space for outputs that land there, and queues each shard on its
+// device stream in gang order. When a shard finishes, its outputs go straight to the
+// consuming executors as tuples tagged with the destination shard, batched per host, or
+// into the local object store through the shared-memory arena.
+//
+// Threading: Run() owns every socket and all maps; device streams run kernels on their
+// own threads and hand results back through a queue plus an inproc wake-up socket.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/codec.h"
+#include "common/config.h"
+#include "common/event_loop.h"
+#include "common/events.h"
+#include "common/shm_arena.h"
+#include "common/transport.h"
+#include "services/executor/device_stream.h"
+#include "services/executor/work_item.h"
+
+namespace atl::executor {
+
+class ExecutorService {
+ public:
+  ExecutorService(zmq::context_t& context, ClusterConfig config, std::string host,
+                  std::string store_endpoint);
+  ~ExecutorService();
+
+  // Binds, maps the object store's arena and registers with the RM (bounded by `timeout`).
+  Status Start(std::chrono::milliseconds timeout);
+  void Run();
+
+  const std::string& control_endpoint() const { return control_endpoint_; }
+  const std::string& data_endpoint() const { return data_endpoint_; }
+
+ private:
+  struct Function {
+    std::shared_ptr<const ir::FunctionDef> def;
+    uint32_t num_shards = 0;
+  };
+  // An output shard going into the local object store: space is reserved at dispatch
+  // (CreateObject), the bytes are written once both the space and the value exist.
+  struct StoreWrite {
+    uint64_t object_id = 0;
+    uint32_t shard = 0;
+    std::optional<uint64_t> offset;  // set by CreateObjectReply
+    std::optional<Tensor> value;     // set when the shard ran
+    Status failure;                  // a failed shard seals its output with the error
+    bool finished = false;
+  };
+  // What an object-store reply continues.
+  struct StoreRequest {
+    enum Kind { kCreate, kGetInput, kSeal } kind = kCreate;
+    std::shared_ptr<StoreWrite> write;       // kCreate
+    std::shared_ptr<WorkItem> item;          // kGetInput
+    uint32_t input = 0;                      // kGetInput
+  };
+
+  void OnControl();
+  void OnDispatch(proto::Dispatch dispatch);
+  void OnData();
+  void OnTupleBatch(const proto::Incoming& in);
+  void OnRm();
+  void OnCompile(const proto::Incoming& in);
+  void OnStore();
+  void OnCompletions();
+  void Heartbeat();
+
+  void Admit(proto::Entry entry);
+  void DeliverInput(const InputKey& key, Result<Tensor> value);
+  void SendOutputs(Completion& done);
+  void FlushTuples();
+  Status SendStore(StoreRequest request, const auto& body);
+  void CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write);
+  Result<Tensor> ReadArena(const proto::GetObjectReply& reply);
+  Result<zmq::socket_t*> PeerSocket(const std::string& endpoint);
+
+  zmq::context_t& context_;
+  ClusterConfig config_;
+  std::string host_;
+  std::string island_;
+  uint32_t num_devices_ = 0;
+  uint64_t device_memory_bytes_ = 0;
+
+  zmq::socket_t control_;  // ROUTER: Dispatch from schedulers
+  zmq::socket_t data_;     // ROUTER: TupleBatch from peer executors
+  int wake_fd_ = -1;       // eventfd: device streams say "completions are waiting"
+  net::Requester rm_;
+  net::Requester store_;
+  std::unique_ptr<ShmRegion> arena_;
+  std::unique_ptr<EventPublisher> events_;
+  EventLoop loop_;
+  std::string control_endpoint_;
+  std::string data_endpoint_;
+
+  std::map<uint64_t, Function> functions_;
+  std::vector<std::unique_ptr<DeviceStream>> devices_;
+  // Items waiting for inputs, by input key; tuples that came before their entry.
+  std::map<InputKey, std::shared_ptr<WorkItem>> waiting_;
+  std::map<InputKey, Result<Tensor>> early_;
+  std::map<uint64_t, StoreRequest> store_requests_;  // by request id
+  // Output shards bound for the object store, by (object id, shard), until sealed.
+  std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<StoreWrite>> store_writes_;
+  uint64_t next_store_request_ = 1;
+  std::map<std::string, zmq::socket_t> peers_;  // DEALERs to other executors' data planes
+  // Tuples for remote hosts, batched per destination until the end of the current turn.
+  std::map<std::string, std::pair<proto::TupleBatch, net::Frames>> outbox_;
+
+  std::mutex completions_mu_;
+  std::vector<Completion> completions_;  // guarded by completions_mu_
+};
+
+}  // namespace atl::executor

@@ -1,0 +1,42 @@
+// atoll-executor: runs one host's devices.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/ready_file.h"
+#include "common/service_main.h"
+#include "services/executor/executor_service.h"
+
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(10);
+
+atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
+                  const std::string& store_endpoint, const std::string& rm_endpoint) {
+  ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config, atl::StartService("executor/" + host, options));
+  if (!rm_endpoint.empty()) config.rm_endpoint = rm_endpoint;
+  zmq::context_t context;
+  atl::executor::ExecutorService executor(context, std::move(config), host, store_endpoint);
+  ATOLL_RETURN_IF_ERROR(executor.Start(kStartTimeout));
+  ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(
+      options.ready_file,
+      {{"control", executor.control_endpoint()}, {"data", executor.data_endpoint()}}));
+  spdlog::info("serving: control {} data {}", executor.control_endpoint(),
+               executor.data_endpoint());
+  executor.Run();
+  spdlog::info("stopped");
+  return atl::Status::Ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"atoll executor"};
+  atl::ServiceOptions options;
+  std::string host, store_endpoint, rm_endpoint;
+  atl::AddServiceOptions(app, options);
+  app.add_option("--host", host, "this host's name in the configuration")->required();
+  app.add_option("--store", store_endpoint, "the host's object store endpoint")->required();
+  app.add_option("--rm", rm_endpoint, "the RM's request endpoint (overrides rm.endpoint)");
+  CLI11_PARSE(app, argc, argv);
+  return atl::ExitCode(Serve(options, host, store_endpoint, rm_endpoint));
+}

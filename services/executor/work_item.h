@@ -1,0 +1,47 @@
+// WorkItem: one shard of one gang on one device, from the moment its Dispatch arrives
+// until its outputs are sent. Its inputs are futures: they fill in as tuples arrive or
+// arguments are read from the object store.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "atoll/tensor.h"
+#include "common/ir.h"
+#include "common/protocol.h"
+
+namespace atl::executor {
+
+// Identifies one input of one shard: (run, node, input, shard).
+struct InputKey {
+  uint64_t run = 0;
+  uint32_t node = 0;
+  uint32_t input = 0;
+  uint32_t shard = 0;
+  auto operator<=>(const InputKey&) const = default;
+};
+
+struct WorkItem {
+  proto::Entry entry;
+  std::shared_ptr<const ir::FunctionDef> function;  // null when the function is unknown
+
+  // Guarded by the mutex of the device stream the item is queued on.
+  std::vector<std::optional<Tensor>> inputs;
+  size_t inputs_missing = 0;
+  Status failure;  // not OK: run nothing, pass the error on to every consumer
+
+  bool Runnable() const { return !failure.ok() || inputs_missing == 0; }
+};
+
+// What a device stream hands back to the executor's loop once an item ran (or failed).
+struct Completion {
+  std::shared_ptr<WorkItem> item;
+  Result<std::vector<Tensor>> outputs = Status(Code::kInternal, "not run");
+  int64_t start_us = 0;
+  int64_t end_us = 0;
+};
+
+}  // namespace atl::executor
