@@ -64,6 +64,7 @@ std::string_view KindName(Kind kind);
 
 struct Ok {
   static constexpr Kind kKind = Kind::kOk;
+  bool operator==(const Ok&) const = default;
   MSGPACK_DEFINE();
 };
 
@@ -71,6 +72,7 @@ struct Error {
   static constexpr Kind kKind = Kind::kError;
   int32_t code = 0;  // atl::Code
   std::string message;
+  bool operator==(const Error&) const = default;
   MSGPACK_DEFINE(code, message);
 };
 
@@ -80,6 +82,7 @@ struct Error {
 struct DeviceDesc {
   std::string kind;  // "cpu"
   uint64_t memory_bytes = 0;
+  bool operator==(const DeviceDesc&) const = default;
   MSGPACK_DEFINE(kind, memory_bytes);
 };
 
@@ -92,6 +95,7 @@ struct RegisterExecutor {
   std::string data_endpoint;     // the executor's data-plane ROUTER
   std::string store_endpoint;    // the host's object store
   std::vector<DeviceDesc> devices;
+  bool operator==(const RegisterExecutor&) const = default;
   MSGPACK_DEFINE(host, island, control_endpoint, data_endpoint, store_endpoint, devices);
 };
 
@@ -99,6 +103,7 @@ struct RegisterExecutorReply {
   static constexpr Kind kKind = Kind::kRegisterExecutorReply;
   std::vector<uint32_t> device_ids;  // cluster-wide ids, one per DeviceDesc in order
   uint32_t heartbeat_ms = 0;
+  bool operator==(const RegisterExecutorReply&) const = default;
   MSGPACK_DEFINE(device_ids, heartbeat_ms);
 };
 
@@ -108,6 +113,7 @@ struct Heartbeat {
   enum Role : uint8_t { kExecutor = 0, kClient = 1 };
   uint8_t role = kClient;
   std::string id;  // executor host name, or client id in decimal
+  bool operator==(const Heartbeat&) const = default;
   MSGPACK_DEFINE(role, id);
 };
 
@@ -115,12 +121,14 @@ struct RegisterScheduler {
   static constexpr Kind kKind = Kind::kRegisterScheduler;
   std::string island;
   std::string endpoint;
+  bool operator==(const RegisterScheduler&) const = default;
   MSGPACK_DEFINE(island, endpoint);
 };
 
 struct HelloClient {
   static constexpr Kind kKind = Kind::kHelloClient;
   std::string name;
+  bool operator==(const HelloClient&) const = default;
   MSGPACK_DEFINE(name);
 };
 
@@ -128,12 +136,14 @@ struct HelloClientReply {
   static constexpr Kind kKind = Kind::kHelloClientReply;
   uint64_t client_id = 0;
   uint32_t heartbeat_ms = 0;
+  bool operator==(const HelloClientReply&) const = default;
   MSGPACK_DEFINE(client_id, heartbeat_ms);
 };
 
 struct Goodbye {
   static constexpr Kind kKind = Kind::kGoodbye;
   uint64_t client_id = 0;
+  bool operator==(const Goodbye&) const = default;
   MSGPACK_DEFINE(client_id);
 };
 
@@ -143,6 +153,7 @@ struct CreateSlice {
   uint32_t num_devices = 0;
   std::string island;  // empty: any island
   std::string kind;    // empty: any kind
+  bool operator==(const CreateSlice&) const = default;
   MSGPACK_DEFINE(client_id, num_devices, island, kind);
 };
 
@@ -153,6 +164,7 @@ struct DeviceInfo {
   std::string control_endpoint;
   std::string data_endpoint;
   std::string store_endpoint;
+  bool operator==(const DeviceInfo&) const = default;
   MSGPACK_DEFINE(device_id, host, local_index, control_endpoint, data_endpoint, store_endpoint);
 };
 
@@ -162,6 +174,7 @@ struct SliceInfo {
   std::string island;
   std::string scheduler_endpoint;
   std::vector<DeviceInfo> devices;  // virtual device i is devices[i]
+  bool operator==(const SliceInfo&) const = default;
   MSGPACK_DEFINE(slice_id, island, scheduler_endpoint, devices);
 };
 
@@ -170,6 +183,7 @@ struct RegisterFunction {
   uint64_t client_id = 0;
   uint64_t slice_id = 0;
   ir::FunctionDef function;
+  bool operator==(const RegisterFunction&) const = default;
   MSGPACK_DEFINE(client_id, slice_id, function);
 };
 
@@ -177,11 +191,13 @@ struct RegisterFunction {
 struct RegisterFunctionReply {
   static constexpr Kind kKind = Kind::kRegisterFunctionReply;
   uint64_t function_id = 0;
+  bool operator==(const RegisterFunctionReply&) const = default;
   MSGPACK_DEFINE(function_id);
 };
 
 struct GetClusterStatus {
   static constexpr Kind kKind = Kind::kGetClusterStatus;
+  bool operator==(const GetClusterStatus&) const = default;
   MSGPACK_DEFINE();
 };
 
@@ -190,6 +206,7 @@ struct DeviceStatus {
   std::string kind;
   uint64_t memory_bytes = 0;
   uint32_t slices = 0;  // how many slices map a virtual device onto it
+  bool operator==(const DeviceStatus&) const = default;
   MSGPACK_DEFINE(device_id, kind, memory_bytes, slices);
 };
 
@@ -199,6 +216,7 @@ struct HostStatus {
   std::string control_endpoint;
   std::string store_endpoint;
   std::vector<DeviceStatus> devices;
+  bool operator==(const HostStatus&) const = default;
   MSGPACK_DEFINE(name, alive, control_endpoint, store_endpoint, devices);
 };
 
@@ -206,6 +224,7 @@ struct IslandStatus {
   std::string name;
   std::string scheduler_endpoint;  // empty until its scheduler registers
   std::vector<HostStatus> hosts;
+  bool operator==(const IslandStatus&) const = default;
   MSGPACK_DEFINE(name, scheduler_endpoint, hosts);
 };
 
@@ -214,6 +233,7 @@ struct SliceStatus {
   uint64_t client_id = 0;
   std::string island;
   std::vector<uint32_t> device_ids;
+  bool operator==(const SliceStatus&) const = default;
   MSGPACK_DEFINE(slice_id, client_id, island, device_ids);
 };
 
@@ -223,6 +243,7 @@ struct ClusterStatus {
   std::vector<SliceStatus> slices;
   uint32_t functions = 0;
   uint32_t clients = 0;
+  bool operator==(const ClusterStatus&) const = default;
   MSGPACK_DEFINE(islands, slices, functions, clients);
 };
 
@@ -236,6 +257,7 @@ struct Compile {
   uint64_t function_id = 0;
   uint32_t num_shards = 0;
   ir::FunctionDef function;
+  bool operator==(const Compile&) const = default;
   MSGPACK_DEFINE(function_id, num_shards, function);
 };
 
@@ -248,6 +270,7 @@ struct InputSource {
   uint8_t kind = kTuple;
   uint64_t object_id = 0;
   uint32_t shard = 0;
+  bool operator==(const InputSource&) const = default;
   MSGPACK_DEFINE(kind, object_id, shard);
 };
 
@@ -263,6 +286,7 @@ struct OutputDest {
   uint32_t input = 0;
   uint32_t shard = 0;
   uint64_t object_id = 0;
+  bool operator==(const OutputDest&) const = default;
   MSGPACK_DEFINE(kind, data_endpoint, node, input, shard, object_id);
 };
 
@@ -278,6 +302,7 @@ struct Entry {
   uint64_t owner_client = 0;
   std::vector<InputSource> inputs;
   std::vector<std::vector<OutputDest>> outputs;
+  bool operator==(const Entry&) const = default;
   MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
                  inputs, outputs);
 };
@@ -286,6 +311,7 @@ struct Entry {
 struct Dispatch {
   static constexpr Kind kKind = Kind::kDispatch;
   std::vector<Entry> entries;
+  bool operator==(const Dispatch&) const = default;
   MSGPACK_DEFINE(entries);
 };
 
@@ -301,12 +327,14 @@ struct TupleHeader {
   Shape shape;
   int32_t error_code = 0;  // atl::Code; non-zero: no data frame content
   std::string error;
+  bool operator==(const TupleHeader&) const = default;
   MSGPACK_DEFINE(run_id, node, input, shard, dtype, shape, error_code, error);
 };
 
 struct TupleBatch {
   static constexpr Kind kKind = Kind::kTupleBatch;
   std::vector<TupleHeader> tuples;
+  bool operator==(const TupleBatch&) const = default;
   MSGPACK_DEFINE(tuples);
 };
 
@@ -316,6 +344,7 @@ struct TupleBatch {
 struct PlacedEntry {
   std::string executor;  // the executor's control endpoint
   Entry entry;
+  bool operator==(const PlacedEntry&) const = default;
   MSGPACK_DEFINE(executor, entry);
 };
 
@@ -326,6 +355,7 @@ struct SubmitProgram {
   uint64_t client_id = 0;
   uint64_t run_id = 0;
   std::vector<PlacedEntry> entries;
+  bool operator==(const SubmitProgram&) const = default;
   MSGPACK_DEFINE(client_id, run_id, entries);
 };
 
@@ -333,6 +363,7 @@ struct SubmitReply {
   static constexpr Kind kKind = Kind::kSubmitReply;
   uint64_t first_gang_seq = 0;
   uint32_t gangs = 0;
+  bool operator==(const SubmitReply&) const = default;
   MSGPACK_DEFINE(first_gang_seq, gangs);
 };
 
@@ -341,6 +372,7 @@ struct SubmitReply {
 
 struct StoreHello {
   static constexpr Kind kKind = Kind::kStoreHello;
+  bool operator==(const StoreHello&) const = default;
   MSGPACK_DEFINE();
 };
 
@@ -348,6 +380,7 @@ struct StoreHelloReply {
   static constexpr Kind kKind = Kind::kStoreHelloReply;
   std::string arena_name;  // POSIX shared-memory name, for shm_open
   uint64_t arena_bytes = 0;
+  bool operator==(const StoreHelloReply&) const = default;
   MSGPACK_DEFINE(arena_name, arena_bytes);
 };
 
@@ -360,6 +393,7 @@ struct CreateObject {
   uint64_t owner_client = 0;
   DType dtype = DType::kF32;
   Shape shape;
+  bool operator==(const CreateObject&) const = default;
   MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape);
 };
 
@@ -367,6 +401,7 @@ struct CreateObjectReply {
   static constexpr Kind kKind = Kind::kCreateObjectReply;
   uint64_t offset = 0;
   uint64_t nbytes = 0;
+  bool operator==(const CreateObjectReply&) const = default;
   MSGPACK_DEFINE(offset, nbytes);
 };
 
@@ -377,6 +412,7 @@ struct SealObject {
   uint32_t shard = 0;
   int32_t error_code = 0;
   std::string error;
+  bool operator==(const SealObject&) const = default;
   MSGPACK_DEFINE(object_id, shard, error_code, error);
 };
 
@@ -389,6 +425,7 @@ struct PutObject {
   uint64_t owner_client = 0;
   DType dtype = DType::kF32;
   Shape shape;
+  bool operator==(const PutObject&) const = default;
   MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape);
 };
 
@@ -400,6 +437,7 @@ struct GetObject {
   uint32_t shard = 0;
   uint32_t timeout_ms = 0;
   bool inline_data = true;
+  bool operator==(const GetObject&) const = default;
   MSGPACK_DEFINE(object_id, shard, timeout_ms, inline_data);
 };
 
@@ -409,6 +447,7 @@ struct GetObjectReply {
   Shape shape;
   uint64_t offset = 0;
   uint64_t nbytes = 0;
+  bool operator==(const GetObjectReply&) const = default;
   MSGPACK_DEFINE(dtype, shape, offset, nbytes);
 };
 
@@ -416,11 +455,13 @@ struct GetObjectReply {
 struct ReleaseObject {
   static constexpr Kind kKind = Kind::kReleaseObject;
   uint64_t object_id = 0;
+  bool operator==(const ReleaseObject&) const = default;
   MSGPACK_DEFINE(object_id);
 };
 
 struct GetStoreStats {
   static constexpr Kind kKind = Kind::kGetStoreStats;
+  bool operator==(const GetStoreStats&) const = default;
   MSGPACK_DEFINE();
 };
 
@@ -430,6 +471,7 @@ struct StoreStats {
   uint64_t bytes_in_use = 0;
   uint64_t arena_bytes = 0;
   std::map<uint64_t, uint64_t> objects_per_owner;
+  bool operator==(const StoreStats&) const = default;
   MSGPACK_DEFINE(objects, bytes_in_use, arena_bytes, objects_per_owner);
 };
 

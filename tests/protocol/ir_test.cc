@@ -1,0 +1,207 @@
+// The IR: msgpack round trip of a FunctionDef, ir::Validate's refusals, ShardShape.
+#include "common/ir.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <msgpack.hpp>
+
+#include "tests/protocol/samples.h"
+
+namespace atl::ir {
+namespace {
+
+using proto::samples::Sample;
+
+TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
+  return TensorType{dtype, std::move(shape), split_dim};
+}
+Operand Input(int32_t i) { return {Operand::kInput, i, 0.0}; }
+Operand OpResult(int32_t i) { return {Operand::kOp, i, 0.0}; }
+Operand Scalar(double v) { return {Operand::kScalar, 0, v}; }
+
+TEST(FunctionDefTest, MsgpackRoundTrip) {
+  const FunctionDef fn = Sample<FunctionDef>();
+  msgpack::sbuffer buffer;
+  msgpack::pack(buffer, fn);
+  FunctionDef back;
+  msgpack::unpack(buffer.data(), buffer.size()).get().convert(back);
+  EXPECT_EQ(back, fn);
+  EXPECT_EQ(back.name, "dense");
+  ASSERT_EQ(back.ops.size(), 3u);
+  EXPECT_EQ(back.ops[0].code, OpCode::kMatmul);
+  EXPECT_EQ(back.ops[2].attr, 12.5);
+  EXPECT_EQ(back.ops[1].operands[1].scalar, 0.5);
+  EXPECT_EQ(back.inputs[1].split_dim, -1);
+  EXPECT_TRUE(Validate(back, 4).ok());
+}
+
+TEST(ShardShapeTest, DividesTheSplitDimensionOnly) {
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 0), 4), (Shape{2, 6}));
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 1), 3), (Shape{8, 2}));
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}), 4), (Shape{8, 6}));
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 0), 1), (Shape{8, 6}));
+}
+
+TEST(OperandTypeTest, ScalarsAndBadReferencesHaveNoType) {
+  const FunctionDef fn = Sample<FunctionDef>();
+  EXPECT_EQ(OperandType(fn, Scalar(1)), nullptr);
+  EXPECT_EQ(OperandType(fn, Input(2)), nullptr);
+  EXPECT_EQ(OperandType(fn, OpResult(-1)), nullptr);
+  ASSERT_NE(OperandType(fn, OpResult(0)), nullptr);
+  EXPECT_EQ(*OperandType(fn, OpResult(0)), Type(DType::kF32, {8, 3}, 0));
+  EXPECT_EQ(OutputTypes(fn),
+            (std::vector<TensorType>{Type(DType::kF32, {8, 3}, 0), Type(DType::kF32, {8, 5}, 0)}));
+}
+
+// x: f32[8,4] split 0, y: same; op 0 = x + y; output op 0.
+FunctionDef AddFunction() {
+  const TensorType t = Type(DType::kF32, {8, 4}, 0);
+  FunctionDef fn;
+  fn.name = "add";
+  fn.inputs = {t, t};
+  fn.ops = {Op{OpCode::kAdd, {Input(0), Input(1)}, 0.0, t}};
+  fn.outputs = {OpResult(0)};
+  return fn;
+}
+
+TEST(ValidateTest, AcceptsWellFormedFunctions) {
+  for (int shards : {1, 2, 4, 8}) {
+    EXPECT_TRUE(Validate(AddFunction(), shards).ok()) << shards;
+  }
+  EXPECT_TRUE(Validate(Sample<FunctionDef>(), 4).ok());
+  // Outputs may be inputs; ops may take a scalar on either side.
+  FunctionDef fn = AddFunction();
+  fn.ops.push_back(Op{OpCode::kSub, {Scalar(1), OpResult(0)}, 0.0, fn.ops[0].type});
+  fn.outputs = {Input(1), OpResult(1)};
+  EXPECT_TRUE(Validate(fn, 2).ok());
+}
+
+struct BadCase {
+  std::string what;
+  FunctionDef fn;
+  int num_shards = 2;
+  std::string mentions;  // a piece of the expected message, or empty
+};
+
+std::vector<BadCase> BadCases() {
+  std::vector<BadCase> cases;
+  auto add = [&](std::string what, auto mutate, int shards = 2, std::string mentions = "") {
+    FunctionDef fn = AddFunction();
+    mutate(fn);
+    cases.push_back({std::move(what), std::move(fn), shards, std::move(mentions)});
+  };
+  add(
+      "input index out of range", [](FunctionDef& f) { f.ops[0].operands[1] = Input(2); }, 2,
+      "does not exist");
+  add("negative input index", [](FunctionDef& f) { f.ops[0].operands[0] = Input(-1); });
+  add(
+      "self reference", [](FunctionDef& f) { f.ops[0].operands[1] = OpResult(0); }, 2,
+      "not earlier");
+  add(
+      "forward reference",
+      [](FunctionDef& f) {
+        f.ops.insert(f.ops.begin(), Op{OpCode::kAdd, {Input(0), OpResult(1)}, 0.0, f.ops[0].type});
+        f.ops[1].operands = {Input(0), Input(1)};
+      },
+      2, "not earlier");
+  add("negative op index", [](FunctionDef& f) { f.ops[0].operands[0] = OpResult(-1); });
+  add("unknown operand kind", [](FunctionDef& f) { f.ops[0].operands[0].kind = 7; });
+  add("output refers to a missing op", [](FunctionDef& f) { f.outputs = {OpResult(1)}; });
+  add(
+      "scalar output", [](FunctionDef& f) { f.outputs = {Scalar(2)}; }, 2, "scalar");
+  add(
+      "no outputs", [](FunctionDef& f) { f.outputs.clear(); }, 2, "no outputs");
+  add(
+      "no devices", [](FunctionDef&) {}, 0);
+  add(
+      "shape mismatch",
+      [](FunctionDef& f) {
+        f.inputs[1].shape = {8, 5};
+      },
+      2, "differ");
+  add(
+      "dtype mismatch", [](FunctionDef& f) { f.inputs[1].dtype = DType::kI32; }, 2, "differ");
+  add(
+      "layout mismatch", [](FunctionDef& f) { f.inputs[1].split_dim = -1; }, 2, "differ");
+  add(
+      "split not divisible", [](FunctionDef&) {}, 3, "does not divide over 3 devices");
+  add(
+      "split dimension beyond rank", [](FunctionDef& f) { f.inputs[0].split_dim = 2; }, 2,
+      "rank-2");
+  add(
+      "zero dimension",
+      [](FunctionDef& f) {
+        f.inputs[0].shape = {0, 4};
+      },
+      2, "non-positive");
+  add(
+      "declared result type wrong", [](FunctionDef& f) { f.ops[0].type.split_dim = -1; }, 2,
+      "result type is wrong");
+  add(
+      "two scalars",
+      [](FunctionDef& f) {
+        f.ops[0].operands = {Scalar(1), Scalar(2)};
+      },
+      2, "two scalars");
+  add("one operand", [](FunctionDef& f) { f.ops[0].operands.pop_back(); });
+  add("unknown op code", [](FunctionDef& f) { f.ops[0].code = static_cast<OpCode>(42); });
+  add(
+      "matmul inner mismatch",
+      [](FunctionDef& f) {
+        f.ops[0] = Op{OpCode::kMatmul, {Input(0), Input(1)}, 0.0, Type(DType::kF32, {8, 4}, 0)};
+      },
+      2, "[m,k] x [k,n]");
+  add(
+      "matmul of i32",
+      [](FunctionDef& f) {
+        f.inputs = {Type(DType::kI32, {8, 4}, 0), Type(DType::kI32, {4, 3})};
+        f.ops[0] = Op{OpCode::kMatmul, {Input(0), Input(1)}, 0.0, Type(DType::kI32, {8, 3}, 0)};
+      },
+      2, "f32 only");
+  add(
+      "matmul with a split right operand",
+      [](FunctionDef& f) {
+        f.inputs = {Type(DType::kF32, {8, 4}, 0), Type(DType::kF32, {4, 2}, 0)};
+        f.ops[0] = Op{OpCode::kMatmul, {Input(0), Input(1)}, 0.0, Type(DType::kF32, {8, 2}, 0)};
+      },
+      2, "replicated");
+  add(
+      "matmul split along columns",
+      [](FunctionDef& f) {
+        f.inputs = {Type(DType::kF32, {8, 4}, 1), Type(DType::kF32, {4, 2})};
+        f.ops[0] = Op{OpCode::kMatmul, {Input(0), Input(1)}, 0.0, Type(DType::kF32, {8, 2}, 1)};
+      },
+      2, "replicated");
+  add(
+      "matmul of a scalar",
+      [](FunctionDef& f) {
+        f.ops[0] = Op{OpCode::kMatmul, {Input(0), Scalar(2)}, 0.0, f.inputs[0]};
+      },
+      2, "tensors");
+  add(
+      "negative spin time",
+      [](FunctionDef& f) {
+        f.ops[0] = Op{OpCode::kSpin, {Input(0)}, -1.0, f.inputs[0]};
+      },
+      2, ">= 0");
+  add("spin of two tensors", [](FunctionDef& f) {
+    f.ops[0] = Op{OpCode::kSpin, {Input(0), Input(1)}, 1.0, f.inputs[0]};
+  });
+  return cases;
+}
+
+TEST(ValidateTest, RefusesMalformedFunctions) {
+  for (const BadCase& c : BadCases()) {
+    const Status s = Validate(c.fn, c.num_shards);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << c.what << ": " << s.ToString();
+    if (!c.mentions.empty()) {
+      EXPECT_NE(s.message().find(c.mentions), std::string::npos) << c.what << ": " << s.ToString();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace atl::ir
