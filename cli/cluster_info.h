@@ -1,0 +1,70 @@
+// ClusterInfo: what a running local cluster looks like from outside, recorded by the process
+// that started it in <state dir>/cluster.toml so that other atoll commands (`status`,
+// `watch`, `submit`, `down`) can find it. The file is TOML:
+//
+//   config = "/abs/path/config/local.toml"
+//   rm_endpoint = "tcp://127.0.0.1:5550"
+//   events_in = "tcp://127.0.0.1:5551"
+//   events_out = "tcp://127.0.0.1:5552"
+//   started_at_us = 1700000000000000
+//   [[processes]]
+//   name = "rm"                      # "objectstore-i0h0", "executor-i0h0", "scheduler-island0"
+//   role = "rm"                      # "rm", "objectstore", "executor" or "scheduler"
+//   target = ""                      # the host or island it serves; "" for the RM
+//   program = "/abs/path/bin/atoll-rm"
+//   pid = 12345
+//   log = "/home/me/.atoll/logs/rm.log"
+//   endpoints = { endpoint = "tcp://127.0.0.1:5550", ... }   # its ready file, less pid
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "atoll/status.h"
+
+namespace atl {
+
+struct ProcessInfo {
+  std::string name;
+  std::string role;
+  std::string target;
+  std::string program;
+  int64_t pid = 0;
+  std::string log;
+  std::map<std::string, std::string> endpoints;
+};
+
+struct ClusterInfo {
+  std::string state_dir;  // where cluster.toml lives; not written to the file itself
+  std::string config_path;
+  std::string rm_endpoint;
+  std::string events_in;
+  std::string events_out;
+  int64_t started_at_us = 0;
+  std::vector<ProcessInfo> processes;  // in start order: rm, object stores, executors, schedulers
+
+  // The process called `name`, or nullptr.
+  const ProcessInfo* Find(std::string_view name) const;
+};
+
+// The default state directory: $ATOLL_HOME if set and not empty, else $HOME/.atoll, else
+// /tmp/atoll-<uid>.
+std::string DefaultStateDir();
+
+// <state_dir>/cluster.toml
+std::string ClusterInfoPath(const std::string& state_dir);
+
+// Writes info.state_dir/cluster.toml atomically (write then rename).
+Status WriteClusterInfo(const ClusterInfo& info);
+
+// Reads <state_dir>/cluster.toml. NotFound when there is none; InvalidArgument when it
+// cannot be parsed.
+Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir);
+
+// Removes <state_dir>/cluster.toml; OK when there is none.
+Status RemoveClusterInfo(const std::string& state_dir);
+
+}  // namespace atl

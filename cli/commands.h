@@ -1,0 +1,17 @@
+// The `atoll` subcommands, one file each. Each Add*Command adds its subcommand to `app`;
+// the subcommand's callback runs the command (see global_options.h for the conventions).
+// `global` must outlive app.parse().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/global_options.h"
+
+namespace atl {
+
+void AddUpCommand(CLI::App& app, const GlobalOptions& global);      // up.cc
+void AddDownCommand(CLI::App& app, const GlobalOptions& global);    // down.cc
+void AddStatusCommand(CLI::App& app, const GlobalOptions& global);  // status.cc
+void AddWatchCommand(CLI::App& app, const GlobalOptions& global);   // watch.cc
+
+}  // namespace atl

@@ -1,0 +1,48 @@
+#include "cli/global_options.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/process.h"
+
+namespace atl {
+
+Result<ClusterInfo> ResolveCluster(const GlobalOptions& global) {
+  const std::string state_dir = global.state_dir.empty() ? DefaultStateDir() : global.state_dir;
+  auto recorded = ReadClusterInfo(state_dir);
+  if (!global.rm_endpoint.empty()) {
+    ClusterInfo info;
+    info.state_dir = state_dir;
+    info.rm_endpoint = global.rm_endpoint;
+    info.events_out = global.events_endpoint;
+    if (info.events_out.empty() && recorded.ok()) info.events_out = recorded->events_out;
+    return info;
+  }
+  if (!recorded.ok()) {
+    if (recorded.status().code() == Code::kNotFound) {
+      return Unavailable("no cluster running: " + ClusterInfoPath(state_dir) +
+                         " does not exist (start one with `atoll up`, or pass --rm EP)");
+    }
+    return Unavailable("no cluster running: " + recorded.status().message());
+  }
+  const ProcessInfo* rm = recorded->Find("rm");
+  if (rm != nullptr && !proc::IsProgram(static_cast<pid_t>(rm->pid),
+                                        std::filesystem::path(rm->program).filename().string())) {
+    return Unavailable("no cluster running: the RM recorded in " + ClusterInfoPath(state_dir) +
+                       " (pid " + std::to_string(rm->pid) +
+                       ") is gone; run `atoll down` to clean up, then `atoll up`");
+  }
+  if (!global.events_endpoint.empty()) recorded->events_out = global.events_endpoint;
+  return recorded;
+}
+
+void Fail(std::string_view message, int exit_code) {
+  std::cerr << "atoll: " << message << std::endl;
+  throw CLI::RuntimeError(exit_code);
+}
+
+void Fail(const Status& status, int exit_code) { Fail(status.message(), exit_code); }
+
+}  // namespace atl

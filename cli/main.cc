@@ -1,0 +1,57 @@
+// `atoll`: the command-line tool. Starts and stops a local cluster, shows its status,
+// watches its event stream, submits jobs. Exit status: 0 on success, 1 on failure (with a
+// message starting with "atoll: " on stderr); a command may document other codes.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cluster_info.h"
+#include "cli/commands.h"
+#include "cli/global_options.h"
+#if __has_include("cli/submit.h")
+#include "cli/submit.h"
+#define ATOLL_HAVE_SUBMIT 1
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"atoll: a Pathways-style runtime for islands of accelerators"};
+  app.require_subcommand(1);
+  // Options of `atoll` itself may also follow the subcommand: `atoll status --state-dir D`.
+  app.fallthrough();
+
+  atl::GlobalOptions global;
+  global.state_dir = atl::DefaultStateDir();
+  app.add_option("--state-dir", global.state_dir,
+                 "Where `atoll up` records the cluster: cluster.toml, logs/ "
+                 "(default: $ATOLL_HOME, else $HOME/.atoll, else /tmp/atoll-<uid>)")
+      ->capture_default_str();
+  app.add_option("--rm", global.rm_endpoint,
+                 "Talk to the RM at this endpoint instead of the one recorded in the state dir");
+  app.add_option("--events", global.events_endpoint,
+                 "Watch the event bus at this endpoint instead of the recorded one");
+
+  atl::AddUpCommand(app, global);
+  atl::AddDownCommand(app, global);
+  atl::AddStatusCommand(app, global);
+  atl::AddWatchCommand(app, global);
+#ifdef ATOLL_HAVE_SUBMIT
+  atl::AddSubmitCommand(app, global);
+#endif
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // the command has printed its message
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "atoll: " << e.what() << "\nRun `atoll --help` for usage." << std::endl;
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "atoll: internal error: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,134 @@
+// `atoll status`: asks the RM for the cluster's state (GetClusterStatus) and prints islands,
+// hosts, devices and slices, as text or as JSON.
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "common/protocol.h"
+#include "common/transport.h"
+
+namespace atl {
+
+namespace {
+
+struct StatusOptions {
+  bool json = false;
+  int64_t timeout_ms = 3000;
+};
+
+std::string Mib(uint64_t bytes) {
+  if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1u << 20));
+}
+
+nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const std::string& rm) {
+  nlohmann::ordered_json out;
+  out["rm_endpoint"] = rm;
+  out["islands"] = nlohmann::ordered_json::array();
+  for (const auto& island : s.islands) {
+    nlohmann::ordered_json ij;
+    ij["name"] = island.name;
+    ij["scheduler_endpoint"] = island.scheduler_endpoint;
+    ij["hosts"] = nlohmann::ordered_json::array();
+    for (const auto& host : island.hosts) {
+      nlohmann::ordered_json hj;
+      hj["name"] = host.name;
+      hj["alive"] = host.alive;
+      hj["control_endpoint"] = host.control_endpoint;
+      hj["store_endpoint"] = host.store_endpoint;
+      hj["devices"] = nlohmann::ordered_json::array();
+      for (const auto& d : host.devices) {
+        hj["devices"].push_back({{"id", d.device_id},
+                                 {"kind", d.kind},
+                                 {"memory_bytes", d.memory_bytes},
+                                 {"slices", d.slices}});
+      }
+      ij["hosts"].push_back(std::move(hj));
+    }
+    out["islands"].push_back(std::move(ij));
+  }
+  out["slices"] = nlohmann::ordered_json::array();
+  for (const auto& slice : s.slices) {
+    out["slices"].push_back({{"id", slice.slice_id},
+                             {"client", slice.client_id},
+                             {"island", slice.island},
+                             {"devices", slice.device_ids}});
+  }
+  out["functions"] = s.functions;
+  out["clients"] = s.clients;
+  return out;
+}
+
+void PrintText(const proto::ClusterStatus& s, const std::string& rm) {
+  size_t hosts = 0, alive = 0, devices = 0;
+  for (const auto& island : s.islands) {
+    for (const auto& host : island.hosts) {
+      ++hosts;
+      alive += host.alive ? 1 : 0;
+      devices += host.devices.size();
+    }
+  }
+  std::cout << fmt::format(
+      "cluster at {}: {} islands, {} hosts ({} alive), {} devices, {} slices, {} functions, "
+      "{} clients\n",
+      rm, s.islands.size(), hosts, alive, devices, s.slices.size(), s.functions, s.clients);
+  for (const auto& island : s.islands) {
+    std::cout << fmt::format(
+        "island {}  scheduler {}\n", island.name,
+        island.scheduler_endpoint.empty() ? "(not registered)" : island.scheduler_endpoint);
+    for (const auto& host : island.hosts) {
+      std::cout << fmt::format("  host {:<8} {:<5}  control {}  store {}\n", host.name,
+                               host.alive ? "alive" : "DEAD", host.control_endpoint,
+                               host.store_endpoint);
+      for (const auto& d : host.devices) {
+        std::cout << fmt::format("    device {:<3} {:<4} {:>10}  {} slices\n", d.device_id, d.kind,
+                                 Mib(d.memory_bytes), d.slices);
+      }
+    }
+  }
+  if (!s.slices.empty()) std::cout << "slices\n";
+  for (const auto& slice : s.slices) {
+    std::cout << fmt::format("  slice {:<4} client {:<4} island {}  devices [{}]\n", slice.slice_id,
+                             slice.client_id, slice.island, fmt::join(slice.device_ids, ", "));
+  }
+  std::cout << std::flush;
+}
+
+void RunStatus(const StatusOptions& opts, const GlobalOptions& global) {
+  auto info = ResolveCluster(global);
+  if (!info.ok()) Fail(info.status());
+  zmq::context_t context(1);
+  net::Requester rm(context, info->rm_endpoint);
+  if (Status s = rm.Connect(); !s.ok()) Fail(s.WithContext("status"));
+  auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{},
+                                              std::chrono::milliseconds(opts.timeout_ms));
+  if (!status.ok()) {
+    if (status.status().code() == Code::kDeadlineExceeded) {
+      Fail("RM at " + info->rm_endpoint + " did not answer within " +
+           std::to_string(opts.timeout_ms) + " ms (is the cluster running? see `atoll up`)");
+    }
+    Fail("status: RM at " + info->rm_endpoint + ": " + status.status().ToString());
+  }
+  if (opts.json) {
+    std::cout << ToJson(*status, info->rm_endpoint).dump(2) << std::endl;
+  } else {
+    PrintText(*status, info->rm_endpoint);
+  }
+}
+
+}  // namespace
+
+void AddStatusCommand(CLI::App& app, const GlobalOptions& global) {
+  auto opts = std::make_shared<StatusOptions>();
+  auto* cmd = app.add_subcommand("status", "Show the cluster's islands, hosts, devices, slices");
+  cmd->add_flag("--json", opts->json, "Print the status as one JSON object");
+  cmd->add_option("--timeout-ms", opts->timeout_ms, "How long to wait for the RM's answer")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->callback([opts, &global] { RunStatus(*opts, global); });
+}
+
+}  // namespace atl
