@@ -1,0 +1,59 @@
+// A gtest fixture that starts one real local cluster (config/test.toml: every port chosen
+// freely, so test runs never collide) for a whole test suite, and stops it afterwards.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "atoll/client.h"
+#include "cli/local_cluster.h"
+
+namespace atl::testing {
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char pattern[] = "/tmp/atoll-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    state_dir_ = new std::string(pattern);
+    LocalClusterOptions options;
+    options.config_path = ATOLL_SOURCE_DIR "/config/test.toml";
+    options.state_dir = *state_dir_;
+    options.bin_dir = ATOLL_BIN_DIR;
+    cluster_ = new LocalCluster(options);
+    Status started = cluster_->Start();
+    ASSERT_TRUE(started.ok()) << started.ToString();
+  }
+
+  static void TearDownTestSuite() {
+    if (cluster_ != nullptr) {
+      Status stopped = cluster_->Stop();
+      EXPECT_TRUE(stopped.ok()) << stopped.ToString();
+      delete cluster_;
+      cluster_ = nullptr;
+    }
+    if (state_dir_ != nullptr) {
+      std::filesystem::remove_all(*state_dir_);
+      delete state_dir_;
+      state_dir_ = nullptr;
+    }
+  }
+
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  static std::unique_ptr<Client> Connect(const std::string& name = "test") {
+    auto client = Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint, .name = name});
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  static inline LocalCluster* cluster_ = nullptr;
+  static inline std::string* state_dir_ = nullptr;
+};
+
+}  // namespace atl::testing
