@@ -1,0 +1,200 @@
+#include "services/objectstore/directory.h"
+
+#include <cassert>
+#include <cstring>
+#include <string>
+
+namespace atl::store {
+
+namespace {
+
+constexpr uint64_t kMaxShardBytes = uint64_t{1} << 62;
+
+std::string ObjectName(uint64_t object) { return "object " + std::to_string(object); }
+std::string ShardName(uint64_t object, uint32_t shard) {
+  return ObjectName(object) + " shard " + std::to_string(shard);
+}
+
+}  // namespace
+
+std::string_view CollectReasonName(CollectReason reason) {
+  switch (reason) {
+    case CollectReason::kGoodbye:
+      return "goodbye";
+    case CollectReason::kLapsed:
+      return "heartbeat lapsed";
+  }
+  return "?";
+}
+
+Directory::Directory(uint64_t arena_bytes, std::chrono::milliseconds client_timeout,
+                     const Clock& clock)
+    : clock_(clock), client_timeout_(client_timeout), allocator_(arena_bytes) {}
+
+Result<uint64_t> Directory::ShardBytes(DType dtype, const Shape& shape) {
+  const uint64_t item = DTypeSize(dtype);
+  if (item == 0) {
+    return InvalidArgument("unknown dtype code " + std::to_string(static_cast<int>(dtype)));
+  }
+  uint64_t bytes = item;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeString(shape));
+    if (d != 0 && bytes > kMaxShardBytes / static_cast<uint64_t>(d)) {
+      return InvalidArgument("shape " + ShapeString(shape) + " of " +
+                             std::string(DTypeName(dtype)) + " is too large");
+    }
+    bytes *= static_cast<uint64_t>(d);
+  }
+  return bytes;
+}
+
+Result<ShardInfo> Directory::Create(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
+                                    const Shape& shape) {
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, ShardBytes(dtype, shape));
+  auto existing = objects_.find(object);
+  if (existing != objects_.end()) {
+    if (existing->second.owner != owner) {
+      return InvalidArgument(ObjectName(object) + " is owned by client " +
+                             std::to_string(existing->second.owner) + ", not client " +
+                             std::to_string(owner));
+    }
+    if (existing->second.shards.count(shard) != 0) {
+      return FailedPrecondition(ShardName(object, shard) + " already exists");
+    }
+  }
+  auto client = clients_.find(owner);
+  if (owner != 0 && client != clients_.end() && client->second.departed) {
+    return Cancelled("client " + std::to_string(owner) + " said goodbye; " +
+                     ShardName(object, shard) + " would have no owner");
+  }
+  auto offset = allocator_.Allocate(nbytes);
+  if (!offset.ok()) return offset.status().WithContext(ShardName(object, shard));
+
+  if (owner != 0 && client == clients_.end()) clients_.emplace(owner, Client{clock_.Now()});
+  Object& entry = objects_[object];  // a new object starts with refcount 1
+  entry.owner = owner;
+  objects_by_owner_[owner].insert(object);
+  ShardInfo info{dtype, shape, *offset, nbytes, /*sealed=*/false, Status::Ok()};
+  entry.shards.emplace(shard, info);
+  return info;
+}
+
+ShardInfo* Directory::FindMutable(uint64_t object, uint32_t shard) {
+  auto it = objects_.find(object);
+  if (it == objects_.end()) return nullptr;
+  auto s = it->second.shards.find(shard);
+  return s == it->second.shards.end() ? nullptr : &s->second;
+}
+
+Result<const ShardInfo*> Directory::Find(uint64_t object, uint32_t shard) const {
+  auto it = objects_.find(object);
+  if (it == objects_.end()) return NotFound(ShardName(object, shard) + " is unknown");
+  auto s = it->second.shards.find(shard);
+  if (s == it->second.shards.end()) return NotFound(ShardName(object, shard) + " is unknown");
+  return &s->second;
+}
+
+Status Directory::Seal(uint64_t object, uint32_t shard, Status error) {
+  ATOLL_ASSIGN_OR_RETURN(const ShardInfo* found, Find(object, shard));
+  if (found->sealed) return FailedPrecondition(ShardName(object, shard) + " is already sealed");
+  ShardInfo* info = FindMutable(object, shard);
+  info->sealed = true;
+  info->error = std::move(error);
+  return Status::Ok();
+}
+
+Result<ShardInfo> Directory::Put(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
+                                 const Shape& shape, std::span<const std::byte> bytes,
+                                 std::span<std::byte> arena) {
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, ShardBytes(dtype, shape));
+  if (bytes.size() != nbytes) {
+    return InvalidArgument(ShardName(object, shard) + ": " + std::to_string(bytes.size()) +
+                           " data bytes do not match " + std::string(DTypeName(dtype)) +
+                           ShapeString(shape) + " (" + std::to_string(nbytes) + " bytes)");
+  }
+  if (arena.size() < allocator_.capacity()) {
+    return Internal("the arena span (" + std::to_string(arena.size()) +
+                    " bytes) is smaller than the allocator's capacity");
+  }
+  ATOLL_ASSIGN_OR_RETURN(ShardInfo info, Create(object, shard, owner, dtype, shape));
+  if (nbytes > 0) std::memcpy(arena.data() + info.offset, bytes.data(), nbytes);
+  ATOLL_RETURN_IF_ERROR(Seal(object, shard));
+  info.sealed = true;
+  return info;
+}
+
+Result<bool> Directory::Release(uint64_t object) {
+  auto it = objects_.find(object);
+  if (it == objects_.end()) {
+    return NotFound(ObjectName(object) + " is unknown (never created, or already freed)");
+  }
+  if (--it->second.refcount > 0) return false;
+  FreeObject(it);
+  return true;
+}
+
+void Directory::FreeObject(std::map<uint64_t, Object>::iterator it) {
+  for (const auto& [index, shard] : it->second.shards) {
+    [[maybe_unused]] const Status freed = allocator_.Free(shard.offset);
+    assert(freed.ok() && "a shard's arena block was not allocated");
+  }
+  auto owned = objects_by_owner_.find(it->second.owner);
+  if (owned != objects_by_owner_.end()) {
+    owned->second.erase(it->first);
+    if (owned->second.empty()) objects_by_owner_.erase(owned);
+  }
+  objects_.erase(it);
+}
+
+std::vector<uint64_t> Directory::FreeOwnedBy(uint64_t client) {
+  std::vector<uint64_t> freed;
+  auto owned = objects_by_owner_.find(client);
+  if (owned == objects_by_owner_.end()) return freed;
+  freed.assign(owned->second.begin(), owned->second.end());
+  for (uint64_t object : freed) FreeObject(objects_.find(object));
+  return freed;
+}
+
+void Directory::Heartbeat(uint64_t client) {
+  if (client == 0) return;
+  clients_[client] = Client{clock_.Now(), /*departed=*/false};
+}
+
+Collected Directory::Goodbye(uint64_t client) {
+  Collected out{client, CollectReason::kGoodbye, {}};
+  if (client == 0) return out;
+  out.objects = FreeOwnedBy(client);
+  clients_[client] = Client{clock_.Now(), /*departed=*/true};
+  return out;
+}
+
+std::vector<Collected> Directory::Expire() {
+  std::vector<Collected> out;
+  const TimePoint now = clock_.Now();
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (now - it->second.last_seen <= client_timeout_) {
+      ++it;
+      continue;
+    }
+    if (!it->second.departed) {
+      out.push_back({it->first, CollectReason::kLapsed, FreeOwnedBy(it->first)});
+    }
+    it = clients_.erase(it);
+  }
+  return out;
+}
+
+DirectoryStats Directory::Stats() const {
+  DirectoryStats stats;
+  stats.objects = objects_.size();
+  for (const auto& [id, object] : objects_) stats.shards += object.shards.size();
+  stats.bytes_in_use = allocator_.used_bytes();
+  stats.arena_bytes = allocator_.capacity();
+  for (const auto& [id, client] : clients_) stats.clients += client.departed ? 0 : 1;
+  for (const auto& [owner, objects] : objects_by_owner_) {
+    stats.objects_per_owner[owner] = objects.size();
+  }
+  return stats;
+}
+
+}  // namespace atl::store

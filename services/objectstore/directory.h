@@ -1,0 +1,137 @@
+// Directory: the object store's record of every object on its host: where each shard lies
+// in the arena, whether it is sealed, who owns it, how many references are left, and which
+// clients are alive. Pure logic: it assigns arena offsets through an ArenaAllocator but never
+// touches the arena except to copy a Put's bytes into the span it is given; time comes from
+// an injected Clock.
+//
+// Objects. An object is one logical (sharded) buffer, keyed by a client-made 64-bit id; the
+// shards held on this host are keyed by shard index. The first Create or Put of any shard
+// creates the object with one reference, held by its owner; later shards join it and must
+// name the same owner. Release drops a reference; at zero every shard is freed at once.
+//
+// Owners and liveness. Owner 0 means "no owner": such an object lives until released. Any
+// other owner is a client, first seen when it heartbeats or when an object it owns is first
+// created (creating does not count as a heartbeat afterwards). A client whose last sign of
+// life is more than `client_timeout` old, or which said Goodbye, loses all its objects. After
+// Goodbye, creating objects for that client is refused (Cancelled) until `client_timeout`
+// has passed, so that late outputs of its programs do not leak.
+//
+// Not thread-safe: the object store's event loop owns it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+#include "services/objectstore/arena_allocator.h"
+#include "services/objectstore/clock.h"
+
+namespace atl::store {
+
+struct ShardInfo {
+  DType dtype = DType::kF32;
+  Shape shape;
+  uint64_t offset = 0;  // in the arena
+  uint64_t nbytes = 0;  // dtype size * elements; the arena block may be larger (aligned)
+  bool sealed = false;
+  Status error;  // for a sealed shard: not OK when its producer failed; readers get it
+};
+
+enum class CollectReason { kGoodbye, kLapsed };
+std::string_view CollectReasonName(CollectReason reason);  // "goodbye", "heartbeat lapsed"
+
+// One client whose objects were freed because it left or went silent.
+struct Collected {
+  uint64_t client = 0;
+  CollectReason reason = CollectReason::kLapsed;
+  std::vector<uint64_t> objects;  // ids freed, ascending
+};
+
+struct DirectoryStats {
+  uint64_t objects = 0;
+  uint64_t shards = 0;
+  uint64_t bytes_in_use = 0;  // arena bytes reserved, alignment included
+  uint64_t arena_bytes = 0;
+  uint64_t clients = 0;                            // clients known alive
+  std::map<uint64_t, uint64_t> objects_per_owner;  // owner 0: unowned objects
+};
+
+class Directory {
+ public:
+  // `arena_bytes`: the arena's size. `client_timeout`: silence after which a client's
+  // objects are collected (heartbeat period * liveness). `clock` must outlive the directory.
+  Directory(uint64_t arena_bytes, std::chrono::milliseconds client_timeout, const Clock& clock);
+
+  // Bytes a shard of `dtype` and `shape` takes: InvalidArgument for an unknown dtype, a
+  // negative dimension or a size beyond 2^62 bytes.
+  [[nodiscard]] static Result<uint64_t> ShardBytes(DType dtype, const Shape& shape);
+
+  // Reserves arena space for an unsealed shard. Errors: InvalidArgument (bad dtype or shape,
+  // or the object exists with another owner), FailedPrecondition (this shard exists),
+  // Cancelled (the owner said goodbye), OutOfMemory (never fits, or no room now; the
+  // message tells which and names the sizes). Nothing changes on error.
+  [[nodiscard]] Result<ShardInfo> Create(uint64_t object, uint32_t shard, uint64_t owner,
+                                         DType dtype, const Shape& shape);
+
+  // Marks a created shard sealed; `error` not OK records a failed producer. NotFound for an
+  // unknown object or shard, FailedPrecondition when it is already sealed.
+  [[nodiscard]] Status Seal(uint64_t object, uint32_t shard, Status error = Status::Ok());
+
+  // Create + copy `bytes` into `arena` (the whole arena, at least arena_bytes long) + Seal.
+  // InvalidArgument when bytes.size() does not match dtype and shape; otherwise as Create.
+  [[nodiscard]] Result<ShardInfo> Put(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
+                                      const Shape& shape, std::span<const std::byte> bytes,
+                                      std::span<std::byte> arena);
+
+  // The shard's record, sealed or not. NotFound ("object N is unknown" or "object N shard S
+  // is unknown"). The pointer is valid until the next call that changes the directory.
+  [[nodiscard]] Result<const ShardInfo*> Find(uint64_t object, uint32_t shard) const;
+
+  // Drops one reference; returns true when that was the last and the object was freed.
+  // NotFound for an unknown object.
+  [[nodiscard]] Result<bool> Release(uint64_t object);
+
+  // Records a sign of life from `client` (0 is ignored). A client that said goodbye is
+  // alive again from here on.
+  void Heartbeat(uint64_t client);
+
+  // Frees every object `client` owns and refuses new ones for a while (see above).
+  Collected Goodbye(uint64_t client);
+
+  // Frees the objects of every client silent for longer than the timeout and forgets it;
+  // forgets goodbyes older than the timeout. Call it periodically (every heartbeat).
+  std::vector<Collected> Expire();
+
+  DirectoryStats Stats() const;
+  const ArenaAllocator& allocator() const { return allocator_; }
+
+ private:
+  struct Object {
+    uint64_t owner = 0;
+    uint32_t refcount = 1;
+    std::map<uint32_t, ShardInfo> shards;
+  };
+  struct Client {
+    TimePoint last_seen;
+    bool departed = false;  // said goodbye at last_seen
+  };
+
+  void FreeObject(std::map<uint64_t, Object>::iterator it);
+  std::vector<uint64_t> FreeOwnedBy(uint64_t client);
+  ShardInfo* FindMutable(uint64_t object, uint32_t shard);
+
+  const Clock& clock_;
+  std::chrono::milliseconds client_timeout_;
+  ArenaAllocator allocator_;
+  std::map<uint64_t, Object> objects_;
+  std::map<uint64_t, std::set<uint64_t>> objects_by_owner_;  // owner -> object ids
+  std::map<uint64_t, Client> clients_;
+};
+
+}  // namespace atl::store

@@ -1,0 +1,370 @@
+#include "services/objectstore/store_service.h"
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace atl::store {
+
+namespace {
+
+// Messages handled per wake-up before timers get a turn.
+constexpr int kMaxMessagesPerWake = 256;
+
+std::string ShardName(uint64_t object, uint32_t shard) {
+  return "object " + std::to_string(object) + " shard " + std::to_string(shard);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Sending.
+
+StoreService::ReplyTo StoreService::ReplyToOf(const proto::Incoming& in) {
+  ReplyTo to;
+  if (in.routing_id) to.routing_id = zmq::message_t(in.routing_id->data(), in.routing_id->size());
+  to.request_id = in.header.request_id();
+  return to;
+}
+
+template <typename T>
+void StoreService::Send(const ReplyTo& to, const T& body, net::Frames data) {
+  const Status sent = net::Send(socket_, &to.routing_id, to.request_id, body, std::move(data));
+  if (!sent.ok()) {
+    spdlog::debug("{} reply to request {} not sent: {}", proto::KindName(T::kKind), to.request_id,
+                  sent.ToString());
+  }
+}
+
+void StoreService::SendError(const ReplyTo& to, const Status& status) {
+  Send(to, proto::ToError(status));
+}
+
+Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& context,
+                                                           StoreOptions options) {
+  if (options.heartbeat.count() <= 0) return InvalidArgument("heartbeat period must be > 0 ms");
+  if (options.liveness == 0) return InvalidArgument("liveness must be > 0");
+  if (options.arena_bytes < ArenaAllocator::kAlignment) {
+    return InvalidArgument("arena of " + std::to_string(options.arena_bytes) +
+                           " bytes is too small (at least " +
+                           std::to_string(ArenaAllocator::kAlignment) + ")");
+  }
+  if (options.arena_name.empty()) options.arena_name = ShmRegion::MakeName(options.host);
+  ATOLL_ASSIGN_OR_RETURN(DeadlineTimer timer, DeadlineTimer::Create());
+  ATOLL_ASSIGN_OR_RETURN(ShmRegion arena,
+                         ShmRegion::Create(options.arena_name, options.arena_bytes));
+  std::unique_ptr<StoreService> service(
+      new StoreService(context, std::move(options), std::move(arena), std::move(timer)));
+  ATOLL_ASSIGN_OR_RETURN(service->endpoint_,
+                         net::Bind(service->socket_, service->options_.bind_endpoint));
+  if (!service->options_.events_in.empty()) {
+    ATOLL_RETURN_IF_ERROR(service->events_.Connect(service->options_.events_in));
+  }
+  return service;
+}
+
+StoreService::StoreService(zmq::context_t& context, StoreOptions options, ShmRegion arena,
+                           DeadlineTimer timer)
+    : options_(std::move(options)),
+      arena_(std::move(arena)),
+      directory_(options_.arena_bytes, options_.heartbeat * options_.liveness, clock_),
+      socket_(net::MakeSocket(context, zmq::socket_type::router)),
+      events_(context, "objectstore/" + options_.host),
+      deadline_timer_(std::move(timer)) {
+  loop_.AddSocket("store.requests", socket_, [this] { OnReadable(); });
+  loop_.AddFd("store.get_deadlines", deadline_timer_.fd(), [this] {
+    deadline_timer_.Drain();
+    armed_.reset();
+    ExpireWaiters();
+  });
+  loop_.AddTimer("store.expire_clients", options_.heartbeat, [this] { ExpireClients(); });
+}
+
+void StoreService::Run() {
+  spdlog::info("serving on {}, arena {} ({} bytes), clients expire after {} ms", endpoint_,
+               arena_.name(), arena_.size(), (options_.heartbeat * options_.liveness).count());
+  loop_.Run();
+  for (const auto& stats : loop_.Stats()) {
+    spdlog::debug("handler {}: {} calls, {} us busy", stats.name, stats.calls,
+                  std::chrono::duration_cast<std::chrono::microseconds>(stats.busy).count());
+  }
+  spdlog::info("stopping; {} objects, {} waiting gets dropped", directory_.Stats().objects,
+               waiters_.size());
+}
+
+// ---------------------------------------------------------------------------------------
+// Receiving and dispatching.
+
+void StoreService::OnReadable() {
+  for (int i = 0; i < kMaxMessagesPerWake; ++i) {
+    auto got = net::RecvFrames(socket_, std::chrono::milliseconds(0));
+    if (!got.ok()) {
+      spdlog::warn("receive failed: {}", got.status().ToString());
+      return;
+    }
+    if (!got->has_value()) return;
+    HandleFrames(std::move(**got));
+  }
+}
+
+void StoreService::HandleFrames(net::Frames frames) {
+  if (frames.empty()) {
+    spdlog::warn("dropped a message without a routing id");
+    return;
+  }
+  ReplyTo fallback{zmq::message_t(frames[0].data(), frames[0].size()), 0};
+  auto in = proto::ParseIncoming(std::move(frames), /*routed=*/true);
+  if (!in.ok()) {
+    spdlog::warn("rejected an unreadable message: {}", in.status().ToString());
+    events_.Publish("error.store", {{"kind", std::string("unreadable")},
+                                    {"code", std::string(CodeName(in.status().code()))},
+                                    {"error", in.status().message()}});
+    SendError(fallback, in.status());
+    return;
+  }
+  const Status status = Dispatch(*in);
+  if (status.ok()) return;
+  const std::string kind(proto::KindName(in->header.kind()));
+  if (status.code() == Code::kNotFound) {
+    spdlog::debug("{} {}: {}", kind, in->header.request_id(), status.ToString());
+  } else {
+    spdlog::warn("{} {}: {}", kind, in->header.request_id(), status.ToString());
+  }
+  events_.Publish("error.store", {{"kind", kind},
+                                  {"code", std::string(CodeName(status.code()))},
+                                  {"error", status.message()}});
+  const Status sent = net::ReplyError(socket_, *in, status);
+  if (!sent.ok()) spdlog::debug("error reply to {} not sent: {}", kind, sent.ToString());
+}
+
+Status StoreService::Dispatch(const proto::Incoming& in) {
+  switch (in.header.kind()) {
+    case proto::Kind::kStoreHello:
+      return OnStoreHello(in);
+    case proto::Kind::kCreateObject:
+      return OnCreate(in);
+    case proto::Kind::kSealObject:
+      return OnSeal(in);
+    case proto::Kind::kPutObject:
+      return OnPut(in);
+    case proto::Kind::kGetObject:
+      return OnGet(in);
+    case proto::Kind::kReleaseObject:
+      return OnRelease(in);
+    case proto::Kind::kHeartbeat:
+      return OnHeartbeat(in);
+    case proto::Kind::kGoodbye:
+      return OnGoodbye(in);
+    case proto::Kind::kGetStoreStats:
+      return OnStats(in);
+    default:
+      return InvalidArgument("the object store does not handle " +
+                             std::string(proto::KindName(in.header.kind())) + " messages");
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Handlers.
+
+Status StoreService::OnStoreHello(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::StoreHello>());
+  (void)req;
+  Send(ReplyToOf(in), proto::StoreHelloReply{arena_.name(), arena_.size()});
+  return Status::Ok();
+}
+
+Status StoreService::OnCreate(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
+  ATOLL_ASSIGN_OR_RETURN(ShardInfo info, directory_.Create(req.object_id, req.shard,
+                                                           req.owner_client, req.dtype, req.shape));
+  Send(ReplyToOf(in), proto::CreateObjectReply{info.offset, info.nbytes});
+  events_.Publish("object.created", {{"object", req.object_id},
+                                     {"shard", uint64_t{req.shard}},
+                                     {"owner", req.owner_client},
+                                     {"nbytes", info.nbytes}});
+  return Status::Ok();
+}
+
+Status StoreService::OnSeal(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::SealObject>());
+  const Status error = req.error_code == 0
+                           ? Status::Ok()
+                           : proto::FromError(proto::Error{req.error_code, req.error});
+  ATOLL_RETURN_IF_ERROR(directory_.Seal(req.object_id, req.shard, error));
+  Send(ReplyToOf(in), proto::Ok{});
+  EventFields fields{{"object", req.object_id}, {"shard", uint64_t{req.shard}}};
+  if (!error.ok()) fields.emplace_back("error", error.ToString());
+  events_.Publish("object.sealed", fields);
+  WakeWaiters(req.object_id, req.shard);
+  return Status::Ok();
+}
+
+Status StoreService::OnPut(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::PutObject>());
+  if (in.data.size() != 1) {
+    return InvalidArgument("PutObject for " + ShardName(req.object_id, req.shard) +
+                           " needs exactly one data frame, got " + std::to_string(in.data.size()));
+  }
+  const auto& frame = in.data[0];
+  ATOLL_ASSIGN_OR_RETURN(
+      ShardInfo info,
+      directory_.Put(req.object_id, req.shard, req.owner_client, req.dtype, req.shape,
+                     {static_cast<const std::byte*>(frame.data()), frame.size()},
+                     {arena_.data(), arena_.size()}));
+  Send(ReplyToOf(in), proto::Ok{});
+  events_.Publish("object.created", {{"object", req.object_id},
+                                     {"shard", uint64_t{req.shard}},
+                                     {"owner", req.owner_client},
+                                     {"nbytes", info.nbytes}});
+  events_.Publish("object.sealed", {{"object", req.object_id}, {"shard", uint64_t{req.shard}}});
+  WakeWaiters(req.object_id, req.shard);
+  return Status::Ok();
+}
+
+Status StoreService::OnGet(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetObject>());
+  auto found = directory_.Find(req.object_id, req.shard);
+  if (found.ok() && (*found)->sealed) {
+    AnswerSealed(ReplyToOf(in), **found, req.inline_data);
+    return Status::Ok();
+  }
+  if (req.timeout_ms == 0) {
+    if (!found.ok()) return found.status();
+    return NotFound(ShardName(req.object_id, req.shard) + " is not ready (created, not sealed)");
+  }
+  const auto timeout = std::chrono::milliseconds(req.timeout_ms);
+  AddWaiter(ShardKey{req.object_id, req.shard},
+            Waiter{ReplyToOf(in), req.inline_data, req.timeout_ms, clock_.Now() + timeout});
+  return Status::Ok();
+}
+
+Status StoreService::OnRelease(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::ReleaseObject>());
+  ATOLL_ASSIGN_OR_RETURN(const bool freed, directory_.Release(req.object_id));
+  Send(ReplyToOf(in), proto::Ok{});
+  if (freed) {
+    events_.Publish("object.freed",
+                    {{"object", req.object_id}, {"reason", std::string("released")}});
+    CancelWaiters(req.object_id, "was released before it was sealed");
+  }
+  return Status::Ok();
+}
+
+Status StoreService::OnHeartbeat(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
+  if (req.role == proto::Heartbeat::kExecutor) return Status::Ok();  // not tracked here
+  if (req.role != proto::Heartbeat::kClient) {
+    return InvalidArgument("heartbeat with unknown role " + std::to_string(req.role));
+  }
+  uint64_t client = 0;
+  const char* end = req.id.data() + req.id.size();
+  const auto [ptr, ec] = std::from_chars(req.id.data(), end, client);
+  if (req.id.empty() || ec != std::errc() || ptr != end) {
+    return InvalidArgument("client heartbeat id '" + req.id + "' is not a decimal client id");
+  }
+  directory_.Heartbeat(client);
+  return Status::Ok();
+}
+
+Status StoreService::OnGoodbye(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
+  const Collected collected = directory_.Goodbye(req.client_id);
+  Send(ReplyToOf(in), proto::Ok{});
+  PublishCollected(collected);
+  return Status::Ok();
+}
+
+Status StoreService::OnStats(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetStoreStats>());
+  (void)req;
+  const DirectoryStats stats = directory_.Stats();
+  Send(ReplyToOf(in), proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
+                                        stats.objects_per_owner});
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// Waiting gets and collection.
+
+void StoreService::AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool inline_data) {
+  if (!info.error.ok()) {
+    SendError(to, info.error);
+    return;
+  }
+  net::Frames data;
+  if (inline_data) data.emplace_back(arena_.data() + info.offset, info.nbytes);
+  Send(to, proto::GetObjectReply{info.dtype, info.shape, info.offset, info.nbytes},
+       std::move(data));
+}
+
+void StoreService::WakeWaiters(uint64_t object, uint32_t shard) {
+  auto [begin, end] = waiters_.equal_range(ShardKey{object, shard});
+  if (begin == end) return;
+  auto found = directory_.Find(object, shard);
+  if (!found.ok() || !(*found)->sealed) return;
+  for (auto it = begin; it != end; ++it) {
+    AnswerSealed(it->second.to, **found, it->second.inline_data);
+  }
+  waiters_.erase(begin, end);
+}
+
+void StoreService::CancelWaiters(uint64_t object, const std::string& why) {
+  auto it = waiters_.lower_bound(ShardKey{object, 0});
+  while (it != waiters_.end() && it->first.first == object) {
+    SendError(it->second.to, Cancelled(ShardName(object, it->first.second) + " " + why));
+    it = waiters_.erase(it);
+  }
+}
+
+void StoreService::AddWaiter(ShardKey key, Waiter waiter) {
+  const TimePoint deadline = waiter.deadline;
+  waiters_.emplace(key, std::move(waiter));
+  if (!armed_ || deadline < *armed_) {
+    deadline_timer_.ArmAt(deadline);
+    armed_ = deadline;
+  }
+}
+
+void StoreService::ExpireWaiters() {
+  // Waiters answered by a seal or cancelled leave the timer armed; it then fires for nothing
+  // and is re-armed here for whatever is left.
+  const TimePoint now = clock_.Now();
+  std::optional<TimePoint> next;
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (it->second.deadline > now) {
+      if (!next || it->second.deadline < *next) next = it->second.deadline;
+      ++it;
+      continue;
+    }
+    const auto [object, shard] = it->first;
+    SendError(it->second.to, DeadlineExceeded(ShardName(object, shard) + " was not sealed within " +
+                                              std::to_string(it->second.timeout_ms) + " ms"));
+    it = waiters_.erase(it);
+  }
+  if (next && (!armed_ || *next < *armed_)) {
+    deadline_timer_.ArmAt(*next);
+    armed_ = next;
+  }
+}
+
+void StoreService::ExpireClients() {
+  for (const Collected& collected : directory_.Expire()) PublishCollected(collected);
+}
+
+void StoreService::PublishCollected(const Collected& collected) {
+  const std::string reason(CollectReasonName(collected.reason));
+  spdlog::info("client {} ({}): collected {} objects", collected.client, reason,
+               collected.objects.size());
+  if (collected.objects.empty()) return;
+  events_.Publish("object.collected", {{"client", collected.client},
+                                       {"count", uint64_t{collected.objects.size()}},
+                                       {"reason", reason}});
+  for (uint64_t object : collected.objects) {
+    CancelWaiters(object, "was collected (client " + std::to_string(collected.client) + ": " +
+                              reason + ") before it was sealed");
+  }
+}
+
+}  // namespace atl::store

@@ -1,0 +1,127 @@
+// StoreService: the atoll-objectstore process's one event loop. It owns the host's
+// shared-memory arena, the object Directory, a ROUTER socket that executors and clients talk
+// to (see the object-store section of common/protocol.h) and an event publisher.
+//
+// Replies. Every request gets exactly one reply, except Heartbeat (none when well formed).
+// A request that cannot be parsed or is refused gets an Error reply carrying its request id
+// (0 when the header itself is unreadable); the service logs it, publishes "error.store" and
+// goes on serving. A message without even a routing id is logged and dropped.
+//
+// Waiting Gets. A GetObject for a shard that is not sealed yet, with timeout_ms > 0, is
+// answered when the shard is sealed (the reply, or the producer's error), when its object is
+// freed (Cancelled), or after timeout_ms (DeadlineExceeded), whichever comes first. A
+// one-shot timer sleeps until the earliest deadline: an idle store does not tick.
+//
+// Collection. Every heartbeat period the directory expires clients silent for longer than
+// heartbeat * liveness and frees their objects ("object.collected").
+//
+// Threading: everything runs on the thread that calls Run(); Stop() may be called from any
+// thread, and SIGINT/SIGTERM (after InstallShutdownSignals) also make Run() return.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <zmq.hpp>
+
+#include "atoll/status.h"
+#include "common/codec.h"
+#include "common/event_loop.h"
+#include "common/events.h"
+#include "common/shm_arena.h"
+#include "common/transport.h"
+#include "services/objectstore/clock.h"
+#include "services/objectstore/deadline_timer.h"
+#include "services/objectstore/directory.h"
+
+namespace atl::store {
+
+struct StoreOptions {
+  std::string host;                                 // this host's name, for names and events
+  std::string bind_endpoint = "tcp://127.0.0.1:*";  // a port of * or 0 picks a free one
+  uint64_t arena_bytes = 256ull << 20;
+  std::string arena_name;                    // empty: ShmRegion::MakeName(host)
+  std::chrono::milliseconds heartbeat{500};  // expiry check period; > 0
+  uint32_t liveness = 4;                     // missed heartbeats before collection; > 0
+  std::string events_in;                     // empty: publish nothing
+};
+
+class StoreService {
+ public:
+  // Creates the arena, binds the socket and connects the publisher. Unavailable when the
+  // arena or the socket cannot be made, InvalidArgument for bad options.
+  [[nodiscard]] static Result<std::unique_ptr<StoreService>> Create(zmq::context_t& context,
+                                                                    StoreOptions options);
+
+  const std::string& endpoint() const { return endpoint_; }  // the bound address
+  const std::string& arena_name() const { return arena_.name(); }
+
+  // Serves until Stop() or a shutdown signal.
+  void Run();
+  void Stop() { loop_.Stop(); }
+
+ private:
+  // Where a reply goes: the peer's routing id and the request id it used.
+  struct ReplyTo {
+    zmq::message_t routing_id;
+    uint64_t request_id = 0;
+  };
+  struct Waiter {
+    ReplyTo to;
+    bool inline_data = true;
+    uint32_t timeout_ms = 0;
+    TimePoint deadline;
+  };
+  using ShardKey = std::pair<uint64_t, uint32_t>;  // (object, shard)
+
+  StoreService(zmq::context_t& context, StoreOptions options, ShmRegion arena, DeadlineTimer timer);
+
+  void OnReadable();
+  void HandleFrames(net::Frames frames);
+  // Each handler either replies itself and returns OK, or returns the error to reply with.
+  Status Dispatch(const proto::Incoming& in);
+  Status OnStoreHello(const proto::Incoming& in);
+  Status OnCreate(const proto::Incoming& in);
+  Status OnSeal(const proto::Incoming& in);
+  Status OnPut(const proto::Incoming& in);
+  Status OnGet(const proto::Incoming& in);
+  Status OnRelease(const proto::Incoming& in);
+  Status OnHeartbeat(const proto::Incoming& in);
+  Status OnGoodbye(const proto::Incoming& in);
+  Status OnStats(const proto::Incoming& in);
+
+  // Answers a Get for a shard that is sealed: the reply (with the bytes when `inline_data`),
+  // or the error it was sealed with.
+  void AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool inline_data);
+  void WakeWaiters(uint64_t object, uint32_t shard);
+  void CancelWaiters(uint64_t object, const std::string& why);
+  void AddWaiter(ShardKey key, Waiter waiter);
+  // Answers waiters whose deadline has passed and re-arms the timer for the next one.
+  void ExpireWaiters();
+  void ExpireClients();
+  void PublishCollected(const Collected& collected);
+
+  template <typename T>
+  void Send(const ReplyTo& to, const T& body, net::Frames data = {});
+  void SendError(const ReplyTo& to, const Status& status);
+  static ReplyTo ReplyToOf(const proto::Incoming& in);
+
+  StoreOptions options_;
+  ShmRegion arena_;
+  SteadyClock clock_;
+  Directory directory_;
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  EventPublisher events_;
+  EventLoop loop_;
+  std::multimap<ShardKey, Waiter> waiters_;
+  DeadlineTimer deadline_timer_;
+  std::optional<TimePoint> armed_;  // when deadline_timer_ fires; empty: disarmed
+};
+
+}  // namespace atl::store

@@ -1,0 +1,180 @@
+#include "services/objectstore/directory.h"
+
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace atl::store {
+namespace {
+
+using std::chrono::milliseconds;
+
+class FakeClock final : public Clock {
+ public:
+  TimePoint Now() const override { return now_; }
+  void Advance(milliseconds by) { now_ += by; }
+
+ private:
+  TimePoint now_{};
+};
+
+constexpr uint64_t kArena = 64 * 1024;
+constexpr milliseconds kTimeout{200};
+
+class DirectoryTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+  Directory dir_{kArena, kTimeout, clock_};
+};
+
+TEST_F(DirectoryTest, CreateSealFind) {
+  auto created = dir_.Create(1, 0, /*owner=*/7, DType::kF32, {2, 3});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->nbytes, 24u);
+  EXPECT_FALSE(created->sealed);
+  auto found = dir_.Find(1, 0);
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE((*found)->sealed);
+  ASSERT_TRUE(dir_.Seal(1, 0).ok());
+  found = dir_.Find(1, 0);
+  ASSERT_TRUE(found.ok());
+  EXPECT_TRUE((*found)->sealed);
+  EXPECT_TRUE((*found)->error.ok());
+  EXPECT_EQ((*found)->shape, (Shape{2, 3}));
+  EXPECT_EQ(dir_.Seal(1, 0).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(dir_.Seal(1, 1).code(), Code::kNotFound);
+  EXPECT_EQ(dir_.Seal(2, 0).code(), Code::kNotFound);
+  EXPECT_EQ(dir_.Find(1, 1).status().code(), Code::kNotFound);
+  EXPECT_NE(dir_.Find(9, 2).status().message().find("object 9 shard 2"), std::string::npos);
+}
+
+TEST_F(DirectoryTest, SealWithErrorKeepsTheError) {
+  ASSERT_TRUE(dir_.Create(1, 0, 0, DType::kI32, {4}).ok());
+  ASSERT_TRUE(dir_.Seal(1, 0, Internal("kernel crashed")).ok());
+  auto found = dir_.Find(1, 0);
+  ASSERT_TRUE(found.ok());
+  EXPECT_TRUE((*found)->sealed);
+  EXPECT_EQ((*found)->error.code(), Code::kInternal);
+  EXPECT_EQ((*found)->error.message(), "kernel crashed");
+}
+
+TEST_F(DirectoryTest, RejectsBadRequestsWithoutSideEffects) {
+  EXPECT_EQ(dir_.Create(1, 0, 0, DType::kF32, {-1}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(dir_.Create(1, 0, 0, static_cast<DType>(9), {1}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(dir_.Create(1, 0, 0, DType::kF32, {1 << 30, 1 << 30, 1 << 30}).status().code(),
+            Code::kInvalidArgument);
+  auto huge = dir_.Create(1, 0, 0, DType::kF32, {int64_t{kArena}});
+  EXPECT_EQ(huge.status().code(), Code::kOutOfMemory);
+  EXPECT_NE(huge.status().message().find("never fit"), std::string::npos);
+  ASSERT_TRUE(dir_.Create(1, 0, 5, DType::kF32, {1}).ok());
+  EXPECT_EQ(dir_.Create(1, 0, 5, DType::kF32, {1}).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(dir_.Create(1, 1, 6, DType::kF32, {1}).status().code(), Code::kInvalidArgument);
+  const auto stats = dir_.Stats();
+  EXPECT_EQ(stats.objects, 1u);
+  EXPECT_EQ(stats.shards, 1u);
+  EXPECT_EQ(stats.bytes_in_use, ArenaAllocator::kAlignment);
+}
+
+TEST_F(DirectoryTest, PutCopiesAndSealsAndChecksTheSize) {
+  std::vector<std::byte> arena(kArena);
+  std::vector<int32_t> values{1, 2, 3};
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(values.data()), 12);
+  auto put = dir_.Put(3, 0, 0, DType::kI32, {3}, bytes, arena);
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_TRUE(put->sealed);
+  EXPECT_EQ(std::memcmp(arena.data() + put->offset, values.data(), 12), 0);
+  auto wrong = dir_.Put(4, 0, 0, DType::kI32, {4}, bytes, arena);
+  EXPECT_EQ(wrong.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(wrong.status().message().find("12 data bytes"), std::string::npos);
+  EXPECT_EQ(dir_.Find(4, 0).status().code(), Code::kNotFound);
+}
+
+TEST_F(DirectoryTest, RefcountIsPerObjectAndFreesEveryShardAtZero) {
+  ASSERT_TRUE(dir_.Create(1, 0, 7, DType::kF32, {16}).ok());
+  ASSERT_TRUE(dir_.Create(1, 1, 7, DType::kF32, {16}).ok());
+  ASSERT_TRUE(dir_.Create(2, 0, 7, DType::kF32, {16}).ok());
+  EXPECT_EQ(dir_.Stats().shards, 3u);
+  auto released = dir_.Release(1);
+  ASSERT_TRUE(released.ok());
+  EXPECT_TRUE(*released);  // one reference, held by the owner
+  EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(dir_.Find(1, 1).status().code(), Code::kNotFound);
+  EXPECT_TRUE(dir_.Find(2, 0).ok());
+  EXPECT_EQ(dir_.Stats().bytes_in_use, ArenaAllocator::kAlignment);
+  EXPECT_EQ(dir_.Release(1).status().code(), Code::kNotFound);
+  EXPECT_EQ(dir_.Release(99).status().code(), Code::kNotFound);
+}
+
+TEST_F(DirectoryTest, SilentClientsLoseTheirObjectsOthersKeepTheirs) {
+  ASSERT_TRUE(dir_.Create(1, 0, /*owner=*/10, DType::kF32, {1}).ok());  // first sign of 10
+  dir_.Heartbeat(20);
+  ASSERT_TRUE(dir_.Create(2, 0, /*owner=*/20, DType::kF32, {1}).ok());
+  ASSERT_TRUE(dir_.Create(3, 0, /*owner=*/0, DType::kF32, {1}).ok());  // unowned
+  EXPECT_EQ(dir_.Stats().clients, 2u);
+
+  clock_.Advance(kTimeout);  // exactly the timeout: not yet lapsed
+  EXPECT_TRUE(dir_.Expire().empty());
+  dir_.Heartbeat(20);
+  clock_.Advance(milliseconds(1));
+  auto collected = dir_.Expire();
+  ASSERT_EQ(collected.size(), 1u);
+  EXPECT_EQ(collected[0].client, 10u);
+  EXPECT_EQ(collected[0].reason, CollectReason::kLapsed);
+  EXPECT_EQ(collected[0].objects, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
+  EXPECT_TRUE(dir_.Find(2, 0).ok());
+  EXPECT_TRUE(dir_.Find(3, 0).ok());
+
+  // Creating objects does not keep a client alive; only heartbeats do.
+  clock_.Advance(kTimeout / 2);
+  ASSERT_TRUE(dir_.Create(4, 0, 20, DType::kF32, {1}).ok());
+  clock_.Advance(kTimeout);
+  collected = dir_.Expire();
+  ASSERT_EQ(collected.size(), 1u);
+  EXPECT_EQ(collected[0].client, 20u);
+  EXPECT_EQ(collected[0].objects, (std::vector<uint64_t>{2, 4}));
+  EXPECT_TRUE(dir_.Find(3, 0).ok());  // owner 0 is never collected
+  const auto stats = dir_.Stats();
+  EXPECT_EQ(stats.objects, 1u);
+  EXPECT_EQ(stats.clients, 0u);
+  EXPECT_EQ(stats.objects_per_owner, (std::map<uint64_t, uint64_t>{{0, 1}}));
+}
+
+TEST_F(DirectoryTest, GoodbyeFreesOnlyThatClientsObjects) {
+  ASSERT_TRUE(dir_.Create(1, 0, 10, DType::kF32, {8}).ok());
+  ASSERT_TRUE(dir_.Create(1, 1, 10, DType::kF32, {8}).ok());
+  ASSERT_TRUE(dir_.Create(2, 0, 11, DType::kF32, {8}).ok());
+  EXPECT_EQ(dir_.Stats().objects_per_owner, (std::map<uint64_t, uint64_t>{{10, 1}, {11, 1}}));
+  const Collected gone = dir_.Goodbye(10);
+  EXPECT_EQ(gone.reason, CollectReason::kGoodbye);
+  EXPECT_EQ(gone.objects, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(dir_.Find(1, 1).status().code(), Code::kNotFound);
+  EXPECT_TRUE(dir_.Find(2, 0).ok());
+  EXPECT_EQ(dir_.Stats().objects_per_owner, (std::map<uint64_t, uint64_t>{{11, 1}}));
+
+  // Late outputs for a departed client are refused, until the goodbye is forgotten.
+  EXPECT_EQ(dir_.Create(5, 0, 10, DType::kF32, {1}).status().code(), Code::kCancelled);
+  clock_.Advance(kTimeout + milliseconds(1));
+  dir_.Heartbeat(11);
+  EXPECT_TRUE(dir_.Expire().empty());  // nothing to collect for a departed client
+  EXPECT_TRUE(dir_.Create(5, 0, 10, DType::kF32, {1}).ok());
+  // Goodbye of an unknown client is harmless.
+  EXPECT_TRUE(dir_.Goodbye(12345).objects.empty());
+}
+
+TEST_F(DirectoryTest, FreedSpaceIsReused) {
+  const uint64_t quarter = kArena / 4;
+  for (uint64_t id = 1; id <= 4; ++id) {
+    ASSERT_TRUE(dir_.Create(id, 0, 0, DType::kF32, {int64_t(quarter / 4)}).ok());
+  }
+  auto full = dir_.Create(5, 0, 0, DType::kF32, {1});
+  ASSERT_EQ(full.status().code(), Code::kOutOfMemory);
+  EXPECT_NE(full.status().message().find("object 5 shard 0"), std::string::npos);
+  ASSERT_TRUE(dir_.Release(2).ok());
+  EXPECT_TRUE(dir_.Create(5, 0, 0, DType::kF32, {1}).ok());
+}
+
+}  // namespace
+}  // namespace atl::store
