@@ -8,7 +8,8 @@ Result<Header> DecodeHeader(const void* data, size_t size) {
   Header header;
   try {
     auto handle = std::make_shared<msgpack::object_handle>(
-        msgpack::unpack(static_cast<const char*>(data), size));
+        msgpack::unpack(static_cast<const char*>(data), size, nullptr, nullptr,
+                        UntrustedLimit(size)));
     const msgpack::object& root = handle->get();
     if (root.type != msgpack::type::ARRAY || root.via.array.size != 4) {
       return InvalidArgument("message header is not a 4-element msgpack array");
@@ -32,6 +33,11 @@ Result<Header> DecodeHeader(const void* data, size_t size) {
     return InvalidArgument(std::string("malformed message header: ") + e.what());
   }
   return header;
+}
+
+msgpack::unpack_limit UntrustedLimit(size_t size) {
+  constexpr size_t kMaxDepth = 32;
+  return msgpack::unpack_limit(size, size / 2, size, size, size, kMaxDepth);
 }
 
 Result<Incoming> ParseIncoming(std::vector<zmq::message_t> frames, bool routed) {

@@ -50,6 +50,7 @@ class Header {
 
  private:
   friend Result<Header> DecodeHeader(const void* data, size_t size);
+
   Kind kind_ = Kind::kOk;
   uint64_t request_id_ = 0;
   std::shared_ptr<msgpack::object_handle> handle_;
@@ -57,6 +58,12 @@ class Header {
 };
 
 Result<Header> DecodeHeader(const void* data, size_t size);
+
+// Limits for unpacking `size` bytes of untrusted msgpack: no declared length beyond what
+// the bytes could hold (every element takes at least one byte), nesting at most 32 deep.
+// Without them a 5-byte header declaring 2^31 elements asks for tens of GiB, and deep
+// nesting overflows the stack.
+msgpack::unpack_limit UntrustedLimit(size_t size);
 
 // A message as received: routing id (on ROUTER sockets), decoded header, data frames.
 struct Incoming {

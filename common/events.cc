@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
+#include "common/codec.h"
 #include "common/transport.h"
 
 namespace atl {
@@ -84,7 +85,8 @@ Result<Event> DecodeEvent(const zmq::message_t& topic, const zmq::message_t& bod
   Event event;
   event.topic = topic.to_string();
   try {
-    auto handle = msgpack::unpack(static_cast<const char*>(body.data()), body.size());
+    auto handle = msgpack::unpack(static_cast<const char*>(body.data()), body.size(), nullptr,
+                                  nullptr, proto::UntrustedLimit(body.size()));
     if (handle.get().type != msgpack::type::MAP) {
       return InvalidArgument("event body is not a map");
     }
