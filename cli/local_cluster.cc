@@ -332,6 +332,10 @@ Status LocalCluster::Stop() {
     }
     if (!issue.empty()) issues += "\n  " + issue + " (log: " + c.info.log + ")";
   }
+  for (const auto& c : children_) {
+    std::error_code ec;
+    fs::remove(c.ready_path, ec);
+  }
   if (wrote_info_) static_cast<void>(RemoveClusterInfo(options_.state_dir));
   stopped_ = true;
   stop_status_ =
@@ -432,6 +436,10 @@ Result<StopSummary> StopRecordedCluster(const ClusterInfo& info,
     std::string names;
     for (const auto& s : survivors) names += " " + s.name + " (pid " + std::to_string(s.pid) + ")";
     return Unavailable("still running after SIGKILL:" + names);
+  }
+  for (const auto& p : info.processes) {
+    std::error_code ec;
+    fs::remove(info.state_dir + "/run/" + p.name + ".ready", ec);
   }
   ATOLL_RETURN_IF_ERROR(RemoveClusterInfo(info.state_dir));
   return summary;

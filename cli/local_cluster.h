@@ -71,8 +71,8 @@ class LocalCluster {
   Status Start();
 
   // SIGTERM to every process (last started first), waits up to stop_timeout for all of them,
-  // SIGKILLs the rest, reaps them all and removes cluster.toml. Returns OK when every
-  // process exited with status 0; otherwise Internal, listing each one that crashed, exited
+  // SIGKILLs the rest, reaps them all and removes cluster.toml and the ready files. Returns OK when
+  // every process exited with status 0; otherwise Internal, listing each one that crashed, exited
   // non-zero or had to be killed. Idempotent.
   Status Stop();
 
@@ -132,8 +132,8 @@ struct StopSummary {
 // Stops a cluster that another process started (`atoll down`): SIGTERM to each recorded
 // process that is still the recorded atoll program (checked through /proc/PID/cmdline, so a
 // recycled pid is never signalled), last started first; waits up to `timeout`; SIGKILLs the
-// rest and waits up to 2 s more. Removes cluster.toml once none of them runs. Fails with
-// Unavailable naming the processes that survived SIGKILL.
+// rest and waits up to 2 s more. Removes cluster.toml and the ready files once none of them
+// runs. Fails with Unavailable naming the processes that survived SIGKILL.
 Result<StopSummary> StopRecordedCluster(const ClusterInfo& info, std::chrono::milliseconds timeout);
 
 // The recorded processes that still run as their recorded program.

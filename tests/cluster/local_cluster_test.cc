@@ -173,6 +173,7 @@ TEST_F(LocalClusterTest, StartsEveryServiceInOrderAndStopsThemAll) {
   EXPECT_TRUE(stopped.ok()) << stopped.ToString();
   for (pid_t pid : pids) EXPECT_FALSE(proc::IsRunning(pid)) << pid;
   EXPECT_EQ(ReadClusterInfo(Options().state_dir).status().code(), Code::kNotFound);
+  EXPECT_TRUE(std::filesystem::is_empty(Options().state_dir + "/run")) << "ready files left";
   EXPECT_THAT(ReadFile(info.Find("executor-i0h1")->log), HasSubstr("stopped"));
   EXPECT_TRUE(cluster.Stop().ok());  // idempotent
 }
@@ -303,6 +304,7 @@ TEST_F(LocalClusterTest, StopRecordedClusterStopsAnotherProcesssCluster) {
   EXPECT_TRUE(summary->killed.empty());
   EXPECT_TRUE(summary->not_running.empty());
   EXPECT_EQ(ReadClusterInfo(Options().state_dir).status().code(), Code::kNotFound);
+  EXPECT_TRUE(std::filesystem::is_empty(Options().state_dir + "/run")) << "ready files left";
   EXPECT_TRUE(cluster.Stop().ok()) << "every service exited 0 on SIGTERM";
 }
 
