@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@ struct Client::Impl {
   std::unique_ptr<net::Requester> rm;
   std::map<std::string, std::unique_ptr<net::Requester>> peers;  // schedulers and stores
   std::map<uint64_t, proto::SliceInfo> slices;                   // this client's, by id
+  std::set<std::string> stores;  // object stores used: they hear Goodbye
   std::unique_ptr<HeartbeatThread> heartbeat;
   uint64_t id = 0;
   uint64_t next_run = 1;
@@ -35,7 +37,7 @@ struct Client::Impl {
     return it->second.get();
   }
   Result<net::Requester*> Store(const std::string& endpoint) {
-    heartbeat->AddStore(endpoint);
+    if (stores.insert(endpoint).second) heartbeat->AddStore(endpoint);
     return Peer(endpoint);
   }
   // Ids the client makes itself: unique per client, no round trip.
@@ -68,9 +70,8 @@ Client::~Client() {
   impl_->heartbeat.reset();
   const auto timeout = std::chrono::milliseconds(1000);
   (void)impl_->rm->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
-  for (auto& [endpoint, peer] : impl_->peers) {
-    if (endpoint.empty()) continue;
-    (void)peer->Post(proto::Goodbye{impl_->id});
+  for (const auto& store : impl_->stores) {
+    (void)impl_->peers.at(store)->Post(proto::Goodbye{impl_->id});
   }
 }
 

@@ -1,0 +1,70 @@
+// Jobs: a program described in TOML (see examples/figure2.toml for the format): slices,
+// compiled functions as op lists, the calls between them, and the argument values.
+// `atoll submit` parses one and runs it through the client library.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "atoll/client.h"
+
+namespace atl {
+
+struct JobSpec {
+  struct SliceSpec {
+    std::string name;
+    uint32_t devices = 1;
+    std::string island;  // empty: any
+  };
+  struct InputSpec {
+    DType dtype = DType::kF32;
+    Shape shape;
+    Sharding sharding;
+  };
+  struct OpSpec {
+    std::string op;
+    std::vector<std::string> args;  // "in<i>", "op<j>" or a number in decimal
+  };
+  struct FunctionSpec {
+    std::string name;
+    std::string slice;
+    std::vector<InputSpec> inputs;
+    std::vector<OpSpec> ops;
+    std::vector<std::string> outputs;  // empty: the last op
+  };
+  struct ArgSpec {
+    std::string name;
+    DType dtype = DType::kF32;
+    Shape shape;
+  };
+  struct CallSpec {
+    std::string fn;
+    std::vector<std::string> args;
+    std::vector<std::string> outs;
+  };
+
+  std::string name;
+  std::vector<SliceSpec> slices;
+  std::vector<FunctionSpec> functions;
+  std::vector<ArgSpec> args;
+  std::vector<CallSpec> calls;
+  std::vector<std::string> returns;
+  std::vector<Tensor> inputs;  // one per arg, in order
+};
+
+// Parses and checks a job: every name it uses must be defined before use, every input
+// value must match its argument's shape. Errors name the file and what is wrong.
+Result<JobSpec> ParseJob(const std::string& toml_text, const std::string& origin);
+Result<JobSpec> LoadJob(const std::string& path);
+
+struct JobResult {
+  std::vector<std::string> names;  // the program's returns
+  std::vector<Tensor> values;
+};
+
+// Creates the slices, registers the functions, traces and submits the program and waits
+// (at most `timeout`) for its results.
+Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout);
+
+}  // namespace atl
