@@ -70,8 +70,9 @@ Client::~Client() {
   impl_->heartbeat.reset();
   const auto timeout = std::chrono::milliseconds(1000);
   (void)impl_->rm->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
+  // Waiting for each reply also flushes the releases posted before on the same socket.
   for (const auto& store : impl_->stores) {
-    (void)impl_->peers.at(store)->Post(proto::Goodbye{impl_->id});
+    (void)impl_->peers.at(store)->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
   }
 }
 
