@@ -63,10 +63,7 @@ class CliTest : public ::testing::TestWithParam<Services> {
     } else {
       bin_dir_ = ATOLL_BIN_DIR;
       const std::string missing = testing::MissingServices(bin_dir_);
-      if (!missing.empty()) {
-        GTEST_SKIP() << "not built yet in " << bin_dir_ << ": " << missing
-                     << " (build them to run this test against the real services)";
-      }
+      ASSERT_TRUE(missing.empty()) << "not built in " << bin_dir_ << ": " << missing;
     }
     state_dir_ = dir_.path() + "/state";
   }

@@ -1,0 +1,67 @@
+// The Figure 2 program as a TOML job through `atoll submit`, and its events through
+// `atoll watch --json`, against the real services.
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cluster/subprocess.h"
+#include "tests/e2e/cluster_fixture.h"
+
+namespace atl::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kAtoll = ATOLL_BIN_DIR "/atoll";
+const std::string kJob = ATOLL_SOURCE_DIR "/examples/figure2.toml";
+
+class CliSubmitTest : public ClusterTest {
+ protected:
+  std::vector<std::string> Atoll(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {kAtoll, "--rm", cluster_->info().rm_endpoint, "--events",
+                                     cluster_->info().events_out};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+};
+
+TEST_F(CliSubmitTest, Figure2JobGivesThePapersResult) {
+  CommandResult r = RunCommand(Atoll({"submit", "--json", kJob}), 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["results"]["y"]["values"], nlohmann::json::array({2.0, 3.0})) << r.out;
+  EXPECT_EQ(out["results"]["z"]["values"], nlohmann::json::array({2.0, 4.0})) << r.out;
+  EXPECT_EQ(out["results"]["z"]["shape"], nlohmann::json::array({2})) << r.out;
+}
+
+TEST_F(CliSubmitTest, WatchShowsTheProgramsEventsWhileItRuns) {
+  // One Figure 2 run schedules its 4 nodes on 1 or 2 islands and runs 8 shards.
+  Subprocess watch(Atoll({"watch", "--json", "--topic", "program.", "--topic", "gang.",
+                          "--count", "8", "--timeout-s", "60"}));
+  // A subscription takes effect a moment after connecting; runs before that go unseen,
+  // so keep running the job until the watcher has its events (or the deadline passes).
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!watch.Poll() && std::chrono::steady_clock::now() < deadline) {
+    CommandResult r = RunCommand(Atoll({"submit", kJob}), 60s);
+    ASSERT_EQ(r.exit_code, 0) << r.Describe();
+    EXPECT_NE(r.out.find("z = f32[2] {2, 4}"), std::string::npos) << r.out;
+  }
+  CommandResult w = watch.Wait(5s);
+  ASSERT_EQ(w.exit_code, 0) << w.Describe();
+  std::set<std::string> topics;
+  std::istringstream lines(w.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto event = nlohmann::json::parse(line);
+    topics.insert(event["topic"].get<std::string>());
+    if (event["topic"] == "gang.done") {
+      EXPECT_TRUE(event.contains("run") && event.contains("device") && event.contains("start_us"))
+          << line;
+    }
+  }
+  EXPECT_TRUE(topics.count("program.scheduled")) << w.out;
+  EXPECT_TRUE(topics.count("gang.done")) << w.out;
+}
+
+}  // namespace
+}  // namespace atl::testing
