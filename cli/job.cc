@@ -2,8 +2,8 @@
 
 #include <charconv>
 #include <fstream>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -58,7 +58,8 @@ Result<Sharding> ParseSharding(const std::string& text) {
 
 Result<Tensor> MakeTensor(DType dtype, const Shape& shape, const std::vector<double>& values) {
   if (static_cast<int64_t>(values.size()) != NumElements(shape)) {
-    return InvalidArgument(fmt::format("{} values for shape {}", values.size(), ShapeString(shape)));
+    return InvalidArgument(
+        fmt::format("{} values for shape {}", values.size(), ShapeString(shape)));
   }
   if (dtype == DType::kF32) {
     return Tensor::F32(shape, std::vector<float>(values.begin(), values.end()));
@@ -83,7 +84,8 @@ Result<JobSpec> FromToml(const toml::value& root) {
     spec.name = Required<std::string>(f, "name");
     spec.slice = Required<std::string>(f, "slice");
     if (!slice_names.count(spec.slice)) {
-      return InvalidArgument("function '" + spec.name + "' uses unknown slice '" + spec.slice + "'");
+      return InvalidArgument("function '" + spec.name + "' uses unknown slice '" + spec.slice +
+                             "'");
     }
     for (const auto& in : Array(f, "inputs")) {
       ATOLL_ASSIGN_OR_RETURN(DType dtype, ParseDType(Required<std::string>(in, "dtype")));
@@ -272,8 +274,8 @@ Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::millis
     for (const auto& a : c.args) args.push_back(values.at(a));
     std::vector<Traced> outs = p.Call(functions.at(c.fn), args);
     if (!outs.empty() && outs.size() != c.outs.size()) {
-      return InvalidArgument(fmt::format("call of '{}' names {} outputs; the function has {}",
-                                         c.fn, c.outs.size(), outs.size()));
+      return InvalidArgument(fmt::format("call of '{}' names {} outputs; the function has {}", c.fn,
+                                         c.outs.size(), outs.size()));
     }
     for (size_t o = 0; o < outs.size(); ++o) values[c.outs[o]] = outs[o];
   }

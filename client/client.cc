@@ -49,7 +49,7 @@ struct Run::Impl {
   Client::Impl* client = nullptr;
   uint64_t id = 0;
   std::vector<ResultPlan> results;
-  std::vector<Tensor> args;  // for results that are arguments
+  std::vector<Tensor> args;                               // for results that are arguments
   std::vector<std::pair<std::string, uint64_t>> objects;  // (store, id) to release
   bool released = false;
 
@@ -84,8 +84,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   impl->options = options;
   impl->rm = std::make_unique<net::Requester>(impl->context, options.rm_endpoint);
   ATOLL_RETURN_IF_ERROR(impl->rm->Connect());
-  ATOLL_ASSIGN_OR_RETURN(auto hello, impl->rm->Call<proto::HelloClientReply>(
-                                         proto::HelloClient{options.name}, options.request_timeout));
+  ATOLL_ASSIGN_OR_RETURN(auto hello,
+                         impl->rm->Call<proto::HelloClientReply>(proto::HelloClient{options.name},
+                                                                 options.request_timeout));
   impl->id = hello.client_id;
   impl->heartbeat = std::make_unique<HeartbeatThread>(
       impl->context, impl->id, options.rm_endpoint, std::chrono::milliseconds(hello.heartbeat_ms));
@@ -127,9 +128,8 @@ Result<Function> Client::Register(const FunctionBuilder& builder, const Slice& s
 Result<Run> Client::Submit(const Program& program, const std::vector<Tensor>& args) {
   if (!program.impl_) return InvalidArgument("submit of an empty Program");
   const uint64_t run_id = impl_->NextRunId();
-  ATOLL_ASSIGN_OR_RETURN(LoweredRun lowered,
-                         Lower(*program.impl_, args, impl_->id, run_id,
-                               [this] { return impl_->NextObjectId(); }));
+  ATOLL_ASSIGN_OR_RETURN(LoweredRun lowered, Lower(*program.impl_, args, impl_->id, run_id,
+                                                   [this] { return impl_->NextObjectId(); }));
   auto run = std::make_unique<Run::Impl>();
   run->client = impl_.get();
   run->id = run_id;
@@ -145,13 +145,13 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Tensor>& ar
     ATOLL_ASSIGN_OR_RETURN(net::Requester * store, impl_->Store(put.store));
     net::Frames data;
     data.emplace_back(put.value.data(), put.value.nbytes());
-    ATOLL_RETURN_IF_ERROR(store
-                              ->Call<proto::Ok>(proto::PutObject{put.object_id, put.shard,
-                                                                 impl_->id, put.value.dtype(),
-                                                                 put.value.shape()},
-                                                timeout, std::move(data))
-                              .status()
-                              .WithContext("put argument"));
+    ATOLL_RETURN_IF_ERROR(
+        store
+            ->Call<proto::Ok>(proto::PutObject{put.object_id, put.shard, impl_->id,
+                                               put.value.dtype(), put.value.shape()},
+                              timeout, std::move(data))
+            .status()
+            .WithContext("put argument"));
   }
   for (const auto& [endpoint, submit] : lowered.per_scheduler) {
     ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, impl_->Peer(endpoint));
@@ -192,15 +192,14 @@ Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
       net::Frames data;
       auto reply = store->Call<proto::GetObjectReply>(
           proto::GetObject{s.object_id, s.shard, wait_ms, true},
-          std::chrono::milliseconds(wait_ms) + impl_->client->options.request_timeout, {},
-          &data);
+          std::chrono::milliseconds(wait_ms) + impl_->client->options.request_timeout, {}, &data);
       const std::string what = fmt::format("run {} result {} shard {}", impl_->id, r, s.shard);
       if (!reply.ok()) return reply.status().WithContext(what);
       if (data.size() != 1) return Internal(what + ": reply carries no data frame");
       std::vector<std::byte> bytes(data[0].size());
       if (!bytes.empty()) std::memcpy(bytes.data(), data[0].data(), bytes.size());
-      ATOLL_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBytes(reply->dtype, reply->shape,
-                                                         std::move(bytes)));
+      ATOLL_ASSIGN_OR_RETURN(Tensor t,
+                             Tensor::FromBytes(reply->dtype, reply->shape, std::move(bytes)));
       shards.push_back(std::move(t));
     }
     ATOLL_ASSIGN_OR_RETURN(Tensor whole, Assemble(shards, plan.type.split_dim));

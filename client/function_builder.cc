@@ -38,8 +38,8 @@ Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operan
   if (!impl.status.ok()) return {};
   for (const auto& o : operands) {
     if (o.kind != ir::Operand::kScalar && ir::OperandType(impl.def, o) == nullptr) {
-      impl.status = InvalidArgument(fmt::format("{}: operand is not a value of this builder",
-                                                ir::OpName(code)));
+      impl.status = InvalidArgument(
+          fmt::format("{}: operand is not a value of this builder", ir::OpName(code)));
       return {};
     }
   }

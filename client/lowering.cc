@@ -10,8 +10,8 @@ namespace {
 
 Status CheckArgs(const Program::Impl& program, const std::vector<Tensor>& args) {
   if (args.size() != program.args.size()) {
-    return InvalidArgument(fmt::format("the program takes {} arguments, got {}",
-                                       program.args.size(), args.size()));
+    return InvalidArgument(
+        fmt::format("the program takes {} arguments, got {}", program.args.size(), args.size()));
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& want = program.args[i];
@@ -83,8 +83,8 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>
         const uint64_t object = next_object_id();
         for (int s = 0; s < n; ++s) {
           ATOLL_ASSIGN_OR_RETURN(Tensor shard, ShardOf(args[src.index], split, n, s));
-          run.puts.push_back({devices[s].store_endpoint, object, static_cast<uint32_t>(s),
-                              std::move(shard)});
+          run.puts.push_back(
+              {devices[s].store_endpoint, object, static_cast<uint32_t>(s), std::move(shard)});
           entries[k][s].inputs[j] = {proto::InputSource::kStore, object, static_cast<uint32_t>(s)};
         }
         continue;

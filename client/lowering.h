@@ -29,8 +29,8 @@ struct ResultShard {
 };
 
 struct ResultPlan {
-  ir::TensorType type;               // global type; split_dim says how to assemble
-  std::vector<ResultShard> shards;   // empty when the result is an argument itself
+  ir::TensorType type;              // global type; split_dim says how to assemble
+  std::vector<ResultShard> shards;  // empty when the result is an argument itself
   int arg_index = -1;
 };
 

@@ -44,23 +44,25 @@ std::vector<Traced> ProgramBuilder::Call(const Function& fn, const std::vector<T
   }
   const auto& inputs = fn.impl_->def.inputs;
   if (args.size() != inputs.size()) {
-    status_ = InvalidArgument(fmt::format("call {} of '{}': {} arguments for {} inputs",
-                                          impl_->calls.size(), fn.name(), args.size(),
-                                          inputs.size()));
+    status_ =
+        InvalidArgument(fmt::format("call {} of '{}': {} arguments for {} inputs",
+                                    impl_->calls.size(), fn.name(), args.size(), inputs.size()));
     return {};
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::TensorType* t = TypeOf(*impl_, args[i]);
     if (t == nullptr) {
-      status_ = InvalidArgument(fmt::format("call of '{}': argument {} is not a value of this "
-                                            "program", fn.name(), i));
+      status_ =
+          InvalidArgument(fmt::format("call of '{}': argument {} is not a value of this "
+                                      "program",
+                                      fn.name(), i));
       return {};
     }
     if (t->dtype != inputs[i].dtype || t->shape != inputs[i].shape) {
-      status_ = InvalidArgument(fmt::format(
-          "call of '{}': argument {} is {}{}, the function takes {}{}", fn.name(), i,
-          DTypeName(t->dtype), ShapeString(t->shape), DTypeName(inputs[i].dtype),
-          ShapeString(inputs[i].shape)));
+      status_ =
+          InvalidArgument(fmt::format("call of '{}': argument {} is {}{}, the function takes {}{}",
+                                      fn.name(), i, DTypeName(t->dtype), ShapeString(t->shape),
+                                      DTypeName(inputs[i].dtype), ShapeString(inputs[i].shape)));
       return {};
     }
   }

@@ -25,8 +25,8 @@ Split3 Around(const Shape& shape, int dim) {
 
 Result<Tensor> ShardOf(const Tensor& t, int dim, int parts, int index) {
   if (dim < 0) return t;
-  if (static_cast<size_t>(dim) >= t.shape().size() || parts <= 0 ||
-      t.shape()[dim] % parts != 0 || index < 0 || index >= parts) {
+  if (static_cast<size_t>(dim) >= t.shape().size() || parts <= 0 || t.shape()[dim] % parts != 0 ||
+      index < 0 || index >= parts) {
     return InvalidArgument(fmt::format("cannot cut {} into {} parts along dimension {}",
                                        ShapeString(t.shape()), parts, dim));
   }
@@ -49,8 +49,8 @@ Result<Tensor> Assemble(const std::vector<Tensor>& shards, int dim) {
   if (dim < 0) return shards[0];
   const Tensor& first = shards[0];
   if (static_cast<size_t>(dim) >= first.shape().size()) {
-    return InvalidArgument(fmt::format("cannot join along dimension {} of {}", dim,
-                                       ShapeString(first.shape())));
+    return InvalidArgument(
+        fmt::format("cannot join along dimension {} of {}", dim, ShapeString(first.shape())));
   }
   for (const auto& s : shards) {
     if (s.dtype() != first.dtype() || s.shape() != first.shape()) {

@@ -7,9 +7,8 @@ namespace atl::proto {
 Result<Header> DecodeHeader(const void* data, size_t size) {
   Header header;
   try {
-    auto handle = std::make_shared<msgpack::object_handle>(
-        msgpack::unpack(static_cast<const char*>(data), size, nullptr, nullptr,
-                        UntrustedLimit(size)));
+    auto handle = std::make_shared<msgpack::object_handle>(msgpack::unpack(
+        static_cast<const char*>(data), size, nullptr, nullptr, UntrustedLimit(size)));
     const msgpack::object& root = handle->get();
     if (root.type != msgpack::type::ARRAY || root.via.array.size != 4) {
       return InvalidArgument("message header is not a 4-element msgpack array");
@@ -18,8 +17,8 @@ Result<Header> DecodeHeader(const void* data, size_t size) {
     const auto version = items[0].as<uint32_t>();
     if (version != kVersion) {
       return InvalidArgument("protocol version " + std::to_string(version) +
-                             " is not supported (this side speaks " +
-                             std::to_string(kVersion) + ")");
+                             " is not supported (this side speaks " + std::to_string(kVersion) +
+                             ")");
     }
     const auto kind = static_cast<Kind>(items[1].as<uint16_t>());
     if (KindName(kind) == "unknown") {
@@ -68,37 +67,68 @@ Status FromError(const Error& error) {
 
 std::string_view KindName(Kind kind) {
   switch (kind) {
-    case Kind::kOk: return "Ok";
-    case Kind::kError: return "Error";
-    case Kind::kRegisterExecutor: return "RegisterExecutor";
-    case Kind::kRegisterExecutorReply: return "RegisterExecutorReply";
-    case Kind::kHeartbeat: return "Heartbeat";
-    case Kind::kRegisterScheduler: return "RegisterScheduler";
-    case Kind::kHelloClient: return "HelloClient";
-    case Kind::kHelloClientReply: return "HelloClientReply";
-    case Kind::kCreateSlice: return "CreateSlice";
-    case Kind::kSliceInfo: return "SliceInfo";
-    case Kind::kRegisterFunction: return "RegisterFunction";
-    case Kind::kRegisterFunctionReply: return "RegisterFunctionReply";
-    case Kind::kGetClusterStatus: return "GetClusterStatus";
-    case Kind::kClusterStatus: return "ClusterStatus";
-    case Kind::kGoodbye: return "Goodbye";
-    case Kind::kCompile: return "Compile";
-    case Kind::kDispatch: return "Dispatch";
-    case Kind::kTupleBatch: return "TupleBatch";
-    case Kind::kSubmitProgram: return "SubmitProgram";
-    case Kind::kSubmitReply: return "SubmitReply";
-    case Kind::kStoreHello: return "StoreHello";
-    case Kind::kStoreHelloReply: return "StoreHelloReply";
-    case Kind::kCreateObject: return "CreateObject";
-    case Kind::kCreateObjectReply: return "CreateObjectReply";
-    case Kind::kSealObject: return "SealObject";
-    case Kind::kPutObject: return "PutObject";
-    case Kind::kGetObject: return "GetObject";
-    case Kind::kGetObjectReply: return "GetObjectReply";
-    case Kind::kReleaseObject: return "ReleaseObject";
-    case Kind::kGetStoreStats: return "GetStoreStats";
-    case Kind::kStoreStats: return "StoreStats";
+    case Kind::kOk:
+      return "Ok";
+    case Kind::kError:
+      return "Error";
+    case Kind::kRegisterExecutor:
+      return "RegisterExecutor";
+    case Kind::kRegisterExecutorReply:
+      return "RegisterExecutorReply";
+    case Kind::kHeartbeat:
+      return "Heartbeat";
+    case Kind::kRegisterScheduler:
+      return "RegisterScheduler";
+    case Kind::kHelloClient:
+      return "HelloClient";
+    case Kind::kHelloClientReply:
+      return "HelloClientReply";
+    case Kind::kCreateSlice:
+      return "CreateSlice";
+    case Kind::kSliceInfo:
+      return "SliceInfo";
+    case Kind::kRegisterFunction:
+      return "RegisterFunction";
+    case Kind::kRegisterFunctionReply:
+      return "RegisterFunctionReply";
+    case Kind::kGetClusterStatus:
+      return "GetClusterStatus";
+    case Kind::kClusterStatus:
+      return "ClusterStatus";
+    case Kind::kGoodbye:
+      return "Goodbye";
+    case Kind::kCompile:
+      return "Compile";
+    case Kind::kDispatch:
+      return "Dispatch";
+    case Kind::kTupleBatch:
+      return "TupleBatch";
+    case Kind::kSubmitProgram:
+      return "SubmitProgram";
+    case Kind::kSubmitReply:
+      return "SubmitReply";
+    case Kind::kStoreHello:
+      return "StoreHello";
+    case Kind::kStoreHelloReply:
+      return "StoreHelloReply";
+    case Kind::kCreateObject:
+      return "CreateObject";
+    case Kind::kCreateObjectReply:
+      return "CreateObjectReply";
+    case Kind::kSealObject:
+      return "SealObject";
+    case Kind::kPutObject:
+      return "PutObject";
+    case Kind::kGetObject:
+      return "GetObject";
+    case Kind::kGetObjectReply:
+      return "GetObjectReply";
+    case Kind::kReleaseObject:
+      return "ReleaseObject";
+    case Kind::kGetStoreStats:
+      return "GetStoreStats";
+    case Kind::kStoreStats:
+      return "StoreStats";
   }
   return "unknown";
 }

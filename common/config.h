@@ -32,8 +32,8 @@ struct ClusterConfig {
   // Address that executors, schedulers and object stores bind their own sockets on; their
   // ports are always chosen freely and registered with the RM.
   std::string bind_host = "127.0.0.1";
-  uint32_t heartbeat_ms = 500;   // period of every heartbeat
-  uint32_t liveness = 4;         // missed heartbeats before a peer is declared dead
+  uint32_t heartbeat_ms = 500;  // period of every heartbeat
+  uint32_t liveness = 4;        // missed heartbeats before a peer is declared dead
   std::string log_level = "info";
   std::vector<IslandConfig> islands;
 };

@@ -47,10 +47,8 @@ void EventLoop::AddFd(std::string name, int fd, Handler on_readable) {
 }
 
 void EventLoop::AddTimer(std::string name, std::chrono::milliseconds period, Handler handler) {
-  timers_.push_back({{std::move(name)},
-                     period,
-                     std::chrono::steady_clock::now() + period,
-                     std::move(handler)});
+  timers_.push_back(
+      {{std::move(name)}, period, std::chrono::steady_clock::now() + period, std::move(handler)});
 }
 
 void EventLoop::Invoke(HandlerStats& stats, const Handler& handler) {
@@ -68,9 +66,9 @@ void EventLoop::Run() {
     auto now = std::chrono::steady_clock::now();
     std::chrono::milliseconds wait(100);  // upper bound so Stop() from another thread is seen
     for (const auto& t : timers_) {
-      wait = std::min(wait, std::max(std::chrono::milliseconds(0),
-                                     std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         t.next - now)));
+      wait = std::min(
+          wait, std::max(std::chrono::milliseconds(0),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(t.next - now)));
     }
     try {
       zmq::poll(items.data(), items.size(), wait);

@@ -54,13 +54,19 @@ namespace {
 
 nlohmann::json ToJson(const msgpack::object& o) {
   switch (o.type) {
-    case msgpack::type::NIL: return nullptr;
-    case msgpack::type::BOOLEAN: return o.via.boolean;
-    case msgpack::type::POSITIVE_INTEGER: return o.via.u64;
-    case msgpack::type::NEGATIVE_INTEGER: return o.via.i64;
+    case msgpack::type::NIL:
+      return nullptr;
+    case msgpack::type::BOOLEAN:
+      return o.via.boolean;
+    case msgpack::type::POSITIVE_INTEGER:
+      return o.via.u64;
+    case msgpack::type::NEGATIVE_INTEGER:
+      return o.via.i64;
     case msgpack::type::FLOAT32:
-    case msgpack::type::FLOAT64: return o.via.f64;
-    case msgpack::type::STR: return std::string(o.via.str.ptr, o.via.str.size);
+    case msgpack::type::FLOAT64:
+      return o.via.f64;
+    case msgpack::type::STR:
+      return std::string(o.via.str.ptr, o.via.str.size);
     case msgpack::type::ARRAY: {
       auto arr = nlohmann::json::array();
       for (uint32_t i = 0; i < o.via.array.size; ++i) arr.push_back(ToJson(o.via.array.ptr[i]));
@@ -75,7 +81,8 @@ nlohmann::json ToJson(const msgpack::object& o) {
       }
       return obj;
     }
-    default: throw std::runtime_error("unsupported msgpack type in event");
+    default:
+      throw std::runtime_error("unsupported msgpack type in event");
   }
 }
 

@@ -6,12 +6,18 @@ namespace atl::ir {
 
 std::string_view OpName(OpCode code) {
   switch (code) {
-    case OpCode::kAdd: return "add";
-    case OpCode::kSub: return "sub";
-    case OpCode::kMul: return "mul";
-    case OpCode::kDiv: return "div";
-    case OpCode::kMatmul: return "matmul";
-    case OpCode::kSpin: return "spin";
+    case OpCode::kAdd:
+      return "add";
+    case OpCode::kSub:
+      return "sub";
+    case OpCode::kMul:
+      return "mul";
+    case OpCode::kDiv:
+      return "div";
+    case OpCode::kMatmul:
+      return "matmul";
+    case OpCode::kSpin:
+      return "spin";
   }
   return "?";
 }
@@ -28,7 +34,8 @@ const TensorType* OperandType(const FunctionDef& fn, const Operand& operand) {
         return &fn.ops[operand.index].type;
       }
       return nullptr;
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -53,7 +60,8 @@ namespace {
 
 Status CheckType(const std::string& what, const TensorType& t, int num_shards) {
   for (auto d : t.shape) {
-    if (d <= 0) return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
+    if (d <= 0)
+      return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
   }
   if (t.split_dim >= static_cast<int32_t>(t.shape.size())) {
     return InvalidArgument(fmt::format("{} splits dimension {} of a rank-{} tensor", what,
@@ -73,8 +81,8 @@ Status CheckOperand(const FunctionDef& fn, const Operand& o, size_t before_op) {
     return InvalidArgument(fmt::format("operand refers to op {} which is not earlier", o.index));
   }
   if (OperandType(fn, o) == nullptr) {
-    return InvalidArgument(fmt::format("operand (kind {}, index {}) does not exist", o.kind,
-                                       o.index));
+    return InvalidArgument(
+        fmt::format("operand (kind {}, index {}) does not exist", o.kind, o.index));
   }
   return Status::Ok();
 }
@@ -92,11 +100,10 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       const TensorType* b = type_of(1);
       if (!a && !b) return InvalidArgument("elementwise op on two scalars");
       if (a && b && !(*a == *b)) {
-        return InvalidArgument(fmt::format("{}: operand types differ: {}{} split {} vs {}{} split {}",
-                                           OpName(op.code), DTypeName(a->dtype),
-                                           ShapeString(a->shape), a->split_dim,
-                                           DTypeName(b->dtype), ShapeString(b->shape),
-                                           b->split_dim));
+        return InvalidArgument(
+            fmt::format("{}: operand types differ: {}{} split {} vs {}{} split {}", OpName(op.code),
+                        DTypeName(a->dtype), ShapeString(a->shape), a->split_dim,
+                        DTypeName(b->dtype), ShapeString(b->shape), b->split_dim));
       }
       return a ? *a : *b;
     }
@@ -106,15 +113,16 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       const TensorType* b = type_of(1);
       if (!a || !b) return InvalidArgument("matmul operands must be tensors");
       if (a->shape.size() != 2 || b->shape.size() != 2 || a->shape[1] != b->shape[0]) {
-        return InvalidArgument("matmul needs [m,k] x [k,n], got " + ShapeString(a->shape) +
-                               " x " + ShapeString(b->shape));
+        return InvalidArgument("matmul needs [m,k] x [k,n], got " + ShapeString(a->shape) + " x " +
+                               ShapeString(b->shape));
       }
       if (a->dtype != DType::kF32 || b->dtype != DType::kF32) {
         return InvalidArgument("matmul is f32 only");
       }
       if (a->split_dim > 0 || b->split_dim >= 0) {
-        return InvalidArgument("matmul shards only the rows of its left operand; the right one "
-                               "must be replicated");
+        return InvalidArgument(
+            "matmul shards only the rows of its left operand; the right one "
+            "must be replicated");
       }
       return TensorType{DType::kF32, {a->shape[0], b->shape[1]}, a->split_dim};
     }

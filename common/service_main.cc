@@ -7,16 +7,16 @@ namespace atl {
 
 void AddServiceOptions(CLI::App& app, ServiceOptions& options) {
   app.add_option("--config", options.config_path, "cluster configuration (TOML)")->required();
-  app.add_option("--ready-file", options.ready_file,
-                 "write the bound endpoints here once serving");
+  app.add_option("--ready-file", options.ready_file, "write the bound endpoints here once serving");
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error or off");
   app.add_option("--events-in", options.events_in, "the RM's event input endpoint");
 }
 
 Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptions& options) {
   auto config = LoadClusterConfig(options.config_path);
-  InitLogging(service_name, !options.log_level.empty()          ? options.log_level
-                            : config.ok() ? config->log_level : "info");
+  InitLogging(service_name, !options.log_level.empty() ? options.log_level
+                            : config.ok()              ? config->log_level
+                                                       : "info");
   if (!config.ok()) return config.status();
   if (!options.events_in.empty()) config->events_in_endpoint = options.events_in;
   InstallShutdownSignals();

@@ -4,15 +4,24 @@ namespace atl {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kOutOfMemory: return "OutOfMemory";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kDeadlineExceeded: return "DeadlineExceeded";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kOutOfMemory:
+      return "OutOfMemory";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

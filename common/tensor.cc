@@ -8,8 +8,10 @@ namespace atl {
 
 std::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kI32: return "i32";
+    case DType::kF32:
+      return "f32";
+    case DType::kI32:
+      return "i32";
   }
   return "?";
 }
@@ -23,7 +25,8 @@ Result<DType> ParseDType(std::string_view name) {
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
     case DType::kF32:
-    case DType::kI32: return 4;
+    case DType::kI32:
+      return 4;
   }
   return 0;
 }

@@ -55,8 +55,7 @@ Status SendFrames(zmq::socket_t& socket, Frames& frames) {
   }
 }
 
-Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket,
-                                         std::chrono::milliseconds timeout) {
+Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout) {
   try {
     if (timeout.count() > 0) {
       zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
@@ -99,6 +98,14 @@ Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router) {
     return in.status();
   }
   return std::optional<proto::Incoming>(std::move(in).value());
+}
+
+Result<zmq::socket_t*> DealerPool::Get(const std::string& endpoint) {
+  auto it = sockets_.find(endpoint);
+  if (it != sockets_.end()) return &it->second;
+  zmq::socket_t socket = MakeSocket(context_, zmq::socket_type::dealer);
+  ATOLL_RETURN_IF_ERROR(Connect(socket, endpoint));
+  return &sockets_.emplace(endpoint, std::move(socket)).first->second;
 }
 
 Requester::Requester(zmq::context_t& context, std::string endpoint)

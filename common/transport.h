@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,8 +35,7 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 Status SendFrames(zmq::socket_t& socket, Frames& frames);
 // Receives one multipart message, waiting at most `timeout` (0: do not wait).
 // An empty optional means nothing arrived in time.
-Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket,
-                                         std::chrono::milliseconds timeout);
+Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout);
 
 // Sends a message [routing id?][header(body)][data...].
 template <typename T>
@@ -51,8 +51,7 @@ Status Send(zmq::socket_t& socket, const zmq::message_t* routing_id, uint64_t re
 
 // Replies on a ROUTER socket to `to` with a body or an error.
 template <typename T>
-Status Reply(zmq::socket_t& socket, const proto::Incoming& to, const T& body,
-             Frames data = {}) {
+Status Reply(zmq::socket_t& socket, const proto::Incoming& to, const T& body, Frames data = {}) {
   return Send(socket, to.routing_id ? &*to.routing_id : nullptr, to.header.request_id(), body,
               std::move(data));
 }
@@ -62,6 +61,18 @@ Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status
 // (garbage, truncated, unknown kind or version) is answered with an Error reply to its
 // sender and comes back as that Status; an empty optional means nothing was waiting.
 Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router);
+
+// DEALER sockets to peers (executors, schedulers, object stores) by endpoint, each
+// connected on first use and kept. Used from one thread.
+class DealerPool {
+ public:
+  explicit DealerPool(zmq::context_t& context) : context_(context) {}
+  Result<zmq::socket_t*> Get(const std::string& endpoint);
+
+ private:
+  zmq::context_t& context_;
+  std::map<std::string, zmq::socket_t> sockets_;
+};
 
 // Synchronous request/reply over a DEALER socket owned by the calling thread. Replies to
 // earlier requests that timed out are skipped by request id. An Error reply becomes the
@@ -74,12 +85,12 @@ class Requester {
   // The DEALER itself, for a service that polls it in its loop once setup calls are done.
   zmq::socket_t& socket() { return socket_; }
 
-  Result<proto::Incoming> Call(uint64_t request_id, zmq::message_t header,
-                               Frames data, std::chrono::milliseconds timeout);
+  Result<proto::Incoming> Call(uint64_t request_id, zmq::message_t header, Frames data,
+                               std::chrono::milliseconds timeout);
 
   template <typename Reply, typename Request>
-  Result<Reply> Call(const Request& request, std::chrono::milliseconds timeout,
-                     Frames data = {}, Frames* reply_data = nullptr) {
+  Result<Reply> Call(const Request& request, std::chrono::milliseconds timeout, Frames data = {},
+                     Frames* reply_data = nullptr) {
     const uint64_t id = ++next_request_id_;
     ATOLL_ASSIGN_OR_RETURN(proto::Incoming in,
                            Call(id, proto::EncodeHeader(id, request), std::move(data), timeout));

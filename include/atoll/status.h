@@ -12,14 +12,14 @@ namespace atl {
 
 enum class Code : int {
   kOk = 0,
-  kInvalidArgument = 1,    // the request itself is wrong (shape, type, malformed bytes)
-  kNotFound = 2,           // it names an id (slice, function, object, run) nobody knows
-  kOutOfMemory = 3,        // the request can never fit in the memory it targets
-  kUnavailable = 4,        // a peer is down or unreachable; retrying may help
-  kDeadlineExceeded = 5,   // a bounded wait ran out
-  kCancelled = 6,          // the work was cancelled or its owner went away
-  kFailedPrecondition = 7, // the system is not in a state that allows the request
-  kInternal = 8,           // a bug: an invariant did not hold
+  kInvalidArgument = 1,     // the request itself is wrong (shape, type, malformed bytes)
+  kNotFound = 2,            // it names an id (slice, function, object, run) nobody knows
+  kOutOfMemory = 3,         // the request can never fit in the memory it targets
+  kUnavailable = 4,         // a peer is down or unreachable; retrying may help
+  kDeadlineExceeded = 5,    // a bounded wait ran out
+  kCancelled = 6,           // the work was cancelled or its owner went away
+  kFailedPrecondition = 7,  // the system is not in a state that allows the request
+  kInternal = 8,            // a bug: an invariant did not hold
 };
 
 std::string_view CodeName(Code code);
@@ -58,7 +58,7 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "Result built from an OK Status");
   }
@@ -86,15 +86,15 @@ class [[nodiscard]] Result {
 #define ATOLL_CONCAT(a, b) ATOLL_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function when `expr` is not OK.
-#define ATOLL_RETURN_IF_ERROR(expr)              \
-  do {                                           \
-    ::atl::Status atoll_status_ = (expr);      \
+#define ATOLL_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::atl::Status atoll_status_ = (expr);          \
     if (!atoll_status_.ok()) return atoll_status_; \
   } while (0)
 
 // `ATOLL_ASSIGN_OR_RETURN(auto x, MakeX());` binds the value or returns the error.
-#define ATOLL_ASSIGN_OR_RETURN(lhs, expr)                                   \
-  auto ATOLL_CONCAT(atoll_result_, __LINE__) = (expr);                      \
-  if (!ATOLL_CONCAT(atoll_result_, __LINE__).ok())                          \
-    return ATOLL_CONCAT(atoll_result_, __LINE__).status();                  \
+#define ATOLL_ASSIGN_OR_RETURN(lhs, expr)                  \
+  auto ATOLL_CONCAT(atoll_result_, __LINE__) = (expr);     \
+  if (!ATOLL_CONCAT(atoll_result_, __LINE__).ok())         \
+    return ATOLL_CONCAT(atoll_result_, __LINE__).status(); \
   lhs = std::move(ATOLL_CONCAT(atoll_result_, __LINE__)).value()

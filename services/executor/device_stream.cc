@@ -23,10 +23,9 @@ void DeviceStream::Enqueue(std::shared_ptr<WorkItem> item) {
   {
     std::lock_guard lock(mu_);
     // Dispatches arrive in gang order, so this is almost always an append.
-    auto pos = std::upper_bound(queue_.begin(), queue_.end(), item->entry.gang_seq,
-                                [](uint64_t seq, const auto& queued) {
-                                  return seq < queued->entry.gang_seq;
-                                });
+    auto pos = std::upper_bound(
+        queue_.begin(), queue_.end(), item->entry.gang_seq,
+        [](uint64_t seq, const auto& queued) { return seq < queued->entry.gang_seq; });
     queue_.insert(pos, std::move(item));
   }
   cv_.notify_all();
@@ -75,9 +74,9 @@ void DeviceStream::Loop() {
       std::vector<Tensor> inputs;
       inputs.reserve(item->inputs.size());
       for (auto& in : item->inputs) inputs.push_back(std::move(*in));
-      done.outputs = RunFunction(*item->function, static_cast<int>(item->entry.shard),
-                                 static_cast<int>(item->entry.num_shards), std::move(inputs),
-                                 backend_);
+      done.outputs =
+          RunFunction(*item->function, static_cast<int>(item->entry.shard),
+                      static_cast<int>(item->entry.num_shards), std::move(inputs), backend_);
     }
     done.end_us = NowMicros();
     on_done_(std::move(done));

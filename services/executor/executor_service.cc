@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/request_server.h"
 #include "services/executor/backend_cpu.h"
 
 namespace atl::executor {
@@ -34,7 +35,8 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config, 
       control_(net::MakeSocket(context, zmq::socket_type::router)),
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
-      store_(context, std::move(store_endpoint)) {}
+      store_(context, std::move(store_endpoint)),
+      peers_(context) {}
 
 ExecutorService::~ExecutorService() {
   devices_.clear();  // joins the stream threads before the rest goes away
@@ -57,7 +59,8 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
 
   // The object store's arena: outputs are written and arguments read through it.
   ATOLL_RETURN_IF_ERROR(store_.Connect());
-  ATOLL_ASSIGN_OR_RETURN(auto hello, store_.Call<proto::StoreHelloReply>(proto::StoreHello{}, timeout));
+  ATOLL_ASSIGN_OR_RETURN(auto hello,
+                         store_.Call<proto::StoreHelloReply>(proto::StoreHello{}, timeout));
   ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Open(hello.arena_name));
   arena_ = std::make_unique<ShmRegion>(std::move(arena));
 
@@ -73,8 +76,8 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   }
 
   ATOLL_RETURN_IF_ERROR(rm_.Connect());
-  proto::RegisterExecutor reg{host_, island_, control_endpoint_, data_endpoint_,
-                              store_.endpoint(), {}};
+  proto::RegisterExecutor reg{host_,          island_,           control_endpoint_,
+                              data_endpoint_, store_.endpoint(), {}};
   for (uint32_t i = 0; i < num_devices_; ++i) reg.devices.push_back({"cpu", device_memory_bytes_});
   ATOLL_ASSIGN_OR_RETURN(auto registered, rm_.Call<proto::RegisterExecutorReply>(reg, timeout));
   spdlog::info("registered {} devices (ids {}) on island {}", num_devices_,
@@ -102,29 +105,17 @@ void ExecutorService::Heartbeat() {
 // Control plane.
 
 void ExecutorService::OnControl() {
-  for (int i = 0; i < 64; ++i) {
-    auto in = net::RecvRequest(control_);
-    if (!in.ok()) {
-      events_->Publish("error.executor", {{"error", in.status().ToString()}});
-      continue;
+  net::ServeRequests(control_, *events_, "error.executor", [this](proto::Incoming& in) {
+    if (in.header.kind() != proto::Kind::kDispatch) {
+      return InvalidArgument(
+          fmt::format("the executor's control socket does not handle {} "
+                      "messages",
+                      proto::KindName(in.header.kind())));
     }
-    if (!in->has_value()) return;
-    proto::Incoming& msg = **in;
-    if (msg.header.kind() != proto::Kind::kDispatch) {
-      (void)net::ReplyError(control_, msg,
-                            InvalidArgument(fmt::format("the executor's control socket does not "
-                                                        "handle {} messages",
-                                                        proto::KindName(msg.header.kind()))));
-      continue;
-    }
-    auto dispatch = msg.header.As<proto::Dispatch>();
-    if (!dispatch.ok()) {
-      events_->Publish("error.executor", {{"error", dispatch.status().ToString()}});
-      (void)net::ReplyError(control_, msg, dispatch.status());
-      continue;
-    }
-    OnDispatch(std::move(dispatch).value());
-  }
+    ATOLL_ASSIGN_OR_RETURN(proto::Dispatch dispatch, in.header.As<proto::Dispatch>());
+    OnDispatch(std::move(dispatch));
+    return Status::Ok();
+  });
 }
 
 void ExecutorService::OnDispatch(proto::Dispatch dispatch) {
@@ -142,28 +133,28 @@ void ExecutorService::Admit(proto::Entry entry) {
 
   if (e.device >= devices_.size()) {
     // No stream to queue it on: fail its consumers directly.
-    Completion done{item, InvalidArgument(fmt::format("device {} does not exist on host {}",
-                                                      e.device, host_)),
-                    NowMicros(), NowMicros()};
+    Completion done{
+        item, InvalidArgument(fmt::format("device {} does not exist on host {}", e.device, host_)),
+        NowMicros(), NowMicros()};
     SendOutputs(done);
     return;
   }
   DeviceStream& device = *devices_[e.device];
   auto fn = functions_.find(e.function_id);
   if (fn == functions_.end()) {
-    item->failure = NotFound(fmt::format("function {} was never compiled on host {}",
-                                         e.function_id, host_));
+    item->failure =
+        NotFound(fmt::format("function {} was never compiled on host {}", e.function_id, host_));
   } else if (fn->second.num_shards != e.num_shards) {
-    item->failure = InvalidArgument(fmt::format("function {} was compiled for {} shards, not {}",
-                                                e.function_id, fn->second.num_shards,
-                                                e.num_shards));
+    item->failure =
+        InvalidArgument(fmt::format("function {} was compiled for {} shards, not {}", e.function_id,
+                                    fn->second.num_shards, e.num_shards));
   } else if (fn->second.def->inputs.size() != e.inputs.size() ||
              fn->second.def->outputs.size() != e.outputs.size()) {
-    item->failure = InvalidArgument(fmt::format("entry for function {} has {} inputs and {} "
-                                                "outputs; the function has {} and {}",
-                                                e.function_id, e.inputs.size(), e.outputs.size(),
-                                                fn->second.def->inputs.size(),
-                                                fn->second.def->outputs.size()));
+    item->failure =
+        InvalidArgument(fmt::format("entry for function {} has {} inputs and {} "
+                                    "outputs; the function has {} and {}",
+                                    e.function_id, e.inputs.size(), e.outputs.size(),
+                                    fn->second.def->inputs.size(), fn->second.def->outputs.size()));
   } else {
     item->function = fn->second.def;
   }
@@ -179,10 +170,10 @@ void ExecutorService::Admit(proto::Entry entry) {
       write->object_id = dest.object_id;
       write->shard = dest.shard;
       store_writes_[{dest.object_id, dest.shard}] = write;
-      Status sent = SendStore({StoreRequest::kCreate, write, nullptr, 0},
-                              proto::CreateObject{dest.object_id, dest.shard, e.owner_client,
-                                                  types[o].dtype,
-                                                  ir::ShardShape(types[o], e.num_shards)});
+      Status sent =
+          SendStore({StoreRequest::kCreate, write, nullptr, 0},
+                    proto::CreateObject{dest.object_id, dest.shard, e.owner_client, types[o].dtype,
+                                        ir::ShardShape(types[o], e.num_shards)});
       if (!sent.ok() && item->failure.ok()) {
         item->failure = sent.WithContext("reserve output in the object store");
       }
@@ -222,25 +213,27 @@ void ExecutorService::OnRm() {
       continue;
     }
     switch (in->header.kind()) {
-      case proto::Kind::kCompile: OnCompile(*in); break;
+      case proto::Kind::kCompile:
+        OnCompile(*in);
+        break;
       case proto::Kind::kError: {
         auto err = in->header.As<proto::Error>();
         spdlog::warn("the RM says: {}", err.ok() ? err->message : err.status().ToString());
         break;
       }
-      default: break;  // late replies to setup calls
+      default:
+        break;  // late replies to setup calls
     }
   }
 }
 
 void ExecutorService::OnCompile(const proto::Incoming& in) {
   auto compile = in.header.As<proto::Compile>();
-  Status status = compile.ok() ? ir::Validate(compile->function, compile->num_shards)
-                               : compile.status();
+  Status status =
+      compile.ok() ? ir::Validate(compile->function, compile->num_shards) : compile.status();
   if (status.ok()) {
     functions_[compile->function_id] = {
-        std::make_shared<const ir::FunctionDef>(std::move(compile->function)),
-        compile->num_shards};
+        std::make_shared<const ir::FunctionDef>(std::move(compile->function)), compile->num_shards};
     events_->Publish("function.compiled", {{"function", compile->function_id}, {"host", host_}});
     (void)net::Send(rm_.socket(), nullptr, in.header.request_id(), proto::Ok{});
   } else {
@@ -252,39 +245,26 @@ void ExecutorService::OnCompile(const proto::Incoming& in) {
 // Data plane.
 
 void ExecutorService::OnData() {
-  for (int i = 0; i < 64; ++i) {
-    auto in = net::RecvRequest(data_);
-    if (!in.ok()) {
-      events_->Publish("error.executor", {{"error", in.status().ToString()}});
-      continue;
+  net::ServeRequests(data_, *events_, "error.executor", [this](proto::Incoming& in) {
+    if (in.header.kind() != proto::Kind::kTupleBatch) {
+      return InvalidArgument("the data plane takes only TupleBatch messages");
     }
-    if (!in->has_value()) break;
-    if ((*in)->header.kind() != proto::Kind::kTupleBatch) {
-      (void)net::ReplyError(data_, **in, InvalidArgument("the data plane takes only TupleBatch"));
-      continue;
-    }
-    OnTupleBatch(**in);
-  }
+    return OnTupleBatch(in);
+  });
   FlushTuples();
 }
 
-void ExecutorService::OnTupleBatch(const proto::Incoming& in) {
-  auto batch = in.header.As<proto::TupleBatch>();
-  Status valid = batch.status();
-  if (valid.ok() && batch->tuples.size() != in.data.size()) {
-    valid = InvalidArgument(fmt::format("tuple batch has {} headers but {} data frames",
-                                        batch->tuples.size(), in.data.size()));
+Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(proto::TupleBatch batch, in.header.As<proto::TupleBatch>());
+  if (batch.tuples.size() != in.data.size()) {
+    return InvalidArgument(fmt::format("tuple batch has {} headers but {} data frames",
+                                       batch.tuples.size(), in.data.size()));
   }
-  if (!valid.ok()) {
-    events_->Publish("error.executor", {{"error", valid.ToString()}});
-    (void)net::ReplyError(data_, in, valid);
-    return;
+  for (size_t i = 0; i < batch.tuples.size(); ++i) {
+    const auto& h = batch.tuples[i];
+    DeliverInput({h.run_id, h.node, h.input, h.shard}, TupleValue(h, in.data[i]));
   }
-  auto& frames = const_cast<proto::Incoming&>(in).data;
-  for (size_t i = 0; i < batch->tuples.size(); ++i) {
-    const auto& h = batch->tuples[i];
-    DeliverInput({h.run_id, h.node, h.input, h.shard}, TupleValue(h, frames[i]));
-  }
+  return Status::Ok();
 }
 
 void ExecutorService::DeliverInput(const InputKey& key, Result<Tensor> value) {
@@ -302,14 +282,6 @@ void ExecutorService::DeliverInput(const InputKey& key, Result<Tensor> value) {
   } else {
     device.Fail(item, value.status());
   }
-}
-
-Result<zmq::socket_t*> ExecutorService::PeerSocket(const std::string& endpoint) {
-  auto it = peers_.find(endpoint);
-  if (it != peers_.end()) return &it->second;
-  zmq::socket_t socket = net::MakeSocket(context_, zmq::socket_type::dealer);
-  ATOLL_RETURN_IF_ERROR(net::Connect(socket, endpoint));
-  return &peers_.emplace(endpoint, std::move(socket)).first->second;
 }
 
 void ExecutorService::OnCompletions() {
@@ -351,8 +323,10 @@ void ExecutorService::SendOutputs(Completion& done) {
         auto it = store_writes_.find({dest.object_id, dest.shard});
         if (it == store_writes_.end()) continue;  // reservation failed; reported then
         std::shared_ptr<StoreWrite> write = it->second;
-        if (value.ok()) write->value = *value;
-        else write->failure = value.status();
+        if (value.ok())
+          write->value = *value;
+        else
+          write->failure = value.status();
         CompleteStoreWrite(write);
         continue;
       }
@@ -382,7 +356,7 @@ void ExecutorService::FlushTuples() {
     auto& [batch, frames] = pending;
     if (batch.tuples.empty()) continue;
     Status sent = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * peer, PeerSocket(endpoint));
+      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * peer, peers_.Get(endpoint));
       return net::Send(*peer, nullptr, 0, batch, std::move(frames));
     }();
     if (!sent.ok()) {
@@ -445,8 +419,10 @@ void ExecutorService::OnStore() {
           value = reply.ok() ? ReadArena(*reply) : Result<Tensor>(reply.status());
         }
         DeviceStream& device = *devices_[req.item->entry.device];
-        if (value.ok()) device.Deliver(req.item, req.input, std::move(value).value());
-        else device.Fail(req.item, value.status().WithContext("read argument"));
+        if (value.ok())
+          device.Deliver(req.item, req.input, std::move(value).value());
+        else
+          device.Fail(req.item, value.status().WithContext("read argument"));
         break;
       }
       case StoreRequest::kSeal:

@@ -62,15 +62,15 @@ class ExecutorService {
   // What an object-store reply continues.
   struct StoreRequest {
     enum Kind { kCreate, kGetInput, kSeal } kind = kCreate;
-    std::shared_ptr<StoreWrite> write;       // kCreate
-    std::shared_ptr<WorkItem> item;          // kGetInput
-    uint32_t input = 0;                      // kGetInput
+    std::shared_ptr<StoreWrite> write;  // kCreate
+    std::shared_ptr<WorkItem> item;     // kGetInput
+    uint32_t input = 0;                 // kGetInput
   };
 
   void OnControl();
   void OnDispatch(proto::Dispatch dispatch);
   void OnData();
-  void OnTupleBatch(const proto::Incoming& in);
+  Status OnTupleBatch(proto::Incoming& in);
   void OnRm();
   void OnCompile(const proto::Incoming& in);
   void OnStore();
@@ -84,7 +84,6 @@ class ExecutorService {
   Status SendStore(StoreRequest request, const auto& body);
   void CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write);
   Result<Tensor> ReadArena(const proto::GetObjectReply& reply);
-  Result<zmq::socket_t*> PeerSocket(const std::string& endpoint);
 
   zmq::context_t& context_;
   ClusterConfig config_;
@@ -113,7 +112,7 @@ class ExecutorService {
   // Output shards bound for the object store, by (object id, shard), until sealed.
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<StoreWrite>> store_writes_;
   uint64_t next_store_request_ = 1;
-  std::map<std::string, zmq::socket_t> peers_;  // DEALERs to other executors' data planes
+  net::DealerPool peers_;  // to other executors' data planes
   // Tuples for remote hosts, batched per destination until the end of the current turn.
   std::map<std::string, std::pair<proto::TupleBatch, net::Frames>> outbox_;
 

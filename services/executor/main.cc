@@ -1,6 +1,6 @@
 // atoll-executor: runs one host's devices.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "common/ready_file.h"
 #include "common/service_main.h"

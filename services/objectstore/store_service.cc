@@ -6,12 +6,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/request_server.h"
+
 namespace atl::store {
 
 namespace {
-
-// Messages handled per wake-up before timers get a turn.
-constexpr int kMaxMessagesPerWake = 256;
 
 std::string ShardName(uint64_t object, uint32_t shard) {
   return "object " + std::to_string(object) + " shard " + std::to_string(shard);
@@ -98,45 +97,8 @@ void StoreService::Run() {
 // Receiving and dispatching.
 
 void StoreService::OnReadable() {
-  for (int i = 0; i < kMaxMessagesPerWake; ++i) {
-    auto got = net::RecvFrames(socket_, std::chrono::milliseconds(0));
-    if (!got.ok()) {
-      spdlog::warn("receive failed: {}", got.status().ToString());
-      return;
-    }
-    if (!got->has_value()) return;
-    HandleFrames(std::move(**got));
-  }
-}
-
-void StoreService::HandleFrames(net::Frames frames) {
-  if (frames.empty()) {
-    spdlog::warn("dropped a message without a routing id");
-    return;
-  }
-  ReplyTo fallback{zmq::message_t(frames[0].data(), frames[0].size()), 0};
-  auto in = proto::ParseIncoming(std::move(frames), /*routed=*/true);
-  if (!in.ok()) {
-    spdlog::warn("rejected an unreadable message: {}", in.status().ToString());
-    events_.Publish("error.store", {{"kind", std::string("unreadable")},
-                                    {"code", std::string(CodeName(in.status().code()))},
-                                    {"error", in.status().message()}});
-    SendError(fallback, in.status());
-    return;
-  }
-  const Status status = Dispatch(*in);
-  if (status.ok()) return;
-  const std::string kind(proto::KindName(in->header.kind()));
-  if (status.code() == Code::kNotFound) {
-    spdlog::debug("{} {}: {}", kind, in->header.request_id(), status.ToString());
-  } else {
-    spdlog::warn("{} {}: {}", kind, in->header.request_id(), status.ToString());
-  }
-  events_.Publish("error.store", {{"kind", kind},
-                                  {"code", std::string(CodeName(status.code()))},
-                                  {"error", status.message()}});
-  const Status sent = net::ReplyError(socket_, *in, status);
-  if (!sent.ok()) spdlog::debug("error reply to {} not sent: {}", kind, sent.ToString());
+  net::ServeRequests(socket_, events_, "error.store",
+                     [this](proto::Incoming& in) { return Dispatch(in); });
 }
 
 Status StoreService::Dispatch(const proto::Incoming& in) {

@@ -82,7 +82,6 @@ class StoreService {
   StoreService(zmq::context_t& context, StoreOptions options, ShmRegion arena, DeadlineTimer timer);
 
   void OnReadable();
-  void HandleFrames(net::Frames frames);
   // Each handler either replies itself and returns OK, or returns the error to reply with.
   Status Dispatch(const proto::Incoming& in);
   Status OnStoreHello(const proto::Incoming& in);

@@ -9,7 +9,8 @@
 namespace atl::rm {
 
 Status EventProxy::Start(const std::string& in_endpoint, const std::string& out_endpoint) {
-  control_endpoint_ = "inproc://event-proxy-control-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  control_endpoint_ =
+      "inproc://event-proxy-control-" + std::to_string(reinterpret_cast<uintptr_t>(this));
   std::promise<Status> bound;
   auto bound_future = bound.get_future();
   thread_ = std::thread([this, in_endpoint, out_endpoint, &bound] {

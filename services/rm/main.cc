@@ -1,6 +1,6 @@
 // atoll-rm: the resource manager and event bus of an atoll cluster.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "common/ready_file.h"
 #include "common/service_main.h"
@@ -16,10 +16,9 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& endpoint,
   zmq::context_t context;
   atl::rm::RmService rm(context, std::move(config));
   ATOLL_RETURN_IF_ERROR(rm.Bind());
-  ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(options.ready_file,
-                                            {{"endpoint", rm.endpoint()},
-                                             {"events_in", rm.events_in()},
-                                             {"events_out", rm.events_out()}}));
+  ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(options.ready_file, {{"endpoint", rm.endpoint()},
+                                                                 {"events_in", rm.events_in()},
+                                                                 {"events_out", rm.events_out()}}));
   spdlog::info("serving on {}; events in {} out {}", rm.endpoint(), rm.events_in(),
                rm.events_out());
   rm.Run();

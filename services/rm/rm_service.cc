@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/request_server.h"
 #include "common/transport.h"
 
 namespace atl::rm {
@@ -45,143 +46,131 @@ void RmService::Run() {
 }
 
 void RmService::OnRequest() {
-  // Drain what is queued without blocking; the loop wakes again for more.
-  for (int i = 0; i < 256; ++i) {
-    auto in = net::RecvRequest(socket_);
-    if (!in.ok()) {
-      spdlog::warn("rejected a message: {}", in.status().ToString());
-      events_->Publish("error.rm", {{"error", in.status().ToString()}});
-      continue;
-    }
-    if (!in->has_value()) return;
-    Handle(**in);
-  }
+  net::ServeRequests(socket_, *events_, "error.rm",
+                     [this](proto::Incoming& in) { return Handle(in); });
 }
 
-void RmService::Handle(proto::Incoming& in) {
+Status RmService::Handle(proto::Incoming& in) {
   switch (in.header.kind()) {
-    case proto::Kind::kRegisterExecutor: return OnRegisterExecutor(in);
-    case proto::Kind::kHeartbeat: return OnHeartbeat(in);
-    case proto::Kind::kRegisterScheduler: return OnRegisterScheduler(in);
-    case proto::Kind::kHelloClient: return OnHelloClient(in);
-    case proto::Kind::kGoodbye: return OnGoodbye(in);
-    case proto::Kind::kCreateSlice: return OnCreateSlice(in);
-    case proto::Kind::kRegisterFunction: return OnRegisterFunction(in);
-    case proto::Kind::kGetClusterStatus: return OnClusterStatus(in);
+    case proto::Kind::kRegisterExecutor:
+      return OnRegisterExecutor(in);
+    case proto::Kind::kHeartbeat:
+      return OnHeartbeat(in);
+    case proto::Kind::kRegisterScheduler:
+      return OnRegisterScheduler(in);
+    case proto::Kind::kHelloClient:
+      return OnHelloClient(in);
+    case proto::Kind::kGoodbye:
+      return OnGoodbye(in);
+    case proto::Kind::kCreateSlice:
+      return OnCreateSlice(in);
+    case proto::Kind::kRegisterFunction:
+      return OnRegisterFunction(in);
+    case proto::Kind::kGetClusterStatus:
+      return OnClusterStatus(in);
     case proto::Kind::kOk:
-    case proto::Kind::kError: return OnCompileReply(in);
+    case proto::Kind::kError:
+      return OnCompileReply(in);
     default:
-      return ReplyError(in, InvalidArgument(fmt::format(
-                                "the RM does not handle {} messages",
-                                proto::KindName(in.header.kind()))));
+      return InvalidArgument(
+          fmt::format("the RM does not handle {} messages", proto::KindName(in.header.kind())));
   }
 }
 
-void RmService::ReplyError(const proto::Incoming& in, const Status& status) {
-  spdlog::debug("error reply: {}", status.ToString());
-  events_->Publish("error.rm", {{"error", status.ToString()}});
-  (void)net::ReplyError(socket_, in, status);
-}
-
-void RmService::OnRegisterExecutor(proto::Incoming& in) {
-  auto req = in.header.As<proto::RegisterExecutor>();
-  if (!req.ok()) return ReplyError(in, req.status());
+Status RmService::OnRegisterExecutor(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterExecutor>());
   const bool known_island =
       std::any_of(config_.islands.begin(), config_.islands.end(),
-                  [&](const IslandConfig& i) { return i.name == req->island; });
+                  [&](const IslandConfig& i) { return i.name == req.island; });
   if (!known_island) {
-    return ReplyError(in, NotFound("island '" + req->island + "' is not in the configuration"));
+    return NotFound("island '" + req.island + "' is not in the configuration");
   }
-  if (req->devices.empty()) return ReplyError(in, InvalidArgument("executor has no devices"));
+  if (req.devices.empty()) return InvalidArgument("executor has no devices");
 
-  Host& host = hosts_[req->host];
+  Host& host = hosts_[req.host];
   const bool rejoin = !host.name.empty();
-  if (rejoin && host.device_ids.size() != req->devices.size()) {
-    return ReplyError(in, InvalidArgument(fmt::format(
-                              "host {} re-registered with {} devices, had {}", req->host,
-                              req->devices.size(), host.device_ids.size())));
+  if (rejoin && host.device_ids.size() != req.devices.size()) {
+    return InvalidArgument(fmt::format("host {} re-registered with {} devices, had {}", req.host,
+                                       req.devices.size(), host.device_ids.size()));
   }
-  host.name = req->host;
-  host.island = req->island;
-  host.control_endpoint = req->control_endpoint;
-  host.data_endpoint = req->data_endpoint;
-  host.store_endpoint = req->store_endpoint;
+  host.name = req.host;
+  host.island = req.island;
+  host.control_endpoint = req.control_endpoint;
+  host.data_endpoint = req.data_endpoint;
+  host.store_endpoint = req.store_endpoint;
   host.routing_id = RoutingId(in);
   host.last_heard = Clock::now();
   host.alive = true;
   if (!rejoin) {
-    for (uint32_t i = 0; i < req->devices.size(); ++i) {
+    for (uint32_t i = 0; i < req.devices.size(); ++i) {
       const auto id = static_cast<uint32_t>(devices_.size());
-      devices_.push_back(Device{id, host.name, i, req->devices[i], 0});
+      devices_.push_back(Device{id, host.name, i, req.devices[i], 0});
       host.device_ids.push_back(id);
     }
   }
   spdlog::info("executor {} ({} devices) {} island {}", host.name, host.device_ids.size(),
                rejoin ? "rejoined" : "joined", host.island);
   for (uint32_t id : host.device_ids) {
-    events_->Publish("device.registered",
-                     {{"device", uint64_t{id}},
-                      {"host", host.name},
-                      {"island", host.island},
-                      {"kind", devices_[id].desc.kind},
-                      {"memory_bytes", devices_[id].desc.memory_bytes}});
+    events_->Publish("device.registered", {{"device", uint64_t{id}},
+                                           {"host", host.name},
+                                           {"island", host.island},
+                                           {"kind", devices_[id].desc.kind},
+                                           {"memory_bytes", devices_[id].desc.memory_bytes}});
   }
-  (void)net::Reply(socket_, in, proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms});
+  return net::Reply(socket_, in,
+                    proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms});
 }
 
-void RmService::OnHeartbeat(proto::Incoming& in) {
-  auto req = in.header.As<proto::Heartbeat>();
-  if (!req.ok()) return ReplyError(in, req.status());
-  if (req->role == proto::Heartbeat::kExecutor) {
-    auto it = hosts_.find(req->id);
-    if (it == hosts_.end()) return ReplyError(in, NotFound("host '" + req->id + "' is unknown"));
+Status RmService::OnHeartbeat(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
+  if (req.role == proto::Heartbeat::kExecutor) {
+    auto it = hosts_.find(req.id);
+    if (it == hosts_.end()) return NotFound("host '" + req.id + "' is unknown");
     it->second.last_heard = Clock::now();
     if (!it->second.alive) {
       it->second.alive = true;
       events_->Publish("host.back", {{"host", it->second.name}});
     }
-    return;
+    return Status::Ok();
   }
   uint64_t id = 0;
   try {
-    id = std::stoull(req->id);
+    id = std::stoull(req.id);
   } catch (const std::exception&) {
-    return ReplyError(in, InvalidArgument("client heartbeat with non-numeric id '" + req->id + "'"));
+    return InvalidArgument("client heartbeat with non-numeric id '" + req.id + "'");
   }
   auto it = clients_.find(id);
-  if (it == clients_.end()) return ReplyError(in, NotFound(fmt::format("client {} is unknown", id)));
+  if (it == clients_.end()) return NotFound(fmt::format("client {} is unknown", id));
   it->second.last_heard = Clock::now();
+  return Status::Ok();
 }
 
-void RmService::OnRegisterScheduler(proto::Incoming& in) {
-  auto req = in.header.As<proto::RegisterScheduler>();
-  if (!req.ok()) return ReplyError(in, req.status());
+Status RmService::OnRegisterScheduler(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterScheduler>());
   const bool known = std::any_of(config_.islands.begin(), config_.islands.end(),
-                                 [&](const IslandConfig& i) { return i.name == req->island; });
-  if (!known) return ReplyError(in, NotFound("island '" + req->island + "' is unknown"));
-  scheduler_by_island_[req->island] = req->endpoint;
-  spdlog::info("scheduler of {} at {}", req->island, req->endpoint);
-  events_->Publish("island.scheduler", {{"island", req->island}, {"endpoint", req->endpoint}});
-  (void)net::Reply(socket_, in, proto::Ok{});
+                                 [&](const IslandConfig& i) { return i.name == req.island; });
+  if (!known) return NotFound("island '" + req.island + "' is unknown");
+  scheduler_by_island_[req.island] = req.endpoint;
+  spdlog::info("scheduler of {} at {}", req.island, req.endpoint);
+  events_->Publish("island.scheduler", {{"island", req.island}, {"endpoint", req.endpoint}});
+  return net::Reply(socket_, in, proto::Ok{});
 }
 
-void RmService::OnHelloClient(proto::Incoming& in) {
-  auto req = in.header.As<proto::HelloClient>();
-  if (!req.ok()) return ReplyError(in, req.status());
+Status RmService::OnHelloClient(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HelloClient>());
   const uint64_t id = next_client_id_++;
-  clients_[id] = Client{req->name, Clock::now()};
-  events_->Publish("client.connected", {{"client", id}, {"name", req->name}});
-  (void)net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
+  clients_[id] = Client{req.name, Clock::now()};
+  events_->Publish("client.connected", {{"client", id}, {"name", req.name}});
+  return net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
 }
 
-void RmService::OnGoodbye(proto::Incoming& in) {
-  auto req = in.header.As<proto::Goodbye>();
-  if (!req.ok()) return ReplyError(in, req.status());
-  if (!clients_.count(req->client_id)) {
-    return ReplyError(in, NotFound(fmt::format("client {} is unknown", req->client_id)));
+Status RmService::OnGoodbye(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
+  if (!clients_.count(req.client_id)) {
+    return NotFound(fmt::format("client {} is unknown", req.client_id));
   }
-  DropClient(req->client_id, "goodbye");
-  (void)net::Reply(socket_, in, proto::Ok{});
+  DropClient(req.client_id, "goodbye");
+  return net::Reply(socket_, in, proto::Ok{});
 }
 
 void RmService::DropClient(uint64_t client_id, const std::string& why) {
@@ -200,32 +189,30 @@ void RmService::DropClient(uint64_t client_id, const std::string& why) {
   events_->Publish("client.gone", {{"client", client_id}, {"reason", why}});
 }
 
-void RmService::OnCreateSlice(proto::Incoming& in) {
-  auto req = in.header.As<proto::CreateSlice>();
-  if (!req.ok()) return ReplyError(in, req.status());
-  if (!clients_.count(req->client_id)) {
-    return ReplyError(in, NotFound(fmt::format("client {} is unknown; say HelloClient first",
-                                               req->client_id)));
+Status RmService::OnCreateSlice(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateSlice>());
+  if (!clients_.count(req.client_id)) {
+    return NotFound(fmt::format("client {} is unknown; say HelloClient first", req.client_id));
   }
   std::vector<DeviceLoad> loads;
   for (const auto& d : devices_) {
     const Host& h = hosts_.at(d.host);
     loads.push_back({d.id, h.island, h.name, d.local_index, d.desc.kind, h.alive, d.slices});
   }
-  auto placed = placement_->Place({req->num_devices, req->island, req->kind}, loads);
-  if (!placed.ok()) return ReplyError(in, placed.status().WithContext("create slice"));
+  auto placed = placement_->Place({req.num_devices, req.island, req.kind}, loads);
+  if (!placed.ok()) return placed.status().WithContext("create slice");
   const std::string island = hosts_.at(devices_[placed->front()].host).island;
   if (!scheduler_by_island_.count(island)) {
-    return ReplyError(in, Unavailable("island '" + island + "' has no scheduler yet"));
+    return Unavailable("island '" + island + "' has no scheduler yet");
   }
-  Slice slice{next_slice_id_++, req->client_id, island, *placed};
+  Slice slice{next_slice_id_++, req.client_id, island, *placed};
   for (uint32_t d : slice.device_ids) devices_[d].slices++;
   slices_[slice.id] = slice;
   events_->Publish("slice.created", {{"slice", slice.id},
                                      {"client", slice.client},
                                      {"island", island},
                                      {"devices", fmt::format("{}", fmt::join(*placed, ","))}});
-  (void)net::Reply(socket_, in, DescribeSlice(slice));
+  return net::Reply(socket_, in, DescribeSlice(slice));
 }
 
 proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
@@ -233,30 +220,29 @@ proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
   for (uint32_t id : slice.device_ids) {
     const Device& d = devices_[id];
     const Host& h = hosts_.at(d.host);
-    info.devices.push_back({id, h.name, d.local_index, h.control_endpoint, h.data_endpoint,
-                            h.store_endpoint});
+    info.devices.push_back(
+        {id, h.name, d.local_index, h.control_endpoint, h.data_endpoint, h.store_endpoint});
   }
   return info;
 }
 
-void RmService::OnRegisterFunction(proto::Incoming& in) {
-  auto req = in.header.As<proto::RegisterFunction>();
-  if (!req.ok()) return ReplyError(in, req.status());
-  auto slice_it = slices_.find(req->slice_id);
+Status RmService::OnRegisterFunction(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterFunction>());
+  auto slice_it = slices_.find(req.slice_id);
   if (slice_it == slices_.end()) {
-    return ReplyError(in, NotFound(fmt::format("slice {} is unknown", req->slice_id)));
+    return NotFound(fmt::format("slice {} is unknown", req.slice_id));
   }
   const Slice& slice = slice_it->second;
-  if (slice.client != req->client_id) {
-    return ReplyError(in, FailedPrecondition(fmt::format("slice {} belongs to client {}, not {}",
-                                                         slice.id, slice.client, req->client_id)));
+  if (slice.client != req.client_id) {
+    return FailedPrecondition(fmt::format("slice {} belongs to client {}, not {}", slice.id,
+                                          slice.client, req.client_id));
   }
   const auto shards = static_cast<int>(slice.device_ids.size());
-  Status valid = ir::Validate(req->function, shards);
-  if (!valid.ok()) return ReplyError(in, valid.WithContext("function '" + req->function.name + "'"));
+  Status valid = ir::Validate(req.function, shards);
+  if (!valid.ok()) return valid.WithContext("function '" + req.function.name + "'");
 
   const uint64_t function_id = next_function_id_++;
-  functions_[function_id] = Function{req->client_id, slice.id, req->function};
+  functions_[function_id] = Function{req.client_id, slice.id, req.function};
   // Background compilation: every executor hosting a device of the slice gets the
   // function now, so the first call finds it ready. The client hears back once all did.
   std::set<std::string> hosts;
@@ -264,23 +250,30 @@ void RmService::OnRegisterFunction(proto::Incoming& in) {
   const uint64_t rm_request = next_request_id_++;
   pending_[rm_request] = {RoutingId(in), in.header.request_id(), function_id, hosts.size(),
                           Clock::now() + kCompileTimeout};
-  const proto::Compile compile{function_id, static_cast<uint32_t>(shards), req->function};
+  const proto::Compile compile{function_id, static_cast<uint32_t>(shards), req.function};
   for (const auto& name : hosts) {
     const Host& h = hosts_.at(name);
     zmq::message_t routing(h.routing_id.data(), h.routing_id.size());
     Status sent = net::Send(socket_, &routing, rm_request, compile);
-    if (!sent.ok()) return FinishRegistration(rm_request, sent.WithContext("compile on " + name));
+    if (!sent.ok()) {
+      FinishRegistration(rm_request, sent.WithContext("compile on " + name));
+      break;
+    }
   }
+  return Status::Ok();  // the client is answered once every executor compiled
 }
 
-void RmService::OnCompileReply(proto::Incoming& in) {
+// An executor's answer to Compile. Never answered itself: it is a reply.
+Status RmService::OnCompileReply(proto::Incoming& in) {
   auto it = pending_.find(in.header.request_id());
-  if (it == pending_.end()) return;  // late: the registration already finished
+  if (it == pending_.end()) return Status::Ok();  // late: the registration already finished
   if (in.header.kind() == proto::Kind::kError) {
     auto err = in.header.As<proto::Error>();
-    return FinishRegistration(it->first, err.ok() ? proto::FromError(*err) : err.status());
+    FinishRegistration(it->first, err.ok() ? proto::FromError(*err) : err.status());
+  } else if (--it->second.acks_missing == 0) {
+    FinishRegistration(it->first, Status::Ok());
   }
-  if (--it->second.acks_missing == 0) FinishRegistration(it->first, Status::Ok());
+  return Status::Ok();
 }
 
 void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status) {
@@ -303,7 +296,7 @@ void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status)
                   proto::RegisterFunctionReply{p.function_id});
 }
 
-void RmService::OnClusterStatus(proto::Incoming& in) {
+Status RmService::OnClusterStatus(proto::Incoming& in) {
   proto::ClusterStatus status;
   for (const auto& island : config_.islands) {
     proto::IslandStatus is{island.name, "", {}};
@@ -326,7 +319,7 @@ void RmService::OnClusterStatus(proto::Incoming& in) {
   }
   status.functions = static_cast<uint32_t>(functions_.size());
   status.clients = static_cast<uint32_t>(clients_.size());
-  (void)net::Reply(socket_, in, status);
+  return net::Reply(socket_, in, status);
 }
 
 void RmService::CheckLiveness() {
@@ -349,10 +342,10 @@ void RmService::CheckLiveness() {
     if (now > p.deadline) expired.push_back(id);
   }
   for (uint64_t id : expired) {
-    FinishRegistration(id, DeadlineExceeded(fmt::format(
-                               "executors did not compile within {} s",
-                               std::chrono::duration_cast<std::chrono::seconds>(kCompileTimeout)
-                                   .count())));
+    FinishRegistration(
+        id, DeadlineExceeded(fmt::format(
+                "executors did not compile within {} s",
+                std::chrono::duration_cast<std::chrono::seconds>(kCompileTimeout).count())));
   }
 }
 

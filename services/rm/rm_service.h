@@ -80,23 +80,22 @@ class RmService {
   };
 
   void OnRequest();
-  void Handle(proto::Incoming& in);
-  void OnRegisterExecutor(proto::Incoming& in);
-  void OnHeartbeat(proto::Incoming& in);
-  void OnRegisterScheduler(proto::Incoming& in);
-  void OnHelloClient(proto::Incoming& in);
-  void OnGoodbye(proto::Incoming& in);
-  void OnCreateSlice(proto::Incoming& in);
-  void OnRegisterFunction(proto::Incoming& in);
-  void OnCompileReply(proto::Incoming& in);
-  void OnClusterStatus(proto::Incoming& in);
+  Status Handle(proto::Incoming& in);
+  Status OnRegisterExecutor(proto::Incoming& in);
+  Status OnHeartbeat(proto::Incoming& in);
+  Status OnRegisterScheduler(proto::Incoming& in);
+  Status OnHelloClient(proto::Incoming& in);
+  Status OnGoodbye(proto::Incoming& in);
+  Status OnCreateSlice(proto::Incoming& in);
+  Status OnRegisterFunction(proto::Incoming& in);
+  Status OnCompileReply(proto::Incoming& in);
+  Status OnClusterStatus(proto::Incoming& in);
   void CheckLiveness();
 
   // Frees a client's slices (and so the load they put on devices).
   void DropClient(uint64_t client_id, const std::string& why);
   void FinishRegistration(uint64_t rm_request_id, const Status& status);
   proto::SliceInfo DescribeSlice(const Slice& slice) const;
-  void ReplyError(const proto::Incoming& in, const Status& status);
 
   zmq::context_t& context_;
   ClusterConfig config_;

@@ -1,6 +1,6 @@
 // atoll-scheduler: the gang scheduler of one island.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "common/ready_file.h"
 #include "common/service_main.h"

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/request_server.h"
 #include "common/transport.h"
 
 namespace atl::scheduler {
@@ -15,7 +16,8 @@ SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config
     : context_(context),
       config_(std::move(config)),
       island_(std::move(island)),
-      socket_(net::MakeSocket(context, zmq::socket_type::router)) {}
+      socket_(net::MakeSocket(context, zmq::socket_type::router)),
+      executors_(context) {}
 
 Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, "tcp://" + config_.bind_host + ":*"));
@@ -34,31 +36,13 @@ void SchedulerService::Run() {
 }
 
 void SchedulerService::OnRequest() {
-  for (int i = 0; i < 256; ++i) {
-    auto in = net::RecvRequest(socket_);
-    if (!in.ok()) {
-      events_->Publish("error.scheduler", {{"error", in.status().ToString()}});
-      continue;
+  net::ServeRequests(socket_, *events_, "error.scheduler", [this](proto::Incoming& in) {
+    if (in.header.kind() != proto::Kind::kSubmitProgram) {
+      return InvalidArgument(fmt::format("the scheduler does not handle {} messages",
+                                         proto::KindName(in.header.kind())));
     }
-    if (!in->has_value()) return;
-    proto::Incoming& req = **in;
-    if (req.header.kind() == proto::Kind::kSubmitProgram) {
-      OnSubmit(req);
-    } else {
-      const Status error = InvalidArgument(fmt::format("the scheduler does not handle {} messages",
-                                                       proto::KindName(req.header.kind())));
-      events_->Publish("error.scheduler", {{"error", error.ToString()}});
-      (void)net::ReplyError(socket_, req, error);
-    }
-  }
-}
-
-Result<zmq::socket_t*> SchedulerService::ExecutorSocket(const std::string& endpoint) {
-  auto it = executors_.find(endpoint);
-  if (it != executors_.end()) return &it->second;
-  zmq::socket_t socket = net::MakeSocket(context_, zmq::socket_type::dealer);
-  ATOLL_RETURN_IF_ERROR(net::Connect(socket, endpoint));
-  return &executors_.emplace(endpoint, std::move(socket)).first->second;
+    return OnSubmit(in);
+  });
 }
 
 namespace {
@@ -74,8 +58,8 @@ Status CheckSubgraph(const proto::SubmitProgram& program) {
       return InvalidArgument(fmt::format("entry {} names no executor", i));
     }
     if (e.run_id != program.run_id) {
-      return InvalidArgument(fmt::format("entry {} belongs to run {}, not {}", i, e.run_id,
-                                         program.run_id));
+      return InvalidArgument(
+          fmt::format("entry {} belongs to run {}, not {}", i, e.run_id, program.run_id));
     }
     if (e.num_shards == 0 || e.shard >= e.num_shards) {
       return InvalidArgument(fmt::format("entry {}: shard {} of {}", i, e.shard, e.num_shards));
@@ -97,22 +81,17 @@ Status CheckSubgraph(const proto::SubmitProgram& program) {
 
 }  // namespace
 
-void SchedulerService::OnSubmit(proto::Incoming& in) {
-  auto program = in.header.As<proto::SubmitProgram>();
-  Status valid = program.ok() ? CheckSubgraph(*program) : program.status();
-  if (!valid.ok()) {
-    events_->Publish("error.scheduler", {{"error", valid.ToString()}});
-    (void)net::ReplyError(socket_, in, valid.WithContext("submit"));
-    return;
-  }
+Status SchedulerService::OnSubmit(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(proto::SubmitProgram program, in.header.As<proto::SubmitProgram>());
+  ATOLL_RETURN_IF_ERROR(CheckSubgraph(program).WithContext("submit"));
   // Every gang gets the next place in the island's order; each executor then gets one
   // Dispatch with all of its entries, in that order.
   const uint64_t first_seq = next_gang_seq_;
   std::map<std::string, proto::Dispatch> per_executor;
   uint32_t gangs = 0;
-  for (size_t i = 0; i < program->entries.size(); ++i) {
-    auto& placed = program->entries[i];
-    if (i == 0 || program->entries[i - 1].entry.node != placed.entry.node) {
+  for (size_t i = 0; i < program.entries.size(); ++i) {
+    auto& placed = program.entries[i];
+    if (i == 0 || program.entries[i - 1].entry.node != placed.entry.node) {
       ++gangs;
       ++next_gang_seq_;
     }
@@ -120,26 +99,21 @@ void SchedulerService::OnSubmit(proto::Incoming& in) {
     per_executor[placed.executor].entries.push_back(std::move(placed.entry));
   }
   for (auto& [endpoint, dispatch] : per_executor) {
+    // On failure, executors that already got their part fail the run on missing inputs;
+    // the client hears the cause in the error reply.
     Status sent = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, ExecutorSocket(endpoint));
-      return net::Send(*executor, nullptr, program->run_id, dispatch);
+      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
+      return net::Send(*executor, nullptr, program.run_id, dispatch);
     }();
-    if (!sent.ok()) {
-      // Executors that already got their part will fail the run on missing inputs; the
-      // client hears the cause here.
-      const Status error = sent.WithContext("dispatch to executor " + endpoint);
-      events_->Publish("error.scheduler", {{"run", program->run_id}, {"error", error.ToString()}});
-      (void)net::ReplyError(socket_, in, error);
-      return;
-    }
+    ATOLL_RETURN_IF_ERROR(sent.WithContext("dispatch to executor " + endpoint));
   }
-  events_->Publish("program.scheduled", {{"run", program->run_id},
-                                         {"client", program->client_id},
+  events_->Publish("program.scheduled", {{"run", program.run_id},
+                                         {"client", program.client_id},
                                          {"island", island_},
                                          {"first_gang", first_seq},
                                          {"gangs", uint64_t{gangs}},
                                          {"executors", uint64_t{per_executor.size()}}});
-  (void)net::Reply(socket_, in, proto::SubmitReply{first_seq, gangs});
+  return net::Reply(socket_, in, proto::SubmitReply{first_seq, gangs});
 }
 
 }  // namespace atl::scheduler

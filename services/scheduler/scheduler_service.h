@@ -16,6 +16,7 @@
 #include "common/config.h"
 #include "common/event_loop.h"
 #include "common/events.h"
+#include "common/transport.h"
 
 namespace atl::scheduler {
 
@@ -31,9 +32,7 @@ class SchedulerService {
 
  private:
   void OnRequest();
-  void OnSubmit(proto::Incoming& in);
-  // The DEALER to an executor's control endpoint, connected on first use.
-  Result<zmq::socket_t*> ExecutorSocket(const std::string& endpoint);
+  Status OnSubmit(proto::Incoming& in);
 
   zmq::context_t& context_;
   ClusterConfig config_;
@@ -42,7 +41,7 @@ class SchedulerService {
   std::unique_ptr<EventPublisher> events_;
   EventLoop loop_;
   std::string endpoint_;
-  std::map<std::string, zmq::socket_t> executors_;
+  net::DealerPool executors_;  // to executors' control endpoints
   uint64_t next_gang_seq_ = 1;
 };
 

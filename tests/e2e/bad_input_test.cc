@@ -32,9 +32,7 @@ Status RawCall(zmq::context_t& context, const std::string& endpoint,
   return proto::FromError(error);
 }
 
-std::string Encoded(const auto& body) {
-  return proto::EncodeHeader(1, body).to_string();
-}
+std::string Encoded(const auto& body) { return proto::EncodeHeader(1, body).to_string(); }
 
 class BadInputTest : public ClusterTest {
  protected:
@@ -48,8 +46,8 @@ class BadInputTest : public ClusterTest {
     auto slice = rm.Call<proto::SliceInfo>(proto::CreateSlice{client_id_, 1, "", ""}, 5s);
     ASSERT_TRUE(slice.ok()) << slice.status().ToString();
     const auto& device = slice->devices.at(0);
-    endpoints_ = {cluster_->info().rm_endpoint, slice->scheduler_endpoint,
-                  device.control_endpoint, device.data_endpoint, device.store_endpoint};
+    endpoints_ = {cluster_->info().rm_endpoint, slice->scheduler_endpoint, device.control_endpoint,
+                  device.data_endpoint, device.store_endpoint};
   }
 
   std::vector<std::pair<std::string, std::string>> All() const {

@@ -37,8 +37,8 @@ TEST_F(CliSubmitTest, Figure2JobGivesThePapersResult) {
 
 TEST_F(CliSubmitTest, WatchShowsTheProgramsEventsWhileItRuns) {
   // One Figure 2 run schedules its 4 nodes on 1 or 2 islands and runs 8 shards.
-  Subprocess watch(Atoll({"watch", "--json", "--topic", "program.", "--topic", "gang.",
-                          "--count", "8", "--timeout-s", "60"}));
+  Subprocess watch(Atoll({"watch", "--json", "--topic", "program.", "--topic", "gang.", "--count",
+                          "8", "--timeout-s", "60"}));
   // A subscription takes effect a moment after connecting; runs before that go unseen,
   // so keep running the job until the watcher has its events (or the deadline passes).
   const auto deadline = std::chrono::steady_clock::now() + 60s;

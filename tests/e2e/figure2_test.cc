@@ -14,14 +14,20 @@ struct Figure2 {
   Program program;
 };
 
-Result<Function> Unary(Client& client, const Slice& slice, const std::string& name,
-                       char op, double k, Shape shape) {
+Result<Function> Unary(Client& client, const Slice& slice, const std::string& name, char op,
+                       double k, Shape shape) {
   FunctionBuilder b(name);
   Value x = b.Input(DType::kF32, shape);
   switch (op) {
-    case '*': b.Output(b.Mul(x, k)); break;
-    case '+': b.Output(b.Add(x, k)); break;
-    case '/': b.Output(b.Div(x, k)); break;
+    case '*':
+      b.Output(b.Mul(x, k));
+      break;
+    case '+':
+      b.Output(b.Add(x, k));
+      break;
+    case '/':
+      b.Output(b.Div(x, k));
+      break;
   }
   return client.Register(b, slice);
 }

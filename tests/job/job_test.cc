@@ -49,8 +49,7 @@ TEST_P(BadJobTest, IsRefusedWithAClearError) {
   auto job = ParseJob(Replace(Example(), bad.from, bad.to), "job.toml");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), Code::kInvalidArgument);
-  EXPECT_NE(job.status().message().find(bad.message), std::string::npos)
-      << job.status().ToString();
+  EXPECT_NE(job.status().message().find(bad.message), std::string::npos) << job.status().ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -70,14 +69,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"}));
 
 TEST(JobTest, ShardingsParse) {
-  auto job = ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
-                              "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"replicated\" }]"),
-                      "job.toml");
+  auto job =
+      ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
+                       "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"replicated\" }]"),
+               "job.toml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_LT(job->functions[0].inputs[0].sharding.split_dim, 0);
-  auto bad = ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
-                              "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"split:x\" }]"),
-                      "job.toml");
+  auto bad =
+      ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
+                       "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"split:x\" }]"),
+               "job.toml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("split:x"), std::string::npos) << bad.status().ToString();
 }
