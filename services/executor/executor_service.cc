@@ -82,6 +82,11 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(auto registered, rm_.Call<proto::RegisterExecutorReply>(reg, timeout));
   spdlog::info("registered {} devices (ids {}) on island {}", num_devices_,
                fmt::join(registered.device_ids, ","), island_);
+  if (registered.device_ids.size() != num_devices_) {
+    return Internal(fmt::format("the RM gave {} device ids for {} devices",
+                                registered.device_ids.size(), num_devices_));
+  }
+  device_ids_ = registered.device_ids;
   return Status::Ok();
 }
 
@@ -303,7 +308,7 @@ void ExecutorService::SendOutputs(Completion& done) {
                                    {"node", uint64_t{e.node}},
                                    {"gang", e.gang_seq},
                                    {"shard", uint64_t{e.shard}},
-                                   {"device", uint64_t{e.device}},
+                                   {"device", uint64_t{device_ids_[e.device]}},
                                    {"host", host_},
                                    {"client", e.owner_client},
                                    {"start_us", done.start_us},

@@ -91,6 +91,7 @@ class ExecutorService {
   std::string island_;
   uint32_t num_devices_ = 0;
   uint64_t device_memory_bytes_ = 0;
+  std::vector<uint32_t> device_ids_;  // cluster-wide ids of devices_, given by the RM
 
   zmq::socket_t control_;  // ROUTER: Dispatch from schedulers
   zmq::socket_t data_;     // ROUTER: TupleBatch from peer executors
