@@ -79,6 +79,8 @@ void DeviceStream::Loop() {
                       static_cast<int>(item->entry.num_shards), std::move(inputs), backend_);
     }
     done.end_us = NowMicros();
+    busy_us_.fetch_add(static_cast<uint64_t>(done.end_us - done.start_us),
+                       std::memory_order_relaxed);
     on_done_(std::move(done));
   }
 }

@@ -6,6 +6,7 @@
 // thread runs the items and hands each result to `on_done`.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -33,6 +34,8 @@ class DeviceStream {
   void Fail(const std::shared_ptr<WorkItem>& item, Status status);
 
   size_t queued() const;
+  // Total time this stream spent running items since it started, in microseconds.
+  uint64_t busy_us() const { return busy_us_.load(std::memory_order_relaxed); }
 
  private:
   void Loop();
@@ -43,6 +46,7 @@ class DeviceStream {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<WorkItem>> queue_;  // sorted by entry.gang_seq; guarded by mu_
   bool stop_ = false;                            // guarded by mu_
+  std::atomic<uint64_t> busy_us_{0};
   std::thread thread_;
 };
 

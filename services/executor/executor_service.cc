@@ -104,6 +104,15 @@ void ExecutorService::Run() {
 void ExecutorService::Heartbeat() {
   Status sent = rm_.Post(proto::Heartbeat{proto::Heartbeat::kExecutor, host_});
   if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
+  // Per-device load for live views: busy time is cumulative, so a viewer takes the
+  // difference between two reports over the difference of their ts_us.
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    events_->Publish("device.stats", {{"device", uint64_t{device_ids_[d]}},
+                                      {"host", host_},
+                                      {"island", island_},
+                                      {"queued", uint64_t{devices_[d]->queued()}},
+                                      {"busy_us", devices_[d]->busy_us()}});
+  }
 }
 
 // ---------------------------------------------------------------------------------------
