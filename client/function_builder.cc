@@ -103,6 +103,10 @@ Value FunctionBuilder::Spin(Value a, double micros) {
   return AddOp(*impl_, ir::OpCode::kSpin, {ToOperand(a)}, micros);
 }
 
+Value FunctionBuilder::AllReduceSum(Value a) {
+  return AddOp(*impl_, ir::OpCode::kAllReduceSum, {ToOperand(a)});
+}
+
 void FunctionBuilder::Output(Value v) {
   if (!impl_->status.ok()) return;
   const ir::Operand o = ToOperand(v);

@@ -46,7 +46,17 @@ Result<Tensor> ShardOf(const Tensor& t, int dim, int parts, int index) {
 
 Result<Tensor> Assemble(const std::vector<Tensor>& shards, int dim) {
   if (shards.empty()) return InvalidArgument("no shards to assemble");
-  if (dim < 0) return shards[0];
+  if (dim < 0) {
+    // Replicas must agree: a difference means devices diverged, which is a bug.
+    for (size_t i = 1; i < shards.size(); ++i) {
+      if (!(shards[i] == shards[0])) {
+        return Internal(
+            fmt::format("replicated value differs between shard 0 ({}) and shard {} ({})",
+                        shards[0].ToString(), i, shards[i].ToString()));
+      }
+    }
+    return shards[0];
+  }
   const Tensor& first = shards[0];
   if (static_cast<size_t>(dim) >= first.shape().size()) {
     return InvalidArgument(

@@ -9,7 +9,8 @@ namespace atl {
 
 // Shard `index` of `parts` equal blocks along `dim` (dim < 0: the whole tensor).
 Result<Tensor> ShardOf(const Tensor& t, int dim, int parts, int index);
-// The inverse: concatenates equal-shaped shards along `dim` (dim < 0: shard 0).
+// The inverse: concatenates equal-shaped shards along `dim`. For dim < 0 (replicated) every
+// shard must hold the same value; Internal when they differ.
 Result<Tensor> Assemble(const std::vector<Tensor>& shards, int dim);
 
 }  // namespace atl

@@ -45,8 +45,9 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
                               << 20;
       h.arena_bytes = Get<uint64_t>(ht, "arena_mb", h.arena_bytes >> 20) << 20;
       if (h.devices == 0) return InvalidArgument("host " + h.name + ": devices must be > 0");
-      if (h.kind != "cpu") {
-        return InvalidArgument("host " + h.name + ": unknown device kind '" + h.kind + "'");
+      if (h.kind != "cpu" && h.kind != "sim") {
+        return InvalidArgument("host " + h.name + ": unknown device kind '" + h.kind +
+                               "' (known: cpu, sim)");
       }
       if (!names.insert(h.name).second) {
         return InvalidArgument("host name '" + h.name + "' is used twice");

@@ -13,6 +13,8 @@ namespace atl {
 struct HostConfig {
   std::string name;
   uint32_t devices = 1;
+  // "cpu": real kernels on host threads; "sim": `spin` sleeps for its time instead of
+  // burning a core (so many simulated devices share a small machine honestly).
   std::string kind = "cpu";
   uint64_t device_memory_bytes = 256ull << 20;  // per device
   uint64_t arena_bytes = 256ull << 20;          // the object store's shared-memory arena

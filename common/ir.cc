@@ -18,8 +18,17 @@ std::string_view OpName(OpCode code) {
       return "matmul";
     case OpCode::kSpin:
       return "spin";
+    case OpCode::kAllReduceSum:
+      return "all_reduce_sum";
   }
   return "?";
+}
+
+bool HasCollectives(const FunctionDef& fn) {
+  for (const auto& op : fn.ops) {
+    if (op.code == OpCode::kAllReduceSum) return true;
+  }
+  return false;
 }
 
 const TensorType* OperandType(const FunctionDef& fn, const Operand& operand) {
@@ -129,6 +138,17 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
     case OpCode::kSpin: {
       if (op.operands.size() != 1 || !type_of(0)) return InvalidArgument("spin takes one tensor");
       if (op.attr < 0) return InvalidArgument("spin time must be >= 0 us");
+      return *type_of(0);
+    }
+    case OpCode::kAllReduceSum: {
+      if (op.operands.size() != 1 || !type_of(0)) {
+        return InvalidArgument("all_reduce_sum takes one tensor");
+      }
+      if (type_of(0)->split_dim >= 0) {
+        return InvalidArgument(
+            "all_reduce_sum takes a replicated tensor (each device's partial "
+            "value), not a split one");
+      }
       return *type_of(0);
     }
   }

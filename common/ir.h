@@ -27,7 +27,9 @@ struct TensorType {
   MSGPACK_DEFINE(dtype, shape, split_dim);
 };
 
-enum class OpCode : uint8_t { kAdd, kSub, kMul, kDiv, kMatmul, kSpin };
+// kAllReduceSum is a collective: every shard of the gang contributes its local tensor
+// (which must be replicated-typed: a full-size partial value) and gets the elementwise sum.
+enum class OpCode : uint8_t { kAdd, kSub, kMul, kDiv, kMatmul, kSpin, kAllReduceSum };
 std::string_view OpName(OpCode code);
 
 // An op's argument: a function input, the result of an earlier op, or a scalar constant.
@@ -60,6 +62,9 @@ struct FunctionDef {
   bool operator==(const FunctionDef&) const = default;
   MSGPACK_DEFINE(name, inputs, outputs, ops);
 };
+
+// True when `fn` has an op that needs the other shards of its gang.
+bool HasCollectives(const FunctionDef& fn);
 
 // The type of an operand inside `fn` (a scalar has no tensor type: returns nullptr).
 const TensorType* OperandType(const FunctionDef& fn, const Operand& operand);

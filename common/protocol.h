@@ -257,8 +257,10 @@ struct Compile {
   uint64_t function_id = 0;
   uint32_t num_shards = 0;
   ir::FunctionDef function;
+  // The data endpoint of the executor that runs each shard: where collectives meet.
+  std::vector<std::string> shard_endpoints;
   bool operator==(const Compile&) const = default;
-  MSGPACK_DEFINE(function_id, num_shards, function);
+  MSGPACK_DEFINE(function_id, num_shards, function, shard_endpoints);
 };
 
 // Where one input of a shard comes from.
@@ -319,6 +321,12 @@ struct Dispatch {
 // data frame i after the header. A failed producer sends the error instead of data, so
 // the consumer fails with it rather than waiting forever.
 struct TupleHeader {
+  enum Kind : uint8_t {
+    kInput = 0,       // input `input` of shard `shard` of `node`
+    kCollective = 1,  // a host's partial for collective op `input` of `node`; `shard` is
+                      // the sending host's index in the gang's sorted host list
+  };
+  uint8_t kind = kInput;
   uint64_t run_id = 0;
   uint32_t node = 0;
   uint32_t input = 0;
@@ -328,7 +336,7 @@ struct TupleHeader {
   int32_t error_code = 0;  // atl::Code; non-zero: no data frame content
   std::string error;
   bool operator==(const TupleHeader&) const = default;
-  MSGPACK_DEFINE(run_id, node, input, shard, dtype, shape, error_code, error);
+  MSGPACK_DEFINE(kind, run_id, node, input, shard, dtype, shape, error_code, error);
 };
 
 struct TupleBatch {

@@ -54,6 +54,9 @@ class FunctionBuilder {
   Value Matmul(Value a, Value b);
   // Keeps the device busy for `micros` microseconds, then passes `a` through.
   Value Spin(Value a, double micros);
+  // A collective over the slice: every device contributes its copy of the replicated `a`
+  // and gets the elementwise sum of all of them.
+  Value AllReduceSum(Value a);
 
   void Output(Value v);
 

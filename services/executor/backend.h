@@ -12,6 +12,16 @@
 
 namespace atl::executor {
 
+// How a shard meets the other shards of its gang for collective ops. The executor gives
+// each running shard one, bound to its gang.
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  // Blocks until every shard of the gang contributed to collective op `op_index`, then
+  // returns the elementwise sum of all contributions (the same on every shard).
+  virtual Result<Tensor> AllReduceSum(uint32_t op_index, Tensor local) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -65,6 +65,8 @@ Result<Tensor> CpuBackend::Run(const ir::Op& op, std::span<const Tensor* const> 
         return InvalidArgument("spin takes one tensor operand");
       }
       return kernels::Spin(*operands[0], op.attr);
+    case ir::OpCode::kAllReduceSum:
+      return InvalidArgument("collective ops are run by the interpreter, not by a backend");
   }
   return InvalidArgument(fmt::format("unknown op code {}", static_cast<int>(op.code)));
 }

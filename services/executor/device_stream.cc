@@ -7,8 +7,27 @@
 
 namespace atl::executor {
 
-DeviceStream::DeviceStream(Backend& backend, OnDone on_done)
-    : backend_(backend), on_done_(std::move(on_done)), thread_([this] { Loop(); }) {}
+namespace {
+
+// The collectives of one running shard: its gang's ops meet in the host's hub.
+class GangCollectives final : public Collectives {
+ public:
+  GangCollectives(CollectiveHub& hub, const WorkItem& item) : hub_(hub), item_(item) {}
+  Result<Tensor> AllReduceSum(uint32_t op_index, Tensor local) override {
+    if (!item_.layout) return FailedPrecondition("the function was compiled without a layout");
+    return hub_.AllReduceSum({item_.entry.run_id, item_.entry.node, op_index}, *item_.layout,
+                             item_.entry.shard, std::move(local));
+  }
+
+ private:
+  CollectiveHub& hub_;
+  const WorkItem& item_;
+};
+
+}  // namespace
+
+DeviceStream::DeviceStream(Backend& backend, CollectiveHub& hub, OnDone on_done)
+    : backend_(backend), hub_(hub), on_done_(std::move(on_done)), thread_([this] { Loop(); }) {}
 
 DeviceStream::~DeviceStream() {
   {
@@ -74,9 +93,10 @@ void DeviceStream::Loop() {
       std::vector<Tensor> inputs;
       inputs.reserve(item->inputs.size());
       for (auto& in : item->inputs) inputs.push_back(std::move(*in));
-      done.outputs =
-          RunFunction(*item->function, static_cast<int>(item->entry.shard),
-                      static_cast<int>(item->entry.num_shards), std::move(inputs), backend_);
+      GangCollectives collectives(hub_, *item);
+      done.outputs = RunFunction(*item->function, static_cast<int>(item->entry.shard),
+                                 static_cast<int>(item->entry.num_shards), std::move(inputs),
+                                 backend_, &collectives);
     }
     done.end_us = NowMicros();
     busy_us_.fetch_add(static_cast<uint64_t>(done.end_us - done.start_us),

@@ -23,7 +23,8 @@ class DeviceStream {
  public:
   using OnDone = std::function<void(Completion)>;
 
-  DeviceStream(Backend& backend, OnDone on_done);
+  // `hub` is where this device's shards meet the rest of their gangs for collectives.
+  DeviceStream(Backend& backend, CollectiveHub& hub, OnDone on_done);
   ~DeviceStream();  // stops and joins the thread; queued items are dropped
 
   // Queues an item at its place in gang order.
@@ -41,6 +42,7 @@ class DeviceStream {
   void Loop();
 
   Backend& backend_;
+  CollectiveHub& hub_;
   OnDone on_done_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

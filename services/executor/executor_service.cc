@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/request_server.h"
-#include "services/executor/backend_cpu.h"
+#include "services/executor/backend_sim.h"
 
 namespace atl::executor {
 
@@ -17,6 +17,8 @@ namespace {
 
 // How long an executor waits for an argument to appear in its object store.
 constexpr uint32_t kArgumentWaitMs = 30000;
+// How long a shard waits in a collective for the rest of its gang.
+constexpr auto kCollectiveTimeout = std::chrono::seconds(30);
 
 Result<Tensor> TupleValue(const proto::TupleHeader& h, zmq::message_t& frame) {
   if (h.error_code != 0) return Status(static_cast<Code>(h.error_code), h.error);
@@ -64,14 +66,31 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Open(hello.arena_name));
   arena_ = std::make_unique<ShmRegion>(std::move(arena));
 
+  hub_ = std::make_unique<CollectiveHub>(
+      data_endpoint_,
+      [this](const std::string& endpoint, const CollectiveKey& key, uint32_t from_host,
+             const Tensor& partial) {
+        proto::TupleHeader h;
+        h.kind = proto::TupleHeader::kCollective;
+        h.run_id = key.run;
+        h.node = key.node;
+        h.input = key.op;
+        h.shard = from_host;
+        {
+          std::lock_guard lock(completions_mu_);
+          outgoing_.push_back({endpoint, std::move(h), partial});
+        }
+        Wake();
+      },
+      kCollectiveTimeout);
+  ATOLL_ASSIGN_OR_RETURN(Backend * backend, BackendForKind(where.host->kind));
   for (uint32_t i = 0; i < num_devices_; ++i) {
-    devices_.push_back(std::make_unique<DeviceStream>(CpuBackend::Get(), [this](Completion c) {
+    devices_.push_back(std::make_unique<DeviceStream>(*backend, *hub_, [this](Completion c) {
       {
         std::lock_guard lock(completions_mu_);
         completions_.push_back(std::move(c));
       }
-      const uint64_t one = 1;
-      [[maybe_unused]] auto n = write(wake_fd_, &one, sizeof(one));
+      Wake();
     }));
   }
 
@@ -88,6 +107,11 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   }
   device_ids_ = registered.device_ids;
   return Status::Ok();
+}
+
+void ExecutorService::Wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] auto n = write(wake_fd_, &one, sizeof(one));
 }
 
 void ExecutorService::Run() {
@@ -169,8 +193,13 @@ void ExecutorService::Admit(proto::Entry entry) {
                                     "outputs; the function has {} and {}",
                                     e.function_id, e.inputs.size(), e.outputs.size(),
                                     fn->second.def->inputs.size(), fn->second.def->outputs.size()));
+  } else if (ir::HasCollectives(*fn->second.def) &&
+             fn->second.layout->shard_endpoints.size() != e.num_shards) {
+    item->failure = FailedPrecondition(fmt::format(
+        "function {} has collectives but was compiled without its slice's layout", e.function_id));
   } else {
     item->function = fn->second.def;
+    item->layout = fn->second.layout;
   }
 
   // Reserve object-store space for outputs that land there, ahead of the data. A failing
@@ -245,9 +274,15 @@ void ExecutorService::OnCompile(const proto::Incoming& in) {
   auto compile = in.header.As<proto::Compile>();
   Status status =
       compile.ok() ? ir::Validate(compile->function, compile->num_shards) : compile.status();
+  if (status.ok() && compile->shard_endpoints.size() != compile->num_shards) {
+    status = InvalidArgument(fmt::format("compile of function {}: {} shard endpoints for {} shards",
+                                         compile->function_id, compile->shard_endpoints.size(),
+                                         compile->num_shards));
+  }
   if (status.ok()) {
     functions_[compile->function_id] = {
-        std::make_shared<const ir::FunctionDef>(std::move(compile->function)), compile->num_shards};
+        std::make_shared<const ir::FunctionDef>(std::move(compile->function)), compile->num_shards,
+        std::make_shared<const GangLayout>(std::move(compile->shard_endpoints))};
     events_->Publish("function.compiled", {{"function", compile->function_id}, {"host", host_}});
     (void)net::Send(rm_.socket(), nullptr, in.header.request_id(), proto::Ok{});
   } else {
@@ -276,7 +311,11 @@ Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
   }
   for (size_t i = 0; i < batch.tuples.size(); ++i) {
     const auto& h = batch.tuples[i];
-    DeliverInput({h.run_id, h.node, h.input, h.shard}, TupleValue(h, in.data[i]));
+    if (h.kind == proto::TupleHeader::kCollective) {
+      hub_->Deposit({h.run_id, h.node, h.input}, h.shard, TupleValue(h, in.data[i]));
+    } else {
+      DeliverInput({h.run_id, h.node, h.input, h.shard}, TupleValue(h, in.data[i]));
+    }
   }
   return Status::Ok();
 }
@@ -302,10 +341,13 @@ void ExecutorService::OnCompletions() {
   uint64_t count = 0;
   [[maybe_unused]] auto n = read(wake_fd_, &count, sizeof(count));
   std::vector<Completion> done;
+  std::vector<OutgoingTuple> outgoing;
   {
     std::lock_guard lock(completions_mu_);
     done.swap(completions_);
+    outgoing.swap(outgoing_);
   }
+  for (auto& t : outgoing) QueueTuple(t.endpoint, std::move(t.header), std::move(t.value));
   for (auto& c : done) SendOutputs(c);
   FlushTuples();
 }
@@ -344,25 +386,33 @@ void ExecutorService::SendOutputs(Completion& done) {
         CompleteStoreWrite(write);
         continue;
       }
-      const InputKey key{e.run_id, dest.node, dest.input, dest.shard};
-      if (dest.data_endpoint == data_endpoint_) {
-        DeliverInput(key, value);  // same host: no socket
-        continue;
-      }
-      auto& [batch, frames] = outbox_[dest.data_endpoint];
-      proto::TupleHeader h{key.run, key.node, key.input, key.shard, DType::kF32, {}, 0, ""};
-      if (value.ok()) {
-        h.dtype = value->dtype();
-        h.shape = value->shape();
-        frames.emplace_back(value->data(), value->nbytes());
-      } else {
-        h.error_code = static_cast<int32_t>(value.status().code());
-        h.error = value.status().message();
-        frames.emplace_back();
-      }
-      batch.tuples.push_back(std::move(h));
+      proto::TupleHeader h;
+      h.run_id = e.run_id;
+      h.node = dest.node;
+      h.input = dest.input;
+      h.shard = dest.shard;
+      QueueTuple(dest.data_endpoint, std::move(h), value);
     }
   }
+}
+
+void ExecutorService::QueueTuple(const std::string& endpoint, proto::TupleHeader h,
+                                 const Result<Tensor>& value) {
+  if (endpoint == data_endpoint_ && h.kind == proto::TupleHeader::kInput) {
+    DeliverInput({h.run_id, h.node, h.input, h.shard}, value);  // same host: no socket
+    return;
+  }
+  auto& [batch, frames] = outbox_[endpoint];
+  if (value.ok()) {
+    h.dtype = value->dtype();
+    h.shape = value->shape();
+    frames.emplace_back(value->data(), value->nbytes());
+  } else {
+    h.error_code = static_cast<int32_t>(value.status().code());
+    h.error = value.status().message();
+    frames.emplace_back();
+  }
+  batch.tuples.push_back(std::move(h));
 }
 
 void ExecutorService::FlushTuples() {

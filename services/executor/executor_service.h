@@ -26,6 +26,7 @@
 #include "common/events.h"
 #include "common/shm_arena.h"
 #include "common/transport.h"
+#include "services/executor/collective_hub.h"
 #include "services/executor/device_stream.h"
 #include "services/executor/work_item.h"
 
@@ -48,6 +49,13 @@ class ExecutorService {
   struct Function {
     std::shared_ptr<const ir::FunctionDef> def;
     uint32_t num_shards = 0;
+    std::shared_ptr<const GangLayout> layout;
+  };
+  // A tuple a device thread wants sent (a collective partial); the loop sends it.
+  struct OutgoingTuple {
+    std::string endpoint;
+    proto::TupleHeader header;
+    Tensor value;
   };
   // An output shard going into the local object store: space is reserved at dispatch
   // (CreateObject), the bytes are written once both the space and the value exist.
@@ -81,6 +89,11 @@ class ExecutorService {
   void DeliverInput(const InputKey& key, Result<Tensor> value);
   void SendOutputs(Completion& done);
   void FlushTuples();
+  // Queues a tuple for `endpoint` in this turn's batch (or delivers it here when local).
+  void QueueTuple(const std::string& endpoint, proto::TupleHeader header,
+                  const Result<Tensor>& value);
+  // Wakes the loop from a device thread.
+  void Wake();
   Status SendStore(StoreRequest request, const auto& body);
   void CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write);
   Result<Tensor> ReadArena(const proto::GetObjectReply& reply);
@@ -117,8 +130,11 @@ class ExecutorService {
   // Tuples for remote hosts, batched per destination until the end of the current turn.
   std::map<std::string, std::pair<proto::TupleBatch, net::Frames>> outbox_;
 
+  std::unique_ptr<CollectiveHub> hub_;
+
   std::mutex completions_mu_;
   std::vector<Completion> completions_;  // guarded by completions_mu_
+  std::vector<OutgoingTuple> outgoing_;  // guarded by completions_mu_
 };
 
 }  // namespace atl::executor

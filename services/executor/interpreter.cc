@@ -51,7 +51,8 @@ Result<Tensor*> Resolve(const ir::Operand& o, std::vector<Tensor>& inputs,
 }  // namespace
 
 Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, int num_shards,
-                                        std::vector<Tensor> inputs, Backend& backend) {
+                                        std::vector<Tensor> inputs, Backend& backend,
+                                        Collectives* collectives) {
   if (num_shards <= 0 || shard < 0 || shard >= num_shards) {
     return InvalidArgument(
         fmt::format("function '{}': shard {} of {} does not exist", fn.name, shard, num_shards));
@@ -62,20 +63,34 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
   std::vector<const Tensor*> args;
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const ir::Op& op = fn.ops[i];
-    const std::string context = fmt::format("function '{}' op {} ({}) on {}", fn.name, i,
-                                            ir::OpName(op.code), backend.name());
+    // Formatted only on error: this loop is on the hot path of every shard.
+    auto context = [&] {
+      return fmt::format("function '{}' op {} ({}) on {}", fn.name, i, ir::OpName(op.code),
+                         backend.name());
+    };
     args.clear();
     for (const auto& operand : op.operands) {
       auto arg = Resolve(operand, inputs, results, i);
-      if (!arg.ok()) return arg.status().WithContext(context);
+      if (!arg.ok()) return arg.status().WithContext(context());
       args.push_back(*arg);
     }
-    auto result = backend.Run(op, args);
-    if (!result.ok()) return result.status().WithContext(context);
+    Result<Tensor> result = Internal("not run");
+    if (op.code == ir::OpCode::kAllReduceSum) {
+      if (collectives == nullptr) {
+        return FailedPrecondition(context() + ": no collectives for this shard");
+      }
+      if (args.size() != 1 || args[0] == nullptr) {
+        return InvalidArgument(context() + ": takes one tensor");
+      }
+      result = collectives->AllReduceSum(static_cast<uint32_t>(i), *args[0]);
+    } else {
+      result = backend.Run(op, args);
+    }
+    if (!result.ok()) return result.status().WithContext(context());
     const Shape want = ir::ShardShape(op.type, num_shards);
     if (result->dtype() != op.type.dtype || result->shape() != want) {
       return InvalidArgument(fmt::format("{}: produced {}, but the function declares local {}",
-                                         context, Describe(result->dtype(), result->shape()),
+                                         context(), Describe(result->dtype(), result->shape()),
                                          Describe(op.type.dtype, want)));
     }
     results[i] = std::move(result).value();
@@ -97,10 +112,10 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
   outputs.reserve(fn.outputs.size());
   for (size_t i = 0; i < fn.outputs.size(); ++i) {
     const ir::Operand& o = fn.outputs[i];
-    const std::string context = fmt::format("function '{}' output {}", fn.name, i);
+    auto context = [&] { return fmt::format("function '{}' output {}", fn.name, i); };
     auto value = Resolve(o, inputs, results, results.size());
-    if (!value.ok()) return value.status().WithContext(context);
-    if (*value == nullptr) return InvalidArgument(context + " is a scalar");
+    if (!value.ok()) return value.status().WithContext(context());
+    if (*value == nullptr) return InvalidArgument(context() + " is a scalar");
     int& uses = o.kind == ir::Operand::kInput ? input_uses[o.index] : op_uses[o.index];
     if (--uses == 0) {
       outputs.push_back(std::move(**value));

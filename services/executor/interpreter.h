@@ -26,8 +26,11 @@ namespace atl::executor {
 // out of range: a bad operand reference is InvalidArgument.
 //
 // Runs on the calling thread and blocks as long as the ops take (spin ops included).
+// Collective ops go to `collectives`; a function with collectives fails with
+// FailedPrecondition when it is null.
 Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, int num_shards,
                                         std::vector<Tensor> inputs,
-                                        Backend& backend = CpuBackend::Get());
+                                        Backend& backend = CpuBackend::Get(),
+                                        Collectives* collectives = nullptr);
 
 }  // namespace atl::executor

@@ -12,6 +12,7 @@
 #include "atoll/tensor.h"
 #include "common/ir.h"
 #include "common/protocol.h"
+#include "services/executor/collective_hub.h"
 
 namespace atl::executor {
 
@@ -27,6 +28,7 @@ struct InputKey {
 struct WorkItem {
   proto::Entry entry;
   std::shared_ptr<const ir::FunctionDef> function;  // null when the function is unknown
+  std::shared_ptr<const GangLayout> layout;         // where the gang's shards run
 
   // Guarded by the mutex of the device stream the item is queued on.
   std::vector<std::optional<Tensor>> inputs;

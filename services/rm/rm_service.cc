@@ -250,7 +250,10 @@ Status RmService::OnRegisterFunction(proto::Incoming& in) {
   const uint64_t rm_request = next_request_id_++;
   pending_[rm_request] = {RoutingId(in), in.header.request_id(), function_id, hosts.size(),
                           Clock::now() + kCompileTimeout};
-  const proto::Compile compile{function_id, static_cast<uint32_t>(shards), req.function};
+  proto::Compile compile{function_id, static_cast<uint32_t>(shards), req.function, {}};
+  for (uint32_t d : slice.device_ids) {
+    compile.shard_endpoints.push_back(hosts_.at(devices_[d].host).data_endpoint);
+  }
   for (const auto& name : hosts) {
     const Host& h = hosts_.at(name);
     zmq::message_t routing(h.routing_id.data(), h.routing_id.size());

@@ -16,7 +16,7 @@
 namespace atl::testing {
 
 class ClusterTest : public ::testing::Test {
- protected:
+ public:
   static void SetUpTestSuite() {
     char pattern[] = "/tmp/atoll-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
@@ -45,6 +45,8 @@ class ClusterTest : public ::testing::Test {
   }
 
   void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  static std::string RmEndpoint() { return cluster_->info().rm_endpoint; }
 
   static std::unique_ptr<Client> Connect(const std::string& name = "test") {
     auto client = Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint, .name = name});

@@ -176,7 +176,11 @@ inline ClusterStatus Sample<ClusterStatus>() {
 
 template <>
 inline Compile Sample<Compile>() {
-  return {77, 4, Sample<ir::FunctionDef>()};
+  return {
+      77,
+      4,
+      Sample<ir::FunctionDef>(),
+      {"tcp://10.0.0.3:5001", "tcp://10.0.0.3:5001", "tcp://10.0.0.4:5001", "tcp://10.0.0.5:5001"}};
 }
 
 template <>
@@ -215,8 +219,15 @@ inline Dispatch Sample<Dispatch>() {
 
 template <>
 inline TupleHeader Sample<TupleHeader>() {
-  return {
-      5, 2, 1, 3, DType::kI32, {2, 3}, static_cast<int32_t>(Code::kCancelled), "producer failed"};
+  return {TupleHeader::kCollective,
+          5,
+          2,
+          1,
+          3,
+          DType::kI32,
+          {2, 3},
+          static_cast<int32_t>(Code::kCancelled),
+          "producer failed"};
 }
 
 template <>

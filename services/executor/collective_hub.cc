@@ -1,0 +1,108 @@
+#include "services/executor/collective_hub.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "services/executor/kernels.h"
+
+namespace atl::executor {
+
+GangLayout::GangLayout(std::vector<std::string> endpoints) : shard_endpoints(std::move(endpoints)) {
+  hosts = shard_endpoints;
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+}
+
+size_t GangLayout::HostIndex(const std::string& endpoint) const {
+  auto it = std::lower_bound(hosts.begin(), hosts.end(), endpoint);
+  return it != hosts.end() && *it == endpoint ? static_cast<size_t>(it - hosts.begin())
+                                              : hosts.size();
+}
+
+CollectiveHub::CollectiveHub(std::string self_endpoint, SendPartial send,
+                             std::chrono::milliseconds timeout)
+    : self_(std::move(self_endpoint)), send_(std::move(send)), timeout_(timeout) {}
+
+Result<Tensor> CollectiveHub::SumInOrder(const std::vector<const Result<Tensor>*>& parts) {
+  for (const auto* p : parts) {
+    if (!p->ok()) return p->status();
+  }
+  Tensor sum = parts.front()->value();
+  for (size_t i = 1; i < parts.size(); ++i) {
+    ATOLL_ASSIGN_OR_RETURN(sum, kernels::Binary(kernels::BinaryOp::kAdd, sum, parts[i]->value()));
+  }
+  return sum;
+}
+
+Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangLayout& layout,
+                                           uint32_t shard, Tensor local) {
+  const size_t self_index = layout.HostIndex(self_);
+  if (self_index == layout.hosts.size() || shard >= layout.shard_endpoints.size() ||
+      layout.shard_endpoints[shard] != self_) {
+    return Internal(
+        fmt::format("shard {} of run {} node {} is not on this host", shard, key.run, key.node));
+  }
+  std::unique_lock lock(mu_);
+  State& st = states_[key];
+  if (st.local_expected == 0) {
+    st.local_expected = static_cast<size_t>(
+        std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
+    st.hosts_expected = layout.hosts.size();
+    st.readers_left = st.local_expected;
+  }
+  st.local.emplace(shard, std::move(local));
+  if (st.local.size() == st.local_expected) {
+    // This host's partial, summed in shard order; it goes to every other host.
+    std::vector<Result<Tensor>> values;
+    for (auto& [s, t] : st.local) values.emplace_back(std::move(t));
+    std::vector<const Result<Tensor>*> parts;
+    for (const auto& v : values) parts.push_back(&v);
+    Result<Tensor> partial = SumInOrder(parts);
+    st.local.clear();
+    if (partial.ok()) {
+      lock.unlock();
+      for (const auto& host : layout.hosts) {
+        if (host != self_) send_(host, key, static_cast<uint32_t>(self_index), *partial);
+      }
+      lock.lock();
+    }
+    states_[key].host_partials.emplace(static_cast<uint32_t>(self_index), std::move(partial));
+  }
+  State& state = states_[key];  // the map may have changed while unlocked
+  const bool done = cv_.wait_for(lock, timeout_, [&] {
+    return state.total.has_value() ||
+           (state.hosts_expected > 0 && state.host_partials.size() == state.hosts_expected);
+  });
+  if (!done) {
+    const size_t have = state.host_partials.size();
+    if (--state.readers_left == 0) states_.erase(key);
+    return DeadlineExceeded(
+        fmt::format("all-reduce of run {} node {} op {}: {} of {} hosts contributed within {} ms",
+                    key.run, key.node, key.op, have, layout.hosts.size(), timeout_.count()));
+  }
+  if (!state.total) {
+    std::vector<const Result<Tensor>*> parts;
+    for (const auto& [h, p] : state.host_partials) parts.push_back(&p);
+    state.total = SumInOrder(parts);
+    cv_.notify_all();
+  }
+  Result<Tensor> out = *state.total;
+  if (--state.readers_left == 0) states_.erase(key);
+  return out;
+}
+
+void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial) {
+  {
+    std::lock_guard lock(mu_);
+    states_[key].host_partials.emplace(from_host, std::move(partial));
+  }
+  cv_.notify_all();
+}
+
+size_t CollectiveHub::pending() const {
+  std::lock_guard lock(mu_);
+  return states_.size();
+}
+
+}  // namespace atl::executor

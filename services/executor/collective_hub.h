@@ -1,0 +1,80 @@
+// CollectiveHub: where the shards of a gang meet for collective ops. Shards on this host
+// meet in memory; the host's partial result then goes to every other host of the gang
+// over the data plane, and each host sums the partials itself, in host order, so every
+// replica gets bit-identical results. Messages per all-reduce grow with hosts squared,
+// not with shards.
+//
+// Thread-safe: device threads call AllReduceSum; the executor's loop calls Deposit.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "atoll/tensor.h"
+
+namespace atl::executor {
+
+// One collective op of one gang: (run, node, op index).
+struct CollectiveKey {
+  uint64_t run = 0;
+  uint32_t node = 0;
+  uint32_t op = 0;
+  auto operator<=>(const CollectiveKey&) const = default;
+};
+
+// Where the shards of a function's slice live: shard i runs on the executor whose data
+// endpoint is shard_endpoints[i].
+struct GangLayout {
+  std::vector<std::string> shard_endpoints;
+  std::vector<std::string> hosts;  // distinct endpoints, sorted: a host's index is its place
+  GangLayout() = default;
+  explicit GangLayout(std::vector<std::string> endpoints);
+  size_t HostIndex(const std::string& endpoint) const;  // hosts.size() when absent
+};
+
+class CollectiveHub {
+ public:
+  // Sends this host's partial to another host of the gang (`endpoint`); called with no
+  // lock held, from the device thread that completed the host's partial.
+  using SendPartial = std::function<void(const std::string& endpoint, const CollectiveKey& key,
+                                         uint32_t from_host, const Tensor& partial)>;
+
+  CollectiveHub(std::string self_endpoint, SendPartial send, std::chrono::milliseconds timeout);
+
+  // Contributes shard `shard`'s tensor and waits (at most the hub's timeout) for the sum
+  // over every shard of the gang.
+  Result<Tensor> AllReduceSum(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
+                              Tensor local);
+  // A partial from host `from_host` of the gang (or its error), from the data plane.
+  void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial);
+
+  size_t pending() const;  // collectives in progress, for tests and stats
+
+ private:
+  struct State {
+    size_t local_expected = 0;         // shards of the gang on this host; 0 until one arrives
+    std::map<uint32_t, Tensor> local;  // by shard
+    std::map<uint32_t, Result<Tensor>> host_partials;  // by host index
+    size_t hosts_expected = 0;
+    size_t readers_left = 0;
+    std::optional<Result<Tensor>> total;
+  };
+  // Sums the values in key order; any error wins.
+  static Result<Tensor> SumInOrder(const std::vector<const Result<Tensor>*>& parts);
+
+  const std::string self_;
+  const SendPartial send_;
+  const std::chrono::milliseconds timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<CollectiveKey, State> states_;  // guarded by mu_
+};
+
+}  // namespace atl::executor
