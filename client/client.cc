@@ -125,11 +125,13 @@ Result<Function> Client::Register(const FunctionBuilder& builder, const Slice& s
   return f;
 }
 
-Result<Run> Client::Submit(const Program& program, const std::vector<Tensor>& args) {
+Result<Run> Client::Submit(const Program& program, const std::vector<Tensor>& args,
+                           const SubmitOptions& options) {
   if (!program.impl_) return InvalidArgument("submit of an empty Program");
   const uint64_t run_id = impl_->NextRunId();
-  ATOLL_ASSIGN_OR_RETURN(LoweredRun lowered, Lower(*program.impl_, args, impl_->id, run_id,
-                                                   [this] { return impl_->NextObjectId(); }));
+  ATOLL_ASSIGN_OR_RETURN(
+      LoweredRun lowered, Lower(*program.impl_, args, impl_->id, run_id, options,
+                                impl_->options.weight, [this] { return impl_->NextObjectId(); }));
   auto run = std::make_unique<Run::Impl>();
   run->client = impl_.get();
   run->id = run_id;

@@ -45,8 +45,8 @@ Status CheckEdge(const Program::Impl::Call& producer, int output,
 }  // namespace
 
 Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>& args,
-                         uint64_t client_id, uint64_t run_id,
-                         const std::function<uint64_t()>& next_object_id) {
+                         uint64_t client_id, uint64_t run_id, const SubmitOptions& options,
+                         double weight, const std::function<uint64_t()>& next_object_id) {
   ATOLL_RETURN_IF_ERROR(CheckArgs(program, args));
   LoweredRun run;
 
@@ -64,6 +64,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>
       e.shard = s;
       e.num_shards = n;
       e.owner_client = client_id;
+      e.sequential = options.sequential;
       e.inputs.resize(fn.def.inputs.size());
       e.outputs.resize(fn.output_types.size());
       entries[k].push_back(std::move(e));
@@ -127,6 +128,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>
     auto& submit = run.per_scheduler[slice.scheduler_endpoint];
     submit.client_id = client_id;
     submit.run_id = run_id;
+    submit.weight = weight;
     for (size_t s = 0; s < entries[k].size(); ++s) {
       submit.entries.push_back({slice.devices[s].control_endpoint, std::move(entries[k][s])});
     }

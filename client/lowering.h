@@ -42,7 +42,7 @@ struct LoweredRun {
 
 // `next_object_id` hands out fresh object ids (unique per client).
 Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>& args,
-                         uint64_t client_id, uint64_t run_id,
-                         const std::function<uint64_t()>& next_object_id);
+                         uint64_t client_id, uint64_t run_id, const SubmitOptions& options,
+                         double weight, const std::function<uint64_t()>& next_object_id);
 
 }  // namespace atl

@@ -107,6 +107,8 @@ std::string_view KindName(Kind kind) {
       return "SubmitProgram";
     case Kind::kSubmitReply:
       return "SubmitReply";
+    case Kind::kGangsDone:
+      return "GangsDone";
     case Kind::kStoreHello:
       return "StoreHello";
     case Kind::kStoreHelloReply:

@@ -30,6 +30,15 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     c.events_in_endpoint = Get(t, "events_in", c.events_in_endpoint);
     c.events_out_endpoint = Get(t, "events_out", c.events_out_endpoint);
   }
+  if (root.contains("scheduler")) {
+    const auto& t = toml::find(root, "scheduler");
+    c.scheduler_policy = Get(t, "policy", c.scheduler_policy);
+    c.scheduler_window = Get(t, "window", c.scheduler_window);
+  }
+  if (c.scheduler_policy != "fifo" && c.scheduler_policy != "share") {
+    return InvalidArgument("scheduler.policy must be \"fifo\" or \"share\", not \"" +
+                           c.scheduler_policy + "\"");
+  }
   if (c.heartbeat_ms == 0) return InvalidArgument("cluster.heartbeat_ms must be > 0");
   if (c.liveness == 0) return InvalidArgument("cluster.liveness must be > 0");
   std::set<std::string> names;

@@ -37,6 +37,11 @@ struct ClusterConfig {
   uint32_t heartbeat_ms = 500;  // period of every heartbeat
   uint32_t liveness = 4;        // missed heartbeats before a peer is declared dead
   std::string log_level = "info";
+  // Island schedulers: "fifo" (first come, first served) or "share" (proportional share
+  // between clients by their weights), and how many gangs each keeps in flight (0: no
+  // limit; "share" needs a limit to have anything to reorder).
+  std::string scheduler_policy = "fifo";
+  uint32_t scheduler_window = 0;
   std::vector<IslandConfig> islands;
 };
 

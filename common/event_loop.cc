@@ -37,13 +37,13 @@ void InstallShutdownSignals() {
 bool ShutdownRequested() { return g_shutdown.load(); }
 
 void EventLoop::AddSocket(std::string name, zmq::socket_t& socket, Handler on_readable) {
-  items_.push_back({socket.handle(), 0, ZMQ_POLLIN, 0});
-  sources_.push_back({{std::move(name)}, std::move(on_readable)});
+  added_items_.push_back({socket.handle(), 0, ZMQ_POLLIN, 0});
+  added_sources_.push_back({{std::move(name)}, std::move(on_readable)});
 }
 
 void EventLoop::AddFd(std::string name, int fd, Handler on_readable) {
-  items_.push_back({nullptr, fd, ZMQ_POLLIN, 0});
-  sources_.push_back({{std::move(name)}, std::move(on_readable)});
+  added_items_.push_back({nullptr, fd, ZMQ_POLLIN, 0});
+  added_sources_.push_back({{std::move(name)}, std::move(on_readable)});
 }
 
 void EventLoop::AddTimer(std::string name, std::chrono::milliseconds period, Handler handler) {
@@ -59,10 +59,17 @@ void EventLoop::Invoke(HandlerStats& stats, const Handler& handler) {
 }
 
 void EventLoop::Run() {
-  // The shutdown pipe is polled last so that a signal interrupts a blocked poll at once.
-  std::vector<zmq::pollitem_t> items = items_;
-  if (g_shutdown_pipe[0] >= 0) items.push_back({nullptr, g_shutdown_pipe[0], ZMQ_POLLIN, 0});
+  std::vector<zmq::pollitem_t> items;
   while (!stop_.load() && !g_shutdown.load()) {
+    if (items.empty() || !added_items_.empty()) {
+      for (auto& i : added_items_) items_.push_back(i);
+      for (auto& s : added_sources_) sources_.push_back(std::move(s));
+      added_items_.clear();
+      added_sources_.clear();
+      // The shutdown pipe is polled last so that a signal interrupts a blocked poll at once.
+      items = items_;
+      if (g_shutdown_pipe[0] >= 0) items.push_back({nullptr, g_shutdown_pipe[0], ZMQ_POLLIN, 0});
+    }
     auto now = std::chrono::steady_clock::now();
     std::chrono::milliseconds wait(100);  // upper bound so Stop() from another thread is seen
     for (const auto& t : timers_) {

@@ -26,7 +26,8 @@ class EventLoop {
   };
 
   // Runs `on_readable` whenever `socket` has a message waiting (once per poll wake-up; the
-  // handler should drain what it can without blocking).
+  // handler should drain what it can without blocking). May be called from a handler while
+  // the loop runs: the socket is polled from the next turn on.
   void AddSocket(std::string name, zmq::socket_t& socket, Handler on_readable);
   // Same for a file descriptor (a pipe, the shutdown signal fd).
   void AddFd(std::string name, int fd, Handler on_readable);
@@ -54,6 +55,10 @@ class EventLoop {
 
   std::vector<zmq::pollitem_t> items_;
   std::vector<Source> sources_;  // parallel to items_
+  // Sources added while running, merged between turns so no handler vector moves under a
+  // running handler.
+  std::vector<zmq::pollitem_t> added_items_;
+  std::vector<Source> added_sources_;
   std::vector<Timer> timers_;
   std::atomic<bool> stop_{false};
 };

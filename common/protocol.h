@@ -43,6 +43,7 @@ enum class Kind : uint16_t {
   // Scheduler.
   kSubmitProgram = 60,
   kSubmitReply = 61,
+  kGangsDone = 62,
   // Object store.
   kStoreHello = 80,
   kStoreHelloReply = 81,
@@ -302,11 +303,14 @@ struct Entry {
   uint32_t shard = 0;
   uint32_t num_shards = 0;
   uint64_t owner_client = 0;
+  // Dispatch this node only once the run's previous node finished everywhere: the
+  // program asked for sequential dispatch, or the node is irregular.
+  bool sequential = false;
   std::vector<InputSource> inputs;
   std::vector<std::vector<OutputDest>> outputs;
   bool operator==(const Entry&) const = default;
   MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
-                 inputs, outputs);
+                 sequential, inputs, outputs);
 };
 
 // Scheduler -> executor: all of this executor's entries of one program, in gang order.
@@ -363,16 +367,37 @@ struct SubmitProgram {
   uint64_t client_id = 0;
   uint64_t run_id = 0;
   std::vector<PlacedEntry> entries;
+  // The client's share under proportional-share scheduling (relative to other clients').
+  double weight = 1.0;
   bool operator==(const SubmitProgram&) const = default;
-  MSGPACK_DEFINE(client_id, run_id, entries);
+  MSGPACK_DEFINE(client_id, run_id, entries, weight);
 };
 
+// The program was accepted and its gangs queued; they get their places in the island's
+// order when the scheduling policy releases them.
 struct SubmitReply {
   static constexpr Kind kKind = Kind::kSubmitReply;
-  uint64_t first_gang_seq = 0;
   uint32_t gangs = 0;
   bool operator==(const SubmitReply&) const = default;
-  MSGPACK_DEFINE(first_gang_seq, gangs);
+  MSGPACK_DEFINE(gangs);
+};
+
+struct ShardDone {
+  uint64_t gang_seq = 0;
+  uint32_t shard = 0;
+  uint64_t busy_us = 0;    // how long the shard held its device
+  int32_t error_code = 0;  // atoll::Code; non-zero: the shard failed
+  bool operator==(const ShardDone&) const = default;
+  MSGPACK_DEFINE(gang_seq, shard, busy_us, error_code);
+};
+
+// Executor -> scheduler (on the scheduler's own DEALER): shards that finished, batched per
+// turn of the executor's loop. The scheduler's policy learns from it what is in flight.
+struct GangsDone {
+  static constexpr Kind kKind = Kind::kGangsDone;
+  std::vector<ShardDone> shards;
+  bool operator==(const GangsDone&) const = default;
+  MSGPACK_DEFINE(shards);
 };
 
 // ---------------------------------------------------------------------------------------

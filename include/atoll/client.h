@@ -31,6 +31,16 @@ struct ClientOptions {
   std::string name = "client";
   // Bound on every request to a service (not on waiting for results: see Run::Wait).
   std::chrono::milliseconds request_timeout{10000};
+  // This client's share of devices, relative to other clients', when island schedulers
+  // use proportional share.
+  double weight = 1.0;
+};
+
+struct SubmitOptions {
+  // Sequential dispatch: each node's host-side work starts only once the previous node
+  // finished everywhere (one controller round trip per node). The baseline parallel
+  // dispatch is measured against, and what irregular nodes need.
+  bool sequential = false;
 };
 
 // A virtual slice: devices the RM mapped for this client, all on one island.
@@ -98,7 +108,8 @@ class Client {
   Result<Function> Register(const FunctionBuilder& builder, const Slice& slice);
   // Lowers `program` onto the physical devices, puts `args` into the object stores and
   // sends each island's scheduler one message. Returns without waiting for results.
-  Result<Run> Submit(const Program& program, const std::vector<Tensor>& args);
+  Result<Run> Submit(const Program& program, const std::vector<Tensor>& args,
+                     const SubmitOptions& options = {});
 
   struct Impl;  // opaque: defined inside the library
 

@@ -151,20 +151,21 @@ void ExecutorService::OnControl() {
                       proto::KindName(in.header.kind())));
     }
     ATOLL_ASSIGN_OR_RETURN(proto::Dispatch dispatch, in.header.As<proto::Dispatch>());
-    OnDispatch(std::move(dispatch));
+    OnDispatch(std::move(dispatch), in.routing_id ? in.routing_id->to_string() : "");
     return Status::Ok();
   });
 }
 
-void ExecutorService::OnDispatch(proto::Dispatch dispatch) {
-  for (auto& entry : dispatch.entries) Admit(std::move(entry));
+void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& scheduler) {
+  for (auto& entry : dispatch.entries) Admit(std::move(entry), scheduler);
   FlushTuples();
 }
 
 // The host-side work for one shard, done before its inputs exist.
-void ExecutorService::Admit(proto::Entry entry) {
+void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
   auto item = std::make_shared<WorkItem>();
   item->entry = std::move(entry);
+  item->scheduler = scheduler;
   const proto::Entry& e = item->entry;
   item->inputs.resize(e.inputs.size());
   item->inputs_missing = e.inputs.size();
@@ -354,6 +355,11 @@ void ExecutorService::OnCompletions() {
 
 void ExecutorService::SendOutputs(Completion& done) {
   const proto::Entry& e = done.item->entry;
+  if (!done.item->scheduler.empty()) {
+    done_reports_[done.item->scheduler].shards.push_back(
+        {e.gang_seq, e.shard, static_cast<uint64_t>(done.end_us - done.start_us),
+         done.outputs.ok() ? 0 : static_cast<int32_t>(done.outputs.status().code())});
+  }
   if (done.outputs.ok()) {
     events_->Publish("gang.done", {{"run", e.run_id},
                                    {"node", uint64_t{e.node}},
@@ -416,6 +422,16 @@ void ExecutorService::QueueTuple(const std::string& endpoint, proto::TupleHeader
 }
 
 void ExecutorService::FlushTuples() {
+  for (auto& [scheduler, report] : done_reports_) {
+    if (report.shards.empty()) continue;
+    zmq::message_t routing(scheduler.data(), scheduler.size());
+    Status sent = net::Send(control_, &routing, 0, report);
+    if (!sent.ok()) {
+      events_->Publish("error.executor",
+                       {{"error", sent.WithContext("report finished shards").ToString()}});
+    }
+    report.shards.clear();
+  }
   for (auto& [endpoint, pending] : outbox_) {
     auto& [batch, frames] = pending;
     if (batch.tuples.empty()) continue;

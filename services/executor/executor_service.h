@@ -76,7 +76,7 @@ class ExecutorService {
   };
 
   void OnControl();
-  void OnDispatch(proto::Dispatch dispatch);
+  void OnDispatch(proto::Dispatch dispatch, const std::string& scheduler);
   void OnData();
   Status OnTupleBatch(proto::Incoming& in);
   void OnRm();
@@ -85,7 +85,7 @@ class ExecutorService {
   void OnCompletions();
   void Heartbeat();
 
-  void Admit(proto::Entry entry);
+  void Admit(proto::Entry entry, const std::string& scheduler);
   void DeliverInput(const InputKey& key, Result<Tensor> value);
   void SendOutputs(Completion& done);
   void FlushTuples();
@@ -127,6 +127,8 @@ class ExecutorService {
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<StoreWrite>> store_writes_;
   uint64_t next_store_request_ = 1;
   net::DealerPool peers_;  // to other executors' data planes
+  // Finished shards to report, per scheduler routing id, until the end of the turn.
+  std::map<std::string, proto::GangsDone> done_reports_;
   // Tuples for remote hosts, batched per destination until the end of the current turn.
   std::map<std::string, std::pair<proto::TupleBatch, net::Frames>> outbox_;
 

@@ -29,6 +29,7 @@ struct WorkItem {
   proto::Entry entry;
   std::shared_ptr<const ir::FunctionDef> function;  // null when the function is unknown
   std::shared_ptr<const GangLayout> layout;         // where the gang's shards run
+  std::string scheduler;  // routing id of the scheduler that sent it: it hears when done
 
   // Guarded by the mutex of the device stream the item is queued on.
   std::vector<std::optional<Tensor>> inputs;

@@ -10,13 +10,16 @@ namespace {
 
 constexpr auto kRegisterTimeout = std::chrono::seconds(10);
 
-atl::Status Serve(atl::ServiceOptions& options, const std::string& island,
+atl::Status Serve(atl::ServiceOptions& options, atl::scheduler::SchedulerOptions scheduling,
                   const std::string& rm_endpoint) {
   ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config,
-                         atl::StartService("scheduler/" + island, options));
+                         atl::StartService("scheduler/" + scheduling.island, options));
   if (!rm_endpoint.empty()) config.rm_endpoint = rm_endpoint;
+  if (scheduling.policy.empty()) scheduling.policy = config.scheduler_policy;
+  if (scheduling.window == 0) scheduling.window = config.scheduler_window;
+  const std::string island = scheduling.island;
   zmq::context_t context;
-  atl::scheduler::SchedulerService scheduler(context, std::move(config), island);
+  atl::scheduler::SchedulerService scheduler(context, std::move(config), std::move(scheduling));
   ATOLL_RETURN_IF_ERROR(scheduler.Start(kRegisterTimeout));
   ATOLL_RETURN_IF_ERROR(
       atl::WriteReadyFile(options.ready_file, {{"endpoint", scheduler.endpoint()}}));
@@ -31,10 +34,15 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& island,
 int main(int argc, char** argv) {
   CLI::App app{"atoll island scheduler"};
   atl::ServiceOptions options;
-  std::string island, rm_endpoint;
+  atl::scheduler::SchedulerOptions scheduling;
+  scheduling.policy.clear();  // empty: the config's
+  std::string rm_endpoint;
   atl::AddServiceOptions(app, options);
-  app.add_option("--island", island, "the island this scheduler orders")->required();
+  app.add_option("--island", scheduling.island, "the island this scheduler orders")->required();
+  app.add_option("--policy", scheduling.policy, "fifo or share (overrides scheduler.policy)");
+  app.add_option("--window", scheduling.window,
+                 "gangs in flight at most, 0: no limit (overrides scheduler.window)");
   app.add_option("--rm", rm_endpoint, "the RM's request endpoint (overrides rm.endpoint)");
   CLI11_PARSE(app, argc, argv);
-  return atl::ExitCode(Serve(options, island, rm_endpoint));
+  return atl::ExitCode(Serve(options, std::move(scheduling), rm_endpoint));
 }

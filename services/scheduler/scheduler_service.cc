@@ -1,32 +1,30 @@
 #include "services/scheduler/scheduler_service.h"
 
-#include <set>
-#include <thread>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/request_server.h"
-#include "common/transport.h"
 
 namespace atl::scheduler {
 
 SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config,
-                                   std::string island)
+                                   SchedulerOptions options)
     : context_(context),
       config_(std::move(config)),
-      island_(std::move(island)),
+      options_(std::move(options)),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       executors_(context) {}
 
 Status SchedulerService::Start(std::chrono::milliseconds timeout) {
+  ATOLL_ASSIGN_OR_RETURN(auto policy, MakePolicy(options_.policy));
+  order_ = std::make_unique<IslandOrder>(std::move(policy), options_.window);
   ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, "tcp://" + config_.bind_host + ":*"));
-  events_ = std::make_unique<EventPublisher>(context_, "scheduler/" + island_);
+  events_ = std::make_unique<EventPublisher>(context_, "scheduler/" + options_.island);
   ATOLL_RETURN_IF_ERROR(events_->Connect(config_.events_in_endpoint));
 
   net::Requester rm(context_, config_.rm_endpoint);
   ATOLL_RETURN_IF_ERROR(rm.Connect());
-  auto reply = rm.Call<proto::Ok>(proto::RegisterScheduler{island_, endpoint_}, timeout);
+  auto reply = rm.Call<proto::Ok>(proto::RegisterScheduler{options_.island, endpoint_}, timeout);
   return reply.status().WithContext("register with the RM at " + config_.rm_endpoint);
 }
 
@@ -43,77 +41,74 @@ void SchedulerService::OnRequest() {
     }
     return OnSubmit(in);
   });
+  DispatchReleased();
 }
-
-namespace {
-
-// A submitted subgraph must list each node's shards together, every shard once.
-Status CheckSubgraph(const proto::SubmitProgram& program) {
-  if (program.entries.empty()) return InvalidArgument("program has no entries");
-  std::set<uint32_t> finished_nodes;
-  std::set<uint32_t> shards_seen;
-  for (size_t i = 0; i < program.entries.size(); ++i) {
-    const auto& e = program.entries[i].entry;
-    if (program.entries[i].executor.empty()) {
-      return InvalidArgument(fmt::format("entry {} names no executor", i));
-    }
-    if (e.run_id != program.run_id) {
-      return InvalidArgument(
-          fmt::format("entry {} belongs to run {}, not {}", i, e.run_id, program.run_id));
-    }
-    if (e.num_shards == 0 || e.shard >= e.num_shards) {
-      return InvalidArgument(fmt::format("entry {}: shard {} of {}", i, e.shard, e.num_shards));
-    }
-    const bool new_node = i == 0 || program.entries[i - 1].entry.node != e.node;
-    if (new_node) {
-      if (i > 0) finished_nodes.insert(program.entries[i - 1].entry.node);
-      if (finished_nodes.count(e.node)) {
-        return InvalidArgument(fmt::format("node {}'s shards are not listed together", e.node));
-      }
-      shards_seen.clear();
-    }
-    if (!shards_seen.insert(e.shard).second) {
-      return InvalidArgument(fmt::format("node {} lists shard {} twice", e.node, e.shard));
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status SchedulerService::OnSubmit(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::SubmitProgram program, in.header.As<proto::SubmitProgram>());
-  ATOLL_RETURN_IF_ERROR(CheckSubgraph(program).WithContext("submit"));
-  // Every gang gets the next place in the island's order; each executor then gets one
-  // Dispatch with all of its entries, in that order.
-  const uint64_t first_seq = next_gang_seq_;
-  std::map<std::string, proto::Dispatch> per_executor;
-  uint32_t gangs = 0;
-  for (size_t i = 0; i < program.entries.size(); ++i) {
-    auto& placed = program.entries[i];
-    if (i == 0 || program.entries[i - 1].entry.node != placed.entry.node) {
-      ++gangs;
-      ++next_gang_seq_;
+  const uint64_t run = program.run_id;
+  const uint64_t client = program.client_id;
+  const size_t queued_before = order_->queued();
+  ATOLL_RETURN_IF_ERROR(order_->Submit(std::move(program)).WithContext("submit"));
+  const auto gangs = static_cast<uint32_t>(order_->queued() - queued_before);
+  events_->Publish("program.scheduled", {{"run", run},
+                                         {"client", client},
+                                         {"island", options_.island},
+                                         {"gangs", uint64_t{gangs}},
+                                         {"policy", std::string(order_->policy().name())}});
+  return net::Reply(socket_, in, proto::SubmitReply{gangs});
+}
+
+void SchedulerService::OnExecutor(const std::string& endpoint) {
+  auto socket = executors_.Get(endpoint);
+  if (!socket.ok()) return;
+  for (int i = 0; i < 256; ++i) {
+    auto frames = net::RecvFrames(**socket, std::chrono::milliseconds(0));
+    if (!frames.ok() || !frames->has_value()) break;
+    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+    if (!in.ok()) {
+      events_->Publish("error.scheduler",
+                       {{"executor", endpoint}, {"error", in.status().ToString()}});
+      continue;
     }
-    placed.entry.gang_seq = next_gang_seq_ - 1;
-    per_executor[placed.executor].entries.push_back(std::move(placed.entry));
+    if (in->header.kind() == proto::Kind::kGangsDone) {
+      auto done = in->header.As<proto::GangsDone>();
+      if (done.ok()) order_->OnShardsDone(done->shards);
+      continue;
+    }
+    if (in->header.kind() == proto::Kind::kError) {
+      auto error = in->header.As<proto::Error>();
+      events_->Publish("error.scheduler",
+                       {{"executor", endpoint},
+                        {"error", error.ok() ? error->message : error.status().ToString()}});
+    }
   }
-  for (auto& [endpoint, dispatch] : per_executor) {
-    // On failure, executors that already got their part fail the run on missing inputs;
-    // the client hears the cause in the error reply.
+  DispatchReleased();
+}
+
+void SchedulerService::DispatchReleased() {
+  for (auto& [endpoint, dispatch] : order_->Release()) {
     Status sent = [&]() -> Status {
       ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
-      return net::Send(*executor, nullptr, program.run_id, dispatch);
+      if (polled_.insert(endpoint).second) {
+        loop_.AddSocket("executor " + endpoint, *executor,
+                        [this, endpoint] { OnExecutor(endpoint); });
+      }
+      return net::Send(*executor, nullptr, 0, dispatch);
     }();
-    ATOLL_RETURN_IF_ERROR(sent.WithContext("dispatch to executor " + endpoint));
+    if (!sent.ok()) {
+      // Those shards will never report: take them out of the flight so the window moves
+      // on. Their consumers fail on missing inputs.
+      std::vector<proto::ShardDone> lost;
+      for (const auto& e : dispatch.entries) {
+        lost.push_back({e.gang_seq, e.shard, 0, static_cast<int32_t>(sent.code())});
+      }
+      order_->OnShardsDone(lost);
+      events_->Publish(
+          "error.scheduler",
+          {{"error", sent.WithContext("dispatch to executor " + endpoint).ToString()}});
+    }
   }
-  events_->Publish("program.scheduled", {{"run", program.run_id},
-                                         {"client", program.client_id},
-                                         {"island", island_},
-                                         {"first_gang", first_seq},
-                                         {"gangs", uint64_t{gangs}},
-                                         {"executors", uint64_t{per_executor.size()}}});
-  return net::Reply(socket_, in, proto::SubmitReply{first_seq, gangs});
 }
 
 }  // namespace atl::scheduler

@@ -1,13 +1,14 @@
-// The island scheduler: gives every gang (all shards of one sharded computation) a place
-// in the island's single total order, then sends each executor ONE message holding all of
-// its shards' entries of the program, in that order. Executors enqueue shards on their
-// device streams in gang order, so no two programs can interleave inconsistently.
+// The island scheduler: owns the island's single total order of gangs (IslandOrder) and
+// its scheduling policy. Clients send each program's subgraph for the island in one
+// message; released gangs go to executors as one Dispatch per executor per release, the
+// entries in gang order. Executors report finished shards back on the same connection,
+// which moves the policy's window on.
 //
 // Threading: Run() owns every socket; all handlers run on that one loop.
 #pragma once
 
-#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <zmq.hpp>
@@ -17,14 +18,22 @@
 #include "common/event_loop.h"
 #include "common/events.h"
 #include "common/transport.h"
+#include "services/scheduler/island_order.h"
 
 namespace atl::scheduler {
 
+struct SchedulerOptions {
+  std::string island;
+  std::string policy = "fifo";  // "fifo" or "share"
+  size_t window = 0;            // gangs in flight on the island at most; 0: no limit
+};
+
 class SchedulerService {
  public:
-  SchedulerService(zmq::context_t& context, ClusterConfig config, std::string island);
+  SchedulerService(zmq::context_t& context, ClusterConfig config, SchedulerOptions options);
 
-  // Binds the client socket and registers with the RM (retrying until `timeout`).
+  // Makes the policy, binds the client socket and registers with the RM (retrying until
+  // `timeout`).
   Status Start(std::chrono::milliseconds timeout);
   void Run();
 
@@ -33,16 +42,20 @@ class SchedulerService {
  private:
   void OnRequest();
   Status OnSubmit(proto::Incoming& in);
+  void OnExecutor(const std::string& endpoint);
+  // Sends what the order releases now.
+  void DispatchReleased();
 
   zmq::context_t& context_;
   ClusterConfig config_;
-  std::string island_;
+  SchedulerOptions options_;
   zmq::socket_t socket_;
   std::unique_ptr<EventPublisher> events_;
+  std::unique_ptr<IslandOrder> order_;
   EventLoop loop_;
   std::string endpoint_;
-  net::DealerPool executors_;  // to executors' control endpoints
-  uint64_t next_gang_seq_ = 1;
+  net::DealerPool executors_;     // to executors' control endpoints
+  std::set<std::string> polled_;  // executors whose replies the loop reads
 };
 
 }  // namespace atl::scheduler

@@ -22,14 +22,14 @@ using AllMessages = ::testing::Types<
     Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
     HelloClientReply, Goodbye, CreateSlice, SliceInfo, RegisterFunction, RegisterFunctionReply,
     GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, SubmitProgram, SubmitReply,
-    StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
-    GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
+    GangsDone, StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject,
+    GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =
     ::testing::Types<DeviceDesc, DeviceInfo, DeviceStatus, HostStatus, IslandStatus, SliceStatus,
-                     InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, ir::TensorType,
-                     ir::Operand, ir::Op, ir::FunctionDef>;
+                     InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, ShardDone,
+                     ir::TensorType, ir::Operand, ir::Op, ir::FunctionDef>;
 
 template <typename... Ts>
 std::multiset<uint16_t> KindsOf(::testing::Types<Ts...>) {

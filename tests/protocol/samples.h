@@ -206,6 +206,7 @@ inline Entry Sample<Entry>() {
           2,
           4,
           42,
+          true,
           {Sample<InputSource>(), InputSource{}},
           {{Sample<OutputDest>(), tuple}, {}}};
 }
@@ -241,18 +242,28 @@ inline TupleBatch Sample<TupleBatch>() {
 // Scheduler.
 
 template <>
+inline ShardDone Sample<ShardDone>() {
+  return {91, 3, 330, static_cast<int32_t>(Code::kInvalidArgument)};
+}
+
+template <>
+inline GangsDone Sample<GangsDone>() {
+  return {{Sample<ShardDone>(), ShardDone{}}};
+}
+
+template <>
 inline PlacedEntry Sample<PlacedEntry>() {
   return {"tcp://10.0.0.3:5000", Sample<Entry>()};
 }
 
 template <>
 inline SubmitProgram Sample<SubmitProgram>() {
-  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}};
+  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}, 2.5};
 }
 
 template <>
 inline SubmitReply Sample<SubmitReply>() {
-  return {100, 3};
+  return {3};
 }
 
 // ---------------------------------------------------------------------------------------
