@@ -157,7 +157,19 @@ void ExecutorService::OnControl() {
 }
 
 void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& scheduler) {
+  if (dispatch.entries.empty()) return;
+  const uint64_t run = dispatch.entries.front().run_id;
+  const uint64_t first_gang = dispatch.entries.front().gang_seq;
+  const uint64_t last_gang = dispatch.entries.back().gang_seq;
+  const auto entries = static_cast<uint64_t>(dispatch.entries.size());
   for (auto& entry : dispatch.entries) Admit(std::move(entry), scheduler);
+  // The host-side work for every entry is done: buffers reserved, inputs resolved, shards
+  // queued in gang order, before any of them ran.
+  events_->Publish("dispatch.admitted", {{"run", run},
+                                         {"host", host_},
+                                         {"entries", entries},
+                                         {"first_gang", first_gang},
+                                         {"last_gang", last_gang}});
   FlushTuples();
 }
 

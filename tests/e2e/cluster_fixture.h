@@ -47,6 +47,7 @@ class ClusterTest : public ::testing::Test {
   void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
 
   static std::string RmEndpoint() { return cluster_->info().rm_endpoint; }
+  static std::string EventsEndpoint() { return cluster_->info().events_out; }
 
   static std::unique_ptr<Client> Connect(const std::string& name = "test") {
     auto client = Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint, .name = name});

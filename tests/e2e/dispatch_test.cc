@@ -1,0 +1,126 @@
+// Parallel asynchronous dispatch does the host-side work for a node before the node ahead
+// of it finished; sequential dispatch does not. Shown from the cluster's recorded events.
+#include <map>
+
+#include "common/events.h"
+#include "common/transport.h"
+#include "tests/e2e/cluster_fixture.h"
+
+namespace atl::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Records events from the bus, from before a run starts until the run's events are in.
+class EventRecorder {
+ public:
+  explicit EventRecorder(const std::string& endpoint)
+      : socket_(net::MakeSocket(context_, zmq::socket_type::sub)) {
+    socket_.set(zmq::sockopt::subscribe, "");
+    EXPECT_TRUE(net::Connect(socket_, endpoint).ok());
+    // A subscription takes effect a moment after connecting: wait for the first event
+    // (executors publish device.stats every heartbeat).
+    EXPECT_TRUE(Next(10s).has_value()) << "no event within 10 s";
+  }
+
+  std::optional<Event> Next(std::chrono::milliseconds timeout) {
+    auto frames = net::RecvFrames(socket_, timeout);
+    if (!frames.ok() || !frames->has_value() || (*frames)->size() != 2) return std::nullopt;
+    auto event = DecodeEvent((**frames)[0], (**frames)[1]);
+    if (!event.ok()) return std::nullopt;
+    return *event;
+  }
+
+  // Collects events of `run` until `done` says the set is complete (bounded by 30 s).
+  std::vector<Event> Collect(uint64_t run,
+                             const std::function<bool(const std::vector<Event>&)>& done) {
+    std::vector<Event> got;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!done(got) && std::chrono::steady_clock::now() < deadline) {
+      auto e = Next(1s);
+      if (e && e->fields.contains("run") && e->fields["run"] == run) got.push_back(*e);
+    }
+    return got;
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+// A chain of three nodes on one device, each keeping it busy for 100 ms.
+Result<Program> SlowChain(Client& client) {
+  ATOLL_ASSIGN_OR_RETURN(Slice slice, client.CreateSlice(1));
+  FunctionBuilder b("slow");
+  b.Output(b.Add(b.Spin(b.Input(DType::kF32, {1}), 100000), 1.0));
+  ATOLL_ASSIGN_OR_RETURN(Function slow, client.Register(b, slice));
+  ProgramBuilder p;
+  Traced x = p.Arg(DType::kF32, {1});
+  for (int i = 0; i < 3; ++i) x = p.Call(slow, {x})[0];
+  p.Return({x});
+  return p.Build();
+}
+
+struct Timeline {
+  std::map<uint64_t, int64_t> admitted_us;  // gang -> when its host-side work was done
+  std::map<uint64_t, int64_t> done_us;      // gang -> when it finished
+};
+
+class DispatchTest : public ClusterTest {
+ protected:
+  Timeline RecordRun(const SubmitOptions& options) {
+    auto client = Connect("dispatch");
+    EXPECT_NE(client, nullptr);
+    auto program = SlowChain(*client);
+    EXPECT_TRUE(program.ok()) << program.status().ToString();
+    EventRecorder recorder(EventsEndpoint());
+    auto run = client->Submit(*program, {Tensor::F32({1}, {0})}, options);
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    if (!run.ok()) return {};
+    auto out = run->Wait(30s);
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    if (out.ok()) {
+      EXPECT_EQ(out->at(0), Tensor::F32({1}, {3}));
+    }
+    Timeline t;
+    recorder.Collect(run->id(), [&](const std::vector<Event>& events) {
+      for (const auto& e : events) {
+        const int64_t ts = e.fields["ts_us"].get<int64_t>();
+        if (e.topic == "gang.done") {
+          t.done_us[e.fields["gang"].get<uint64_t>()] = e.fields["end_us"].get<int64_t>();
+        }
+        if (e.topic == "dispatch.admitted") {
+          for (auto g = e.fields["first_gang"].get<uint64_t>();
+               g <= e.fields["last_gang"].get<uint64_t>(); ++g) {
+            t.admitted_us.try_emplace(g, ts);
+          }
+        }
+      }
+      return t.done_us.size() == 3 && t.admitted_us.size() == 3;
+    });
+    return t;
+  }
+};
+
+TEST_F(DispatchTest, ParallelDispatchAdmitsLaterNodesBeforeEarlierOnesFinish) {
+  Timeline t = RecordRun({});
+  ASSERT_EQ(t.done_us.size(), 3u);
+  ASSERT_EQ(t.admitted_us.size(), 3u);
+  const uint64_t first = t.done_us.begin()->first;
+  // Nodes 1 and 2 were admitted (buffers reserved, queued on the device) while node 0 was
+  // still running: its 100 ms had not passed.
+  EXPECT_LT(t.admitted_us.at(first + 1), t.done_us.at(first));
+  EXPECT_LT(t.admitted_us.at(first + 2), t.done_us.at(first));
+}
+
+TEST_F(DispatchTest, SequentialDispatchAdmitsEachNodeOnlyAfterThePreviousFinished) {
+  Timeline t = RecordRun({.sequential = true});
+  ASSERT_EQ(t.done_us.size(), 3u);
+  ASSERT_EQ(t.admitted_us.size(), 3u);
+  const uint64_t first = t.done_us.begin()->first;
+  EXPECT_GE(t.admitted_us.at(first + 1), t.done_us.at(first));
+  EXPECT_GE(t.admitted_us.at(first + 2), t.done_us.at(first + 1));
+}
+
+}  // namespace
+}  // namespace atl::testing

@@ -1,0 +1,187 @@
+// IslandOrder: one order on every device, the window, sequential runs, and the policies.
+#include "services/scheduler/island_order.h"
+
+#include <map>
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace atl::scheduler {
+namespace {
+
+// A device: (executor endpoint, local device index).
+using Device = std::pair<std::string, uint32_t>;
+
+// A program of `nodes` gangs, each with one shard on every device in `devices`.
+proto::SubmitProgram MakeProgram(uint64_t client, uint64_t run, const std::vector<Device>& devices,
+                                 int nodes, bool sequential = false, double weight = 1.0) {
+  proto::SubmitProgram p;
+  p.client_id = client;
+  p.run_id = run;
+  p.weight = weight;
+  for (int n = 0; n < nodes; ++n) {
+    for (uint32_t s = 0; s < devices.size(); ++s) {
+      proto::Entry e;
+      e.run_id = run;
+      e.node = static_cast<uint32_t>(n);
+      e.function_id = 7;
+      e.device = devices[s].second;
+      e.shard = s;
+      e.num_shards = static_cast<uint32_t>(devices.size());
+      e.owner_client = client;
+      e.sequential = sequential;
+      p.entries.push_back({devices[s].first, e});
+    }
+  }
+  return p;
+}
+
+// Marks every shard of every released gang done.
+std::vector<proto::ShardDone> AllDone(const std::map<std::string, proto::Dispatch>& released) {
+  std::vector<proto::ShardDone> done;
+  for (const auto& [exec, d] : released) {
+    for (const auto& e : d.entries) done.push_back({e.gang_seq, e.shard, 100, 0});
+  }
+  return done;
+}
+
+TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
+  for (const char* policy : {"fifo", "share"}) {
+    IslandOrder order(std::move(MakePolicy(policy).value()), /*window=*/3);
+    std::mt19937 rng(11);
+    const std::vector<Device> all = {{"e0", 0}, {"e0", 1}, {"e1", 0}, {"e1", 1}};
+    // Per device, the gang sequence numbers in the order its executor received them.
+    std::map<Device, std::vector<uint64_t>> seen;
+    uint64_t run = 1;
+    for (int round = 0; round < 200; ++round) {
+      // Random clients submit programs over random overlapping subsets of the devices.
+      std::vector<Device> subset;
+      for (const auto& d : all) {
+        if (rng() % 2) subset.push_back(d);
+      }
+      if (subset.empty()) subset.push_back(all[rng() % all.size()]);
+      ASSERT_TRUE(order.Submit(MakeProgram(rng() % 5, run++, subset, 1 + rng() % 3)).ok());
+      auto released = order.Release();
+      for (const auto& [exec, dispatch] : released) {
+        for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
+      }
+      order.OnShardsDone(AllDone(released));
+    }
+    // Drain.
+    for (int i = 0; i < 1000 && order.queued() > 0; ++i) {
+      auto released = order.Release();
+      for (const auto& [exec, dispatch] : released) {
+        for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
+      }
+      order.OnShardsDone(AllDone(released));
+    }
+    EXPECT_EQ(order.queued(), 0u);
+    // Each device receives gangs in increasing sequence order, so any two gangs that share
+    // devices are in the same relative order on all of them.
+    std::map<uint64_t, std::map<Device, size_t>> position;
+    for (const auto& [device, seqs] : seen) {
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        if (i > 0) {
+          EXPECT_LT(seqs[i - 1], seqs[i])
+              << policy << " device " << device.first << "/" << device.second;
+        }
+        position[seqs[i]][device] = i;
+      }
+    }
+    for (const auto& [a, pa] : position) {
+      for (const auto& [b, pb] : position) {
+        if (a >= b) continue;
+        std::set<bool> orders;
+        for (const auto& [device, i] : pa) {
+          if (auto it = pb.find(device); it != pb.end()) orders.insert(i < it->second);
+        }
+        EXPECT_LE(orders.size(), 1u) << policy << ": gangs " << a << " and " << b
+                                     << " are in different orders on different devices";
+      }
+    }
+  }
+}
+
+TEST(IslandOrderTest, FifoWithoutWindowReleasesAWholeProgramAtOnceInOneMessagePerExecutor) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 4)).ok());
+  auto released = order.Release();
+  ASSERT_EQ(released.size(), 2u);
+  for (const auto& [exec, dispatch] : released) {
+    ASSERT_EQ(dispatch.entries.size(), 4u) << exec;
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(dispatch.entries[i].gang_seq, i + 1);
+  }
+  EXPECT_EQ(order.in_flight(), 4u);
+}
+
+TEST(IslandOrderTest, TheWindowBoundsGangsInFlight) {
+  IslandOrder order(MakeFifoPolicy(), 2);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 5)).ok());
+  auto first = order.Release();
+  EXPECT_EQ(first.at("e0").entries.size(), 2u);
+  EXPECT_TRUE(order.Release().empty());
+  order.OnShardsDone({{first.at("e0").entries[0].gang_seq, 0, 10, 0}});
+  auto next = order.Release();
+  ASSERT_EQ(next.at("e0").entries.size(), 1u);
+  EXPECT_EQ(next.at("e0").entries[0].node, 2u);
+}
+
+TEST(IslandOrderTest, ASequentialRunReleasesANodeOnlyWhenThePreviousOneIsDone) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 3, true)).ok());
+  for (uint32_t node = 0; node < 3; ++node) {
+    auto released = order.Release();
+    ASSERT_EQ(released.size(), 2u) << node;
+    for (const auto& [exec, d] : released) {
+      ASSERT_EQ(d.entries.size(), 1u);
+      EXPECT_EQ(d.entries[0].node, node);
+    }
+    EXPECT_TRUE(order.Release().empty()) << "node " << node + 1 << " released early";
+    // Done on one executor only: still in flight.
+    order.OnShardsDone({{released.at("e0").entries[0].gang_seq, 0, 10, 0}});
+    EXPECT_TRUE(order.Release().empty());
+    order.OnShardsDone({{released.at("e1").entries[0].gang_seq, 1, 10, 0}});
+  }
+}
+
+TEST(IslandOrderTest, ProportionalShareGivesBackloggedClientsTimeByWeight) {
+  IslandOrder order(MakeProportionalSharePolicy(), 1);
+  const std::map<uint64_t, double> weights = {{1, 1}, {2, 2}, {3, 4}, {4, 8}};
+  uint64_t run = 1;
+  std::map<uint64_t, int> released_per_client;
+  for (const auto& [client, w] : weights) {
+    ASSERT_TRUE(order.Submit(MakeProgram(client, run++, {{"e0", 0}}, 1, false, w)).ok());
+  }
+  for (int i = 0; i < 1500; ++i) {
+    auto released = order.Release();
+    ASSERT_EQ(released.size(), 1u);
+    const auto& e = released.at("e0").entries.at(0);
+    released_per_client[e.owner_client]++;
+    // Every client stays backlogged: it submits again as soon as a gang of its ran.
+    ASSERT_TRUE(order
+                    .Submit(MakeProgram(e.owner_client, run++, {{"e0", 0}}, 1, false,
+                                        weights.at(e.owner_client)))
+                    .ok());
+    order.OnShardsDone({{e.gang_seq, 0, 330, 0}});
+  }
+  for (const auto& [client, w] : weights) {
+    const double share = released_per_client[client] / 1500.0;
+    EXPECT_NEAR(share, w / 15.0, 0.05 * w / 15.0) << "client " << client;
+  }
+}
+
+TEST(IslandOrderTest, MalformedSubgraphsAreRefused) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  EXPECT_EQ(order.Submit(proto::SubmitProgram{}).code(), Code::kInvalidArgument);
+  auto split = MakeProgram(1, 1, {{"e0", 0}}, 2);
+  std::swap(split.entries[0], split.entries[1]);
+  split.entries.push_back(split.entries[0]);
+  EXPECT_EQ(order.Submit(split).code(), Code::kInvalidArgument);
+  auto weightless = MakeProgram(1, 1, {{"e0", 0}}, 1, false, 0.0);
+  EXPECT_EQ(order.Submit(weightless).code(), Code::kInvalidArgument);
+  EXPECT_EQ(order.queued(), 0u);
+}
+
+}  // namespace
+}  // namespace atl::scheduler
