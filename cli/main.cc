@@ -8,6 +8,7 @@
 #include "cli/cluster_info.h"
 #include "cli/commands.h"
 #include "cli/global_options.h"
+#include "cli/trace.h"
 #if __has_include("cli/submit.h")
 #include "cli/submit.h"
 #define ATOLL_HAVE_SUBMIT 1
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   atl::AddDownCommand(app, global);
   atl::AddStatusCommand(app, global);
   atl::AddWatchCommand(app, global);
+  atl::AddTraceCommand(app, global);
 #ifdef ATOLL_HAVE_SUBMIT
   atl::AddSubmitCommand(app, global);
 #endif

@@ -9,7 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
-  python3
+  python3 python3-matplotlib
 )
 
 missing=()

@@ -1,0 +1,156 @@
+// `atoll trace`: turns the event stream of a run into Chrome / Perfetto trace JSON
+// (trace_events.h): one track per device, one slice per shard's run, coloured by client.
+// The events come from a file of `atoll watch --json` lines (--from FILE, "-" for stdin) or
+// live from the event bus, until --count gang.done events, --timeout-s seconds, or
+// SIGINT/SIGTERM; then the trace is written to -o FILE (default stdout).
+#include "cli/trace.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/trace_events.h"
+#include "common/event_loop.h"
+#include "common/events.h"
+#include "common/transport.h"
+
+namespace atl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TraceOptions {
+  std::string from;      // JSON lines file; "-": stdin; empty: live from the event bus
+  std::string out;       // trace file; empty or "-": stdout
+  uint64_t count = 0;    // live: stop after this many gang.done events; 0: no limit
+  double timeout_s = 0;  // live: stop after this many seconds; 0: no limit
+};
+
+// Reads the events of `opts.from` into `builder`; fails the command on a bad line.
+void ReadFile(const TraceOptions& opts, trace::TraceBuilder& builder) {
+  Status s;
+  if (opts.from == "-") {
+    s = trace::AddJsonLines(std::cin, builder);
+  } else {
+    std::ifstream in(opts.from);
+    if (!in) Fail("trace: cannot read " + opts.from);
+    s = trace::AddJsonLines(in, builder);
+  }
+  if (!s.ok()) Fail(s.WithContext("trace: " + opts.from));
+}
+
+// Subscribes to the cluster's event bus and adds events to `builder` until the bounds of
+// `opts` or a shutdown signal. Returns false when --count was not reached by --timeout-s.
+bool ReadLive(const TraceOptions& opts, const GlobalOptions& global, trace::TraceBuilder& builder) {
+  auto info = ResolveCluster(global);
+  if (!info.ok()) Fail(info.status());
+  if (info->events_out.empty()) {
+    Fail("trace: no event bus endpoint known for the RM at " + info->rm_endpoint +
+         "; pass --events EP");
+  }
+  InstallShutdownSignals();
+  zmq::context_t context(1);
+  zmq::socket_t sub = net::MakeSocket(context, zmq::socket_type::sub);
+  try {
+    // The gangs, and the device events that name each host's island.
+    for (const char* topic : {"gang.done", "error.gang", "device.registered", "device.stats"}) {
+      sub.set(zmq::sockopt::subscribe, topic);
+    }
+  } catch (const zmq::error_t& e) {
+    Fail(std::string("trace: cannot subscribe: ") + e.what());
+  }
+  if (Status s = net::Connect(sub, info->events_out); !s.ok()) Fail(s.WithContext("trace"));
+  if (isatty(STDERR_FILENO)) {
+    std::cerr << "tracing events at " << info->events_out << " (Ctrl-C stops and writes)"
+              << std::endl;
+  }
+
+  const bool bounded = opts.timeout_s > 0;
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_s * 1000));
+  bool warned_malformed = false;
+  while (!ShutdownRequested() && (opts.count == 0 || builder.gangs() < opts.count)) {
+    auto wait = std::chrono::milliseconds(200);
+    if (bounded) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) break;
+      wait = std::min(wait, left);
+    }
+    auto frames = net::RecvFrames(sub, wait);
+    if (!frames.ok()) {
+      if (ShutdownRequested()) break;
+      Fail(frames.status().WithContext("trace"));
+    }
+    if (!*frames) continue;
+    auto event = (*frames)->size() == 2 ? DecodeEvent((**frames)[0], (**frames)[1])
+                                        : Result<Event>(InvalidArgument("event is not 2 frames"));
+    Status added = event.ok() ? builder.Add(*event) : event.status();
+    if (!added.ok() && !warned_malformed) {
+      std::cerr << "atoll: trace: skipping malformed events (" << added.message() << ")"
+                << std::endl;
+      warned_malformed = true;
+    }
+  }
+  return opts.count == 0 || builder.gangs() >= opts.count || ShutdownRequested();
+}
+
+void Write(const TraceOptions& opts, const trace::TraceBuilder& builder) {
+  const std::string text =
+      builder.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (opts.out.empty() || opts.out == "-") {
+    std::cout << text << std::endl;
+    return;
+  }
+  std::ofstream out(opts.out);
+  out << text << "\n";
+  out.close();
+  if (!out) Fail("trace: cannot write " + opts.out);
+  std::cout << fmt::format("wrote {} gangs on {} devices, {} errors to {}", builder.gangs(),
+                           builder.devices(), builder.errors(), opts.out)
+            << std::endl;
+}
+
+void RunTrace(const TraceOptions& opts, const GlobalOptions& global) {
+  trace::TraceBuilder builder;
+  bool complete = true;
+  if (!opts.from.empty()) {
+    ReadFile(opts, builder);
+  } else {
+    complete = ReadLive(opts, global, builder);
+  }
+  Write(opts, builder);  // what arrived, even when short of --count
+  if (!complete) {
+    Fail("trace: " + std::to_string(builder.gangs()) + " of " + std::to_string(opts.count) +
+         " gang.done events arrived within " + fmt::format("{:g}", opts.timeout_s) +
+         " s (the trace holds those)");
+  }
+}
+
+}  // namespace
+
+void AddTraceCommand(CLI::App& app, const GlobalOptions& global) {
+  auto opts = std::make_shared<TraceOptions>();
+  auto* cmd = app.add_subcommand(
+      "trace", "Write the cluster's gangs as a Chrome/Perfetto trace (ui.perfetto.dev)");
+  cmd->add_option("--from", opts->from,
+                  "Read events from this file of `atoll watch --json` lines (\"-\": stdin) "
+                  "instead of the live event bus; add `--topic device.` to the watch to name "
+                  "islands");
+  cmd->add_option("-o,--out", opts->out, "Write the trace to this file (default: stdout)");
+  cmd->add_option("--count", opts->count,
+                  "Live: stop after this many gang.done events (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--timeout-s", opts->timeout_s,
+                  "Live: stop after this many seconds (0: until Ctrl-C); with --count, fewer "
+                  "gangs than asked for by then is a failure (the trace is still written)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([opts, &global] { RunTrace(*opts, global); });
+}
+
+}  // namespace atl

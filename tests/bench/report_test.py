@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Tests bench/report.py on synthetic result files kept in a temporary directory (never in
+bench/results). Run by ctest as `bench_report`; finds the script through $ATOLL_SOURCE_DIR,
+else relative to this file."""
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE_DIR = os.environ.get(
+    "ATOLL_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+)
+sys.path.insert(0, os.path.join(SOURCE_DIR, "bench"))
+import report  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def machine():
+    return {"cores": 2, "cpu": "Synthetic CPU @ 1.00GHz", "date": "2026-11-21"}
+
+
+def row(series, params, metric, unit, samples):
+    s = sorted(samples)
+    n = len(s)
+    median = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return {"series": series, "params": params, "metric": metric, "unit": unit,
+            "runs": n, "min": s[0], "median": median, "max": s[-1]}
+
+
+def dispatch_result():
+    rows = []
+    for series, scale in (("chained", 1.0), ("op-by-op", 0.1)):
+        for hosts in (2, 4, 16):
+            for compute_us in (0, 100, 1000, 10000):
+                base = scale * 1e6 / (compute_us + 50) * hosts
+                rows.append(row(series, {"hosts": hosts, "compute_us": compute_us},
+                                "computations_per_s", "1/s", [base * 0.9, base, base * 1.2]))
+    return {"bench": "dispatch", "commit": "abc1234", "machine": machine(), "quick": True,
+            "rows": rows, "derived": {"breakeven_compute_ms_hosts_8": 0.7}}
+
+
+def multitenant_result():
+    rows = []
+    for series in ("fifo", "fair"):
+        for clients in (1, 2, 4, 8, 16):
+            rows.append(row(series, {"clients": clients}, "utilisation", "fraction",
+                            [0.5, 0.6, 0.7, 0.8]))
+            rows.append(row(series, {"clients": clients}, "jain_fairness", "",
+                            [0.9, 0.95]))
+    return {"bench": "multitenant", "commit": "abc1234", "machine": machine(), "quick": False,
+            "rows": rows, "derived": {}}
+
+
+def other_result():
+    # An unknown bench: a string param first, then the numeric one the default picks as x.
+    rows = [row("raw|zmq", {"mode": "batch", "bytes": b}, "latency_us", "us", [b / 100 + 1])
+            for b in (64, 4096, 1 << 20)]
+    rows.append(row("text-only", {"mode": "x"}, "count", "", [3]))  # no numeric param
+    return {"bench": "other", "commit": "unknown", "machine": machine(), "quick": True,
+            "rows": rows, "derived": {"ratio_vs_raw": 1.25}}
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="atoll-report-test-")
+        self.results = os.path.join(self.tmp.name, "results")
+        self.out = os.path.join(self.tmp.name, "out")
+        os.makedirs(self.results)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, result):
+        with open(os.path.join(self.results, name), "w", encoding="utf-8") as f:
+            json.dump(result, f)
+
+    def run_report(self, *extra):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = report.main(["--results", self.results, "--out", self.out, *extra])
+        return code, err.getvalue()
+
+    def read_md(self):
+        with open(os.path.join(self.out, "RESULTS.md"), encoding="utf-8") as f:
+            return f.read()
+
+    def test_writes_a_section_table_and_plots_per_bench(self):
+        self.write("dispatch.json", dispatch_result())
+        self.write("multitenant.json", multitenant_result())
+        self.write("other.json", other_result())
+        code, err = self.run_report()
+        self.assertEqual(code, 0, err)
+        md = self.read_md()
+        # Sections in bench order, each with its machine, commit, date and size.
+        self.assertLess(md.index("## dispatch"), md.index("## multitenant"))
+        self.assertLess(md.index("## multitenant"), md.index("## other"))
+        self.assertIn("2 cores, Synthetic CPU @ 1.00GHz", md)
+        self.assertIn("`abc1234`", md)
+        self.assertIn("2026-11-21", md)
+        self.assertIn("- size: quick", md)
+        self.assertIn("- size: full", md)
+        # One table line per row; params as columns.
+        self.assertIn("| series | hosts | compute_us | metric | unit | runs | min | median | max |",
+                      md)
+        dispatch = md[md.index("## dispatch"):md.index("## multitenant")]
+        self.assertEqual(dispatch.count("| chained |"), 12)
+        self.assertEqual(dispatch.count("| op-by-op |"), 12)
+        # Derived figures, and a "|" in a name does not break the table.
+        self.assertIn("| breakeven_compute_ms_hosts_8 | 0.7 |", md)
+        self.assertIn("| ratio_vs_raw | 1.25 |", md)
+        self.assertIn("raw\\|zmq", md)
+        # One plot per metric with a numeric param, embedded and present as a PNG.
+        expected = ["dispatch_computations_per_s.png", "multitenant_utilisation.png",
+                    "multitenant_jain_fairness.png", "other_latency_us.png"]
+        for png in expected:
+            self.assertIn(f"]({png})", md)
+            with open(os.path.join(self.out, png), "rb") as f:
+                self.assertEqual(f.read(8), PNG_MAGIC, png)
+        self.assertNotIn("other_count.png", md)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "other_count.png")))
+
+    def test_no_plots(self):
+        self.write("dispatch.json", dispatch_result())
+        code, err = self.run_report("--no-plots")
+        self.assertEqual(code, 0, err)
+        self.assertIn("## dispatch", self.read_md())
+        self.assertNotIn(".png", self.read_md())
+        self.assertEqual([n for n in os.listdir(self.out) if n.endswith(".png")], [])
+
+    def test_no_results(self):
+        code, err = self.run_report()
+        self.assertEqual(code, 0, err)
+        self.assertIn("No results yet.", self.read_md())
+
+    def test_malformed_file_is_named_and_nothing_is_written(self):
+        self.write("dispatch.json", dispatch_result())
+        bad = multitenant_result()
+        del bad["rows"][3]["median"]
+        self.write("multitenant.json", bad)
+        code, err = self.run_report()
+        self.assertEqual(code, 1)
+        self.assertIn("multitenant.json", err)
+        self.assertIn("rows[3]", err)
+        self.assertIn("median", err)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "RESULTS.md")))
+
+    def test_unparseable_file_and_duplicate_bench(self):
+        with open(os.path.join(self.results, "broken.json"), "w", encoding="utf-8") as f:
+            f.write("{not json")
+        code, err = self.run_report()
+        self.assertEqual(code, 1)
+        self.assertIn("broken.json", err)
+        os.remove(os.path.join(self.results, "broken.json"))
+        self.write("a.json", dispatch_result())
+        self.write("b.json", dispatch_result())
+        code, err = self.run_report()
+        self.assertEqual(code, 1)
+        self.assertIn("'dispatch'", err)
+
+    def test_script_runs_from_the_command_line(self):
+        self.write("other.json", other_result())
+        script = os.path.join(SOURCE_DIR, "bench", "report.py")
+        done = subprocess.run([sys.executable, script, "--results", self.results,
+                               "--out", self.out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("## other", self.read_md())
+
+
+class ChoicesTest(unittest.TestCase):
+    def test_x_is_the_configured_param_else_the_first_numeric_one(self):
+        rows = dispatch_result()["rows"]
+        self.assertEqual(report.choose_x(rows, "compute_us"), "compute_us")
+        self.assertEqual(report.choose_x(rows, None), "hosts")
+        self.assertEqual(report.choose_x(rows, "missing"), "hosts")
+        self.assertEqual(report.choose_x(other_result()["rows"][:3], None), "bytes")
+        self.assertIsNone(report.choose_x(other_result()["rows"], None))
+
+    def test_auto_scale_goes_log_only_for_a_wide_spread(self):
+        self.assertEqual(report.choose_scale("auto", [1, 2, 3]), "linear")
+        self.assertEqual(report.choose_scale("auto", [1, 10, 1000]), "log")
+        self.assertEqual(report.choose_scale("auto", [0, 10, 1000]), "symlog")
+        self.assertEqual(report.choose_scale("auto", [0, 0]), "linear")
+        self.assertEqual(report.choose_scale("log", [1, 2]), "log")
+
+    def test_numbers_are_short(self):
+        self.assertEqual(report.fmt_value(3.0), "3")
+        self.assertEqual(report.fmt_value(12345.678), "12346")
+        self.assertEqual(report.fmt_value(1.5e-6), "1.5e-06")
+        self.assertEqual(report.fmt_value(0.123456), "0.1235")
+        self.assertEqual(report.fmt_value(7), "7")
+
+
+if __name__ == "__main__":
+    unittest.main()
