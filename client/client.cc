@@ -9,6 +9,7 @@
 #include "client/heartbeat.h"
 #include "client/internal.h"
 #include "client/lowering.h"
+#include "client/run_state.h"
 #include "client/sharding.h"
 #include "common/transport.h"
 
@@ -21,6 +22,37 @@ struct Client::Impl {
   std::map<std::string, std::unique_ptr<net::Requester>> peers;  // schedulers and stores
   std::map<uint64_t, proto::SliceInfo> slices;                   // this client's, by id
   std::set<std::string> stores;  // object stores used: they hear Goodbye
+  // Streamed submissions not acknowledged yet: scheduler -> request id -> run.
+  std::map<std::string, std::map<uint64_t, uint64_t>> unacked;
+  std::map<uint64_t, size_t> acks_missing;  // by run
+  std::map<uint64_t, Status> refused;       // runs a scheduler refused, with why
+
+  // Reads whatever scheduler answers have arrived, waiting at most `timeout` in total.
+  void DrainAcks(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (auto& [endpoint, pending] : unacked) {
+      while (!pending.empty()) {
+        const auto left = std::max(std::chrono::milliseconds(0),
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       deadline - std::chrono::steady_clock::now()));
+        auto frames = net::RecvFrames(peers.at(endpoint)->socket(), left);
+        if (!frames.ok() || !frames->has_value()) break;
+        auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+        if (!in.ok()) continue;
+        auto it = pending.find(in->header.request_id());
+        if (it == pending.end()) continue;
+        const uint64_t run = it->second;
+        pending.erase(it);
+        if (in->header.kind() == proto::Kind::kError) {
+          auto error = in->header.As<proto::Error>();
+          refused[run] =
+              (error.ok() ? proto::FromError(*error) : error.status())
+                  .WithContext("scheduler " + endpoint + " refused run " + std::to_string(run));
+        }
+        if (--acks_missing[run] == 0) acks_missing.erase(run);
+      }
+    }
+  }
   std::unique_ptr<HeartbeatThread> heartbeat;
   uint64_t id = 0;
   uint64_t next_run = 1;
@@ -45,23 +77,13 @@ struct Client::Impl {
   uint64_t NextRunId() { return (id << 32) | next_run++; }
 };
 
-struct Run::Impl {
-  Client::Impl* client = nullptr;
-  uint64_t id = 0;
-  std::vector<ResultPlan> results;
-  std::vector<Tensor> args;                               // for results that are arguments
-  std::vector<std::pair<std::string, uint64_t>> objects;  // (store, id) to release
-  bool released = false;
-
-  void Release() {
-    if (released) return;
-    released = true;
-    for (const auto& [store, object] : objects) {
-      auto peer = client->Peer(store);
-      if (peer.ok()) (void)(*peer)->Post(proto::ReleaseObject{object});
-    }
+RunState::~RunState() {
+  for (const auto& [store, object] : objects) {
+    auto peer = client->Peer(store);
+    if (peer.ok()) (void)(*peer)->Post(proto::ReleaseObject{object});
   }
-};
+  client->refused.erase(id);
+}
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -125,22 +147,37 @@ Result<Function> Client::Register(const FunctionBuilder& builder, const Slice& s
   return f;
 }
 
-Result<Run> Client::Submit(const Program& program, const std::vector<Tensor>& args,
+Result<Run> Client::Submit(const Program& program, const std::vector<Input>& args,
                            const SubmitOptions& options) {
   if (!program.impl_) return InvalidArgument("submit of an empty Program");
-  const uint64_t run_id = impl_->NextRunId();
-  ATOLL_ASSIGN_OR_RETURN(
-      LoweredRun lowered, Lower(*program.impl_, args, impl_->id, run_id, options,
-                                impl_->options.weight, [this] { return impl_->NextObjectId(); }));
-  auto run = std::make_unique<Run::Impl>();
+  auto run = std::make_shared<RunState>();
   run->client = impl_.get();
-  run->id = run_id;
-  run->args = args;
+  run->id = impl_->NextRunId();
+  std::vector<LoweringArg> lowering_args;
+  for (const auto& a : args) {
+    if (const Future* f = a.future()) {
+      if (!f->run_ || f->index_ >= f->run_->results.size()) {
+        return InvalidArgument("an argument is an empty Future");
+      }
+      lowering_args.push_back({nullptr, &f->run_->results[f->index_]});
+      run->reads.push_back(f->run_);
+    } else {
+      lowering_args.push_back({a.value(), nullptr});
+    }
+  }
+  ATOLL_ASSIGN_OR_RETURN(LoweredRun lowered,
+                         Lower(*program.impl_, lowering_args, impl_->id, run->id, options,
+                               impl_->options.weight, [this] { return impl_->NextObjectId(); }));
+  // Results that are argument values are answered from the client's own copy.
+  std::vector<Tensor> values;
+  for (const auto& a : args) values.push_back(a.value() ? *a.value() : Tensor());
+  run->arg_values = std::move(values);
   for (const auto& put : lowered.puts) run->objects.emplace_back(put.store, put.object_id);
   for (const auto& r : lowered.results) {
+    if (r.borrowed) continue;
     for (const auto& s : r.shards) run->objects.emplace_back(s.store, s.object_id);
   }
-  Run handle(std::move(run));  // from here on, a failure releases what was put
+  run->results = std::move(lowered.results);
 
   const auto timeout = impl_->options.request_timeout;
   for (const auto& put : lowered.puts) {
@@ -155,47 +192,66 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Tensor>& ar
             .status()
             .WithContext("put argument"));
   }
+  // Streamed: the scheduler's answer is read later (DrainAcks), so back-to-back calls cost
+  // no round trip each.
   for (const auto& [endpoint, submit] : lowered.per_scheduler) {
     ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, impl_->Peer(endpoint));
-    ATOLL_RETURN_IF_ERROR(
-        scheduler->Call<proto::SubmitReply>(submit, timeout).status().WithContext("submit"));
+    ATOLL_ASSIGN_OR_RETURN(uint64_t request, scheduler->Send(submit));
+    impl_->unacked[endpoint][request] = run->id;
+    impl_->acks_missing[run->id]++;
   }
-  for (const auto& r : lowered.results) {
+  for (const auto& r : run->results) {
     for (const auto& s : r.shards) (void)impl_->Store(s.store);
   }
-  handle.impl_->results = std::move(lowered.results);
-  return handle;
+  impl_->DrainAcks(std::chrono::milliseconds(0));
+  return Run(std::move(run));
 }
 
-Run::Run(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Run::Run(Run&&) noexcept = default;
-Run& Run::operator=(Run&&) noexcept = default;
-Run::~Run() {
-  if (impl_) impl_->Release();
+uint64_t Run::id() const { return state_->id; }
+
+Future Run::Output(size_t index) const {
+  Future f;
+  f.run_ = state_;
+  f.index_ = index;
+  return f;
 }
 
-uint64_t Run::id() const { return impl_->id; }
+DType Future::dtype() const { return run_->results.at(index_).type.dtype; }
+const Shape& Future::shape() const { return run_->results.at(index_).type.shape; }
 
 Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  };
+  Client::Impl& client = *state_->client;
+  // A refused submission must come back as its own error, not as a timeout.
+  while (client.acks_missing.count(state_->id) && std::chrono::steady_clock::now() < deadline) {
+    client.DrainAcks(left());
+  }
+  if (auto it = client.refused.find(state_->id); it != client.refused.end()) return it->second;
+  if (client.acks_missing.count(state_->id)) {
+    return DeadlineExceeded(fmt::format("run {}: no scheduler answered its submission within {} ms",
+                                        state_->id, timeout.count()));
+  }
   std::vector<Tensor> out;
-  for (size_t r = 0; r < impl_->results.size(); ++r) {
-    const ResultPlan& plan = impl_->results[r];
+  for (size_t r = 0; r < state_->results.size(); ++r) {
+    const ResultPlan& plan = state_->results[r];
     if (plan.arg_index >= 0) {
-      out.push_back(impl_->args[plan.arg_index]);
+      out.push_back(state_->arg_values[plan.arg_index]);
       continue;
     }
     std::vector<Tensor> shards;
     for (const auto& s : plan.shards) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      const auto wait_ms = static_cast<uint32_t>(std::max<int64_t>(left.count(), 1));
-      ATOLL_ASSIGN_OR_RETURN(net::Requester * store, impl_->client->Store(s.store));
+      const auto wait_ms = static_cast<uint32_t>(left().count());
+      ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Store(s.store));
       net::Frames data;
       auto reply = store->Call<proto::GetObjectReply>(
           proto::GetObject{s.object_id, s.shard, wait_ms, true},
-          std::chrono::milliseconds(wait_ms) + impl_->client->options.request_timeout, {}, &data);
-      const std::string what = fmt::format("run {} result {} shard {}", impl_->id, r, s.shard);
+          std::chrono::milliseconds(wait_ms) + client.options.request_timeout, {}, &data);
+      const std::string what = fmt::format("run {} result {} shard {}", state_->id, r, s.shard);
       if (!reply.ok()) return reply.status().WithContext(what);
       if (data.size() != 1) return Internal(what + ": reply carries no data frame");
       std::vector<std::byte> bytes(data[0].size());
@@ -207,7 +263,6 @@ Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
     ATOLL_ASSIGN_OR_RETURN(Tensor whole, Assemble(shards, plan.type.split_dim));
     out.push_back(std::move(whole));
   }
-  impl_->Release();
   return out;
 }
 

@@ -8,17 +8,40 @@ namespace atl {
 
 namespace {
 
-Status CheckArgs(const Program::Impl& program, const std::vector<Tensor>& args) {
+Status CheckArgs(const Program::Impl& program, const std::vector<LoweringArg>& args) {
   if (args.size() != program.args.size()) {
     return InvalidArgument(
         fmt::format("the program takes {} arguments, got {}", program.args.size(), args.size()));
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& want = program.args[i];
-    if (args[i].dtype() != want.dtype || args[i].shape() != want.shape) {
+    const DType dtype = args[i].value ? args[i].value->dtype() : args[i].plan->type.dtype;
+    const Shape& shape = args[i].value ? args[i].value->shape() : args[i].plan->type.shape;
+    if (dtype != want.dtype || shape != want.shape) {
       return InvalidArgument(fmt::format("argument {} is {}{}, the program takes {}{}", i,
-                                         DTypeName(args[i].dtype()), ShapeString(args[i].shape()),
+                                         DTypeName(dtype), ShapeString(shape),
                                          DTypeName(want.dtype), ShapeString(want.shape)));
+    }
+  }
+  return Status::Ok();
+}
+
+// A future feeds shard s of a call from the object store of shard s's host: it must have
+// been produced with the same layout, on the same hosts.
+Status CheckFutureFeeds(const ResultPlan& plan, const Program::Impl::Call& call, size_t input) {
+  const auto& devices = call.fn->slice.devices;
+  const int split = call.fn->def.inputs[input].split_dim;
+  if (plan.type.split_dim != split || plan.shards.size() != devices.size()) {
+    return InvalidArgument(fmt::format(
+        "a future split {} over {} devices cannot feed '{}' input {} (split {} over {} devices)",
+        plan.type.split_dim, plan.shards.size(), call.fn->def.name, input, split, devices.size()));
+  }
+  for (size_t s = 0; s < devices.size(); ++s) {
+    if (plan.shards[s].store != devices[s].store_endpoint) {
+      return InvalidArgument(fmt::format(
+          "a future's shard {} is held on another host than '{}' shard {} runs on; moving it "
+          "is not supported yet",
+          s, call.fn->def.name, s));
     }
   }
   return Status::Ok();
@@ -44,7 +67,7 @@ Status CheckEdge(const Program::Impl::Call& producer, int output,
 
 }  // namespace
 
-Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>& args,
+Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<LoweringArg>& args,
                          uint64_t client_id, uint64_t run_id, const SubmitOptions& options,
                          double weight, const std::function<uint64_t()>& next_object_id) {
   ATOLL_RETURN_IF_ERROR(CheckArgs(program, args));
@@ -80,10 +103,19 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>
     for (size_t j = 0; j < call.args.size(); ++j) {
       const Traced& src = call.args[j];
       const int split = call.fn->def.inputs[j].split_dim;
+      if (src.kind == kTracedArg && args[src.index].plan != nullptr) {
+        const ResultPlan& plan = *args[src.index].plan;
+        ATOLL_RETURN_IF_ERROR(CheckFutureFeeds(plan, call, j));
+        for (int s = 0; s < n; ++s) {
+          entries[k][s].inputs[j] = {proto::InputSource::kStore, plan.shards[s].object_id,
+                                     plan.shards[s].shard};
+        }
+        continue;
+      }
       if (src.kind == kTracedArg) {
         const uint64_t object = next_object_id();
         for (int s = 0; s < n; ++s) {
-          ATOLL_ASSIGN_OR_RETURN(Tensor shard, ShardOf(args[src.index], split, n, s));
+          ATOLL_ASSIGN_OR_RETURN(Tensor shard, ShardOf(*args[src.index].value, split, n, s));
           run.puts.push_back(
               {devices[s].store_endpoint, object, static_cast<uint32_t>(s), std::move(shard)});
           entries[k][s].inputs[j] = {proto::InputSource::kStore, object, static_cast<uint32_t>(s)};
@@ -104,6 +136,12 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>
   // Results land in the object store of the host that computed each shard.
   for (const Traced& r : program.results) {
     ResultPlan plan;
+    if (r.kind == kTracedArg && args[r.index].plan != nullptr) {
+      plan = *args[r.index].plan;
+      plan.borrowed = true;
+      run.results.push_back(std::move(plan));
+      continue;
+    }
     if (r.kind == kTracedArg) {
       plan.type = program.args[r.index];
       plan.arg_index = r.index;

@@ -32,6 +32,14 @@ struct ResultPlan {
   ir::TensorType type;              // global type; split_dim says how to assemble
   std::vector<ResultShard> shards;  // empty when the result is an argument itself
   int arg_index = -1;
+  bool borrowed = false;  // the shards belong to an earlier run (a future returned as is)
+};
+
+// A program argument as lowering sees it: a value to put, or an earlier run's result
+// (already in the object stores, where `plan` says).
+struct LoweringArg {
+  const Tensor* value = nullptr;
+  const ResultPlan* plan = nullptr;
 };
 
 struct LoweredRun {
@@ -41,7 +49,7 @@ struct LoweredRun {
 };
 
 // `next_object_id` hands out fresh object ids (unique per client).
-Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Tensor>& args,
+Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<LoweringArg>& args,
                          uint64_t client_id, uint64_t run_id, const SubmitOptions& options,
                          double weight, const std::function<uint64_t()>& next_object_id);
 

@@ -102,10 +102,19 @@ class Requester {
     return in.header.As<Reply>();
   }
 
+  // Sends a request whose reply the caller collects itself from socket(); returns its
+  // request id. Do not mix with Call() on the same Requester: Call skips other replies.
+  template <typename Request>
+  Result<uint64_t> Send(const Request& request, Frames data = {}) {
+    const uint64_t id = ++next_request_id_;
+    ATOLL_RETURN_IF_ERROR(net::Send(socket_, nullptr, id, request, std::move(data)));
+    return id;
+  }
+
   // Sends without waiting for any reply (heartbeats, goodbyes).
   template <typename Request>
   Status Post(const Request& request, Frames data = {}) {
-    return Send(socket_, nullptr, ++next_request_id_, request, std::move(data));
+    return net::Send(socket_, nullptr, ++next_request_id_, request, std::move(data));
   }
 
  private:

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,26 +74,53 @@ class Function {
 };
 
 class Client;
+struct RunState;
 
-// A submitted program run: futures for its results. Must not outlive its Client.
+// A future for one result of a submitted run: it can be passed as an argument to the next
+// Submit before the value exists (no round trip), as long as the consuming function's
+// shards sit on the hosts that hold the result's shards. Keeps the run's objects alive.
+class Future {
+ public:
+  DType dtype() const;
+  const Shape& shape() const;
+
+ private:
+  friend class Run;
+  friend class Client;
+  std::shared_ptr<RunState> run_;
+  size_t index_ = 0;
+};
+
+// A program argument: a value from the client, or a future of an earlier run.
+class Input {
+ public:
+  Input(Tensor value) : value_(std::move(value)) {}     // NOLINT: implicit by design
+  Input(Future future) : future_(std::move(future)) {}  // NOLINT
+  const Tensor* value() const { return future_ ? nullptr : &value_; }
+  const Future* future() const { return future_ ? &*future_ : nullptr; }
+
+ private:
+  Tensor value_;
+  std::optional<Future> future_;
+};
+
+// A submitted program run: futures for its results. The run's objects in the object
+// stores are released once the Run and every Future of it are gone. Must not outlive its
+// Client.
 class Run {
  public:
-  Run(Run&&) noexcept;
-  Run& operator=(Run&&) noexcept;
-  ~Run();  // releases the run's objects if Wait never did
-
   uint64_t id() const;
-  // Waits until every result is ready (at most `timeout`) and returns them assembled
-  // from their shards; then releases the run's objects in the object stores. A failed
-  // computation's error comes back here, naming the node and shard.
+  // Waits until every result is ready (at most `timeout`) and returns them assembled from
+  // their shards. A refused submission or a failed computation's error comes back here,
+  // naming the node and shard.
   Result<std::vector<Tensor>> Wait(std::chrono::milliseconds timeout);
-
-  struct Impl;  // opaque: defined inside the library
+  // A future for result `index`, to feed a later Submit.
+  Future Output(size_t index) const;
 
  private:
   friend class Client;
-  explicit Run(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Run(std::shared_ptr<RunState> state) : state_(std::move(state)) {}
+  std::shared_ptr<RunState> state_;
 };
 
 class Client {
@@ -106,9 +134,10 @@ class Client {
   Result<Slice> CreateSlice(uint32_t num_devices, const std::string& island = "");
   // Registers and compiles a function on every device of `slice`.
   Result<Function> Register(const FunctionBuilder& builder, const Slice& slice);
-  // Lowers `program` onto the physical devices, puts `args` into the object stores and
-  // sends each island's scheduler one message. Returns without waiting for results.
-  Result<Run> Submit(const Program& program, const std::vector<Tensor>& args,
+  // Lowers `program` onto the physical devices, puts value arguments into the object
+  // stores and sends each island's scheduler one message, without waiting for its answer
+  // (Run::Wait reports a refusal). Returns without waiting for results.
+  Result<Run> Submit(const Program& program, const std::vector<Input>& args,
                      const SubmitOptions& options = {});
 
   struct Impl;  // opaque: defined inside the library
@@ -117,6 +146,7 @@ class Client {
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   friend class Run;
+  friend struct RunState;
 };
 
 }  // namespace atl
