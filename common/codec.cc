@@ -103,6 +103,8 @@ std::string_view KindName(Kind kind) {
       return "Dispatch";
     case Kind::kTupleBatch:
       return "TupleBatch";
+    case Kind::kRunLoop:
+      return "RunLoop";
     case Kind::kSubmitProgram:
       return "SubmitProgram";
     case Kind::kSubmitReply:

@@ -40,6 +40,7 @@ enum class Kind : uint16_t {
   kCompile = 40,
   kDispatch = 41,
   kTupleBatch = 42,
+  kRunLoop = 43,
   // Scheduler.
   kSubmitProgram = 60,
   kSubmitReply = 61,
@@ -319,6 +320,28 @@ struct Dispatch {
   std::vector<Entry> entries;
   bool operator==(const Dispatch&) const = default;
   MSGPACK_DEFINE(entries);
+};
+
+// A benchmark's multi-controller baseline, sent straight to each executor (no scheduler):
+// run `steps` steps of a one-input, one-output function on this executor's shards
+// `shards` (on local devices `devices`), each step's output feeding the next step on the
+// same device, synchronised with the other executors only by the function's collectives.
+// Data frame 0 is the first step's input (dtype, shape); the last step's output lands in
+// the object store as shard s of `result_object`. No reply.
+struct RunLoop {
+  static constexpr Kind kKind = Kind::kRunLoop;
+  uint64_t run_id = 0;
+  uint64_t function_id = 0;
+  uint32_t steps = 0;
+  uint64_t owner_client = 0;
+  std::vector<uint32_t> shards;
+  std::vector<uint32_t> devices;
+  uint64_t result_object = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  bool operator==(const RunLoop&) const = default;
+  MSGPACK_DEFINE(run_id, function_id, steps, owner_client, shards, devices, result_object, dtype,
+                 shape);
 };
 
 // Executor -> executor: tensors tagged with their destination shard. Tuple i's bytes are

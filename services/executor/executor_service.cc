@@ -144,6 +144,7 @@ void ExecutorService::Heartbeat() {
 
 void ExecutorService::OnControl() {
   net::ServeRequests(control_, *events_, "error.executor", [this](proto::Incoming& in) {
+    if (in.header.kind() == proto::Kind::kRunLoop) return OnRunLoop(in);
     if (in.header.kind() != proto::Kind::kDispatch) {
       return InvalidArgument(
           fmt::format("the executor's control socket does not handle {} "
@@ -171,6 +172,45 @@ void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& sc
                                          {"first_gang", first_gang},
                                          {"last_gang", last_gang}});
   FlushTuples();
+}
+
+Status ExecutorService::OnRunLoop(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(proto::RunLoop loop, in.header.As<proto::RunLoop>());
+  if (loop.steps == 0 || loop.shards.size() != loop.devices.size() || in.data.size() != 1) {
+    return InvalidArgument("RunLoop needs steps > 0, a device per shard and one data frame");
+  }
+  auto fn = functions_.find(loop.function_id);
+  if (fn == functions_.end()) {
+    return NotFound(
+        fmt::format("function {} was never compiled on host {}", loop.function_id, host_));
+  }
+  std::vector<std::byte> bytes(in.data[0].size());
+  if (!bytes.empty()) std::memcpy(bytes.data(), in.data[0].data(), bytes.size());
+  ATOLL_ASSIGN_OR_RETURN(Tensor first, Tensor::FromBytes(loop.dtype, loop.shape, std::move(bytes)));
+  for (size_t i = 0; i < loop.shards.size(); ++i) {
+    const uint32_t shard = loop.shards[i];
+    for (uint32_t step = 0; step < loop.steps; ++step) {
+      proto::Entry e;
+      e.run_id = loop.run_id;
+      e.node = step;
+      e.gang_seq = step + 1;  // this executor's own order: it runs nothing else meanwhile
+      e.function_id = loop.function_id;
+      e.device = loop.devices[i];
+      e.shard = shard;
+      e.num_shards = fn->second.num_shards;
+      e.owner_client = loop.owner_client;
+      e.inputs = {{proto::InputSource::kTuple, 0, 0}};
+      if (step + 1 < loop.steps) {
+        e.outputs = {{{proto::OutputDest::kTuple, data_endpoint_, step + 1, 0, shard, 0}}};
+      } else {
+        e.outputs = {{{proto::OutputDest::kStore, "", 0, 0, shard, loop.result_object}}};
+      }
+      Admit(std::move(e), /*scheduler=*/"");
+    }
+    DeliverInput({loop.run_id, 0, 0, shard}, first);
+  }
+  FlushTuples();
+  return Status::Ok();
 }
 
 // The host-side work for one shard, done before its inputs exist.

@@ -77,6 +77,7 @@ class ExecutorService {
 
   void OnControl();
   void OnDispatch(proto::Dispatch dispatch, const std::string& scheduler);
+  Status OnRunLoop(proto::Incoming& in);
   void OnData();
   Status OnTupleBatch(proto::Incoming& in);
   void OnRm();

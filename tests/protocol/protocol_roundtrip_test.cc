@@ -21,7 +21,8 @@ using samples::Sample;
 using AllMessages = ::testing::Types<
     Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
     HelloClientReply, Goodbye, CreateSlice, SliceInfo, RegisterFunction, RegisterFunctionReply,
-    GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, SubmitProgram, SubmitReply,
+    GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram,
+    SubmitReply,
     GangsDone, StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject,
     GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 

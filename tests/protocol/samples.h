@@ -232,6 +232,11 @@ inline TupleHeader Sample<TupleHeader>() {
 }
 
 template <>
+inline RunLoop Sample<RunLoop>() {
+  return {9, 77, 128, 42, {0, 3}, {1, 0}, 0xABCDEFull, DType::kI32, {1}};
+}
+
+template <>
 inline TupleBatch Sample<TupleBatch>() {
   TupleHeader ok;
   ok.shape = {4};
