@@ -86,6 +86,9 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(Backend * backend, BackendForKind(where.host->kind));
   for (uint32_t i = 0; i < num_devices_; ++i) {
     devices_.push_back(std::make_unique<DeviceStream>(*backend, *hub_, [this](Completion c) {
+      // Consumers on this host get their inputs straight from the device thread: a chain
+      // of shards on one host never waits for the loop thread.
+      DeliverLocalTuples(c);
       {
         std::lock_guard lock(completions_mu_);
         completions_.push_back(std::move(c));
@@ -290,12 +293,18 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
       if (!sent.ok()) device.Fail(item, sent.WithContext("read argument"));
       continue;
     }
-    waiting_[key] = item;
-    if (auto early = early_.find(key); early != early_.end()) {
-      Result<Tensor> value = std::move(early->second);
-      early_.erase(early);
-      DeliverInput(key, std::move(value));
+    std::optional<Result<Tensor>> early;
+    {
+      std::lock_guard lock(mailbox_mu_);
+      if (auto it = early_.find(key); it != early_.end()) {
+        early = std::move(it->second);
+        early_.erase(it);
+      } else {
+        waiting_[key] = item;
+      }
     }
+    if (early && early->ok()) device.Deliver(item, i, std::move(*early).value());
+    if (early && !early->ok()) device.Fail(item, early->status());
   }
 }
 
@@ -374,20 +383,37 @@ Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
 }
 
 void ExecutorService::DeliverInput(const InputKey& key, Result<Tensor> value) {
-  auto it = waiting_.find(key);
-  if (it == waiting_.end()) {
-    // The producer was faster than our Dispatch: keep the tuple until the entry arrives.
-    early_.insert_or_assign(key, std::move(value));
-    return;
+  std::shared_ptr<WorkItem> item;
+  {
+    std::lock_guard lock(mailbox_mu_);
+    auto it = waiting_.find(key);
+    if (it == waiting_.end()) {
+      // The producer was faster than our Dispatch: keep the tuple until the entry arrives.
+      early_.insert_or_assign(key, std::move(value));
+      return;
+    }
+    item = std::move(it->second);
+    waiting_.erase(it);
   }
-  std::shared_ptr<WorkItem> item = std::move(it->second);
-  waiting_.erase(it);
   DeviceStream& device = *devices_[item->entry.device];
   if (value.ok()) {
     device.Deliver(item, key.input, std::move(value).value());
   } else {
     device.Fail(item, value.status());
   }
+}
+
+void ExecutorService::DeliverLocalTuples(Completion& done) {
+  const proto::Entry& e = done.item->entry;
+  for (size_t o = 0; o < e.outputs.size(); ++o) {
+    for (const auto& dest : e.outputs[o]) {
+      if (dest.kind != proto::OutputDest::kTuple || dest.data_endpoint != data_endpoint_) continue;
+      DeliverInput({e.run_id, dest.node, dest.input, dest.shard},
+                   done.outputs.ok() ? Result<Tensor>((*done.outputs)[o])
+                                     : Result<Tensor>(done.outputs.status()));
+    }
+  }
+  done.local_tuples_delivered = true;
 }
 
 void ExecutorService::OnCompletions() {
@@ -444,6 +470,7 @@ void ExecutorService::SendOutputs(Completion& done) {
         CompleteStoreWrite(write);
         continue;
       }
+      if (dest.data_endpoint == data_endpoint_ && done.local_tuples_delivered) continue;
       proto::TupleHeader h;
       h.run_id = e.run_id;
       h.node = dest.node;

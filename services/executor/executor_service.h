@@ -87,7 +87,10 @@ class ExecutorService {
   void Heartbeat();
 
   void Admit(proto::Entry entry, const std::string& scheduler);
+  // Thread-safe: called by the loop and by device threads.
   void DeliverInput(const InputKey& key, Result<Tensor> value);
+  // On a device thread: hands a finished shard's outputs to consumers on this host.
+  void DeliverLocalTuples(Completion& done);
   void SendOutputs(Completion& done);
   void FlushTuples();
   // Queues a tuple for `endpoint` in this turn's batch (or delivers it here when local).
@@ -121,9 +124,10 @@ class ExecutorService {
   std::map<uint64_t, Function> functions_;
   std::vector<std::unique_ptr<DeviceStream>> devices_;
   // Items waiting for inputs, by input key; tuples that came before their entry.
-  std::map<InputKey, std::shared_ptr<WorkItem>> waiting_;
-  std::map<InputKey, Result<Tensor>> early_;
-  std::map<uint64_t, StoreRequest> store_requests_;  // by request id
+  std::mutex mailbox_mu_;
+  std::map<InputKey, std::shared_ptr<WorkItem>> waiting_;  // guarded by mailbox_mu_
+  std::map<InputKey, Result<Tensor>> early_;               // guarded by mailbox_mu_
+  std::map<uint64_t, StoreRequest> store_requests_;        // by request id
   // Output shards bound for the object store, by (object id, shard), until sealed.
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<StoreWrite>> store_writes_;
   uint64_t next_store_request_ = 1;

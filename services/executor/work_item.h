@@ -45,6 +45,7 @@ struct Completion {
   Result<std::vector<Tensor>> outputs = Status(Code::kInternal, "not run");
   int64_t start_us = 0;
   int64_t end_us = 0;
+  bool local_tuples_delivered = false;  // consumers on this host already have the outputs
 };
 
 }  // namespace atl::executor
