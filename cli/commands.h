@@ -9,9 +9,11 @@
 
 namespace atl {
 
-void AddUpCommand(CLI::App& app, const GlobalOptions& global);      // up.cc
-void AddDownCommand(CLI::App& app, const GlobalOptions& global);    // down.cc
-void AddStatusCommand(CLI::App& app, const GlobalOptions& global);  // status.cc
-void AddWatchCommand(CLI::App& app, const GlobalOptions& global);   // watch.cc
+void AddUpCommand(CLI::App& app, const GlobalOptions& global);         // up.cc
+void AddDownCommand(CLI::App& app, const GlobalOptions& global);       // down.cc
+void AddStatusCommand(CLI::App& app, const GlobalOptions& global);     // status.cc
+void AddWatchCommand(CLI::App& app, const GlobalOptions& global);      // watch.cc
+void AddTopCommand(CLI::App& app, const GlobalOptions& global);        // top.cc
+void AddDashboardCommand(CLI::App& app, const GlobalOptions& global);  // dashboard.cc
 
 }  // namespace atl

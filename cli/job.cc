@@ -70,6 +70,11 @@ Result<Tensor> MakeTensor(DType dtype, const Shape& shape, const std::vector<dou
 Result<JobSpec> FromToml(const toml::value& root) {
   JobSpec job;
   job.name = Optional<std::string>(root, "name", "job");
+  const int64_t steps = Optional<int64_t>(root, "steps", 1);
+  if (steps < 1 || steps > int64_t{1} << 32) {
+    return InvalidArgument(fmt::format("steps must be between 1 and 2^32, got {}", steps));
+  }
+  job.steps = static_cast<uint64_t>(steps);
   std::set<std::string> slice_names, function_names;
   for (const auto& s : Array(root, "slices")) {
     JobSpec::SliceSpec spec{Required<std::string>(s, "name"), Optional<uint32_t>(s, "devices", 1),
@@ -254,7 +259,8 @@ Result<Function> RegisterJobFunction(Client& client, const JobSpec::FunctionSpec
 
 }  // namespace
 
-Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout) {
+Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout,
+                         const StepCallback& on_step) {
   std::map<std::string, Slice> slices;
   for (const auto& s : job.slices) {
     auto slice = client.CreateSlice(s.devices, s.island);
@@ -283,8 +289,19 @@ Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::millis
   for (const auto& r : job.returns) returns.push_back(values.at(r));
   p.Return(returns);
   ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
-  ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, job.inputs));
-  ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run.Wait(timeout));
+  std::vector<Tensor> outputs;
+  for (uint64_t step = 1; step <= job.steps; ++step) {
+    auto ran = [&]() -> Status {
+      ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, std::vector<Input>(job.inputs.begin(), job.inputs.end())));
+      ATOLL_ASSIGN_OR_RETURN(outputs, run.Wait(timeout));
+      return Status::Ok();
+    }();
+    if (!ran.ok() && job.steps > 1) {
+      return ran.WithContext(fmt::format("step {} of {}", step, job.steps));
+    }
+    ATOLL_RETURN_IF_ERROR(ran);
+    if (on_step) on_step(step, job.steps);
+  }
   return JobResult{job.returns, std::move(outputs)};
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct JobSpec {
   };
 
   std::string name;
+  // How many times the program runs, one run after the other, each with the same inputs
+  // (key `steps`, default 1); the results are those of the last run.
+  uint64_t steps = 1;
   std::vector<SliceSpec> slices;
   std::vector<FunctionSpec> functions;
   std::vector<ArgSpec> args;
@@ -63,8 +67,13 @@ struct JobResult {
   std::vector<Tensor> values;
 };
 
-// Creates the slices, registers the functions, traces and submits the program and waits
-// (at most `timeout`) for its results.
-Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout);
+// Called after each step with (steps done, steps in all).
+using StepCallback = std::function<void(uint64_t done, uint64_t total)>;
+
+// Creates the slices, registers the functions, traces the program, then `job.steps` times
+// submits it and waits (at most `timeout` per step) for its results, calling `on_step`
+// (may be empty) after each. A failing step ends the job with its error.
+Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout,
+                         const StepCallback& on_step = {});
 
 }  // namespace atl

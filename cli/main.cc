@@ -27,15 +27,19 @@ int main(int argc, char** argv) {
                  "(default: $ATOLL_HOME, else $HOME/.atoll, else /tmp/atoll-<uid>)")
       ->capture_default_str();
   app.add_option("--rm", global.rm_endpoint,
-                 "Talk to the RM at this endpoint instead of the one recorded in the state dir");
+                 "Talk to the RM at this endpoint instead of the one recorded in the state dir")
+      ->envname("ATOLL_RM");
   app.add_option("--events", global.events_endpoint,
-                 "Watch the event bus at this endpoint instead of the recorded one");
+                 "Watch the event bus at this endpoint instead of the recorded one")
+      ->envname("ATOLL_EVENTS");
 
   atl::AddUpCommand(app, global);
   atl::AddDownCommand(app, global);
   atl::AddStatusCommand(app, global);
   atl::AddWatchCommand(app, global);
   atl::AddTraceCommand(app, global);
+  atl::AddTopCommand(app, global);
+  atl::AddDashboardCommand(app, global);
 #ifdef ATOLL_HAVE_SUBMIT
   atl::AddSubmitCommand(app, global);
 #endif

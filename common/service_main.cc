@@ -1,5 +1,7 @@
 #include "common/service_main.h"
 
+#include <cstdlib>
+
 #include "common/event_loop.h"
 #include "common/log.h"
 
@@ -19,6 +21,11 @@ Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptio
                                                        : "info");
   if (!config.ok()) return config.status();
   if (!options.events_in.empty()) config->events_in_endpoint = options.events_in;
+  // Containers: the address to bind and advertise is known only where the service runs
+  // (a pod's IP, a container's interface), so the environment may override the config's.
+  if (const char* bind_host = std::getenv("ATOLL_BIND_HOST"); bind_host && *bind_host) {
+    config->bind_host = bind_host;
+  }
   InstallShutdownSignals();
   return config;
 }

@@ -21,8 +21,10 @@ struct ServiceOptions {
 // Adds --config, --ready-file, --log-level and --events-in to `app`.
 void AddServiceOptions(CLI::App& app, ServiceOptions& options);
 
-// Loads the configuration named by --config, applies the overrides in `options`, starts
-// logging as `service_name` and installs the shutdown signal handlers.
+// Loads the configuration named by --config, applies the overrides in `options` and the
+// environment's ATOLL_BIND_HOST (when set and not empty, it replaces cluster.bind_host: an
+// IP address or interface name such as "eth0", for containers), starts logging as
+// `service_name` and installs the shutdown signal handlers.
 Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptions& options);
 
 // Runs `body` and turns its Status into an exit code, logging the error.

@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
-# Installs atoll's build dependencies from Debian's packages. Idempotent: when every
-# package is already installed it does nothing (no apt-get update, no network).
+# Installs atoll's build dependencies from Debian's packages, and the tools the test suite
+# drives (a terminal multiplexer, a headless browser, the deployment file validators, and
+# playwright-core from npm). Idempotent: when everything is installed it does nothing (no
+# apt-get update, no network).
+#   scripts/setup.sh               build dependencies and test tools
+#   scripts/setup.sh --build-only  build dependencies only (docker/Dockerfile)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+build_only=0
+[ "${1:-}" = "--build-only" ] && build_only=1
 
 packages=(
   build-essential cmake pkg-config clang-format
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libfmt-dev libtoml11-dev
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   python3 python3-matplotlib
 )
 
+# What tests/ops drives: `atoll top` in tmux, the dashboard in headless chromium, the
+# compose and Kubernetes files through docker-compose and yamllint.
+if [ $build_only -eq 0 ]; then
+  packages+=(tmux chromium docker-compose yamllint python3-yaml)
+  # Node.js for playwright-core: Debian's, unless a node with npm is installed already.
+  command -v npm >/dev/null || packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "setup: installing ${missing[*]}"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+[ $build_only -eq 1 ] || bash tests/ops/browser/setup.sh

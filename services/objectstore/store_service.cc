@@ -313,6 +313,12 @@ void StoreService::ExpireWaiters() {
 
 void StoreService::ExpireClients() {
   for (const Collected& collected : directory_.Expire()) PublishCollected(collected);
+  // Memory in use, for live views (`atoll top`, `atoll dashboard`): one event per period.
+  const DirectoryStats stats = directory_.Stats();
+  events_.Publish("store.stats", {{"host", options_.host},
+                                  {"objects", stats.objects},
+                                  {"bytes_in_use", stats.bytes_in_use},
+                                  {"arena_bytes", stats.arena_bytes}});
 }
 
 void StoreService::PublishCollected(const Collected& collected) {

@@ -13,7 +13,8 @@
 // one-shot timer sleeps until the earliest deadline: an idle store does not tick.
 //
 // Collection. Every heartbeat period the directory expires clients silent for longer than
-// heartbeat * liveness and frees their objects ("object.collected").
+// heartbeat * liveness and frees their objects ("object.collected"), and the store publishes
+// "store.stats" {host, objects, bytes_in_use, arena_bytes}: the arena's memory in use.
 //
 // Threading: everything runs on the thread that calls Run(); Stop() may be called from any
 // thread, and SIGINT/SIGTERM (after InstallShutdownSignals) also make Run() return.

@@ -1,0 +1,57 @@
+#include "cli/live_feed.h"
+
+namespace atl {
+
+LiveFeed::LiveFeed(zmq::context_t& context, const ClusterInfo& info)
+    : events_endpoint_(info.events_out),
+      sub_(net::MakeSocket(context, zmq::socket_type::sub)),
+      rm_(context, info.rm_endpoint) {}
+
+const std::vector<std::string>& LiveFeed::Topics() {
+  static const std::vector<std::string> topics = {"device.",     "host.",     "island.",
+                                                  "store.stats", "slice.",    "client.",
+                                                  "program.",    "gang.done", "error.gang"};
+  return topics;
+}
+
+Status LiveFeed::Connect() {
+  if (events_endpoint_.empty()) {
+    return InvalidArgument("no event bus endpoint known for the RM at " + rm_.endpoint() +
+                           "; pass --events EP");
+  }
+  try {
+    for (const auto& topic : Topics()) sub_.set(zmq::sockopt::subscribe, topic);
+  } catch (const zmq::error_t& e) {
+    return Internal(std::string("cannot subscribe: ") + e.what());
+  }
+  ATOLL_RETURN_IF_ERROR(net::Connect(sub_, events_endpoint_));
+  return rm_.Connect();
+}
+
+Result<proto::ClusterStatus> LiveFeed::ClusterStatus(std::chrono::milliseconds timeout) {
+  return rm_.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, timeout);
+}
+
+Result<std::vector<Event>> LiveFeed::Receive(std::chrono::milliseconds wait, size_t max) {
+  std::vector<Event> events;
+  bool waited = false;
+  while (events.size() < max) {
+    ATOLL_ASSIGN_OR_RETURN(auto frames,
+                           net::RecvFrames(sub_, waited ? std::chrono::milliseconds(0) : wait));
+    waited = true;
+    if (!frames) break;
+    if (frames->size() != 2) {
+      ++malformed_;
+      continue;
+    }
+    auto event = DecodeEvent((*frames)[0], (*frames)[1]);
+    if (!event.ok()) {
+      ++malformed_;
+      continue;
+    }
+    events.push_back(std::move(*event));
+  }
+  return events;
+}
+
+}  // namespace atl

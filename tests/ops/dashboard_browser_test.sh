@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Opens `atoll dashboard` in headless Chromium (Debian's /usr/bin/chromium, driven by
+# playwright-core from npm) while two clients run jobs on the same devices, and checks that
+# devices, programs and the gang timeline appear and update, with both clients told apart.
+# Saves a screenshot to $ATOLL_DASHBOARD_SCREENSHOT (docs/dashboard.png is made this way).
+# Skipped (exit 77) only when chromium is not installed.
+source "$(dirname "$0")/lib.sh"
+chromium=${ATOLL_CHROMIUM:-/usr/bin/chromium}
+[ -x "$chromium" ] || skip "chromium is not installed ($chromium; scripts/setup.sh installs Debian's)"
+browser_dir="$ATOLL_SOURCE_DIR/tests/ops/browser"
+command -v node >/dev/null || fail "node is not installed: run scripts/setup.sh"
+[ -f "$browser_dir/node_modules/playwright-core/package.json" ] ||
+  fail "playwright-core is not installed in $browser_dir: run scripts/setup.sh (npm ci there)"
+
+start_cluster
+"$atoll" dashboard --listen 127.0.0.1:0 --push-interval-ms 300 >"$work/dashboard.out" \
+  2>"$work/dashboard.err" &
+cleanups+=("kill $!")
+deadline=$((SECONDS + 10))
+until url=$(grep -so 'http://[^ ]*/' "$work/dashboard.out"); do
+  [ $SECONDS -lt $deadline ] || { cat "$work/dashboard.err"; fail "the dashboard did not start"; }
+  sleep 0.1
+done
+echo "dashboard at $url"
+
+start_spin_job alpha 100000
+start_spin_job beta 100000
+
+ATOLL_CHROMIUM="$chromium" node "$browser_dir/dashboard_test.mjs" "$url" \
+  "${ATOLL_DASHBOARD_SCREENSHOT:-$work/dashboard.png}" || fail "the browser checks failed"
+for job in alpha beta; do
+  ! grep -q "atoll:" "$work/$job.err" || fail "job $job: $(cat "$work/$job.err")"
+done
+echo "PASS"
