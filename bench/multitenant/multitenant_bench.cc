@@ -60,7 +60,7 @@ name = "h1"
 devices = 2
 kind = "sim"
 )",
-                     policy, policy == "share" ? 2 : 0);
+                     policy, policy == "share" ? 4 : 0);
 }
 
 struct Window {
