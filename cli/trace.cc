@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/follow_events.h"
 #include "cli/trace_events.h"
 #include "common/event_loop.h"
 #include "common/events.h"
@@ -46,56 +47,16 @@ void ReadFile(const TraceOptions& opts, trace::TraceBuilder& builder) {
 // Subscribes to the cluster's event bus and adds events to `builder` until the bounds of
 // `opts` or a shutdown signal. Returns false when --count was not reached by --timeout-s.
 bool ReadLive(const TraceOptions& opts, const GlobalOptions& global, trace::TraceBuilder& builder) {
-  auto info = ResolveCluster(global);
-  if (!info.ok()) Fail(info.status());
-  if (info->events_out.empty()) {
-    Fail("trace: no event bus endpoint known for the RM at " + info->rm_endpoint +
-         "; pass --events EP");
-  }
-  InstallShutdownSignals();
-  zmq::context_t context(1);
-  zmq::socket_t sub = net::MakeSocket(context, zmq::socket_type::sub);
-  try {
-    // The gangs, and the device events that name each host's island.
-    for (const char* topic : {"gang.done", "error.gang", "device.registered", "device.stats"}) {
-      sub.set(zmq::sockopt::subscribe, topic);
-    }
-  } catch (const zmq::error_t& e) {
-    Fail(std::string("trace: cannot subscribe: ") + e.what());
-  }
-  if (Status s = net::Connect(sub, info->events_out); !s.ok()) Fail(s.WithContext("trace"));
-  if (isatty(STDERR_FILENO)) {
-    std::cerr << "tracing events at " << info->events_out << " (Ctrl-C stops and writes)"
-              << std::endl;
-  }
-
-  const bool bounded = opts.timeout_s > 0;
-  const auto deadline =
-      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_s * 1000));
-  bool warned_malformed = false;
-  while (!ShutdownRequested() && (opts.count == 0 || builder.gangs() < opts.count)) {
-    auto wait = std::chrono::milliseconds(200);
-    if (bounded) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) break;
-      wait = std::min(wait, left);
-    }
-    auto frames = net::RecvFrames(sub, wait);
-    if (!frames.ok()) {
-      if (ShutdownRequested()) break;
-      Fail(frames.status().WithContext("trace"));
-    }
-    if (!*frames) continue;
-    auto event = (*frames)->size() == 2 ? DecodeEvent((**frames)[0], (**frames)[1])
-                                        : Result<Event>(InvalidArgument("event is not 2 frames"));
-    Status added = event.ok() ? builder.Add(*event) : event.status();
-    if (!added.ok() && !warned_malformed) {
-      std::cerr << "atoll: trace: skipping malformed events (" << added.message() << ")"
-                << std::endl;
-      warned_malformed = true;
-    }
-  }
+  // The gangs, and the device events that name each host's island.
+  FollowEvents(global,
+               {"trace",
+                {"gang.done", "error.gang", "device.registered", "device.stats"},
+                opts.timeout_s,
+                "tracing events at {} (Ctrl-C stops and writes)"},
+               [&](const Event& event) -> Result<bool> {
+                 ATOLL_RETURN_IF_ERROR(builder.Add(event));
+                 return opts.count == 0 || builder.gangs() < opts.count;
+               });
   return opts.count == 0 || builder.gangs() >= opts.count || ShutdownRequested();
 }
 

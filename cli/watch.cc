@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/follow_events.h"
 #include "common/event_loop.h"
 #include "common/events.h"
 #include "common/transport.h"
@@ -16,7 +17,6 @@ namespace atl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 struct WatchOptions {
   std::vector<std::string> topics;  // prefixes; empty: every event
@@ -33,59 +33,15 @@ std::string JsonLine(const Event& event) {
 }
 
 void RunWatch(const WatchOptions& opts, const GlobalOptions& global) {
-  auto info = ResolveCluster(global);
-  if (!info.ok()) Fail(info.status());
-  if (info->events_out.empty()) {
-    Fail("watch: no event bus endpoint known for the RM at " + info->rm_endpoint +
-         "; pass --events EP");
-  }
-  InstallShutdownSignals();
-  zmq::context_t context(1);
-  zmq::socket_t sub = net::MakeSocket(context, zmq::socket_type::sub);
-  try {
-    if (opts.topics.empty()) sub.set(zmq::sockopt::subscribe, "");
-    for (const auto& t : opts.topics) sub.set(zmq::sockopt::subscribe, t);
-  } catch (const zmq::error_t& e) {
-    Fail(std::string("watch: cannot subscribe: ") + e.what());
-  }
-  if (Status s = net::Connect(sub, info->events_out); !s.ok()) Fail(s.WithContext("watch"));
-  if (isatty(STDOUT_FILENO)) {
-    std::cerr << "watching events at " << info->events_out << " (Ctrl-C stops)" << std::endl;
-  }
-
-  const bool bounded = opts.timeout_s > 0;
-  const auto deadline =
-      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_s * 1000));
   uint64_t seen = 0;
-  bool warned_malformed = false;
-  while (!ShutdownRequested() && (opts.count == 0 || seen < opts.count)) {
-    auto wait = std::chrono::milliseconds(200);
-    if (bounded) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) break;
-      wait = std::min(wait, left);
-    }
-    auto frames = net::RecvFrames(sub, wait);
-    if (!frames.ok()) {
-      if (ShutdownRequested()) break;
-      Fail(frames.status().WithContext("watch"));
-    }
-    if (!*frames) continue;
-    auto event = (*frames)->size() == 2 ? DecodeEvent((**frames)[0], (**frames)[1])
-                                        : Result<Event>(InvalidArgument("event is not 2 frames"));
-    if (!event.ok()) {
-      if (!warned_malformed) {
-        std::cerr << "atoll: watch: skipping malformed events (" << event.status().message() << ")"
-                  << std::endl;
-        warned_malformed = true;
-      }
-      continue;
-    }
-    std::cout << (opts.json ? JsonLine(*event) : FormatEventLine(*event)) << std::endl;
-    if (!std::cout) return;  // stdout closed (`atoll watch | head`): nothing more to do
-    ++seen;
-  }
+  FollowEvents(global,
+               {"watch", opts.topics, opts.timeout_s, "watching events at {} (Ctrl-C stops)"},
+               [&](const Event& event) -> Result<bool> {
+                 std::cout << (opts.json ? JsonLine(event) : FormatEventLine(event)) << std::endl;
+                 // stdout closed (`atoll watch | head`): nothing more to do.
+                 if (!std::cout) return false;
+                 return opts.count == 0 || ++seen < opts.count;
+               });
   if (opts.count > 0 && seen < opts.count && !ShutdownRequested()) {
     Fail("watch: " + std::to_string(seen) + " of " + std::to_string(opts.count) +
          " events arrived within " + fmt::format("{:g}", opts.timeout_s) + " s");
