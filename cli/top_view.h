@@ -2,18 +2,17 @@
 // (top.cc) so that tests can render a view without a terminal.
 //
 // Layout (every device line matches `device <id> <kind> [<bar>] <busy>%`):
-//   atoll top  rm tcp://...  2 islands  4 hosts (4 alive)  8 devices  2 clients  12:00:01
+//   atoll top  rm tcp://...  1 islands  2 hosts (2 alive)  4 devices  2 clients  20:27:53
 //
-//   ISLAND / HOST / DEVICE   KIND  BUSY                     QUEUED   GANGS  MEMORY IN USE
-//   island0                  scheduler tcp://...
-//     i0h0                   alive                                         1.0 MiB / 128 MiB, 3
-//     objects
-//       device 0             cpu   [########............]  40%      2     120
+//   ISLAND / HOST / DEVICE   KIND  BUSY                         QUEUED   GANGS  MEMORY IN USE
+//   island0                  scheduler tcp://127.0.0.1:33925         4
+//     h0                           alive                                        512 B / 32 MiB
+//       device 0             cpu   [#######.............]  35%       0      72  last: submit:spin
 //   ...
-//   CLIENTS                  SCHEDULED  RUNNING  DONE  FAILED
-//     submit:spin (1)        0          1        17    0
-//   PROGRAMS                 CLIENT              STATE      ISLANDS          PROGRESS
-//     4294967314             submit:spin (1)     running    island0          3/8 shards
+//   CLIENTS                          SCHEDULED  RUNNING     DONE  FAILED
+//     submit:beta (1)                        1        0       18       0
+//   PROGRAMS (RUN)   CLIENT                       STATE      ISLANDS          PROGRESS
+//     4294967315     submit:beta (1)              running    island0          6/8 shards
 #pragma once
 
 #include <string>

@@ -46,13 +46,16 @@ grep -Eq "^  h0 +alive" <<<"$screen" || fail "no host line for h0"
 grep -q "objects" <<<"$screen" || fail "no memory in use (store.stats) on the screen"
 
 tmux_ send-keys -t top q
+# "<dead> <exit status><signal>"; tmux may see the terminal close a moment before it learns
+# how the process ended.
+ended() { tmux_ display-message -p -t top '#{pane_dead} #{pane_dead_status}#{pane_dead_signal}'; }
 deadline=$((SECONDS + 5))
-until [ "$(tmux_ display-message -p -t top '#{pane_dead}')" = 1 ]; do
-  [ $SECONDS -lt $deadline ] || fail "q did not quit atoll top"
+until [[ "$(ended)" =~ ^1\ [0-9]+$ ]]; do
+  [ $SECONDS -lt $deadline ] || fail "q did not quit atoll top ($(ended))"
   sleep 0.1
 done
-status=$(tmux_ display-message -p -t top '#{pane_dead_status}')
-[ "$status" = 0 ] || fail "atoll top exited with $status"
+[ "$(tmux_ display-message -p -t top '#{pane_dead_status}')" = 0 ] ||
+  fail "atoll top ended badly (dead, status/signal: $(ended))"
 
 # A multi-step submit in a terminal: one progress line redrawn in place. (The pane is read
 # while its shell still runs: tmux drops a dead pane's first line.)
