@@ -1,5 +1,7 @@
 #include "bench/common/bench_args.h"
 
+#include <cstdio>
+
 #include <iostream>
 
 namespace atl::bench {
@@ -28,6 +30,22 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv) {
     return 1;
   }
   return std::nullopt;
+}
+
+int RunBenchmark(int argc, char** argv, const std::string& name, const std::string& description,
+                 const std::function<Status(const BenchOptions&, BenchResult&)>& measure) {
+  CLI::App app{name + ": " + description};
+  BenchOptions options;
+  AddBenchOptions(app, options);
+  if (auto exit_code = Parse(app, argc, argv)) return *exit_code;
+  BenchResult result(name, options.quick);
+  Status status = measure(options, result);
+  if (status.ok()) status = result.Write(options.out_dir);
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), status.ToString().c_str());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace atl::bench

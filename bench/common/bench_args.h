@@ -12,10 +12,13 @@
 //   }
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "bench/common/bench_result.h"
 
 namespace atl::bench {
 
@@ -34,5 +37,11 @@ void AddBenchOptions(CLI::App& app, BenchOptions& options);
 // benchmark should run; otherwise the exit status main() should return, after printing the
 // help (0) or the parse error (1, on stderr).
 std::optional<int> Parse(CLI::App& app, int argc, char** argv);
+
+// The whole main() of a benchmark: parses the shared options, runs `measure` (which fills
+// the result or returns why it could not) and writes the result. Errors go to stderr as
+// "<name>: ..."; returns the process's exit status.
+int RunBenchmark(int argc, char** argv, const std::string& name, const std::string& description,
+                 const std::function<Status(const BenchOptions&, BenchResult&)>& measure);
 
 }  // namespace atl::bench

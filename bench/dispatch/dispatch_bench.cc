@@ -242,14 +242,13 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-int Main(const BenchOptions& options) {
+Status RunSweep(const BenchOptions& options, BenchResult& result) {
   Sweep sweep;
   if (options.quick) {
     sweep = {{1, 2}, {0, 1000}, 64, 3};
   } else {
     sweep = {{1, 2, 4, 8}, {0, 100, 300, 1000, 3000}, 128, 5};
   }
-  BenchResult result("dispatch", options.quick);
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-dispatch-{}", getpid());
   std::filesystem::create_directories(dir);
@@ -258,10 +257,7 @@ int Main(const BenchOptions& options) {
   for (int hosts : sweep.hosts) {
     Bench bench(hosts, sweep);
     Status started = bench.Start(fmt::format("{}/h{}", dir, hosts));
-    if (!started.ok()) {
-      fmt::print(stderr, "dispatch: cluster of {} hosts: {}\n", hosts, started.ToString());
-      return 1;
-    }
+    ATOLL_RETURN_IF_ERROR(started.WithContext(fmt::format("cluster of {} hosts", hosts)));
     for (int compute : sweep.compute_us) {
       const std::vector<std::pair<std::string, std::function<Result<double>()>>> series = {
           {"op_by_op", [&] { return bench.OpByOp(compute); }},
@@ -274,11 +270,8 @@ int Main(const BenchOptions& options) {
         std::vector<double> samples;
         for (int r = 0; r <= sweep.runs; ++r) {  // run 0 warms up (connections, compiles)
           auto rate = measure();
-          if (!rate.ok()) {
-            fmt::print(stderr, "dispatch: {} hosts={} compute_us={}: {}\n", name, hosts, compute,
-                       rate.status().ToString());
-            return 1;
-          }
+          ATOLL_RETURN_IF_ERROR(rate.status().WithContext(
+              fmt::format("{} hosts={} compute_us={}", name, hosts, compute)));
           if (r > 0) samples.push_back(*rate);
         }
         medians[name][hosts][compute] = Median(samples);
@@ -304,21 +297,15 @@ int Main(const BenchOptions& options) {
                   chained0 / medians["multi_controller"][hosts][0]);
   }
   std::filesystem::remove_all(dir);
-  Status written = result.Write(options.out_dir);
-  if (!written.ok()) {
-    fmt::print(stderr, "dispatch: {}\n", written.ToString());
-    return 1;
-  }
-  return 0;
+  return Status::Ok();
 }
 
 }  // namespace
 }  // namespace atl::bench
 
 int main(int argc, char** argv) {
-  CLI::App app{"dispatch: computations per second against hosts and compute time (Figure 5)"};
-  atl::bench::BenchOptions options;
-  atl::bench::AddBenchOptions(app, options);
-  if (auto exit_code = atl::bench::Parse(app, argc, argv)) return *exit_code;
-  return atl::bench::Main(options);
+  return atl::bench::RunBenchmark(argc, argv, "dispatch",
+                                  "computations per second against hosts and compute time "
+                                  "(Figure 5)",
+                                  atl::bench::RunSweep);
 }

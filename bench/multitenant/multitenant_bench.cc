@@ -132,12 +132,11 @@ void ClientLoop(const std::string& rm, int index, std::atomic<bool>& stop, uint6
   for (auto& run : outstanding) (void)run.Wait(std::chrono::seconds(60));
 }
 
-int Main(const BenchOptions& options) {
+Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const std::vector<int> clients =
       options.quick ? std::vector<int>{1, 4, 16} : std::vector<int>{1, 2, 4, 8, 16};
   const auto window = std::chrono::milliseconds(options.quick ? 2000 : 5000);
   const int runs = options.quick ? 1 : 3;
-  BenchResult result("multitenant", options.quick);
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-multitenant-{}", getpid());
   for (const std::string policy : {"fifo", "share"}) {
@@ -149,10 +148,7 @@ int Main(const BenchOptions& options) {
     cluster_options.state_dir = cluster_dir + "/state";
     cluster_options.bin_dir = ATOLL_BIN_DIR;
     LocalCluster cluster(cluster_options);
-    if (Status s = cluster.Start(); !s.ok()) {
-      fmt::print(stderr, "multitenant: {}\n", s.ToString());
-      return 1;
-    }
+    ATOLL_RETURN_IF_ERROR(cluster.Start().WithContext(policy + " cluster"));
     for (int k : clients) {
       std::vector<double> utilization, share_error;
       std::string worst;  // the client furthest from its target, for the log
@@ -175,15 +171,9 @@ int Main(const BenchOptions& options) {
         stop = true;
         for (auto& t : threads) t.join();
         for (const auto& e : errors) {
-          if (!e.empty()) {
-            fmt::print(stderr, "multitenant: {} clients={}: {}\n", policy, k, e);
-            return 1;
-          }
+          if (!e.empty()) return Internal(fmt::format("{} clients={}: {}", policy, k, e));
         }
-        if (!w.ok()) {
-          fmt::print(stderr, "multitenant: {}\n", w.status().ToString());
-          return 1;
-        }
+        ATOLL_RETURN_IF_ERROR(w.status());
         for (const auto& [device, busy] : w->busy_us_per_device) {
           utilization.push_back(busy / w->wall_us);
         }
@@ -217,20 +207,14 @@ int Main(const BenchOptions& options) {
     (void)cluster.Stop();
   }
   std::filesystem::remove_all(dir);
-  if (Status s = result.Write(options.out_dir); !s.ok()) {
-    fmt::print(stderr, "multitenant: {}\n", s.ToString());
-    return 1;
-  }
-  return 0;
+  return Status::Ok();
 }
 
 }  // namespace
 }  // namespace atl::bench
 
 int main(int argc, char** argv) {
-  CLI::App app{"multitenant: device utilisation and fairness with K concurrent clients"};
-  atl::bench::BenchOptions options;
-  atl::bench::AddBenchOptions(app, options);
-  if (auto exit_code = atl::bench::Parse(app, argc, argv)) return *exit_code;
-  return atl::bench::Main(options);
+  return atl::bench::RunBenchmark(argc, argv, "multitenant",
+                                  "device utilisation and fairness with K concurrent clients",
+                                  atl::bench::RunSweep);
 }
