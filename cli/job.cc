@@ -292,7 +292,8 @@ Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::millis
   std::vector<Tensor> outputs;
   for (uint64_t step = 1; step <= job.steps; ++step) {
     auto ran = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, std::vector<Input>(job.inputs.begin(), job.inputs.end())));
+      ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, std::vector<Input>(job.inputs.begin(),
+                                                                                job.inputs.end())));
       ATOLL_ASSIGN_OR_RETURN(outputs, run.Wait(timeout));
       return Status::Ok();
     }();

@@ -17,7 +17,6 @@ namespace atl {
 
 namespace {
 
-
 struct WatchOptions {
   std::vector<std::string> topics;  // prefixes; empty: every event
   bool json = false;

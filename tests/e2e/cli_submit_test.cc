@@ -13,21 +13,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kAtoll = ATOLL_BIN_DIR "/atoll";
 const std::string kJob = ATOLL_SOURCE_DIR "/examples/figure2.toml";
 
-class CliSubmitTest : public ClusterTest {
- protected:
-  std::vector<std::string> Atoll(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {kAtoll, "--rm", cluster_->info().rm_endpoint, "--events",
-                                     cluster_->info().events_out};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-};
+using CliSubmitTest = ClusterTest;
 
 TEST_F(CliSubmitTest, Figure2JobGivesThePapersResult) {
-  CommandResult r = RunCommand(Atoll({"submit", "--json", kJob}), 60s);
+  CommandResult r = RunCommand(AtollCommand({"submit", "--json", kJob}), 60s);
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   const auto out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out["results"]["y"]["values"], nlohmann::json::array({2.0, 3.0})) << r.out;
@@ -37,13 +28,13 @@ TEST_F(CliSubmitTest, Figure2JobGivesThePapersResult) {
 
 TEST_F(CliSubmitTest, WatchShowsTheProgramsEventsWhileItRuns) {
   // One Figure 2 run schedules its 4 nodes on 1 or 2 islands and runs 8 shards.
-  Subprocess watch(Atoll({"watch", "--json", "--topic", "program.", "--topic", "gang.", "--count",
-                          "8", "--timeout-s", "60"}));
+  Subprocess watch(AtollCommand({"watch", "--json", "--topic", "program.", "--topic", "gang.",
+                                 "--count", "8", "--timeout-s", "60"}));
   // A subscription takes effect a moment after connecting; runs before that go unseen,
   // so keep running the job until the watcher has its events (or the deadline passes).
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (!watch.Poll() && std::chrono::steady_clock::now() < deadline) {
-    CommandResult r = RunCommand(Atoll({"submit", kJob}), 60s);
+    CommandResult r = RunCommand(AtollCommand({"submit", kJob}), 60s);
     ASSERT_EQ(r.exit_code, 0) << r.Describe();
     EXPECT_NE(r.out.find("z = f32[2] {2, 4}"), std::string::npos) << r.out;
   }

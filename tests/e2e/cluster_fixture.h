@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,14 @@ class ClusterTest : public ::testing::Test {
 
   static std::string RmEndpoint() { return cluster_->info().rm_endpoint; }
   static std::string EventsEndpoint() { return cluster_->info().events_out; }
+
+  // The argv of an `atoll` command aimed at this cluster.
+  static std::vector<std::string> AtollCommand(std::vector<std::string> args) {
+    std::vector<std::string> argv = {ATOLL_BIN_DIR "/atoll", "--rm", RmEndpoint(), "--events",
+                                     EventsEndpoint()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
 
   static std::unique_ptr<Client> Connect(const std::string& name = "test") {
     auto client = Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint, .name = name});

@@ -22,9 +22,8 @@ using AllMessages = ::testing::Types<
     Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
     HelloClientReply, Goodbye, CreateSlice, SliceInfo, RegisterFunction, RegisterFunctionReply,
     GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram,
-    SubmitReply,
-    GangsDone, StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject,
-    GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
+    SubmitReply, GangsDone, StoreHello, StoreHelloReply, CreateObject, CreateObjectReply,
+    SealObject, PutObject, GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =

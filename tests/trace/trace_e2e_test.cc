@@ -20,7 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
-const std::string kAtoll = ATOLL_BIN_DIR "/atoll";
 const std::string kJob = ATOLL_SOURCE_DIR "/examples/figure2.toml";
 
 // One Figure 2 run: 4 nodes of 2 shards each.
@@ -46,15 +45,7 @@ Json ReadJson(const std::string& path) {
   return Json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
-class TraceE2eTest : public ClusterTest {
- protected:
-  std::vector<std::string> Atoll(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {kAtoll, "--rm", cluster_->info().rm_endpoint, "--events",
-                                     cluster_->info().events_out};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-};
+using TraceE2eTest = ClusterTest;
 
 TEST_F(TraceE2eTest, LiveTraceHasOneSlicePerShardOnItsDevicesTrack) {
   TempDir dir;
@@ -62,13 +53,13 @@ TEST_F(TraceE2eTest, LiveTraceHasOneSlicePerShardOnItsDevicesTrack) {
   const std::string out = dir.path() + "/trace.json";
   // Two runs' worth of gangs: the tracer may join in the middle of one run, but then sees
   // the whole of the next.
-  Subprocess trace(Atoll(
+  Subprocess trace(AtollCommand(
       {"trace", "--count", std::to_string(2 * kShardsPerRun), "--timeout-s", "90", "-o", out}));
   // A subscription takes effect a moment after connecting; keep running the job until the
   // tracer has its events (or the deadline passes).
   const auto deadline = std::chrono::steady_clock::now() + 90s;
   while (!trace.Poll() && std::chrono::steady_clock::now() < deadline) {
-    CommandResult r = RunCommand(Atoll({"submit", kJob}), 60s);
+    CommandResult r = RunCommand(AtollCommand({"submit", kJob}), 60s);
     ASSERT_EQ(r.exit_code, 0) << r.Describe();
   }
   CommandResult t = trace.Wait(10s);
@@ -126,8 +117,8 @@ TEST_F(TraceE2eTest, LiveTraceHasOneSlicePerShardOnItsDevicesTrack) {
 TEST_F(TraceE2eTest, TooFewGangsByTheDeadlineFailsButStillWritesTheTrace) {
   TempDir dir;
   const std::string out = dir.path() + "/trace.json";
-  CommandResult r =
-      RunCommand(Atoll({"trace", "--count", "1000000", "--timeout-s", "0.5", "-o", out}), 30s);
+  CommandResult r = RunCommand(
+      AtollCommand({"trace", "--count", "1000000", "--timeout-s", "0.5", "-o", out}), 30s);
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
   EXPECT_NE(r.err.find("atoll: trace:"), std::string::npos) << r.err;
   const Json doc = ReadJson(out);
@@ -143,7 +134,7 @@ TEST(TraceCliTest, FromFileToStdout) {
       << "\n"
       << R"({"topic":"gang.done","ts_us":9,"src":"executor","run":4294967297,"node":2,"gang":7,"shard":1,"device":5,"host":"i1h0","client":1,"start_us":100,"end_us":160})"
       << "\n";
-  CommandResult r = RunCommand({kAtoll, "trace", "--from", events}, 30s);
+  CommandResult r = RunCommand({ATOLL_BIN_DIR "/atoll", "trace", "--from", events}, 30s);
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   const Json doc = Json::parse(r.out, nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(doc.is_discarded()) << r.out;
@@ -164,14 +155,15 @@ TEST(TraceCliTest, FromFileToStdout) {
 }
 
 TEST(TraceCliTest, UnreadableOrMalformedInputFails) {
-  CommandResult r = RunCommand({kAtoll, "trace", "--from", "/nonexistent/events.jsonl"}, 30s);
+  CommandResult r =
+      RunCommand({ATOLL_BIN_DIR "/atoll", "trace", "--from", "/nonexistent/events.jsonl"}, 30s);
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
   EXPECT_NE(r.err.find("atoll: trace: cannot read"), std::string::npos) << r.err;
 
   TempDir dir;
   const std::string events = dir.path() + "/bad.jsonl";
   std::ofstream(events) << "{\"topic\":\"gang.done\",\"run\":1}\n";
-  r = RunCommand({kAtoll, "trace", "--from", events}, 30s);
+  r = RunCommand({ATOLL_BIN_DIR "/atoll", "trace", "--from", events}, 30s);
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
   EXPECT_NE(r.err.find("line 1"), std::string::npos) << r.err;
 }
