@@ -100,9 +100,4 @@ void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result
   cv_.notify_all();
 }
 
-size_t CollectiveHub::pending() const {
-  std::lock_guard lock(mu_);
-  return states_.size();
-}
-
 }  // namespace atl::executor

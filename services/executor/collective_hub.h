@@ -55,8 +55,6 @@ class CollectiveHub {
   // A partial from host `from_host` of the gang (or its error), from the data plane.
   void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial);
 
-  size_t pending() const;  // collectives in progress, for tests and stats
-
  private:
   struct State {
     size_t local_expected = 0;         // shards of the gang on this host; 0 until one arrives
@@ -72,7 +70,7 @@ class CollectiveHub {
   const std::string self_;
   const SendPartial send_;
   const std::chrono::milliseconds timeout_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::map<CollectiveKey, State> states_;  // guarded by mu_
 };
