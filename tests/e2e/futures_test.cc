@@ -1,0 +1,81 @@
+// Op-by-op calls chained through futures: each call's result feeds the next call before it
+// exists, with no round trip per call; refusals and misplaced futures come back as errors.
+#include "tests/e2e/cluster_fixture.h"
+
+namespace atl::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FuturesTest : public ClusterTest {
+ protected:
+  // inc(x) = all_reduce_sum(x) + 1 over `slice`, as a one-call program.
+  static Result<Program> IncProgram(Client& client, const Slice& slice) {
+    FunctionBuilder b("inc");
+    b.Output(b.Add(b.AllReduceSum(b.Input(DType::kF32, {2}, Sharding::Replicated())), 1.0));
+    ATOLL_ASSIGN_OR_RETURN(Function fn, client.Register(b, slice));
+    ProgramBuilder p;
+    p.Return({p.Call(fn, {p.Arg(DType::kF32, {2})})[0]});
+    return p.Build();
+  }
+};
+
+TEST_F(FuturesTest, OpByOpCallsChainThroughFutures) {
+  auto client = Connect("futures");
+  ASSERT_NE(client, nullptr);
+  auto slice = client->CreateSlice(2, "island0");
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  auto inc = IncProgram(*client, *slice);
+  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  std::vector<float> expect = {1, -1};
+  auto run = client->Submit(*inc, {Tensor::F32({2}, expect)});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  for (auto& e : expect) e = 2 * e + 1;
+  // The earlier runs go out of scope as the chain grows: their results must stay alive
+  // for as long as a later run reads them.
+  for (int i = 1; i < 30; ++i) {
+    auto next = client->Submit(*inc, {run->Output(0)});
+    ASSERT_TRUE(next.ok()) << "call " << i << ": " << next.status().ToString();
+    run = std::move(next);
+    for (auto& e : expect) e = 2 * e + 1;
+  }
+  auto out = run->Wait(30s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at(0), Tensor::F32({2}, expect));
+}
+
+TEST_F(FuturesTest, AFutureHeldOnOtherHostsIsRefusedAtSubmit) {
+  auto client = Connect("futures-misplaced");
+  ASSERT_NE(client, nullptr);
+  auto here = client->CreateSlice(2, "island0");
+  auto there = client->CreateSlice(2, "island1");
+  ASSERT_TRUE(here.ok() && there.ok());
+  auto inc_here = IncProgram(*client, *here);
+  auto inc_there = IncProgram(*client, *there);
+  ASSERT_TRUE(inc_here.ok() && inc_there.ok());
+  auto run = client->Submit(*inc_here, {Tensor::F32({2}, {1, 2})});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto moved = client->Submit(*inc_there, {run->Output(0)});
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().code(), Code::kInvalidArgument) << moved.status().ToString();
+  EXPECT_TRUE(run->Wait(30s).ok());
+}
+
+TEST_F(FuturesTest, ARefusedSubmissionComesBackFromWait) {
+  // A weight of 0 is refused by the scheduler; Submit does not wait for its answer.
+  auto zero = Client::Connect({.rm_endpoint = RmEndpoint(), .name = "weightless", .weight = 0});
+  ASSERT_TRUE(zero.ok());
+  auto slice0 = (*zero)->CreateSlice(1);
+  ASSERT_TRUE(slice0.ok());
+  auto inc0 = IncProgram(**zero, *slice0);
+  ASSERT_TRUE(inc0.ok());
+  auto run = (*zero)->Submit(*inc0, {Tensor::F32({2}, {1, 2})});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto out = run->Wait(30s);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Code::kInvalidArgument) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("weight"), std::string::npos) << out.status().ToString();
+}
+
+}  // namespace
+}  // namespace atl::testing
