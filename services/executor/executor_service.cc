@@ -456,17 +456,26 @@ void ExecutorService::SendOutputs(Completion& done) {
                                     {"error", done.outputs.status().ToString()}});
   }
   for (size_t o = 0; o < e.outputs.size(); ++o) {
-    Result<Tensor> value = done.outputs.ok() ? Result<Tensor>((*done.outputs)[o])
-                                             : Result<Tensor>(done.outputs.status());
+    // Copied only when a store write or a remote tuple needs it: a chain on this host was
+    // fed by the device thread already and needs no copy here.
+    std::optional<Result<Tensor>> copy;
+    auto value = [&]() -> const Result<Tensor>& {
+      if (!copy) {
+        copy.emplace(done.outputs.ok() ? Result<Tensor>((*done.outputs)[o])
+                                       : Result<Tensor>(done.outputs.status()));
+      }
+      return *copy;
+    };
     for (const auto& dest : e.outputs[o]) {
       if (dest.kind == proto::OutputDest::kStore) {
         auto it = store_writes_.find({dest.object_id, dest.shard});
         if (it == store_writes_.end()) continue;  // reservation failed; reported then
         std::shared_ptr<StoreWrite> write = it->second;
-        if (value.ok())
-          write->value = *value;
-        else
-          write->failure = value.status();
+        if (value().ok()) {
+          write->value = *value();
+        } else {
+          write->failure = value().status();
+        }
         CompleteStoreWrite(write);
         continue;
       }
@@ -476,7 +485,7 @@ void ExecutorService::SendOutputs(Completion& done) {
       h.node = dest.node;
       h.input = dest.input;
       h.shard = dest.shard;
-      QueueTuple(dest.data_endpoint, std::move(h), value);
+      QueueTuple(dest.data_endpoint, std::move(h), value());
     }
   }
 }
