@@ -13,14 +13,7 @@ command -v node >/dev/null || fail "node is not installed: run scripts/setup.sh"
   fail "playwright-core is not installed in $browser_dir: run scripts/setup.sh (npm ci there)"
 
 start_cluster
-"$atoll" dashboard --listen 127.0.0.1:0 --push-interval-ms 300 >"$work/dashboard.out" \
-  2>"$work/dashboard.err" &
-cleanups+=("kill $!")
-deadline=$((SECONDS + 10))
-until url=$(grep -so 'http://[^ ]*/' "$work/dashboard.out"); do
-  [ $SECONDS -lt $deadline ] || { cat "$work/dashboard.err"; fail "the dashboard did not start"; }
-  sleep 0.1
-done
+start_dashboard 300
 echo "dashboard at $url"
 
 start_spin_job alpha 100000

@@ -5,14 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 "$atoll" dashboard --help | grep -q '127.0.0.1:8470' || fail "the default is not loopback"
 start_cluster
-"$atoll" dashboard --listen 127.0.0.1:0 --push-interval-ms 200 >"$work/dashboard.out" \
-  2>"$work/dashboard.err" &
-cleanups+=("kill $!")
-deadline=$((SECONDS + 10))
-until url=$(grep -so 'http://[^ ]*/' "$work/dashboard.out"); do
-  [ $SECONDS -lt $deadline ] || { cat "$work/dashboard.err"; fail "the dashboard did not start"; }
-  sleep 0.1
-done
+start_dashboard 200
 start_spin_job http-job 100000
 python3 - "$url" <<'PY' || fail "HTTP checks"
 import json, sys, time, urllib.request

@@ -40,6 +40,19 @@ start_cluster() {
     --bin-dir "$ATOLL_BIN_DIR" >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "atoll up"; }
 }
 
+# Starts `atoll dashboard` on a free loopback port, pushing every $1 ms, and sets $url once
+# it serves (bounded: 10 s).
+start_dashboard() {
+  "$atoll" dashboard --listen 127.0.0.1:0 --push-interval-ms "$1" >"$work/dashboard.out" \
+    2>"$work/dashboard.err" &
+  cleanups+=("kill $!")
+  local deadline=$((SECONDS + 10))
+  until url=$(grep -so 'http://[^ ]*/' "$work/dashboard.out"); do
+    [ $SECONDS -lt $deadline ] || { cat "$work/dashboard.err"; fail "the dashboard did not start"; }
+    sleep 0.1
+  done
+}
+
 # Runs examples/spin.toml for STEPS steps in the background as client NAME (its stdout and
 # stderr go to $work/NAME.out and .err); the job is killed on exit.
 start_spin_job() {
