@@ -14,13 +14,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "atoll/client.h"
 #include "bench/common/bench_args.h"
+#include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
 #include "cli/local_cluster.h"
 #include "common/transport.h"
@@ -89,15 +89,7 @@ class Bench {
   Bench(int hosts, const Sweep& sweep) : hosts_(hosts), sweep_(sweep) {}
 
   Status Start(const std::string& dir) {
-    std::filesystem::create_directories(dir);
-    const std::string config = dir + "/cluster.toml";
-    std::ofstream(config) << ClusterToml(hosts_);
-    LocalClusterOptions options;
-    options.config_path = config;
-    options.state_dir = dir + "/state";
-    options.bin_dir = ATOLL_BIN_DIR;
-    cluster_ = std::make_unique<LocalCluster>(options);
-    ATOLL_RETURN_IF_ERROR(cluster_->Start());
+    ATOLL_ASSIGN_OR_RETURN(cluster_, StartBenchCluster(dir, ClusterToml(hosts_), ATOLL_BIN_DIR));
     ATOLL_ASSIGN_OR_RETURN(client_, Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint,
                                                      .name = "bench-dispatch"}));
     ATOLL_ASSIGN_OR_RETURN(slice_, client_->CreateSlice(hosts_ * kDevicesPerHost));
@@ -251,7 +243,6 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   }
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-dispatch-{}", getpid());
-  std::filesystem::create_directories(dir);
   // medians[series][hosts][compute_us]
   std::map<std::string, std::map<int, std::map<int, double>>> medians;
   for (int hosts : sweep.hosts) {

@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <thread>
 
@@ -20,6 +19,7 @@
 
 #include "atoll/client.h"
 #include "bench/common/bench_args.h"
+#include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
 #include "cli/local_cluster.h"
 #include "common/events.h"
@@ -140,15 +140,9 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-multitenant-{}", getpid());
   for (const std::string policy : {"fifo", "share"}) {
-    const std::string cluster_dir = dir + "/" + policy;
-    std::filesystem::create_directories(cluster_dir);
-    std::ofstream(cluster_dir + "/cluster.toml") << ClusterToml(policy);
-    LocalClusterOptions cluster_options;
-    cluster_options.config_path = cluster_dir + "/cluster.toml";
-    cluster_options.state_dir = cluster_dir + "/state";
-    cluster_options.bin_dir = ATOLL_BIN_DIR;
-    LocalCluster cluster(cluster_options);
-    ATOLL_RETURN_IF_ERROR(cluster.Start().WithContext(policy + " cluster"));
+    ATOLL_ASSIGN_OR_RETURN(
+        std::unique_ptr<LocalCluster> cluster,
+        StartBenchCluster(dir + "/" + policy, ClusterToml(policy), ATOLL_BIN_DIR));
     for (int k : clients) {
       std::vector<double> utilization, share_error;
       std::string worst;  // the client furthest from its target, for the log
@@ -160,14 +154,14 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
         std::vector<std::string> errors(k);
         std::vector<std::thread> threads;
         for (int c = 0; c < k; ++c) {
-          threads.emplace_back(ClientLoop, cluster.info().rm_endpoint, c, std::ref(stop),
+          threads.emplace_back(ClientLoop, cluster->info().rm_endpoint, c, std::ref(stop),
                                std::ref(ids[c]), std::ref(ready), std::ref(errors[c]));
         }
         const auto deadline = Clock::now() + std::chrono::seconds(30);
         while (ready.load() < k && Clock::now() < deadline) {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a counter
         }
-        auto w = Measure(cluster.info().events_out, window);
+        auto w = Measure(cluster->info().events_out, window);
         stop = true;
         for (auto& t : threads) t.join();
         for (const auto& e : errors) {
@@ -204,7 +198,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
       result.Add(policy, {{"clients", k}}, "device_utilization", "ratio", utilization);
       result.Add(policy, {{"clients", k}}, "share_error", "ratio", share_error);
     }
-    (void)cluster.Stop();
+    (void)cluster->Stop();
   }
   std::filesystem::remove_all(dir);
   return Status::Ok();
