@@ -1,0 +1,89 @@
+#include "kernels/check.h"
+
+#include <limits>
+#include <new>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace atl::kernels::internal {
+
+std::string Describe(const Tensor& t) {
+  return fmt::format("{}{}", DTypeName(t.dtype()), ShapeString(t.shape()));
+}
+
+Status CheckShape(const Shape& shape, std::string_view what) {
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return InvalidArgument(
+          fmt::format("{}: shape {} has a negative dimension", what, ShapeString(shape)));
+    }
+    if (d != 0 && n > kMaxElements / d) {
+      return InvalidArgument(
+          fmt::format("{}: shape {} has too many elements", what, ShapeString(shape)));
+    }
+    n *= d;
+  }
+  return Status::Ok();
+}
+
+Status CheckWellFormed(const Tensor& t, std::string_view what) {
+  if (t.dtype() != DType::kF32 && t.dtype() != DType::kI32) {
+    return InvalidArgument(
+        fmt::format("{} has unknown dtype {}", what, static_cast<int>(t.dtype())));
+  }
+  ATOLL_RETURN_IF_ERROR(CheckShape(t.shape(), what));
+  const auto want = static_cast<size_t>(t.num_elements()) * DTypeSize(t.dtype());
+  if (t.nbytes() != want) {
+    return InvalidArgument(fmt::format("{} {} is malformed: it holds {} bytes, not {}", what,
+                                       Describe(t), t.nbytes(), want));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status CheckDType(const Tensor& t, DType dtype, std::string_view what) {
+  ATOLL_RETURN_IF_ERROR(CheckWellFormed(t, what));
+  if (t.dtype() != dtype) {
+    return InvalidArgument(
+        fmt::format("{} must be {}, got {}", what, DTypeName(dtype), Describe(t)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckF32(const Tensor& t, std::string_view what) { return CheckDType(t, DType::kF32, what); }
+Status CheckI32(const Tensor& t, std::string_view what) { return CheckDType(t, DType::kI32, what); }
+
+Status CheckF32Shape(const Tensor& t, const Shape& shape, std::string_view what) {
+  ATOLL_RETURN_IF_ERROR(CheckF32(t, what));
+  if (t.shape() != shape) {
+    return InvalidArgument(
+        fmt::format("{} must be f32{}, got {}", what, ShapeString(shape), Describe(t)));
+  }
+  return Status::Ok();
+}
+
+Result<int> NormalizeAxis(int64_t axis, size_t rank, std::string_view what) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) {
+    return InvalidArgument(fmt::format(
+        "{}: axis {} is out of range for rank {} (expected [{}, {}))", what, axis, rank, -r, r));
+  }
+  return static_cast<int>(axis < 0 ? axis + r : axis);
+}
+
+Result<Tensor> Allocate(DType dtype, Shape shape) {
+  try {
+    return Tensor(dtype, shape);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(fmt::format("cannot allocate a {} tensor of shape {}", DTypeName(dtype),
+                                   ShapeString(shape)));
+  }
+}
+
+}  // namespace atl::kernels::internal

@@ -1,0 +1,40 @@
+// Argument checks shared by the kernels in kernels/: each returns InvalidArgument naming what
+// was expected and what came, or OK. Internal to the kernel library; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+
+namespace atl::kernels::internal {
+
+// "f32[2,3]".
+std::string Describe(const Tensor& t);
+
+// A shape an output may be built with: no negative dimension and an element count whose
+// byte size fits in int64.
+Status CheckShape(const Shape& shape, std::string_view what);
+
+// A tensor the kernels can index safely: a known dtype, a valid shape, and exactly as many
+// bytes as its dtype and shape need.
+Status CheckWellFormed(const Tensor& t, std::string_view what);
+
+// Well formed and of dtype f32 (CheckF32) or i32 (CheckI32).
+Status CheckF32(const Tensor& t, std::string_view what);
+Status CheckI32(const Tensor& t, std::string_view what);
+
+// Well-formed f32 of exactly `shape`.
+Status CheckF32Shape(const Tensor& t, const Shape& shape, std::string_view what);
+
+// `axis` of a rank-`rank` tensor as an index in [0, rank); a negative axis counts from the
+// end (-1 is the last). InvalidArgument when out of range.
+Result<int> NormalizeAxis(int64_t axis, size_t rank, std::string_view what);
+
+// A zero-filled tensor; OutOfMemory instead of an exception when it cannot be allocated.
+// `shape` must have passed CheckShape.
+Result<Tensor> Allocate(DType dtype, Shape shape);
+
+}  // namespace atl::kernels::internal

@@ -1,0 +1,344 @@
+#include "kernels/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <new>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/check.h"
+#include "kernels/shape_ops.h"
+
+namespace atl::kernels {
+
+using internal::Describe;
+
+std::string_view UnaryFnName(UnaryFn fn) {
+  switch (fn) {
+    case UnaryFn::kExp:
+      return "exp";
+    case UnaryFn::kLog:
+      return "log";
+    case UnaryFn::kTanh:
+      return "tanh";
+    case UnaryFn::kRelu:
+      return "relu";
+    case UnaryFn::kNeg:
+      return "neg";
+    case UnaryFn::kSqrt:
+      return "sqrt";
+    case UnaryFn::kRsqrt:
+      return "rsqrt";
+  }
+  return "?";
+}
+
+std::string_view BinaryFnName(BinaryFn fn) {
+  switch (fn) {
+    case BinaryFn::kAdd:
+      return "add";
+    case BinaryFn::kSub:
+      return "sub";
+    case BinaryFn::kMul:
+      return "mul";
+    case BinaryFn::kDiv:
+      return "div";
+    case BinaryFn::kMax:
+      return "max";
+    case BinaryFn::kMin:
+      return "min";
+  }
+  return "?";
+}
+
+namespace {
+
+// Elements per block of a fused evaluation: 2 KiB per node, so a dozen nodes stay in L1.
+constexpr int64_t kBlock = 512;
+
+bool Known(UnaryFn fn) { return UnaryFnName(fn) != "?"; }
+bool Known(BinaryFn fn) { return BinaryFnName(fn) != "?"; }
+
+// y[i] = fn(x[i]) for i < n; one loop per op so that each can be vectorized. `fn` is known.
+void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
+  switch (fn) {
+    case UnaryFn::kExp:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+      return;
+    case UnaryFn::kLog:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
+      return;
+    case UnaryFn::kTanh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+      return;
+    case UnaryFn::kRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+      return;
+    case UnaryFn::kNeg:
+      for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
+      return;
+    case UnaryFn::kSqrt:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+      return;
+    case UnaryFn::kRsqrt:
+      for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / std::sqrt(x[i]);
+      return;
+  }
+}
+
+// z[i] = fn(a[i], b[i]) for i < n. `fn` is known.
+void ApplyBinary(BinaryFn fn, const float* a, const float* b, float* z, int64_t n) {
+  switch (fn) {
+    case BinaryFn::kAdd:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] + b[i];
+      return;
+    case BinaryFn::kSub:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] - b[i];
+      return;
+    case BinaryFn::kMul:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] * b[i];
+      return;
+    case BinaryFn::kDiv:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] / b[i];
+      return;
+    case BinaryFn::kMax:  // a NaN on either side gives NaN
+      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
+      return;
+    case BinaryFn::kMin:
+      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
+      return;
+  }
+}
+
+// ApplyBinary with the right operand one value for every element.
+void ApplyBinaryScalar(BinaryFn fn, const float* a, float b, float* z, int64_t n) {
+  switch (fn) {
+    case BinaryFn::kAdd:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] + b;
+      return;
+    case BinaryFn::kSub:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] - b;
+      return;
+    case BinaryFn::kMul:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] * b;
+      return;
+    case BinaryFn::kDiv:
+      for (int64_t i = 0; i < n; ++i) z[i] = a[i] / b;
+      return;
+    case BinaryFn::kMax:
+      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] > b || a[i] != a[i]) ? a[i] : b;
+      return;
+    case BinaryFn::kMin:
+      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] < b || a[i] != a[i]) ? a[i] : b;
+      return;
+  }
+}
+
+Status CheckExpr(const FusedExpr& expr, size_t num_inputs) {
+  const auto& nodes = expr.nodes();
+  if (nodes.empty()) return InvalidArgument("fused expression has no nodes");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const FusedNode& node = nodes[i];
+    const auto operand_ok = [i](int32_t ref) { return ref >= 0 && static_cast<size_t>(ref) < i; };
+    switch (node.kind) {
+      case FusedNode::Kind::kInput:
+        if (node.input < 0 || static_cast<size_t>(node.input) >= num_inputs) {
+          return InvalidArgument(
+              fmt::format("fused node {} reads input {}, expected an index in [0, {})", i,
+                          node.input, num_inputs));
+        }
+        break;
+      case FusedNode::Kind::kConstant:
+        break;
+      case FusedNode::Kind::kUnary:
+        if (!Known(node.unary)) {
+          return InvalidArgument(fmt::format("fused node {} has unknown unary op {}", i,
+                                             static_cast<int>(node.unary)));
+        }
+        if (!operand_ok(node.lhs)) {
+          return InvalidArgument(
+              fmt::format("fused node {} ({}) reads node {}, expected an earlier node in [0, {})",
+                          i, UnaryFnName(node.unary), node.lhs, i));
+        }
+        break;
+      case FusedNode::Kind::kBinary:
+        if (!Known(node.binary)) {
+          return InvalidArgument(fmt::format("fused node {} has unknown binary op {}", i,
+                                             static_cast<int>(node.binary)));
+        }
+        if (!operand_ok(node.lhs) || !operand_ok(node.rhs)) {
+          return InvalidArgument(fmt::format(
+              "fused node {} ({}) reads nodes {} and {}, expected earlier nodes in [0, {})", i,
+              BinaryFnName(node.binary), node.lhs, node.rhs, i));
+        }
+        break;
+      default:
+        return InvalidArgument(
+            fmt::format("fused node {} has unknown kind {}", i, static_cast<int>(node.kind)));
+    }
+  }
+  return Status::Ok();
+}
+
+void Format(const std::vector<FusedNode>& nodes, int32_t i, std::string& out) {
+  const FusedNode& node = nodes[i];
+  switch (node.kind) {
+    case FusedNode::Kind::kInput:
+      out += fmt::format("in{}", node.input);
+      return;
+    case FusedNode::Kind::kConstant:
+      out += fmt::format("{}", node.constant);
+      return;
+    case FusedNode::Kind::kUnary:
+      out += UnaryFnName(node.unary);
+      out += '(';
+      if (node.lhs >= 0 && node.lhs < i) Format(nodes, node.lhs, out);
+      out += ')';
+      return;
+    case FusedNode::Kind::kBinary:
+      out += BinaryFnName(node.binary);
+      out += '(';
+      if (node.lhs >= 0 && node.lhs < i) Format(nodes, node.lhs, out);
+      out += ", ";
+      if (node.rhs >= 0 && node.rhs < i) Format(nodes, node.rhs, out);
+      out += ')';
+      return;
+  }
+  out += '?';
+}
+
+}  // namespace
+
+FusedValue FusedExpr::Push(FusedNode node) {
+  nodes_.push_back(node);
+  return {static_cast<int32_t>(nodes_.size() - 1)};
+}
+
+FusedValue FusedExpr::Input(int32_t index) {
+  return Push({.kind = FusedNode::Kind::kInput, .input = index});
+}
+
+FusedValue FusedExpr::Constant(float value) {
+  return Push({.kind = FusedNode::Kind::kConstant, .constant = value});
+}
+
+FusedValue FusedExpr::Apply(UnaryFn fn, FusedValue x) {
+  return Push({.kind = FusedNode::Kind::kUnary, .unary = fn, .lhs = x.node});
+}
+
+FusedValue FusedExpr::Apply(BinaryFn fn, FusedValue lhs, FusedValue rhs) {
+  return Push({.kind = FusedNode::Kind::kBinary, .binary = fn, .lhs = lhs.node, .rhs = rhs.node});
+}
+
+std::string FusedExpr::ToString() const {
+  std::string out;
+  if (!nodes_.empty()) Format(nodes_, static_cast<int32_t>(nodes_.size() - 1), out);
+  return out;
+}
+
+Result<Tensor> Unary(UnaryFn fn, const Tensor& x) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, fmt::format("{} operand", UnaryFnName(fn))));
+  if (!Known(fn)) {
+    return InvalidArgument(fmt::format("unknown unary op {}", static_cast<int>(fn)));
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
+  ApplyUnary(fn, x.as<float>().data(), out.as<float>().data(), x.num_elements());
+  return out;
+}
+
+Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b) {
+  const std::string_view name = BinaryFnName(fn);
+  if (!Known(fn)) {
+    return InvalidArgument(fmt::format("unknown binary op {}", static_cast<int>(fn)));
+  }
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(a, fmt::format("{} left operand", name)));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(b, fmt::format("{} right operand", name)));
+  auto shape = BroadcastShapes(a.shape(), b.shape());
+  if (!shape.ok()) {
+    return InvalidArgument(fmt::format("{}: {} and {} do not broadcast together ({})", name,
+                                       Describe(a), Describe(b), shape.status().message()));
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, *shape));
+  const int64_t n = out.num_elements();
+  float* z = out.as<float>().data();
+  if (b.num_elements() == 1 && n > 0 && a.shape() == *shape) {
+    ApplyBinaryScalar(fn, a.as<float>().data(), b.as<float>()[0], z, n);
+    return out;
+  }
+  // Each operand is expanded only when its shape differs from the result's.
+  Tensor a_full, b_full;
+  const Tensor* pa = &a;
+  const Tensor* pb = &b;
+  if (a.shape() != *shape) {
+    ATOLL_ASSIGN_OR_RETURN(a_full, BroadcastTo(a, *shape));
+    pa = &a_full;
+  }
+  if (b.shape() != *shape) {
+    ATOLL_ASSIGN_OR_RETURN(b_full, BroadcastTo(b, *shape));
+    pb = &b_full;
+  }
+  ApplyBinary(fn, pa->as<float>().data(), pb->as<float>().data(), z, n);
+  return out;
+}
+
+Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor> inputs) {
+  if (inputs.empty()) return InvalidArgument("fused expression needs at least one input tensor");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ATOLL_RETURN_IF_ERROR(internal::CheckF32(inputs[i], fmt::format("fused input {}", i)));
+    if (inputs[i].shape() != inputs[0].shape()) {
+      return InvalidArgument(
+          fmt::format("fused inputs must share one shape: input 0 is {}, "
+                      "input {} is {}",
+                      Describe(inputs[0]), i, Describe(inputs[i])));
+    }
+  }
+  ATOLL_RETURN_IF_ERROR(CheckExpr(expr, inputs.size()));
+  const std::vector<FusedNode>& nodes = expr.nodes();
+  const auto num_nodes = static_cast<int64_t>(nodes.size());
+  const int64_t last = num_nodes - 1;
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, inputs[0].shape()));
+  const int64_t n = out.num_elements();
+  float* result = out.as<float>().data();
+
+  // One block of values per computed node; inputs are read in place.
+  std::vector<float> scratch;
+  try {
+    scratch.resize(static_cast<size_t>(num_nodes * kBlock));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(fmt::format("fused expression of {} nodes: no scratch", num_nodes));
+  }
+  std::vector<const float*> value(nodes.size());
+  for (int64_t base = 0; base < n; base += kBlock) {
+    const int64_t len = std::min(kBlock, n - base);
+    for (int64_t i = 0; i < num_nodes; ++i) {
+      const FusedNode& node = nodes[i];
+      float* dst = i == last ? result + base : scratch.data() + i * kBlock;
+      switch (node.kind) {
+        case FusedNode::Kind::kInput:
+          value[i] = inputs[node.input].as<float>().data() + base;
+          if (i == last) std::copy_n(value[i], len, dst);
+          break;
+        case FusedNode::Kind::kConstant:
+          if (base == 0 || i == last) std::fill_n(dst, len, node.constant);
+          value[i] = dst;
+          break;
+        case FusedNode::Kind::kUnary:
+          ApplyUnary(node.unary, value[node.lhs], dst, len);
+          value[i] = dst;
+          break;
+        case FusedNode::Kind::kBinary:
+          if (nodes[node.rhs].kind == FusedNode::Kind::kConstant) {
+            ApplyBinaryScalar(node.binary, value[node.lhs], nodes[node.rhs].constant, dst, len);
+          } else {
+            ApplyBinary(node.binary, value[node.lhs], value[node.rhs], dst, len);
+          }
+          value[i] = dst;
+          break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace atl::kernels

@@ -1,0 +1,22 @@
+// Matrix multiply of f32 matrices, with either operand optionally transposed, through
+// OpenBLAS cblas_sgemm (which may use its own thread pool). Pure: returns a new tensor, never
+// throws. Thread-safe.
+#pragma once
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+
+namespace atl::kernels {
+
+struct MatmulOptions {
+  bool transpose_a = false;  // use a^T: a is [k,m] instead of [m,k]
+  bool transpose_b = false;  // use b^T: b is [n,k] instead of [k,n]
+};
+
+// op(a) x op(b) -> f32 [m,n], where op(a) is [m,k] and op(b) is [k,n]. Any of m, k, n may be
+// 0; k = 0 gives an all-zero [m,n]. InvalidArgument when either operand is not a well-formed
+// f32 matrix, when the inner dimensions differ, or when a dimension exceeds INT32_MAX.
+// Example: Matmul(x, w, {.transpose_b = true}) is x w^T.
+Result<Tensor> Matmul(const Tensor& a, const Tensor& b, MatmulOptions options);
+
+}  // namespace atl::kernels

@@ -1,0 +1,223 @@
+#include "kernels/nn.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/check.h"
+
+namespace atl::kernels {
+
+using internal::Describe;
+
+namespace {
+
+// `x` as rows of its last dimension: rank >= 1.
+struct Rows {
+  int64_t count = 0;
+  int64_t width = 0;
+};
+
+Result<Rows> LastAxisRows(const Tensor& x, std::string_view what) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, what));
+  if (x.shape().empty()) {
+    return InvalidArgument(fmt::format(
+        "{} must have rank >= 1 (it works over the last axis), got {}", what, Describe(x)));
+  }
+  const int64_t width = x.shape().back();
+  return Rows{width == 0 ? 0 : x.num_elements() / width, width};
+}
+
+// Mean and 1/sqrt(var + eps) of one row, in double.
+struct RowStats {
+  double mean;
+  double rstd;
+};
+
+RowStats Stats(const float* row, int64_t d, float eps) {
+  double sum = 0;
+  for (int64_t j = 0; j < d; ++j) sum += row[j];
+  const double mean = sum / static_cast<double>(d);
+  double sq = 0;
+  for (int64_t j = 0; j < d; ++j) {
+    const double c = row[j] - mean;
+    sq += c * c;
+  }
+  return {mean, 1.0 / std::sqrt(sq / static_cast<double>(d) + eps)};
+}
+
+Status CheckEps(float eps) {
+  if (!(eps > 0) || !std::isfinite(eps)) {
+    return InvalidArgument(
+        fmt::format("layer norm epsilon must be positive and finite, got {}", eps));
+  }
+  return Status::Ok();
+}
+
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+
+}  // namespace
+
+Result<Tensor> Softmax(const Tensor& x) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "softmax operand"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
+  const float* in = x.as<float>().data();
+  float* dst = out.as<float>().data();
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const float* row = in + r * rows.width;
+    float* y = dst + r * rows.width;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < rows.width; ++j) max = row[j] > max ? row[j] : max;
+    double sum = 0;
+    for (int64_t j = 0; j < rows.width; ++j) {
+      y[j] = std::exp(row[j] - max);
+      sum += y[j];
+    }
+    const auto inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < rows.width; ++j) y[j] *= inv;
+  }
+  return out;
+}
+
+Result<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm x"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(gamma, {rows.width}, "layer norm gamma"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(beta, {rows.width}, "layer norm beta"));
+  ATOLL_RETURN_IF_ERROR(CheckEps(eps));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
+  const float* g = gamma.as<float>().data();
+  const float* b = beta.as<float>().data();
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const float* row = x.as<float>().data() + r * rows.width;
+    float* y = out.as<float>().data() + r * rows.width;
+    const RowStats s = Stats(row, rows.width, eps);
+    for (int64_t j = 0; j < rows.width; ++j) {
+      y[j] = static_cast<float>((row[j] - s.mean) * s.rstd) * g[j] + b[j];
+    }
+  }
+  return out;
+}
+
+Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                         float eps) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm backward x"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, x.shape(), "layer norm backward dy"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(gamma, {rows.width}, "layer norm backward gamma"));
+  ATOLL_RETURN_IF_ERROR(CheckEps(eps));
+  ATOLL_ASSIGN_OR_RETURN(Tensor dx, internal::Allocate(DType::kF32, x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(Tensor dgamma, internal::Allocate(DType::kF32, {rows.width}));
+  ATOLL_ASSIGN_OR_RETURN(Tensor dbeta, internal::Allocate(DType::kF32, {rows.width}));
+  const int64_t d = rows.width;
+  std::vector<double> dg(static_cast<size_t>(d), 0.0), db(static_cast<size_t>(d), 0.0);
+  const float* g = gamma.as<float>().data();
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const float* xr = x.as<float>().data() + r * d;
+    const float* dyr = dy.as<float>().data() + r * d;
+    float* dxr = dx.as<float>().data() + r * d;
+    const RowStats s = Stats(xr, d, eps);
+    // With xhat = (x - mean) rstd and g = dy * gamma:
+    //   dx = rstd (g - mean(g) - xhat mean(g xhat)).
+    double mean_g = 0, mean_gx = 0;
+    for (int64_t j = 0; j < d; ++j) {
+      const double xhat = (xr[j] - s.mean) * s.rstd;
+      const double gj = static_cast<double>(dyr[j]) * g[j];
+      mean_g += gj;
+      mean_gx += gj * xhat;
+      dg[j] += dyr[j] * xhat;
+      db[j] += dyr[j];
+    }
+    mean_g /= static_cast<double>(d);
+    mean_gx /= static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) {
+      const double xhat = (xr[j] - s.mean) * s.rstd;
+      const double gj = static_cast<double>(dyr[j]) * g[j];
+      dxr[j] = static_cast<float>(s.rstd * (gj - mean_g - xhat * mean_gx));
+    }
+  }
+  for (int64_t j = 0; j < d; ++j) {
+    dgamma.as<float>()[j] = static_cast<float>(dg[j]);
+    dbeta.as<float>()[j] = static_cast<float>(db[j]);
+  }
+  return LayerNormGrads{std::move(dx), std::move(dgamma), std::move(dbeta)};
+}
+
+Result<Tensor> Gelu(const Tensor& x) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, "gelu operand"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
+  const float* in = x.as<float>().data();
+  float* y = out.as<float>().data();
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const float v = in[i];
+    y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
+  }
+  return out;
+}
+
+Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, "gelu backward x"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, x.shape(), "gelu backward dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
+  const float* in = x.as<float>().data();
+  const float* g = dy.as<float>().data();
+  float* dx = out.as<float>().data();
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const float v = in[i];
+    const float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
+    // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
+    const float grad =
+        0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+    dx[i] = g[i] * grad;
+  }
+  return out;
+}
+
+Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labels) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(logits, "cross-entropy logits"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckI32(labels, "cross-entropy labels"));
+  if (logits.shape().size() != 2 || logits.shape()[0] < 1) {
+    return InvalidArgument(
+        fmt::format("cross-entropy logits must be f32[b,c] with b >= 1, got {}", Describe(logits)));
+  }
+  const int64_t b = logits.shape()[0];
+  const int64_t c = logits.shape()[1];
+  if (labels.shape() != Shape{b}) {
+    return InvalidArgument(fmt::format("cross-entropy labels must be i32[{}] for logits {}, got {}",
+                                       b, Describe(logits), Describe(labels)));
+  }
+  const int32_t* label = labels.as<int32_t>().data();
+  for (int64_t i = 0; i < b; ++i) {
+    if (label[i] < 0 || label[i] >= c) {
+      return InvalidArgument(
+          fmt::format("cross-entropy label {} of example {} is out of range: expected [0, {})",
+                      label[i], i, c));
+    }
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor loss, internal::Allocate(DType::kF32, {}));
+  ATOLL_ASSIGN_OR_RETURN(Tensor dlogits, internal::Allocate(DType::kF32, logits.shape()));
+  double total = 0;
+  const double inv_b = 1.0 / static_cast<double>(b);
+  for (int64_t i = 0; i < b; ++i) {
+    const float* row = logits.as<float>().data() + i * c;
+    float* grad = dlogits.as<float>().data() + i * c;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < c; ++j) max = row[j] > max ? row[j] : max;
+    double sum = 0;
+    for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(row[j]) - max);
+    const double log_sum = std::log(sum) + max;  // log sum exp(row)
+    total += log_sum - row[label[i]];
+    for (int64_t j = 0; j < c; ++j) {
+      const double p = std::exp(static_cast<double>(row[j]) - log_sum);
+      grad[j] = static_cast<float>((p - (j == label[i] ? 1.0 : 0.0)) * inv_b);
+    }
+  }
+  loss.as<float>()[0] = static_cast<float>(total * inv_b);
+  return CrossEntropyResult{std::move(loss), std::move(dlogits)};
+}
+
+}  // namespace atl::kernels

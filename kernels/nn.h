@@ -1,0 +1,50 @@
+// Neural-network layers over the last axis of f32 tensors, with their gradients: softmax,
+// layer norm, GELU (tanh approximation) and softmax cross-entropy against integer labels.
+// Pure functions returning new tensors; never throw; InvalidArgument names what was expected
+// and what came. Row statistics accumulate in double. Thread-safe.
+#pragma once
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+
+namespace atl::kernels {
+
+// exp(x - max) / sum(exp(x - max)) over the last axis of `x` (rank >= 1): numerically stable
+// for any finite input. A row of all -inf, or with a NaN or +inf, gives NaN.
+Result<Tensor> Softmax(const Tensor& x);
+
+// Default epsilon of layer norm (added to the variance).
+inline constexpr float kLayerNormEpsilon = 1e-5f;
+
+// y = (x - mean) / sqrt(var + eps) * gamma + beta over the last axis of `x` [..., d], with
+// the biased variance (divided by d). gamma and beta are [d]; eps must be positive.
+Result<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                         float eps = kLayerNormEpsilon);
+
+struct LayerNormGrads {
+  Tensor dx;      // like x
+  Tensor dgamma;  // [d]
+  Tensor dbeta;   // [d]
+};
+
+// The gradients of LayerNorm given dy = dL/dy (shaped like x) and the forward's x, gamma
+// and eps (the row statistics are recomputed from x).
+Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                         float eps = kLayerNormEpsilon);
+
+// gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), per element, any shape.
+Result<Tensor> Gelu(const Tensor& x);
+// dL/dx = dy * gelu'(x) for dy and x of one shape.
+Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x);
+
+struct CrossEntropyResult {
+  Tensor loss;     // f32 [] (rank 0): the mean over the batch of -log softmax(logits)[label]
+  Tensor dlogits;  // f32 [b,c]: d loss / d logits = (softmax(logits) - onehot(label)) / b
+};
+
+// Softmax cross-entropy of `logits` f32 [b,c] (b >= 1) against `labels` i32 [b], each in
+// [0, c), and its gradient with respect to the logits. InvalidArgument for a label out of
+// range (naming the example).
+Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labels);
+
+}  // namespace atl::kernels

@@ -1,0 +1,193 @@
+// kernels/nn.h against double-precision references; every backward against central finite
+// differences of its reference forward.
+#include "kernels/nn.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/test_tensors.h"
+
+namespace atl::kernels {
+namespace {
+
+using testutil::ExpectClose;
+using testutil::ExpectInvalid;
+using testutil::F32From;
+using testutil::NumericGrad;
+using testutil::RandomF32;
+using testutil::RandomI32;
+
+std::vector<double> RefSoftmax(const std::vector<double>& x, int64_t width) {
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r * width < x.size(); ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < width; ++j) mx = std::max(mx, x[r * width + j]);
+    for (int64_t j = 0; j < width; ++j) sum += std::exp(x[r * width + j] - mx);
+    for (int64_t j = 0; j < width; ++j) y[r * width + j] = std::exp(x[r * width + j] - mx) / sum;
+  }
+  return y;
+}
+
+std::vector<double> RefLayerNorm(const std::vector<double>& x, const std::vector<double>& g,
+                                 const std::vector<double>& b, double eps) {
+  const size_t d = g.size();
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r * d < x.size(); ++r) {
+    double mean = 0, var = 0;
+    for (size_t j = 0; j < d; ++j) mean += x[r * d + j];
+    mean /= d;
+    for (size_t j = 0; j < d; ++j) var += (x[r * d + j] - mean) * (x[r * d + j] - mean);
+    var /= d;
+    for (size_t j = 0; j < d; ++j) {
+      y[r * d + j] = (x[r * d + j] - mean) / std::sqrt(var + eps) * g[j] + b[j];
+    }
+  }
+  return y;
+}
+
+double RefGelu(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+double Dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+TEST(SoftmaxKernelTest, MatchesReferenceAndIsStableForLargeInputs) {
+  std::mt19937 rng(41);
+  for (const Shape& shape : std::vector<Shape>{{1}, {7}, {13, 33}, {3, 1, 7}, {5, 1}, {0, 3}}) {
+    const Tensor x = RandomF32(rng, shape, -20.0f, 20.0f);
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Softmax(x));
+    SCOPED_TRACE(ShapeString(shape));
+    ExpectClose(y, shape, RefSoftmax(x.ToDoubles(), shape.back()), 1e-7, 1e-5);
+  }
+  const Tensor big = Tensor::F32({1, 3}, {1000.0f, 1000.0f, -1000.0f});
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Softmax(big));
+  ExpectClose(y, {1, 3}, {0.5, 0.5, 0.0});
+  ExpectInvalid(Softmax(Tensor(DType::kF32, {})), {"rank >= 1"});
+  ExpectInvalid(Softmax(Tensor(DType::kI32, {3})), {"must be f32", "i32[3]"});
+}
+
+TEST(LayerNormKernelTest, ForwardMatchesReference) {
+  std::mt19937 rng(42);
+  for (const Shape& shape : std::vector<Shape>{{1, 7}, {13, 33}, {2, 3, 13}, {7}, {4, 1}}) {
+    const int64_t d = shape.back();
+    const Tensor x = RandomF32(rng, shape), g = RandomF32(rng, {d}), b = RandomF32(rng, {d});
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, LayerNorm(x, g, b, 1e-5f));
+    SCOPED_TRACE(ShapeString(shape));
+    ExpectClose(y, shape, RefLayerNorm(x.ToDoubles(), g.ToDoubles(), b.ToDoubles(), 1e-5), 1e-5,
+                1e-5);
+  }
+}
+
+// L = sum(w * layer_norm(x, g, b)): the backward with dy = w against finite differences.
+TEST(LayerNormKernelTest, BackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(43);
+  const double eps = 1e-3;
+  for (const Shape& shape : std::vector<Shape>{{1, 7}, {5, 13}, {2, 3, 4}, {3, 1}}) {
+    const int64_t d = shape.back();
+    const Tensor x = RandomF32(rng, shape), g = RandomF32(rng, {d}), b = RandomF32(rng, {d});
+    const Tensor w = RandomF32(rng, shape);
+    ATOLL_ASSERT_OK_AND_ASSIGN(LayerNormGrads grads,
+                               LayerNormBackward(w, x, g, static_cast<float>(eps)));
+    const auto xv = x.ToDoubles(), gv = g.ToDoubles(), bv = b.ToDoubles(), wv = w.ToDoubles();
+    const auto dx =
+        NumericGrad([&](const auto& v) { return Dot(wv, RefLayerNorm(v, gv, bv, eps)); }, xv);
+    const auto dg =
+        NumericGrad([&](const auto& v) { return Dot(wv, RefLayerNorm(xv, v, bv, eps)); }, gv);
+    const auto db =
+        NumericGrad([&](const auto& v) { return Dot(wv, RefLayerNorm(xv, gv, v, eps)); }, bv);
+    SCOPED_TRACE(ShapeString(shape));
+    ExpectClose(grads.dx, shape, dx, 1e-3, 1e-3);
+    ExpectClose(grads.dgamma, {d}, dg, 1e-3, 1e-3);
+    ExpectClose(grads.dbeta, {d}, db, 1e-3, 1e-3);
+  }
+}
+
+TEST(LayerNormKernelTest, RejectsMismatchedParameters) {
+  const Tensor x(DType::kF32, {4, 7});
+  const Tensor g(DType::kF32, {7});
+  ExpectInvalid(LayerNorm(x, Tensor(DType::kF32, {6}), g), {"gamma", "f32[7]", "f32[6]"});
+  ExpectInvalid(LayerNorm(x, g, Tensor(DType::kI32, {7})), {"beta", "must be f32"});
+  ExpectInvalid(LayerNorm(x, g, g, 0.0f), {"epsilon"});
+  ExpectInvalid(LayerNormBackward(Tensor(DType::kF32, {4, 6}), x, g),
+                {"dy", "f32[4,7]", "f32[4,6]"});
+}
+
+TEST(GeluKernelTest, ForwardAndBackwardMatchReferenceAndFiniteDifferences) {
+  std::mt19937 rng(44);
+  for (const Shape& shape : std::vector<Shape>{{1}, {7}, {13, 33}, {}}) {
+    const Tensor x = RandomF32(rng, shape, -6.0f, 6.0f);
+    const Tensor dy = RandomF32(rng, shape);
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Gelu(x));
+    const auto xv = x.ToDoubles(), dyv = dy.ToDoubles();
+    std::vector<double> ref(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) ref[i] = RefGelu(xv[i]);
+    SCOPED_TRACE(ShapeString(shape));
+    ExpectClose(y, shape, ref, 1e-6, 1e-5);
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor dx, GeluBackward(dy, x));
+    std::vector<double> numeric(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) {
+      const double h = 1e-5;
+      numeric[i] = dyv[i] * (RefGelu(xv[i] + h) - RefGelu(xv[i] - h)) / (2 * h);
+    }
+    ExpectClose(dx, shape, numeric, 1e-5, 1e-4);
+  }
+  ExpectInvalid(GeluBackward(Tensor(DType::kF32, {3}), Tensor(DType::kF32, {4})),
+                {"dy", "f32[4]", "f32[3]"});
+  ExpectInvalid(Gelu(Tensor(DType::kI32, {3})), {"must be f32"});
+}
+
+double RefCrossEntropy(const std::vector<double>& logits, const std::vector<int32_t>& labels,
+                       int64_t c) {
+  double total = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < c; ++j) mx = std::max(mx, logits[i * c + j]);
+    for (int64_t j = 0; j < c; ++j) sum += std::exp(logits[i * c + j] - mx);
+    total += std::log(sum) + mx - logits[i * c + labels[i]];
+  }
+  return total / labels.size();
+}
+
+TEST(CrossEntropyKernelTest, LossAndGradientMatchReferenceAndFiniteDifferences) {
+  std::mt19937 rng(45);
+  for (const Shape& shape : std::vector<Shape>{{1, 1}, {1, 7}, {7, 13}, {13, 33}, {33, 2}}) {
+    const Tensor logits = RandomF32(rng, shape, -8.0f, 8.0f);
+    const Tensor labels = RandomI32(rng, {shape[0]}, 0, static_cast<int32_t>(shape[1] - 1));
+    ATOLL_ASSERT_OK_AND_ASSIGN(CrossEntropyResult r, CrossEntropy(logits, labels));
+    const auto lv = logits.ToDoubles();
+    const std::vector<int32_t> yv(labels.as<int32_t>().begin(), labels.as<int32_t>().end());
+    SCOPED_TRACE(ShapeString(shape));
+    ExpectClose(r.loss, {}, {RefCrossEntropy(lv, yv, shape[1])}, 1e-5, 1e-5);
+    const auto numeric =
+        NumericGrad([&](const auto& v) { return RefCrossEntropy(v, yv, shape[1]); }, lv);
+    ExpectClose(r.dlogits, shape, numeric, 1e-6, 1e-4);
+  }
+  // Stable for huge logits.
+  ATOLL_ASSERT_OK_AND_ASSIGN(
+      CrossEntropyResult big,
+      CrossEntropy(Tensor::F32({1, 2}, {1000.0f, -1000.0f}), Tensor::I32({1}, {0})));
+  ExpectClose(big.loss, {}, {0.0});
+}
+
+TEST(CrossEntropyKernelTest, RejectsBadLabelsAndShapes) {
+  const Tensor logits(DType::kF32, {2, 3});
+  ExpectInvalid(CrossEntropy(logits, Tensor::I32({2}, {0, 3})), {"label 3 of example 1", "[0, 3)"});
+  ExpectInvalid(CrossEntropy(logits, Tensor::I32({2}, {-1, 0})), {"label -1"});
+  ExpectInvalid(CrossEntropy(logits, Tensor(DType::kF32, {2})), {"labels", "must be i32"});
+  ExpectInvalid(CrossEntropy(logits, Tensor(DType::kI32, {3})), {"i32[2]", "i32[3]"});
+  ExpectInvalid(CrossEntropy(Tensor(DType::kF32, {0, 3}), Tensor(DType::kI32, {0})),
+                {"b >= 1", "f32[0,3]"});
+  ExpectInvalid(CrossEntropy(Tensor(DType::kF32, {6}), Tensor(DType::kI32, {6})),
+                {"f32[b,c]", "f32[6]"});
+}
+
+}  // namespace
+}  // namespace atl::kernels
