@@ -54,8 +54,9 @@ std::string_view BinaryFnName(BinaryFn fn) {
 
 namespace {
 
-// Elements per block of a fused evaluation: 2 KiB per node, so a dozen nodes stay in L1.
-constexpr int64_t kBlock = 512;
+// Elements per block of a fused evaluation: 4 KiB per node, so a few nodes stay in L1 and a
+// few dozen in L2.
+constexpr int64_t kBlock = 1024;
 
 bool Known(UnaryFn fn) { return UnaryFnName(fn) != "?"; }
 bool Known(BinaryFn fn) { return BinaryFnName(fn) != "?"; }

@@ -1,6 +1,6 @@
 // Elementwise f32 kernels: single unary ops, numpy-broadcast binary ops, and a fused
 // expression (a small program of unary and binary steps over same-shaped inputs) evaluated
-// in one pass: the steps run over blocks of a few hundred elements that stay in L1 cache,
+// in one pass: the steps run over blocks of 1024 elements that stay in cache,
 // so no intermediate tensor is ever built. Pure functions; never throw. Thread-safe.
 //
 // Arithmetic is IEEE 754: log(0) = -inf, log(-1) = sqrt(-1) = nan, x / 0 = +-inf or nan.
