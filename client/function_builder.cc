@@ -43,21 +43,13 @@ Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operan
       return {};
     }
   }
-  const ir::TensorType* first = nullptr;
-  for (const auto& o : operands) {
-    if (const auto* t = ir::OperandType(impl.def, o)) {
-      first = t;
-      break;
-    }
+  ir::Op op{code, std::move(operands), attr, {}};
+  auto type = ir::InferType(impl.def, op);
+  if (!type.ok()) {
+    impl.status = type.status().WithContext("function '" + impl.def.name + "'");
+    return {};
   }
-  ir::Op op{code, std::move(operands), attr, first ? *first : ir::TensorType{}};
-  if (code == ir::OpCode::kMatmul) {
-    const auto* a = ir::OperandType(impl.def, op.operands[0]);
-    const auto* b = ir::OperandType(impl.def, op.operands[1]);
-    if (a && b && a->shape.size() == 2 && b->shape.size() == 2) {
-      op.type = {DType::kF32, {a->shape[0], b->shape[1]}, a->split_dim};
-    }
-  }
+  op.type = *type;
   impl.def.ops.push_back(std::move(op));
   // Checks everything so far, this op included; any shard count divides a 1-device slice.
   impl.def.outputs.push_back({ir::Operand::kOp, static_cast<int>(impl.def.ops.size()) - 1, 0});
@@ -101,6 +93,10 @@ Value FunctionBuilder::Matmul(Value a, Value b) {
 }
 Value FunctionBuilder::Spin(Value a, double micros) {
   return AddOp(*impl_, ir::OpCode::kSpin, {ToOperand(a)}, micros);
+}
+
+Value FunctionBuilder::Filter(Value a, double threshold) {
+  return AddOp(*impl_, ir::OpCode::kFilter, {ToOperand(a)}, threshold);
 }
 
 Value FunctionBuilder::AllReduceSum(Value a) {

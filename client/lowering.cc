@@ -17,7 +17,7 @@ Status CheckArgs(const Program::Impl& program, const std::vector<LoweringArg>& a
     const auto& want = program.args[i];
     const DType dtype = args[i].value ? args[i].value->dtype() : args[i].plan->type.dtype;
     const Shape& shape = args[i].value ? args[i].value->shape() : args[i].plan->type.shape;
-    if (dtype != want.dtype || shape != want.shape) {
+    if (dtype != want.dtype || !ir::ShapeFits(want.shape, shape)) {
       return InvalidArgument(fmt::format("argument {} is {}{}, the program takes {}{}", i,
                                          DTypeName(dtype), ShapeString(shape),
                                          DTypeName(want.dtype), ShapeString(want.shape)));
@@ -73,7 +73,8 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
   ATOLL_RETURN_IF_ERROR(CheckArgs(program, args));
   LoweredRun run;
 
-  // One entry per shard of every call; call k is node k.
+  // One entry per shard of every call; call k is node k. An irregular call (a shape known
+  // only from the data) cannot have its buffers allocated ahead: it goes sequentially.
   std::vector<std::vector<proto::Entry>> entries(program.calls.size());
   for (size_t k = 0; k < program.calls.size(); ++k) {
     const auto& fn = *program.calls[k].fn;
@@ -87,7 +88,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
       e.shard = s;
       e.num_shards = n;
       e.owner_client = client_id;
-      e.sequential = options.sequential;
+      e.sequential = options.sequential || ir::IsIrregular(fn.def);
       e.inputs.resize(fn.def.inputs.size());
       e.outputs.resize(fn.output_types.size());
       entries[k].push_back(std::move(e));

@@ -62,20 +62,35 @@ Result<Tensor> Assemble(const std::vector<Tensor>& shards, int dim) {
     return InvalidArgument(
         fmt::format("cannot join along dimension {} of {}", dim, ShapeString(first.shape())));
   }
+  // Shards of a dynamic dimension differ in length along `dim`; nothing else may differ.
+  Shape shape = first.shape();
+  shape[dim] = 0;
   for (const auto& s : shards) {
-    if (s.dtype() != first.dtype() || s.shape() != first.shape()) {
-      return InvalidArgument("shards to assemble differ in dtype or shape");
+    Shape other = s.shape();
+    if (s.dtype() != first.dtype() || other.size() != shape.size()) {
+      return InvalidArgument("shards to assemble differ in dtype or rank");
+    }
+    shape[dim] += other[dim];
+    other[dim] = first.shape()[dim];
+    if (other != first.shape()) {
+      return InvalidArgument(
+          fmt::format("shards to assemble along dimension {} differ in "
+                      "another dimension: {} and {}",
+                      dim, ShapeString(first.shape()), ShapeString(s.shape())));
     }
   }
-  Shape shape = first.shape();
-  shape[dim] *= static_cast<int64_t>(shards.size());
   Tensor out(first.dtype(), shape);
-  const Split3 s = Around(first.shape(), dim);
-  const size_t row = static_cast<size_t>(s.dim * s.inner) * DTypeSize(first.dtype());
-  for (int64_t o = 0; o < s.outer; ++o) {
-    for (size_t p = 0; p < shards.size(); ++p) {
-      std::memcpy(out.data() + (o * shards.size() + p) * row, shards[p].data() + o * row, row);
+  const Split3 whole = Around(shape, dim);
+  const size_t out_row = static_cast<size_t>(whole.dim * whole.inner) * DTypeSize(first.dtype());
+  size_t at = 0;  // where the current shard's block starts inside each output row
+  for (const auto& part : shards) {
+    const Split3 s = Around(part.shape(), dim);
+    const size_t row = static_cast<size_t>(s.dim * s.inner) * DTypeSize(first.dtype());
+    if (row == 0) continue;  // an empty shard (its data pointer may be null)
+    for (int64_t o = 0; o < s.outer; ++o) {
+      std::memcpy(out.data() + o * out_row + at, part.data() + o * row, row);
     }
+    at += row;
   }
   return out;
 }

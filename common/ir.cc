@@ -20,6 +20,8 @@ std::string_view OpName(OpCode code) {
       return "spin";
     case OpCode::kAllReduceSum:
       return "all_reduce_sum";
+    case OpCode::kFilter:
+      return "filter";
   }
   return "?";
 }
@@ -27,6 +29,31 @@ std::string_view OpName(OpCode code) {
 bool HasCollectives(const FunctionDef& fn) {
   for (const auto& op : fn.ops) {
     if (op.code == OpCode::kAllReduceSum) return true;
+  }
+  return false;
+}
+
+bool IsStatic(const TensorType& type) {
+  for (int64_t d : type.shape) {
+    if (d == kDynamicDim) return false;
+  }
+  return true;
+}
+
+bool ShapeFits(const Shape& declared, const Shape& actual) {
+  if (declared.size() != actual.size()) return false;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    if (declared[i] != kDynamicDim && declared[i] != actual[i]) return false;
+  }
+  return true;
+}
+
+bool IsIrregular(const FunctionDef& fn) {
+  for (const auto& t : fn.inputs) {
+    if (!IsStatic(t)) return true;
+  }
+  for (const auto& t : OutputTypes(fn)) {
+    if (!IsStatic(t)) return true;
   }
   return false;
 }
@@ -59,7 +86,8 @@ std::vector<TensorType> OutputTypes(const FunctionDef& fn) {
 
 Shape ShardShape(const TensorType& type, int num_shards) {
   Shape s = type.shape;
-  if (type.split_dim >= 0 && static_cast<size_t>(type.split_dim) < s.size() && num_shards > 0) {
+  if (type.split_dim >= 0 && static_cast<size_t>(type.split_dim) < s.size() && num_shards > 0 &&
+      s[type.split_dim] != kDynamicDim) {
     s[type.split_dim] /= num_shards;
   }
   return s;
@@ -69,14 +97,15 @@ namespace {
 
 Status CheckType(const std::string& what, const TensorType& t, int num_shards) {
   for (auto d : t.shape) {
-    if (d <= 0)
+    if (d <= 0 && d != kDynamicDim)
       return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
   }
   if (t.split_dim >= static_cast<int32_t>(t.shape.size())) {
     return InvalidArgument(fmt::format("{} splits dimension {} of a rank-{} tensor", what,
                                        t.split_dim, t.shape.size()));
   }
-  if (t.split_dim >= 0 && t.shape[t.split_dim] % num_shards != 0) {
+  if (t.split_dim >= 0 && t.shape[t.split_dim] != kDynamicDim &&
+      t.shape[t.split_dim] % num_shards != 0) {
     return InvalidArgument(fmt::format("{} {}: dimension {} ({}) does not divide over {} devices",
                                        what, ShapeString(t.shape), t.split_dim,
                                        t.shape[t.split_dim], num_shards));
@@ -96,7 +125,8 @@ Status CheckOperand(const FunctionDef& fn, const Operand& o, size_t before_op) {
   return Status::Ok();
 }
 
-// The result type an op must have, from its operands.
+}  // namespace
+
 Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
   auto type_of = [&](size_t i) { return OperandType(fn, op.operands[i]); };
   switch (op.code) {
@@ -121,6 +151,9 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       const TensorType* a = type_of(0);
       const TensorType* b = type_of(1);
       if (!a || !b) return InvalidArgument("matmul operands must be tensors");
+      if (!IsStatic(*a) || !IsStatic(*b)) {
+        return InvalidArgument("matmul needs operands of static shape");
+      }
       if (a->shape.size() != 2 || b->shape.size() != 2 || a->shape[1] != b->shape[0]) {
         return InvalidArgument("matmul needs [m,k] x [k,n], got " + ShapeString(a->shape) + " x " +
                                ShapeString(b->shape));
@@ -149,13 +182,24 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
             "all_reduce_sum takes a replicated tensor (each device's partial "
             "value), not a split one");
       }
+      if (!IsStatic(*type_of(0))) {
+        return InvalidArgument(
+            "all_reduce_sum needs a static shape: every device's partial must have the same "
+            "size");
+      }
       return *type_of(0);
+    }
+    case OpCode::kFilter: {
+      if (op.operands.size() != 1 || !type_of(0) || type_of(0)->shape.size() != 1) {
+        return InvalidArgument("filter takes one 1-D tensor");
+      }
+      TensorType out = *type_of(0);
+      out.shape = {kDynamicDim};
+      return out;
     }
   }
   return InvalidArgument("unknown op code");
 }
-
-}  // namespace
 
 Status Validate(const FunctionDef& fn, int num_shards) {
   if (num_shards <= 0) return InvalidArgument("a function needs at least one device");

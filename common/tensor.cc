@@ -37,7 +37,11 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
-std::string ShapeString(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+std::string ShapeString(const Shape& shape) {
+  std::vector<std::string> dims;
+  for (int64_t d : shape) dims.push_back(d == kDynamicDim ? "?" : std::to_string(d));
+  return fmt::format("[{}]", fmt::join(dims, ","));
+}
 
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype),

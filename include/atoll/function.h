@@ -54,6 +54,11 @@ class FunctionBuilder {
   Value Matmul(Value a, Value b);
   // Keeps the device busy for `micros` microseconds, then passes `a` through.
   Value Spin(Value a, double micros);
+  // Keeps the elements of the 1-D `a` greater than `threshold`, in order. The result's
+  // length depends on the data (its shape is [kDynamicDim]; split, each device filters its
+  // own block). Nodes that produce or take such a value are irregular: their outputs
+  // cannot be allocated ahead of the data, so they are dispatched sequentially.
+  Value Filter(Value a, double threshold);
   // A collective over the slice: every device contributes its copy of the replicated `a`
   // and gets the elementwise sum of all of them.
   Value AllReduceSum(Value a);

@@ -21,8 +21,11 @@ Result<DType> ParseDType(std::string_view name);
 size_t DTypeSize(DType dtype);
 
 using Shape = std::vector<int64_t>;
+// In a function's declared shape: a dimension whose size is known only once the function
+// has run (it depends on the data, see FunctionBuilder::Filter). Tensors never have one.
+inline constexpr int64_t kDynamicDim = -1;
 int64_t NumElements(const Shape& shape);
-std::string ShapeString(const Shape& shape);  // "[2,3]"
+std::string ShapeString(const Shape& shape);  // "[2,3]", "[?]" for a dynamic dimension
 
 class Tensor {
  public:

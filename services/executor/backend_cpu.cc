@@ -65,6 +65,11 @@ Result<Tensor> CpuBackend::Run(const ir::Op& op, std::span<const Tensor* const> 
         return InvalidArgument("spin takes one tensor operand");
       }
       return kernels::Spin(*operands[0], op.attr);
+    case ir::OpCode::kFilter:
+      if (operands.size() != 1 || operands[0] == nullptr) {
+        return InvalidArgument("filter takes one tensor operand");
+      }
+      return kernels::Filter(*operands[0], op.attr);
     case ir::OpCode::kAllReduceSum:
       return InvalidArgument("collective ops are run by the interpreter, not by a backend");
   }

@@ -266,13 +266,14 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
     for (const auto& dest : e.outputs[o]) {
       if (dest.kind != proto::OutputDest::kStore) continue;
       auto write = std::make_shared<StoreWrite>();
-      write->object_id = dest.object_id;
-      write->shard = dest.shard;
+      write->create = {dest.object_id, dest.shard, e.owner_client, types[o].dtype,
+                       ir::ShardShape(types[o], e.num_shards)};
       store_writes_[{dest.object_id, dest.shard}] = write;
-      Status sent =
-          SendStore({StoreRequest::kCreate, write, nullptr, 0},
-                    proto::CreateObject{dest.object_id, dest.shard, e.owner_client, types[o].dtype,
-                                        ir::ShardShape(types[o], e.num_shards)});
+      if (!ir::IsStatic(types[o])) {
+        write->deferred = true;
+        continue;
+      }
+      Status sent = ReserveStoreWrite(write);
       if (!sent.ok() && item->failure.ok()) {
         item->failure = sent.WithContext("reserve output in the object store");
       }
@@ -476,6 +477,22 @@ void ExecutorService::SendOutputs(Completion& done) {
         } else {
           write->failure = value().status();
         }
+        if (write->deferred) {
+          // Now the shape is known; a failed shard's output is sealed empty with its error.
+          write->deferred = false;
+          if (write->value) {
+            write->create.shape = write->value->shape();
+          } else {
+            for (int64_t& d : write->create.shape) d = std::max<int64_t>(d, 0);
+          }
+          Status sent = ReserveStoreWrite(write);
+          if (!sent.ok()) {
+            store_writes_.erase(it);
+            events_->Publish("error.executor",
+                             {{"error", sent.WithContext("reserve output").ToString()}});
+          }
+          continue;
+        }
         CompleteStoreWrite(write);
         continue;
       }
@@ -570,7 +587,7 @@ void ExecutorService::OnStore() {
         if (error.ok() && !reply.ok()) error = reply.status();
         if (!error.ok()) {
           // Nothing to seal: the object store refused the space and keeps no record.
-          store_writes_.erase({req.write->object_id, req.write->shard});
+          store_writes_.erase({req.write->create.object_id, req.write->create.shard});
           events_->Publish("error.executor",
                            {{"error", error.WithContext("reserve output").ToString()}});
           break;
@@ -610,14 +627,18 @@ Result<Tensor> ExecutorService::ReadArena(const proto::GetObjectReply& reply) {
                            std::vector<std::byte>(bytes.begin(), bytes.end()));
 }
 
+Status ExecutorService::ReserveStoreWrite(const std::shared_ptr<StoreWrite>& write) {
+  return SendStore({StoreRequest::kCreate, write, nullptr, 0}, write->create);
+}
+
 // Writes a finished output shard into its reserved arena space and seals it, once both
 // the space (CreateObjectReply) and the value (the shard ran) exist.
 void ExecutorService::CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write) {
   if (write->finished || !write->offset) return;
   if (!write->value && write->failure.ok()) return;
   write->finished = true;
-  store_writes_.erase({write->object_id, write->shard});
-  proto::SealObject seal{write->object_id, write->shard, 0, ""};
+  store_writes_.erase({write->create.object_id, write->create.shard});
+  proto::SealObject seal{write->create.object_id, write->create.shard, 0, ""};
   if (write->value) {
     auto span = arena_->Slice(*write->offset, write->value->nbytes());
     if (span.ok()) {

@@ -58,13 +58,14 @@ class ExecutorService {
     Tensor value;
   };
   // An output shard going into the local object store: space is reserved at dispatch
-  // (CreateObject), the bytes are written once both the space and the value exist.
+  // (CreateObject), the bytes are written once both the space and the value exist. An
+  // output of data-dependent shape is reserved once the shard ran (`deferred`).
   struct StoreWrite {
-    uint64_t object_id = 0;
-    uint32_t shard = 0;
+    proto::CreateObject create;
     std::optional<uint64_t> offset;  // set by CreateObjectReply
     std::optional<Tensor> value;     // set when the shard ran
     Status failure;                  // a failed shard seals its output with the error
+    bool deferred = false;           // reserved when the value exists
     bool finished = false;
   };
   // What an object-store reply continues.
@@ -99,6 +100,7 @@ class ExecutorService {
   // Wakes the loop from a device thread.
   void Wake();
   Status SendStore(StoreRequest request, const auto& body);
+  Status ReserveStoreWrite(const std::shared_ptr<StoreWrite>& write);
   void CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write);
   Result<Tensor> ReadArena(const proto::GetObjectReply& reply);
 

@@ -18,7 +18,7 @@ Status CheckInputs(const ir::FunctionDef& fn, int num_shards, const std::vector<
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Shape want = ir::ShardShape(fn.inputs[i], num_shards);
     const Tensor& got = inputs[i];
-    if (got.dtype() != fn.inputs[i].dtype || got.shape() != want) {
+    if (got.dtype() != fn.inputs[i].dtype || !ir::ShapeFits(want, got.shape())) {
       return InvalidArgument(
           fmt::format("function '{}' input {}: expected local shard {} (global {} split {} over {} "
                       "shards), got {}",
@@ -88,7 +88,7 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
     }
     if (!result.ok()) return result.status().WithContext(context());
     const Shape want = ir::ShardShape(op.type, num_shards);
-    if (result->dtype() != op.type.dtype || result->shape() != want) {
+    if (result->dtype() != op.type.dtype || !ir::ShapeFits(want, result->shape())) {
       return InvalidArgument(fmt::format("{}: produced {}, but the function declares local {}",
                                          context(), Describe(result->dtype(), result->shape()),
                                          Describe(op.type.dtype, want)));

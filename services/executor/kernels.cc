@@ -223,6 +223,23 @@ Result<Tensor> Matmul(const Tensor& lhs, const Tensor& rhs) {
   return out;
 }
 
+Result<Tensor> Filter(const Tensor& input, double threshold) {
+  ATOLL_RETURN_IF_ERROR(CheckWellFormed(input, "filter operand"));
+  if (input.shape().size() != 1) {
+    return InvalidArgument(fmt::format("filter takes a 1-D tensor, got {}", Describe(input)));
+  }
+  return ForDType(input.dtype(), [&](auto zero) -> Result<Tensor> {
+    using T = decltype(zero);
+    std::vector<T> kept;
+    for (T v : input.as<T>()) {
+      if (static_cast<double>(v) > threshold) kept.push_back(v);
+    }
+    Tensor out(input.dtype(), {static_cast<int64_t>(kept.size())});
+    std::copy(kept.begin(), kept.end(), out.as<T>().begin());
+    return out;
+  });
+}
+
 Result<Tensor> Spin(Tensor input, double microseconds) {
   if (!(microseconds >= 0 && microseconds <= kMaxSpinMicros)) {
     return InvalidArgument(

@@ -32,6 +32,10 @@ Result<Tensor> Binary(BinaryOp op, double lhs, const Tensor& rhs);
 // are InvalidArgument.
 Result<Tensor> Matmul(const Tensor& lhs, const Tensor& rhs);
 
+// The elements of the 1-D `input` (f32 or i32) greater than `threshold`, in their order:
+// an output whose length depends on the data. Empty when none is.
+Result<Tensor> Filter(const Tensor& input, double threshold);
+
 // Longest time Spin accepts: one hour, in microseconds.
 inline constexpr double kMaxSpinMicros = 3600e6;
 

@@ -1,4 +1,5 @@
-// The IR: msgpack round trip of a FunctionDef, ir::Validate's refusals, ShardShape.
+// The IR: msgpack round trip of a FunctionDef, ir::Validate's refusals, ShardShape, and
+// dynamic (data-dependent) dimensions.
 #include "common/ir.h"
 
 #include <string>
@@ -201,6 +202,60 @@ TEST(ValidateTest, RefusesMalformedFunctions) {
       EXPECT_NE(s.message().find(c.mentions), std::string::npos) << c.what << ": " << s.ToString();
     }
   }
+}
+
+// x: f32[8] split 0; op 0 = filter(x > 0), of dynamic length; op 1 = op 0 * 2.
+FunctionDef FilterFunction() {
+  const TensorType x = Type(DType::kF32, {8}, 0);
+  const TensorType kept = Type(DType::kF32, {kDynamicDim}, 0);
+  FunctionDef fn;
+  fn.name = "keep";
+  fn.inputs = {x};
+  fn.ops = {Op{OpCode::kFilter, {Input(0)}, 0.0, kept},
+            Op{OpCode::kMul, {OpResult(0), Scalar(2)}, 0.0, kept}};
+  fn.outputs = {OpResult(1)};
+  return fn;
+}
+
+TEST(DynamicShapeTest, AFilterHasADataDependentLengthAndMakesItsFunctionIrregular) {
+  FunctionDef fn = FilterFunction();
+  EXPECT_TRUE(Validate(fn, 4).ok()) << Validate(fn, 4).ToString();
+  EXPECT_TRUE(IsIrregular(fn));
+  EXPECT_FALSE(IsIrregular(AddFunction()));
+  EXPECT_FALSE(IsStatic(fn.ops[0].type));
+  EXPECT_EQ(ShardShape(fn.ops[0].type, 4), (Shape{kDynamicDim}));
+  // A function taking a dynamic input is irregular too, even if its ops are static-typed.
+  FunctionDef consumer = AddFunction();
+  consumer.inputs = {Type(DType::kF32, {kDynamicDim, 4}, 0),
+                     Type(DType::kF32, {kDynamicDim, 4}, 0)};
+  consumer.ops[0].type = consumer.inputs[0];
+  EXPECT_TRUE(Validate(consumer, 3).ok()) << Validate(consumer, 3).ToString();
+  EXPECT_TRUE(IsIrregular(consumer));
+}
+
+TEST(DynamicShapeTest, ShapeFitsTakesAnySizeOnlyForADynamicDimension) {
+  EXPECT_TRUE(ShapeFits({kDynamicDim, 4}, {0, 4}));
+  EXPECT_TRUE(ShapeFits({kDynamicDim, 4}, {9, 4}));
+  EXPECT_FALSE(ShapeFits({kDynamicDim, 4}, {9, 5}));
+  EXPECT_FALSE(ShapeFits({kDynamicDim}, {9, 4}));
+  EXPECT_TRUE(ShapeFits({2, 3}, {2, 3}));
+  EXPECT_FALSE(ShapeFits({2, 3}, {3, 2}));
+}
+
+TEST(DynamicShapeTest, OpsThatNeedAStaticShapeRefuseADynamicOne) {
+  FunctionDef reduce = FilterFunction();
+  reduce.inputs[0].split_dim = -1;
+  reduce.ops[0].type.split_dim = -1;
+  reduce.ops[1] = Op{OpCode::kAllReduceSum, {OpResult(0)}, 0.0, reduce.ops[0].type};
+  Status s = Validate(reduce, 2);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("static shape"), std::string::npos) << s.ToString();
+
+  FunctionDef filter_2d = FilterFunction();
+  filter_2d.inputs[0] = Type(DType::kF32, {8, 2}, 0);
+  s = Validate(filter_2d, 2);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("1-D"), std::string::npos) << s.ToString();
 }
 
 }  // namespace
