@@ -289,6 +289,10 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
     const auto& src = e.inputs[i];
     const InputKey key{e.run_id, e.node, i, e.shard};
     if (src.kind == proto::InputSource::kStore) {
+      if (auto w = store_writes_.find({src.object_id, src.shard}); w != store_writes_.end()) {
+        w->second->local_readers.emplace_back(item, i);  // written here, not sealed yet
+        continue;
+      }
       Status sent = SendStore({StoreRequest::kGetInput, nullptr, item, i},
                               proto::GetObject{src.object_id, src.shard, kArgumentWaitMs, false});
       if (!sent.ok()) device.Fail(item, sent.WithContext("read argument"));
@@ -477,6 +481,7 @@ void ExecutorService::SendOutputs(Completion& done) {
         } else {
           write->failure = value().status();
         }
+        FeedLocalReaders(*write, write->failure);
         if (write->deferred) {
           // Now the shape is known; a failed shard's output is sealed empty with its error.
           write->deferred = false;
@@ -587,6 +592,7 @@ void ExecutorService::OnStore() {
         if (error.ok() && !reply.ok()) error = reply.status();
         if (!error.ok()) {
           // Nothing to seal: the object store refused the space and keeps no record.
+          FeedLocalReaders(*req.write, error.WithContext("reserve output"));
           store_writes_.erase({req.write->create.object_id, req.write->create.shard});
           events_->Publish("error.executor",
                            {{"error", error.WithContext("reserve output").ToString()}});
@@ -625,6 +631,18 @@ Result<Tensor> ExecutorService::ReadArena(const proto::GetObjectReply& reply) {
   ATOLL_ASSIGN_OR_RETURN(auto bytes, std::as_const(*arena_).Slice(reply.offset, reply.nbytes));
   return Tensor::FromBytes(reply.dtype, reply.shape,
                            std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+void ExecutorService::FeedLocalReaders(StoreWrite& write, const Status& failure) {
+  for (auto& [item, input] : write.local_readers) {
+    DeviceStream& device = *devices_[item->entry.device];
+    if (failure.ok() && write.value) {
+      device.Deliver(item, input, *write.value);
+    } else {
+      device.Fail(item, failure.ok() ? Internal("no value") : failure);
+    }
+  }
+  write.local_readers.clear();
 }
 
 Status ExecutorService::ReserveStoreWrite(const std::shared_ptr<StoreWrite>& write) {

@@ -67,6 +67,9 @@ class ExecutorService {
     Status failure;                  // a failed shard seals its output with the error
     bool deferred = false;           // reserved when the value exists
     bool finished = false;
+    // Shards on this host admitted to read this object before it was written: they get
+    // the value from here, not through the store (a chain of op-by-op calls).
+    std::vector<std::pair<std::shared_ptr<WorkItem>, uint32_t>> local_readers;
   };
   // What an object-store reply continues.
   struct StoreRequest {
@@ -101,6 +104,8 @@ class ExecutorService {
   void Wake();
   Status SendStore(StoreRequest request, const auto& body);
   Status ReserveStoreWrite(const std::shared_ptr<StoreWrite>& write);
+  // Hands the write's value (or its failure) to the shards on this host that read it.
+  void FeedLocalReaders(StoreWrite& write, const Status& failure);
   void CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write);
   Result<Tensor> ReadArena(const proto::GetObjectReply& reply);
 
