@@ -1,6 +1,9 @@
-// `atoll status`: asks the RM for the cluster's state (GetClusterStatus) and prints islands,
-// hosts, devices and slices, as text or as JSON.
+// `atoll status`: asks the RM for the cluster's state (GetClusterStatus) and each live
+// host's object store for its memory (GetStoreStats), and prints islands, hosts, devices
+// with the memory in use, objects per owner, and slices, as text or as JSON.
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -24,7 +27,48 @@ std::string Mib(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1u << 20));
 }
 
-nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const std::string& rm) {
+// Each live host's object-store statistics, by host name; a store that does not answer is
+// left out (the status shows it as unknown rather than failing).
+using StoreStatsByHost = std::map<std::string, proto::StoreStats>;
+
+StoreStatsByHost AskStores(zmq::context_t& context, const proto::ClusterStatus& s,
+                           std::chrono::milliseconds timeout) {
+  StoreStatsByHost out;
+  for (const auto& island : s.islands) {
+    for (const auto& host : island.hosts) {
+      if (!host.alive || host.store_endpoint.empty()) continue;
+      net::Requester store(context, host.store_endpoint);
+      if (!store.Connect().ok()) continue;
+      auto stats = store.Call<proto::StoreStats>(proto::GetStoreStats{}, timeout);
+      if (stats.ok()) out[host.name] = std::move(*stats);
+    }
+  }
+  return out;
+}
+
+const proto::StoreStats* StatsOf(const StoreStatsByHost& stores, const std::string& host) {
+  auto it = stores.find(host);
+  return it == stores.end() ? nullptr : &it->second;
+}
+
+// Memory in use on the host's local device `index`, when its store answered.
+std::optional<uint64_t> DeviceInUse(const proto::StoreStats* stats, size_t index) {
+  if (stats == nullptr || index >= stats->device_bytes_in_use.size()) return std::nullopt;
+  return stats->device_bytes_in_use[index];
+}
+
+// "client 3: 2, unowned: 1"
+std::string OwnersText(const std::map<uint64_t, uint64_t>& per_owner) {
+  std::vector<std::string> parts;
+  for (const auto& [owner, count] : per_owner) {
+    parts.push_back(owner == 0 ? fmt::format("unowned: {}", count)
+                               : fmt::format("client {}: {}", owner, count));
+  }
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
+                              const std::string& rm) {
   nlohmann::ordered_json out;
   out["rm_endpoint"] = rm;
   out["islands"] = nlohmann::ordered_json::array();
@@ -39,12 +83,29 @@ nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const std::string& 
       hj["alive"] = host.alive;
       hj["control_endpoint"] = host.control_endpoint;
       hj["store_endpoint"] = host.store_endpoint;
+      const proto::StoreStats* stats = StatsOf(stores, host.name);
       hj["devices"] = nlohmann::ordered_json::array();
-      for (const auto& d : host.devices) {
-        hj["devices"].push_back({{"id", d.device_id},
-                                 {"kind", d.kind},
-                                 {"memory_bytes", d.memory_bytes},
-                                 {"slices", d.slices}});
+      for (size_t i = 0; i < host.devices.size(); ++i) {
+        const auto& d = host.devices[i];
+        nlohmann::ordered_json dj{{"id", d.device_id},
+                                  {"kind", d.kind},
+                                  {"memory_bytes", d.memory_bytes},
+                                  {"slices", d.slices}};
+        const auto in_use = DeviceInUse(stats, i);
+        dj["memory_in_use_bytes"] = in_use ? nlohmann::ordered_json(*in_use) : nullptr;
+        hj["devices"].push_back(std::move(dj));
+      }
+      if (stats != nullptr) {
+        nlohmann::ordered_json owners = nlohmann::ordered_json::object();
+        for (const auto& [owner, count] : stats->objects_per_owner) {
+          owners[std::to_string(owner)] = count;
+        }
+        hj["store"] = {{"objects", stats->objects},
+                       {"arena_bytes_in_use", stats->bytes_in_use},
+                       {"arena_bytes", stats->arena_bytes},
+                       {"objects_per_owner", std::move(owners)}};
+      } else {
+        hj["store"] = nullptr;  // dead, or its store did not answer
       }
       ij["hosts"].push_back(std::move(hj));
     }
@@ -62,7 +123,8 @@ nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const std::string& 
   return out;
 }
 
-void PrintText(const proto::ClusterStatus& s, const std::string& rm) {
+void PrintText(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
+               const std::string& rm) {
   size_t hosts = 0, alive = 0, devices = 0;
   for (const auto& island : s.islands) {
     for (const auto& host : island.hosts) {
@@ -83,9 +145,20 @@ void PrintText(const proto::ClusterStatus& s, const std::string& rm) {
       std::cout << fmt::format("  host {:<8} {:<5}  control {}  store {}\n", host.name,
                                host.alive ? "alive" : "DEAD", host.control_endpoint,
                                host.store_endpoint);
-      for (const auto& d : host.devices) {
-        std::cout << fmt::format("    device {:<3} {:<4} {:>10}  {} slices\n", d.device_id, d.kind,
+      const proto::StoreStats* stats = StatsOf(stores, host.name);
+      for (size_t i = 0; i < host.devices.size(); ++i) {
+        const auto& d = host.devices[i];
+        const auto in_use = DeviceInUse(stats, i);
+        std::cout << fmt::format("    device {:<3} {:<4} {:>10} in use of {:>10}  {} slices\n",
+                                 d.device_id, d.kind, in_use ? Mib(*in_use) : "?",
                                  Mib(d.memory_bytes), d.slices);
+      }
+      if (stats != nullptr) {
+        std::cout << fmt::format("    store: {} objects ({}), arena {} in use of {}\n",
+                                 stats->objects, OwnersText(stats->objects_per_owner),
+                                 Mib(stats->bytes_in_use), Mib(stats->arena_bytes));
+      } else if (host.alive) {
+        std::cout << "    store: did not answer\n";
       }
     }
   }
@@ -112,10 +185,12 @@ void RunStatus(const StatusOptions& opts, const GlobalOptions& global) {
     }
     Fail("status: RM at " + info->rm_endpoint + ": " + status.status().ToString());
   }
+  const StoreStatsByHost stores =
+      AskStores(context, *status, std::chrono::milliseconds(opts.timeout_ms));
   if (opts.json) {
-    std::cout << ToJson(*status, info->rm_endpoint).dump(2) << std::endl;
+    std::cout << ToJson(*status, stores, info->rm_endpoint).dump(2) << std::endl;
   } else {
-    PrintText(*status, info->rm_endpoint);
+    PrintText(*status, stores, info->rm_endpoint);
   }
 }
 
@@ -123,7 +198,8 @@ void RunStatus(const StatusOptions& opts, const GlobalOptions& global) {
 
 void AddStatusCommand(CLI::App& app, const GlobalOptions& global) {
   auto opts = std::make_shared<StatusOptions>();
-  auto* cmd = app.add_subcommand("status", "Show the cluster's islands, hosts, devices, slices");
+  auto* cmd = app.add_subcommand(
+      "status", "Show the cluster's islands, hosts, devices (memory in use), objects, slices");
   cmd->add_flag("--json", opts->json, "Print the status as one JSON object");
   cmd->add_option("--timeout-ms", opts->timeout_ms, "How long to wait for the RM's answer")
       ->capture_default_str()

@@ -432,25 +432,33 @@ struct StoreHello {
   MSGPACK_DEFINE();
 };
 
+// The store's shared-memory region holds the host arena first, then each local device's
+// memory; every offset the store gives is an offset into the whole region.
 struct StoreHelloReply {
   static constexpr Kind kKind = Kind::kStoreHelloReply;
-  std::string arena_name;  // POSIX shared-memory name, for shm_open
-  uint64_t arena_bytes = 0;
+  std::string arena_name;     // POSIX shared-memory name of the region, for shm_open
+  uint64_t arena_bytes = 0;   // the host arena
+  uint64_t region_bytes = 0;  // the whole region: the arena and every device's memory
   bool operator==(const StoreHelloReply&) const = default;
-  MSGPACK_DEFINE(arena_name, arena_bytes);
+  MSGPACK_DEFINE(arena_name, arena_bytes, region_bytes);
 };
 
-// Reserves arena space for one shard; the caller writes the bytes through its own mapping
-// of the arena and then sends SealObject.
+// Reserves space for one shard, in the host arena or in a local device's memory; the
+// caller writes the bytes through its own mapping of the region and then sends SealObject.
+// Backpressure: a device shard that does not fit now is answered once it fits, in the order
+// such requests came; one that can never fit is refused at once (OutOfMemory), and its
+// readers get that error.
 struct CreateObject {
   static constexpr Kind kKind = Kind::kCreateObject;
+  static constexpr int32_t kHost = -1;
   uint64_t object_id = 0;
   uint32_t shard = 0;
   uint64_t owner_client = 0;
   DType dtype = DType::kF32;
   Shape shape;
+  int32_t device = kHost;  // the local device whose memory holds it; kHost: the arena
   bool operator==(const CreateObject&) const = default;
-  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape);
+  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape, device);
 };
 
 struct CreateObjectReply {
@@ -524,11 +532,14 @@ struct GetStoreStats {
 struct StoreStats {
   static constexpr Kind kKind = Kind::kStoreStats;
   uint64_t objects = 0;
-  uint64_t bytes_in_use = 0;
+  uint64_t bytes_in_use = 0;  // of the host arena
   uint64_t arena_bytes = 0;
   std::map<uint64_t, uint64_t> objects_per_owner;
+  std::vector<uint64_t> device_bytes_in_use;  // per local device
+  std::vector<uint64_t> device_bytes;         // per local device: its whole memory
   bool operator==(const StoreStats&) const = default;
-  MSGPACK_DEFINE(objects, bytes_in_use, arena_bytes, objects_per_owner);
+  MSGPACK_DEFINE(objects, bytes_in_use, arena_bytes, objects_per_owner, device_bytes_in_use,
+                 device_bytes);
 };
 
 }  // namespace atl::proto

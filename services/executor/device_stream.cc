@@ -62,6 +62,14 @@ void DeviceStream::Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input
   cv_.notify_all();
 }
 
+void DeviceStream::Reserved(const std::shared_ptr<WorkItem>& item) {
+  {
+    std::lock_guard lock(mu_);
+    if (item->reservations_missing > 0) item->reservations_missing--;
+  }
+  cv_.notify_all();
+}
+
 void DeviceStream::Fail(const std::shared_ptr<WorkItem>& item, Status status) {
   {
     std::lock_guard lock(mu_);

@@ -31,6 +31,8 @@ class DeviceStream {
   void Enqueue(std::shared_ptr<WorkItem> item);
   // Fills input `input` of `item` (queued on this stream) and wakes the stream.
   void Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input, Tensor value);
+  // Counts one of `item`'s output reservations as granted and wakes the stream.
+  void Reserved(const std::shared_ptr<WorkItem>& item);
   // Marks `item` failed; it completes at once with `status` when it reaches the head.
   void Fail(const std::shared_ptr<WorkItem>& item, Status status);
 

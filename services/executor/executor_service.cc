@@ -268,6 +268,8 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
       auto write = std::make_shared<StoreWrite>();
       write->create = {dest.object_id, dest.shard, e.owner_client, types[o].dtype,
                        ir::ShardShape(types[o], e.num_shards)};
+      // The output is device-resident: it takes the memory of the device it runs on.
+      write->create.device = static_cast<int32_t>(e.device);
       store_writes_[{dest.object_id, dest.shard}] = write;
       if (!ir::IsStatic(types[o])) {
         write->deferred = true;
@@ -276,6 +278,10 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
       Status sent = ReserveStoreWrite(write);
       if (!sent.ok() && item->failure.ok()) {
         item->failure = sent.WithContext("reserve output in the object store");
+      }
+      if (sent.ok()) {
+        write->waiting = item;
+        item->reservations_missing++;
       }
     }
   }
@@ -590,8 +596,18 @@ void ExecutorService::OnStore() {
         store_requests_.erase(it);
         auto reply = in->header.As<proto::CreateObjectReply>();
         if (error.ok() && !reply.ok()) error = reply.status();
+        if (req.write->waiting) {
+          DeviceStream& device = *devices_[req.write->waiting->entry.device];
+          if (error.ok()) {
+            device.Reserved(req.write->waiting);
+          } else {
+            device.Fail(req.write->waiting, error.WithContext("reserve output"));
+          }
+          req.write->waiting.reset();
+        }
         if (!error.ok()) {
-          // Nothing to seal: the object store refused the space and keeps no record.
+          // Nothing to seal: the object store refused the space (one that can never fit is
+          // recorded there as failed, so that its readers get the error).
           FeedLocalReaders(*req.write, error.WithContext("reserve output"));
           store_writes_.erase({req.write->create.object_id, req.write->create.shard});
           events_->Publish("error.executor",

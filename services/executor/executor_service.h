@@ -67,6 +67,7 @@ class ExecutorService {
     Status failure;                  // a failed shard seals its output with the error
     bool deferred = false;           // reserved when the value exists
     bool finished = false;
+    std::shared_ptr<WorkItem> waiting;  // the shard that runs once this space is granted
     // Shards on this host admitted to read this object before it was written: they get
     // the value from here, not through the store (a chain of op-by-op calls).
     std::vector<std::pair<std::shared_ptr<WorkItem>, uint32_t>> local_readers;

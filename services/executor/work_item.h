@@ -34,9 +34,14 @@ struct WorkItem {
   // Guarded by the mutex of the device stream the item is queued on.
   std::vector<std::optional<Tensor>> inputs;
   size_t inputs_missing = 0;
+  // Outputs whose device memory the object store has not granted yet: the shard does not
+  // run before its outputs have room (backpressure), so the stream waits here, in order.
+  size_t reservations_missing = 0;
   Status failure;  // not OK: run nothing, pass the error on to every consumer
 
-  bool Runnable() const { return !failure.ok() || inputs_missing == 0; }
+  bool Runnable() const {
+    return !failure.ok() || (inputs_missing == 0 && reservations_missing == 0);
+  }
 };
 
 // What a device stream hands back to the executor's loop once an item ran (or failed).

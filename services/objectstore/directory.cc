@@ -28,8 +28,8 @@ std::string_view CollectReasonName(CollectReason reason) {
 }
 
 Directory::Directory(uint64_t arena_bytes, std::chrono::milliseconds client_timeout,
-                     const Clock& clock)
-    : clock_(clock), client_timeout_(client_timeout), allocator_(arena_bytes) {}
+                     const Clock& clock, const std::vector<uint64_t>& device_bytes)
+    : clock_(clock), client_timeout_(client_timeout), pools_(arena_bytes, device_bytes) {}
 
 Result<uint64_t> Directory::ShardBytes(DType dtype, const Shape& shape) {
   const uint64_t item = DTypeSize(dtype);
@@ -48,9 +48,7 @@ Result<uint64_t> Directory::ShardBytes(DType dtype, const Shape& shape) {
   return bytes;
 }
 
-Result<ShardInfo> Directory::Create(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
-                                    const Shape& shape) {
-  ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, ShardBytes(dtype, shape));
+Status Directory::CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner) const {
   auto existing = objects_.find(object);
   if (existing != objects_.end()) {
     if (existing->second.owner != owner) {
@@ -67,16 +65,43 @@ Result<ShardInfo> Directory::Create(uint64_t object, uint32_t shard, uint64_t ow
     return Cancelled("client " + std::to_string(owner) + " said goodbye; " +
                      ShardName(object, shard) + " would have no owner");
   }
-  auto offset = allocator_.Allocate(nbytes);
-  if (!offset.ok()) return offset.status().WithContext(ShardName(object, shard));
+  return Status::Ok();
+}
 
-  if (owner != 0 && client == clients_.end()) clients_.emplace(owner, Client{clock_.Now()});
+void Directory::AddShard(uint64_t object, uint32_t shard, uint64_t owner, ShardInfo info) {
+  if (owner != 0 && clients_.count(owner) == 0) clients_.emplace(owner, Client{clock_.Now()});
   Object& entry = objects_[object];  // a new object starts with refcount 1
   entry.owner = owner;
   objects_by_owner_[owner].insert(object);
-  ShardInfo info{dtype, shape, *offset, nbytes, /*sealed=*/false, Status::Ok()};
-  entry.shards.emplace(shard, info);
+  entry.shards.emplace(shard, std::move(info));
+}
+
+Result<ShardInfo> Directory::Create(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
+                                    const Shape& shape, int32_t pool) {
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, ShardBytes(dtype, shape));
+  ATOLL_RETURN_IF_ERROR(pools_.Check(pool));
+  ATOLL_RETURN_IF_ERROR(CheckNewShard(object, shard, owner));
+  auto offset = pools_.Allocate(pool, nbytes);
+  if (!offset.ok()) return offset.status().WithContext(ShardName(object, shard));
+  ShardInfo info{dtype,       shape, pool, *offset, nbytes, /*sealed=*/false, /*allocated=*/true,
+                 Status::Ok()};
+  AddShard(object, shard, owner, info);
   return info;
+}
+
+Status Directory::Reject(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
+                         const Shape& shape, Status error) {
+  ATOLL_RETURN_IF_ERROR(CheckNewShard(object, shard, owner));
+  ShardInfo info{dtype,
+                 shape,
+                 MemoryPools::kHost,
+                 0,
+                 0,
+                 /*sealed=*/true,
+                 /*allocated=*/false,
+                 std::move(error)};
+  AddShard(object, shard, owner, std::move(info));
+  return Status::Ok();
 }
 
 ShardInfo* Directory::FindMutable(uint64_t object, uint32_t shard) {
@@ -112,9 +137,9 @@ Result<ShardInfo> Directory::Put(uint64_t object, uint32_t shard, uint64_t owner
                            " data bytes do not match " + std::string(DTypeName(dtype)) +
                            ShapeString(shape) + " (" + std::to_string(nbytes) + " bytes)");
   }
-  if (arena.size() < allocator_.capacity()) {
+  if (arena.size() < pools_.region_bytes()) {
     return Internal("the arena span (" + std::to_string(arena.size()) +
-                    " bytes) is smaller than the allocator's capacity");
+                    " bytes) is smaller than the store's region");
   }
   ATOLL_ASSIGN_OR_RETURN(ShardInfo info, Create(object, shard, owner, dtype, shape));
   if (nbytes > 0) std::memcpy(arena.data() + info.offset, bytes.data(), nbytes);
@@ -135,8 +160,9 @@ Result<bool> Directory::Release(uint64_t object) {
 
 void Directory::FreeObject(std::map<uint64_t, Object>::iterator it) {
   for (const auto& [index, shard] : it->second.shards) {
-    [[maybe_unused]] const Status freed = allocator_.Free(shard.offset);
-    assert(freed.ok() && "a shard's arena block was not allocated");
+    if (!shard.allocated) continue;
+    [[maybe_unused]] const Status freed = pools_.Free(shard.pool, shard.offset);
+    assert(freed.ok() && "a shard's block was not allocated");
   }
   auto owned = objects_by_owner_.find(it->second.owner);
   if (owned != objects_by_owner_.end()) {
@@ -188,8 +214,12 @@ DirectoryStats Directory::Stats() const {
   DirectoryStats stats;
   stats.objects = objects_.size();
   for (const auto& [id, object] : objects_) stats.shards += object.shards.size();
-  stats.bytes_in_use = allocator_.used_bytes();
-  stats.arena_bytes = allocator_.capacity();
+  stats.bytes_in_use = pools_.used_bytes(MemoryPools::kHost);
+  stats.arena_bytes = pools_.capacity(MemoryPools::kHost);
+  for (int32_t d = 0; d < static_cast<int32_t>(pools_.devices()); ++d) {
+    stats.device_bytes_in_use.push_back(pools_.used_bytes(d));
+    stats.device_bytes.push_back(pools_.capacity(d));
+  }
   for (const auto& [id, client] : clients_) stats.clients += client.departed ? 0 : 1;
   for (const auto& [owner, objects] : objects_by_owner_) {
     stats.objects_per_owner[owner] = objects.size();

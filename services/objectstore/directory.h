@@ -1,8 +1,8 @@
 // Directory: the object store's record of every object on its host: where each shard lies
-// in the arena, whether it is sealed, who owns it, how many references are left, and which
-// clients are alive. Pure logic: it assigns arena offsets through an ArenaAllocator but never
-// touches the arena except to copy a Put's bytes into the span it is given; time comes from
-// an injected Clock.
+// (the host arena or a device's memory, see memory_pools.h), whether it is sealed, who owns it, how
+// many references are left, and which clients are alive. Pure logic: it assigns arena offsets
+// through an ArenaAllocator but never touches the arena except to copy a Put's bytes into the span
+// it is given; time comes from an injected Clock.
 //
 // Objects. An object is one logical (sharded) buffer, keyed by a client-made 64-bit id; the
 // shards held on this host are keyed by shard index. The first Create or Put of any shard
@@ -29,18 +29,20 @@
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
-#include "services/objectstore/arena_allocator.h"
 #include "services/objectstore/clock.h"
+#include "services/objectstore/memory_pools.h"
 
 namespace atl::store {
 
 struct ShardInfo {
   DType dtype = DType::kF32;
   Shape shape;
-  uint64_t offset = 0;  // in the arena
-  uint64_t nbytes = 0;  // dtype size * elements; the arena block may be larger (aligned)
+  int32_t pool = MemoryPools::kHost;  // the host arena, or the local device holding it
+  uint64_t offset = 0;                // in the store's region
+  uint64_t nbytes = 0;                // dtype size * elements; the block may be larger (aligned)
   bool sealed = false;
-  Status error;  // for a sealed shard: not OK when its producer failed; readers get it
+  bool allocated = true;  // false for a shard refused because it can never fit (Reject)
+  Status error;           // for a sealed shard: not OK when its producer failed; readers get it
 };
 
 enum class CollectReason { kGoodbye, kLapsed };
@@ -58,6 +60,8 @@ struct DirectoryStats {
   uint64_t shards = 0;
   uint64_t bytes_in_use = 0;  // arena bytes reserved, alignment included
   uint64_t arena_bytes = 0;
+  std::vector<uint64_t> device_bytes_in_use;       // per local device, alignment included
+  std::vector<uint64_t> device_bytes;              // per local device: its whole memory
   uint64_t clients = 0;                            // clients known alive
   std::map<uint64_t, uint64_t> objects_per_owner;  // owner 0: unowned objects
 };
@@ -66,18 +70,31 @@ class Directory {
  public:
   // `arena_bytes`: the arena's size. `client_timeout`: silence after which a client's
   // objects are collected (heartbeat period * liveness). `clock` must outlive the directory.
-  Directory(uint64_t arena_bytes, std::chrono::milliseconds client_timeout, const Clock& clock);
+  // `device_bytes`: the memory of each local device, for device-resident shards.
+  Directory(uint64_t arena_bytes, std::chrono::milliseconds client_timeout, const Clock& clock,
+            const std::vector<uint64_t>& device_bytes = {});
 
   // Bytes a shard of `dtype` and `shape` takes: InvalidArgument for an unknown dtype, a
   // negative dimension or a size beyond 2^62 bytes.
   [[nodiscard]] static Result<uint64_t> ShardBytes(DType dtype, const Shape& shape);
 
-  // Reserves arena space for an unsealed shard. Errors: InvalidArgument (bad dtype or shape,
-  // or the object exists with another owner), FailedPrecondition (this shard exists),
-  // Cancelled (the owner said goodbye), OutOfMemory (never fits, or no room now; the
-  // message tells which and names the sizes). Nothing changes on error.
+  // Reserves space in `pool` (the host arena or a local device) for an unsealed shard.
+  // Errors: InvalidArgument (bad dtype, shape or pool, or the object exists with another
+  // owner), FailedPrecondition (this shard exists), Cancelled (the owner said goodbye),
+  // OutOfMemory (never fits, or no room now; CanEverFit tells which, the message names the
+  // sizes). Nothing changes on error.
   [[nodiscard]] Result<ShardInfo> Create(uint64_t object, uint32_t shard, uint64_t owner,
-                                         DType dtype, const Shape& shape);
+                                         DType dtype, const Shape& shape,
+                                         int32_t pool = MemoryPools::kHost);
+
+  // Records a shard that was refused for good (`error`, e.g. it can never fit): sealed with
+  // the error and holding no memory, so that its readers fail at once instead of waiting.
+  // Errors as Create, except OutOfMemory.
+  [[nodiscard]] Status Reject(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
+                              const Shape& shape, Status error);
+
+  // True when a shard of `nbytes` fits in `pool` once enough else is freed.
+  bool CanEverFit(int32_t pool, uint64_t nbytes) const { return pools_.CanEverFit(pool, nbytes); }
 
   // Marks a created shard sealed; `error` not OK records a failed producer. NotFound for an
   // unknown object or shard, FailedPrecondition when it is already sealed.
@@ -109,7 +126,7 @@ class Directory {
   std::vector<Collected> Expire();
 
   DirectoryStats Stats() const;
-  const ArenaAllocator& allocator() const { return allocator_; }
+  const MemoryPools& pools() const { return pools_; }
 
  private:
   struct Object {
@@ -125,10 +142,13 @@ class Directory {
   void FreeObject(std::map<uint64_t, Object>::iterator it);
   std::vector<uint64_t> FreeOwnedBy(uint64_t client);
   ShardInfo* FindMutable(uint64_t object, uint32_t shard);
+  // Checks that `owner` may add `shard` to `object` (see Create's errors).
+  Status CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner) const;
+  void AddShard(uint64_t object, uint32_t shard, uint64_t owner, ShardInfo info);
 
   const Clock& clock_;
   std::chrono::milliseconds client_timeout_;
-  ArenaAllocator allocator_;
+  MemoryPools pools_;
   std::map<uint64_t, Object> objects_;
   std::map<uint64_t, std::set<uint64_t>> objects_by_owner_;  // owner -> object ids
   std::map<uint64_t, Client> clients_;

@@ -19,6 +19,7 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host) {
   store.host = host;
   store.bind_endpoint = "tcp://" + config.bind_host + ":*";
   store.arena_bytes = where.host->arena_bytes;
+  store.device_bytes.assign(where.host->devices, where.host->device_memory_bytes);
   store.heartbeat = std::chrono::milliseconds(config.heartbeat_ms);
   store.liveness = config.liveness;
   store.events_in = config.events_in_endpoint;

@@ -52,8 +52,10 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   }
   if (options.arena_name.empty()) options.arena_name = ShmRegion::MakeName(options.host);
   ATOLL_ASSIGN_OR_RETURN(DeadlineTimer timer, DeadlineTimer::Create());
-  ATOLL_ASSIGN_OR_RETURN(ShmRegion arena,
-                         ShmRegion::Create(options.arena_name, options.arena_bytes));
+  // One region backs the arena and every device's memory (memory_pools.h).
+  const uint64_t region_bytes =
+      MemoryPools(options.arena_bytes, options.device_bytes).region_bytes();
+  ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Create(options.arena_name, region_bytes));
   std::unique_ptr<StoreService> service(
       new StoreService(context, std::move(options), std::move(arena), std::move(timer)));
   ATOLL_ASSIGN_OR_RETURN(service->endpoint_,
@@ -68,7 +70,8 @@ StoreService::StoreService(zmq::context_t& context, StoreOptions options, ShmReg
                            DeadlineTimer timer)
     : options_(std::move(options)),
       arena_(std::move(arena)),
-      directory_(options_.arena_bytes, options_.heartbeat * options_.liveness, clock_),
+      directory_(options_.arena_bytes, options_.heartbeat * options_.liveness, clock_,
+                 options_.device_bytes),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       events_(context, "objectstore/" + options_.host),
       deadline_timer_(std::move(timer)) {
@@ -133,20 +136,102 @@ Status StoreService::Dispatch(const proto::Incoming& in) {
 Status StoreService::OnStoreHello(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::StoreHello>());
   (void)req;
-  Send(ReplyToOf(in), proto::StoreHelloReply{arena_.name(), arena_.size()});
+  Send(ReplyToOf(in),
+       proto::StoreHelloReply{arena_.name(), directory_.Stats().arena_bytes, arena_.size()});
   return Status::Ok();
 }
 
 Status StoreService::OnCreate(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
-  ATOLL_ASSIGN_OR_RETURN(ShardInfo info, directory_.Create(req.object_id, req.shard,
-                                                           req.owner_client, req.dtype, req.shape));
-  Send(ReplyToOf(in), proto::CreateObjectReply{info.offset, info.nbytes});
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(req.dtype, req.shape));
+  ATOLL_RETURN_IF_ERROR(directory_.pools().Check(req.device));
+  if (req.device == proto::CreateObject::kHost) {
+    ATOLL_ASSIGN_OR_RETURN(
+        ShardInfo info,
+        directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype, req.shape));
+    AnswerCreated(ReplyToOf(in), req, info);
+    return Status::Ok();
+  }
+  if (!directory_.CanEverFit(req.device, nbytes)) return RejectForever(req, nbytes);
+  auto& queue = pending_[req.device];
+  if (queue.empty()) {
+    auto created = directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype,
+                                     req.shape, req.device);
+    if (created.ok()) {
+      AnswerCreated(ReplyToOf(in), req, *created);
+      return Status::Ok();
+    }
+    if (created.status().code() != Code::kOutOfMemory) return created.status();
+  }
+  // Backpressure: the device is full now; the request waits for a free, behind earlier ones.
+  const DirectoryStats stats = directory_.Stats();
+  events_.Publish("object.waiting", {{"object", req.object_id},
+                                     {"shard", uint64_t{req.shard}},
+                                     {"owner", req.owner_client},
+                                     {"host", options_.host},
+                                     {"device", int64_t{req.device}},
+                                     {"nbytes", nbytes},
+                                     {"device_bytes_in_use", stats.device_bytes_in_use[req.device]},
+                                     {"device_bytes", stats.device_bytes[req.device]},
+                                     {"queued", uint64_t{queue.size()}}});
+  queue.push_back({ReplyToOf(in), std::move(req)});
+  return Status::Ok();
+}
+
+Status StoreService::RejectForever(const proto::CreateObject& req, uint64_t nbytes) {
+  const Status error = OutOfMemory(
+      ShardName(req.object_id, req.shard) + " needs " + std::to_string(nbytes) + " bytes but " +
+      MemoryPools::PoolName(req.device) + " of host " + options_.host + " has " +
+      std::to_string(directory_.pools().capacity(req.device)) + " bytes in all: it can never fit");
+  ATOLL_RETURN_IF_ERROR(
+      directory_.Reject(req.object_id, req.shard, req.owner_client, req.dtype, req.shape, error));
+  events_.Publish(
+      "object.sealed",
+      {{"object", req.object_id}, {"shard", uint64_t{req.shard}}, {"error", error.ToString()}});
+  WakeWaiters(req.object_id, req.shard);
+  return error;
+}
+
+void StoreService::AnswerCreated(const ReplyTo& to, const proto::CreateObject& req,
+                                 const ShardInfo& info) {
+  Send(to, proto::CreateObjectReply{info.offset, info.nbytes});
   events_.Publish("object.created", {{"object", req.object_id},
                                      {"shard", uint64_t{req.shard}},
                                      {"owner", req.owner_client},
+                                     {"device", int64_t{req.device}},
                                      {"nbytes", info.nbytes}});
-  return Status::Ok();
+}
+
+void StoreService::RetryPending() {
+  for (auto& [device, queue] : pending_) {
+    while (!queue.empty()) {
+      const PendingCreate& head = queue.front();
+      const proto::CreateObject& req = head.request;
+      auto created = directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype,
+                                       req.shape, req.device);
+      if (!created.ok() && created.status().code() == Code::kOutOfMemory) break;  // still full
+      if (created.ok()) {
+        AnswerCreated(head.to, req, *created);
+      } else {
+        SendError(head.to, created.status());
+      }
+      queue.pop_front();
+    }
+  }
+}
+
+void StoreService::DropPending(uint64_t client, const std::string& why) {
+  for (auto& [device, queue] : pending_) {
+    for (auto it = queue.begin(); it != queue.end();) {
+      if (it->request.owner_client != client) {
+        ++it;
+        continue;
+      }
+      SendError(it->to, Cancelled(ShardName(it->request.object_id, it->request.shard) +
+                                  " will not be created: " + why));
+      it = queue.erase(it);
+    }
+  }
 }
 
 Status StoreService::OnSeal(const proto::Incoming& in) {
@@ -210,6 +295,7 @@ Status StoreService::OnRelease(const proto::Incoming& in) {
     events_.Publish("object.freed",
                     {{"object", req.object_id}, {"reason", std::string("released")}});
     CancelWaiters(req.object_id, "was released before it was sealed");
+    RetryPending();
   }
   return Status::Ok();
 }
@@ -242,8 +328,9 @@ Status StoreService::OnStats(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetStoreStats>());
   (void)req;
   const DirectoryStats stats = directory_.Stats();
-  Send(ReplyToOf(in), proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
-                                        stats.objects_per_owner});
+  Send(ReplyToOf(in),
+       proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
+                         stats.objects_per_owner, stats.device_bytes_in_use, stats.device_bytes});
   return Status::Ok();
 }
 
@@ -325,6 +412,7 @@ void StoreService::PublishCollected(const Collected& collected) {
   const std::string reason(CollectReasonName(collected.reason));
   spdlog::info("client {} ({}): collected {} objects", collected.client, reason,
                collected.objects.size());
+  DropPending(collected.client, "client " + std::to_string(collected.client) + ": " + reason);
   if (collected.objects.empty()) return;
   events_.Publish("object.collected", {{"client", collected.client},
                                        {"count", uint64_t{collected.objects.size()}},
@@ -333,6 +421,7 @@ void StoreService::PublishCollected(const Collected& collected) {
     CancelWaiters(object, "was collected (client " + std::to_string(collected.client) + ": " +
                               reason + ") before it was sealed");
   }
+  RetryPending();
 }
 
 }  // namespace atl::store

@@ -12,6 +12,13 @@
 // freed (Cancelled), or after timeout_ms (DeadlineExceeded), whichever comes first. A
 // one-shot timer sleeps until the earliest deadline: an idle store does not tick.
 //
+// Backpressure. A CreateObject for a device's memory that does not fit now is queued and
+// answered once enough is freed (a release or a collection), strictly in arrival order per
+// device, so that a small request never overtakes a large one: the executor sends them in
+// the island scheduler's order. Each queued request is announced as "object.waiting". One
+// that can never fit is refused at once, and the shard is recorded as failed with that
+// error, so that its readers fail at once too. Host-arena requests never wait.
+//
 // Collection. Every heartbeat period the directory expires clients silent for longer than
 // heartbeat * liveness and frees their objects ("object.collected"), and the store publishes
 // "store.stats" {host, objects, bytes_in_use, arena_bytes}: the arena's memory in use.
@@ -22,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +54,7 @@ struct StoreOptions {
   std::string host;                                 // this host's name, for names and events
   std::string bind_endpoint = "tcp://127.0.0.1:*";  // a port of * or 0 picks a free one
   uint64_t arena_bytes = 256ull << 20;
+  std::vector<uint64_t> device_bytes;        // each local device's memory
   std::string arena_name;                    // empty: ShmRegion::MakeName(host)
   std::chrono::milliseconds heartbeat{500};  // expiry check period; > 0
   uint32_t liveness = 4;                     // missed heartbeats before collection; > 0
@@ -79,6 +88,10 @@ class StoreService {
     TimePoint deadline;
   };
   using ShardKey = std::pair<uint64_t, uint32_t>;  // (object, shard)
+  struct PendingCreate {
+    ReplyTo to;
+    proto::CreateObject request;
+  };
 
   StoreService(zmq::context_t& context, StoreOptions options, ShmRegion arena, DeadlineTimer timer);
 
@@ -105,6 +118,14 @@ class StoreService {
   void ExpireWaiters();
   void ExpireClients();
   void PublishCollected(const Collected& collected);
+  // Answers a CreateObject whose space was reserved.
+  void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info);
+  // Refuses a request that can never fit, recording the shard as failed with the error.
+  Status RejectForever(const proto::CreateObject& req, uint64_t nbytes);
+  // After a free: creates what now fits at the head of each device's queue.
+  void RetryPending();
+  // Refuses the queued requests of a client whose objects were collected.
+  void DropPending(uint64_t client, const std::string& why);
 
   template <typename T>
   void Send(const ReplyTo& to, const T& body, net::Frames data = {});
@@ -120,6 +141,7 @@ class StoreService {
   EventPublisher events_;
   EventLoop loop_;
   std::multimap<ShardKey, Waiter> waiters_;
+  std::map<int32_t, std::deque<PendingCreate>> pending_;  // by device, in arrival order
   DeadlineTimer deadline_timer_;
   std::optional<TimePoint> armed_;  // when deadline_timer_ fires; empty: disarmed
 };

@@ -31,6 +31,8 @@ class Subprocess {
   bool Poll(std::chrono::milliseconds wait = std::chrono::milliseconds(0));
   // Waits for the end up to `timeout`; past it, SIGKILLs the process and sets timed_out.
   CommandResult Wait(std::chrono::milliseconds timeout);
+  // What it has written to stdout so far (as read by Poll).
+  const std::string& out() const { return result_.out; }
   pid_t pid() const { return pid_; }
 
  private:

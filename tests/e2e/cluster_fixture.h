@@ -1,5 +1,6 @@
-// A gtest fixture that starts one real local cluster (config/test.toml: every port chosen
-// freely, so test runs never collide) for a whole test suite, and stops it afterwards.
+// A gtest fixture that starts one real local cluster (config/test.toml unless the suite
+// names another: every port chosen freely, so test runs never collide) for a whole test
+// suite, and stops it afterwards.
 #pragma once
 
 #include <stdlib.h>
@@ -18,12 +19,15 @@ namespace atl::testing {
 
 class ClusterTest : public ::testing::Test {
  public:
-  static void SetUpTestSuite() {
+  static void SetUpTestSuite() { StartCluster(ATOLL_SOURCE_DIR "/config/test.toml"); }
+
+  // For a suite that needs another topology: call it from its own SetUpTestSuite.
+  static void StartCluster(const std::string& config_path) {
     char pattern[] = "/tmp/atoll-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
     state_dir_ = new std::string(pattern);
     LocalClusterOptions options;
-    options.config_path = ATOLL_SOURCE_DIR "/config/test.toml";
+    options.config_path = config_path;
     options.state_dir = *state_dir_;
     options.bin_dir = ATOLL_BIN_DIR;
     cluster_ = new LocalCluster(options);
@@ -66,6 +70,12 @@ class ClusterTest : public ::testing::Test {
 
   static inline LocalCluster* cluster_ = nullptr;
   static inline std::string* state_dir_ = nullptr;
+};
+
+// The same on a two-host island whose devices have 4 MiB each (tests/e2e/small_memory.toml).
+class SmallMemoryClusterTest : public ClusterTest {
+ public:
+  static void SetUpTestSuite() { StartCluster(ATOLL_SOURCE_DIR "/tests/e2e/small_memory.toml"); }
 };
 
 }  // namespace atl::testing

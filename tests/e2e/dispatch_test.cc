@@ -3,51 +3,13 @@
 // output shape) fall back to it on their own. Shown from the cluster's recorded events.
 #include <map>
 
-#include "common/events.h"
-#include "common/transport.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/event_recorder.h"
 
 namespace atl::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Records events from the bus, from before a run starts until the run's events are in.
-class EventRecorder {
- public:
-  explicit EventRecorder(const std::string& endpoint)
-      : socket_(net::MakeSocket(context_, zmq::socket_type::sub)) {
-    socket_.set(zmq::sockopt::subscribe, "");
-    EXPECT_TRUE(net::Connect(socket_, endpoint).ok());
-    // A subscription takes effect a moment after connecting: wait for the first event
-    // (executors publish device.stats every heartbeat).
-    EXPECT_TRUE(Next(10s).has_value()) << "no event within 10 s";
-  }
-
-  std::optional<Event> Next(std::chrono::milliseconds timeout) {
-    auto frames = net::RecvFrames(socket_, timeout);
-    if (!frames.ok() || !frames->has_value() || (*frames)->size() != 2) return std::nullopt;
-    auto event = DecodeEvent((**frames)[0], (**frames)[1]);
-    if (!event.ok()) return std::nullopt;
-    return *event;
-  }
-
-  // Collects events of `run` until `done` says the set is complete (bounded by 30 s).
-  std::vector<Event> Collect(uint64_t run,
-                             const std::function<bool(const std::vector<Event>&)>& done) {
-    std::vector<Event> got;
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!done(got) && std::chrono::steady_clock::now() < deadline) {
-      auto e = Next(1s);
-      if (e && e->fields.contains("run") && e->fields["run"] == run) got.push_back(*e);
-    }
-    return got;
-  }
-
- private:
-  zmq::context_t context_;
-  zmq::socket_t socket_;
-};
 
 // A chain of three nodes on one device, each keeping it busy for 100 ms.
 Result<Program> SlowChain(Client& client) {

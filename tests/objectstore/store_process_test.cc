@@ -231,7 +231,7 @@ TEST_F(StoreProcessTest, CreateWriteThroughSharedMemorySealGet) {
   ASSERT_TRUE(hello.ok()) << hello.status().ToString();
   auto region = ShmRegion::Open(hello->arena_name);
   ASSERT_TRUE(region.ok()) << region.status().ToString();
-  EXPECT_EQ(region->size(), hello->arena_bytes);
+  EXPECT_EQ(region->size(), hello->region_bytes);
 
   auto created = store->Call<proto::CreateObjectReply>(
       proto::CreateObject{7, 2, 0, DType::kF32, {2, 2}}, kCallTimeout);

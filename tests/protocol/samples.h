@@ -281,12 +281,12 @@ inline StoreHello Sample<StoreHello>() {
 
 template <>
 inline StoreHelloReply Sample<StoreHelloReply>() {
-  return {"/atoll-arena-1", uint64_t{1} << 28};
+  return {"/atoll-arena-1", uint64_t{1} << 28, uint64_t{3} << 28};
 }
 
 template <>
 inline CreateObject Sample<CreateObject>() {
-  return {555, 1, 42, DType::kI32, {4, 4}};
+  return {555, 1, 42, DType::kI32, {4, 4}, 1};
 }
 
 template <>
@@ -326,7 +326,7 @@ inline GetStoreStats Sample<GetStoreStats>() {
 
 template <>
 inline StoreStats Sample<StoreStats>() {
-  return {3, 1024, uint64_t{1} << 28, {{42, 2}, {43, 1}}};
+  return {3, 1024, uint64_t{1} << 28, {{42, 2}, {43, 1}}, {4096, 0}, {1 << 20, 1 << 20}};
 }
 
 }  // namespace atl::proto::samples

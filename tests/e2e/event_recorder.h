@@ -1,0 +1,68 @@
+// EventRecorder: a subscriber to the cluster's event bus for tests that must see what the
+// services did (a gang admitted, a request waiting for memory) rather than guess it from time.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/events.h"
+#include "common/transport.h"
+
+namespace atl::testing {
+
+class EventRecorder {
+ public:
+  explicit EventRecorder(const std::string& endpoint)
+      : socket_(net::MakeSocket(context_, zmq::socket_type::sub)) {
+    socket_.set(zmq::sockopt::subscribe, "");
+    EXPECT_TRUE(net::Connect(socket_, endpoint).ok());
+    // A subscription takes effect a moment after connecting: wait for the first event
+    // (executors publish device.stats every heartbeat).
+    EXPECT_TRUE(Next(std::chrono::seconds(10)).has_value()) << "no event within 10 s";
+  }
+
+  std::optional<Event> Next(std::chrono::milliseconds timeout) {
+    auto frames = net::RecvFrames(socket_, timeout);
+    if (!frames.ok() || !frames->has_value() || (*frames)->size() != 2) return std::nullopt;
+    auto event = DecodeEvent((**frames)[0], (**frames)[1]);
+    if (!event.ok()) return std::nullopt;
+    return *event;
+  }
+
+  // The first event on `topic` that `match` accepts, within `timeout`; others are dropped.
+  std::optional<Event> WaitFor(const std::string& topic,
+                               const std::function<bool(const Event&)>& match,
+                               std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      auto e = Next(std::max(left, std::chrono::milliseconds(1)));
+      if (e && e->topic == topic && match(*e)) return e;
+    }
+    return std::nullopt;
+  }
+
+  // Collects events of `run` until `done` says the set is complete (bounded by 30 s).
+  std::vector<Event> Collect(uint64_t run,
+                             const std::function<bool(const std::vector<Event>&)>& done) {
+    std::vector<Event> got;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done(got) && std::chrono::steady_clock::now() < deadline) {
+      auto e = Next(std::chrono::seconds(1));
+      if (e && e->fields.contains("run") && e->fields["run"] == run) got.push_back(*e);
+    }
+    return got;
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+}  // namespace atl::testing
