@@ -1,6 +1,7 @@
 #include "atoll/client.h"
 
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -116,13 +117,26 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
 }
 
 Result<Slice> Client::CreateSlice(uint32_t num_devices, const std::string& island) {
-  ATOLL_ASSIGN_OR_RETURN(auto info, impl_->rm->Call<proto::SliceInfo>(
-                                        proto::CreateSlice{impl_->id, num_devices, island, ""},
-                                        impl_->options.request_timeout));
+  return CreateMeshSlice({num_devices}, island);
+}
+
+Result<Slice> Client::CreateMeshSlice(const Shape& mesh, const std::string& island) {
+  int64_t num_devices = 1;
+  for (int64_t extent : mesh) {
+    if (extent <= 0 || extent > std::numeric_limits<uint32_t>::max() / num_devices) {
+      return InvalidArgument("a slice's mesh needs positive axes, got " + ShapeString(mesh));
+    }
+    num_devices *= extent;
+  }
+  ATOLL_ASSIGN_OR_RETURN(
+      auto info, impl_->rm->Call<proto::SliceInfo>(
+                     proto::CreateSlice{impl_->id, static_cast<uint32_t>(num_devices), island, ""},
+                     impl_->options.request_timeout));
   Slice slice;
   slice.id_ = info.slice_id;
   slice.island_ = info.island;
   slice.num_devices_ = static_cast<int>(info.devices.size());
+  slice.mesh_ = mesh;
   impl_->slices[info.slice_id] = std::move(info);
   return slice;
 }
@@ -133,7 +147,8 @@ Result<Function> Client::Register(const FunctionBuilder& builder, const Slice& s
   if (it == impl_->slices.end()) {
     return NotFound(fmt::format("slice {} was not made by this client", slice.id()));
   }
-  const ir::FunctionDef& def = builder.impl_->def;
+  ir::FunctionDef def = builder.impl_->def;
+  def.mesh = slice.mesh();
   ATOLL_ASSIGN_OR_RETURN(auto reply, impl_->rm->Call<proto::RegisterFunctionReply>(
                                          proto::RegisterFunction{impl_->id, slice.id(), def},
                                          impl_->options.request_timeout));
@@ -260,7 +275,7 @@ Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
                              Tensor::FromBytes(reply->dtype, reply->shape, std::move(bytes)));
       shards.push_back(std::move(t));
     }
-    ATOLL_ASSIGN_OR_RETURN(Tensor whole, Assemble(shards, plan.type.split_dim));
+    ATOLL_ASSIGN_OR_RETURN(Tensor whole, Assemble(shards, plan.type, plan.mesh));
     out.push_back(std::move(whole));
   }
   return out;

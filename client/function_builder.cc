@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "client/internal.h"
@@ -25,8 +27,15 @@ ir::Operand Scalar(double s) { return {ir::Operand::kScalar, 0, s}; }
 }  // namespace
 
 Value FunctionBuilder::Input(DType dtype, Shape shape, Sharding sharding) {
-  const int split = shape.empty() ? -1 : sharding.split_dim;
-  impl_->def.inputs.push_back({dtype, std::move(shape), split});
+  if (!shape.empty() && sharding.axes.size() > shape.size() && impl_->status.ok()) {
+    impl_->status =
+        InvalidArgument(fmt::format("function '{}': a sharding of {} dimensions for "
+                                    "a rank-{} input",
+                                    impl_->def.name, sharding.axes.size(), shape.size()));
+  }
+  std::vector<int32_t> split(shape.size(), -1);
+  std::copy_n(sharding.axes.begin(), std::min(sharding.axes.size(), split.size()), split.begin());
+  impl_->def.inputs.push_back({dtype, std::move(shape), std::move(split)});
   return {kValueInput, static_cast<int>(impl_->def.inputs.size()) - 1};
 }
 
@@ -51,10 +60,17 @@ Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operan
   }
   op.type = *type;
   impl.def.ops.push_back(std::move(op));
-  // Checks everything so far, this op included; any shard count divides a 1-device slice.
+  // Checks everything so far, this op included, on a single device seen as a mesh with as
+  // many axes as the inputs name (the slice's mesh is known at Register).
+  int32_t axes = 1;
+  for (const auto& in : impl.def.inputs) {
+    for (int32_t axis : in.split) axes = std::max(axes, axis + 1);
+  }
+  impl.def.mesh = Shape(axes, 1);
   impl.def.outputs.push_back({ir::Operand::kOp, static_cast<int>(impl.def.ops.size()) - 1, 0});
   Status valid = ir::Validate(impl.def, 1);
   impl.def.outputs.pop_back();
+  impl.def.mesh.clear();
   if (!valid.ok()) {
     impl.status = valid.WithContext("function '" + impl.def.name + "'");
     return {};

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "client/reshard.h"
 #include "client/sharding.h"
 
 namespace atl {
@@ -26,15 +27,27 @@ Status CheckArgs(const Program::Impl& program, const std::vector<LoweringArg>& a
   return Status::Ok();
 }
 
+Shape MeshOf(const Function::Impl& fn) {
+  return ir::MeshOf(fn.def, static_cast<int>(fn.slice.devices.size()));
+}
+
+// Where a call's input or output shards live.
+Layout LayoutOf(const Function::Impl& fn, const ir::TensorType& type) {
+  Layout layout{type, MeshOf(fn), {}};
+  for (const auto& d : fn.slice.devices) layout.hosts.push_back(d.data_endpoint);
+  return layout;
+}
+
 // A future feeds shard s of a call from the object store of shard s's host: it must have
 // been produced with the same layout, on the same hosts.
 Status CheckFutureFeeds(const ResultPlan& plan, const Program::Impl::Call& call, size_t input) {
   const auto& devices = call.fn->slice.devices;
-  const int split = call.fn->def.inputs[input].split_dim;
-  if (plan.type.split_dim != split || plan.shards.size() != devices.size()) {
+  const ir::TensorType& want = call.fn->def.inputs[input];
+  if (plan.type.split != want.split || plan.mesh != MeshOf(*call.fn)) {
     return InvalidArgument(fmt::format(
-        "a future split {} over {} devices cannot feed '{}' input {} (split {} over {} devices)",
-        plan.type.split_dim, plan.shards.size(), call.fn->def.name, input, split, devices.size()));
+        "a future laid out over mesh {} cannot feed '{}' input {} (mesh {}): moving it to "
+        "another layout is not supported yet",
+        ShapeString(plan.mesh), call.fn->def.name, input, ShapeString(MeshOf(*call.fn))));
   }
   for (size_t s = 0; s < devices.size(); ++s) {
     if (plan.shards[s].store != devices[s].store_endpoint) {
@@ -43,24 +56,6 @@ Status CheckFutureFeeds(const ResultPlan& plan, const Program::Impl::Call& call,
           "is not supported yet",
           s, call.fn->def.name, s));
     }
-  }
-  return Status::Ok();
-}
-
-// An edge between two calls moves shard s of the producer to shard s of the consumer;
-// anything else needs a resharding transfer, which lowering does not insert yet.
-Status CheckEdge(const Program::Impl::Call& producer, int output,
-                 const Program::Impl::Call& consumer, int input) {
-  const ir::TensorType& from = producer.fn->output_types[output];
-  const ir::TensorType& to = consumer.fn->def.inputs[input];
-  const size_t from_shards = producer.fn->slice.devices.size();
-  const size_t to_shards = consumer.fn->slice.devices.size();
-  if (from.split_dim != to.split_dim || from_shards != to_shards) {
-    return InvalidArgument(fmt::format(
-        "'{}' output {} (split {} over {} devices) feeds '{}' input {} (split {} over {} "
-        "devices): resharding between different layouts is not supported yet",
-        producer.fn->def.name, output, from.split_dim, from_shards, consumer.fn->def.name, input,
-        to.split_dim, to_shards));
   }
   return Status::Ok();
 }
@@ -103,7 +98,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
     const int n = static_cast<int>(devices.size());
     for (size_t j = 0; j < call.args.size(); ++j) {
       const Traced& src = call.args[j];
-      const int split = call.fn->def.inputs[j].split_dim;
+      const ir::TensorType& type = call.fn->def.inputs[j];
       if (src.kind == kTracedArg && args[src.index].plan != nullptr) {
         const ResultPlan& plan = *args[src.index].plan;
         ATOLL_RETURN_IF_ERROR(CheckFutureFeeds(plan, call, j));
@@ -115,22 +110,35 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
       }
       if (src.kind == kTracedArg) {
         const uint64_t object = next_object_id();
+        const Shape mesh = MeshOf(*call.fn);
         for (int s = 0; s < n; ++s) {
-          ATOLL_ASSIGN_OR_RETURN(Tensor shard, ShardOf(*args[src.index].value, split, n, s));
+          ATOLL_ASSIGN_OR_RETURN(Tensor shard, ShardOf(*args[src.index].value, type, mesh, s));
           run.puts.push_back(
               {devices[s].store_endpoint, object, static_cast<uint32_t>(s), std::move(shard)});
           entries[k][s].inputs[j] = {proto::InputSource::kStore, object, static_cast<uint32_t>(s)};
         }
         continue;
       }
-      ATOLL_RETURN_IF_ERROR(
-          CheckEdge(program.calls[src.index], src.output, call, static_cast<int>(j)));
-      for (int s = 0; s < n; ++s) {
-        entries[k][s].inputs[j] = {proto::InputSource::kTuple, 0, 0};
-        entries[src.index][s].outputs[src.output].push_back(
-            {proto::OutputDest::kTuple, devices[s].data_endpoint, static_cast<uint32_t>(k),
-             static_cast<uint32_t>(j), static_cast<uint32_t>(s), 0});
+      const auto& producer = *program.calls[src.index].fn;
+      const Layout from = LayoutOf(producer, producer.output_types[src.output]);
+      const Layout to = LayoutOf(*call.fn, type);
+      for (int s = 0; s < n; ++s) entries[k][s].inputs[j] = {proto::InputSource::kTuple, 0, 0};
+      auto edge = [&](uint32_t from_shard, uint32_t to_shard, proto::Piece piece) {
+        entries[src.index][from_shard].outputs[src.output].push_back(
+            {proto::OutputDest::kTuple, devices[to_shard].data_endpoint, static_cast<uint32_t>(k),
+             static_cast<uint32_t>(j), to_shard, 0, std::move(piece)});
+      };
+      if (SameLayout(from, to)) {
+        for (int s = 0; s < n; ++s) edge(s, s, {});  // shard s feeds shard s, whole
+        continue;
       }
+      auto routes = PlanReshard(from, to);
+      if (!routes.ok()) {
+        return routes.status().WithContext(fmt::format("'{}' output {} feeding '{}' input {}",
+                                                       producer.def.name, src.output,
+                                                       call.fn->def.name, j));
+      }
+      for (auto& route : *routes) edge(route.from, route.to, std::move(route.piece));
     }
   }
 
@@ -151,10 +159,11 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
     }
     const auto& producer = *program.calls[r.index].fn;
     plan.type = producer.output_types[r.output];
+    plan.mesh = MeshOf(producer);
     const uint64_t object = next_object_id();
     for (size_t s = 0; s < producer.slice.devices.size(); ++s) {
       entries[r.index][s].outputs[r.output].push_back(
-          {proto::OutputDest::kStore, "", 0, 0, static_cast<uint32_t>(s), object});
+          {proto::OutputDest::kStore, "", 0, 0, static_cast<uint32_t>(s), object, {}});
       plan.shards.push_back(
           {producer.slice.devices[s].store_endpoint, object, static_cast<uint32_t>(s)});
     }

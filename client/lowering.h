@@ -29,7 +29,8 @@ struct ResultShard {
 };
 
 struct ResultPlan {
-  ir::TensorType type;              // global type; split_dim says how to assemble
+  ir::TensorType type;  // global type; with `mesh`, says how to assemble
+  Shape mesh;
   std::vector<ResultShard> shards;  // empty when the result is an argument itself
   int arg_index = -1;
   bool borrowed = false;  // the shards belong to an earlier run (a future returned as is)

@@ -32,7 +32,7 @@ const ir::TensorType* TypeOf(const Program::Impl& p, const Traced& t) {
 }  // namespace
 
 Traced ProgramBuilder::Arg(DType dtype, Shape shape) {
-  impl_->args.push_back({dtype, std::move(shape), -1});
+  impl_->args.push_back(ir::SplitType(dtype, std::move(shape), -1));
   return {kTracedArg, static_cast<int>(impl_->args.size()) - 1, 0};
 }
 

@@ -1,17 +1,21 @@
-// Cutting a global tensor into the shards of a 1-D sharding and putting it back together.
+// Cutting a global tensor into the shards of its sharding over a mesh, and putting them
+// back together.
 #pragma once
 
 #include <vector>
 
 #include "atoll/tensor.h"
+#include "common/ir.h"
 
 namespace atl {
 
-// Shard `index` of `parts` equal blocks along `dim` (dim < 0: the whole tensor).
-Result<Tensor> ShardOf(const Tensor& t, int dim, int parts, int index);
-// The inverse: concatenates shards along `dim` (of equal lengths there, or of any lengths
-// for a dynamic dimension; every other dimension must agree). For dim < 0 (replicated) every
-// shard must hold the same value; Internal when they differ.
-Result<Tensor> Assemble(const std::vector<Tensor>& shards, int dim);
+// Shard `shard` of `t` laid out as `type` over `mesh`.
+Result<Tensor> ShardOf(const Tensor& t, const ir::TensorType& type, const Shape& mesh, int shard);
+
+// The inverse: the global tensor from one shard per device of `mesh`. Replicas must hold the
+// same value (Internal when they differ). A dynamic dimension (cut over a 1-D mesh) joins
+// shards of any lengths in order.
+Result<Tensor> Assemble(const std::vector<Tensor>& shards, const ir::TensorType& type,
+                        const Shape& mesh);
 
 }  // namespace atl

@@ -1,6 +1,9 @@
 #include "common/ir.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace atl::ir {
 
@@ -84,31 +87,111 @@ std::vector<TensorType> OutputTypes(const FunctionDef& fn) {
   return out;
 }
 
-Shape ShardShape(const TensorType& type, int num_shards) {
-  Shape s = type.shape;
-  if (type.split_dim >= 0 && static_cast<size_t>(type.split_dim) < s.size() && num_shards > 0 &&
-      s[type.split_dim] != kDynamicDim) {
-    s[type.split_dim] /= num_shards;
+TensorType SplitType(DType dtype, Shape shape, int dim) {
+  std::vector<int32_t> split(shape.size(), -1);
+  if (dim >= 0 && static_cast<size_t>(dim) < split.size()) split[dim] = 0;
+  return {dtype, std::move(shape), std::move(split)};
+}
+
+bool IsReplicated(const TensorType& type) {
+  for (int32_t axis : type.split) {
+    if (axis >= 0) return false;
   }
-  return s;
+  return true;
+}
+
+Shape MeshOf(const FunctionDef& fn, int num_shards) {
+  return fn.mesh.empty() ? Shape{num_shards} : fn.mesh;
 }
 
 namespace {
 
-Status CheckType(const std::string& what, const TensorType& t, int num_shards) {
+// Shard `shard`'s coordinates on `mesh` (row-major).
+Shape MeshCoords(const Shape& mesh, int shard) {
+  Shape coords(mesh.size());
+  int64_t rest = shard;
+  for (size_t a = mesh.size(); a-- > 0;) {
+    coords[a] = mesh[a] > 0 ? rest % mesh[a] : 0;
+    rest = mesh[a] > 0 ? rest / mesh[a] : 0;
+  }
+  return coords;
+}
+
+bool AxisOk(int32_t axis, const Shape& mesh) {
+  return axis >= 0 && static_cast<size_t>(axis) < mesh.size() && mesh[axis] > 0;
+}
+
+}  // namespace
+
+Shape ShardShape(const TensorType& type, const Shape& mesh) {
+  Shape s = type.shape;
+  for (size_t d = 0; d < s.size() && d < type.split.size(); ++d) {
+    if (AxisOk(type.split[d], mesh) && s[d] != kDynamicDim) s[d] /= mesh[type.split[d]];
+  }
+  return s;
+}
+
+Shape ShardOrigin(const TensorType& type, const Shape& mesh, int shard) {
+  const Shape coords = MeshCoords(mesh, shard);
+  const Shape local = ShardShape(type, mesh);
+  Shape origin(type.shape.size(), 0);
+  for (size_t d = 0; d < origin.size() && d < type.split.size(); ++d) {
+    if (AxisOk(type.split[d], mesh)) origin[d] = coords[type.split[d]] * local[d];
+  }
+  return origin;
+}
+
+bool IsFirstReplica(const TensorType& type, const Shape& mesh, int shard) {
+  const Shape coords = MeshCoords(mesh, shard);
+  for (size_t a = 0; a < mesh.size(); ++a) {
+    const bool cut = std::find(type.split.begin(), type.split.end(), static_cast<int32_t>(a)) !=
+                     type.split.end();
+    if (!cut && coords[a] != 0) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string SplitString(const TensorType& t) {
+  return fmt::format("[{}]", fmt::join(t.split, ","));
+}
+
+Status CheckType(const std::string& what, const TensorType& t, const Shape& mesh) {
   for (auto d : t.shape) {
     if (d <= 0 && d != kDynamicDim)
       return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
   }
-  if (t.split_dim >= static_cast<int32_t>(t.shape.size())) {
-    return InvalidArgument(fmt::format("{} splits dimension {} of a rank-{} tensor", what,
-                                       t.split_dim, t.shape.size()));
+  if (t.split.size() != t.shape.size()) {
+    return InvalidArgument(fmt::format("{} {} has a split for {} dimensions", what,
+                                       ShapeString(t.shape), t.split.size()));
   }
-  if (t.split_dim >= 0 && t.shape[t.split_dim] != kDynamicDim &&
-      t.shape[t.split_dim] % num_shards != 0) {
-    return InvalidArgument(fmt::format("{} {}: dimension {} ({}) does not divide over {} devices",
-                                       what, ShapeString(t.shape), t.split_dim,
-                                       t.shape[t.split_dim], num_shards));
+  std::vector<bool> used(mesh.size());
+  for (size_t d = 0; d < t.split.size(); ++d) {
+    const int32_t axis = t.split[d];
+    if (axis < 0) continue;
+    if (static_cast<size_t>(axis) >= mesh.size()) {
+      return InvalidArgument(
+          fmt::format("{} cuts dimension {} along mesh axis {}, but the mesh "
+                      "{} has {} axes",
+                      what, d, axis, ShapeString(mesh), mesh.size()));
+    }
+    if (used[axis]) {
+      return InvalidArgument(fmt::format("{} cuts two dimensions along mesh axis {}", what, axis));
+    }
+    used[axis] = true;
+    if (t.shape[d] == kDynamicDim) {
+      if (mesh.size() != 1) {
+        return InvalidArgument(
+            fmt::format("{}: a dynamic dimension can be cut only over a 1-D mesh", what));
+      }
+      continue;
+    }
+    if (t.shape[d] % mesh[axis] != 0) {
+      return InvalidArgument(
+          fmt::format("{} {}: dimension {} ({}) does not divide over mesh axis {} ({} devices)",
+                      what, ShapeString(t.shape), d, t.shape[d], axis, mesh[axis]));
+    }
   }
   return Status::Ok();
 }
@@ -141,8 +224,8 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       if (a && b && !(*a == *b)) {
         return InvalidArgument(
             fmt::format("{}: operand types differ: {}{} split {} vs {}{} split {}", OpName(op.code),
-                        DTypeName(a->dtype), ShapeString(a->shape), a->split_dim,
-                        DTypeName(b->dtype), ShapeString(b->shape), b->split_dim));
+                        DTypeName(a->dtype), ShapeString(a->shape), SplitString(*a),
+                        DTypeName(b->dtype), ShapeString(b->shape), SplitString(*b)));
       }
       return a ? *a : *b;
     }
@@ -161,12 +244,12 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       if (a->dtype != DType::kF32 || b->dtype != DType::kF32) {
         return InvalidArgument("matmul is f32 only");
       }
-      if (a->split_dim > 0 || b->split_dim >= 0) {
+      if (a->split[1] >= 0 || !IsReplicated(*b)) {
         return InvalidArgument(
             "matmul shards only the rows of its left operand; the right one "
             "must be replicated");
       }
-      return TensorType{DType::kF32, {a->shape[0], b->shape[1]}, a->split_dim};
+      return TensorType{DType::kF32, {a->shape[0], b->shape[1]}, {a->split[0], -1}};
     }
     case OpCode::kSpin: {
       if (op.operands.size() != 1 || !type_of(0)) return InvalidArgument("spin takes one tensor");
@@ -177,7 +260,7 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       if (op.operands.size() != 1 || !type_of(0)) {
         return InvalidArgument("all_reduce_sum takes one tensor");
       }
-      if (type_of(0)->split_dim >= 0) {
+      if (!IsReplicated(*type_of(0))) {
         return InvalidArgument(
             "all_reduce_sum takes a replicated tensor (each device's partial "
             "value), not a split one");
@@ -204,8 +287,18 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
 Status Validate(const FunctionDef& fn, int num_shards) {
   if (num_shards <= 0) return InvalidArgument("a function needs at least one device");
   if (fn.outputs.empty()) return InvalidArgument("function '" + fn.name + "' has no outputs");
+  const Shape mesh = MeshOf(fn, num_shards);
+  int64_t devices = 1;
+  for (int64_t extent : mesh) {
+    if (extent <= 0) return InvalidArgument("mesh " + ShapeString(mesh) + " has an empty axis");
+    devices *= extent;
+  }
+  if (devices != num_shards) {
+    return InvalidArgument(fmt::format("mesh {} holds {} devices, the slice has {}",
+                                       ShapeString(mesh), devices, num_shards));
+  }
   for (size_t i = 0; i < fn.inputs.size(); ++i) {
-    ATOLL_RETURN_IF_ERROR(CheckType(fmt::format("input {}", i), fn.inputs[i], num_shards));
+    ATOLL_RETURN_IF_ERROR(CheckType(fmt::format("input {}", i), fn.inputs[i], mesh));
   }
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const Op& op = fn.ops[i];

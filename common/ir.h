@@ -15,18 +15,24 @@ MSGPACK_ADD_ENUM(atl::DType);
 
 namespace atl::ir {
 
-// A tensor's global type and how it is laid over a slice's 1-D device list:
-// split_dim < 0 means every device holds the whole tensor (replicated); otherwise
-// dimension split_dim is cut into contiguous blocks, block i on device i: equal blocks for
-// a static dimension, blocks of data-dependent sizes for a dynamic one (kDynamicDim).
+// A tensor's global type and how it is laid over a slice's device mesh (the slice's
+// devices in row-major order over the mesh's axes). split[d] is the mesh axis that
+// dimension d is cut along, or -1; a dimension cut along axis a is divided into mesh[a]
+// contiguous blocks (equal for a static dimension; of data-dependent sizes for a dynamic
+// one, kDynamicDim). Mesh axes no dimension is cut along hold replicas. split has one
+// entry per dimension; all -1 is a replicated tensor.
 struct TensorType {
   DType dtype = DType::kF32;
   Shape shape;
-  int32_t split_dim = -1;
+  std::vector<int32_t> split;
 
   bool operator==(const TensorType&) const = default;
-  MSGPACK_DEFINE(dtype, shape, split_dim);
+  MSGPACK_DEFINE(dtype, shape, split);
 };
+
+// The type of a tensor cut along dimension `dim` over mesh axis 0 (dim < 0: replicated).
+TensorType SplitType(DType dtype, Shape shape, int dim);
+bool IsReplicated(const TensorType& type);
 
 // kAllReduceSum is a collective: every shard of the gang contributes its local tensor
 // (which must be replicated-typed: a full-size partial value) and gets the elementwise sum.
@@ -61,10 +67,14 @@ struct FunctionDef {
   std::vector<TensorType> inputs;
   std::vector<Operand> outputs;  // each an input or an op result
   std::vector<Op> ops;
+  Shape mesh;  // the shape of the device mesh it runs on; empty: 1-D over every device
 
   bool operator==(const FunctionDef&) const = default;
-  MSGPACK_DEFINE(name, inputs, outputs, ops);
+  MSGPACK_DEFINE(name, inputs, outputs, ops, mesh);
 };
+
+// The mesh `fn` runs on over `num_shards` devices.
+Shape MeshOf(const FunctionDef& fn, int num_shards);
 
 // True when `fn` has an op that needs the other shards of its gang.
 bool HasCollectives(const FunctionDef& fn);
@@ -86,13 +96,18 @@ std::vector<TensorType> OutputTypes(const FunctionDef& fn);
 // why the operands do not fit the op.
 Result<TensorType> InferType(const FunctionDef& fn, const Op& op);
 
-// Checks that every operand refers backwards, shapes agree, and every static split
-// dimension divides evenly over `num_shards` devices.
+// Checks that the mesh holds `num_shards` devices, every operand refers backwards, shapes
+// agree, every tensor's split names distinct axes of the mesh, and every static split
+// dimension divides evenly over its axis.
 Status Validate(const FunctionDef& fn, int num_shards);
 
-// The shape of one shard of `type` over `num_shards` devices (a dynamic dimension stays
-// dynamic).
-Shape ShardShape(const TensorType& type, int num_shards);
+// The shape of one shard of `type` over `mesh` (a dynamic dimension stays dynamic).
+Shape ShardShape(const TensorType& type, const Shape& mesh);
+// Where shard `shard`'s block starts in the global tensor (static dimensions only).
+Shape ShardOrigin(const TensorType& type, const Shape& mesh, int shard);
+// True when shard `shard` holds the first replica of its block: its coordinate is 0 on
+// every mesh axis that no dimension is cut along.
+bool IsFirstReplica(const TensorType& type, const Shape& mesh, int shard);
 
 }  // namespace atl::ir
 

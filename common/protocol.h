@@ -278,6 +278,20 @@ struct InputSource {
   MSGPACK_DEFINE(kind, object_id, shard);
 };
 
+// A part of a shard that travels on its own when an edge reshards: the block of the
+// producer's local shard starting at `begin` with shape `size`, written at `dst_begin` into
+// the consumer's local shard of shape `dst_shape`, which is whole after `of` pieces.
+// of == 0: the whole shard, as is.
+struct Piece {
+  Shape begin;
+  Shape size;
+  Shape dst_begin;
+  Shape dst_shape;
+  uint32_t of = 0;
+  bool operator==(const Piece&) const = default;
+  MSGPACK_DEFINE(begin, size, dst_begin, dst_shape, of);
+};
+
 // Where one output of a shard goes; an output may go to several places.
 struct OutputDest {
   enum Kind : uint8_t {
@@ -290,8 +304,9 @@ struct OutputDest {
   uint32_t input = 0;
   uint32_t shard = 0;
   uint64_t object_id = 0;
+  Piece piece;  // kTuple: the part of the output that goes there
   bool operator==(const OutputDest&) const = default;
-  MSGPACK_DEFINE(kind, data_endpoint, node, input, shard, object_id);
+  MSGPACK_DEFINE(kind, data_endpoint, node, input, shard, object_id, piece);
 };
 
 // One shard of one gang: everything an executor needs to run it without asking anyone.
@@ -362,8 +377,14 @@ struct TupleHeader {
   Shape shape;
   int32_t error_code = 0;  // atl::Code; non-zero: no data frame content
   std::string error;
+  // kInput, resharding: where this piece goes in the consumer's shard (size and begin are
+  // the sender's business: `shape` is the piece's).
+  Shape dst_begin;
+  Shape dst_shape;
+  uint32_t pieces = 0;  // how many make the consumer's shard; 0: this is the whole shard
   bool operator==(const TupleHeader&) const = default;
-  MSGPACK_DEFINE(kind, run_id, node, input, shard, dtype, shape, error_code, error);
+  MSGPACK_DEFINE(kind, run_id, node, input, shard, dtype, shape, error_code, error, dst_begin,
+                 dst_shape, pieces);
 };
 
 struct TupleBatch {

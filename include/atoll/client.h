@@ -44,18 +44,21 @@ struct SubmitOptions {
   bool sequential = false;
 };
 
-// A virtual slice: devices the RM mapped for this client, all on one island.
+// A virtual slice: devices the RM mapped for this client, all on one island, seen as a
+// mesh (row-major; 1-D unless made by CreateMeshSlice).
 class Slice {
  public:
   uint64_t id() const { return id_; }
   const std::string& island() const { return island_; }
   int num_devices() const { return num_devices_; }
+  const Shape& mesh() const { return mesh_; }
 
  private:
   friend class Client;
   uint64_t id_ = 0;
   std::string island_;
   int num_devices_ = 0;
+  Shape mesh_;
 };
 
 // A function compiled on a slice.
@@ -132,6 +135,8 @@ class Client {
 
   // Asks the RM for `num_devices` devices on `island` (empty: any island).
   Result<Slice> CreateSlice(uint32_t num_devices, const std::string& island = "");
+  // The same for a mesh of devices, e.g. {2, 4}: 8 devices, 2 rows of 4.
+  Result<Slice> CreateMeshSlice(const Shape& mesh, const std::string& island = "");
   // Registers and compiles a function on every device of `slice`.
   Result<Function> Register(const FunctionBuilder& builder, const Slice& slice);
   // Lowers `program` onto the physical devices, puts value arguments into the object

@@ -19,12 +19,20 @@
 
 namespace atl {
 
-// How a tensor is laid over a slice's devices: split into equal contiguous blocks along
-// one dimension (block i on virtual device i), or replicated on every device.
+// How a tensor is laid over a slice's device mesh: each tensor dimension is either cut into
+// equal contiguous blocks along one mesh axis, or not cut; mesh axes that no dimension is
+// cut along hold replicas. On a 1-D slice, Split(d) puts block i of dimension d on device i.
 struct Sharding {
-  int split_dim = 0;  // < 0: replicated
-  static Sharding Split(int dim) { return {dim}; }
-  static Sharding Replicated() { return {-1}; }
+  // Per tensor dimension: the mesh axis it is cut along, or -1. Missing trailing
+  // dimensions are not cut.
+  std::vector<int> axes;
+  static Sharding Split(int dim, int mesh_axis = 0) {
+    std::vector<int> axes(dim + 1, -1);
+    axes[dim] = mesh_axis;
+    return {std::move(axes)};
+  }
+  static Sharding Replicated() { return {}; }
+  static Sharding Axes(std::vector<int> axes) { return {std::move(axes)}; }
 };
 
 // A value inside a function being built. Only meaningful with the builder that made it.

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/request_server.h"
+#include "common/tensor_block.h"
 #include "services/executor/backend_sim.h"
 
 namespace atl::executor {
@@ -204,9 +205,9 @@ Status ExecutorService::OnRunLoop(proto::Incoming& in) {
       e.owner_client = loop.owner_client;
       e.inputs = {{proto::InputSource::kTuple, 0, 0}};
       if (step + 1 < loop.steps) {
-        e.outputs = {{{proto::OutputDest::kTuple, data_endpoint_, step + 1, 0, shard, 0}}};
+        e.outputs = {{{proto::OutputDest::kTuple, data_endpoint_, step + 1, 0, shard, 0, {}}}};
       } else {
-        e.outputs = {{{proto::OutputDest::kStore, "", 0, 0, shard, loop.result_object}}};
+        e.outputs = {{{proto::OutputDest::kStore, "", 0, 0, shard, loop.result_object, {}}}};
       }
       Admit(std::move(e), /*scheduler=*/"");
     }
@@ -262,12 +263,14 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
   // entry reserves them too, so that they can be sealed with its error.
   const auto types = item->function ? ir::OutputTypes(*item->function)
                                     : std::vector<ir::TensorType>(e.outputs.size());
+  const Shape mesh = item->function ? ir::MeshOf(*item->function, static_cast<int>(e.num_shards))
+                                    : Shape{e.num_shards};
   for (size_t o = 0; o < e.outputs.size(); ++o) {
     for (const auto& dest : e.outputs[o]) {
       if (dest.kind != proto::OutputDest::kStore) continue;
       auto write = std::make_shared<StoreWrite>();
       write->create = {dest.object_id, dest.shard, e.owner_client, types[o].dtype,
-                       ir::ShardShape(types[o], e.num_shards)};
+                       ir::ShardShape(types[o], mesh)};
       // The output is device-resident: it takes the memory of the device it runs on.
       write->create.device = static_cast<int32_t>(e.device);
       store_writes_[{dest.object_id, dest.shard}] = write;
@@ -387,7 +390,7 @@ Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
     if (h.kind == proto::TupleHeader::kCollective) {
       hub_->Deposit({h.run_id, h.node, h.input}, h.shard, TupleValue(h, in.data[i]));
     } else {
-      DeliverInput({h.run_id, h.node, h.input, h.shard}, TupleValue(h, in.data[i]));
+      ReceiveTuple(h, TupleValue(h, in.data[i]));
     }
   }
   return Status::Ok();
@@ -418,7 +421,11 @@ void ExecutorService::DeliverLocalTuples(Completion& done) {
   const proto::Entry& e = done.item->entry;
   for (size_t o = 0; o < e.outputs.size(); ++o) {
     for (const auto& dest : e.outputs[o]) {
-      if (dest.kind != proto::OutputDest::kTuple || dest.data_endpoint != data_endpoint_) continue;
+      // Pieces of a reshard are cut and put together by the loop thread.
+      if (dest.kind != proto::OutputDest::kTuple || dest.data_endpoint != data_endpoint_ ||
+          dest.piece.of > 0) {
+        continue;
+      }
       DeliverInput({e.run_id, dest.node, dest.input, dest.shard},
                    done.outputs.ok() ? Result<Tensor>((*done.outputs)[o])
                                      : Result<Tensor>(done.outputs.status()));
@@ -507,21 +514,44 @@ void ExecutorService::SendOutputs(Completion& done) {
         CompleteStoreWrite(write);
         continue;
       }
-      if (dest.data_endpoint == data_endpoint_ && done.local_tuples_delivered) continue;
+      const proto::Piece& piece = dest.piece;
+      if (dest.data_endpoint == data_endpoint_ && piece.of == 0 && done.local_tuples_delivered) {
+        continue;
+      }
       proto::TupleHeader h;
       h.run_id = e.run_id;
       h.node = dest.node;
       h.input = dest.input;
       h.shard = dest.shard;
-      QueueTuple(dest.data_endpoint, std::move(h), value());
+      if (piece.of == 0) {
+        QueueTuple(dest.data_endpoint, std::move(h), value());
+        continue;
+      }
+      h.dst_begin = piece.dst_begin;
+      h.dst_shape = piece.dst_shape;
+      h.pieces = piece.of;
+      // Without a value, `dtype` tells the consumer what its shard will be made of.
+      h.dtype = value().ok() ? value()->dtype() : DType::kF32;
+      QueueTuple(dest.data_endpoint, std::move(h),
+                 value().ok() ? ExtractBlock(*value(), piece.begin, piece.size)
+                              : Result<Tensor>(value().status()));
     }
   }
+}
+
+void ExecutorService::ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> value) {
+  const InputKey key{h.run_id, h.node, h.input, h.shard};
+  if (h.pieces == 0) {
+    DeliverInput(key, std::move(value));
+    return;
+  }
+  if (auto whole = pieces_.Add(key, h, std::move(value))) DeliverInput(key, std::move(*whole));
 }
 
 void ExecutorService::QueueTuple(const std::string& endpoint, proto::TupleHeader h,
                                  const Result<Tensor>& value) {
   if (endpoint == data_endpoint_ && h.kind == proto::TupleHeader::kInput) {
-    DeliverInput({h.run_id, h.node, h.input, h.shard}, value);  // same host: no socket
+    ReceiveTuple(h, value);  // same host: no socket
     return;
   }
   auto& [batch, frames] = outbox_[endpoint];

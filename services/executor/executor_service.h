@@ -28,6 +28,7 @@
 #include "common/transport.h"
 #include "services/executor/collective_hub.h"
 #include "services/executor/device_stream.h"
+#include "services/executor/piece_assembler.h"
 #include "services/executor/work_item.h"
 
 namespace atl::executor {
@@ -98,6 +99,8 @@ class ExecutorService {
   void DeliverLocalTuples(Completion& done);
   void SendOutputs(Completion& done);
   void FlushTuples();
+  // A tuple for a shard on this host: delivered, or added to the shard's pieces.
+  void ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> value);
   // Queues a tuple for `endpoint` in this turn's batch (or delivers it here when local).
   void QueueTuple(const std::string& endpoint, proto::TupleHeader header,
                   const Result<Tensor>& value);
@@ -146,6 +149,7 @@ class ExecutorService {
   std::map<std::string, std::pair<proto::TupleBatch, net::Frames>> outbox_;
 
   std::unique_ptr<CollectiveHub> hub_;
+  PieceAssembler pieces_;  // consumer shards being put together from reshard pieces
 
   std::mutex completions_mu_;
   std::vector<Completion> completions_;  // guarded by completions_mu_

@@ -10,21 +10,22 @@ std::string Describe(DType dtype, const Shape& shape) {
   return fmt::format("{}{}", DTypeName(dtype), ShapeString(shape));
 }
 
-Status CheckInputs(const ir::FunctionDef& fn, int num_shards, const std::vector<Tensor>& inputs) {
+Status CheckInputs(const ir::FunctionDef& fn, const Shape& mesh,
+                   const std::vector<Tensor>& inputs) {
   if (inputs.size() != fn.inputs.size()) {
     return InvalidArgument(fmt::format("function '{}' takes {} inputs, got {}", fn.name,
                                        fn.inputs.size(), inputs.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Shape want = ir::ShardShape(fn.inputs[i], num_shards);
+    const Shape want = ir::ShardShape(fn.inputs[i], mesh);
     const Tensor& got = inputs[i];
     if (got.dtype() != fn.inputs[i].dtype || !ir::ShapeFits(want, got.shape())) {
       return InvalidArgument(
-          fmt::format("function '{}' input {}: expected local shard {} (global {} split {} over {} "
-                      "shards), got {}",
+          fmt::format("function '{}' input {}: expected local shard {} (global {} over mesh {}), "
+                      "got {}",
                       fn.name, i, Describe(fn.inputs[i].dtype, want),
-                      Describe(fn.inputs[i].dtype, fn.inputs[i].shape), fn.inputs[i].split_dim,
-                      num_shards, Describe(got.dtype(), got.shape())));
+                      Describe(fn.inputs[i].dtype, fn.inputs[i].shape), ShapeString(mesh),
+                      Describe(got.dtype(), got.shape())));
     }
   }
   return Status::Ok();
@@ -57,7 +58,8 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
     return InvalidArgument(
         fmt::format("function '{}': shard {} of {} does not exist", fn.name, shard, num_shards));
   }
-  ATOLL_RETURN_IF_ERROR(CheckInputs(fn, num_shards, inputs));
+  const Shape mesh = ir::MeshOf(fn, num_shards);
+  ATOLL_RETURN_IF_ERROR(CheckInputs(fn, mesh, inputs));
 
   std::vector<Tensor> results(fn.ops.size());
   std::vector<const Tensor*> args;
@@ -87,7 +89,7 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
       result = backend.Run(op, args);
     }
     if (!result.ok()) return result.status().WithContext(context());
-    const Shape want = ir::ShardShape(op.type, num_shards);
+    const Shape want = ir::ShardShape(op.type, mesh);
     if (result->dtype() != op.type.dtype || !ir::ShapeFits(want, result->shape())) {
       return InvalidArgument(fmt::format("{}: produced {}, but the function declares local {}",
                                          context(), Describe(result->dtype(), result->shape()),

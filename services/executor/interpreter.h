@@ -13,9 +13,9 @@ namespace atl::executor {
 
 // Runs `fn` as shard `shard` of `num_shards` on `backend`. `inputs[i]` is this shard's local
 // piece of fn.inputs[i]: its dtype must be fn.inputs[i].dtype and its shape
-// ir::ShardShape(fn.inputs[i], num_shards). Every op acts on local pieces only (elementwise
-// ops shard by shard; matmul of a row-split left operand by a replicated right one is the
-// local matmul), so no shard talks to another.
+// ir::ShardShape(fn.inputs[i], ir::MeshOf(fn, num_shards)). Every op acts on local pieces only
+// (elementwise ops shard by shard; matmul of a row-split left operand by a replicated right one is
+// the local matmul), so no shard talks to another.
 //
 // Returns this shard's pieces of fn.outputs, in order. Errors, all InvalidArgument:
 // a wrong input count, dtype or shape (the message names the input, the expected and the

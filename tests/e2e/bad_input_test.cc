@@ -147,7 +147,7 @@ TEST_F(BadInputTest, AProgramNamingAnUnknownFunctionFailsWithThatError) {
   e.function_id = 31337;
   e.num_shards = 1;
   e.owner_client = client_id_;
-  e.outputs = {{{proto::OutputDest::kStore, "", 0, 0, 0, object}}};
+  e.outputs = {{{proto::OutputDest::kStore, "", 0, 0, 0, object, {}}}};
   Status s = RawCall(context_, endpoints_.scheduler,
                      {Encoded(proto::SubmitProgram{client_id_, run, {{endpoints_.control, e}}})});
   ASSERT_TRUE(s.ok()) << s.ToString();

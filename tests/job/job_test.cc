@@ -74,7 +74,7 @@ TEST(JobTest, ShardingsParse) {
                        "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"replicated\" }]"),
                "job.toml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
-  EXPECT_LT(job->functions[0].inputs[0].sharding.split_dim, 0);
+  EXPECT_TRUE(job->functions[0].inputs[0].sharding.axes.empty());
   auto bad =
       ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
                        "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"split:x\" }]"),

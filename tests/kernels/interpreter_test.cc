@@ -23,7 +23,15 @@ using testutil::RandomF32Divisor;
 using testutil::RandomI32;
 
 ir::TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
-  return ir::TensorType{dtype, std::move(shape), split_dim};
+  return ir::SplitType(dtype, std::move(shape), split_dim);
+}
+
+// The dimension a 1-D mesh cuts, or -1.
+int32_t SplitDim(const ir::TensorType& type) {
+  for (size_t d = 0; d < type.split.size(); ++d) {
+    if (type.split[d] >= 0) return static_cast<int32_t>(d);
+  }
+  return -1;
 }
 ir::Operand Input(int32_t i) { return {ir::Operand::kInput, i, 0.0}; }
 ir::Operand OpResult(int32_t i) { return {ir::Operand::kOp, i, 0.0}; }
@@ -94,7 +102,7 @@ std::vector<Tensor> RunOnAllShards(const ir::FunctionDef& fn, int num_shards,
   for (int s = 0; s < num_shards; ++s) {
     std::vector<Tensor> local;
     for (size_t i = 0; i < globals.size(); ++i) {
-      local.push_back(ShardOf(globals[i], fn.inputs[i].split_dim, s, num_shards));
+      local.push_back(ShardOf(globals[i], SplitDim(fn.inputs[i]), s, num_shards));
     }
     auto outs = RunFunction(fn, s, num_shards, std::move(local));
     EXPECT_TRUE(outs.ok()) << outs.status().ToString();
@@ -106,9 +114,9 @@ std::vector<Tensor> RunOnAllShards(const ir::FunctionDef& fn, int num_shards,
   }
   std::vector<Tensor> result;
   for (size_t o = 0; o < out_types.size(); ++o) {
-    result.push_back(out_types[o].split_dim < 0
+    result.push_back(SplitDim(out_types[o]) < 0
                          ? per_output[o][0]
-                         : Assemble(per_output[o], out_types[o].split_dim, out_types[o].shape));
+                         : Assemble(per_output[o], SplitDim(out_types[o]), out_types[o].shape));
   }
   return result;
 }

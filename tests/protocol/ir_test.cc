@@ -17,7 +17,7 @@ namespace {
 using proto::samples::Sample;
 
 TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
-  return TensorType{dtype, std::move(shape), split_dim};
+  return SplitType(dtype, std::move(shape), split_dim);
 }
 Operand Input(int32_t i) { return {Operand::kInput, i, 0.0}; }
 Operand OpResult(int32_t i) { return {Operand::kOp, i, 0.0}; }
@@ -35,15 +35,31 @@ TEST(FunctionDefTest, MsgpackRoundTrip) {
   EXPECT_EQ(back.ops[0].code, OpCode::kMatmul);
   EXPECT_EQ(back.ops[2].attr, 12.5);
   EXPECT_EQ(back.ops[1].operands[1].scalar, 0.5);
-  EXPECT_EQ(back.inputs[1].split_dim, -1);
+  EXPECT_EQ(back.inputs[1].split, (std::vector<int32_t>{-1, -1}));
   EXPECT_TRUE(Validate(back, 4).ok());
 }
 
 TEST(ShardShapeTest, DividesTheSplitDimensionOnly) {
-  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 0), 4), (Shape{2, 6}));
-  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 1), 3), (Shape{8, 2}));
-  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}), 4), (Shape{8, 6}));
-  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 0), 1), (Shape{8, 6}));
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 0), {4}), (Shape{2, 6}));
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 1), {3}), (Shape{8, 2}));
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}), {4}), (Shape{8, 6}));
+  EXPECT_EQ(ShardShape(Type(DType::kF32, {8, 6}, 0), {1}), (Shape{8, 6}));
+  // On a 2x3 mesh: rows over axis 1 (3 blocks), columns over axis 0 (2 blocks).
+  const TensorType both{DType::kF32, {6, 4}, {1, 0}};
+  EXPECT_EQ(ShardShape(both, {2, 3}), (Shape{2, 2}));
+  // Shard 5 sits at mesh coordinates (1, 2): rows 4.., columns 2...
+  EXPECT_EQ(ShardOrigin(both, {2, 3}, 5), (Shape{4, 2}));
+  EXPECT_EQ(ShardOrigin(both, {2, 3}, 1), (Shape{2, 0}));
+}
+
+TEST(ShardShapeTest, OnlyTheFirstReplicaOfABlockIsTheFirst) {
+  // Rows over axis 0 of a 2x2 mesh: axis 1 holds replicas.
+  const TensorType rows{DType::kF32, {4, 4}, {0, -1}};
+  EXPECT_TRUE(IsFirstReplica(rows, {2, 2}, 0));
+  EXPECT_FALSE(IsFirstReplica(rows, {2, 2}, 1));
+  EXPECT_TRUE(IsFirstReplica(rows, {2, 2}, 2));
+  EXPECT_FALSE(IsFirstReplica(rows, {2, 2}, 3));
+  EXPECT_EQ(ShardOrigin(rows, {2, 2}, 3), ShardOrigin(rows, {2, 2}, 2));
 }
 
 TEST(OperandTypeTest, ScalarsAndBadReferencesHaveNoType) {
@@ -126,12 +142,24 @@ std::vector<BadCase> BadCases() {
   add(
       "dtype mismatch", [](FunctionDef& f) { f.inputs[1].dtype = DType::kI32; }, 2, "differ");
   add(
-      "layout mismatch", [](FunctionDef& f) { f.inputs[1].split_dim = -1; }, 2, "differ");
+      "layout mismatch", [](FunctionDef& f) { f.inputs[1].split[0] = -1; }, 2, "differ");
   add(
-      "split not divisible", [](FunctionDef&) {}, 3, "does not divide over 3 devices");
+      "split not divisible", [](FunctionDef&) {}, 3, "(3 devices)");
   add(
-      "split dimension beyond rank", [](FunctionDef& f) { f.inputs[0].split_dim = 2; }, 2,
-      "rank-2");
+      "split for another rank", [](FunctionDef& f) { f.inputs[0].split.push_back(-1); }, 2,
+      "split for 3 dimensions");
+  add(
+      "split along a missing mesh axis", [](FunctionDef& f) { f.inputs[0].split[1] = 1; }, 2,
+      "has 1 axes");
+  add(
+      "two dimensions along one axis", [](FunctionDef& f) { f.inputs[0].split[1] = 0; }, 2,
+      "two dimensions");
+  add(
+      "mesh of another size",
+      [](FunctionDef& f) {
+        f.mesh = {2, 2};
+      },
+      2, "holds 4 devices");
   add(
       "zero dimension",
       [](FunctionDef& f) {
@@ -139,7 +167,7 @@ std::vector<BadCase> BadCases() {
       },
       2, "non-positive");
   add(
-      "declared result type wrong", [](FunctionDef& f) { f.ops[0].type.split_dim = -1; }, 2,
+      "declared result type wrong", [](FunctionDef& f) { f.ops[0].type.split[0] = -1; }, 2,
       "result type is wrong");
   add(
       "two scalars",
@@ -223,7 +251,7 @@ TEST(DynamicShapeTest, AFilterHasADataDependentLengthAndMakesItsFunctionIrregula
   EXPECT_TRUE(IsIrregular(fn));
   EXPECT_FALSE(IsIrregular(AddFunction()));
   EXPECT_FALSE(IsStatic(fn.ops[0].type));
-  EXPECT_EQ(ShardShape(fn.ops[0].type, 4), (Shape{kDynamicDim}));
+  EXPECT_EQ(ShardShape(fn.ops[0].type, {4}), (Shape{kDynamicDim}));
   // A function taking a dynamic input is irregular too, even if its ops are static-typed.
   FunctionDef consumer = AddFunction();
   consumer.inputs = {Type(DType::kF32, {kDynamicDim, 4}, 0),
@@ -244,8 +272,8 @@ TEST(DynamicShapeTest, ShapeFitsTakesAnySizeOnlyForADynamicDimension) {
 
 TEST(DynamicShapeTest, OpsThatNeedAStaticShapeRefuseADynamicOne) {
   FunctionDef reduce = FilterFunction();
-  reduce.inputs[0].split_dim = -1;
-  reduce.ops[0].type.split_dim = -1;
+  reduce.inputs[0].split = {-1};
+  reduce.ops[0].type.split = {-1};
   reduce.ops[1] = Op{OpCode::kAllReduceSum, {OpResult(0)}, 0.0, reduce.ops[0].type};
   Status s = Validate(reduce, 2);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);

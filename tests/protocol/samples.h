@@ -18,7 +18,7 @@ T Sample();
 
 template <>
 inline ir::TensorType Sample<ir::TensorType>() {
-  return {DType::kI32, {8, 6}, 0};
+  return {DType::kI32, {8, 6}, {0, -1}};
 }
 
 template <>
@@ -31,15 +31,15 @@ inline ir::Op Sample<ir::Op>() {
   return {ir::OpCode::kSpin,
           {{ir::Operand::kOp, 0, 0.0}},
           12.5,
-          ir::TensorType{DType::kF32, {8, 3}, 0}};
+          ir::TensorType{DType::kF32, {8, 3}, {0, -1}}};
 }
 
 // A valid function over 4 shards: y = spin((x @ w) * 0.5, 12.5 us), outputs y and x.
 template <>
 inline ir::FunctionDef Sample<ir::FunctionDef>() {
-  const ir::TensorType x{DType::kF32, {8, 5}, 0};
-  const ir::TensorType w{DType::kF32, {5, 3}, -1};
-  const ir::TensorType y{DType::kF32, {8, 3}, 0};
+  const ir::TensorType x{DType::kF32, {8, 5}, {0, -1}};
+  const ir::TensorType w{DType::kF32, {5, 3}, {-1, -1}};
+  const ir::TensorType y{DType::kF32, {8, 3}, {0, -1}};
   ir::FunctionDef fn;
   fn.name = "dense";
   fn.inputs = {x, w};
@@ -49,6 +49,7 @@ inline ir::FunctionDef Sample<ir::FunctionDef>() {
       {ir::OpCode::kSpin, {{ir::Operand::kOp, 1, 0.0}}, 12.5, y},
   };
   fn.outputs = {{ir::Operand::kOp, 2, 0.0}, {ir::Operand::kInput, 0, 0.0}};
+  fn.mesh = {4};
   return fn;
 }
 
@@ -190,7 +191,8 @@ inline InputSource Sample<InputSource>() {
 
 template <>
 inline OutputDest Sample<OutputDest>() {
-  return {OutputDest::kStore, "tcp://10.0.0.3:5001", 3, 1, 2, 999};
+  return {
+      OutputDest::kStore, "tcp://10.0.0.3:5001", 3, 1, 2, 999, {{0, 2}, {4, 2}, {0, 0}, {4, 4}, 2}};
 }
 
 template <>
@@ -228,7 +230,10 @@ inline TupleHeader Sample<TupleHeader>() {
           DType::kI32,
           {2, 3},
           static_cast<int32_t>(Code::kCancelled),
-          "producer failed"};
+          "producer failed",
+          {0, 4},
+          {2, 8},
+          3};
 }
 
 template <>

@@ -1,0 +1,72 @@
+#include "common/tensor_block.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace atl {
+
+namespace {
+
+Status CheckInside(const Shape& whole, const Shape& begin, const Shape& size) {
+  bool inside = begin.size() == whole.size() && size.size() == whole.size();
+  for (size_t d = 0; inside && d < whole.size(); ++d) {
+    inside = begin[d] >= 0 && size[d] >= 0 && begin[d] + size[d] <= whole[d];
+  }
+  if (inside) return Status::Ok();
+  return InvalidArgument(fmt::format("a block {} at {} does not lie inside {}", ShapeString(size),
+                                     ShapeString(begin), ShapeString(whole)));
+}
+
+// Calls copy(outer_offset_in_whole, offset_in_block) in elements, once per contiguous row
+// (the last dimension) of the block.
+template <typename Copy>
+void ForEachRow(const Shape& whole, const Shape& begin, const Shape& size, Copy copy) {
+  const size_t rank = whole.size();
+  if (NumElements(size) == 0) return;
+  if (rank == 0) {
+    copy(0, 0);
+    return;
+  }
+  const int64_t rows = NumElements(size) / size[rank - 1];
+  Shape index(rank, 0);  // the row's index inside the block (last dimension stays 0)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d) at = at * whole[d] + begin[d] + index[d];
+    copy(at, row * size[rank - 1]);
+    for (size_t d = rank - 1; d-- > 0;) {  // next row: odometer over the leading dimensions
+      if (++index[d] < size[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Result<Tensor> ExtractBlock(const Tensor& src, const Shape& begin, const Shape& size) {
+  ATOLL_RETURN_IF_ERROR(CheckInside(src.shape(), begin, size));
+  Tensor out(src.dtype(), size);
+  const size_t elem = DTypeSize(src.dtype());
+  const size_t row = size.empty() ? elem : static_cast<size_t>(size.back()) * elem;
+  ForEachRow(src.shape(), begin, size, [&](int64_t from, int64_t to) {
+    std::memcpy(out.data() + to * elem, src.data() + from * elem, row);
+  });
+  return out;
+}
+
+Status InsertBlock(Tensor& dst, const Tensor& block, const Shape& begin) {
+  if (block.dtype() != dst.dtype()) {
+    return InvalidArgument(fmt::format("a {} block cannot go into a {} tensor",
+                                       DTypeName(block.dtype()), DTypeName(dst.dtype())));
+  }
+  ATOLL_RETURN_IF_ERROR(CheckInside(dst.shape(), begin, block.shape()));
+  const size_t elem = DTypeSize(dst.dtype());
+  const Shape& size = block.shape();
+  const size_t row = size.empty() ? elem : static_cast<size_t>(size.back()) * elem;
+  ForEachRow(dst.shape(), begin, size, [&](int64_t to, int64_t from) {
+    std::memcpy(dst.data() + to * elem, block.data() + from * elem, row);
+  });
+  return Status::Ok();
+}
+
+}  // namespace atl
