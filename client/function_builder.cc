@@ -107,6 +107,77 @@ Value FunctionBuilder::Div(Value a, double b) {
 Value FunctionBuilder::Matmul(Value a, Value b) {
   return AddOp(*impl_, ir::OpCode::kMatmul, {ToOperand(a), ToOperand(b)});
 }
+Value FunctionBuilder::Matmul(Value a, Value b, bool transpose_a, bool transpose_b) {
+  return AddOp(*impl_, ir::OpCode::kMatmul, {ToOperand(a), ToOperand(b)},
+               ir::MatmulAttr(transpose_a, transpose_b));
+}
+
+Value FunctionBuilder::Exp(Value a) { return AddOp(*impl_, ir::OpCode::kExp, {ToOperand(a)}); }
+Value FunctionBuilder::Log(Value a) { return AddOp(*impl_, ir::OpCode::kLog, {ToOperand(a)}); }
+Value FunctionBuilder::Tanh(Value a) { return AddOp(*impl_, ir::OpCode::kTanh, {ToOperand(a)}); }
+Value FunctionBuilder::Relu(Value a) { return AddOp(*impl_, ir::OpCode::kRelu, {ToOperand(a)}); }
+Value FunctionBuilder::Neg(Value a) { return AddOp(*impl_, ir::OpCode::kNeg, {ToOperand(a)}); }
+Value FunctionBuilder::Sqrt(Value a) { return AddOp(*impl_, ir::OpCode::kSqrt, {ToOperand(a)}); }
+Value FunctionBuilder::Gelu(Value a) { return AddOp(*impl_, ir::OpCode::kGelu, {ToOperand(a)}); }
+Value FunctionBuilder::GeluBackward(Value dy, Value x) {
+  return AddOp(*impl_, ir::OpCode::kGeluGrad, {ToOperand(dy), ToOperand(x)});
+}
+Value FunctionBuilder::BiasAdd(Value x, Value bias) {
+  return AddOp(*impl_, ir::OpCode::kBiasAdd, {ToOperand(x), ToOperand(bias)});
+}
+
+namespace {
+
+// `axis` of `v` counted from the front, or -1 (an error for InferType to report).
+int NormalizeAxis(const FunctionBuilder::Impl& impl, Value v, int axis) {
+  const ir::TensorType* t = ir::OperandType(impl.def, ToOperand(v));
+  if (t == nullptr) return axis;
+  return axis < 0 ? axis + static_cast<int>(t->shape.size()) : axis;
+}
+
+}  // namespace
+
+Value FunctionBuilder::ReduceSum(Value x, int axis) {
+  return AddOp(*impl_, ir::OpCode::kReduceSum, {ToOperand(x)}, NormalizeAxis(*impl_, x, axis));
+}
+Value FunctionBuilder::ReduceMean(Value x, int axis) {
+  // A sum scaled by the global extent: on a cut axis each device's share then sums to the
+  // mean, which a local mean would not.
+  const Value sum = ReduceSum(x, axis);
+  if (!impl_->status.ok()) return {};
+  const int64_t extent =
+      ir::OperandType(impl_->def, ToOperand(x))->shape[NormalizeAxis(*impl_, x, axis)];
+  return Mul(sum, 1.0 / static_cast<double>(extent));
+}
+Value FunctionBuilder::Softmax(Value x) {
+  return AddOp(*impl_, ir::OpCode::kSoftmax, {ToOperand(x)});
+}
+Value FunctionBuilder::LayerNorm(Value x, Value gamma, Value beta, double eps) {
+  return AddOp(*impl_, ir::OpCode::kLayerNorm, {ToOperand(x), ToOperand(gamma), ToOperand(beta)},
+               eps);
+}
+FunctionBuilder::LayerNormGrads FunctionBuilder::LayerNormBackward(Value dy, Value x, Value gamma,
+                                                                   double eps) {
+  const std::vector<ir::Operand> operands = {ToOperand(dy), ToOperand(x), ToOperand(gamma)};
+  return {AddOp(*impl_, ir::OpCode::kLayerNormGradX, operands, eps),
+          AddOp(*impl_, ir::OpCode::kLayerNormGradGamma, operands, eps),
+          AddOp(*impl_, ir::OpCode::kLayerNormGradBeta, operands, eps)};
+}
+FunctionBuilder::CrossEntropyValues FunctionBuilder::CrossEntropy(Value logits, Value labels) {
+  const ir::TensorType* t = ir::OperandType(impl_->def, ToOperand(logits));
+  // The loss op carries the global batch, so that a shard can scale its mean to its share.
+  const double batch = t != nullptr && !t->shape.empty() ? static_cast<double>(t->shape[0]) : 0;
+  return {
+      AddOp(*impl_, ir::OpCode::kCrossEntropyLoss, {ToOperand(logits), ToOperand(labels)}, batch),
+      AddOp(*impl_, ir::OpCode::kCrossEntropyGrad, {ToOperand(logits), ToOperand(labels)})};
+}
+Value FunctionBuilder::Transpose(Value x) {
+  return AddOp(*impl_, ir::OpCode::kTranspose, {ToOperand(x)});
+}
+Value FunctionBuilder::SgdUpdate(Value param, Value grad, double learning_rate) {
+  return AddOp(*impl_, ir::OpCode::kSgdUpdate, {ToOperand(param), ToOperand(grad)}, learning_rate);
+}
+
 Value FunctionBuilder::Spin(Value a, double micros) {
   return AddOp(*impl_, ir::OpCode::kSpin, {ToOperand(a)}, micros);
 }

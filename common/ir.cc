@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/ir_model_ops.h"
+
 namespace atl::ir {
 
 std::string_view OpName(OpCode code) {
@@ -25,9 +27,55 @@ std::string_view OpName(OpCode code) {
       return "all_reduce_sum";
     case OpCode::kFilter:
       return "filter";
+    case OpCode::kExp:
+      return "exp";
+    case OpCode::kLog:
+      return "log";
+    case OpCode::kTanh:
+      return "tanh";
+    case OpCode::kRelu:
+      return "relu";
+    case OpCode::kNeg:
+      return "neg";
+    case OpCode::kSqrt:
+      return "sqrt";
+    case OpCode::kRsqrt:
+      return "rsqrt";
+    case OpCode::kGelu:
+      return "gelu";
+    case OpCode::kGeluGrad:
+      return "gelu_grad";
+    case OpCode::kBiasAdd:
+      return "bias_add";
+    case OpCode::kReduceSum:
+      return "reduce_sum";
+    case OpCode::kSoftmax:
+      return "softmax";
+    case OpCode::kLayerNorm:
+      return "layer_norm";
+    case OpCode::kLayerNormGradX:
+      return "layer_norm_grad_x";
+    case OpCode::kLayerNormGradGamma:
+      return "layer_norm_grad_gamma";
+    case OpCode::kLayerNormGradBeta:
+      return "layer_norm_grad_beta";
+    case OpCode::kCrossEntropyLoss:
+      return "cross_entropy_loss";
+    case OpCode::kCrossEntropyGrad:
+      return "cross_entropy_grad";
+    case OpCode::kTranspose:
+      return "transpose";
+    case OpCode::kSgdUpdate:
+      return "sgd_update";
   }
   return "?";
 }
+
+double MatmulAttr(bool transpose_a, bool transpose_b) {
+  return (transpose_a ? 1.0 : 0.0) + (transpose_b ? 2.0 : 0.0);
+}
+bool MatmulTransposeA(double attr) { return (static_cast<int>(attr) & 1) != 0; }
+bool MatmulTransposeB(double attr) { return (static_cast<int>(attr) & 2) != 0; }
 
 bool HasCollectives(const FunctionDef& fn) {
   for (const auto& op : fn.ops) {
@@ -229,28 +277,8 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       }
       return a ? *a : *b;
     }
-    case OpCode::kMatmul: {
-      if (op.operands.size() != 2) return InvalidArgument("matmul takes two operands");
-      const TensorType* a = type_of(0);
-      const TensorType* b = type_of(1);
-      if (!a || !b) return InvalidArgument("matmul operands must be tensors");
-      if (!IsStatic(*a) || !IsStatic(*b)) {
-        return InvalidArgument("matmul needs operands of static shape");
-      }
-      if (a->shape.size() != 2 || b->shape.size() != 2 || a->shape[1] != b->shape[0]) {
-        return InvalidArgument("matmul needs [m,k] x [k,n], got " + ShapeString(a->shape) + " x " +
-                               ShapeString(b->shape));
-      }
-      if (a->dtype != DType::kF32 || b->dtype != DType::kF32) {
-        return InvalidArgument("matmul is f32 only");
-      }
-      if (a->split[1] >= 0 || !IsReplicated(*b)) {
-        return InvalidArgument(
-            "matmul shards only the rows of its left operand; the right one "
-            "must be replicated");
-      }
-      return TensorType{DType::kF32, {a->shape[0], b->shape[1]}, {a->split[0], -1}};
-    }
+    case OpCode::kMatmul:
+      return internal::InferMatmul(fn, op);
     case OpCode::kSpin: {
       if (op.operands.size() != 1 || !type_of(0)) return InvalidArgument("spin takes one tensor");
       if (op.attr < 0) return InvalidArgument("spin time must be >= 0 us");
@@ -280,6 +308,27 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
       out.shape = {kDynamicDim};
       return out;
     }
+    case OpCode::kExp:
+    case OpCode::kLog:
+    case OpCode::kTanh:
+    case OpCode::kRelu:
+    case OpCode::kNeg:
+    case OpCode::kSqrt:
+    case OpCode::kRsqrt:
+    case OpCode::kGelu:
+    case OpCode::kGeluGrad:
+    case OpCode::kBiasAdd:
+    case OpCode::kReduceSum:
+    case OpCode::kSoftmax:
+    case OpCode::kLayerNorm:
+    case OpCode::kLayerNormGradX:
+    case OpCode::kLayerNormGradGamma:
+    case OpCode::kLayerNormGradBeta:
+    case OpCode::kCrossEntropyLoss:
+    case OpCode::kCrossEntropyGrad:
+    case OpCode::kTranspose:
+    case OpCode::kSgdUpdate:
+      return internal::InferModelOp(fn, op);
   }
   return InvalidArgument("unknown op code");
 }

@@ -38,8 +38,68 @@ bool IsReplicated(const TensorType& type);
 // (which must be replicated-typed: a full-size partial value) and gets the elementwise sum.
 // kFilter keeps the elements of a 1-D tensor greater than `attr`, in order: its result's
 // length depends on the data (a dynamic dimension).
-enum class OpCode : uint8_t { kAdd, kSub, kMul, kDiv, kMatmul, kSpin, kAllReduceSum, kFilter };
+//
+// The ops after kFilter are the kernel library's (kernels/), for training models. Every op
+// runs on each shard's local block, so InferType accepts only the shardings for which the
+// local result is the right block of the global one, and refuses the rest naming what it
+// accepts. Where an op sums over a dimension that is cut along a mesh axis (matmul's
+// contracted dimension, a reduction's axis, layer-norm parameter gradients, the
+// cross-entropy loss), each device computes only its block's share: a PARTIAL value, typed
+// as not cut along that axis, that AllReduceSum turns into the global value. Ops that
+// average (cross-entropy) scale their share by the local/global batch so that the sum of
+// the partials is the global mean.
+//   unary (kExp .. kGelu)   f32, any sharding.
+//   kGeluGrad(dy, x)        dy and x of one type.
+//   kMatmul(a, b)           attr = transpose_a + 2 * transpose_b. With op(a) [m,k] and
+//                           op(b) [k,n]: k cut alike in both (or in neither; cut: partial),
+//                           m and n cut along different mesh axes (or not cut).
+//   kBiasAdd(x, b)          x [..., n] + b [n] per row; b cut as x's last dimension.
+//   kReduceSum(x)           over dimension `attr` (removed); cut: partial.
+//   kSoftmax(x), kLayerNorm(x, gamma, beta) over the last dimension, which must not be cut;
+//                           gamma, beta [d] replicated; attr = layer norm's epsilon.
+//   kLayerNormGradX/Gamma/Beta(dy, x, gamma)  the three gradients of kLayerNorm (attr =
+//                           epsilon); dgamma and dbeta are partial when x is cut.
+//   kCrossEntropyLoss(logits [b,c], labels i32 [b])  f32 [] mean loss; attr = b, the
+//                           global batch; c not cut, labels cut as logits' rows; partial.
+//   kCrossEntropyGrad(logits, labels)  d loss / d logits, like logits.
+//   kTranspose(x)           [m,n] -> [n,m]; the cuts move with their dimensions.
+//   kSgdUpdate(param, grad) param - attr * grad, both of one type.
+enum class OpCode : uint8_t {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMatmul,
+  kSpin,
+  kAllReduceSum,
+  kFilter,
+  kExp,
+  kLog,
+  kTanh,
+  kRelu,
+  kNeg,
+  kSqrt,
+  kRsqrt,
+  kGelu,
+  kGeluGrad,
+  kBiasAdd,
+  kReduceSum,
+  kSoftmax,
+  kLayerNorm,
+  kLayerNormGradX,
+  kLayerNormGradGamma,
+  kLayerNormGradBeta,
+  kCrossEntropyLoss,
+  kCrossEntropyGrad,
+  kTranspose,
+  kSgdUpdate,
+};
 std::string_view OpName(OpCode code);
+
+// kMatmul's attr from its transpose flags, and back.
+double MatmulAttr(bool transpose_a, bool transpose_b);
+bool MatmulTransposeA(double attr);
+bool MatmulTransposeB(double attr);
 
 // An op's argument: a function input, the result of an earlier op, or a scalar constant.
 struct Operand {
@@ -55,7 +115,7 @@ struct Operand {
 struct Op {
   OpCode code = OpCode::kAdd;
   std::vector<Operand> operands;
-  double attr = 0.0;  // kSpin: microseconds the device stays busy; kFilter: threshold
+  double attr = 0.0;  // per op code, see OpCode (kSpin: microseconds; kFilter: threshold)
   TensorType type;    // the result's global type, inferred by the builder
 
   bool operator==(const Op&) const = default;

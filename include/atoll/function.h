@@ -60,6 +60,52 @@ class FunctionBuilder {
   Value Div(Value a, double b);
   // [m,k] x [k,n]; a may be split along rows, b must be replicated.
   Value Matmul(Value a, Value b);
+  // op(a) x op(b), op transposing where asked: Matmul(x, w, false, true) is x w^T. The rows
+  // of op(a) and the columns of op(b) may be cut along different mesh axes; the contracted
+  // dimension may be cut alike in both, giving each device its PARTIAL sum (typed as not
+  // cut): AllReduceSum of it is the product. That is how data-parallel weight gradients
+  // (x^T dy over row-split x and dy) are made.
+  Value Matmul(Value a, Value b, bool transpose_a, bool transpose_b);
+
+  // Per element, f32, any sharding.
+  Value Exp(Value a);
+  Value Log(Value a);
+  Value Tanh(Value a);
+  Value Relu(Value a);
+  Value Neg(Value a);
+  Value Sqrt(Value a);
+  Value Gelu(Value a);  // tanh approximation
+  // dy * gelu'(x), for dy and x of one type.
+  Value GeluBackward(Value dy, Value x);
+  // x [..., n] + bias [n] on every row; bias is cut like x's last dimension (replicated
+  // when that one is not cut).
+  Value BiasAdd(Value x, Value bias);
+  // Sum or mean over dimension `axis` (negative counts from the end), which is removed.
+  // Over a dimension cut over devices each device gets its block's PARTIAL share (the
+  // shares of a mean are scaled so that AllReduceSum of them is the global mean).
+  Value ReduceSum(Value x, int axis);
+  Value ReduceMean(Value x, int axis);
+  // Over the last dimension, which must not be cut over devices.
+  Value Softmax(Value x);
+  // (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension (not cut); gamma
+  // and beta are [d], replicated.
+  Value LayerNorm(Value x, Value gamma, Value beta, double eps = 1e-5);
+  struct LayerNormGrads {
+    Value dx, dgamma, dbeta;  // dgamma, dbeta are partial when x's rows are cut
+  };
+  LayerNormGrads LayerNormBackward(Value dy, Value x, Value gamma, double eps = 1e-5);
+  // Softmax cross-entropy of logits f32 [b,c] against labels i32 [b] (the rows cut alike,
+  // the classes not cut): the mean loss f32 [] and d loss / d logits. With the rows cut,
+  // the loss is each device's partial share of the global mean (AllReduceSum it) and the
+  // gradient is already that of the global mean.
+  struct CrossEntropyValues {
+    Value loss, dlogits;
+  };
+  CrossEntropyValues CrossEntropy(Value logits, Value labels);
+  // [m,n] -> [n,m]; a cut dimension stays cut along the same mesh axis.
+  Value Transpose(Value x);
+  // param - learning_rate * grad, for param and grad of one type.
+  Value SgdUpdate(Value param, Value grad, double learning_rate);
   // Keeps the device busy for `micros` microseconds, then passes `a` through.
   Value Spin(Value a, double micros);
   // Keeps the elements of the 1-D `a` greater than `threshold`, in order. The result's

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "services/executor/kernels.h"
+#include "services/executor/model_ops.h"
 
 namespace atl::executor {
 
@@ -49,17 +50,13 @@ Result<Tensor> CpuBackend::Run(const ir::Op& op, std::span<const Tensor* const> 
     return Internal(fmt::format("{}: {} operand tensors for {} operands", ir::OpName(op.code),
                                 operands.size(), op.operands.size()));
   }
+  if (IsModelOp(op.code)) return RunModelOp(op, operands);
   switch (op.code) {
     case ir::OpCode::kAdd:
     case ir::OpCode::kSub:
     case ir::OpCode::kMul:
     case ir::OpCode::kDiv:
       return RunElementwise(op, operands);
-    case ir::OpCode::kMatmul:
-      if (operands.size() != 2 || operands[0] == nullptr || operands[1] == nullptr) {
-        return InvalidArgument("matmul takes two tensor operands");
-      }
-      return kernels::Matmul(*operands[0], *operands[1]);
     case ir::OpCode::kSpin:
       if (operands.size() != 1 || operands[0] == nullptr) {
         return InvalidArgument("spin takes one tensor operand");
@@ -72,6 +69,8 @@ Result<Tensor> CpuBackend::Run(const ir::Op& op, std::span<const Tensor* const> 
       return kernels::Filter(*operands[0], op.attr);
     case ir::OpCode::kAllReduceSum:
       return InvalidArgument("collective ops are run by the interpreter, not by a backend");
+    default:
+      break;
   }
   return InvalidArgument(fmt::format("unknown op code {}", static_cast<int>(op.code)));
 }

@@ -1,7 +1,5 @@
 #include "services/executor/kernels.h"
 
-#include <cblas.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -10,7 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "kernels/check.h"
+
 namespace atl::kernels {
+
+using internal::CheckWellFormed;
+using internal::Describe;
 
 std::string_view BinaryOpName(BinaryOp op) {
   switch (op) {
@@ -27,30 +30,6 @@ std::string_view BinaryOpName(BinaryOp op) {
 }
 
 namespace {
-
-std::string Describe(const Tensor& t) {
-  return fmt::format("{}{}", DTypeName(t.dtype()), ShapeString(t.shape()));
-}
-
-// A tensor the kernels can index safely: a known dtype, no negative dimension, and exactly
-// as many bytes as its dtype and shape need.
-Status CheckWellFormed(const Tensor& t, std::string_view what) {
-  if (t.dtype() != DType::kF32 && t.dtype() != DType::kI32) {
-    return InvalidArgument(
-        fmt::format("{} has unknown dtype {}", what, static_cast<int>(t.dtype())));
-  }
-  for (auto d : t.shape()) {
-    if (d < 0)
-      return InvalidArgument(
-          fmt::format("{} has a negative dimension: {}", what, ShapeString(t.shape())));
-  }
-  const auto want = static_cast<size_t>(t.num_elements()) * DTypeSize(t.dtype());
-  if (t.nbytes() != want) {
-    return InvalidArgument(fmt::format("{} {} is malformed: it holds {} bytes, not {}", what,
-                                       Describe(t), t.nbytes(), want));
-  }
-  return Status::Ok();
-}
 
 // i32 arithmetic with wrap-around instead of undefined behaviour: computed on uint32_t,
 // whose conversion back to int32_t is modular in C++20.
@@ -193,34 +172,6 @@ Result<Tensor> Binary(BinaryOp op, double lhs, const Tensor& rhs) {
         out.as<T>().data()));
     return out;
   });
-}
-
-Result<Tensor> Matmul(const Tensor& lhs, const Tensor& rhs) {
-  ATOLL_RETURN_IF_ERROR(CheckWellFormed(lhs, "matmul left operand"));
-  ATOLL_RETURN_IF_ERROR(CheckWellFormed(rhs, "matmul right operand"));
-  if (lhs.dtype() != DType::kF32 || rhs.dtype() != DType::kF32) {
-    return InvalidArgument(
-        fmt::format("matmul is f32 only, got {} x {}", Describe(lhs), Describe(rhs)));
-  }
-  if (lhs.shape().size() != 2 || rhs.shape().size() != 2 || lhs.shape()[1] != rhs.shape()[0]) {
-    return InvalidArgument(
-        fmt::format("matmul needs [m,k] x [k,n], got {} x {}", Describe(lhs), Describe(rhs)));
-  }
-  const int64_t m = lhs.shape()[0];
-  const int64_t k = lhs.shape()[1];
-  const int64_t n = rhs.shape()[1];
-  constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
-  if (m > kMaxDim || k > kMaxDim || n > kMaxDim) {
-    return InvalidArgument(
-        fmt::format("matmul dimension above {}: {} x {}", kMaxDim, Describe(lhs), Describe(rhs)));
-  }
-  Tensor out(DType::kF32, {m, n});  // zero-filled: already the answer when m, k or n is 0
-  if (m == 0 || k == 0 || n == 0) return out;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, lhs.as<float>().data(),
-              static_cast<blasint>(k), rhs.as<float>().data(), static_cast<blasint>(n), 0.0f,
-              out.as<float>().data(), static_cast<blasint>(n));
-  return out;
 }
 
 Result<Tensor> Filter(const Tensor& input, double threshold) {

@@ -1,6 +1,7 @@
-// The cpu compute kernels of an executor: pure functions from host tensors to a new host
-// tensor. None of them throws or aborts; a tensor of the wrong shape or dtype, a malformed
-// tensor (byte count not matching dtype and shape) or an unknown dtype gives
+// The executor's own cpu kernels, for what the kernel library (kernels/) does not cover:
+// binary ops on f32 and i32 with scalars, filter and spin. Pure functions from host tensors
+// to a new host tensor. None of them throws or aborts; a tensor of the wrong shape or dtype, a
+// malformed tensor (byte count not matching dtype and shape) or an unknown dtype gives
 // InvalidArgument naming what was expected and what came. Thread-safe: no shared state.
 #pragma once
 
@@ -26,11 +27,6 @@ Result<Tensor> Binary(BinaryOp op, const Tensor& lhs, const Tensor& rhs);
 // InvalidArgument); for f32 it is rounded to the nearest float. Same arithmetic as above.
 Result<Tensor> Binary(BinaryOp op, const Tensor& lhs, double rhs);
 Result<Tensor> Binary(BinaryOp op, double lhs, const Tensor& rhs);
-
-// f32 [m,k] x [k,n] -> [m,n], through OpenBLAS cblas_sgemm (which may use its own thread
-// pool). Any of m, k, n may be 0; k = 0 gives an all-zero [m,n]. Dimensions above INT32_MAX
-// are InvalidArgument.
-Result<Tensor> Matmul(const Tensor& lhs, const Tensor& rhs);
 
 // The elements of the 1-D `input` (f32 or i32) greater than `threshold`, in their order:
 // an output whose length depends on the data. Empty when none is.

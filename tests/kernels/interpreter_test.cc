@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,27 +11,24 @@
 
 #include "common/ir.h"
 #include "services/executor/backend_cpu.h"
+#include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
 
 namespace atl::executor {
 namespace {
 
 using ir::OpCode;
+using testutil::Assemble;
 using testutil::RandomF32;
 using testutil::RandomF32Divisor;
 using testutil::RandomI32;
+using testutil::ShardOf;
+using testutil::SplitDim;
 
 ir::TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
   return ir::SplitType(dtype, std::move(shape), split_dim);
 }
 
-// The dimension a 1-D mesh cuts, or -1.
-int32_t SplitDim(const ir::TensorType& type) {
-  for (size_t d = 0; d < type.split.size(); ++d) {
-    if (type.split[d] >= 0) return static_cast<int32_t>(d);
-  }
-  return -1;
-}
 ir::Operand Input(int32_t i) { return {ir::Operand::kInput, i, 0.0}; }
 ir::Operand OpResult(int32_t i) { return {ir::Operand::kOp, i, 0.0}; }
 ir::Operand Scalar(double v) { return {ir::Operand::kScalar, 0, v}; }
@@ -50,46 +46,6 @@ ir::FunctionDef ScalarFunction(std::string name, OpCode code, double scalar,
   fn.ops = {MakeOp(code, {Input(0), Scalar(scalar)}, type)};
   fn.outputs = {OpResult(0)};
   return fn;
-}
-
-// Block `shard` of `num_shards` along `dim` of a row-major tensor.
-Tensor ShardOf(const Tensor& global, int32_t dim, int shard, int num_shards) {
-  if (dim < 0) return global;
-  const Shape& g = global.shape();
-  Shape local = g;
-  local[dim] /= num_shards;
-  int64_t outer = 1;
-  int64_t inner = 1;
-  for (int32_t d = 0; d < dim; ++d) outer *= g[d];
-  for (size_t d = dim + 1; d < g.size(); ++d) inner *= g[d];
-  Tensor out(global.dtype(), local);
-  const size_t elem = DTypeSize(global.dtype());
-  const size_t run = static_cast<size_t>(local[dim] * inner) * elem;
-  for (int64_t o = 0; o < outer; ++o) {
-    const int64_t from = (o * g[dim] + shard * local[dim]) * inner;
-    std::memcpy(out.data() + o * run, global.data() + from * elem, run);
-  }
-  return out;
-}
-
-// The inverse of ShardOf: puts shards back together along `dim`.
-Tensor Assemble(const std::vector<Tensor>& shards, int32_t dim, const Shape& global_shape) {
-  Tensor out(shards.at(0).dtype(), global_shape);
-  const int n = static_cast<int>(shards.size());
-  const Shape& local = shards[0].shape();
-  int64_t outer = 1;
-  int64_t inner = 1;
-  for (int32_t d = 0; d < dim; ++d) outer *= global_shape[d];
-  for (size_t d = dim + 1; d < global_shape.size(); ++d) inner *= global_shape[d];
-  const size_t elem = DTypeSize(out.dtype());
-  const size_t run = static_cast<size_t>(local[dim] * inner) * elem;
-  for (int s = 0; s < n; ++s) {
-    for (int64_t o = 0; o < outer; ++o) {
-      const int64_t to = (o * global_shape[dim] + s * local[dim]) * inner;
-      std::memcpy(out.data() + to * elem, shards[s].data() + o * run, run);
-    }
-  }
-  return out;
 }
 
 // Runs `fn` on every shard; inputs are cut from the global tensors, output `output` is

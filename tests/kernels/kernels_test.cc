@@ -202,66 +202,7 @@ TEST(BinaryTest, MalformedTensorsAreInvalidArgument) {
     EXPECT_EQ(Binary(BinaryOp::kAdd, ok, *bad).status().code(), Code::kInvalidArgument);
     EXPECT_EQ(Binary(BinaryOp::kAdd, *bad, 1.0).status().code(), Code::kInvalidArgument);
     EXPECT_EQ(Binary(BinaryOp::kAdd, 1.0, *bad).status().code(), Code::kInvalidArgument);
-    EXPECT_EQ(Matmul(*bad, *bad).status().code(), Code::kInvalidArgument);
   }
-}
-
-// ---------------------------------------------------------------------------------------
-
-struct MatmulCase {
-  int64_t m, k, n;
-};
-
-TEST(MatmulTest, MatchesReferenceLoop) {
-  std::mt19937 rng(3);
-  for (const MatmulCase& c : std::vector<MatmulCase>{{1, 1, 1},
-                                                     {7, 13, 5},
-                                                     {0, 4, 3},
-                                                     {3, 4, 0},
-                                                     {2, 1, 9},
-                                                     {33, 17, 1},
-                                                     {1, 64, 1},
-                                                     {64, 128, 32}}) {
-    SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << " x " << c.k << "x" << c.n);
-    const Tensor a = RandomF32(rng, {c.m, c.k});
-    const Tensor b = RandomF32(rng, {c.k, c.n});
-    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor out, Matmul(a, b));
-    ASSERT_EQ(out.dtype(), DType::kF32);
-    ASSERT_EQ(out.shape(), (Shape{c.m, c.n}));
-    const auto x = a.as<float>();
-    const auto y = b.as<float>();
-    for (int64_t i = 0; i < c.m; ++i) {
-      for (int64_t j = 0; j < c.n; ++j) {
-        double want = 0;
-        double magnitude = 0;
-        for (int64_t p = 0; p < c.k; ++p) {
-          want += double{x[i * c.k + p]} * double{y[p * c.n + j]};
-          magnitude += std::abs(double{x[i * c.k + p]} * double{y[p * c.n + j]});
-        }
-        ASSERT_NEAR(out.as<float>()[i * c.n + j], want, 1e-5 * magnitude + 1e-6)
-            << "element " << i << "," << j;
-      }
-    }
-  }
-}
-
-TEST(MatmulTest, EmptyInnerDimensionGivesZeros) {
-  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor out,
-                             Matmul(Tensor(DType::kF32, {4, 0}), Tensor(DType::kF32, {0, 3})));
-  EXPECT_EQ(out, Tensor(DType::kF32, {4, 3}));
-}
-
-TEST(MatmulTest, WrongShapesAndDTypesAreInvalidArgument) {
-  const Tensor m23(DType::kF32, {2, 3});
-  const Tensor m42(DType::kF32, {4, 2});
-  const Status inner = Matmul(m23, m42).status();
-  EXPECT_EQ(inner.code(), Code::kInvalidArgument);
-  EXPECT_NE(inner.message().find("f32[2,3] x f32[4,2]"), std::string::npos) << inner.ToString();
-  EXPECT_EQ(Matmul(Tensor(DType::kF32, {3}), m23).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(Matmul(m23, Tensor(DType::kF32, {3, 2, 1})).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(Matmul(Tensor(DType::kI32, {2, 3}), Tensor(DType::kI32, {3, 2})).status().code(),
-            Code::kInvalidArgument);
-  EXPECT_EQ(Matmul(m23, Tensor(DType::kI32, {3, 2})).status().code(), Code::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------------------------------

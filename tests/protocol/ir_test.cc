@@ -286,5 +286,195 @@ TEST(DynamicShapeTest, OpsThatNeedAStaticShapeRefuseADynamicOne) {
   EXPECT_NE(s.message().find("1-D"), std::string::npos) << s.ToString();
 }
 
+// The kernel-library ops: the shardings InferType accepts and the result types it gives,
+// and the ones it refuses with a message naming what it accepts.
+struct AcceptedCase {
+  std::string what;
+  OpCode code;
+  std::vector<TensorType> inputs;
+  double attr;
+  TensorType want;
+};
+struct RefusedCase {
+  std::string what;
+  OpCode code;
+  std::vector<TensorType> inputs;
+  double attr;
+  std::string mentions;  // a piece of the message
+};
+
+template <typename Case>
+Result<TensorType> Infer(const Case& c) {
+  FunctionDef fn;
+  fn.name = c.what;
+  fn.inputs = c.inputs;
+  Op op{c.code, {}, c.attr, {}};
+  for (size_t i = 0; i < c.inputs.size(); ++i) op.operands.push_back(Input(i));
+  return InferType(fn, op);
+}
+
+TensorType Axes(DType dtype, Shape shape, std::vector<int32_t> split) {
+  return {dtype, std::move(shape), std::move(split)};
+}
+
+TEST(ModelOpTypeTest, AcceptedShardingsGiveTheirResultTypes) {
+  const DType f = DType::kF32;
+  const DType i = DType::kI32;
+  const std::vector<AcceptedCase> cases = {
+      {"row-split x weights",
+       OpCode::kMatmul,
+       {Type(f, {8, 4}, 0), Type(f, {4, 3})},
+       0,
+       Type(f, {8, 3}, 0)},
+      {"x^T dy over a cut batch: partial",
+       OpCode::kMatmul,
+       {Type(f, {8, 4}, 0), Type(f, {8, 3}, 0)},
+       MatmulAttr(true, false),
+       Type(f, {4, 3})},
+      {"dy w^T",
+       OpCode::kMatmul,
+       {Type(f, {8, 3}, 0), Type(f, {4, 3})},
+       MatmulAttr(false, true),
+       Type(f, {8, 4}, 0)},
+      {"column-split weights",
+       OpCode::kMatmul,
+       {Type(f, {8, 4}), Type(f, {4, 6}, 1)},
+       0,
+       Type(f, {8, 6}, 1)},
+      {"2-D mesh: rows on axis 0, columns on axis 1",
+       OpCode::kMatmul,
+       {Axes(f, {8, 4}, {0, -1}), Axes(f, {4, 6}, {-1, 1})},
+       0,
+       Axes(f, {8, 6}, {0, 1})},
+      {"gelu keeps the sharding", OpCode::kGelu, {Type(f, {8, 4}, 1)}, 0, Type(f, {8, 4}, 1)},
+      {"bias on row-split x",
+       OpCode::kBiasAdd,
+       {Type(f, {8, 4}, 0), Type(f, {4})},
+       0,
+       Type(f, {8, 4}, 0)},
+      {"bias cut like x's columns",
+       OpCode::kBiasAdd,
+       {Type(f, {8, 4}, 1), Type(f, {4}, 0)},
+       0,
+       Type(f, {8, 4}, 1)},
+      {"sum over the cut batch: partial",
+       OpCode::kReduceSum,
+       {Type(f, {8, 4}, 0)},
+       0,
+       Type(f, {4})},
+      {"sum over a kept dimension", OpCode::kReduceSum, {Type(f, {8, 4}, 0)}, 1, Type(f, {8}, 0)},
+      {"softmax of row-split x", OpCode::kSoftmax, {Type(f, {8, 4}, 0)}, 0, Type(f, {8, 4}, 0)},
+      {"layer norm",
+       OpCode::kLayerNorm,
+       {Type(f, {8, 4}, 0), Type(f, {4}), Type(f, {4})},
+       1e-5,
+       Type(f, {8, 4}, 0)},
+      {"layer norm dgamma: partial",
+       OpCode::kLayerNormGradGamma,
+       {Type(f, {8, 4}, 0), Type(f, {8, 4}, 0), Type(f, {4})},
+       1e-5,
+       Type(f, {4})},
+      {"cross-entropy loss: partial",
+       OpCode::kCrossEntropyLoss,
+       {Type(f, {8, 3}, 0), Type(i, {8}, 0)},
+       8,
+       Type(f, {})},
+      {"cross-entropy grad",
+       OpCode::kCrossEntropyGrad,
+       {Type(f, {8, 3}, 0), Type(i, {8}, 0)},
+       0,
+       Type(f, {8, 3}, 0)},
+      {"transpose moves the cut", OpCode::kTranspose, {Type(f, {8, 4}, 0)}, 0, Type(f, {4, 8}, 1)},
+      {"sgd", OpCode::kSgdUpdate, {Type(f, {4, 3}), Type(f, {4, 3})}, 0.1, Type(f, {4, 3})},
+  };
+  for (const AcceptedCase& c : cases) {
+    Result<TensorType> got = Infer(c);
+    ASSERT_TRUE(got.ok()) << c.what << ": " << got.status().ToString();
+    EXPECT_EQ(*got, c.want) << c.what;
+  }
+}
+
+TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
+  const DType f = DType::kF32;
+  const DType i = DType::kI32;
+  const std::vector<RefusedCase> cases = {
+      {"contracted dimension cut in one operand only",
+       OpCode::kMatmul,
+       {Type(f, {8, 4}, 0), Type(f, {8, 3})},
+       MatmulAttr(true, false),
+       "cut alike in both"},
+      {"rows and columns on one mesh axis",
+       OpCode::kMatmul,
+       {Type(f, {8, 4}, 0), Type(f, {4, 6}, 1)},
+       0,
+       "different mesh axes"},
+      {"transposed inner mismatch",
+       OpCode::kMatmul,
+       {Type(f, {8, 4}), Type(f, {8, 3})},
+       0,
+       "[m,k] x [k,n]"},
+      {"bad transpose flags",
+       OpCode::kMatmul,
+       {Type(f, {8, 4}), Type(f, {4, 3})},
+       5,
+       "transpose_a"},
+      {"gelu of i32", OpCode::kGelu, {Type(i, {8})}, 0, "f32 only"},
+      {"bias cut unlike x",
+       OpCode::kBiasAdd,
+       {Type(f, {8, 4}, 0), Type(f, {4}, 0)},
+       0,
+       "cut like x's last dimension"},
+      {"reduce over a missing dimension", OpCode::kReduceSum, {Type(f, {8, 4})}, 2, "dimension 2"},
+      {"softmax over a cut last dimension",
+       OpCode::kSoftmax,
+       {Type(f, {8, 4}, 1)},
+       0,
+       "must not be cut"},
+      {"split gamma",
+       OpCode::kLayerNorm,
+       {Type(f, {8, 4}, 0), Type(f, {4}, 0), Type(f, {4})},
+       1e-5,
+       "replicated f32[4]"},
+      {"zero epsilon",
+       OpCode::kLayerNorm,
+       {Type(f, {8, 4}), Type(f, {4}), Type(f, {4})},
+       0,
+       "epsilon"},
+      {"labels cut unlike the logits",
+       OpCode::kCrossEntropyGrad,
+       {Type(f, {8, 3}, 0), Type(i, {8})},
+       0,
+       "labels must be cut like"},
+      {"f32 labels",
+       OpCode::kCrossEntropyGrad,
+       {Type(f, {8, 3}), Type(f, {8})},
+       0,
+       "labels i32[b]"},
+      {"loss without the global batch",
+       OpCode::kCrossEntropyLoss,
+       {Type(f, {8, 3}), Type(i, {8})},
+       0,
+       "global batch"},
+      {"sgd of different types",
+       OpCode::kSgdUpdate,
+       {Type(f, {4, 3}), Type(f, {4, 3}, 0)},
+       0.1,
+       "differ"},
+      {"transpose of a vector", OpCode::kTranspose, {Type(f, {8})}, 0, "matrix"},
+      {"gelu of a dynamic dimension",
+       OpCode::kGelu,
+       {Type(f, {kDynamicDim}, 0)},
+       0,
+       "static shape"},
+  };
+  for (const RefusedCase& c : cases) {
+    Result<TensorType> got = Infer(c);
+    ASSERT_FALSE(got.ok()) << c.what;
+    EXPECT_EQ(got.status().code(), Code::kInvalidArgument) << c.what;
+    EXPECT_NE(got.status().message().find(c.mentions), std::string::npos)
+        << c.what << ": " << got.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace atl::ir

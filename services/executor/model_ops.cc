@@ -1,0 +1,143 @@
+#include "services/executor/model_ops.h"
+
+#include <fmt/format.h>
+
+#include "kernels/elementwise.h"
+#include "kernels/matmul.h"
+#include "kernels/nn.h"
+#include "kernels/optim.h"
+#include "kernels/reduce.h"
+#include "kernels/shape_ops.h"
+
+namespace atl::executor {
+
+namespace {
+
+using ir::OpCode;
+
+Result<kernels::UnaryFn> ToUnaryFn(OpCode code) {
+  switch (code) {
+    case OpCode::kExp:
+      return kernels::UnaryFn::kExp;
+    case OpCode::kLog:
+      return kernels::UnaryFn::kLog;
+    case OpCode::kTanh:
+      return kernels::UnaryFn::kTanh;
+    case OpCode::kRelu:
+      return kernels::UnaryFn::kRelu;
+    case OpCode::kNeg:
+      return kernels::UnaryFn::kNeg;
+    case OpCode::kSqrt:
+      return kernels::UnaryFn::kSqrt;
+    case OpCode::kRsqrt:
+      return kernels::UnaryFn::kRsqrt;
+    default:
+      return InvalidArgument(fmt::format("{} is not a unary kernel", ir::OpName(code)));
+  }
+}
+
+// Multiplies every element by `factor`: a row-split shard's share of a batch mean is its
+// local mean times local rows / global rows, so that the shards' shares sum to the mean.
+Tensor Scale(Tensor t, double factor) {
+  if (factor != 1.0) {
+    for (float& v : t.as<float>()) v = static_cast<float>(v * factor);
+  }
+  return t;
+}
+
+Result<Tensor> RunLayerNormGrad(const ir::Op& op, const Tensor& dy, const Tensor& x,
+                                const Tensor& gamma) {
+  ATOLL_ASSIGN_OR_RETURN(kernels::LayerNormGrads grads,
+                         kernels::LayerNormBackward(dy, x, gamma, static_cast<float>(op.attr)));
+  if (op.code == OpCode::kLayerNormGradX) return std::move(grads.dx);
+  if (op.code == OpCode::kLayerNormGradGamma) return std::move(grads.dgamma);
+  return std::move(grads.dbeta);
+}
+
+Result<Tensor> RunCrossEntropy(const ir::Op& op, const Tensor& logits, const Tensor& labels) {
+  ATOLL_ASSIGN_OR_RETURN(kernels::CrossEntropyResult r, kernels::CrossEntropy(logits, labels));
+  const double local_rows = static_cast<double>(logits.shape()[0]);
+  if (op.code == OpCode::kCrossEntropyLoss) return Scale(std::move(r.loss), local_rows / op.attr);
+  return Scale(std::move(r.dlogits), local_rows / static_cast<double>(op.type.shape.at(0)));
+}
+
+}  // namespace
+
+bool IsModelOp(OpCode code) {
+  return code == OpCode::kMatmul || (code >= OpCode::kExp && code <= OpCode::kSgdUpdate);
+}
+
+Result<Tensor> RunModelOp(const ir::Op& op, std::span<const Tensor* const> operands) {
+  for (const Tensor* t : operands) {
+    if (t == nullptr) {
+      return InvalidArgument(fmt::format("{} takes tensors, not scalars", ir::OpName(op.code)));
+    }
+  }
+  auto arg = [&](size_t i) -> Result<const Tensor*> {
+    if (i >= operands.size()) {
+      return InvalidArgument(fmt::format("{}: operand {} is missing (got {})", ir::OpName(op.code),
+                                         i, operands.size()));
+    }
+    return operands[i];
+  };
+  ATOLL_ASSIGN_OR_RETURN(const Tensor* a, arg(0));
+  switch (op.code) {
+    case OpCode::kMatmul: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* b, arg(1));
+      return kernels::Matmul(*a, *b,
+                             {.transpose_a = ir::MatmulTransposeA(op.attr),
+                              .transpose_b = ir::MatmulTransposeB(op.attr)});
+    }
+    case OpCode::kExp:
+    case OpCode::kLog:
+    case OpCode::kTanh:
+    case OpCode::kRelu:
+    case OpCode::kNeg:
+    case OpCode::kSqrt:
+    case OpCode::kRsqrt: {
+      ATOLL_ASSIGN_OR_RETURN(const kernels::UnaryFn fn, ToUnaryFn(op.code));
+      return kernels::Unary(fn, *a);
+    }
+    case OpCode::kGelu:
+      return kernels::Gelu(*a);
+    case OpCode::kGeluGrad: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* x, arg(1));
+      return kernels::GeluBackward(*a, *x);
+    }
+    case OpCode::kBiasAdd: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* bias, arg(1));
+      return kernels::BroadcastBinary(kernels::BinaryFn::kAdd, *a, *bias);
+    }
+    case OpCode::kReduceSum:
+      return kernels::ReduceSum(*a, static_cast<int64_t>(op.attr));
+    case OpCode::kSoftmax:
+      return kernels::Softmax(*a);
+    case OpCode::kLayerNorm: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* gamma, arg(1));
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* beta, arg(2));
+      return kernels::LayerNorm(*a, *gamma, *beta, static_cast<float>(op.attr));
+    }
+    case OpCode::kLayerNormGradX:
+    case OpCode::kLayerNormGradGamma:
+    case OpCode::kLayerNormGradBeta: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* x, arg(1));
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* gamma, arg(2));
+      return RunLayerNormGrad(op, *a, *x, *gamma);
+    }
+    case OpCode::kCrossEntropyLoss:
+    case OpCode::kCrossEntropyGrad: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* labels, arg(1));
+      return RunCrossEntropy(op, *a, *labels);
+    }
+    case OpCode::kTranspose:
+      return kernels::Transpose2D(*a);
+    case OpCode::kSgdUpdate: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* grad, arg(1));
+      return kernels::SgdUpdate(*a, *grad, {.learning_rate = static_cast<float>(op.attr)});
+    }
+    default:
+      return InvalidArgument(fmt::format("{} is not a kernel-library op", ir::OpName(op.code)));
+  }
+}
+
+}  // namespace atl::executor

@@ -1,0 +1,21 @@
+// The cpu backend's ops that the kernel library (kernels/) computes: matmul, unary ops,
+// GELU, bias add, reductions, softmax, layer norm, cross-entropy, transpose and SGD, each
+// on one shard's local tensors (ir.h's OpCode says which shardings make that right).
+#pragma once
+
+#include <span>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+#include "common/ir.h"
+
+namespace atl::executor {
+
+// True for the op codes RunModelOp computes.
+bool IsModelOp(ir::OpCode code);
+
+// Computes `op` on this shard's `operands` (one per op.operands; none may be a scalar).
+// InvalidArgument when the operands do not fit the op.
+Result<Tensor> RunModelOp(const ir::Op& op, std::span<const Tensor* const> operands);
+
+}  // namespace atl::executor

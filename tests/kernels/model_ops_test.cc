@@ -1,0 +1,263 @@
+// The kernel-library ops (matmul with transposes, GELU, bias add, reductions, softmax,
+// layer norm, cross-entropy, transpose, SGD) run by the interpreter shard by shard: row- or
+// column-split results must reassemble into the whole-tensor result, and partial results
+// (a sum over a cut dimension) must add up to it.
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/ir.h"
+#include "kernels/matmul.h"
+#include "kernels/nn.h"
+#include "services/executor/interpreter.h"
+#include "tests/kernels/shards.h"
+#include "tests/kernels/test_tensors.h"
+
+namespace atl::executor {
+namespace {
+
+using ir::OpCode;
+using testutil::Assemble;
+using testutil::RandomF32;
+using testutil::RandomI32;
+using testutil::ShardOf;
+using testutil::SplitDim;
+
+ir::TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
+  return ir::SplitType(dtype, std::move(shape), split_dim);
+}
+ir::Operand Input(int32_t i) { return {ir::Operand::kInput, i, 0.0}; }
+
+// Appends an op whose type InferType gives; returns its result as an operand.
+ir::Operand Append(ir::FunctionDef& fn, OpCode code, std::vector<ir::Operand> operands,
+                   double attr = 0.0) {
+  ir::Op op{code, std::move(operands), attr, {}};
+  Result<ir::TensorType> type = ir::InferType(fn, op);
+  EXPECT_TRUE(type.ok()) << ir::OpName(code) << ": " << type.status().ToString();
+  op.type = type.ok() ? *type : ir::TensorType{};
+  fn.ops.push_back(std::move(op));
+  return {ir::Operand::kOp, static_cast<int32_t>(fn.ops.size()) - 1, 0.0};
+}
+
+// Runs `fn` on `num_shards` shards of a 1-D mesh and puts each output back together:
+// split outputs are assembled, outputs listed in `partial` are summed over the shards, and
+// replicated ones are taken from shard 0 after checking that every shard agrees.
+std::vector<Tensor> RunShards(const ir::FunctionDef& fn, int num_shards,
+                              const std::vector<Tensor>& globals,
+                              const std::set<size_t>& partial = {}) {
+  const Status valid = ir::Validate(fn, num_shards);
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
+  const std::vector<ir::TensorType> types = ir::OutputTypes(fn);
+  std::vector<std::vector<Tensor>> per_output(types.size());
+  for (int s = 0; s < num_shards; ++s) {
+    std::vector<Tensor> local;
+    for (size_t i = 0; i < globals.size(); ++i) {
+      local.push_back(ShardOf(globals[i], SplitDim(fn.inputs[i]), s, num_shards));
+    }
+    Result<std::vector<Tensor>> outs = RunFunction(fn, s, num_shards, std::move(local));
+    EXPECT_TRUE(outs.ok()) << outs.status().ToString();
+    if (!outs.ok()) return {};
+    for (size_t o = 0; o < types.size(); ++o) per_output[o].push_back((*outs)[o]);
+  }
+  std::vector<Tensor> result;
+  for (size_t o = 0; o < types.size(); ++o) {
+    std::vector<Tensor>& shards = per_output[o];
+    if (SplitDim(types[o]) >= 0) {
+      result.push_back(Assemble(shards, SplitDim(types[o]), types[o].shape));
+    } else if (partial.count(o) != 0) {
+      Tensor sum = shards[0];
+      for (int s = 1; s < num_shards; ++s) {
+        for (int64_t i = 0; i < sum.num_elements(); ++i) {
+          sum.as<float>()[i] += shards[s].as<float>()[i];
+        }
+      }
+      result.push_back(std::move(sum));
+    } else {
+      for (int s = 1; s < num_shards; ++s) EXPECT_EQ(shards[s], shards[0]) << "output " << o;
+      result.push_back(shards[0]);
+    }
+  }
+  return result;
+}
+
+void ExpectNear(const Tensor& got, const Tensor& want, double tolerance, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double w = want.as<float>()[i];
+    ASSERT_NEAR(got.as<float>()[i], w, tolerance * (1 + std::abs(w))) << what << " element " << i;
+  }
+}
+
+// The gradients of a 2-layer MLP's cross-entropy loss, the data-parallel way: x and labels
+// row-split, weights replicated; weight gradients and the loss come out partial.
+// Inputs: x [b,d], labels [b], w1 [d,h], b1 [h], w2 [h,c], b2 [c].
+// Outputs: loss, dw1, db1, dw2, db2 (all partial), hidden activations (row-split).
+ir::FunctionDef MlpGradients(int64_t b, int64_t d, int64_t h, int64_t c) {
+  ir::FunctionDef fn;
+  fn.name = "mlp_grads";
+  fn.inputs = {Type(DType::kF32, {b, d}, 0), Type(DType::kI32, {b}, 0), Type(DType::kF32, {d, h}),
+               Type(DType::kF32, {h}),       Type(DType::kF32, {h, c}), Type(DType::kF32, {c})};
+  const auto x = Input(0), labels = Input(1), w1 = Input(2), b1 = Input(3), w2 = Input(4),
+             b2 = Input(5);
+  const auto z1 = Append(fn, OpCode::kBiasAdd, {Append(fn, OpCode::kMatmul, {x, w1}), b1});
+  const auto a1 = Append(fn, OpCode::kGelu, {z1});
+  const auto logits = Append(fn, OpCode::kBiasAdd, {Append(fn, OpCode::kMatmul, {a1, w2}), b2});
+  const auto loss = Append(fn, OpCode::kCrossEntropyLoss, {logits, labels}, static_cast<double>(b));
+  const auto dlogits = Append(fn, OpCode::kCrossEntropyGrad, {logits, labels});
+  const auto dw2 = Append(fn, OpCode::kMatmul, {a1, dlogits}, ir::MatmulAttr(true, false));
+  const auto db2 = Append(fn, OpCode::kReduceSum, {dlogits}, 0);
+  const auto da1 = Append(fn, OpCode::kMatmul, {dlogits, w2}, ir::MatmulAttr(false, true));
+  const auto dz1 = Append(fn, OpCode::kGeluGrad, {da1, z1});
+  const auto dw1 = Append(fn, OpCode::kMatmul, {x, dz1}, ir::MatmulAttr(true, false));
+  const auto db1 = Append(fn, OpCode::kReduceSum, {dz1}, 0);
+  fn.outputs = {loss, dw1, db1, dw2, db2, a1};
+  return fn;
+}
+
+TEST(ModelOpsTest, DataParallelGradientsAddUpToTheSingleDeviceOnes) {
+  constexpr int64_t kB = 8, kD = 5, kH = 6, kC = 3;
+  const ir::FunctionDef fn = MlpGradients(kB, kD, kH, kC);
+  std::mt19937 rng(21);
+  const std::vector<Tensor> inputs = {
+      RandomF32(rng, {kB, kD}, -1, 1), RandomI32(rng, {kB}, 0, kC - 1),
+      RandomF32(rng, {kD, kH}, -1, 1), RandomF32(rng, {kH}, -1, 1),
+      RandomF32(rng, {kH, kC}, -1, 1), RandomF32(rng, {kC}, -1, 1)};
+  const std::set<size_t> partial = {0, 1, 2, 3, 4};
+  const std::vector<Tensor> one = RunShards(fn, 1, inputs);
+  ASSERT_EQ(one.size(), 6u);
+  for (int shards : {2, 4}) {
+    const std::vector<Tensor> many = RunShards(fn, shards, inputs, partial);
+    ASSERT_EQ(many.size(), 6u);
+    for (size_t o = 0; o < one.size(); ++o) {
+      ExpectNear(many[o], one[o], 1e-5,
+                 "output " + std::to_string(o) + " on " + std::to_string(shards) + " shards");
+    }
+  }
+  // The loss is the kernel's whole-batch cross-entropy; each gradient matches a central
+  // difference of that loss (which checks every transpose and the backward wiring).
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor h, kernels::Matmul(one[5], inputs[4], {}));
+  for (int64_t i = 0; i < kB; ++i) {
+    for (int64_t j = 0; j < kC; ++j) h.as<float>()[i * kC + j] += inputs[5].as<float>()[j];
+  }
+  ATOLL_ASSERT_OK_AND_ASSIGN(kernels::CrossEntropyResult ce, kernels::CrossEntropy(h, inputs[1]));
+  EXPECT_NEAR(one[0].as<float>()[0], ce.loss.as<float>()[0], 1e-6);
+  const double eps = 1e-2;
+  for (size_t param : {2u, 3u, 4u, 5u}) {  // w1, b1, w2, b2; their gradients are outputs 1..4
+    for (int64_t e = 0; e < inputs[param].num_elements(); e += 3) {
+      std::vector<Tensor> plus = inputs, minus = inputs;
+      plus[param].as<float>()[e] += static_cast<float>(eps);
+      minus[param].as<float>()[e] -= static_cast<float>(eps);
+      const double numeric = (double{RunShards(fn, 1, plus)[0].as<float>()[0]} -
+                              RunShards(fn, 1, minus)[0].as<float>()[0]) /
+                             (2 * eps);
+      EXPECT_NEAR(one[param - 1].as<float>()[e], numeric, 2e-3)
+          << "input " << param << " element " << e;
+    }
+  }
+}
+
+// op(a) x op(b) against a loop, for every transpose: once with op(a)'s rows split, once
+// with op(b)'s columns split.
+TEST(ModelOpsTest, MatmulWithTransposesOnRowAndColumnShards) {
+  constexpr int64_t kM = 6, kK = 5, kN = 4;
+  std::mt19937 rng(22);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Shape a_shape = ta ? Shape{kK, kM} : Shape{kM, kK};
+      const Shape b_shape = tb ? Shape{kN, kK} : Shape{kK, kN};
+      const Tensor a = RandomF32(rng, a_shape);
+      const Tensor b = RandomF32(rng, b_shape);
+      Tensor want(DType::kF32, {kM, kN});
+      for (int64_t i = 0; i < kM; ++i) {
+        for (int64_t j = 0; j < kN; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < kK; ++p) {
+            sum += double{a.as<float>()[ta ? p * kM + i : i * kK + p]} *
+                   b.as<float>()[tb ? j * kK + p : p * kN + j];
+          }
+          want.as<float>()[i * kN + j] = static_cast<float>(sum);
+        }
+      }
+      for (bool split_rows : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << "ta " << ta << " tb " << tb << " rows " << split_rows);
+        ir::FunctionDef fn;
+        fn.name = "mm";
+        fn.inputs = {Type(DType::kF32, a_shape, split_rows ? (ta ? 1 : 0) : -1),
+                     Type(DType::kF32, b_shape, split_rows ? -1 : (tb ? 0 : 1))};
+        fn.outputs = {Append(fn, OpCode::kMatmul, {Input(0), Input(1)}, ir::MatmulAttr(ta, tb))};
+        EXPECT_EQ(SplitDim(fn.ops[0].type), split_rows ? 0 : 1);
+        const std::vector<Tensor> out = RunShards(fn, 2, {a, b});
+        ASSERT_EQ(out.size(), 1u);
+        ExpectNear(out[0], want, 1e-5, "matmul");
+      }
+    }
+  }
+}
+
+// Layer norm forward and backward, then softmax, on row shards, against the kernels on the
+// whole tensors.
+TEST(ModelOpsTest, LayerNormAndSoftmaxOnRowShards) {
+  constexpr int64_t kRows = 6, kD = 7;
+  std::mt19937 rng(23);
+  const Tensor x = RandomF32(rng, {kRows, kD});
+  const Tensor dy = RandomF32(rng, {kRows, kD});
+  const Tensor gamma = RandomF32(rng, {kD});
+  const Tensor beta = RandomF32(rng, {kD});
+  ir::FunctionDef fn;
+  fn.name = "ln";
+  fn.inputs = {Type(DType::kF32, {kRows, kD}, 0), Type(DType::kF32, {kRows, kD}, 0),
+               Type(DType::kF32, {kD}), Type(DType::kF32, {kD})};
+  const double eps = 1e-3;
+  const auto y = Append(fn, OpCode::kLayerNorm, {Input(0), Input(2), Input(3)}, eps);
+  const std::vector<ir::Operand> grad_args = {Input(1), Input(0), Input(2)};
+  fn.outputs = {y, Append(fn, OpCode::kSoftmax, {y}),
+                Append(fn, OpCode::kLayerNormGradX, grad_args, eps),
+                Append(fn, OpCode::kLayerNormGradGamma, grad_args, eps),
+                Append(fn, OpCode::kLayerNormGradBeta, grad_args, eps)};
+  const std::vector<Tensor> out = RunShards(fn, 3, {x, dy, gamma, beta}, {3, 4});
+  ASSERT_EQ(out.size(), 5u);
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_y, kernels::LayerNorm(x, gamma, beta, eps));
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_s, kernels::Softmax(want_y));
+  ATOLL_ASSERT_OK_AND_ASSIGN(kernels::LayerNormGrads g,
+                             kernels::LayerNormBackward(dy, x, gamma, eps));
+  EXPECT_EQ(out[0], want_y);
+  EXPECT_EQ(out[1], want_s);
+  EXPECT_EQ(out[2], g.dx);
+  ExpectNear(out[3], g.dgamma, 1e-5, "dgamma");
+  ExpectNear(out[4], g.dbeta, 1e-5, "dbeta");
+}
+
+// Unary ops, transpose, a reduction over a kept dimension and an SGD step on column shards.
+TEST(ModelOpsTest, UnaryTransposeReduceAndSgdOnColumnShards) {
+  std::mt19937 rng(24);
+  const Tensor x = RandomF32(rng, {3, 4}, 0.5f, 2.0f);
+  const Tensor g = RandomF32(rng, {3, 4});
+  ir::FunctionDef fn;
+  fn.name = "misc";
+  fn.inputs = {Type(DType::kF32, {3, 4}, 1), Type(DType::kF32, {3, 4}, 1)};
+  const auto t = Append(fn, OpCode::kTranspose, {Append(fn, OpCode::kLog, {Input(0)})});
+  fn.outputs = {Append(fn, OpCode::kTanh, {t}), Append(fn, OpCode::kReduceSum, {Input(0)}, 0),
+                Append(fn, OpCode::kSgdUpdate, {Input(0), Input(1)}, 0.25)};
+  EXPECT_EQ(SplitDim(fn.ops[1].type), 0);  // the cut moved with its dimension
+  const std::vector<Tensor> out = RunShards(fn, 2, {x, g});
+  ASSERT_EQ(out.size(), 3u);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      const float v = x.as<float>()[i * 4 + j];
+      EXPECT_NEAR(out[0].as<float>()[j * 3 + i], std::tanh(std::log(v)), 1e-6);
+      EXPECT_FLOAT_EQ(out[2].as<float>()[i * 4 + j], v - 0.25f * g.as<float>()[i * 4 + j]);
+    }
+  }
+  for (int64_t j = 0; j < 4; ++j) {
+    double sum = 0;
+    for (int64_t i = 0; i < 3; ++i) sum += x.as<float>()[i * 4 + j];
+    EXPECT_NEAR(out[1].as<float>()[j], sum, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace atl::executor
