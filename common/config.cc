@@ -3,11 +3,17 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <toml.hpp>
 
 namespace atl {
 
 namespace {
+
+// A batch is one ZeroMQ message, which services cap at 1 GiB (net::kDefaultMaxMessageBytes);
+// a window longer than a second would hold tuples longer than any heartbeat.
+constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
+constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 
 template <typename T>
 T Get(const toml::value& table, const char* key, T fallback) {
@@ -34,6 +40,22 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     const auto& t = toml::find(root, "scheduler");
     c.scheduler_policy = Get(t, "policy", c.scheduler_policy);
     c.scheduler_window = Get(t, "window", c.scheduler_window);
+  }
+  if (root.contains("dataplane")) {
+    const auto& t = toml::find(root, "dataplane");
+    // Read as signed so that a negative value is refused by name, not wrapped around.
+    const auto bytes = Get<int64_t>(t, "batch_bytes", int64_t(c.dataplane.batch_bytes));
+    const auto window = Get<int64_t>(t, "batch_window_us", c.dataplane.batch_window_us);
+    if (bytes <= 0 || bytes > kMaxBatchBytes) {
+      return InvalidArgument(
+          fmt::format("dataplane.batch_bytes must be in 1..{}, not {}", kMaxBatchBytes, bytes));
+    }
+    if (window < 0 || window > kMaxBatchWindowUs) {
+      return InvalidArgument(fmt::format("dataplane.batch_window_us must be in 0..{}, not {}",
+                                         kMaxBatchWindowUs, window));
+    }
+    c.dataplane.batch_bytes = static_cast<uint64_t>(bytes);
+    c.dataplane.batch_window_us = static_cast<uint32_t>(window);
   }
   if (c.scheduler_policy != "fifo" && c.scheduler_policy != "share") {
     return InvalidArgument("scheduler.policy must be \"fifo\" or \"share\", not \"" +

@@ -20,6 +20,15 @@ struct HostConfig {
   uint64_t arena_bytes = 256ull << 20;          // the object store's shared-memory arena
 };
 
+// The executors' data plane (tuples between executors). Tuples bound for one host are
+// batched into one message until the batch holds `batch_bytes` or its oldest tuple has
+// waited `batch_window_us`; a window of 0 sends at the end of the executor's loop turn that
+// queued them (no time window). Collective partials never wait for the window.
+struct DataPlaneConfig {
+  uint64_t batch_bytes = 64 << 10;
+  uint32_t batch_window_us = 0;
+};
+
 struct IslandConfig {
   std::string name;
   std::vector<HostConfig> hosts;
@@ -42,6 +51,7 @@ struct ClusterConfig {
   // limit; "share" needs a limit to have anything to reorder).
   std::string scheduler_policy = "fifo";
   uint32_t scheduler_window = 0;
+  DataPlaneConfig dataplane;
   std::vector<IslandConfig> islands;
 };
 

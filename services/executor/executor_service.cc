@@ -39,7 +39,7 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config, 
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
       store_(context, std::move(store_endpoint)),
-      peers_(context) {}
+      outbox_(context, config_.dataplane) {}
 
 ExecutorService::~ExecutorService() {
   devices_.clear();  // joins the stream threads before the rest goes away
@@ -57,6 +57,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(data_endpoint_, net::Bind(data_, any_port));
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
+  ATOLL_RETURN_IF_ERROR(outbox_.Start());
   events_ = std::make_unique<EventPublisher>(context_, "executor/" + host_);
   ATOLL_RETURN_IF_ERROR(events_->Connect(config_.events_in_endpoint));
 
@@ -124,6 +125,7 @@ void ExecutorService::Run() {
   loop_.AddSocket("rm", rm_.socket(), [this] { OnRm(); });
   loop_.AddSocket("store", store_.socket(), [this] { OnStore(); });
   loop_.AddFd("completions", wake_fd_, [this] { OnCompletions(); });
+  loop_.AddFd("batch window", outbox_.timer_fd(), [this] { FlushTuples(); });
   loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { Heartbeat(); });
   loop_.Run();
@@ -141,6 +143,15 @@ void ExecutorService::Heartbeat() {
                                       {"queued", uint64_t{devices_[d]->queued()}},
                                       {"busy_us", devices_[d]->busy_us()}});
   }
+  const TupleOutbox::Stats& out = outbox_.stats();
+  events_->Publish("dataplane.stats", {{"host", host_},
+                                       {"tuples_out", out.tuples},
+                                       {"batches_out", out.batches},
+                                       {"bytes_out", out.bytes},
+                                       {"tuples_in", received_.tuples},
+                                       {"batches_in", received_.batches},
+                                       {"bytes_in", received_.bytes},
+                                       {"last_in_us", received_.last_us}});
 }
 
 // ---------------------------------------------------------------------------------------
@@ -385,6 +396,10 @@ Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
     return InvalidArgument(fmt::format("tuple batch has {} headers but {} data frames",
                                        batch.tuples.size(), in.data.size()));
   }
+  received_.tuples += batch.tuples.size();
+  received_.batches++;
+  for (const auto& frame : in.data) received_.bytes += frame.size();
+  received_.last_us = NowMicros();
   for (size_t i = 0; i < batch.tuples.size(); ++i) {
     const auto& h = batch.tuples[i];
     if (h.kind == proto::TupleHeader::kCollective) {
@@ -549,22 +564,14 @@ void ExecutorService::ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> v
 }
 
 void ExecutorService::QueueTuple(const std::string& endpoint, proto::TupleHeader h,
-                                 const Result<Tensor>& value) {
+                                 Result<Tensor> value) {
   if (endpoint == data_endpoint_ && h.kind == proto::TupleHeader::kInput) {
-    ReceiveTuple(h, value);  // same host: no socket
+    ReceiveTuple(h, std::move(value));  // same host: no socket
     return;
   }
-  auto& [batch, frames] = outbox_[endpoint];
-  if (value.ok()) {
-    h.dtype = value->dtype();
-    h.shape = value->shape();
-    frames.emplace_back(value->data(), value->nbytes());
-  } else {
-    h.error_code = static_cast<int32_t>(value.status().code());
-    h.error = value.status().message();
-    frames.emplace_back();
-  }
-  batch.tuples.push_back(std::move(h));
+  // A collective partial holds up its whole gang: it never waits for the window.
+  const bool urgent = h.kind == proto::TupleHeader::kCollective;
+  outbox_.Add(endpoint, std::move(h), std::move(value), urgent);
 }
 
 void ExecutorService::FlushTuples() {
@@ -578,19 +585,8 @@ void ExecutorService::FlushTuples() {
     }
     report.shards.clear();
   }
-  for (auto& [endpoint, pending] : outbox_) {
-    auto& [batch, frames] = pending;
-    if (batch.tuples.empty()) continue;
-    Status sent = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * peer, peers_.Get(endpoint));
-      return net::Send(*peer, nullptr, 0, batch, std::move(frames));
-    }();
-    if (!sent.ok()) {
-      events_->Publish("error.executor",
-                       {{"error", sent.WithContext("send tuples to " + endpoint).ToString()}});
-    }
-    batch.tuples.clear();
-    frames.clear();
+  for (const Status& error : outbox_.Flush()) {
+    events_->Publish("error.executor", {{"error", error.ToString()}});
   }
 }
 

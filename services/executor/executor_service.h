@@ -5,8 +5,8 @@
 // exists: resolves each input (a tuple to wait for, or an object-store argument to read),
 // reserves object-store space for outputs that land there, and queues each shard on its
 // device stream in gang order. When a shard finishes, its outputs go straight to the
-// consuming executors as tuples tagged with the destination shard, batched per host, or
-// into the local object store through the shared-memory arena.
+// consuming executors as tuples tagged with the destination shard, batched per host
+// (TupleOutbox), or into the local object store through the shared-memory arena.
 //
 // Threading: Run() owns every socket and all maps; device streams run kernels on their
 // own threads and hand results back through a queue plus an inproc wake-up socket.
@@ -29,6 +29,7 @@
 #include "services/executor/collective_hub.h"
 #include "services/executor/device_stream.h"
 #include "services/executor/piece_assembler.h"
+#include "services/executor/tuple_outbox.h"
 #include "services/executor/work_item.h"
 
 namespace atl::executor {
@@ -101,9 +102,8 @@ class ExecutorService {
   void FlushTuples();
   // A tuple for a shard on this host: delivered, or added to the shard's pieces.
   void ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> value);
-  // Queues a tuple for `endpoint` in this turn's batch (or delivers it here when local).
-  void QueueTuple(const std::string& endpoint, proto::TupleHeader header,
-                  const Result<Tensor>& value);
+  // Queues a tuple for `endpoint` in its host's batch (or delivers it here when local).
+  void QueueTuple(const std::string& endpoint, proto::TupleHeader header, Result<Tensor> value);
   // Wakes the loop from a device thread.
   void Wake();
   Status SendStore(StoreRequest request, const auto& body);
@@ -142,11 +142,16 @@ class ExecutorService {
   // Output shards bound for the object store, by (object id, shard), until sealed.
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<StoreWrite>> store_writes_;
   uint64_t next_store_request_ = 1;
-  net::DealerPool peers_;  // to other executors' data planes
   // Finished shards to report, per scheduler routing id, until the end of the turn.
   std::map<std::string, proto::GangsDone> done_reports_;
-  // Tuples for remote hosts, batched per destination until the end of the current turn.
-  std::map<std::string, std::pair<proto::TupleBatch, net::Frames>> outbox_;
+  TupleOutbox outbox_;  // tuples for other hosts, batched per destination
+  // Received over the data plane since start, published as `dataplane.stats`.
+  struct Received {
+    uint64_t tuples = 0;
+    uint64_t batches = 0;
+    uint64_t bytes = 0;
+    int64_t last_us = 0;  // wall clock of the latest batch
+  } received_;
 
   std::unique_ptr<CollectiveHub> hub_;
   PieceAssembler pieces_;  // consumer shards being put together from reshard pieces

@@ -1,0 +1,86 @@
+// TupleOutbox: the sending half of the executors' data plane. Tuples bound for another
+// host queue in one batch per destination, in the order they were added, and go as one
+// TupleBatch message (header, then one data frame per tuple) once the batch is due:
+//
+//   - it holds `batch_bytes` of tensor data, or a tuple that big (a large tensor goes at
+//     once, after the small ones queued before it, in the same message);
+//   - its oldest tuple has waited the window (`batch_window_us`), or the window is 0;
+//   - a latency-critical tuple (a collective partial) is in it.
+//
+// Flush() sends what is due; the owner calls it at the end of every loop turn and when
+// timer_fd() (a timerfd armed for the next batch to fall due) becomes readable.
+//
+// Tensor data is never copied into the msgpack header: each tuple is its own frame, and a
+// large tensor's frame borrows the tensor's bytes (ZeroMQ frees them once sent).
+//
+// Not thread-safe: used by the loop thread that owns the peer sockets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "atoll/tensor.h"
+#include "common/config.h"
+#include "common/protocol.h"
+#include "common/transport.h"
+
+namespace atl::executor {
+
+class TupleOutbox {
+ public:
+  // Cumulative counts since start, published as `dataplane.stats`.
+  struct Stats {
+    uint64_t tuples = 0;
+    uint64_t batches = 0;  // TupleBatch messages sent
+    uint64_t bytes = 0;    // tensor bytes
+  };
+
+  TupleOutbox(zmq::context_t& context, const DataPlaneConfig& config);
+  ~TupleOutbox();
+  TupleOutbox(const TupleOutbox&) = delete;
+  TupleOutbox& operator=(const TupleOutbox&) = delete;
+
+  // Creates the timer; fails when the kernel refuses a timerfd.
+  Status Start();
+  int timer_fd() const { return timer_fd_; }
+
+  // Queues a tuple for the executor whose data plane is `endpoint`. A failed value travels
+  // as its error, with an empty frame. `urgent`: send this destination's batch at the next
+  // Flush, whatever the window.
+  void Add(const std::string& endpoint, proto::TupleHeader header, Result<Tensor> value,
+           bool urgent);
+
+  // Sends every batch that is due and re-arms the timer for the next one. Returns one error
+  // per batch that could not be sent (the batch is dropped: its consumers' waits are bounded).
+  std::vector<Status> Flush();
+
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Batch {
+    proto::TupleBatch message;
+    net::Frames frames;
+    uint64_t bytes = 0;
+    bool urgent = false;
+    std::chrono::steady_clock::time_point first;  // when the oldest tuple was queued
+  };
+  bool Due(const Batch& batch, std::chrono::steady_clock::time_point now) const;
+  void ArmTimer(std::chrono::steady_clock::time_point now);
+
+  static constexpr auto kDisarmed = std::chrono::steady_clock::time_point::max();
+
+  DataPlaneConfig config_;
+  std::chrono::microseconds window_;
+  net::DealerPool peers_;  // to other executors' data planes
+  std::map<std::string, Batch> batches_;
+  int timer_fd_ = -1;
+  std::chrono::steady_clock::time_point armed_for_ = kDisarmed;  // when the timer fires
+  Stats stats_;
+};
+
+}  // namespace atl::executor

@@ -1,0 +1,176 @@
+// TupleOutbox over real ZeroMQ: a ROUTER on loopback stands for the peer executor's data
+// socket. Every wait is bounded; the window is awaited through the outbox's own timer fd.
+#include "services/executor/tuple_outbox.h"
+
+#include <poll.h>
+
+#include <cstring>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+namespace atl::executor {
+namespace {
+
+using namespace std::chrono_literals;
+
+class TupleOutboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto bound = net::Bind(peer_, "tcp://127.0.0.1:*");
+    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    endpoint_ = *bound;
+  }
+
+  // The next TupleBatch the peer received, within a second.
+  std::optional<proto::Incoming> Receive() {
+    auto frames = net::RecvFrames(peer_, 1000ms);
+    if (!frames.ok() || !frames->has_value()) return std::nullopt;
+    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/true);
+    EXPECT_TRUE(in.ok()) << in.status().ToString();
+    if (!in.ok()) return std::nullopt;
+    return std::move(in).value();
+  }
+
+  static proto::TupleHeader Header(uint32_t shard) {
+    proto::TupleHeader h;
+    h.run_id = 7;
+    h.shard = shard;
+    return h;
+  }
+
+  static bool TimerFires(const TupleOutbox& outbox, int timeout_ms) {
+    pollfd p{outbox.timer_fd(), POLLIN, 0};
+    return poll(&p, 1, timeout_ms) == 1;
+  }
+
+  zmq::context_t context_;
+  zmq::socket_t peer_ = net::MakeSocket(context_, zmq::socket_type::router);
+  std::string endpoint_;
+};
+
+TEST_F(TupleOutboxTest, WithoutAWindowEveryFlushSendsWhatWasQueued) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 0});
+  ASSERT_TRUE(outbox.Start().ok());
+  for (uint32_t s = 0; s < 3; ++s)
+    outbox.Add(endpoint_, Header(s), Tensor::F32({2}, {1, 2}), false);
+  EXPECT_TRUE(outbox.Flush().empty());
+  outbox.Add(endpoint_, Header(3), Tensor::F32({1}, {5}), false);
+  EXPECT_TRUE(outbox.Flush().empty());
+
+  auto first = Receive();
+  ASSERT_TRUE(first.has_value());
+  auto batch = first->header.As<proto::TupleBatch>();
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->tuples.size(), 3u);
+  auto second = Receive();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->header.As<proto::TupleBatch>()->tuples.size(), 1u);
+  EXPECT_EQ(outbox.stats().tuples, 4u);
+  EXPECT_EQ(outbox.stats().batches, 2u);
+  EXPECT_EQ(outbox.stats().bytes, 7u * sizeof(float));  // 3 tuples of 2 floats, 1 of 1
+  EXPECT_FALSE(TimerFires(outbox, 0)) << "nothing pending, yet the timer is armed";
+}
+
+TEST_F(TupleOutboxTest, AWindowHoldsSmallTuplesUntilItsTimerFires) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 20'000});
+  ASSERT_TRUE(outbox.Start().ok());
+  for (uint32_t s = 0; s < 3; ++s) {
+    outbox.Add(endpoint_, Header(s), Tensor::F32({1}, {float(s)}), false);
+    EXPECT_TRUE(outbox.Flush().empty());  // the executor flushes at the end of every turn
+  }
+  EXPECT_EQ(outbox.stats().batches, 0u) << "sent before the window passed";
+  ASSERT_TRUE(TimerFires(outbox, 2000)) << "the window's timer never fired";
+  EXPECT_TRUE(outbox.Flush().empty());
+  EXPECT_EQ(outbox.stats().batches, 1u);
+
+  auto in = Receive();
+  ASSERT_TRUE(in.has_value());
+  auto batch = in->header.As<proto::TupleBatch>();
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->tuples.size(), 3u);
+  ASSERT_EQ(in->data.size(), 3u);
+  for (uint32_t s = 0; s < 3; ++s) {
+    EXPECT_EQ(batch->tuples[s].shard, s) << "tuples left their order";
+    float v = -1;
+    std::memcpy(&v, in->data[s].data(), sizeof(v));
+    EXPECT_EQ(v, float(s));
+  }
+  EXPECT_FALSE(TimerFires(outbox, 0));
+}
+
+TEST_F(TupleOutboxTest, AnUrgentTupleTakesItsDestinationsBatchAtOnce) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 1'000'000});
+  ASSERT_TRUE(outbox.Start().ok());
+  outbox.Add(endpoint_, Header(0), Tensor::F32({1}, {1}), false);
+  outbox.Add(endpoint_, Header(1), Tensor::F32({1}, {2}), false);
+  EXPECT_TRUE(outbox.Flush().empty());
+  EXPECT_EQ(outbox.stats().batches, 0u);
+  outbox.Add(endpoint_, Header(2), Tensor::F32({1}, {3}), true);
+  EXPECT_TRUE(outbox.Flush().empty());
+  auto in = Receive();
+  ASSERT_TRUE(in.has_value());
+  EXPECT_EQ(in->header.As<proto::TupleBatch>()->tuples.size(), 3u);
+}
+
+TEST_F(TupleOutboxTest, AFullBatchGoesWithoutWaitingForTheWindow) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1024, .batch_window_us = 1'000'000});
+  ASSERT_TRUE(outbox.Start().ok());
+  const Tensor small(DType::kF32, {16});  // 64 bytes
+  for (uint32_t s = 0; s < 15; ++s) outbox.Add(endpoint_, Header(s), small, false);
+  EXPECT_TRUE(outbox.Flush().empty());
+  EXPECT_EQ(outbox.stats().batches, 0u) << "960 of 1024 bytes is not full";
+  outbox.Add(endpoint_, Header(15), small, false);
+  EXPECT_TRUE(outbox.Flush().empty());
+  auto in = Receive();
+  ASSERT_TRUE(in.has_value());
+  EXPECT_EQ(in->header.As<proto::TupleBatch>()->tuples.size(), 16u);
+}
+
+TEST_F(TupleOutboxTest, ALargeTensorTravelsAsItsOwnFrameOutsideTheHeader) {
+  TupleOutbox outbox(context_, {.batch_bytes = 64 << 10, .batch_window_us = 20'000});
+  ASSERT_TRUE(outbox.Start().ok());
+  std::vector<int32_t> values(1 << 18);  // 1 MiB
+  std::iota(values.begin(), values.end(), 0);
+  const Tensor large = Tensor::I32({int64_t(values.size())}, values);
+  outbox.Add(endpoint_, Header(0), Tensor::F32({1}, {9}), false);
+  outbox.Add(endpoint_, Header(1), large, false);
+  EXPECT_TRUE(outbox.Flush().empty());  // the large tensor fills the batch: sent at once
+  outbox.Add(endpoint_, Header(2), InvalidArgument("producer failed"), false);
+  EXPECT_TRUE(outbox.Flush().empty());
+
+  auto in = Receive();
+  ASSERT_TRUE(in.has_value());
+  auto batch = in->header.As<proto::TupleBatch>();
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->tuples.size(), 2u) << "the error waits for the window";
+  ASSERT_EQ(in->data.size(), 2u);
+  ASSERT_EQ(in->data[1].size(), large.nbytes());
+  EXPECT_EQ(std::memcmp(in->data[1].data(), large.data(), large.nbytes()), 0);
+  EXPECT_EQ(batch->tuples[1].dtype, DType::kI32);
+  EXPECT_EQ(batch->tuples[1].shape, large.shape());
+
+  ASSERT_TRUE(TimerFires(outbox, 2000));
+  EXPECT_TRUE(outbox.Flush().empty());
+  auto failed = Receive();
+  ASSERT_TRUE(failed.has_value());
+  auto errors = failed->header.As<proto::TupleBatch>();
+  ASSERT_TRUE(errors.ok());
+  ASSERT_EQ(errors->tuples.size(), 1u);
+  EXPECT_EQ(errors->tuples[0].error_code, static_cast<int32_t>(Code::kInvalidArgument));
+  EXPECT_EQ(errors->tuples[0].error, "producer failed");
+  EXPECT_EQ(failed->data[0].size(), 0u);
+}
+
+TEST_F(TupleOutboxTest, AnUnreachablePeerIsReportedNotThrown) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1024, .batch_window_us = 0});
+  ASSERT_TRUE(outbox.Start().ok());
+  outbox.Add("not an endpoint", Header(0), Tensor::F32({1}, {1}), false);
+  auto errors = outbox.Flush();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message().find("not an endpoint"), std::string::npos) << errors[0].ToString();
+  EXPECT_EQ(outbox.stats().batches, 0u);
+}
+
+}  // namespace
+}  // namespace atl::executor
