@@ -130,7 +130,14 @@ std::vector<ProcessInfo> LocalCluster::PlanSchedulers() const {
 std::vector<std::string> LocalCluster::Argv(const Child& child) const {
   const ProcessInfo& p = child.info;
   std::vector<std::string> argv = {p.program, "--config", options_.config_path};
-  if (p.role == "objectstore") {
+  if (p.role == "rm") {
+    argv.insert(argv.end(), {"--state-file", options_.state_dir + "/rm.state"});
+    // Restarted: the rest of the cluster knows it where it was.
+    if (!info_.rm_endpoint.empty()) {
+      argv.insert(argv.end(), {"--endpoint", info_.rm_endpoint, "--events-in", info_.events_in,
+                               "--events-out", info_.events_out});
+    }
+  } else if (p.role == "objectstore") {
     argv.insert(argv.end(), {"--host", p.target, "--events-in", info_.events_in});
   } else if (p.role == "executor") {
     const Child* store = FindChild("objectstore-" + p.target);
@@ -178,6 +185,8 @@ Status LocalCluster::Start() {
     }
   }
 
+  // A new cluster starts from nothing, whatever an earlier one in this dir left.
+  fs::remove(options_.state_dir + "/rm.state", ec);
   info_ = ClusterInfo{};
   info_.state_dir = options_.state_dir;
   info_.config_path = options_.config_path;
@@ -369,6 +378,40 @@ Status LocalCluster::Signal(const std::string& name, int signal) {
   FindChild(name)->signalled = true;
   if (kill(pid, signal) != 0) return Unavailable("kill " + name + ": " + std::strerror(errno));
   return Status::Ok();
+}
+
+Status LocalCluster::Restart(const std::string& name, int signal) {
+  Child* c = FindChild(name);
+  if (c == nullptr) return NotFound("no service '" + name + "' in this cluster");
+  if (c->pid != 0) {
+    ATOLL_RETURN_IF_ERROR(Signal(name, signal));
+    const auto deadline = Clock::now() + options_.stop_timeout;
+    while (c->pid != 0 && Clock::now() < deadline) {
+      std::this_thread::sleep_for(kPollPeriod);
+      ReapAll();
+    }
+    if (c->pid != 0) {
+      kill(c->pid, SIGKILL);
+      const auto kill_deadline = Clock::now() + kKillWait;
+      while (c->pid != 0 && Clock::now() < kill_deadline) {
+        std::this_thread::sleep_for(kPollPeriod);
+        ReapAll();
+      }
+      if (c->pid != 0) return Unavailable(name + " survived SIGKILL");
+    }
+  }
+  std::error_code ec;
+  fs::remove(c->ready_path, ec);
+  proc::SpawnOptions spawn;
+  spawn.argv = Argv(*c);
+  spawn.log_path = c->info.log;
+  spawn.detach = options_.detach;
+  ATOLL_ASSIGN_OR_RETURN(pid_t pid, proc::Spawn(spawn));
+  c->pid = pid;
+  c->info.pid = pid;
+  c->exit.reset();
+  c->signalled = false;
+  return WaitReady({c}).WithContext("restarting " + name);
 }
 
 Result<std::optional<proc::ExitInfo>> LocalCluster::ExitStatus(const std::string& name) {

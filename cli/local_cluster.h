@@ -7,6 +7,7 @@
 //   <state_dir>/cluster.toml        where everything listens, pids (see cluster_info.h)
 //   <state_dir>/logs/<name>.log     each service's stdout and stderr
 //   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
+//   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart)
 // Service names: "rm", "objectstore-<host>", "executor-<host>", "scheduler-<island>".
 //
 // Example (a test):
@@ -89,6 +90,10 @@ class LocalCluster {
   Status Signal(const std::string& name, int signal);
   // How the service `name` ended, once it has (reaping it); empty while it runs.
   Result<std::optional<proc::ExitInfo>> ExitStatus(const std::string& name);
+  // Stops the service `name` (`signal`, then SIGKILL after stop_timeout), waits for it to
+  // end, and starts it again with the same arguments, waiting for its ready file. The RM
+  // comes back on the endpoints it had, with its state file.
+  Status Restart(const std::string& name, int signal);
 
  private:
   struct Child {

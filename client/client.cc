@@ -10,6 +10,7 @@
 #include "client/heartbeat.h"
 #include "client/internal.h"
 #include "client/lowering.h"
+#include "client/peers.h"
 #include "client/run_state.h"
 #include "client/sharding.h"
 #include "common/transport.h"
@@ -22,6 +23,8 @@ struct Client::Impl {
   std::unique_ptr<net::Requester> rm;
   std::map<std::string, std::unique_ptr<net::Requester>> peers;  // schedulers and stores
   std::map<uint64_t, proto::SliceInfo> slices;                   // this client's, by id
+  // The functions registered on each slice, to move with it when the RM remaps it.
+  std::map<uint64_t, std::vector<std::weak_ptr<const Function::Impl>>> functions;
   std::set<std::string> stores;  // object stores used: they hear Goodbye
   // Streamed submissions not acknowledged yet: scheduler -> request id -> run.
   std::map<std::string, std::map<uint64_t, uint64_t>> unacked;
@@ -72,6 +75,20 @@ struct Client::Impl {
   Result<net::Requester*> Store(const std::string& endpoint) {
     if (stores.insert(endpoint).second) heartbeat->AddStore(endpoint);
     return Peer(endpoint);
+  }
+  // Applies what the RM sent on its own since the last call: slices remapped off lost
+  // devices. Costs no round trip.
+  void ApplyNotices() {
+    for (auto& notice : rm->TakeNotices()) {
+      if (notice.header.kind() != proto::Kind::kSliceRemapped) continue;
+      auto remapped = notice.header.As<proto::SliceRemapped>();
+      if (!remapped.ok() || !slices.count(remapped->slice.slice_id)) continue;
+      const proto::SliceInfo& info = remapped->slice;
+      slices[info.slice_id] = info;
+      auto& fns = functions[info.slice_id];
+      std::erase_if(fns, [](const auto& f) { return f.expired(); });
+      for (const auto& f : fns) f.lock()->slice = info;
+    }
   }
   // Ids the client makes itself: unique per client, no round trip.
   uint64_t NextObjectId() { return (id << 40) | next_object++; }
@@ -157,6 +174,7 @@ Result<Function> Client::Register(const FunctionBuilder& builder, const Slice& s
   fn->def = def;
   fn->output_types = ir::OutputTypes(def);
   fn->slice = it->second;
+  impl_->functions[slice.id()].push_back(fn);
   Function f;
   f.impl_ = std::move(fn);
   return f;
@@ -165,6 +183,7 @@ Result<Function> Client::Register(const FunctionBuilder& builder, const Slice& s
 Result<Run> Client::Submit(const Program& program, const std::vector<Input>& args,
                            const SubmitOptions& options) {
   if (!program.impl_) return InvalidArgument("submit of an empty Program");
+  impl_->ApplyNotices();
   auto run = std::make_shared<RunState>();
   run->client = impl_.get();
   run->id = impl_->NextRunId();
@@ -183,6 +202,7 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
   ATOLL_ASSIGN_OR_RETURN(LoweredRun lowered,
                          Lower(*program.impl_, lowering_args, impl_->id, run->id, options,
                                impl_->options.weight, [this] { return impl_->NextObjectId(); }));
+  AddPeers(lowered.per_scheduler);
   // Results that are argument values are answered from the client's own copy.
   std::vector<Tensor> values;
   for (const auto& a : args) values.push_back(a.value() ? *a.value() : Tensor());

@@ -21,11 +21,13 @@ struct Function::Impl {
   uint64_t id = 0;
   ir::FunctionDef def;
   std::vector<ir::TensorType> output_types;
-  proto::SliceInfo slice;  // where it runs: virtual device i is slice.devices[i]
+  // Where it runs: virtual device i is slice.devices[i]. Updated in place when the RM
+  // remaps the slice, so that every program calling it is lowered onto the new devices.
+  mutable proto::SliceInfo slice;
 };
 
 // Traced values' kinds.
-enum TracedKind : int { kTracedArg = 0, kTracedCall = 1 };
+enum TracedKind : int { kTracedArg = 0, kTracedCall = 1, kTracedRoute = 2 };
 // FunctionBuilder values' kinds.
 enum ValueKind : int { kValueInput = 0, kValueOp = 1 };
 

@@ -97,6 +97,10 @@ std::string_view KindName(Kind kind) {
       return "ClusterStatus";
     case Kind::kGoodbye:
       return "Goodbye";
+    case Kind::kHostChanged:
+      return "HostChanged";
+    case Kind::kSliceRemapped:
+      return "SliceRemapped";
     case Kind::kCompile:
       return "Compile";
     case Kind::kDispatch:

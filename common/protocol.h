@@ -36,6 +36,8 @@ enum class Kind : uint16_t {
   kGetClusterStatus = 20,
   kClusterStatus = 21,
   kGoodbye = 22,
+  kHostChanged = 23,
+  kSliceRemapped = 24,
   // Executor.
   kCompile = 40,
   kDispatch = 41,
@@ -149,6 +151,21 @@ struct Goodbye {
   MSGPACK_DEFINE(client_id);
 };
 
+// RM -> every executor, and the host's own object store: a host was lost (its executor
+// missed `liveness` heartbeats) or came back. Shards waiting for the lost host's tuples
+// fail with `reason`, naming it; its store fails the outputs its executor never wrote.
+// No reply.
+struct HostChanged {
+  static constexpr Kind kKind = Kind::kHostChanged;
+  std::string host;
+  std::string control_endpoint;
+  std::vector<uint32_t> device_ids;
+  bool lost = true;
+  std::string reason;
+  bool operator==(const HostChanged&) const = default;
+  MSGPACK_DEFINE(host, control_endpoint, device_ids, lost, reason);
+};
+
 struct CreateSlice {
   static constexpr Kind kKind = Kind::kCreateSlice;
   uint64_t client_id = 0;
@@ -187,6 +204,17 @@ struct RegisterFunction {
   ir::FunctionDef function;
   bool operator==(const RegisterFunction&) const = default;
   MSGPACK_DEFINE(client_id, slice_id, function);
+};
+
+// RM -> client (unsolicited, request id 0): the slice's virtual devices now map onto
+// `slice.devices`, and the slice's functions are compiled there. Sent once every executor
+// of the new mapping compiled them.
+struct SliceRemapped {
+  static constexpr Kind kKind = Kind::kSliceRemapped;
+  SliceInfo slice;
+  std::string reason;  // e.g. "host h1 (device 1) lost: ..."
+  bool operator==(const SliceRemapped&) const = default;
+  MSGPACK_DEFINE(slice, reason);
 };
 
 // Sent once every executor of the slice has compiled the function.
@@ -324,9 +352,12 @@ struct Entry {
   bool sequential = false;
   std::vector<InputSource> inputs;
   std::vector<std::vector<OutputDest>> outputs;
+  // Control endpoints of the other executors that send this shard tuples: when one of them
+  // is lost, the shard fails instead of waiting for ever.
+  std::vector<std::string> peers;
   bool operator==(const Entry&) const = default;
   MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
-                 sequential, inputs, outputs);
+                 sequential, inputs, outputs, peers);
 };
 
 // Scheduler -> executor: all of this executor's entries of one program, in gang order.

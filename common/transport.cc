@@ -1,6 +1,7 @@
 #include "common/transport.h"
 
 #include <string>
+#include <utility>
 
 namespace atl::net {
 
@@ -131,9 +132,23 @@ Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t head
     if (!got) continue;
     auto in = proto::ParseIncoming(std::move(*got), /*routed=*/false);
     if (!in.ok()) return in.status().WithContext("reply from " + endpoint_);
+    if (in->header.request_id() == 0) {
+      notices_.push_back(std::move(in).value());
+      continue;
+    }
     if (in->header.request_id() != request_id) continue;  // a late reply to an old request
     return std::move(in).value();
   }
+}
+
+std::vector<proto::Incoming> Requester::TakeNotices() {
+  while (true) {
+    auto got = RecvFrames(socket_, std::chrono::milliseconds(0));
+    if (!got.ok() || !got->has_value()) break;
+    auto in = proto::ParseIncoming(std::move(**got), /*routed=*/false);
+    if (in.ok() && in->header.request_id() == 0) notices_.push_back(std::move(in).value());
+  }
+  return std::exchange(notices_, {});
 }
 
 }  // namespace atl::net

@@ -117,10 +117,16 @@ class Requester {
     return net::Send(socket_, nullptr, ++next_request_id_, request, std::move(data));
   }
 
+  // The messages the peer sent on its own (request id 0, e.g. the RM's SliceRemapped), in
+  // arrival order: those Call() met while waiting for its reply, then those waiting on the
+  // socket. Never waits; late replies to old requests are dropped.
+  std::vector<proto::Incoming> TakeNotices();
+
  private:
   std::string endpoint_;
   zmq::socket_t socket_;
   uint64_t next_request_id_ = 0;
+  std::vector<proto::Incoming> notices_;
 };
 
 }  // namespace atl::net

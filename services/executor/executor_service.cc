@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -269,6 +270,11 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
     item->function = fn->second.def;
     item->layout = fn->second.layout;
   }
+  for (const auto& peer : e.peers) {
+    if (auto lost = lost_peers_.find(peer); lost != lost_peers_.end() && item->failure.ok()) {
+      item->failure = lost->second;
+    }
+  }
 
   // Reserve object-store space for outputs that land there, ahead of the data. A failing
   // entry reserves them too, so that they can be sealed with its error.
@@ -346,6 +352,9 @@ void ExecutorService::OnRm() {
       case proto::Kind::kCompile:
         OnCompile(*in);
         break;
+      case proto::Kind::kHostChanged:
+        OnHostChanged(*in);
+        break;
       case proto::Kind::kError: {
         auto err = in->header.As<proto::Error>();
         spdlog::warn("the RM says: {}", err.ok() ? err->message : err.status().ToString());
@@ -375,6 +384,33 @@ void ExecutorService::OnCompile(const proto::Incoming& in) {
   } else {
     (void)net::Send(rm_.socket(), nullptr, in.header.request_id(), proto::ToError(status));
   }
+}
+
+void ExecutorService::OnHostChanged(const proto::Incoming& in) {
+  auto changed = in.header.As<proto::HostChanged>();
+  if (!changed.ok() || changed->host == host_) return;
+  if (!changed->lost) {
+    lost_peers_.erase(changed->control_endpoint);
+    return;
+  }
+  const Status lost = Unavailable(changed->reason);
+  lost_peers_[changed->control_endpoint] = lost;
+  // A shard waiting for the lost host's tuples would wait for ever: it fails now and passes
+  // the error on to its consumers and results.
+  std::vector<std::shared_ptr<WorkItem>> doomed;
+  {
+    std::lock_guard lock(mailbox_mu_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const auto& peers = it->second->entry.peers;
+      if (std::find(peers.begin(), peers.end(), changed->control_endpoint) == peers.end()) {
+        ++it;
+        continue;
+      }
+      doomed.push_back(std::move(it->second));
+      it = waiting_.erase(it);
+    }
+  }
+  for (const auto& item : doomed) devices_[item->entry.device]->Fail(item, lost);
 }
 
 // ---------------------------------------------------------------------------------------

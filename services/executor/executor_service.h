@@ -89,6 +89,8 @@ class ExecutorService {
   Status OnTupleBatch(proto::Incoming& in);
   void OnRm();
   void OnCompile(const proto::Incoming& in);
+  // A peer executor was lost (or came back): shards waiting for its tuples fail.
+  void OnHostChanged(const proto::Incoming& in);
   void OnStore();
   void OnCompletions();
   void Heartbeat();
@@ -133,6 +135,8 @@ class ExecutorService {
   std::string data_endpoint_;
 
   std::map<uint64_t, Function> functions_;
+  // Peers the RM declared lost, by control endpoint: why their tuples will never come.
+  std::map<std::string, Status> lost_peers_;
   std::vector<std::unique_ptr<DeviceStream>> devices_;
   // Items waiting for inputs, by input key; tuples that came before their entry.
   std::mutex mailbox_mu_;

@@ -128,6 +128,20 @@ Status Directory::Seal(uint64_t object, uint32_t shard, Status error) {
   return Status::Ok();
 }
 
+std::vector<std::pair<uint64_t, uint32_t>> Directory::FailUnsealedDeviceShards(
+    const Status& error) {
+  std::vector<std::pair<uint64_t, uint32_t>> failed;
+  for (auto& [id, object] : objects_) {
+    for (auto& [shard, info] : object.shards) {
+      if (info.sealed || info.pool == MemoryPools::kHost) continue;
+      info.sealed = true;
+      info.error = error;
+      failed.emplace_back(id, shard);
+    }
+  }
+  return failed;
+}
+
 Result<ShardInfo> Directory::Put(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
                                  const Shape& shape, std::span<const std::byte> bytes,
                                  std::span<std::byte> arena) {

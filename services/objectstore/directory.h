@@ -100,6 +100,10 @@ class Directory {
   // unknown object or shard, FailedPrecondition when it is already sealed.
   [[nodiscard]] Status Seal(uint64_t object, uint32_t shard, Status error = Status::Ok());
 
+  // Seals every unsealed shard held in a device's memory with `error`: the host's executor,
+  // which reserved them, is gone and will never write them. Returns their (object, shard).
+  std::vector<std::pair<uint64_t, uint32_t>> FailUnsealedDeviceShards(const Status& error);
+
   // Create + copy `bytes` into `arena` (the whole arena, at least arena_bytes long) + Seal.
   // InvalidArgument when bytes.size() does not match dtype and shape; otherwise as Create.
   [[nodiscard]] Result<ShardInfo> Put(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,

@@ -124,6 +124,8 @@ Status StoreService::Dispatch(const proto::Incoming& in) {
       return OnGoodbye(in);
     case proto::Kind::kGetStoreStats:
       return OnStats(in);
+    case proto::Kind::kHostChanged:
+      return OnHostChanged(in);
     default:
       return InvalidArgument("the object store does not handle " +
                              std::string(proto::KindName(in.header.kind())) + " messages");
@@ -321,6 +323,29 @@ Status StoreService::OnGoodbye(const proto::Incoming& in) {
   const Collected collected = directory_.Goodbye(req.client_id);
   Send(ReplyToOf(in), proto::Ok{});
   PublishCollected(collected);
+  return Status::Ok();
+}
+
+Status StoreService::OnHostChanged(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HostChanged>());
+  if (!req.lost || req.host != options_.host) return Status::Ok();  // not a reply: no answer
+  const Status error = Unavailable(req.reason);
+  std::vector<ShardKey> failed;
+  // Reservations still queued for the lost executor: recorded failed, so readers get why.
+  for (auto& [device, queue] : pending_) {
+    for (const auto& p : queue) {
+      const auto& r = p.request;
+      if (directory_.Reject(r.object_id, r.shard, r.owner_client, r.dtype, r.shape, error).ok()) {
+        failed.emplace_back(r.object_id, r.shard);
+      }
+    }
+    queue.clear();
+  }
+  for (const auto& key : directory_.FailUnsealedDeviceShards(error)) failed.push_back(key);
+  for (const auto& [object, shard] : failed) WakeWaiters(object, shard);
+  events_.Publish("store.executor_lost", {{"host", options_.host},
+                                          {"shards_failed", uint64_t{failed.size()}},
+                                          {"reason", req.reason}});
   return Status::Ok();
 }
 

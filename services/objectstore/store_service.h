@@ -107,6 +107,8 @@ class StoreService {
   Status OnHeartbeat(const proto::Incoming& in);
   Status OnGoodbye(const proto::Incoming& in);
   Status OnStats(const proto::Incoming& in);
+  // The RM says this host's executor was lost: what it reserved and never wrote fails.
+  Status OnHostChanged(const proto::Incoming& in);
 
   // Answers a Get for a shard that is sealed: the reply (with the bytes when `inline_data`),
   // or the error it was sealed with.

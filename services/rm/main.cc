@@ -9,12 +9,12 @@
 namespace {
 
 atl::Status Serve(atl::ServiceOptions& options, const std::string& endpoint,
-                  const std::string& events_out) {
+                  const std::string& events_out, const std::string& state_file) {
   ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config, atl::StartService("rm", options));
   if (!endpoint.empty()) config.rm_endpoint = endpoint;
   if (!events_out.empty()) config.events_out_endpoint = events_out;
   zmq::context_t context;
-  atl::rm::RmService rm(context, std::move(config));
+  atl::rm::RmService rm(context, std::move(config), state_file);
   ATOLL_RETURN_IF_ERROR(rm.Bind());
   ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(options.ready_file, {{"endpoint", rm.endpoint()},
                                                                  {"events_in", rm.events_in()},
@@ -31,10 +31,12 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& endpoint,
 int main(int argc, char** argv) {
   CLI::App app{"atoll resource manager"};
   atl::ServiceOptions options;
-  std::string endpoint, events_out;
+  std::string endpoint, events_out, state_file;
   atl::AddServiceOptions(app, options);
   app.add_option("--endpoint", endpoint, "request endpoint (overrides rm.endpoint)");
   app.add_option("--events-out", events_out, "event output endpoint (overrides rm.events_out)");
+  app.add_option("--state-file", state_file,
+                 "where the RM keeps its state across restarts (default: nowhere)");
   CLI11_PARSE(app, argc, argv);
-  return atl::ExitCode(Serve(options, endpoint, events_out));
+  return atl::ExitCode(Serve(options, endpoint, events_out, state_file));
 }

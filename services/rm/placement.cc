@@ -59,6 +59,28 @@ class SpreadEvenly final : public PlacementPolicy {
     std::sort(chosen.begin(), chosen.end());
     return chosen;
   }
+
+  Result<uint32_t> Replace(uint32_t lost, const std::vector<uint32_t>& slice,
+                           const std::vector<DeviceLoad>& devices) const override {
+    if (lost >= devices.size()) return NotFound(fmt::format("device {} is unknown", lost));
+    const DeviceLoad& was = devices[lost];
+    const DeviceLoad* best = nullptr;
+    for (const auto& d : devices) {
+      if (!d.alive || d.island != was.island || d.kind != was.kind) continue;
+      if (std::find(slice.begin(), slice.end(), d.device_id) != slice.end()) continue;
+      if (best == nullptr || std::tie(d.slices, d.local_index, d.device_id) <
+                                 std::tie(best->slices, best->local_index, best->device_id)) {
+        best = &d;
+      }
+    }
+    if (best == nullptr) {
+      return FailedPrecondition(
+          fmt::format("island '{}' has no live {} device outside the slice "
+                      "to take over from device {}",
+                      was.island, was.kind, lost));
+    }
+    return best->device_id;
+  }
 };
 
 }  // namespace

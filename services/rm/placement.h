@@ -35,6 +35,11 @@ class PlacementPolicy {
   // saying why no island can hold the request.
   virtual Result<std::vector<uint32_t>> Place(const SliceRequest& request,
                                               const std::vector<DeviceLoad>& devices) const = 0;
+  // Picks the live device that takes over from `lost` in a slice already holding
+  // `slice`: on the lost device's island, of its kind, not in the slice; or an error
+  // saying why there is none.
+  virtual Result<uint32_t> Replace(uint32_t lost, const std::vector<uint32_t>& slice,
+                                   const std::vector<DeviceLoad>& devices) const = 0;
 };
 
 // Picks the island with the lowest load that fits, then its least-loaded devices,

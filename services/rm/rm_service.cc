@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -11,25 +12,17 @@
 
 namespace atl::rm {
 
-namespace {
-
-// How long executors get to compile a function before its registration fails.
-constexpr auto kCompileTimeout = std::chrono::seconds(10);
-
-std::string RoutingId(const proto::Incoming& in) {
-  return in.routing_id ? in.routing_id->to_string() : std::string();
-}
-
-}  // namespace
-
-RmService::RmService(zmq::context_t& context, ClusterConfig config)
+RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string state_file)
     : context_(context),
       config_(std::move(config)),
+      state_file_(std::move(state_file)),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       proxy_(context),
-      placement_(MakeSpreadEvenlyPolicy()) {}
+      placement_(MakeSpreadEvenlyPolicy()),
+      stores_(context) {}
 
 Status RmService::Bind() {
+  ATOLL_RETURN_IF_ERROR(LoadState());
   ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, config_.rm_endpoint));
   ATOLL_RETURN_IF_ERROR(proxy_.Start(config_.events_in_endpoint, config_.events_out_endpoint));
   events_ = std::make_unique<EventPublisher>(context_, "rm");
@@ -98,8 +91,9 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   host.control_endpoint = req.control_endpoint;
   host.data_endpoint = req.data_endpoint;
   host.store_endpoint = req.store_endpoint;
-  host.routing_id = RoutingId(in);
+  Reconnected(host, in);
   host.last_heard = Clock::now();
+  if (rejoin && !host.alive) OnHostBack(host);
   host.alive = true;
   if (!rejoin) {
     for (uint32_t i = 0; i < req.devices.size(); ++i) {
@@ -117,6 +111,7 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
                                            {"kind", devices_[id].desc.kind},
                                            {"memory_bytes", devices_[id].desc.memory_bytes}});
   }
+  SaveState();
   return net::Reply(socket_, in,
                     proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms});
 }
@@ -127,10 +122,8 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
     auto it = hosts_.find(req.id);
     if (it == hosts_.end()) return NotFound("host '" + req.id + "' is unknown");
     it->second.last_heard = Clock::now();
-    if (!it->second.alive) {
-      it->second.alive = true;
-      events_->Publish("host.back", {{"host", it->second.name}});
-    }
+    Reconnected(it->second, in);
+    if (!it->second.alive) OnHostBack(it->second);
     return Status::Ok();
   }
   uint64_t id = 0;
@@ -153,14 +146,16 @@ Status RmService::OnRegisterScheduler(proto::Incoming& in) {
   scheduler_by_island_[req.island] = req.endpoint;
   spdlog::info("scheduler of {} at {}", req.island, req.endpoint);
   events_->Publish("island.scheduler", {{"island", req.island}, {"endpoint", req.endpoint}});
+  SaveState();
   return net::Reply(socket_, in, proto::Ok{});
 }
 
 Status RmService::OnHelloClient(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HelloClient>());
   const uint64_t id = next_client_id_++;
-  clients_[id] = Client{req.name, Clock::now()};
+  clients_[id] = Client{req.name, Clock::now(), RoutingId(in)};
   events_->Publish("client.connected", {{"client", id}, {"name", req.name}});
+  SaveState();
   return net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
 }
 
@@ -187,19 +182,17 @@ void RmService::DropClient(uint64_t client_id, const std::string& why) {
   std::erase_if(functions_, [&](const auto& kv) { return kv.second.client == client_id; });
   spdlog::info("client {} gone ({})", client_id, why);
   events_->Publish("client.gone", {{"client", client_id}, {"reason", why}});
+  SaveState();
 }
 
 Status RmService::OnCreateSlice(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateSlice>());
-  if (!clients_.count(req.client_id)) {
+  auto client = clients_.find(req.client_id);
+  if (client == clients_.end()) {
     return NotFound(fmt::format("client {} is unknown; say HelloClient first", req.client_id));
   }
-  std::vector<DeviceLoad> loads;
-  for (const auto& d : devices_) {
-    const Host& h = hosts_.at(d.host);
-    loads.push_back({d.id, h.island, h.name, d.local_index, d.desc.kind, h.alive, d.slices});
-  }
-  auto placed = placement_->Place({req.num_devices, req.island, req.kind}, loads);
+  client->second.routing_id = RoutingId(in);
+  auto placed = placement_->Place({req.num_devices, req.island, req.kind}, Loads());
   if (!placed.ok()) return placed.status().WithContext("create slice");
   const std::string island = hosts_.at(devices_[placed->front()].host).island;
   if (!scheduler_by_island_.count(island)) {
@@ -212,7 +205,27 @@ Status RmService::OnCreateSlice(proto::Incoming& in) {
                                      {"client", slice.client},
                                      {"island", island},
                                      {"devices", fmt::format("{}", fmt::join(*placed, ","))}});
+  SaveState();
   return net::Reply(socket_, in, DescribeSlice(slice));
+}
+
+void RmService::Reconnected(Host& host, const proto::Incoming& in) {
+  // The executor's connection may be new (the RM restarted): Compile goes where it is.
+  host.routing_id = RoutingId(in);
+  zmq::message_t routing(host.routing_id.data(), host.routing_id.size());
+  for (auto& [rm_request, compile] : std::exchange(host.held, {})) {
+    Status sent = net::Send(socket_, &routing, rm_request, compile);
+    if (!sent.ok()) spdlog::warn("compile on {}: {}", host.name, sent.ToString());
+  }
+}
+
+std::vector<DeviceLoad> RmService::Loads() const {
+  std::vector<DeviceLoad> loads;
+  for (const auto& d : devices_) {
+    const Host& h = hosts_.at(d.host);
+    loads.push_back({d.id, h.island, h.name, d.local_index, d.desc.kind, h.alive, d.slices});
+  }
+  return loads;
 }
 
 proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
@@ -241,42 +254,59 @@ Status RmService::OnRegisterFunction(proto::Incoming& in) {
   Status valid = ir::Validate(req.function, shards);
   if (!valid.ok()) return valid.WithContext("function '" + req.function.name + "'");
 
+  if (auto client = clients_.find(req.client_id); client != clients_.end()) {
+    client->second.routing_id = RoutingId(in);
+  }
   const uint64_t function_id = next_function_id_++;
   functions_[function_id] = Function{req.client_id, slice.id, req.function};
   // Background compilation: every executor hosting a device of the slice gets the
   // function now, so the first call finds it ready. The client hears back once all did.
-  std::set<std::string> hosts;
-  for (uint32_t d : slice.device_ids) hosts.insert(devices_[d].host);
   const uint64_t rm_request = next_request_id_++;
-  pending_[rm_request] = {RoutingId(in), in.header.request_id(), function_id, hosts.size(),
+  pending_[rm_request] = {RoutingId(in), in.header.request_id(), function_id, 0,
                           Clock::now() + kCompileTimeout};
-  proto::Compile compile{function_id, static_cast<uint32_t>(shards), req.function, {}};
-  for (uint32_t d : slice.device_ids) {
-    compile.shard_endpoints.push_back(hosts_.at(devices_[d].host).data_endpoint);
-  }
-  for (const auto& name : hosts) {
-    const Host& h = hosts_.at(name);
-    zmq::message_t routing(h.routing_id.data(), h.routing_id.size());
-    Status sent = net::Send(socket_, &routing, rm_request, compile);
-    if (!sent.ok()) {
-      FinishRegistration(rm_request, sent.WithContext("compile on " + name));
-      break;
-    }
+  auto hosts = SendCompile(rm_request, function_id, slice, req.function);
+  if (!hosts.ok()) {
+    FinishRegistration(rm_request, hosts.status());
+  } else {
+    pending_.at(rm_request).acks_missing = *hosts;
   }
   return Status::Ok();  // the client is answered once every executor compiled
 }
 
+Result<size_t> RmService::SendCompile(uint64_t rm_request, uint64_t function_id, const Slice& slice,
+                                      const ir::FunctionDef& def) {
+  std::set<std::string> hosts;
+  proto::Compile compile{function_id, static_cast<uint32_t>(slice.device_ids.size()), def, {}};
+  for (uint32_t d : slice.device_ids) {
+    hosts.insert(devices_[d].host);
+    compile.shard_endpoints.push_back(hosts_.at(devices_[d].host).data_endpoint);
+  }
+  for (const auto& name : hosts) {
+    Host& h = hosts_.at(name);
+    if (h.routing_id.empty()) {
+      h.held.emplace_back(rm_request, compile);
+      continue;
+    }
+    zmq::message_t routing(h.routing_id.data(), h.routing_id.size());
+    ATOLL_RETURN_IF_ERROR(
+        net::Send(socket_, &routing, rm_request, compile).WithContext("compile on " + name));
+  }
+  return hosts.size();
+}
+
 // An executor's answer to Compile. Never answered itself: it is a reply.
 Status RmService::OnCompileReply(proto::Incoming& in) {
-  auto it = pending_.find(in.header.request_id());
-  if (it == pending_.end()) return Status::Ok();  // late: the registration already finished
+  Status error;
   if (in.header.kind() == proto::Kind::kError) {
     auto err = in.header.As<proto::Error>();
-    FinishRegistration(it->first, err.ok() ? proto::FromError(*err) : err.status());
-  } else if (--it->second.acks_missing == 0) {
-    FinishRegistration(it->first, Status::Ok());
+    error = err.ok() ? proto::FromError(*err) : err.status();
   }
-  return Status::Ok();
+  if (auto it = pending_.find(in.header.request_id()); it != pending_.end()) {
+    if (!error.ok() || --it->second.acks_missing == 0) FinishRegistration(it->first, error);
+  } else if (auto r = remaps_.find(in.header.request_id()); r != remaps_.end()) {
+    if (!error.ok() || --r->second.acks_missing == 0) FinishRemap(r->first, error);
+  }
+  return Status::Ok();  // late: the registration or remap already finished
 }
 
 void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status) {
@@ -292,6 +322,7 @@ void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status)
                     proto::ToError(status.WithContext("compile")));
     return;
   }
+  SaveState();
   const Function& f = functions_.at(p.function_id);
   events_->Publish("function.registered",
                    {{"function", p.function_id}, {"name", f.def.name}, {"slice", f.slice}});
@@ -330,9 +361,7 @@ void RmService::CheckLiveness() {
   const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
   for (auto& [name, h] : hosts_) {
     if (h.alive && now - h.last_heard > lapse) {
-      h.alive = false;
-      spdlog::warn("executor {} missed {} heartbeats: marked dead", name, config_.liveness);
-      events_->Publish("host.lost", {{"host", name}, {"island", h.island}});
+      OnHostLost(h, fmt::format("its executor missed {} heartbeats", config_.liveness));
     }
   }
   std::vector<uint64_t> lapsed;
@@ -344,12 +373,15 @@ void RmService::CheckLiveness() {
   for (const auto& [id, p] : pending_) {
     if (now > p.deadline) expired.push_back(id);
   }
-  for (uint64_t id : expired) {
-    FinishRegistration(
-        id, DeadlineExceeded(fmt::format(
-                "executors did not compile within {} s",
-                std::chrono::duration_cast<std::chrono::seconds>(kCompileTimeout).count())));
+  const Status late = DeadlineExceeded(
+      fmt::format("executors did not compile within {} s",
+                  std::chrono::duration_cast<std::chrono::seconds>(kCompileTimeout).count()));
+  for (uint64_t id : expired) FinishRegistration(id, late);
+  expired.clear();
+  for (const auto& [id, r] : remaps_) {
+    if (now > r.deadline) expired.push_back(id);
   }
+  for (uint64_t id : expired) FinishRemap(id, late);
 }
 
 }  // namespace atl::rm

@@ -18,16 +18,27 @@
 #include "common/config.h"
 #include "common/event_loop.h"
 #include "common/events.h"
+#include "common/transport.h"
 #include "services/rm/event_proxy.h"
 #include "services/rm/placement.h"
 
 namespace atl::rm {
 
+// How long executors get to compile a function before its registration (or a remap) fails.
+inline constexpr auto kCompileTimeout = std::chrono::seconds(10);
+
+inline std::string RoutingId(const proto::Incoming& in) {
+  return in.routing_id ? in.routing_id->to_string() : std::string();
+}
+
 class RmService {
  public:
-  RmService(zmq::context_t& context, ClusterConfig config);
+  // `state_file` (empty: none) keeps the RM's state across restarts: read at Bind() when it
+  // exists, rewritten on every change.
+  RmService(zmq::context_t& context, ClusterConfig config, std::string state_file = "");
 
-  // Binds the request socket and the event proxy. The bound addresses are then known.
+  // Loads the state file, binds the request socket and the event proxy. The bound
+  // addresses are then known.
   Status Bind();
   // Serves until SIGINT/SIGTERM.
   void Run();
@@ -44,9 +55,13 @@ class RmService {
     std::string island;
     std::string control_endpoint, data_endpoint, store_endpoint;
     std::string routing_id;  // of the executor's DEALER, to send it Compile requests
+    // Compiles (with their RM request ids) waiting for the executor to reconnect: after an
+    // RM restart its routing id is unknown until its first heartbeat.
+    std::vector<std::pair<uint64_t, proto::Compile>> held;
     std::vector<uint32_t> device_ids;
     Clock::time_point last_heard;
     bool alive = true;
+    MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids);
   };
   struct Device {
     uint32_t id = 0;
@@ -54,27 +69,40 @@ class RmService {
     uint32_t local_index = 0;
     proto::DeviceDesc desc;
     uint32_t slices = 0;
+    MSGPACK_DEFINE(id, host, local_index, desc, slices);
   };
   struct Slice {
     uint64_t id = 0;
     uint64_t client = 0;
     std::string island;
     std::vector<uint32_t> device_ids;
+    MSGPACK_DEFINE(id, client, island, device_ids);
   };
   struct Client {
     std::string name;
     Clock::time_point last_heard;
+    std::string routing_id;  // of the client's request DEALER: where notices go
+    MSGPACK_DEFINE(name);
   };
   struct Function {
     uint64_t client = 0;
     uint64_t slice = 0;
     ir::FunctionDef def;
+    MSGPACK_DEFINE(client, slice, def);
   };
   // A RegisterFunction waiting for every executor of its slice to compile.
   struct PendingRegistration {
     std::string client_routing_id;
     uint64_t client_request_id = 0;
     uint64_t function_id = 0;
+    size_t acks_missing = 0;
+    Clock::time_point deadline;
+  };
+  // A slice remapped off a lost host, waiting for its functions to compile on the new
+  // mapping before its client is told.
+  struct PendingRemap {
+    uint64_t slice = 0;
+    std::string reason;
     size_t acks_missing = 0;
     Clock::time_point deadline;
   };
@@ -96,9 +124,32 @@ class RmService {
   void DropClient(uint64_t client_id, const std::string& why);
   void FinishRegistration(uint64_t rm_request_id, const Status& status);
   proto::SliceInfo DescribeSlice(const Slice& slice) const;
+  std::vector<DeviceLoad> Loads() const;
+  // Learns where the host's executor is connected now and sends it what was held.
+  void Reconnected(Host& host, const proto::Incoming& in);
+  // Sends Compile of `function_id` to every host of `slice` under `rm_request`; returns how
+  // many hosts will answer.
+  Result<size_t> SendCompile(uint64_t rm_request, uint64_t function_id, const Slice& slice,
+                             const ir::FunctionDef& def);
+
+  // Elasticity (elastic.cc). A lost host: executors stop waiting for its tuples, its store
+  // fails what its executor never wrote, and every slice on it is remapped.
+  void OnHostLost(Host& host, const std::string& reason);
+  void OnHostBack(Host& host);
+  void BroadcastHostChanged(const Host& host, bool lost, const std::string& reason);
+  void RemapSlicesOff(const Host& host, const std::string& reason);
+  // The slice's functions compiled on its new mapping (or not): its client is told.
+  void FinishRemap(uint64_t rm_request_id, const Status& status);
+
+  // Persistence (state_file.cc): what must survive a restart (hosts, devices, schedulers,
+  // clients, slices and the virtual->physical map, functions, id counters), as msgpack.
+  // Save() after every change of it; a failed write is logged and published, not fatal.
+  Status LoadState();
+  void SaveState();
 
   zmq::context_t& context_;
   ClusterConfig config_;
+  std::string state_file_;
   zmq::socket_t socket_;
   EventProxy proxy_;
   std::unique_ptr<EventPublisher> events_;
@@ -113,6 +164,8 @@ class RmService {
   std::map<uint64_t, Client> clients_;
   std::map<uint64_t, Function> functions_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
+  std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
+  net::DealerPool stores_;                           // to object stores, for HostChanged
   uint64_t next_slice_id_ = 1;
   uint64_t next_client_id_ = 1;
   uint64_t next_function_id_ = 1;

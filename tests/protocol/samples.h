@@ -115,6 +115,11 @@ inline Goodbye Sample<Goodbye>() {
 }
 
 template <>
+inline HostChanged Sample<HostChanged>() {
+  return {"host-2", "tcp://10.0.0.3:5000", {2, 3}, false, "missed 4 heartbeats"};
+}
+
+template <>
 inline CreateSlice Sample<CreateSlice>() {
   return {42, 4, "island-a", "cpu"};
 }
@@ -130,6 +135,11 @@ inline SliceInfo Sample<SliceInfo>() {
   second.device_id = 8;
   second.local_index = 0;
   return {9, "island-a", "tcp://10.0.0.2:6000", {Sample<DeviceInfo>(), second}};
+}
+
+template <>
+inline SliceRemapped Sample<SliceRemapped>() {
+  return {Sample<SliceInfo>(), "host host-1 (device 1) lost"};
 }
 
 template <>
@@ -210,7 +220,8 @@ inline Entry Sample<Entry>() {
           42,
           true,
           {Sample<InputSource>(), InputSource{}},
-          {{Sample<OutputDest>(), tuple}, {}}};
+          {{Sample<OutputDest>(), tuple}, {}},
+          {"tcp://10.0.0.5:5000"}};
 }
 
 template <>

@@ -1,0 +1,137 @@
+// The RM's elasticity: what a lost host (its executor silent for `liveness` heartbeats)
+// changes. Executors stop waiting for its tuples, its object store fails the outputs its
+// executor never wrote, and every slice with a virtual device on it is remapped onto live
+// devices of the same island; once the slice's functions are compiled there, its client is
+// told (SliceRemapped) and its next run is lowered onto the new mapping.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "services/rm/rm_service.h"
+
+namespace atl::rm {
+
+namespace {
+
+// "device 1 on host h1 was" / "devices 2,3 on host h1 were": what a lost host took away.
+std::string DevicesOn(const std::vector<uint32_t>& ids, const std::string& host) {
+  return fmt::format("{} {} on host {} {}", ids.size() == 1 ? "device" : "devices",
+                     fmt::join(ids, ","), host, ids.size() == 1 ? "was" : "were");
+}
+
+}  // namespace
+
+void RmService::OnHostLost(Host& host, const std::string& why) {
+  host.alive = false;
+  const std::string reason = fmt::format("{} lost: {}", DevicesOn(host.device_ids, host.name), why);
+  spdlog::warn("{}", reason);
+  events_->Publish("host.lost", {{"host", host.name}, {"island", host.island}, {"reason", reason}});
+  BroadcastHostChanged(host, /*lost=*/true, reason);
+  RemapSlicesOff(host, reason);
+}
+
+void RmService::OnHostBack(Host& host) {
+  host.alive = true;
+  spdlog::info("executor {} is back", host.name);
+  events_->Publish("host.back", {{"host", host.name}});
+  BroadcastHostChanged(host, /*lost=*/false, "");
+}
+
+void RmService::BroadcastHostChanged(const Host& changed, bool lost, const std::string& reason) {
+  const proto::HostChanged message{changed.name, changed.control_endpoint, changed.device_ids, lost,
+                                   reason};
+  auto warn = [&](const std::string& to, const Status& sent) {
+    if (!sent.ok()) spdlog::warn("HostChanged to {}: {}", to, sent.ToString());
+  };
+  for (const auto& [name, h] : hosts_) {
+    if (!h.alive || name == changed.name) continue;
+    zmq::message_t routing(h.routing_id.data(), h.routing_id.size());
+    warn(name, net::Send(socket_, &routing, 0, message));
+  }
+  // When only the executor died, its host's store lives on holding outputs the executor
+  // reserved but will never write: told, it fails them so that their readers stop waiting.
+  if (lost) {
+    auto store = stores_.Get(changed.store_endpoint);
+    warn(changed.store_endpoint,
+         store.ok() ? net::Send(**store, nullptr, 0, message) : store.status());
+  }
+}
+
+void RmService::RemapSlicesOff(const Host& host, const std::string& reason) {
+  for (auto& [id, slice] : slices_) {
+    std::vector<uint32_t> after = slice.device_ids;
+    bool touched = false;
+    Status placed;
+    for (uint32_t& d : after) {
+      if (devices_[d].host != host.name) continue;
+      touched = true;
+      auto next = placement_->Replace(d, after, Loads());
+      if (!next.ok()) {
+        placed = next.status();
+        break;
+      }
+      d = *next;
+    }
+    if (!touched) continue;
+    if (!placed.ok()) {
+      // The slice keeps its lost devices: its runs fail naming them until the host is back.
+      const std::string error = placed.WithContext(fmt::format("remap slice {}", id)).ToString();
+      spdlog::warn("{}", error);
+      events_->Publish("error.rm", {{"slice", id}, {"error", error}});
+      continue;
+    }
+    for (uint32_t d : slice.device_ids) devices_[d].slices--;
+    for (uint32_t d : after) devices_[d].slices++;
+    slice.device_ids = std::move(after);
+
+    // The slice's functions are compiled on the new mapping (every host: the shard
+    // endpoints that collectives meet at changed) before the client may use it.
+    const uint64_t rm_request = next_request_id_++;
+    size_t acks = 0;
+    Status sent;
+    for (const auto& [function_id, f] : functions_) {
+      if (f.slice != id || !sent.ok()) continue;
+      auto hosts = SendCompile(rm_request, function_id, slice, f.def);
+      if (hosts.ok()) acks += *hosts;
+      sent = hosts.status();
+    }
+    remaps_[rm_request] = {id, reason, acks, Clock::now() + kCompileTimeout};
+    if (!sent.ok() || acks == 0) FinishRemap(rm_request, sent);
+  }
+  SaveState();
+}
+
+void RmService::FinishRemap(uint64_t rm_request_id, const Status& status) {
+  auto it = remaps_.find(rm_request_id);
+  if (it == remaps_.end()) return;
+  const PendingRemap remap = std::move(it->second);
+  remaps_.erase(it);
+  auto slice = slices_.find(remap.slice);
+  if (slice == slices_.end()) return;  // its client left meanwhile
+  if (!status.ok()) {
+    events_->Publish(
+        "error.rm",
+        {{"slice", remap.slice},
+         {"error", status
+                       .WithContext(fmt::format("compile slice {}'s functions on its new devices",
+                                                remap.slice))
+                       .ToString()}});
+  }
+  const proto::SliceInfo info = DescribeSlice(slice->second);
+  if (auto client = clients_.find(slice->second.client); client != clients_.end()) {
+    const std::string& to = client->second.routing_id;
+    zmq::message_t routing(to.data(), to.size());
+    Status sent = net::Send(socket_, &routing, 0, proto::SliceRemapped{info, remap.reason});
+    if (!sent.ok())
+      spdlog::warn("SliceRemapped to client {}: {}", slice->second.client, sent.ToString());
+  }
+  spdlog::info("slice {} remapped onto devices {}", remap.slice,
+               fmt::join(slice->second.device_ids, ","));
+  events_->Publish("slice.remapped",
+                   {{"slice", remap.slice},
+                    {"client", slice->second.client},
+                    {"island", slice->second.island},
+                    {"devices", fmt::format("{}", fmt::join(slice->second.device_ids, ","))},
+                    {"reason", remap.reason}});
+}
+
+}  // namespace atl::rm
