@@ -1,0 +1,104 @@
+// atoll-example-mlp: data-parallel training of a small MLP on synthetic data (examples/mlp/
+// mlp.h). Without --rm it starts its own local cluster (the topology of config/test.toml,
+// on free loopback ports) and stops it at the end; with --rm it uses a running one
+// (`atoll up`). Prints a line per step (loss, throughput) and a summary.
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "cli/local_cluster.h"
+#include "examples/mlp/mlp.h"
+
+namespace {
+
+// A cluster of this process's own, stopped and removed when this goes away.
+struct OwnCluster {
+  std::string dir;
+  std::unique_ptr<atl::LocalCluster> cluster;
+  ~OwnCluster() {
+    if (cluster) (void)cluster->Stop();
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+};
+
+atl::Result<std::string> StartOwnCluster(const std::string& config, OwnCluster& own) {
+  char pattern[] = "/tmp/atoll-example-mlp-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) return atl::Unavailable("cannot make a temporary directory");
+  own.dir = pattern;
+  atl::LocalClusterOptions options;
+  options.config_path = config;
+  options.state_dir = own.dir;
+  own.cluster = std::make_unique<atl::LocalCluster>(options);
+  ATOLL_RETURN_IF_ERROR(own.cluster->Start());
+  return own.cluster->info().rm_endpoint;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"Data-parallel training of a 2-layer MLP on a slice of atoll devices"};
+  atl::examples::MlpConfig config;
+  std::string rm;
+  std::string cluster_config = ATOLL_EXAMPLE_CONFIG;
+  uint32_t devices = 4;
+  std::string island = "island0";
+  app.add_option("--rm", rm, "the RM of a running cluster; default: start one");
+  app.add_option("--config", cluster_config, "the cluster to start when --rm is not given");
+  app.add_option("--devices", devices, "devices in the slice")->capture_default_str();
+  app.add_option("--island", island, "the island of the slice")->capture_default_str();
+  app.add_option("--steps", config.steps, "training steps")->capture_default_str();
+  app.add_option("--batch", config.batch, "examples per step")->capture_default_str();
+  app.add_option("--hidden", config.hidden, "hidden units")->capture_default_str();
+  app.add_option("--lr", config.learning_rate, "SGD learning rate")->capture_default_str();
+  app.add_option("--seed", config.seed, "weights and data")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  OwnCluster own;
+  if (rm.empty()) {
+    auto started = StartOwnCluster(cluster_config, own);
+    if (!started.ok()) {
+      fmt::print(stderr, "error: starting a local cluster: {}\n", started.status().ToString());
+      return 1;
+    }
+    rm = *started;
+  }
+  auto client = atl::Client::Connect({.rm_endpoint = rm, .name = "example-mlp"});
+  if (!client.ok()) {
+    fmt::print(stderr, "error: {}\n", client.status().ToString());
+    return 1;
+  }
+  auto slice = (*client)->CreateSlice(devices, island);
+  if (!slice.ok()) {
+    fmt::print(stderr, "error: {}\n", slice.status().ToString());
+    return 1;
+  }
+  fmt::print("MLP {}-{}-{}, batch {} split over {} devices of {}, {} steps of SGD (lr {})\n",
+             config.inputs, config.hidden, config.classes, config.batch, devices, island,
+             config.steps, config.learning_rate);
+  auto result = atl::examples::TrainMlp(**client, *slice, config, [&](const auto& step) {
+    fmt::print("step {:3}/{}  loss {:.4f}  {:8.0f} examples/s\n", step.step, config.steps,
+               step.loss, static_cast<double>(config.batch) / step.elapsed.count());
+    std::fflush(stdout);
+  });
+  if (!result.ok()) {
+    fmt::print(stderr, "error: {}\n", result.status().ToString());
+    return 1;
+  }
+  fmt::print("done: loss {:.4f} -> {:.4f} in {} steps, {:.0f} examples/s on average\n",
+             result->losses.front(), result->losses.back(), config.steps,
+             static_cast<double>(config.batch) * config.steps / result->elapsed.count());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc, argv); }

@@ -1,0 +1,128 @@
+#include "examples/mlp/mlp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "atoll/function.h"
+#include "atoll/program.h"
+
+namespace atl::examples {
+
+namespace {
+
+Tensor Uniform(std::mt19937& rng, Shape shape, float bound) {
+  Tensor t(DType::kF32, std::move(shape));
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  for (float& v : t.as<float>()) v = dist(rng);
+  return t;
+}
+
+// One SGD step of the MLP logits = gelu(x w1 + b1) w2 + b2 under softmax cross-entropy.
+// Inputs: x, labels (rows split over the slice), w1, b1, w2, b2 (replicated).
+// Outputs: the updated w1, b1, w2, b2 and the loss before the update.
+FunctionBuilder TrainStep(const MlpConfig& c) {
+  FunctionBuilder b("mlp_train_step");
+  const Value x = b.Input(DType::kF32, {c.batch, c.inputs}, Sharding::Split(0));
+  const Value labels = b.Input(DType::kI32, {c.batch}, Sharding::Split(0));
+  const Value w1 = b.Input(DType::kF32, {c.inputs, c.hidden}, Sharding::Replicated());
+  const Value b1 = b.Input(DType::kF32, {c.hidden}, Sharding::Replicated());
+  const Value w2 = b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated());
+  const Value b2 = b.Input(DType::kF32, {c.classes}, Sharding::Replicated());
+
+  const Value z1 = b.BiasAdd(b.Matmul(x, w1), b1);
+  const Value h = b.Gelu(z1);
+  const Value logits = b.BiasAdd(b.Matmul(h, w2), b2);
+  const auto ce = b.CrossEntropy(logits, labels);
+
+  // Each device's share of every gradient (a sum over its rows of the batch); the shares
+  // of the cross-entropy are scaled so that AllReduceSum gives the whole batch's gradient.
+  const Value dw2 = b.Matmul(h, ce.dlogits, /*transpose_a=*/true, /*transpose_b=*/false);
+  const Value db2 = b.ReduceSum(ce.dlogits, 0);
+  const Value dz1 = b.GeluBackward(b.Matmul(ce.dlogits, w2, false, true), z1);
+  const Value dw1 = b.Matmul(x, dz1, true, false);
+  const Value db1 = b.ReduceSum(dz1, 0);
+
+  const double lr = c.learning_rate;
+  b.Output(b.SgdUpdate(w1, b.AllReduceSum(dw1), lr));
+  b.Output(b.SgdUpdate(b1, b.AllReduceSum(db1), lr));
+  b.Output(b.SgdUpdate(w2, b.AllReduceSum(dw2), lr));
+  b.Output(b.SgdUpdate(b2, b.AllReduceSum(db2), lr));
+  b.Output(b.AllReduceSum(ce.loss));
+  return b;
+}
+
+}  // namespace
+
+MlpParams InitMlp(const MlpConfig& c) {
+  std::mt19937 rng(c.seed);
+  return {Uniform(rng, {c.inputs, c.hidden}, 1.0f / std::sqrt(static_cast<float>(c.inputs))),
+          Tensor(DType::kF32, {c.hidden}),
+          Uniform(rng, {c.hidden, c.classes}, 1.0f / std::sqrt(static_cast<float>(c.hidden))),
+          Tensor(DType::kF32, {c.classes})};
+}
+
+MlpBatch MakeMlpBatch(const MlpConfig& c, int step) {
+  std::mt19937 teacher_rng(c.seed ^ 0x7eac4e7u);
+  const Tensor teacher = Uniform(teacher_rng, {c.inputs, c.classes}, 1.0f);
+  std::mt19937 rng(c.seed * 7919u + static_cast<uint32_t>(step));
+  MlpBatch batch{Uniform(rng, {c.batch, c.inputs}, 1.0f), Tensor(DType::kI32, {c.batch})};
+  const auto x = batch.x.as<float>();
+  const auto t = teacher.as<float>();
+  for (int64_t i = 0; i < c.batch; ++i) {
+    std::vector<double> score(c.classes);
+    for (int64_t k = 0; k < c.inputs; ++k) {
+      for (int64_t j = 0; j < c.classes; ++j)
+        score[j] += x[i * c.inputs + k] * t[k * c.classes + j];
+    }
+    batch.labels.as<int32_t>()[i] =
+        static_cast<int32_t>(std::max_element(score.begin(), score.end()) - score.begin());
+  }
+  return batch;
+}
+
+Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& config,
+                           const std::function<void(const MlpStep&)>& on_step) {
+  if (config.steps < 1 || config.batch % slice.num_devices() != 0) {
+    return InvalidArgument(
+        fmt::format("need steps >= 1 and a batch ({}) that divides over {} devices", config.batch,
+                    slice.num_devices()));
+  }
+  const FunctionBuilder builder = TrainStep(config);
+  ATOLL_ASSIGN_OR_RETURN(Function step, client.Register(builder, slice));
+  ProgramBuilder p;
+  std::vector<Traced> args;
+  args.push_back(p.Arg(DType::kF32, {config.batch, config.inputs}));
+  args.push_back(p.Arg(DType::kI32, {config.batch}));
+  const MlpParams init = InitMlp(config);
+  for (const Tensor* t : {&init.w1, &init.b1, &init.w2, &init.b2}) {
+    args.push_back(p.Arg(DType::kF32, t->shape()));
+  }
+  p.Return(p.Call(step, args));
+  ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
+
+  MlpResult result{init, {}, {}};
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 1; s <= config.steps; ++s) {
+    const auto step_start = std::chrono::steady_clock::now();
+    MlpBatch batch = MakeMlpBatch(config, s);
+    MlpParams& w = result.params;
+    ATOLL_ASSIGN_OR_RETURN(
+        Run run, client.Submit(program, {std::move(batch.x), std::move(batch.labels), w.w1, w.b1,
+                                         w.w2, w.b2}));
+    auto outputs = run.Wait(config.step_timeout);
+    if (!outputs.ok()) return outputs.status().WithContext(fmt::format("step {}", s));
+    w = {std::move((*outputs)[0]), std::move((*outputs)[1]), std::move((*outputs)[2]),
+         std::move((*outputs)[3])};
+    result.losses.push_back((*outputs)[4].as<float>()[0]);
+    if (on_step) {
+      on_step({s, result.losses.back(), std::chrono::steady_clock::now() - step_start});
+    }
+  }
+  result.elapsed = std::chrono::steady_clock::now() - start;
+  return result;
+}
+
+}  // namespace atl::examples

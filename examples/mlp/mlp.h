@@ -1,0 +1,69 @@
+// Data-parallel training of a 2-layer MLP classifier on synthetic data, as one compiled
+// function per step: the batch is split over the slice's devices, the weights are
+// replicated, each device computes its share of the gradients, AllReduceSum adds them up,
+// and every device takes the same SGD step. On a 1-device slice the same function is plain
+// single-device training, which is what the data-parallel run is checked against.
+//
+// Example:
+//   atl::examples::MlpConfig config;                 // 64 examples/step, 16-32-4 MLP
+//   auto slice = client->CreateSlice(4).value();
+//   auto result = atl::examples::TrainMlp(*client, slice, config, PrintStep);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "atoll/client.h"
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+
+namespace atl::examples {
+
+struct MlpConfig {
+  int64_t batch = 64;  // global; a multiple of the slice's device count
+  int64_t inputs = 16;
+  int64_t hidden = 32;
+  int64_t classes = 4;
+  int steps = 30;
+  double learning_rate = 2.0;
+  uint32_t seed = 1;  // of the initial weights and of the data
+  std::chrono::milliseconds step_timeout{30000};
+};
+
+struct MlpParams {
+  Tensor w1;  // [inputs, hidden]
+  Tensor b1;  // [hidden]
+  Tensor w2;  // [hidden, classes]
+  Tensor b2;  // [classes]
+};
+
+struct MlpBatch {
+  Tensor x;       // f32 [batch, inputs], uniform in [-1, 1)
+  Tensor labels;  // i32 [batch]: the class a fixed random linear teacher gives x
+};
+
+// Small random weights and zero biases, from config.seed.
+MlpParams InitMlp(const MlpConfig& config);
+// Step `step`'s batch: fresh inputs each step, labelled by one teacher for the whole run.
+MlpBatch MakeMlpBatch(const MlpConfig& config, int step);
+
+struct MlpStep {
+  int step = 0;     // from 1
+  double loss = 0;  // the batch's mean cross-entropy, before this step's update
+  std::chrono::duration<double> elapsed{};  // submit to results
+};
+
+struct MlpResult {
+  MlpParams params;            // after the last step
+  std::vector<double> losses;  // one per step
+  std::chrono::duration<double> elapsed{};
+};
+
+// Registers the training step on `slice` and runs config.steps steps, calling `on_step`
+// after each. Errors: the first one from registering or from a step (which names it).
+Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& config,
+                           const std::function<void(const MlpStep&)>& on_step = {});
+
+}  // namespace atl::examples
