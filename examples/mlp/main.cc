@@ -2,43 +2,16 @@
 // mlp.h). Without --rm it starts its own local cluster (the topology of config/test.toml,
 // on free loopback ports) and stops it at the end; with --rm it uses a running one
 // (`atoll up`). Prints a line per step (loss, throughput) and a summary.
-#include <stdlib.h>
-
 #include <cstdio>
-#include <filesystem>
-#include <memory>
-#include <optional>
 #include <string>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "cli/local_cluster.h"
+#include "examples/common/example_cluster.h"
 #include "examples/mlp/mlp.h"
 
 namespace {
-
-// A cluster of this process's own, stopped and removed when this goes away.
-struct OwnCluster {
-  std::string dir;
-  std::unique_ptr<atl::LocalCluster> cluster;
-  ~OwnCluster() {
-    if (cluster) (void)cluster->Stop();
-    if (!dir.empty()) std::filesystem::remove_all(dir);
-  }
-};
-
-atl::Result<std::string> StartOwnCluster(const std::string& config, OwnCluster& own) {
-  char pattern[] = "/tmp/atoll-example-mlp-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) return atl::Unavailable("cannot make a temporary directory");
-  own.dir = pattern;
-  atl::LocalClusterOptions options;
-  options.config_path = config;
-  options.state_dir = own.dir;
-  own.cluster = std::make_unique<atl::LocalCluster>(options);
-  ATOLL_RETURN_IF_ERROR(own.cluster->Start());
-  return own.cluster->info().rm_endpoint;
-}
 
 int Main(int argc, char** argv) {
   CLI::App app{"Data-parallel training of a 2-layer MLP on a slice of atoll devices"};
@@ -62,16 +35,13 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   }
 
-  OwnCluster own;
-  if (rm.empty()) {
-    auto started = StartOwnCluster(cluster_config, own);
-    if (!started.ok()) {
-      fmt::print(stderr, "error: starting a local cluster: {}\n", started.status().ToString());
-      return 1;
-    }
-    rm = *started;
+  atl::examples::ExampleCluster cluster;
+  auto endpoint = cluster.Endpoint(rm, cluster_config);
+  if (!endpoint.ok()) {
+    fmt::print(stderr, "error: {}\n", endpoint.status().ToString());
+    return 1;
   }
-  auto client = atl::Client::Connect({.rm_endpoint = rm, .name = "example-mlp"});
+  auto client = atl::Client::Connect({.rm_endpoint = *endpoint, .name = "example-mlp"});
   if (!client.ok()) {
     fmt::print(stderr, "error: {}\n", client.status().ToString());
     return 1;

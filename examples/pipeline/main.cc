@@ -1,0 +1,78 @@
+// atoll-example-pipeline: GPipe-style training of a pipelined residual MLP (examples/
+// pipeline/pipeline.h), one stage per device, on one island or split over two (the first
+// half of the stages on island0, the rest on island1, joined only by DCN transfers).
+// Without --rm it starts its own local cluster. Prints a line per step and a summary.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "examples/common/example_cluster.h"
+#include "examples/pipeline/pipeline.h"
+
+namespace {
+
+int Main(int argc, char** argv) {
+  CLI::App app{"Pipelined (GPipe) training of a residual MLP, one stage per device"};
+  atl::examples::PipelineConfig config;
+  std::string rm;
+  std::string cluster_config = ATOLL_EXAMPLE_CONFIG;
+  bool two_islands = false;
+  app.add_option("--rm", rm, "the RM of a running cluster; default: start one");
+  app.add_option("--config", cluster_config, "the cluster to start when --rm is not given");
+  app.add_flag("--two-islands", two_islands, "stages 0..S/2-1 on island0, the rest on island1");
+  app.add_option("--stages", config.stages, "pipeline stages")->capture_default_str();
+  app.add_option("--micro-batches", config.micro_batches, "per step")->capture_default_str();
+  app.add_option("--steps", config.steps, "training steps")->capture_default_str();
+  app.add_option("--lr", config.learning_rate, "SGD learning rate")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  atl::examples::ExampleCluster cluster;
+  auto endpoint = cluster.Endpoint(rm, cluster_config);
+  if (!endpoint.ok()) {
+    fmt::print(stderr, "error: {}\n", endpoint.status().ToString());
+    return 1;
+  }
+  auto client = atl::Client::Connect({.rm_endpoint = *endpoint, .name = "example-pipeline"});
+  if (!client.ok()) {
+    fmt::print(stderr, "error: {}\n", client.status().ToString());
+    return 1;
+  }
+  std::vector<atl::Slice> slices;
+  for (int s = 0; s < config.stages; ++s) {
+    const bool second = two_islands && s >= config.stages / 2;
+    auto slice = (*client)->CreateSlice(1, second ? "island1" : "island0");
+    if (!slice.ok()) {
+      fmt::print(stderr, "error: stage {}: {}\n", s, slice.status().ToString());
+      return 1;
+    }
+    slices.push_back(*slice);
+  }
+  const int64_t rows = config.micro_batch * config.micro_batches;
+  fmt::print("{} residual MLP stages ({}-{}-{}) on {}, {} micro-batches of {} rows, {} steps\n",
+             config.stages, config.width, config.hidden, config.width,
+             two_islands ? "two islands" : "island0", config.micro_batches, config.micro_batch,
+             config.steps);
+  auto result = atl::examples::TrainPipeline(**client, slices, config, [&](const auto& step) {
+    fmt::print("step {:3}/{}  loss {:.4f}  {:8.0f} examples/s\n", step.step, config.steps,
+               step.loss, static_cast<double>(rows) / step.elapsed.count());
+    std::fflush(stdout);
+  });
+  if (!result.ok()) {
+    fmt::print(stderr, "error: {}\n", result.status().ToString());
+    return 1;
+  }
+  fmt::print("done: loss {:.4f} -> {:.4f} in {} steps, {:.0f} examples/s on average\n",
+             result->losses.front(), result->losses.back(), config.steps,
+             static_cast<double>(rows) * config.steps / result->elapsed.count());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc, argv); }
