@@ -26,12 +26,14 @@ import sys
 # How each bench is plotted. "x": the param on the x axis (default: the first numeric param
 # of the bench's rows). "xscale"/"yscale": "linear", "log", "symlog" (log that admits 0),
 # or "auto" (log when the values span at least LOG_SPREAD, symlog when they also include 0
-# or less). Benches not named here use DEFAULT_PLOT.
+# or less). "series": plot only these series (the table keeps every row). Benches not named
+# here use DEFAULT_PLOT.
 PLOTS = {
     "dispatch": {"x": "compute_us", "xscale": "symlog", "yscale": "log"},
     "multitenant": {"x": "clients", "xscale": "auto", "yscale": "auto"},
+    "control": {"x": "shards", "xscale": "log", "yscale": "symlog", "series": ["total"]},
 }
-DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto"}
+DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto", "series": None}
 LOG_SPREAD = 20.0  # max / min at which "auto" turns to a log scale
 LINE_STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v"]
@@ -267,7 +269,9 @@ def plot_metric(plt, result, metric, rows, out_dir):
     no numeric param to put on x."""
     bench = result["bench"]
     config = plot_config(bench)
-    x_name = choose_x(rows, config["x"])
+    if config["series"] is not None:
+        rows = [r for r in rows if r["series"] in config["series"]]
+    x_name = choose_x(rows, config["x"]) if rows else None
     if x_name is None:
         return None
     # One line per series and per value of every other param that varies across the rows.

@@ -56,6 +56,14 @@ Status SendFrames(zmq::socket_t& socket, Frames& frames) {
   }
 }
 
+Status SendCounted(zmq::socket_t& socket, Frames& frames, proto::Kind kind, size_t first_counted) {
+  uint64_t bytes = 0;
+  for (size_t i = first_counted; i < frames.size(); ++i) bytes += frames[i].size();
+  Status sent = SendFrames(socket, frames);
+  if (sent.ok()) CountSent(kind, bytes);
+  return sent;
+}
+
 Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout) {
   try {
     if (timeout.count() > 0) {
@@ -95,7 +103,7 @@ Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router) {
     Frames reply;
     reply.push_back(std::move(routing_id));
     reply.push_back(proto::EncodeHeader(0, proto::ToError(in.status())));
-    (void)SendFrames(router, reply);
+    (void)SendCounted(router, reply, proto::Kind::kError, 1);
     return in.status();
   }
   return std::optional<proto::Incoming>(std::move(in).value());
@@ -115,11 +123,11 @@ Requester::Requester(zmq::context_t& context, std::string endpoint)
 Status Requester::Connect() { return net::Connect(socket_, endpoint_); }
 
 Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t header, Frames data,
-                                        std::chrono::milliseconds timeout) {
+                                        std::chrono::milliseconds timeout, proto::Kind kind) {
   Frames frames;
   frames.push_back(std::move(header));
   for (auto& d : data) frames.push_back(std::move(d));
-  ATOLL_RETURN_IF_ERROR(SendFrames(socket_, frames).WithContext(endpoint_));
+  ATOLL_RETURN_IF_ERROR(SendCounted(socket_, frames, kind, 0).WithContext(endpoint_));
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -14,6 +14,7 @@
 
 #include "atoll/status.h"
 #include "common/codec.h"
+#include "common/sent_counters.h"
 
 namespace atl::net {
 
@@ -37,6 +38,10 @@ Status SendFrames(zmq::socket_t& socket, Frames& frames);
 // An empty optional means nothing arrived in time.
 Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout);
 
+// Sends `frames` as one multipart message and counts it as one message of `kind` (see
+// sent_counters.h), of every frame's bytes from `first_counted` on (past the routing id).
+Status SendCounted(zmq::socket_t& socket, Frames& frames, proto::Kind kind, size_t first_counted);
+
 // Sends a message [routing id?][header(body)][data...].
 template <typename T>
 Status Send(zmq::socket_t& socket, const zmq::message_t* routing_id, uint64_t request_id,
@@ -46,7 +51,7 @@ Status Send(zmq::socket_t& socket, const zmq::message_t* routing_id, uint64_t re
   if (routing_id != nullptr) frames.emplace_back(routing_id->data(), routing_id->size());
   frames.push_back(proto::EncodeHeader(request_id, body));
   for (auto& d : data) frames.push_back(std::move(d));
-  return SendFrames(socket, frames);
+  return SendCounted(socket, frames, T::kKind, routing_id != nullptr ? 1 : 0);
 }
 
 // Replies on a ROUTER socket to `to` with a body or an error.
@@ -85,15 +90,17 @@ class Requester {
   // The DEALER itself, for a service that polls it in its loop once setup calls are done.
   zmq::socket_t& socket() { return socket_; }
 
+  // `kind` is the request's, for the sent-message counters.
   Result<proto::Incoming> Call(uint64_t request_id, zmq::message_t header, Frames data,
-                               std::chrono::milliseconds timeout);
+                               std::chrono::milliseconds timeout,
+                               proto::Kind kind = proto::Kind{0});
 
   template <typename Reply, typename Request>
   Result<Reply> Call(const Request& request, std::chrono::milliseconds timeout, Frames data = {},
                      Frames* reply_data = nullptr) {
     const uint64_t id = ++next_request_id_;
-    ATOLL_ASSIGN_OR_RETURN(proto::Incoming in,
-                           Call(id, proto::EncodeHeader(id, request), std::move(data), timeout));
+    ATOLL_ASSIGN_OR_RETURN(proto::Incoming in, Call(id, proto::EncodeHeader(id, request),
+                                                    std::move(data), timeout, Request::kKind));
     if (in.header.kind() == proto::Kind::kError) {
       ATOLL_ASSIGN_OR_RETURN(proto::Error err, in.header.As<proto::Error>());
       return proto::FromError(err);

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/request_server.h"
+#include "common/sent_counters.h"
 #include "common/tensor_block.h"
 #include "services/executor/backend_sim.h"
 
@@ -153,6 +154,7 @@ void ExecutorService::Heartbeat() {
                                        {"batches_in", received_.batches},
                                        {"bytes_in", received_.bytes},
                                        {"last_in_us", received_.last_us}});
+  events_->Publish("net.stats", net::SentCountFields());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/request_server.h"
+#include "common/sent_counters.h"
 
 namespace atl::store {
 
@@ -431,6 +432,7 @@ void StoreService::ExpireClients() {
                                   {"objects", stats.objects},
                                   {"bytes_in_use", stats.bytes_in_use},
                                   {"arena_bytes", stats.arena_bytes}});
+  events_.Publish("net.stats", net::SentCountFields());
 }
 
 void StoreService::PublishCollected(const Collected& collected) {

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/request_server.h"
+#include "common/sent_counters.h"
 #include "common/transport.h"
 
 namespace atl::rm {
@@ -32,8 +33,10 @@ Status RmService::Bind() {
 
 void RmService::Run() {
   loop_.AddSocket("request", socket_, [this] { OnRequest(); });
-  loop_.AddTimer("liveness", std::chrono::milliseconds(config_.heartbeat_ms),
-                 [this] { CheckLiveness(); });
+  loop_.AddTimer("liveness", std::chrono::milliseconds(config_.heartbeat_ms), [this] {
+    CheckLiveness();
+    events_->Publish("net.stats", net::SentCountFields());
+  });
   loop_.Run();
   proxy_.Stop();
 }

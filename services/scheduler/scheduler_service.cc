@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/request_server.h"
+#include "common/sent_counters.h"
 
 namespace atl::scheduler {
 
@@ -30,6 +31,8 @@ Status SchedulerService::Start(std::chrono::milliseconds timeout) {
 
 void SchedulerService::Run() {
   loop_.AddSocket("submit", socket_, [this] { OnRequest(); });
+  loop_.AddTimer("net.stats", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { events_->Publish("net.stats", net::SentCountFields()); });
   loop_.Run();
 }
 

@@ -125,6 +125,19 @@ class ReportTest(unittest.TestCase):
         self.assertNotIn("other_count.png", md)
         self.assertFalse(os.path.exists(os.path.join(self.out, "other_count.png")))
 
+    def test_a_plot_keeps_only_its_configured_series(self):
+        rows = [row(series, {"hosts": h, "shards": n}, "messages_per_computation", "1", [n])
+                for series in ("total", "client->store") for h in (1, 2) for n in (8, 16)]
+        result = {"bench": "control", "commit": "abc1234", "machine": machine(),
+                  "quick": True, "rows": rows, "derived": {}}
+        self.write("control.json", result)
+        code, err = self.run_report()
+        self.assertEqual(code, 0, err)
+        md = self.read_md()
+        self.assertEqual(md.count("| client->store |"), 4)  # the table keeps every row
+        self.assertIn("](control_messages_per_computation.png)", md)
+        self.assertEqual(report.PLOTS["control"]["series"], ["total"])
+
     def test_no_plots(self):
         self.write("dispatch.json", dispatch_result())
         code, err = self.run_report("--no-plots")

@@ -1,0 +1,208 @@
+// bench/control: messages and bytes sent per sharded computation as the shard count grows,
+// for clusters of 1, 2, 4 and 8 hosts of `sim` devices. Each computation is
+// step(x) = all_reduce_sum(x) + 1 over every shard of an S-shard slice (x a replicated
+// scalar, so the all-reduce's partials cross hosts); a program chains `steps` of them,
+// is submitted once and waited for. Every process counts what it sends (common/
+// sent_counters.h); a run's figures are the difference of those counters around it, per
+// flow (sender -> receiver), heartbeats left out. Per computation: a run of 2N computations
+// less a run of N, over N, so what a run costs once (Submit, argument puts, per-shard result
+// reservations, reads and releases) is reported apart, as per run (N less N computations).
+// What Pathways predicts: control messages per computation grow with hosts (one Dispatch
+// per executor, one GangsDone per executor, one partial per pair of hosts), not with shards.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "atoll/client.h"
+#include "bench/common/bench_args.h"
+#include "bench/common/bench_cluster.h"
+#include "bench/common/bench_result.h"
+#include "bench/control/message_tally.h"
+#include "cli/local_cluster.h"
+
+namespace atl::bench {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr int kHeartbeatMs = 50;
+
+struct Sweep {
+  std::vector<int> hosts;      // cluster sizes
+  int devices_per_host = 512;  // the most shards is hosts * devices_per_host
+  int min_shards = 8;
+  int steps = 16;
+  int runs = 3;
+};
+
+std::string ClusterToml(int hosts, int devices_per_host) {
+  std::string toml = fmt::format(R"([cluster]
+bind_host = "127.0.0.1"
+heartbeat_ms = {}
+liveness = 200
+log_level = "warn"
+[rm]
+endpoint = "tcp://127.0.0.1:*"
+events_in = "tcp://127.0.0.1:*"
+events_out = "tcp://127.0.0.1:*"
+[[islands]]
+name = "island0"
+)",
+                                 kHeartbeatMs);
+  for (int h = 0; h < hosts; ++h) {
+    toml += fmt::format(
+        "[[islands.hosts]]\nname = \"h{}\"\ndevices = {}\nkind = \"sim\"\n"
+        "device_memory_mb = 1\narena_mb = 16\n",
+        h, devices_per_host);
+  }
+  return toml;
+}
+
+Result<Program> ChainOf(const Function& fn, int length) {
+  ProgramBuilder p;
+  Traced x = p.Arg(DType::kF32, {1});
+  for (int i = 0; i < length; ++i) x = p.Call(fn, {x})[0];
+  p.Return({x});
+  return p.Build();
+}
+
+// One run of `program` (`steps` computations); the flows it caused.
+Result<Flows> MeasureRun(Client& client, const Program& program, MessageTally& tally) {
+  ATOLL_ASSIGN_OR_RETURN(Flows before, tally.Snapshot());
+  ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, {Tensor::F32({1}, {0})}));
+  ATOLL_RETURN_IF_ERROR(run.Wait(120s).status());
+  // Let what follows a run (GangsDone, releases) arrive before the counters are read.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4 * kHeartbeatMs));
+  ATOLL_ASSIGN_OR_RETURN(Flows after, tally.Snapshot());
+  return Minus(after, before);
+}
+
+// Messages and bytes by flow, as signed numbers (a difference of runs).
+using Figures = std::map<std::string, std::pair<double, double>>;
+
+// a * x + b * y, flow by flow (a flow missing from one counts as 0 there).
+Figures Combine(double a, const Flows& x, double b, const Flows& y) {
+  Figures out;
+  for (const auto& [name, f] : x) {
+    out[name].first += a * static_cast<double>(f.messages);
+    out[name].second += a * static_cast<double>(f.bytes);
+  }
+  for (const auto& [name, f] : y) {
+    out[name].first += b * static_cast<double>(f.messages);
+    out[name].second += b * static_cast<double>(f.bytes);
+  }
+  return out;
+}
+
+// Samples per flow and in total, in messages and bytes.
+struct Samples {
+  std::map<std::string, std::vector<double>> messages, bytes;
+
+  void Add(const Figures& figures) {
+    double total_messages = 0, total_bytes = 0;
+    for (const auto& [name, f] : figures) {
+      messages[name].push_back(f.first);
+      bytes[name].push_back(f.second);
+      total_messages += f.first;
+      total_bytes += f.second;
+    }
+    messages["total"].push_back(total_messages);
+    bytes["total"].push_back(total_bytes);
+  }
+
+  // Rows "messages_per_<what>" and "bytes_per_<what>"; a flow absent from a run had nothing.
+  void Report(BenchResult& result, const Params& params, const std::string& what, size_t runs) {
+    for (auto& [name, samples] : messages) {
+      samples.resize(runs, 0.0);
+      bytes[name].resize(runs, 0.0);
+      result.Add(name, params, "messages_per_" + what, "1", samples);
+      result.Add(name, params, "bytes_per_" + what, "B", bytes[name]);
+    }
+  }
+};
+
+// Per computation: the difference between a run of 2N and a run of N computations, over N,
+// so that what a run costs once (Submit, argument puts, result reads and releases, all per
+// shard) does not count. Per run: that once-per-run part, a run of N less N computations.
+Status MeasureShards(Client& client, int hosts, int shards, const Sweep& sweep, MessageTally& tally,
+                     BenchResult& result) {
+  ATOLL_ASSIGN_OR_RETURN(Slice slice, client.CreateSlice(shards));
+  FunctionBuilder b("step");
+  Value x = b.Input(DType::kF32, {1}, Sharding::Replicated());
+  b.Output(b.Add(b.AllReduceSum(x), 1.0));
+  ATOLL_ASSIGN_OR_RETURN(Function step, client.Register(b, slice));
+  ATOLL_ASSIGN_OR_RETURN(Program shorter, ChainOf(step, sweep.steps));
+  ATOLL_ASSIGN_OR_RETURN(Program longer, ChainOf(step, 2 * sweep.steps));
+  ATOLL_RETURN_IF_ERROR(MeasureRun(client, longer, tally).status());  // warm-up
+  Samples per_computation, per_run;
+  for (int r = 0; r < sweep.runs; ++r) {
+    ATOLL_ASSIGN_OR_RETURN(Flows n, MeasureRun(client, shorter, tally));
+    ATOLL_ASSIGN_OR_RETURN(Flows n2, MeasureRun(client, longer, tally));
+    // (2N - N) / N per computation; N - N * that = 2 * N - 2N once per run.
+    per_computation.Add(Combine(1.0 / sweep.steps, n2, -1.0 / sweep.steps, n));
+    per_run.Add(Combine(2.0, n, -1.0, n2));
+  }
+  const Params params = {{"hosts", hosts}, {"shards", shards}};
+  per_computation.Report(result, params, "computation", sweep.runs);
+  per_run.Report(result, params, "run", sweep.runs);
+  fmt::print(
+      "hosts={} shards={:>4}: {:>6.2f} messages, {:>8.0f} B per computation; "
+      "{:>6.0f} messages per run\n",
+      hosts, shards, per_computation.messages["total"][0], per_computation.bytes["total"][0],
+      per_run.messages["total"][0]);
+  for (const auto& [name, samples] : per_computation.messages) {
+    if (name != "total") fmt::print("    {:<22} {:>7.2f}\n", name, samples[0]);
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+Status MeasureHosts(int hosts, const Sweep& sweep, const std::string& dir, BenchResult& result) {
+  ATOLL_ASSIGN_OR_RETURN(
+      std::unique_ptr<LocalCluster> cluster,
+      StartBenchCluster(dir, ClusterToml(hosts, sweep.devices_per_host), ATOLL_BIN_DIR));
+  ATOLL_ASSIGN_OR_RETURN(
+      std::unique_ptr<Client> client,
+      Client::Connect({.rm_endpoint = cluster->info().rm_endpoint, .name = "bench-control"}));
+  zmq::context_t context;
+  // Executors and stores on every host, one scheduler, the RM.
+  MessageTally tally(context, cluster->info().events_out, 2 * hosts + 2);
+  ATOLL_RETURN_IF_ERROR(tally.Start());
+  for (int shards = std::max(sweep.min_shards, hosts); shards <= hosts * sweep.devices_per_host;
+       shards *= 2) {
+    const auto started = std::chrono::steady_clock::now();
+    Status measured = MeasureShards(*client, hosts, shards, sweep, tally, result);
+    ATOLL_RETURN_IF_ERROR(measured.WithContext(fmt::format("{} shards", shards)));
+    fmt::print("    ({:.1f} s)\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+  return cluster->Stop();
+}
+
+Status RunSweep(const BenchOptions& options, BenchResult& result) {
+  Sweep sweep;
+  if (options.quick)
+    sweep = {{1, 2}, 16, 8, 8, 2};
+  else
+    sweep = {{1, 2, 4, 8}, 512, 8, 16, 3};
+  const std::string dir =
+      std::filesystem::temp_directory_path() / fmt::format("atoll-bench-control-{}", getpid());
+  for (int hosts : sweep.hosts) {
+    Status measured = MeasureHosts(hosts, sweep, fmt::format("{}/h{}", dir, hosts), result);
+    ATOLL_RETURN_IF_ERROR(measured.WithContext(fmt::format("cluster of {} hosts", hosts)));
+  }
+  std::filesystem::remove_all(dir);
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace atl::bench
+
+int main(int argc, char** argv) {
+  return atl::bench::RunBenchmark(argc, argv, "control",
+                                  "messages and bytes sent per sharded computation as shards grow",
+                                  atl::bench::RunSweep);
+}

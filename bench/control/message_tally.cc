@@ -1,0 +1,141 @@
+#include "bench/control/message_tally.h"
+
+#include <fmt/format.h>
+
+#include "common/events.h"
+#include "common/sent_counters.h"
+#include "common/transport.h"
+
+namespace atl::bench {
+namespace {
+
+// "executor/h0" -> "executor"; the object store publishes as "objectstore/<host>".
+std::string RoleOf(const std::string& src) {
+  std::string role = src.substr(0, src.find('/'));
+  return role == "objectstore" ? "store" : role;
+}
+
+const std::map<std::string, proto::Kind>& KindsByName() {
+  static const auto* kinds = [] {
+    auto* m = new std::map<std::string, proto::Kind>;
+    for (uint16_t k = 0; k < 256; ++k) {
+      const auto kind = static_cast<proto::Kind>(k);
+      if (proto::KindName(kind) != "unknown") (*m)[std::string(proto::KindName(kind))] = kind;
+    }
+    return m;
+  }();
+  return *kinds;
+}
+
+}  // namespace
+
+std::string ReceiverOf(proto::Kind kind) {
+  using K = proto::Kind;
+  switch (kind) {
+    case K::kHeartbeat:
+      return "";
+    case K::kRegisterExecutor:
+    case K::kRegisterScheduler:
+    case K::kHelloClient:
+    case K::kCreateSlice:
+    case K::kRegisterFunction:
+    case K::kGetClusterStatus:
+    case K::kGoodbye:
+      return "rm";
+    case K::kCompile:
+    case K::kDispatch:
+    case K::kTupleBatch:
+    case K::kRunLoop:
+    case K::kHostChanged:
+      return "executor";
+    case K::kSubmitProgram:
+    case K::kGangsDone:
+      return "scheduler";
+    case K::kStoreHello:
+    case K::kCreateObject:
+    case K::kSealObject:
+    case K::kPutObject:
+    case K::kGetObject:
+    case K::kReleaseObject:
+    case K::kGetStoreStats:
+      return "store";
+    case K::kSliceRemapped:
+    case K::kSubmitReply:
+      return "client";
+    default:
+      return "reply";
+  }
+}
+
+void AddCounts(const std::string& sender, const std::map<std::string, uint64_t>& counts,
+               Flows& flows) {
+  for (const auto& [field, value] : counts) {
+    const size_t dot = field.rfind('.');
+    if (dot == std::string::npos) continue;
+    auto kind = KindsByName().find(field.substr(0, dot));
+    if (kind == KindsByName().end()) continue;
+    const std::string receiver = ReceiverOf(kind->second);
+    if (receiver.empty()) continue;
+    Flow& flow = flows[sender + "->" + receiver];
+    const std::string what = field.substr(dot + 1);
+    if (what == "msgs") flow.messages += value;
+    if (what == "bytes") flow.bytes += value;
+  }
+}
+
+Flows Minus(const Flows& after, const Flows& before) {
+  Flows diff;
+  for (const auto& [name, a] : after) {
+    auto b = before.find(name);
+    const Flow d =
+        b == before.end() ? a : Flow{a.messages - b->second.messages, a.bytes - b->second.bytes};
+    if (d.messages != 0 || d.bytes != 0) diff[name] = d;
+  }
+  return diff;
+}
+
+MessageTally::MessageTally(zmq::context_t& context, std::string events_out, size_t services)
+    : socket_(net::MakeSocket(context, zmq::socket_type::sub)),
+      endpoint_(std::move(events_out)),
+      services_(services) {}
+
+Status MessageTally::Start() {
+  socket_.set(zmq::sockopt::subscribe, "net.stats");
+  return net::Connect(socket_, endpoint_);
+}
+
+Result<Flows> MessageTally::Snapshot(std::chrono::milliseconds timeout) {
+  const int64_t since_us = NowMicros();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::map<std::string, std::map<std::string, uint64_t>> reports;  // by src
+  while (reports.size() < services_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return DeadlineExceeded(fmt::format("only {} of {} services reported net.stats within {} ms",
+                                          reports.size(), services_, timeout.count()));
+    }
+    ATOLL_ASSIGN_OR_RETURN(auto frames, net::RecvFrames(socket_, left));
+    if (!frames || frames->size() != 2) continue;
+    ATOLL_ASSIGN_OR_RETURN(Event e, DecodeEvent((*frames)[0], (*frames)[1]));
+    if (e.fields.value("ts_us", int64_t{0}) < since_us) continue;
+    const std::string src = e.fields.value("src", std::string());
+    if (reports.contains(src)) continue;
+    auto& counts = reports[src];
+    for (const auto& [key, value] : e.fields.items()) {
+      if (value.is_number_unsigned()) counts[key] = value.get<uint64_t>();
+    }
+  }
+  Flows flows;
+  for (const auto& [src, counts] : reports) AddCounts(RoleOf(src), counts, flows);
+  std::map<std::string, uint64_t> mine;
+  for (const auto& [kind, count] : net::SentCounts()) {
+    const std::string name(proto::KindName(kind));
+    mine[name + ".msgs"] = count.messages;
+    mine[name + ".bytes"] = count.bytes;
+  }
+  AddCounts("client", mine, flows);
+  return flows;
+}
+
+}  // namespace atl::bench
