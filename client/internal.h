@@ -36,8 +36,15 @@ struct Program::Impl {
     std::shared_ptr<const Function::Impl> fn;
     std::vector<Traced> args;
   };
+  // Rows of a call's output sent, each, to the consumer shard its destination names.
+  struct Route {
+    Traced values;        // [n, ...]
+    Traced destinations;  // i32 [n], an output of the same call
+    ir::TensorType type;  // what consumers receive: [?, ...], rows split over shards
+  };
   std::vector<ir::TensorType> args;  // dtype and global shape of each argument
   std::vector<Call> calls;           // in trace order, which is a topological order
+  std::vector<Route> routes;
   std::vector<Traced> results;
 };
 

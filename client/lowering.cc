@@ -60,6 +60,40 @@ Status CheckFutureFeeds(const ResultPlan& plan, const Program::Impl::Call& call,
   return Status::Ok();
 }
 
+// Sparse exchange into input `input` of call `consumer`: every producer shard sends every
+// consumer shard the rows routed to it, an empty piece when none are, so that the consumer
+// knows when it has heard from all producers.
+Status LowerRoute(const Program::Impl& program, const Program::Impl::Route& route, size_t consumer,
+                  size_t input, std::vector<std::vector<proto::Entry>>& entries) {
+  const auto& call = program.calls[consumer];
+  const auto& to = call.fn->slice.devices;
+  const ir::TensorType& want = call.fn->def.inputs[input];
+  if (ir::MeshOf(call.fn->def, static_cast<int>(to.size())).size() != 1 || want.split.empty() ||
+      want.split[0] != 0) {
+    return InvalidArgument(
+        fmt::format("'{}' input {} takes routed rows: it must be split along "
+                    "dimension 0 over a 1-D slice",
+                    call.fn->def.name, input));
+  }
+  auto& producers = entries[route.values.index];
+  for (auto& producer : producers) {
+    for (size_t c = 0; c < to.size(); ++c) {
+      proto::OutputDest dest{proto::OutputDest::kTuple,
+                             to[c].data_endpoint,
+                             static_cast<uint32_t>(consumer),
+                             static_cast<uint32_t>(input),
+                             static_cast<uint32_t>(c),
+                             0,
+                             {},
+                             route.destinations.output,
+                             static_cast<uint32_t>(to.size())};
+      dest.piece.of = static_cast<uint32_t>(producers.size());
+      producer.outputs[route.values.output].push_back(std::move(dest));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<LoweringArg>& args,
@@ -117,6 +151,10 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
               {devices[s].store_endpoint, object, static_cast<uint32_t>(s), std::move(shard)});
           entries[k][s].inputs[j] = {proto::InputSource::kStore, object, static_cast<uint32_t>(s)};
         }
+        continue;
+      }
+      if (src.kind == kTracedRoute) {
+        ATOLL_RETURN_IF_ERROR(LowerRoute(program, program.routes[src.index], k, j, entries));
         continue;
       }
       const auto& producer = *program.calls[src.index].fn;

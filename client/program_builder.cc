@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "client/internal.h"
@@ -26,6 +28,9 @@ const ir::TensorType* TypeOf(const Program::Impl& p, const Traced& t) {
     const auto& outs = p.calls[t.index].fn->output_types;
     if (t.output >= 0 && static_cast<size_t>(t.output) < outs.size()) return &outs[t.output];
   }
+  if (t.kind == kTracedRoute && t.index >= 0 && static_cast<size_t>(t.index) < p.routes.size()) {
+    return &p.routes[t.index].type;
+  }
   return nullptr;
 }
 
@@ -34,6 +39,32 @@ const ir::TensorType* TypeOf(const Program::Impl& p, const Traced& t) {
 Traced ProgramBuilder::Arg(DType dtype, Shape shape) {
   impl_->args.push_back(ir::SplitType(dtype, std::move(shape), -1));
   return {kTracedArg, static_cast<int>(impl_->args.size()) - 1, 0};
+}
+
+Traced ProgramBuilder::Route(Traced values, Traced destinations) {
+  if (!status_.ok()) return {};
+  const ir::TensorType* v = TypeOf(*impl_, values);
+  const ir::TensorType* d = TypeOf(*impl_, destinations);
+  if (values.kind != kTracedCall || destinations.kind != kTracedCall || !v || !d ||
+      values.index != destinations.index) {
+    status_ =
+        InvalidArgument("Route takes two outputs of one call: the rows and their destinations");
+    return {};
+  }
+  if (v->shape.empty() || d->dtype != DType::kI32 || d->shape.size() != 1 ||
+      d->shape[0] != v->shape[0] || d->split.front() != v->split.front()) {
+    status_ = InvalidArgument(
+        fmt::format("Route: {}{} rows need i32[{}] destinations laid out like them, got {}{}",
+                    DTypeName(v->dtype), ShapeString(v->shape), v->shape.empty() ? 0 : v->shape[0],
+                    DTypeName(d->dtype), ShapeString(d->shape)));
+    return {};
+  }
+  ir::TensorType routed = *v;
+  routed.shape[0] = kDynamicDim;
+  std::fill(routed.split.begin(), routed.split.end(), -1);
+  routed.split[0] = 0;
+  impl_->routes.push_back({values, destinations, std::move(routed)});
+  return {kTracedRoute, static_cast<int>(impl_->routes.size()) - 1, 0};
 }
 
 std::vector<Traced> ProgramBuilder::Call(const Function& fn, const std::vector<Traced>& args) {
@@ -79,6 +110,10 @@ void ProgramBuilder::Return(const std::vector<Traced>& results) {
   for (const auto& r : results) {
     if (TypeOf(*impl_, r) == nullptr) {
       status_ = InvalidArgument("Return of a value that is not part of this program");
+      return;
+    }
+    if (r.kind == kTracedRoute) {
+      status_ = InvalidArgument("a routed value can only feed a call, not be returned");
       return;
     }
   }

@@ -8,42 +8,6 @@
 
 namespace atl {
 
-namespace {
-
-// Concatenates shards of data-dependent lengths along `dim`, in order; every other
-// dimension must agree.
-Result<Tensor> JoinRagged(const std::vector<Tensor>& shards, size_t dim) {
-  const Tensor& first = shards[0];
-  Shape shape = first.shape();
-  if (dim >= shape.size()) {
-    return InvalidArgument(
-        fmt::format("cannot join along dimension {} of {}", dim, ShapeString(shape)));
-  }
-  shape[dim] = 0;
-  for (const auto& s : shards) {
-    Shape other = s.shape();
-    if (s.dtype() != first.dtype() || other.size() != shape.size()) {
-      return InvalidArgument("shards to join differ in dtype or rank");
-    }
-    shape[dim] += other[dim];
-    other[dim] = first.shape()[dim];
-    if (other != first.shape()) {
-      return InvalidArgument(
-          fmt::format("shards to join along dimension {} differ in another dimension: {} and {}",
-                      dim, ShapeString(first.shape()), ShapeString(s.shape())));
-    }
-  }
-  Tensor out(first.dtype(), shape);
-  Shape at(shape.size(), 0);
-  for (const auto& part : shards) {
-    ATOLL_RETURN_IF_ERROR(InsertBlock(out, part, at));
-    at[dim] += part.shape()[dim];
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<Tensor> ShardOf(const Tensor& t, const ir::TensorType& type, const Shape& mesh, int shard) {
   if (t.shape() != type.shape) {
     return InvalidArgument(fmt::format("cannot cut {} as a {} tensor", ShapeString(t.shape()),
@@ -73,7 +37,7 @@ Result<Tensor> Assemble(const std::vector<Tensor>& shards, const ir::TensorType&
   }
   if (!ir::IsStatic(type)) {
     for (size_t d = 0; d < type.shape.size(); ++d) {
-      if (type.split[d] >= 0) return JoinRagged(shards, d);
+      if (type.split[d] >= 0) return Concat(shards, d);
     }
   }
   Tensor out(type.dtype, type.shape);

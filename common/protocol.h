@@ -333,8 +333,13 @@ struct OutputDest {
   uint32_t shard = 0;
   uint64_t object_id = 0;
   Piece piece;  // kTuple: the part of the output that goes there
+  // Sparse exchange: >= 0 names the output holding each row's destination shard (of
+  // `route_shards`); only the rows bound for `shard` go, possibly none, and piece.of says
+  // how many producer shards send to it.
+  int32_t route_by = -1;
+  uint32_t route_shards = 0;
   bool operator==(const OutputDest&) const = default;
-  MSGPACK_DEFINE(kind, data_endpoint, node, input, shard, object_id, piece);
+  MSGPACK_DEFINE(kind, data_endpoint, node, input, shard, object_id, piece, route_by, route_shards);
 };
 
 // One shard of one gang: everything an executor needs to run it without asking anyone.
@@ -398,6 +403,8 @@ struct TupleHeader {
     kInput = 0,       // input `input` of shard `shard` of `node`
     kCollective = 1,  // a host's partial for collective op `input` of `node`; `shard` is
                       // the sending host's index in the gang's sorted host list
+    kRows = 2,        // sparse exchange: the rows producer shard `part` routed to input
+                      // `input` of shard `shard` of `node`; `pieces` producers send
   };
   uint8_t kind = kInput;
   uint64_t run_id = 0;
@@ -413,9 +420,10 @@ struct TupleHeader {
   Shape dst_begin;
   Shape dst_shape;
   uint32_t pieces = 0;  // how many make the consumer's shard; 0: this is the whole shard
+  uint32_t part = 0;    // kRows: the sender's index among the `pieces`
   bool operator==(const TupleHeader&) const = default;
   MSGPACK_DEFINE(kind, run_id, node, input, shard, dtype, shape, error_code, error, dst_begin,
-                 dst_shape, pieces);
+                 dst_shape, pieces, part);
 };
 
 struct TupleBatch {

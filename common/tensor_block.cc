@@ -1,5 +1,6 @@
 #include "common/tensor_block.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -67,6 +68,59 @@ Status InsertBlock(Tensor& dst, const Tensor& block, const Shape& begin) {
     std::memcpy(dst.data() + to * elem, block.data() + from * elem, row);
   });
   return Status::Ok();
+}
+
+Result<Tensor> Concat(const std::vector<Tensor>& parts, size_t dim) {
+  if (parts.empty()) return InvalidArgument("nothing to join");
+  const Tensor& first = parts[0];
+  Shape shape = first.shape();
+  if (dim >= shape.size()) {
+    return InvalidArgument(
+        fmt::format("cannot join along dimension {} of {}", dim, ShapeString(shape)));
+  }
+  shape[dim] = 0;
+  for (const auto& part : parts) {
+    Shape other = part.shape();
+    if (part.dtype() != first.dtype() || other.size() != shape.size()) {
+      return InvalidArgument("parts to join differ in dtype or rank");
+    }
+    shape[dim] += other[dim];
+    other[dim] = first.shape()[dim];
+    if (other != first.shape()) {
+      return InvalidArgument(
+          fmt::format("parts to join along dimension {} differ in another dimension: {} and {}",
+                      dim, ShapeString(first.shape()), ShapeString(part.shape())));
+    }
+  }
+  Tensor out(first.dtype(), shape);
+  Shape at(shape.size(), 0);
+  for (const auto& part : parts) {
+    ATOLL_RETURN_IF_ERROR(InsertBlock(out, part, at));
+    at[dim] += part.shape()[dim];
+  }
+  return out;
+}
+
+Result<Tensor> SelectRows(const Tensor& values, const Tensor& destinations, int32_t destination) {
+  if (values.shape().empty() || destinations.dtype() != DType::kI32 ||
+      destinations.shape() != Shape{values.shape()[0]}) {
+    return InvalidArgument(
+        fmt::format("rows {} need i32[{}] destinations, got {}{}", ShapeString(values.shape()),
+                    values.shape().empty() ? 0 : values.shape()[0], DTypeName(destinations.dtype()),
+                    ShapeString(destinations.shape())));
+  }
+  const auto dest = destinations.as<int32_t>();
+  Shape shape = values.shape();
+  shape[0] = std::count(dest.begin(), dest.end(), destination);
+  Tensor out(values.dtype(), shape);
+  const size_t row = values.shape()[0] == 0 ? 0 : values.nbytes() / values.shape()[0];
+  size_t at = 0;
+  for (size_t i = 0; i < dest.size(); ++i) {
+    if (dest[i] != destination) continue;
+    std::memcpy(out.data() + at, values.data() + i * row, row);
+    at += row;
+  }
+  return out;
 }
 
 }  // namespace atl

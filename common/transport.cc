@@ -140,12 +140,11 @@ Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t head
     if (!got) continue;
     auto in = proto::ParseIncoming(std::move(*got), /*routed=*/false);
     if (!in.ok()) return in.status().WithContext("reply from " + endpoint_);
-    if (in->header.request_id() == 0) {
-      notices_.push_back(std::move(in).value());
-      continue;
-    }
-    if (in->header.request_id() != request_id) continue;  // a late reply to an old request
-    return std::move(in).value();
+    // Request id 0 is a notice, unless asked for: the error reply to a header the peer could
+    // not read carries id 0 too.
+    if (in->header.request_id() == request_id) return std::move(in).value();
+    if (in->header.request_id() == 0) notices_.push_back(std::move(in).value());
+    // Anything else is a late reply to an old request.
   }
 }
 

@@ -25,7 +25,7 @@ class Function;
 
 // A symbolic value in a program being traced: an argument or a call's output.
 struct Traced {
-  int kind = -1;  // argument, call output
+  int kind = -1;  // argument, call output, routed rows
   int index = -1;
   int output = 0;
 };
@@ -51,6 +51,12 @@ class ProgramBuilder {
   ~ProgramBuilder();
 
   Traced Arg(DType dtype, Shape shape);
+  // Sparse, data-dependent exchange (mixture-of-experts routing): row i of `values` goes to
+  // the shard `destinations[i]` of whichever call takes the result, and nowhere else. Both
+  // must be outputs of one call, `destinations` i32 [n] for `values` [n, ...]. The consumer's
+  // input is [kDynamicDim, ...] split along dimension 0: each shard gets the rows sent to
+  // it, in producer-shard then row order, possibly none. Irregular: dispatched sequentially.
+  Traced Route(Traced values, Traced destinations);
   // Records a call; returns one Traced per output of `fn`.
   std::vector<Traced> Call(const Function& fn, const std::vector<Traced>& args);
   void Return(const std::vector<Traced>& results);

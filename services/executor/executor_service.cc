@@ -580,6 +580,13 @@ void ExecutorService::SendOutputs(Completion& done) {
         QueueTuple(dest.data_endpoint, std::move(h), value());
         continue;
       }
+      if (dest.route_by >= 0) {
+        h.kind = proto::TupleHeader::kRows;
+        h.pieces = piece.of;
+        h.part = e.shard;
+        QueueTuple(dest.data_endpoint, std::move(h), RoutedRows(done, o, dest));
+        continue;
+      }
       h.dst_begin = piece.dst_begin;
       h.dst_shape = piece.dst_shape;
       h.pieces = piece.of;
@@ -594,6 +601,10 @@ void ExecutorService::SendOutputs(Completion& done) {
 
 void ExecutorService::ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> value) {
   const InputKey key{h.run_id, h.node, h.input, h.shard};
+  if (h.kind == proto::TupleHeader::kRows && h.pieces == 0) {
+    DeliverInput(key, InvalidArgument("routed rows that name no producer count"));
+    return;
+  }
   if (h.pieces == 0) {
     DeliverInput(key, std::move(value));
     return;
@@ -601,9 +612,32 @@ void ExecutorService::ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> v
   if (auto whole = pieces_.Add(key, h, std::move(value))) DeliverInput(key, std::move(*whole));
 }
 
+Result<Tensor> ExecutorService::RoutedRows(const Completion& done, size_t output,
+                                           const proto::OutputDest& dest) {
+  if (!done.outputs.ok()) return done.outputs.status();
+  const auto& outputs = *done.outputs;
+  if (dest.route_by < 0 || static_cast<size_t>(dest.route_by) >= outputs.size()) {
+    return InvalidArgument(
+        fmt::format("rows routed by output {} of {}", dest.route_by, outputs.size()));
+  }
+  const Tensor& destinations = outputs[dest.route_by];
+  if (destinations.dtype() == DType::kI32) {
+    for (int32_t d : destinations.as<int32_t>()) {
+      if (d < 0 || static_cast<uint32_t>(d) >= dest.route_shards) {
+        // Every consumer shard hears the error: a row routed nowhere must not vanish.
+        return InvalidArgument(
+            fmt::format("a row is routed to shard {}, but the consumer "
+                        "has shards 0..{}",
+                        d, dest.route_shards - 1));
+      }
+    }
+  }
+  return SelectRows(outputs[output], destinations, static_cast<int32_t>(dest.shard));
+}
+
 void ExecutorService::QueueTuple(const std::string& endpoint, proto::TupleHeader h,
                                  Result<Tensor> value) {
-  if (endpoint == data_endpoint_ && h.kind == proto::TupleHeader::kInput) {
+  if (endpoint == data_endpoint_ && h.kind != proto::TupleHeader::kCollective) {
     ReceiveTuple(h, std::move(value));  // same host: no socket
     return;
   }

@@ -102,6 +102,8 @@ class ExecutorService {
   void DeliverLocalTuples(Completion& done);
   void SendOutputs(Completion& done);
   void FlushTuples();
+  // Of output `output`, the rows a sparse-exchange destination gets (or why none can go).
+  Result<Tensor> RoutedRows(const Completion& done, size_t output, const proto::OutputDest& dest);
   // A tuple for a shard on this host: delivered, or added to the shard's pieces.
   void ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> value);
   // Queues a tuple for `endpoint` in its host's batch (or delivers it here when local).

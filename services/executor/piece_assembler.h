@@ -1,9 +1,12 @@
-// Puts a consumer shard together from the pieces a resharding edge sends it: each piece
-// says where it goes in the shard and how many make it whole. Used by the loop thread only.
+// Puts a consumer shard together from the pieces sent to it: blocks of a resharding edge,
+// each saying where it goes in the shard, or the rows each producer shard of a sparse
+// exchange routed to it (joined in producer order; a producer with none sends an empty
+// piece, so the count tells when every producer was heard from). Used by the loop thread.
 #pragma once
 
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
@@ -24,10 +27,15 @@ class PieceAssembler {
 
  private:
   struct Partial {
-    Tensor value;
+    Tensor value;                             // blocks are written into it
+    std::vector<std::optional<Tensor>> rows;  // by producer part
     uint32_t left = 0;
     Status failure;
   };
+  Status AddBlock(Partial& p, const proto::TupleHeader& h, const Tensor& block);
+  Status AddRows(Partial& p, const proto::TupleHeader& h, Tensor rows);
+  static Result<Tensor> Finish(Partial& p, bool rows);
+
   std::map<InputKey, Partial> partial_;
 };
 

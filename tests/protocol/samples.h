@@ -201,8 +201,15 @@ inline InputSource Sample<InputSource>() {
 
 template <>
 inline OutputDest Sample<OutputDest>() {
-  return {
-      OutputDest::kStore, "tcp://10.0.0.3:5001", 3, 1, 2, 999, {{0, 2}, {4, 2}, {0, 0}, {4, 4}, 2}};
+  return {OutputDest::kStore,
+          "tcp://10.0.0.3:5001",
+          3,
+          1,
+          2,
+          999,
+          {{0, 2}, {4, 2}, {0, 0}, {4, 4}, 2},
+          1,
+          4};
 }
 
 template <>
@@ -244,7 +251,8 @@ inline TupleHeader Sample<TupleHeader>() {
           "producer failed",
           {0, 4},
           {2, 8},
-          3};
+          3,
+          2};
 }
 
 template <>
