@@ -3,7 +3,32 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 namespace atl::bench {
+
+std::string ClusterToml(const BenchTopology& t) {
+  std::string toml = fmt::format(R"([cluster]
+bind_host = "127.0.0.1"
+heartbeat_ms = {}
+liveness = {}
+log_level = "warn"
+[rm]
+endpoint = "tcp://127.0.0.1:*"
+events_in = "tcp://127.0.0.1:*"
+events_out = "tcp://127.0.0.1:*"
+{}[[islands]]
+name = "island0"
+)",
+                                 t.heartbeat_ms, t.liveness, t.extra_toml);
+  for (int h = 0; h < t.hosts; ++h) {
+    toml += fmt::format("[[islands.hosts]]\nname = \"h{}\"\ndevices = {}\nkind = \"{}\"\n", h,
+                        t.devices_per_host, t.kind);
+    if (t.device_memory_mb > 0) toml += fmt::format("device_memory_mb = {}\n", t.device_memory_mb);
+    if (t.arena_mb > 0) toml += fmt::format("arena_mb = {}\n", t.arena_mb);
+  }
+  return toml;
+}
 
 Result<std::unique_ptr<LocalCluster>> StartBenchCluster(const std::string& dir,
                                                         const std::string& config_toml,

@@ -11,6 +11,20 @@
 
 namespace atl::bench {
 
+// A benchmark's cluster: one island of identical hosts h0, h1, ... on loopback, every RM
+// endpoint on a free port (see config/local.toml for what the keys mean).
+struct BenchTopology {
+  int hosts = 1;
+  int devices_per_host = 1;
+  std::string kind = "sim";
+  int heartbeat_ms = 500;
+  int liveness = 10;
+  int device_memory_mb = 0;  // 0: the config's default
+  int arena_mb = 0;          // 0: the config's default
+  std::string extra_toml;    // more tables, e.g. "[scheduler]\npolicy = \"share\"\n"
+};
+std::string ClusterToml(const BenchTopology& topology);
+
 Result<std::unique_ptr<LocalCluster>> StartBenchCluster(const std::string& dir,
                                                         const std::string& config_toml,
                                                         const std::string& bin_dir);

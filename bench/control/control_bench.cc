@@ -39,26 +39,14 @@ struct Sweep {
 };
 
 std::string ClusterToml(int hosts, int devices_per_host) {
-  std::string toml = fmt::format(R"([cluster]
-bind_host = "127.0.0.1"
-heartbeat_ms = {}
-liveness = 200
-log_level = "warn"
-[rm]
-endpoint = "tcp://127.0.0.1:*"
-events_in = "tcp://127.0.0.1:*"
-events_out = "tcp://127.0.0.1:*"
-[[islands]]
-name = "island0"
-)",
-                                 kHeartbeatMs);
-  for (int h = 0; h < hosts; ++h) {
-    toml += fmt::format(
-        "[[islands.hosts]]\nname = \"h{}\"\ndevices = {}\nkind = \"sim\"\n"
-        "device_memory_mb = 1\narena_mb = 16\n",
-        h, devices_per_host);
-  }
-  return toml;
+  BenchTopology topology;
+  topology.hosts = hosts;
+  topology.devices_per_host = devices_per_host;
+  topology.heartbeat_ms = kHeartbeatMs;
+  topology.liveness = 200;
+  topology.device_memory_mb = 1;
+  topology.arena_mb = 16;
+  return ClusterToml(topology);
 }
 
 Result<Program> ChainOf(const Function& fn, int length) {

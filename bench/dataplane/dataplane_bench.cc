@@ -48,24 +48,14 @@ constexpr uint64_t kNoRun = ~uint64_t{0};
 
 // Heartbeats (and so dataplane.stats) every 10 ms: a figure waits at most that long for its
 // report, which carries the arrival time itself.
-constexpr const char* kClusterToml = R"([cluster]
-bind_host = "127.0.0.1"
-heartbeat_ms = 10
-liveness = 100
-log_level = "warn"
-[rm]
-endpoint = "tcp://127.0.0.1:*"
-events_in = "tcp://127.0.0.1:*"
-events_out = "tcp://127.0.0.1:*"
-[[islands]]
-name = "island0"
-  [[islands.hosts]]
-  name = "sink"
-  devices = 1
-  kind = "sim"
-  device_memory_mb = 64
-  arena_mb = 64
-)";
+BenchTopology ClusterTopology() {
+  BenchTopology topology;
+  topology.heartbeat_ms = 10;
+  topology.liveness = 100;
+  topology.device_memory_mb = 64;
+  topology.arena_mb = 64;
+  return topology;
+}
 
 struct Size {
   uint64_t bytes;
@@ -227,8 +217,8 @@ Status MeasureAll(const BenchOptions& options, BenchResult& result) {
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-dataplane-{}", getpid());
   ATOLL_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster,
-                         StartBenchCluster(dir, kClusterToml, ATOLL_BIN_DIR));
-  ATOLL_ASSIGN_OR_RETURN(auto ready, ReadReadyFile(dir + "/state/run/executor-sink.ready"));
+                         StartBenchCluster(dir, ClusterToml(ClusterTopology()), ATOLL_BIN_DIR));
+  ATOLL_ASSIGN_OR_RETURN(auto ready, ReadReadyFile(dir + "/state/run/executor-h0.ready"));
   const std::string data_endpoint = ready["data"];
 
   zmq::context_t context;

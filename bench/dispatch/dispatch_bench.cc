@@ -39,22 +39,10 @@ struct Sweep {
 };
 
 std::string ClusterToml(int hosts) {
-  std::string toml = R"([cluster]
-heartbeat_ms = 500
-liveness = 10
-log_level = "warn"
-[rm]
-endpoint = "tcp://127.0.0.1:*"
-events_in = "tcp://127.0.0.1:*"
-events_out = "tcp://127.0.0.1:*"
-[[islands]]
-name = "island0"
-)";
-  for (int h = 0; h < hosts; ++h) {
-    toml += fmt::format("[[islands.hosts]]\nname = \"h{}\"\ndevices = {}\nkind = \"sim\"\n", h,
-                        kDevicesPerHost);
-  }
-  return toml;
+  BenchTopology topology;
+  topology.hosts = hosts;
+  topology.devices_per_host = kDevicesPerHost;
+  return ClusterToml(topology);
 }
 
 // step(x) = all_reduce_sum(spin(x, compute_us)) + 1, x a replicated scalar; fused runs

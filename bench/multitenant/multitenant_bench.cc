@@ -38,29 +38,12 @@ constexpr size_t kOutstanding = 4;
 double WeightOf(int client_index) { return std::pow(2.0, client_index % 4); }
 
 std::string ClusterToml(const std::string& policy) {
-  return fmt::format(R"([cluster]
-heartbeat_ms = 500
-liveness = 10
-log_level = "warn"
-[scheduler]
-policy = "{}"
-window = {}
-[rm]
-endpoint = "tcp://127.0.0.1:*"
-events_in = "tcp://127.0.0.1:*"
-events_out = "tcp://127.0.0.1:*"
-[[islands]]
-name = "island0"
-[[islands.hosts]]
-name = "h0"
-devices = 2
-kind = "sim"
-[[islands.hosts]]
-name = "h1"
-devices = 2
-kind = "sim"
-)",
-                     policy, policy == "share" ? 4 : 0);
+  BenchTopology topology;
+  topology.hosts = 2;
+  topology.devices_per_host = 2;
+  topology.extra_toml =
+      fmt::format("[scheduler]\npolicy = \"{}\"\nwindow = {}\n", policy, policy == "share" ? 4 : 0);
+  return ClusterToml(topology);
 }
 
 struct Window {

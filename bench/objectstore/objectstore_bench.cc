@@ -26,24 +26,14 @@ constexpr uint64_t kBytes = uint64_t{64} << 20;
 constexpr auto kTimeout = std::chrono::seconds(30);
 
 // One host, one device: enough memory for a few 64 MiB objects in each pool.
-constexpr const char* kClusterToml = R"([cluster]
-bind_host = "127.0.0.1"
-heartbeat_ms = 500
-liveness = 8
-log_level = "warn"
-[rm]
-endpoint = "tcp://127.0.0.1:*"
-events_in = "tcp://127.0.0.1:*"
-events_out = "tcp://127.0.0.1:*"
-[[islands]]
-name = "island0"
-  [[islands.hosts]]
-  name = "h0"
-  devices = 1
-  kind = "cpu"
-  device_memory_mb = 256
-  arena_mb = 256
-)";
+BenchTopology ClusterTopology() {
+  BenchTopology topology;
+  topology.kind = "cpu";
+  topology.liveness = 8;
+  topology.device_memory_mb = 256;
+  topology.arena_mb = 256;
+  return topology;
+}
 
 // GB/s of one timed call moving kBytes; `prepare` runs untimed before each.
 Result<std::vector<double>> Measure(int runs, const std::function<Status()>& prepare,
@@ -77,7 +67,7 @@ Status MeasureAll(const BenchOptions& options, BenchResult& result) {
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-objectstore-{}", getpid());
   ATOLL_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster,
-                         StartBenchCluster(dir, kClusterToml, ATOLL_BIN_DIR));
+                         StartBenchCluster(dir, ClusterToml(ClusterTopology()), ATOLL_BIN_DIR));
   zmq::context_t context;
   ATOLL_ASSIGN_OR_RETURN(const std::string endpoint,
                          StoreEndpoint(context, cluster->info().rm_endpoint));

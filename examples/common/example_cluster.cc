@@ -6,22 +6,34 @@
 
 namespace atl::examples {
 
+ExampleCluster::ExampleCluster(std::string default_config) : config_(std::move(default_config)) {}
+
 ExampleCluster::~ExampleCluster() {
   if (cluster_) (void)cluster_->Stop();
   if (!dir_.empty()) std::filesystem::remove_all(dir_);
 }
 
-Result<std::string> ExampleCluster::Endpoint(const std::string& rm, const std::string& config) {
-  if (!rm.empty()) return rm;
-  char pattern[] = "/tmp/atoll-example-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) return Unavailable("cannot make a temporary directory");
-  dir_ = pattern;
-  LocalClusterOptions options;
-  options.config_path = config;
-  options.state_dir = dir_;
-  cluster_ = std::make_unique<LocalCluster>(options);
-  ATOLL_RETURN_IF_ERROR(cluster_->Start().WithContext("starting a local cluster from " + config));
-  return cluster_->info().rm_endpoint;
+void ExampleCluster::AddOptions(CLI::App& app) {
+  app.add_option("--rm", rm_, "the RM of a running cluster; default: start one");
+  app.add_option("--config", config_, "the cluster to start when --rm is not given")
+      ->capture_default_str();
+}
+
+Result<std::unique_ptr<Client>> ExampleCluster::Connect(const std::string& name) {
+  std::string endpoint = rm_;
+  if (endpoint.empty()) {
+    char pattern[] = "/tmp/atoll-example-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) return Unavailable("cannot make a temporary directory");
+    dir_ = pattern;
+    LocalClusterOptions options;
+    options.config_path = config_;
+    options.state_dir = dir_;
+    cluster_ = std::make_unique<LocalCluster>(options);
+    ATOLL_RETURN_IF_ERROR(
+        cluster_->Start().WithContext("starting a local cluster from " + config_));
+    endpoint = cluster_->info().rm_endpoint;
+  }
+  return Client::Connect({.rm_endpoint = endpoint, .name = name});
 }
 
 }  // namespace atl::examples

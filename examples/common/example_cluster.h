@@ -1,11 +1,14 @@
 // The cluster an example program runs on: a running one (--rm), or else one of its own,
-// started from a config (on free loopback ports, the way tests start theirs) and stopped
-// and removed when this object goes away.
+// started from a config (--config; on free loopback ports, the way tests start theirs) and
+// stopped and removed when this object goes away.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
+#include "atoll/client.h"
 #include "atoll/status.h"
 #include "cli/local_cluster.h"
 
@@ -13,15 +16,20 @@ namespace atl::examples {
 
 class ExampleCluster {
  public:
-  ExampleCluster() = default;
+  // `default_config`: the cluster to start when --rm is not given.
+  explicit ExampleCluster(std::string default_config);
   ~ExampleCluster();
   ExampleCluster(const ExampleCluster&) = delete;
   ExampleCluster& operator=(const ExampleCluster&) = delete;
 
-  // The RM endpoint: `rm` when given, else that of a cluster started from `config`.
-  Result<std::string> Endpoint(const std::string& rm, const std::string& config);
+  // Adds --rm and --config to `app`.
+  void AddOptions(CLI::App& app);
+  // A client called `name` of the cluster --rm names, or else of one started from --config.
+  Result<std::unique_ptr<Client>> Connect(const std::string& name);
 
  private:
+  std::string rm_;
+  std::string config_;
   std::string dir_;
   std::unique_ptr<LocalCluster> cluster_;
 };

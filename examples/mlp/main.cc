@@ -16,12 +16,10 @@ namespace {
 int Main(int argc, char** argv) {
   CLI::App app{"Data-parallel training of a 2-layer MLP on a slice of atoll devices"};
   atl::examples::MlpConfig config;
-  std::string rm;
-  std::string cluster_config = ATOLL_EXAMPLE_CONFIG;
+  atl::examples::ExampleCluster cluster(ATOLL_EXAMPLE_CONFIG);
   uint32_t devices = 4;
   std::string island = "island0";
-  app.add_option("--rm", rm, "the RM of a running cluster; default: start one");
-  app.add_option("--config", cluster_config, "the cluster to start when --rm is not given");
+  cluster.AddOptions(app);
   app.add_option("--devices", devices, "devices in the slice")->capture_default_str();
   app.add_option("--island", island, "the island of the slice")->capture_default_str();
   app.add_option("--steps", config.steps, "training steps")->capture_default_str();
@@ -35,13 +33,7 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   }
 
-  atl::examples::ExampleCluster cluster;
-  auto endpoint = cluster.Endpoint(rm, cluster_config);
-  if (!endpoint.ok()) {
-    fmt::print(stderr, "error: {}\n", endpoint.status().ToString());
-    return 1;
-  }
-  auto client = atl::Client::Connect({.rm_endpoint = *endpoint, .name = "example-mlp"});
+  auto client = cluster.Connect("example-mlp");
   if (!client.ok()) {
     fmt::print(stderr, "error: {}\n", client.status().ToString());
     return 1;

@@ -17,11 +17,9 @@ namespace {
 int Main(int argc, char** argv) {
   CLI::App app{"Pipelined (GPipe) training of a residual MLP, one stage per device"};
   atl::examples::PipelineConfig config;
-  std::string rm;
-  std::string cluster_config = ATOLL_EXAMPLE_CONFIG;
+  atl::examples::ExampleCluster cluster(ATOLL_EXAMPLE_CONFIG);
   bool two_islands = false;
-  app.add_option("--rm", rm, "the RM of a running cluster; default: start one");
-  app.add_option("--config", cluster_config, "the cluster to start when --rm is not given");
+  cluster.AddOptions(app);
   app.add_flag("--two-islands", two_islands, "stages 0..S/2-1 on island0, the rest on island1");
   app.add_option("--stages", config.stages, "pipeline stages")->capture_default_str();
   app.add_option("--micro-batches", config.micro_batches, "per step")->capture_default_str();
@@ -32,13 +30,7 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  atl::examples::ExampleCluster cluster;
-  auto endpoint = cluster.Endpoint(rm, cluster_config);
-  if (!endpoint.ok()) {
-    fmt::print(stderr, "error: {}\n", endpoint.status().ToString());
-    return 1;
-  }
-  auto client = atl::Client::Connect({.rm_endpoint = *endpoint, .name = "example-pipeline"});
+  auto client = cluster.Connect("example-pipeline");
   if (!client.ok()) {
     fmt::print(stderr, "error: {}\n", client.status().ToString());
     return 1;
