@@ -8,17 +8,11 @@
 
 #include "atoll/function.h"
 #include "atoll/program.h"
+#include "examples/common/uniform.h"
 
 namespace atl::examples {
 
 namespace {
-
-Tensor Uniform(std::mt19937& rng, Shape shape, float bound) {
-  Tensor t(DType::kF32, std::move(shape));
-  std::uniform_real_distribution<float> dist(-bound, bound);
-  for (float& v : t.as<float>()) v = dist(rng);
-  return t;
-}
 
 // One SGD step of the MLP logits = gelu(x w1 + b1) w2 + b2 under softmax cross-entropy.
 // Inputs: x, labels (rows split over the slice), w1, b1, w2, b2 (replicated).

@@ -7,17 +7,11 @@
 
 #include "atoll/function.h"
 #include "atoll/program.h"
+#include "examples/common/uniform.h"
 
 namespace atl::examples {
 
 namespace {
-
-Tensor Uniform(std::mt19937& rng, Shape shape, float bound) {
-  Tensor t(DType::kF32, std::move(shape));
-  std::uniform_real_distribution<float> dist(-bound, bound);
-  for (float& v : t.as<float>()) v = dist(rng);
-  return t;
-}
 
 // The functions one stage runs, compiled on its slice.
 struct StageFunctions {

@@ -19,17 +19,14 @@ namespace {
 
 using ir::OpCode;
 using testutil::Assemble;
+using testutil::Input;
 using testutil::RandomF32;
 using testutil::RandomF32Divisor;
 using testutil::RandomI32;
 using testutil::ShardOf;
 using testutil::SplitDim;
+using testutil::Type;
 
-ir::TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
-  return ir::SplitType(dtype, std::move(shape), split_dim);
-}
-
-ir::Operand Input(int32_t i) { return {ir::Operand::kInput, i, 0.0}; }
 ir::Operand OpResult(int32_t i) { return {ir::Operand::kOp, i, 0.0}; }
 ir::Operand Scalar(double v) { return {ir::Operand::kScalar, 0, v}; }
 ir::Op MakeOp(OpCode code, std::vector<ir::Operand> operands, ir::TensorType type,

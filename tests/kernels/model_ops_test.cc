@@ -22,15 +22,12 @@ namespace {
 
 using ir::OpCode;
 using testutil::Assemble;
+using testutil::Input;
 using testutil::RandomF32;
 using testutil::RandomI32;
 using testutil::ShardOf;
 using testutil::SplitDim;
-
-ir::TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
-  return ir::SplitType(dtype, std::move(shape), split_dim);
-}
-ir::Operand Input(int32_t i) { return {ir::Operand::kInput, i, 0.0}; }
+using testutil::Type;
 
 // Appends an op whose type InferType gives; returns its result as an operand.
 ir::Operand Append(ir::FunctionDef& fn, OpCode code, std::vector<ir::Operand> operands,

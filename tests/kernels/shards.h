@@ -10,6 +10,12 @@
 
 namespace atl::testutil {
 
+// A tensor type cut along `split_dim` over mesh axis 0 (-1: replicated).
+inline ir::TensorType Type(DType dtype, Shape shape, int32_t split_dim = -1) {
+  return ir::SplitType(dtype, std::move(shape), split_dim);
+}
+inline ir::Operand Input(int32_t i) { return {ir::Operand::kInput, i, 0.0}; }
+
 // The dimension a 1-D mesh cuts, or -1.
 inline int32_t SplitDim(const ir::TensorType& type) {
   for (size_t d = 0; d < type.split.size(); ++d) {
