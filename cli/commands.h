@@ -15,5 +15,6 @@ void AddStatusCommand(CLI::App& app, const GlobalOptions& global);     // status
 void AddWatchCommand(CLI::App& app, const GlobalOptions& global);      // watch.cc
 void AddTopCommand(CLI::App& app, const GlobalOptions& global);        // top.cc
 void AddDashboardCommand(CLI::App& app, const GlobalOptions& global);  // dashboard.cc
+void AddExampleCommand(CLI::App& app, const GlobalOptions& global);    // example.cc
 
 }  // namespace atl

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   atl::AddTraceCommand(app, global);
   atl::AddTopCommand(app, global);
   atl::AddDashboardCommand(app, global);
+  atl::AddExampleCommand(app, global);
 #ifdef ATOLL_HAVE_SUBMIT
   atl::AddSubmitCommand(app, global);
 #endif
