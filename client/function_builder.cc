@@ -68,7 +68,7 @@ Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operan
   }
   impl.def.mesh = Shape(axes, 1);
   impl.def.outputs.push_back({ir::Operand::kOp, static_cast<int>(impl.def.ops.size()) - 1, 0});
-  Status valid = ir::Validate(impl.def, 1);
+  Status valid = ir::Validate(impl.def, 1, /*slice_known=*/false);
   impl.def.outputs.pop_back();
   impl.def.mesh.clear();
   if (!valid.ok()) {
@@ -176,6 +176,37 @@ Value FunctionBuilder::Transpose(Value x) {
 }
 Value FunctionBuilder::SgdUpdate(Value param, Value grad, double learning_rate) {
   return AddOp(*impl_, ir::OpCode::kSgdUpdate, {ToOperand(param), ToOperand(grad)}, learning_rate);
+}
+FunctionBuilder::AdamValues FunctionBuilder::AdamUpdate(Value param, Value grad, Value m, Value v,
+                                                        Value step, const AdamOptions& options) {
+  const std::vector<ir::Operand> operands = {ToOperand(param),
+                                             ToOperand(grad),
+                                             ToOperand(m),
+                                             ToOperand(v),
+                                             ToOperand(step),
+                                             Scalar(options.learning_rate),
+                                             Scalar(options.beta1),
+                                             Scalar(options.beta2),
+                                             Scalar(options.epsilon),
+                                             Scalar(options.weight_decay)};
+  return {AddOp(*impl_, ir::OpCode::kAdamParam, operands),
+          AddOp(*impl_, ir::OpCode::kAdamM, operands), AddOp(*impl_, ir::OpCode::kAdamV, operands)};
+}
+
+Value FunctionBuilder::GroupedMatmul(Value x, Value w, bool transpose_w) {
+  return AddOp(*impl_, ir::OpCode::kGroupedMatmul, {ToOperand(x), ToOperand(w)},
+               transpose_w ? 1.0 : 0.0);
+}
+Value FunctionBuilder::GroupedWeightGrad(Value x, Value dy, int64_t groups) {
+  return AddOp(*impl_, ir::OpCode::kGroupedWeightGrad, {ToOperand(x), ToOperand(dy)},
+               static_cast<double>(groups));
+}
+Value FunctionBuilder::ScatterAddRows(Value values, Value ids, int64_t rows) {
+  return AddOp(*impl_, ir::OpCode::kScatterAddRows, {ToOperand(values), ToOperand(ids)},
+               static_cast<double>(rows));
+}
+Value FunctionBuilder::GatherRows(Value table, Value ids) {
+  return AddOp(*impl_, ir::OpCode::kGatherRows, {ToOperand(table), ToOperand(ids)});
 }
 
 Value FunctionBuilder::Spin(Value a, double micros) {

@@ -67,6 +67,20 @@ std::string_view OpName(OpCode code) {
       return "transpose";
     case OpCode::kSgdUpdate:
       return "sgd_update";
+    case OpCode::kAdamParam:
+      return "adam_param";
+    case OpCode::kAdamM:
+      return "adam_m";
+    case OpCode::kAdamV:
+      return "adam_v";
+    case OpCode::kGroupedMatmul:
+      return "grouped_matmul";
+    case OpCode::kGroupedWeightGrad:
+      return "grouped_weight_grad";
+    case OpCode::kScatterAddRows:
+      return "scatter_add_rows";
+    case OpCode::kGatherRows:
+      return "gather_rows";
   }
   return "?";
 }
@@ -256,6 +270,25 @@ Status CheckOperand(const FunctionDef& fn, const Operand& o, size_t before_op) {
   return Status::Ok();
 }
 
+// A grouped op's groups are the experts of a routed layer, one per device: the rows a
+// device holds all belong to its own group, so a device cannot hold several.
+Status CheckOneGroupPerDevice(const FunctionDef& fn, const Op& op, const Shape& mesh) {
+  if (op.code != OpCode::kGroupedMatmul && op.code != OpCode::kGroupedWeightGrad) {
+    return Status::Ok();
+  }
+  const TensorType* groups =
+      op.code == OpCode::kGroupedMatmul ? OperandType(fn, op.operands[1]) : &op.type;
+  const int32_t axis = groups->split[0];
+  if (!AxisOk(axis, mesh)) {
+    return InvalidArgument(
+        fmt::format("{}: groups must be cut along a mesh axis", OpName(op.code)));
+  }
+  if (groups->shape[0] == mesh[axis]) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "{}: {} groups over mesh axis {} of {} devices; each device must hold exactly one group",
+      OpName(op.code), groups->shape[0], axis, mesh[axis]));
+}
+
 }  // namespace
 
 Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
@@ -328,12 +361,19 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
     case OpCode::kCrossEntropyGrad:
     case OpCode::kTranspose:
     case OpCode::kSgdUpdate:
+    case OpCode::kAdamParam:
+    case OpCode::kAdamM:
+    case OpCode::kAdamV:
+    case OpCode::kGroupedMatmul:
+    case OpCode::kGroupedWeightGrad:
+    case OpCode::kScatterAddRows:
+    case OpCode::kGatherRows:
       return internal::InferModelOp(fn, op);
   }
   return InvalidArgument("unknown op code");
 }
 
-Status Validate(const FunctionDef& fn, int num_shards) {
+Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
   if (num_shards <= 0) return InvalidArgument("a function needs at least one device");
   if (fn.outputs.empty()) return InvalidArgument("function '" + fn.name + "' has no outputs");
   const Shape mesh = MeshOf(fn, num_shards);
@@ -356,6 +396,10 @@ Status Validate(const FunctionDef& fn, int num_shards) {
     }
     ATOLL_ASSIGN_OR_RETURN(TensorType want, InferType(fn, op));
     if (!(want == op.type)) return InvalidArgument(fmt::format("op {}: result type is wrong", i));
+    if (slice_known) {
+      ATOLL_RETURN_IF_ERROR(
+          CheckOneGroupPerDevice(fn, op, mesh).WithContext(fmt::format("op {}", i)));
+    }
   }
   for (const auto& o : fn.outputs) {
     if (o.kind == Operand::kScalar) return InvalidArgument("an output cannot be a scalar");

@@ -64,6 +64,24 @@ bool IsReplicated(const TensorType& type);
 //   kCrossEntropyGrad(logits, labels)  d loss / d logits, like logits.
 //   kTranspose(x)           [m,n] -> [n,m]; the cuts move with their dimensions.
 //   kSgdUpdate(param, grad) param - attr * grad, both of one type.
+//   kAdamParam/M/V(param, grad, m, v, step, lr, beta1, beta2, epsilon, weight_decay)
+//                           one Adam step (kernels::AdamUpdate): the new param, first and
+//                           second moment. param, grad, m, v of one f32 type; step i32 []
+//                           replicated, counting from 1; the rest scalar operands.
+// Rows dealt out to experts (Route gives each device its rows, a dynamic dimension 0):
+// the unary ops, kGeluGrad, kBiasAdd, kSoftmax and kSgdUpdate take a dynamic dimension 0
+// too; the ops below take one anywhere a row count appears.
+//   kGroupedMatmul(x, w)    x [m,k], rows cut along mesh axis A; w [G,k,n] (attr 1:
+//                           [G,n,k], transposed) with G cut along A, one group per device:
+//                           each device multiplies its rows by its own group. -> [m,n] cut
+//                           like x's rows.
+//   kGroupedWeightGrad(x, dy)  x [m,k], dy [m,n], rows cut alike along A; attr = G: each
+//                           device's x^T dy over its own rows, as its group of [G,k,n]
+//                           cut along A (the gradient of kGroupedMatmul's w).
+//   kScatterAddRows(v, ids) v [m,d], ids i32 [m] cut like v's rows: row i of v added into
+//                           row ids[i] of a zero [attr,d]; replicated (partial when cut).
+//   kGatherRows(t, ids)     t [r,d] replicated, ids i32 [m]: rows t[ids[i]], [m,d] cut
+//                           like ids.
 enum class OpCode : uint8_t {
   kAdd,
   kSub,
@@ -93,6 +111,13 @@ enum class OpCode : uint8_t {
   kCrossEntropyGrad,
   kTranspose,
   kSgdUpdate,
+  kAdamParam,
+  kAdamM,
+  kAdamV,
+  kGroupedMatmul,
+  kGroupedWeightGrad,
+  kScatterAddRows,
+  kGatherRows,
 };
 std::string_view OpName(OpCode code);
 
@@ -158,8 +183,10 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op);
 
 // Checks that the mesh holds `num_shards` devices, every operand refers backwards, shapes
 // agree, every tensor's split names distinct axes of the mesh, and every static split
-// dimension divides evenly over its axis.
-Status Validate(const FunctionDef& fn, int num_shards);
+// dimension divides evenly over its axis, and grouped ops have one group per device.
+// `slice_known` false (a function being built, checked over a mesh of ones before it is
+// registered on a slice) skips that last check, which needs the slice's real extents.
+Status Validate(const FunctionDef& fn, int num_shards, bool slice_known = true);
 
 // The shape of one shard of `type` over `mesh` (a dynamic dimension stays dynamic).
 Shape ShardShape(const TensorType& type, const Shape& mesh);

@@ -15,22 +15,46 @@ std::string Describe(const TensorType& t) {
                      fmt::join(t.split, ","));
 }
 
-// The op's operands as `n` tensors of static shape; an error naming the op otherwise.
-Result<std::vector<const TensorType*>> Tensors(const FunctionDef& fn, const Op& op, size_t n) {
-  if (op.operands.size() != n) {
-    return InvalidArgument(
-        fmt::format("{} takes {} operands, got {}", OpName(op.code), n, op.operands.size()));
+// Which dimensions of an op's operands may be dynamic (kDynamicDim).
+enum class Dims {
+  kStatic,       // none
+  kDynamicRows,  // dimension 0: rows routed to a device, computed on row by row
+};
+
+bool Fits(const TensorType& t, Dims dims) {
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] == kDynamicDim && !(d == 0 && dims == Dims::kDynamicRows)) return false;
+  }
+  return true;
+}
+
+// The op's operands as `n` tensors followed by `scalars` scalar constants, the tensors'
+// shapes as `dims` allows; an error naming the op otherwise.
+Result<std::vector<const TensorType*>> Tensors(const FunctionDef& fn, const Op& op, size_t n,
+                                               Dims dims = Dims::kStatic, size_t scalars = 0) {
+  if (op.operands.size() != n + scalars) {
+    return InvalidArgument(fmt::format("{} takes {} operands, got {}", OpName(op.code), n + scalars,
+                                       op.operands.size()));
   }
   std::vector<const TensorType*> types;
-  for (const auto& o : op.operands) {
-    const TensorType* t = OperandType(fn, o);
-    if (t == nullptr)
-      return InvalidArgument(fmt::format("{} operands must be tensors", OpName(op.code)));
-    if (!IsStatic(*t)) {
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType* t = OperandType(fn, op.operands[i]);
+    if (t == nullptr) {
       return InvalidArgument(
-          fmt::format("{} needs operands of static shape, got {}", OpName(op.code), Describe(*t)));
+          fmt::format("{}: operand {} is not a tensor (operands 0 to {} must be tensors)",
+                      OpName(op.code), i, n - 1));
+    }
+    if (!Fits(*t, dims)) {
+      return InvalidArgument(fmt::format(
+          "{} needs operands of static shape{}, got {}", OpName(op.code),
+          dims == Dims::kDynamicRows ? " (but for a dynamic dimension 0)" : "", Describe(*t)));
     }
     types.push_back(t);
+  }
+  for (size_t i = n; i < n + scalars; ++i) {
+    if (op.operands[i].kind != Operand::kScalar) {
+      return InvalidArgument(fmt::format("{} operand {} must be a scalar", OpName(op.code), i));
+    }
   }
   return types;
 }
@@ -109,6 +133,123 @@ Result<TensorType> InferCrossEntropy(const Op& op, const std::vector<const Tenso
   return TensorType{DType::kF32, {}, {}};  // partial when the rows are cut
 }
 
+// kAdamParam/M/V: see ir.h. The hyper-parameters are checked here so that a bad one is
+// refused when the function is built, not on every step.
+Result<TensorType> InferAdam(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 5, Dims::kStatic, 5));
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  for (size_t i = 1; i < 4; ++i) ATOLL_RETURN_IF_ERROR(NeedSameType(op, *t[0], *t[i]));
+  const TensorType& step = *t[4];
+  if (step.dtype != DType::kI32 || !step.shape.empty()) {
+    return InvalidArgument(fmt::format("{}: step must be a replicated i32[], got {}",
+                                       OpName(op.code), Describe(step)));
+  }
+  auto scalar = [&](size_t i) { return op.operands[i].scalar; };
+  const double lr = scalar(5), beta1 = scalar(6), beta2 = scalar(7), eps = scalar(8),
+               decay = scalar(9);
+  const bool ok = std::isfinite(lr) && lr >= 0 && beta1 >= 0 && beta1 < 1 && beta2 >= 0 &&
+                  beta2 < 1 && std::isfinite(eps) && eps > 0 && std::isfinite(decay) && decay >= 0;
+  if (!ok) {
+    return InvalidArgument(fmt::format(
+        "{}: needs learning rate >= 0, betas in [0, 1), epsilon > 0, weight decay >= 0; got "
+        "{}, {}, {}, {}, {}",
+        OpName(op.code), lr, beta1, beta2, eps, decay));
+  }
+  return *t[0];
+}
+
+// Rows [m,k] that a grouped op splits by device: f32, cut along some mesh axis (the
+// experts' axis), the columns whole.
+Result<int32_t> NeedGroupedRows(const Op& op, const TensorType& x, std::string_view what) {
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
+  if (x.shape.size() != 2 || x.split[0] < 0 || x.split[1] >= 0) {
+    return InvalidArgument(
+        fmt::format("{}: {} must be f32[m,k] with the rows cut along a mesh axis and the "
+                    "columns whole, got {}",
+                    OpName(op.code), what, Describe(x)));
+  }
+  return x.split[0];
+}
+
+Result<TensorType> InferGroupedMatmul(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
+  const TensorType& x = *t[0];
+  const TensorType& w = *t[1];
+  ATOLL_ASSIGN_OR_RETURN(const int32_t axis, NeedGroupedRows(op, x, "x"));
+  if (op.attr != 0 && op.attr != 1) {
+    return InvalidArgument(
+        fmt::format("{}: attr must be 0 or 1 (transpose w), got {}", OpName(op.code), op.attr));
+  }
+  const int k_dim = op.attr == 1 ? 2 : 1;  // w's dimension that x's columns meet
+  if (w.dtype != DType::kF32 || w.shape.size() != 3 || !IsStatic(w) ||
+      w.split != std::vector<int32_t>{axis, -1, -1} || w.shape[k_dim] != x.shape[1]) {
+    return InvalidArgument(
+        fmt::format("{}: w must be f32[G,{},n]{} with G cut along x's row axis {}, got {} for x {}",
+                    OpName(op.code), x.shape[1], op.attr == 1 ? " transposed ([G,n,k])" : "", axis,
+                    Describe(w), Describe(x)));
+  }
+  return TensorType{DType::kF32, {x.shape[0], w.shape[3 - k_dim]}, {axis, -1}};
+}
+
+Result<TensorType> InferGroupedWeightGrad(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
+  ATOLL_ASSIGN_OR_RETURN(const int32_t axis, NeedGroupedRows(op, *t[0], "x"));
+  ATOLL_ASSIGN_OR_RETURN(const int32_t dy_axis, NeedGroupedRows(op, *t[1], "dy"));
+  if (axis != dy_axis || t[0]->shape[0] != t[1]->shape[0]) {
+    return InvalidArgument(fmt::format("{}: x and dy need the same rows, cut alike; got {} and {}",
+                                       OpName(op.code), Describe(*t[0]), Describe(*t[1])));
+  }
+  const auto groups = static_cast<int64_t>(op.attr);
+  if (static_cast<double>(groups) != op.attr || groups < 1) {
+    return InvalidArgument(
+        fmt::format("{}: attr must be the group count G >= 1, got {}", OpName(op.code), op.attr));
+  }
+  return TensorType{DType::kF32, {groups, t[0]->shape[1], t[1]->shape[1]}, {axis, -1, -1}};
+}
+
+// Row ids i32 [m] cut like the rows they index (`rows_axis`, -1: not cut).
+Status NeedRowIds(const Op& op, const TensorType& ids, int64_t m, int32_t rows_axis) {
+  if (ids.dtype == DType::kI32 && ids.shape == Shape{m} && ids.split[0] == rows_axis) {
+    return Status::Ok();
+  }
+  return InvalidArgument(fmt::format("{}: ids must be i32[{}] cut like the rows, got {}",
+                                     OpName(op.code), m == kDynamicDim ? "?" : fmt::to_string(m),
+                                     Describe(ids)));
+}
+
+Result<TensorType> InferScatterAddRows(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
+  const TensorType& v = *t[0];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, v));
+  if (v.shape.size() != 2 || v.split[1] >= 0) {
+    return InvalidArgument(fmt::format("{}: values must be f32[m,d] with whole rows, got {}",
+                                       OpName(op.code), Describe(v)));
+  }
+  ATOLL_RETURN_IF_ERROR(NeedRowIds(op, *t[1], v.shape[0], v.split[0]));
+  const auto rows = static_cast<int64_t>(op.attr);
+  if (static_cast<double>(rows) != op.attr || rows < 1) {
+    return InvalidArgument(fmt::format("{}: attr must be the result's row count >= 1, got {}",
+                                       OpName(op.code), op.attr));
+  }
+  return TensorType{DType::kF32, {rows, v.shape[1]}, {-1, -1}};  // partial when v is cut
+}
+
+Result<TensorType> InferGatherRows(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
+  const TensorType& table = *t[0];
+  const TensorType& ids = *t[1];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, table));
+  if (table.shape.size() != 2 || !IsReplicated(table) || !IsStatic(table)) {
+    return InvalidArgument(fmt::format("{}: table must be a replicated f32[r,d], got {}",
+                                       OpName(op.code), Describe(table)));
+  }
+  if (ids.dtype != DType::kI32 || ids.shape.size() != 1) {
+    return InvalidArgument(
+        fmt::format("{}: ids must be i32[m], got {}", OpName(op.code), Describe(ids)));
+  }
+  return TensorType{DType::kF32, {ids.shape[0], table.shape[1]}, {ids.split[0], -1}};
+}
+
 }  // namespace
 
 Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op) {
@@ -152,13 +293,13 @@ Result<TensorType> InferModelOp(const FunctionDef& fn, const Op& op) {
     case OpCode::kSqrt:
     case OpCode::kRsqrt:
     case OpCode::kGelu: {
-      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
+      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
       ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
       return *t[0];
     }
     case OpCode::kGeluGrad:
     case OpCode::kSgdUpdate: {
-      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2));
+      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
       ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
       ATOLL_RETURN_IF_ERROR(NeedSameType(op, *t[0], *t[1]));
       if (op.code == OpCode::kSgdUpdate && !(std::isfinite(op.attr) && op.attr >= 0)) {
@@ -168,7 +309,7 @@ Result<TensorType> InferModelOp(const FunctionDef& fn, const Op& op) {
       return *t[0];
     }
     case OpCode::kBiasAdd: {
-      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2));
+      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
       const TensorType& x = *t[0];
       const TensorType& bias = *t[1];
       ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
@@ -196,7 +337,7 @@ Result<TensorType> InferModelOp(const FunctionDef& fn, const Op& op) {
       return out;
     }
     case OpCode::kSoftmax: {
-      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
+      ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
       ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
       ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, *t[0]));
       return *t[0];
@@ -230,6 +371,18 @@ Result<TensorType> InferModelOp(const FunctionDef& fn, const Op& op) {
       }
       return TensorType{x.dtype, {x.shape[1], x.shape[0]}, {x.split[1], x.split[0]}};
     }
+    case OpCode::kAdamParam:
+    case OpCode::kAdamM:
+    case OpCode::kAdamV:
+      return InferAdam(fn, op);
+    case OpCode::kGroupedMatmul:
+      return InferGroupedMatmul(fn, op);
+    case OpCode::kGroupedWeightGrad:
+      return InferGroupedWeightGrad(fn, op);
+    case OpCode::kScatterAddRows:
+      return InferScatterAddRows(fn, op);
+    case OpCode::kGatherRows:
+      return InferGatherRows(fn, op);
     default:
       return InvalidArgument(fmt::format("unknown op code {}", static_cast<int>(op.code)));
   }

@@ -35,6 +35,16 @@ struct Sharding {
   static Sharding Axes(std::vector<int> axes) { return {std::move(axes)}; }
 };
 
+// Hyper-parameters of FunctionBuilder::AdamUpdate (Adam; a weight decay is AdamW's,
+// decoupled from the gradient).
+struct AdamOptions {
+  double learning_rate = 1e-3;  // >= 0
+  double beta1 = 0.9;           // in [0, 1)
+  double beta2 = 0.999;         // in [0, 1)
+  double epsilon = 1e-8;        // > 0
+  double weight_decay = 0.0;    // >= 0
+};
+
 // A value inside a function being built. Only meaningful with the builder that made it.
 struct Value {
   int kind = -1;  // input, op result
@@ -106,6 +116,33 @@ class FunctionBuilder {
   Value Transpose(Value x);
   // param - learning_rate * grad, for param and grad of one type.
   Value SgdUpdate(Value param, Value grad, double learning_rate);
+  // One Adam step of param with grad and the moments m and v (all of one f32 type): the
+  // new param, m and v. `step` is a replicated i32 [] input counting from 1, for the bias
+  // corrections: an input rather than a constant of the function, so that one compiled
+  // function serves every step.
+  struct AdamValues {
+    Value param, m, v;
+  };
+  AdamValues AdamUpdate(Value param, Value grad, Value m, Value v, Value step,
+                        const AdamOptions& options = {});
+
+  // Experts, one per device of the slice, each with its own weights, on rows routed to
+  // them (ProgramBuilder::Route). Rows may have a dynamic length (kDynamicDim): the unary
+  // ops, GeluBackward, BiasAdd, Softmax and SgdUpdate take such rows too.
+  // x [m,k] with its rows cut over the slice times w [E,k,n] cut along its first dimension
+  // (E = the slice's devices, one group of weights each): each device multiplies its rows
+  // by its own [k,n], giving [m,n] cut like x. transpose_w takes w as [E,n,k] (dy w^T).
+  Value GroupedMatmul(Value x, Value w, bool transpose_w = false);
+  // The gradient of GroupedMatmul's w: each device's x^T dy over its own rows, as its
+  // group of [groups,k,n] (x [m,k] and dy [m,n] cut alike).
+  Value GroupedWeightGrad(Value x, Value dy, int64_t groups);
+  // Row i of values [m,d] added into row ids[i] of a zero [rows,d] (ids i32 [m], cut like
+  // the values' rows; each device's partial sum when they are cut). Combines routed rows
+  // back per token.
+  Value ScatterAddRows(Value values, Value ids, int64_t rows);
+  // Rows table[ids[i]] of a replicated table [r,d]: [m,d], cut like ids i32 [m].
+  Value GatherRows(Value table, Value ids);
+
   // Keeps the device busy for `micros` microseconds, then passes `a` through.
   Value Spin(Value a, double micros);
   // Keeps the elements of the 1-D `a` greater than `threshold`, in order. The result's

@@ -1,8 +1,11 @@
 #include "services/executor/model_ops.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "kernels/elementwise.h"
+#include "kernels/embedding.h"
 #include "kernels/matmul.h"
 #include "kernels/nn.h"
 #include "kernels/optim.h"
@@ -61,22 +64,72 @@ Result<Tensor> RunCrossEntropy(const ir::Op& op, const Tensor& logits, const Ten
   return Scale(std::move(r.dlogits), local_rows / static_cast<double>(op.type.shape.at(0)));
 }
 
+// Each of kAdamParam, kAdamM and kAdamV runs the whole kernel and keeps its part: the IR
+// gives an op one result, and an elementwise step costs little next to the matmuls that
+// made its gradient.
+Result<Tensor> RunAdam(const ir::Op& op, const Tensor& param, const Tensor& grad, const Tensor& m,
+                       const Tensor& v, const Tensor& step) {
+  const bool scalars =
+      op.operands.size() == 10 &&
+      std::all_of(op.operands.begin() + 5, op.operands.end(),
+                  [](const ir::Operand& o) { return o.kind == ir::Operand::kScalar; });
+  if (!scalars || step.dtype() != DType::kI32 || step.num_elements() != 1) {
+    return InvalidArgument(
+        fmt::format("{} takes param, grad, m, v, an i32 step and 5 scalars", ir::OpName(op.code)));
+  }
+  auto scalar = [&](size_t i) { return static_cast<float>(op.operands[i].scalar); };
+  kernels::AdamOptions options;
+  options.learning_rate = scalar(5);
+  options.beta1 = scalar(6);
+  options.beta2 = scalar(7);
+  options.epsilon = scalar(8);
+  options.weight_decay = scalar(9);
+  ATOLL_ASSIGN_OR_RETURN(kernels::AdamState next,
+                         kernels::AdamUpdate(param, grad, m, v, step.as<int32_t>()[0], options));
+  if (op.code == OpCode::kAdamParam) return std::move(next.param);
+  if (op.code == OpCode::kAdamM) return std::move(next.m);
+  return std::move(next.v);
+}
+
+// A device's group of a grouped op's [G,k,n] weights is [1,k,n]; the matmul kernel takes
+// it as [k,n]. (A copy: tensors own their bytes.)
+Result<Tensor> OwnGroup(const ir::Op& op, const Tensor& w) {
+  if (w.shape().size() != 3 || w.shape()[0] != 1) {
+    return InvalidArgument(fmt::format("{}: a device holds one group [1,k,n] of w, got {}{}",
+                                       ir::OpName(op.code), DTypeName(w.dtype()),
+                                       ShapeString(w.shape())));
+  }
+  return kernels::Reshape(w, {w.shape()[1], w.shape()[2]});
+}
+
+Result<Tensor> RunGroupedMatmul(const ir::Op& op, const Tensor& x, const Tensor& w) {
+  ATOLL_ASSIGN_OR_RETURN(Tensor group, OwnGroup(op, w));
+  return kernels::Matmul(x, group, {.transpose_a = false, .transpose_b = op.attr == 1});
+}
+
+Result<Tensor> RunGroupedWeightGrad(const Tensor& x, const Tensor& dy) {
+  ATOLL_ASSIGN_OR_RETURN(Tensor grad,
+                         kernels::Matmul(x, dy, {.transpose_a = true, .transpose_b = false}));
+  const Shape shape = grad.shape();
+  return kernels::Reshape(grad, {1, shape[0], shape[1]});
+}
+
 }  // namespace
 
 bool IsModelOp(OpCode code) {
-  return code == OpCode::kMatmul || (code >= OpCode::kExp && code <= OpCode::kSgdUpdate);
+  return code == OpCode::kMatmul || (code >= OpCode::kExp && code <= OpCode::kGatherRows);
 }
 
 Result<Tensor> RunModelOp(const ir::Op& op, std::span<const Tensor* const> operands) {
-  for (const Tensor* t : operands) {
-    if (t == nullptr) {
-      return InvalidArgument(fmt::format("{} takes tensors, not scalars", ir::OpName(op.code)));
-    }
-  }
+  // Operand i as a tensor; the scalar operands (Adam's hyper-parameters) are read from op.
   auto arg = [&](size_t i) -> Result<const Tensor*> {
     if (i >= operands.size()) {
       return InvalidArgument(fmt::format("{}: operand {} is missing (got {})", ir::OpName(op.code),
                                          i, operands.size()));
+    }
+    if (operands[i] == nullptr) {
+      return InvalidArgument(
+          fmt::format("{}: operand {} must be a tensor, not a scalar", ir::OpName(op.code), i));
     }
     return operands[i];
   };
@@ -134,6 +187,31 @@ Result<Tensor> RunModelOp(const ir::Op& op, std::span<const Tensor* const> opera
     case OpCode::kSgdUpdate: {
       ATOLL_ASSIGN_OR_RETURN(const Tensor* grad, arg(1));
       return kernels::SgdUpdate(*a, *grad, {.learning_rate = static_cast<float>(op.attr)});
+    }
+    case OpCode::kAdamParam:
+    case OpCode::kAdamM:
+    case OpCode::kAdamV: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* grad, arg(1));
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* m, arg(2));
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* v, arg(3));
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* step, arg(4));
+      return RunAdam(op, *a, *grad, *m, *v, *step);
+    }
+    case OpCode::kGroupedMatmul: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* w, arg(1));
+      return RunGroupedMatmul(op, *a, *w);
+    }
+    case OpCode::kGroupedWeightGrad: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* dy, arg(1));
+      return RunGroupedWeightGrad(*a, *dy);
+    }
+    case OpCode::kScatterAddRows: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* ids, arg(1));
+      return kernels::EmbeddingGrad(*a, *ids, static_cast<int64_t>(op.attr));
+    }
+    case OpCode::kGatherRows: {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor* ids, arg(1));
+      return kernels::EmbeddingGather(*a, *ids);
     }
     default:
       return InvalidArgument(fmt::format("{} is not a kernel-library op", ir::OpName(op.code)));

@@ -1,6 +1,7 @@
 // The cpu backend's ops that the kernel library (kernels/) computes: matmul, unary ops,
-// GELU, bias add, reductions, softmax, layer norm, cross-entropy, transpose and SGD, each
-// on one shard's local tensors (ir.h's OpCode says which shardings make that right).
+// GELU, bias add, reductions, softmax, layer norm, cross-entropy, transpose, SGD and Adam,
+// and the routed-expert ops (grouped matmul, row scatter-add and gather), each on one
+// shard's local tensors (ir.h's OpCode says which shardings make that right).
 #pragma once
 
 #include <span>
@@ -14,7 +15,8 @@ namespace atl::executor {
 // True for the op codes RunModelOp computes.
 bool IsModelOp(ir::OpCode code);
 
-// Computes `op` on this shard's `operands` (one per op.operands; none may be a scalar).
+// Computes `op` on this shard's `operands` (one per op.operands; nullptr for a scalar, which
+// only Adam's hyper-parameters may be).
 // InvalidArgument when the operands do not fit the op.
 Result<Tensor> RunModelOp(const ir::Op& op, std::span<const Tensor* const> operands);
 

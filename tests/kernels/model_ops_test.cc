@@ -13,6 +13,8 @@
 #include "common/ir.h"
 #include "kernels/matmul.h"
 #include "kernels/nn.h"
+#include "kernels/optim.h"
+#include "kernels/shape_ops.h"
 #include "services/executor/interpreter.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
@@ -254,6 +256,106 @@ TEST(ModelOpsTest, UnaryTransposeReduceAndSgdOnColumnShards) {
     for (int64_t i = 0; i < 3; ++i) sum += x.as<float>()[i * 4 + j];
     EXPECT_NEAR(out[1].as<float>()[j], sum, 1e-5);
   }
+}
+
+// Adam on column shards, with the step as an input: each shard's param, m and v are its
+// block of the kernel's whole-tensor step.
+TEST(ModelOpsTest, AdamOnColumnShardsMatchesTheKernel) {
+  std::mt19937 rng(25);
+  const Tensor param = RandomF32(rng, {3, 4});
+  const Tensor grad = RandomF32(rng, {3, 4});
+  const Tensor m = RandomF32(rng, {3, 4});
+  const Tensor v = RandomF32(rng, {3, 4}, 0.0f, 2.0f);
+  ir::FunctionDef fn;
+  fn.name = "adam";
+  const ir::TensorType type = Type(DType::kF32, {3, 4}, 1);
+  fn.inputs = {type, type, type, type, Type(DType::kI32, {})};
+  std::vector<ir::Operand> operands = {Input(0), Input(1), Input(2), Input(3), Input(4)};
+  for (double h : {0.05, 0.8, 0.99, 1e-6, 0.01}) operands.push_back({ir::Operand::kScalar, 0, h});
+  fn.outputs = {Append(fn, OpCode::kAdamParam, operands), Append(fn, OpCode::kAdamM, operands),
+                Append(fn, OpCode::kAdamV, operands)};
+  const std::vector<Tensor> out = RunShards(fn, 2, {param, grad, m, v, Tensor::I32({}, {3})});
+  ASSERT_EQ(out.size(), 3u);
+  ATOLL_ASSERT_OK_AND_ASSIGN(kernels::AdamState want, kernels::AdamUpdate(param, grad, m, v, 3,
+                                                                          {.learning_rate = 0.05f,
+                                                                           .beta1 = 0.8f,
+                                                                           .beta2 = 0.99f,
+                                                                           .epsilon = 1e-6f,
+                                                                           .weight_decay = 0.01f}));
+  EXPECT_EQ(out[0], want.param);
+  EXPECT_EQ(out[1], want.m);
+  EXPECT_EQ(out[2], want.v);
+  // A step below 1 is the kernel's error, reported by the shard.
+  std::vector<Tensor> zero_step = {param, grad, m, v, Tensor::I32({}, {0})};
+  Result<std::vector<Tensor>> bad = RunFunction(fn, 0, 1, zero_step);
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument) << bad.status().ToString();
+}
+
+// Rows routed to three experts, one per shard, in uneven numbers (one expert gets none):
+// each shard's grouped matmuls use its own weights, and rows scatter-added back by token
+// and gathered by token land where the ids say.
+TEST(ModelOpsTest, GroupedOpsRunEachShardsRowsThroughItsOwnGroup) {
+  constexpr int64_t kK = 4, kN = 3, kTokens = 6;
+  constexpr int kExperts = 3;
+  std::mt19937 rng(26);
+  const Tensor w = RandomF32(rng, {kExperts, kK, kN});
+  const Tensor table = RandomF32(rng, {kTokens, kN});
+  ir::FunctionDef fn;
+  fn.name = "experts";
+  fn.inputs = {Type(DType::kF32, {kDynamicDim, kK}, 0), Type(DType::kF32, {kDynamicDim, kN}, 0),
+               Type(DType::kI32, {kDynamicDim}, 0), Type(DType::kF32, {kExperts, kK, kN}, 0),
+               Type(DType::kF32, {kTokens, kN})};
+  const auto x = Input(0), dy = Input(1), ids = Input(2), weights = Input(3);
+  const auto y = Append(fn, OpCode::kGroupedMatmul, {x, weights});
+  fn.outputs = {y, Append(fn, OpCode::kGroupedMatmul, {dy, weights}, 1),
+                Append(fn, OpCode::kGroupedWeightGrad, {x, dy}, kExperts),
+                Append(fn, OpCode::kScatterAddRows, {y, ids}, kTokens),
+                Append(fn, OpCode::kGatherRows, {Input(4), ids})};
+  ASSERT_TRUE(ir::Validate(fn, kExperts).ok());
+  const int64_t rows[kExperts] = {2, 0, 3};
+  const std::vector<int32_t> token_ids[kExperts] = {{4, 1}, {}, {0, 4, 5}};
+  for (int e = 0; e < kExperts; ++e) {
+    SCOPED_TRACE(::testing::Message() << "expert " << e);
+    const Tensor xe = RandomF32(rng, {rows[e], kK});
+    const Tensor dye = RandomF32(rng, {rows[e], kN});
+    std::vector<Tensor> local = {xe, dye, Tensor::I32({rows[e]}, token_ids[e]),
+                                 ShardOf(w, 0, e, kExperts), table};
+    Result<std::vector<Tensor>> out = RunFunction(fn, e, kExperts, std::move(local));
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor we, kernels::Reshape(ShardOf(w, 0, e, kExperts), {kK, kN}));
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_y, kernels::Matmul(xe, we, {}));
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_dx, kernels::Matmul(dye, we, {false, true}));
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_dw, kernels::Matmul(xe, dye, {true, false}));
+    EXPECT_EQ((*out)[0], want_y);
+    EXPECT_EQ((*out)[1], want_dx);
+    EXPECT_EQ((*out)[2].shape(), (Shape{1, kK, kN}));  // zeros for the expert with no rows
+    EXPECT_EQ((*out)[2].as<float>().size(), want_dw.as<float>().size());
+    for (int64_t i = 0; i < want_dw.num_elements(); ++i) {
+      EXPECT_EQ((*out)[2].as<float>()[i], want_dw.as<float>()[i]);
+    }
+    Tensor scattered(DType::kF32, {kTokens, kN});  // this shard's rows only: its partial
+    ASSERT_EQ((*out)[4].shape(), (Shape{rows[e], kN}));
+    for (int64_t r = 0; r < rows[e]; ++r) {
+      for (int64_t j = 0; j < kN; ++j) {
+        const int32_t token = token_ids[e][r];
+        EXPECT_EQ((*out)[4].as<float>()[r * kN + j], table.as<float>()[token * kN + j]);
+        scattered.as<float>()[token * kN + j] += want_y.as<float>()[r * kN + j];
+      }
+    }
+    EXPECT_EQ((*out)[3], scattered);
+  }
+}
+
+// A shard holding more than one group is refused when it runs, naming the op.
+TEST(ModelOpsTest, AGroupedOpOnAShardWithSeveralGroupsFailsClearly) {
+  ir::FunctionDef fn;
+  fn.name = "experts";
+  fn.inputs = {Type(DType::kF32, {kDynamicDim, 2}, 0), Type(DType::kF32, {2, 2, 2}, 0)};
+  fn.outputs = {Append(fn, OpCode::kGroupedMatmul, {Input(0), Input(1)})};
+  Result<std::vector<Tensor>> out =
+      RunFunction(fn, 0, 1, {Tensor(DType::kF32, {1, 2}), Tensor(DType::kF32, {2, 2, 2})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("one group"), std::string::npos) << out.status().ToString();
 }
 
 }  // namespace

@@ -386,6 +386,36 @@ TEST(ModelOpTypeTest, AcceptedShardingsGiveTheirResultTypes) {
        Type(f, {8, 3}, 0)},
       {"transpose moves the cut", OpCode::kTranspose, {Type(f, {8, 4}, 0)}, 0, Type(f, {4, 8}, 1)},
       {"sgd", OpCode::kSgdUpdate, {Type(f, {4, 3}), Type(f, {4, 3})}, 0.1, Type(f, {4, 3})},
+      {"gelu of routed rows",
+       OpCode::kGelu,
+       {Type(f, {kDynamicDim, 4}, 0)},
+       0,
+       Type(f, {kDynamicDim, 4}, 0)},
+      {"routed rows by each device's expert",
+       OpCode::kGroupedMatmul,
+       {Type(f, {kDynamicDim, 4}, 0), Type(f, {3, 4, 5}, 0)},
+       0,
+       Type(f, {kDynamicDim, 5}, 0)},
+      {"dy by each expert's w transposed",
+       OpCode::kGroupedMatmul,
+       {Type(f, {kDynamicDim, 5}, 0), Type(f, {3, 4, 5}, 0)},
+       1,
+       Type(f, {kDynamicDim, 4}, 0)},
+      {"each expert's weight gradient",
+       OpCode::kGroupedWeightGrad,
+       {Type(f, {kDynamicDim, 4}, 0), Type(f, {kDynamicDim, 5}, 0)},
+       3,
+       Type(f, {3, 4, 5}, 0)},
+      {"routed rows added back per token: partial",
+       OpCode::kScatterAddRows,
+       {Type(f, {kDynamicDim, 4}, 0), Type(i, {kDynamicDim}, 0)},
+       8,
+       Type(f, {8, 4})},
+      {"a token's rows gathered for routed ids",
+       OpCode::kGatherRows,
+       {Type(f, {8, 4}), Type(i, {kDynamicDim}, 0)},
+       0,
+       Type(f, {kDynamicDim, 4}, 0)},
   };
   for (const AcceptedCase& c : cases) {
     Result<TensorType> got = Infer(c);
@@ -461,11 +491,46 @@ TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
        0.1,
        "differ"},
       {"transpose of a vector", OpCode::kTranspose, {Type(f, {8})}, 0, "matrix"},
-      {"gelu of a dynamic dimension",
+      {"gelu of a dynamic column dimension",
        OpCode::kGelu,
-       {Type(f, {kDynamicDim}, 0)},
+       {Axes(f, {8, kDynamicDim}, {0, -1})},
        0,
        "static shape"},
+      {"matmul of routed rows",
+       OpCode::kMatmul,
+       {Type(f, {kDynamicDim, 4}, 0), Type(f, {4, 3})},
+       0,
+       "static shape"},
+      {"grouped rows not cut",
+       OpCode::kGroupedMatmul,
+       {Type(f, {6, 4}), Type(f, {3, 4, 5}, 0)},
+       0,
+       "rows cut along a mesh axis"},
+      {"grouped weights not cut",
+       OpCode::kGroupedMatmul,
+       {Type(f, {6, 4}, 0), Type(f, {3, 4, 5})},
+       0,
+       "G cut along"},
+      {"grouped inner mismatch",
+       OpCode::kGroupedMatmul,
+       {Type(f, {6, 4}, 0), Type(f, {3, 5, 5}, 0)},
+       0,
+       "f32[G,4,n]"},
+      {"no groups",
+       OpCode::kGroupedWeightGrad,
+       {Type(f, {6, 4}, 0), Type(f, {6, 5}, 0)},
+       0,
+       "group count"},
+      {"ids cut unlike the rows",
+       OpCode::kScatterAddRows,
+       {Type(f, {kDynamicDim, 4}, 0), Type(i, {kDynamicDim})},
+       8,
+       "cut like the rows"},
+      {"gather from a cut table",
+       OpCode::kGatherRows,
+       {Type(f, {8, 4}, 0), Type(i, {5})},
+       0,
+       "replicated"},
   };
   for (const RefusedCase& c : cases) {
     Result<TensorType> got = Infer(c);
@@ -474,6 +539,54 @@ TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
     EXPECT_NE(got.status().message().find(c.mentions), std::string::npos)
         << c.what << ": " << got.status().ToString();
   }
+}
+
+// Adam's step is an i32 [] input (one compiled function serves every step); its
+// hyper-parameters are scalar operands, checked when the function is built.
+TEST(ModelOpTypeTest, AdamTakesAStepInputAndScalarHyperParameters) {
+  FunctionDef fn;
+  fn.name = "adam";
+  const TensorType param = Type(DType::kF32, {4, 3}, 1);
+  fn.inputs = {param, param, param, param, Type(DType::kI32, {})};
+  auto adam = [&](std::vector<double> hyper, Operand step = Input(4)) {
+    Op op{OpCode::kAdamM, {Input(0), Input(1), Input(2), Input(3), step}, 0, {}};
+    for (double h : hyper) op.operands.push_back(Scalar(h));
+    return InferType(fn, op);
+  };
+  const Result<TensorType> ok = adam({1e-3, 0.9, 0.999, 1e-8, 0});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, param);
+  const std::vector<std::pair<Result<TensorType>, std::string>> refused = {
+      {adam({1e-3, 1.0, 0.999, 1e-8, 0}), "betas in [0, 1)"},
+      {adam({1e-3, 0.9, 0.999, 0, 0}), "epsilon > 0"},
+      {adam({1e-3, 0.9, 0.999, 1e-8}), "takes 10 operands"},
+      {adam({1e-3, 0.9, 0.999, 1e-8, 0}, Input(0)), "step must be a replicated i32[]"},
+      {adam({1e-3, 0.9, 0.999, 1e-8, 0}, Scalar(1)), "operand 4 is not a tensor"},
+  };
+  for (const auto& [got, mentions] : refused) {
+    ASSERT_FALSE(got.ok()) << mentions;
+    EXPECT_NE(got.status().message().find(mentions), std::string::npos) << got.status().ToString();
+  }
+  fn.inputs[1] = Type(DType::kF32, {4, 3}, 0);  // grad cut unlike param
+  EXPECT_FALSE(adam({1e-3, 0.9, 0.999, 1e-8, 0}).ok());
+}
+
+// A grouped op's groups are one per device: checked when the slice is known.
+TEST(ValidateTest, GroupedOpsNeedOneGroupPerDevice) {
+  FunctionDef fn;
+  fn.name = "experts";
+  fn.inputs = {Type(DType::kF32, {kDynamicDim, 4}, 0), Type(DType::kF32, {4, 4, 5}, 0)};
+  Op op{OpCode::kGroupedMatmul, {Input(0), Input(1)}, 0, {}};
+  Result<TensorType> type = InferType(fn, op);
+  ASSERT_TRUE(type.ok()) << type.status().ToString();
+  op.type = *type;
+  fn.ops.push_back(op);
+  fn.outputs = {OpResult(0)};
+  EXPECT_TRUE(Validate(fn, 4).ok());
+  const Status two = Validate(fn, 2);
+  EXPECT_EQ(two.code(), Code::kInvalidArgument);
+  EXPECT_NE(two.message().find("exactly one group"), std::string::npos) << two.ToString();
+  EXPECT_TRUE(Validate(fn, 2, /*slice_known=*/false).ok());
 }
 
 }  // namespace
