@@ -465,22 +465,26 @@ struct SubmitReply {
   MSGPACK_DEFINE(gangs);
 };
 
-struct ShardDone {
+// One gang's shards on one executor, all finished: an executor reports a gang once, when
+// the last of its local shards of it is done, so the scheduler hears from each executor of
+// a gang once, however many shards it runs.
+struct GangDone {
   uint64_t gang_seq = 0;
-  uint32_t shard = 0;
-  uint64_t busy_us = 0;    // how long the shard held its device
-  int32_t error_code = 0;  // atoll::Code; non-zero: the shard failed
-  bool operator==(const ShardDone&) const = default;
-  MSGPACK_DEFINE(gang_seq, shard, busy_us, error_code);
+  uint32_t shards = 0;     // how many of the gang's shards this report covers
+  uint64_t busy_us = 0;    // the longest of those shards' time on its device
+  int32_t error_code = 0;  // atl::Code of a failed shard among them; 0: none failed
+  bool operator==(const GangDone&) const = default;
+  MSGPACK_DEFINE(gang_seq, shards, busy_us, error_code);
 };
 
-// Executor -> scheduler (on the scheduler's own DEALER): shards that finished, batched per
-// turn of the executor's loop. The scheduler's policy learns from it what is in flight.
+// Executor -> scheduler (on the scheduler's own DEALER): gangs whose local shards finished,
+// sent in the executor's loop turn that saw the last of them; gangs done in the same turn
+// share a message. The scheduler's policy learns from it what is in flight.
 struct GangsDone {
   static constexpr Kind kKind = Kind::kGangsDone;
-  std::vector<ShardDone> shards;
+  std::vector<GangDone> gangs;
   bool operator==(const GangsDone&) const = default;
-  MSGPACK_DEFINE(shards);
+  MSGPACK_DEFINE(gangs);
 };
 
 // ---------------------------------------------------------------------------------------

@@ -181,6 +181,11 @@ void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& sc
   const uint64_t first_gang = dispatch.entries.front().gang_seq;
   const uint64_t last_gang = dispatch.entries.back().gang_seq;
   const auto entries = static_cast<uint64_t>(dispatch.entries.size());
+  // Every local shard of a gang is counted before any is admitted (an entry can fail
+  // while admitted), so that the gang is reported once, when all of them finished.
+  if (!scheduler.empty()) {
+    for (const auto& entry : dispatch.entries) gang_reports_.Expect(scheduler, entry.gang_seq);
+  }
   for (auto& entry : dispatch.entries) Admit(std::move(entry), scheduler);
   // The host-side work for every entry is done: buffers reserved, inputs resolved, shards
   // queued in gang order, before any of them ran.
@@ -505,9 +510,9 @@ void ExecutorService::OnCompletions() {
 void ExecutorService::SendOutputs(Completion& done) {
   const proto::Entry& e = done.item->entry;
   if (!done.item->scheduler.empty()) {
-    done_reports_[done.item->scheduler].shards.push_back(
-        {e.gang_seq, e.shard, static_cast<uint64_t>(done.end_us - done.start_us),
-         done.outputs.ok() ? 0 : static_cast<int32_t>(done.outputs.status().code())});
+    gang_reports_.ShardDone(done.item->scheduler, e.gang_seq,
+                            static_cast<uint64_t>(done.end_us - done.start_us),
+                            done.outputs.status().code());
   }
   if (done.outputs.ok()) {
     events_->Publish("gang.done", {{"run", e.run_id},
@@ -647,15 +652,13 @@ void ExecutorService::QueueTuple(const std::string& endpoint, proto::TupleHeader
 }
 
 void ExecutorService::FlushTuples() {
-  for (auto& [scheduler, report] : done_reports_) {
-    if (report.shards.empty()) continue;
+  for (const auto& [scheduler, report] : gang_reports_.TakeReady()) {
     zmq::message_t routing(scheduler.data(), scheduler.size());
     Status sent = net::Send(control_, &routing, 0, report);
     if (!sent.ok()) {
       events_->Publish("error.executor",
-                       {{"error", sent.WithContext("report finished shards").ToString()}});
+                       {{"error", sent.WithContext("report finished gangs").ToString()}});
     }
-    report.shards.clear();
   }
   for (const Status& error : outbox_.Flush()) {
     events_->Publish("error.executor", {{"error", error.ToString()}});

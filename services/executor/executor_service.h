@@ -28,6 +28,7 @@
 #include "common/transport.h"
 #include "services/executor/collective_hub.h"
 #include "services/executor/device_stream.h"
+#include "services/executor/gang_reports.h"
 #include "services/executor/piece_assembler.h"
 #include "services/executor/tuple_outbox.h"
 #include "services/executor/work_item.h"
@@ -148,8 +149,8 @@ class ExecutorService {
   // Output shards bound for the object store, by (object id, shard), until sealed.
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<StoreWrite>> store_writes_;
   uint64_t next_store_request_ = 1;
-  // Finished shards to report, per scheduler routing id, until the end of the turn.
-  std::map<std::string, proto::GangsDone> done_reports_;
+  // Gangs with shards running here, reported to their scheduler once all of them finished.
+  GangReports gang_reports_;
   TupleOutbox outbox_;  // tuples for other hosts, batched per destination
   // Received over the data plane since start, published as `dataplane.stats`.
   struct Received {

@@ -1,5 +1,6 @@
 #include "services/scheduler/island_order.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -114,13 +115,14 @@ std::map<std::string, proto::Dispatch> IslandOrder::Release() {
   return out;
 }
 
-void IslandOrder::OnShardsDone(const std::vector<proto::ShardDone>& shards) {
-  for (const auto& done : shards) {
+void IslandOrder::OnGangsDone(const std::vector<proto::GangDone>& gangs) {
+  for (const auto& done : gangs) {
     auto it = in_flight_.find(done.gang_seq);
     if (it == in_flight_.end()) continue;  // a duplicate or a gang from before a restart
     Flight& f = it->second;
     f.busy_us = std::max(f.busy_us, done.busy_us);
-    if (--f.shards_left > 0) continue;
+    f.shards_left -= std::min<size_t>(f.shards_left, done.shards);
+    if (f.shards_left > 0) continue;
     double& cost =
         cost_us_.try_emplace(f.function_id, static_cast<double>(f.busy_us)).first->second;
     cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);

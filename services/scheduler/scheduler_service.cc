@@ -76,7 +76,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     }
     if (in->header.kind() == proto::Kind::kGangsDone) {
       auto done = in->header.As<proto::GangsDone>();
-      if (done.ok()) order_->OnShardsDone(done->shards);
+      if (done.ok()) order_->OnGangsDone(done->gangs);
       continue;
     }
     if (in->header.kind() == proto::Kind::kError) {
@@ -102,11 +102,15 @@ void SchedulerService::DispatchReleased() {
     if (!sent.ok()) {
       // Those shards will never report: take them out of the flight so the window moves
       // on. Their consumers fail on missing inputs.
-      std::vector<proto::ShardDone> lost;
+      std::vector<proto::GangDone> lost;
       for (const auto& e : dispatch.entries) {
-        lost.push_back({e.gang_seq, e.shard, 0, static_cast<int32_t>(sent.code())});
+        if (lost.empty() || lost.back().gang_seq != e.gang_seq) {
+          lost.emplace_back().gang_seq = e.gang_seq;
+          lost.back().error_code = static_cast<int32_t>(sent.code());
+        }
+        lost.back().shards++;
       }
-      order_->OnShardsDone(lost);
+      order_->OnGangsDone(lost);
       events_->Publish(
           "error.scheduler",
           {{"error", sent.WithContext("dispatch to executor " + endpoint).ToString()}});

@@ -30,7 +30,7 @@ using AllMessages =
 // The structs only found inside messages, and the IR.
 using NestedStructs =
     ::testing::Types<DeviceDesc, DeviceInfo, DeviceStatus, HostStatus, IslandStatus, SliceStatus,
-                     InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, ShardDone,
+                     InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, GangDone,
                      ir::TensorType, ir::Operand, ir::Op, ir::FunctionDef>;
 
 template <typename... Ts>

@@ -271,13 +271,13 @@ inline TupleBatch Sample<TupleBatch>() {
 // Scheduler.
 
 template <>
-inline ShardDone Sample<ShardDone>() {
+inline GangDone Sample<GangDone>() {
   return {91, 3, 330, static_cast<int32_t>(Code::kInvalidArgument)};
 }
 
 template <>
 inline GangsDone Sample<GangsDone>() {
-  return {{Sample<ShardDone>(), ShardDone{}}};
+  return {{Sample<GangDone>(), GangDone{}}};
 }
 
 template <>

@@ -37,11 +37,22 @@ proto::SubmitProgram MakeProgram(uint64_t client, uint64_t run, const std::vecto
   return p;
 }
 
-// Marks every shard of every released gang done.
-std::vector<proto::ShardDone> AllDone(const std::map<std::string, proto::Dispatch>& released) {
-  std::vector<proto::ShardDone> done;
+// A report of `shards` shards of gang `seq` done, each busy for `busy_us`.
+proto::GangDone Done(uint64_t seq, uint32_t shards, uint64_t busy_us = 10) {
+  proto::GangDone done;
+  done.gang_seq = seq;
+  done.shards = shards;
+  done.busy_us = busy_us;
+  return done;
+}
+
+// Reports every released gang done, once per executor, as executors do.
+std::vector<proto::GangDone> AllDone(const std::map<std::string, proto::Dispatch>& released) {
+  std::vector<proto::GangDone> done;
   for (const auto& [exec, d] : released) {
-    for (const auto& e : d.entries) done.push_back({e.gang_seq, e.shard, 100, 0});
+    std::map<uint64_t, uint32_t> shards;  // by gang
+    for (const auto& e : d.entries) shards[e.gang_seq]++;
+    for (const auto& [seq, n] : shards) done.push_back(Done(seq, n, 100));
   }
   return done;
 }
@@ -66,7 +77,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
       for (const auto& [exec, dispatch] : released) {
         for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
       }
-      order.OnShardsDone(AllDone(released));
+      order.OnGangsDone(AllDone(released));
     }
     // Drain.
     for (int i = 0; i < 1000 && order.queued() > 0; ++i) {
@@ -74,7 +85,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
       for (const auto& [exec, dispatch] : released) {
         for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
       }
-      order.OnShardsDone(AllDone(released));
+      order.OnGangsDone(AllDone(released));
     }
     EXPECT_EQ(order.queued(), 0u);
     // Each device receives gangs in increasing sequence order, so any two gangs that share
@@ -121,10 +132,27 @@ TEST(IslandOrderTest, TheWindowBoundsGangsInFlight) {
   auto first = order.Release();
   EXPECT_EQ(first.at("e0").entries.size(), 2u);
   EXPECT_TRUE(order.Release().empty());
-  order.OnShardsDone({{first.at("e0").entries[0].gang_seq, 0, 10, 0}});
+  order.OnGangsDone({Done(first.at("e0").entries[0].gang_seq, 1)});
   auto next = order.Release();
   ASSERT_EQ(next.at("e0").entries.size(), 1u);
   EXPECT_EQ(next.at("e0").entries[0].node, 2u);
+}
+
+TEST(IslandOrderTest, AGangLeavesTheFlightWhenReportsCoverAllItsShards) {
+  IslandOrder order(MakeFifoPolicy(), 1);
+  // Three shards on e0, one on e1: e0 reports them in one record.
+  ASSERT_TRUE(
+      order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e0", 1}, {"e0", 2}, {"e1", 0}}, 2)).ok());
+  auto first = order.Release();
+  const uint64_t seq = first.at("e0").entries[0].gang_seq;
+  order.OnGangsDone({Done(seq, 3)});
+  EXPECT_TRUE(order.Release().empty()) << "released while e1's shard runs";
+  order.OnGangsDone({Done(seq, 1)});
+  EXPECT_EQ(order.in_flight(), 0u);
+  EXPECT_EQ(order.Release().at("e0").entries.size(), 3u);
+  // A report covering more shards than are left (a duplicate) does not underflow.
+  order.OnGangsDone({Done(seq + 1, 9)});
+  EXPECT_EQ(order.in_flight(), 0u);
 }
 
 TEST(IslandOrderTest, ASequentialRunReleasesANodeOnlyWhenThePreviousOneIsDone) {
@@ -139,9 +167,9 @@ TEST(IslandOrderTest, ASequentialRunReleasesANodeOnlyWhenThePreviousOneIsDone) {
     }
     EXPECT_TRUE(order.Release().empty()) << "node " << node + 1 << " released early";
     // Done on one executor only: still in flight.
-    order.OnShardsDone({{released.at("e0").entries[0].gang_seq, 0, 10, 0}});
+    order.OnGangsDone({Done(released.at("e0").entries[0].gang_seq, 1)});
     EXPECT_TRUE(order.Release().empty());
-    order.OnShardsDone({{released.at("e1").entries[0].gang_seq, 1, 10, 0}});
+    order.OnGangsDone({Done(released.at("e1").entries[0].gang_seq, 1)});
   }
 }
 
@@ -163,7 +191,7 @@ TEST(IslandOrderTest, ProportionalShareGivesBackloggedClientsTimeByWeight) {
                     .Submit(MakeProgram(e.owner_client, run++, {{"e0", 0}}, 1, false,
                                         weights.at(e.owner_client)))
                     .ok());
-    order.OnShardsDone({{e.gang_seq, 0, 330, 0}});
+    order.OnGangsDone({Done(e.gang_seq, 1, 330)});
   }
   for (const auto& [client, w] : weights) {
     const double share = released_per_client[client] / 1500.0;

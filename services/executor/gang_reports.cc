@@ -1,0 +1,38 @@
+#include "services/executor/gang_reports.h"
+
+#include <algorithm>
+
+namespace atl::executor {
+
+void GangReports::Expect(const std::string& scheduler, uint64_t gang_seq) {
+  Pending& p = pending_[{scheduler, gang_seq}];
+  p.report.gang_seq = gang_seq;
+  p.shards_left++;
+}
+
+void GangReports::ShardDone(const std::string& scheduler, uint64_t gang_seq, uint64_t busy_us,
+                            Code code) {
+  auto it = pending_.find({scheduler, gang_seq});
+  if (it == pending_.end()) {
+    proto::GangDone alone;
+    alone.gang_seq = gang_seq;
+    alone.shards = 1;
+    alone.busy_us = busy_us;
+    alone.error_code = static_cast<int32_t>(code);
+    ready_[scheduler].gangs.push_back(alone);
+    return;
+  }
+  proto::GangDone& report = it->second.report;
+  report.shards++;
+  report.busy_us = std::max(report.busy_us, busy_us);
+  if (report.error_code == 0) report.error_code = static_cast<int32_t>(code);
+  if (--it->second.shards_left > 0) return;
+  ready_[scheduler].gangs.push_back(report);
+  pending_.erase(it);
+}
+
+std::map<std::string, proto::GangsDone> GangReports::TakeReady() {
+  return std::exchange(ready_, {});
+}
+
+}  // namespace atl::executor
