@@ -4,13 +4,16 @@
 // scalar, so the all-reduce's partials cross hosts); a program chains `steps` of them,
 // is submitted once and waited for. Every process counts what it sends (common/
 // sent_counters.h); a run's figures are the difference of those counters around it, per
-// flow (sender -> receiver), heartbeats left out. Per computation: a run of 2N computations
-// less a run of N, over N, so what a run costs once (Submit, argument puts, per-shard result
+// flow (sender -> receiver, message kind). Per computation: a run of 2N computations less a
+// run of N, over N, so what a run costs once (Submit, argument puts, per-shard result
 // reservations, reads and releases) is reported apart, as per run (N less N computations).
-// What Pathways predicts: control messages per computation grow with hosts (one Dispatch
-// per executor, one GangsDone per executor, one partial per pair of hosts), not with shards.
+// Heartbeats are periodic, not caused by a run: they are reported as a rate per second.
+// What Pathways predicts: control messages per computation grow with hosts (one GangsDone
+// per executor, one all-reduce partial per ordered pair of hosts: at most H * H), not with
+// shards. Reports and partials that leave in the same batch lower the count below that.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -57,15 +60,22 @@ Result<Program> ChainOf(const Function& fn, int length) {
   return p.Build();
 }
 
-// One run of `program` (`steps` computations); the flows it caused.
-Result<Flows> MeasureRun(Client& client, const Program& program, MessageTally& tally) {
-  ATOLL_ASSIGN_OR_RETURN(Flows before, tally.Snapshot());
+// What one run of a program caused, and the wall time its counters cover.
+struct Measured {
+  Traffic traffic;
+  double seconds = 0;
+};
+
+Result<Measured> MeasureRun(Client& client, const Program& program, MessageTally& tally) {
+  const auto started = std::chrono::steady_clock::now();
+  ATOLL_ASSIGN_OR_RETURN(Traffic before, tally.Snapshot());
   ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, {Tensor::F32({1}, {0})}));
   ATOLL_RETURN_IF_ERROR(run.Wait(120s).status());
   // Let what follows a run (GangsDone, releases) arrive before the counters are read.
   std::this_thread::sleep_for(std::chrono::milliseconds(4 * kHeartbeatMs));
-  ATOLL_ASSIGN_OR_RETURN(Flows after, tally.Snapshot());
-  return Minus(after, before);
+  ATOLL_ASSIGN_OR_RETURN(Traffic after, tally.Snapshot());
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  return Measured{Minus(after, before), took.count()};
 }
 
 // Messages and bytes by flow, as signed numbers (a difference of runs).
@@ -101,13 +111,19 @@ struct Samples {
     bytes["total"].push_back(total_bytes);
   }
 
-  // Rows "messages_per_<what>" and "bytes_per_<what>"; a flow absent from a run had nothing.
-  void Report(BenchResult& result, const Params& params, const std::string& what, size_t runs) {
+  // Rows "<prefix>messages_per_<what>" and "<prefix>bytes_per_<what>"; a flow absent from a
+  // run had nothing. Flows with nothing in every run are left out (the total never is).
+  void Report(BenchResult& result, const Params& params, const std::string& prefix,
+              const std::string& what, size_t runs) {
+    auto zero = [](const std::vector<double>& v) {
+      return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
+    };
     for (auto& [name, samples] : messages) {
       samples.resize(runs, 0.0);
       bytes[name].resize(runs, 0.0);
-      result.Add(name, params, "messages_per_" + what, "1", samples);
-      result.Add(name, params, "bytes_per_" + what, "B", bytes[name]);
+      if (name != "total" && zero(samples) && zero(bytes[name])) continue;
+      result.Add(name, params, prefix + "messages_per_" + what, "1", samples);
+      result.Add(name, params, prefix + "bytes_per_" + what, "B", bytes[name]);
     }
   }
 };
@@ -115,8 +131,10 @@ struct Samples {
 // Per computation: the difference between a run of 2N and a run of N computations, over N,
 // so that what a run costs once (Submit, argument puts, result reads and releases, all per
 // shard) does not count. Per run: that once-per-run part, a run of N less N computations.
-Status MeasureShards(Client& client, int hosts, int shards, const Sweep& sweep, MessageTally& tally,
-                     BenchResult& result) {
+// Heartbeats: what both runs sent, over the time they took. Returns the median total
+// messages per computation.
+Result<double> MeasureShards(Client& client, int hosts, int shards, const Sweep& sweep,
+                             MessageTally& tally, BenchResult& result) {
   ATOLL_ASSIGN_OR_RETURN(Slice slice, client.CreateSlice(shards));
   FunctionBuilder b("step");
   Value x = b.Input(DType::kF32, {1}, Sharding::Replicated());
@@ -125,27 +143,32 @@ Status MeasureShards(Client& client, int hosts, int shards, const Sweep& sweep, 
   ATOLL_ASSIGN_OR_RETURN(Program shorter, ChainOf(step, sweep.steps));
   ATOLL_ASSIGN_OR_RETURN(Program longer, ChainOf(step, 2 * sweep.steps));
   ATOLL_RETURN_IF_ERROR(MeasureRun(client, longer, tally).status());  // warm-up
-  Samples per_computation, per_run;
+  Samples per_computation, per_run, periodic;
   for (int r = 0; r < sweep.runs; ++r) {
-    ATOLL_ASSIGN_OR_RETURN(Flows n, MeasureRun(client, shorter, tally));
-    ATOLL_ASSIGN_OR_RETURN(Flows n2, MeasureRun(client, longer, tally));
+    ATOLL_ASSIGN_OR_RETURN(Measured n, MeasureRun(client, shorter, tally));
+    ATOLL_ASSIGN_OR_RETURN(Measured n2, MeasureRun(client, longer, tally));
+    const Flows &caused_n = n.traffic.caused, &caused_n2 = n2.traffic.caused;
     // (2N - N) / N per computation; N - N * that = 2 * N - 2N once per run.
-    per_computation.Add(Combine(1.0 / sweep.steps, n2, -1.0 / sweep.steps, n));
-    per_run.Add(Combine(2.0, n, -1.0, n2));
+    per_computation.Add(Combine(1.0 / sweep.steps, caused_n2, -1.0 / sweep.steps, caused_n));
+    per_run.Add(Combine(2.0, caused_n, -1.0, caused_n2));
+    const double seconds = n.seconds + n2.seconds;
+    periodic.Add(Combine(1.0 / seconds, n.traffic.periodic, 1.0 / seconds, n2.traffic.periodic));
   }
   const Params params = {{"hosts", hosts}, {"shards", shards}};
-  per_computation.Report(result, params, "computation", sweep.runs);
-  per_run.Report(result, params, "run", sweep.runs);
+  per_computation.Report(result, params, "", "computation", sweep.runs);
+  per_run.Report(result, params, "", "run", sweep.runs);
+  periodic.Report(result, params, "heartbeat_", "s", sweep.runs);
+  ATOLL_ASSIGN_OR_RETURN(Summary total, Summarize(per_computation.messages["total"]));
   fmt::print(
-      "hosts={} shards={:>4}: {:>6.2f} messages, {:>8.0f} B per computation; "
-      "{:>6.0f} messages per run\n",
-      hosts, shards, per_computation.messages["total"][0], per_computation.bytes["total"][0],
-      per_run.messages["total"][0]);
+      "hosts={} shards={:>4}: {:>6.2f} messages (at most {}), {:>8.0f} B per computation; "
+      "{:>6.0f} messages per run; {:>5.1f} heartbeats/s\n",
+      hosts, shards, total.median, hosts * hosts, per_computation.bytes["total"][0],
+      per_run.messages["total"][0], periodic.messages["total"][0]);
   for (const auto& [name, samples] : per_computation.messages) {
-    if (name != "total") fmt::print("    {:<22} {:>7.2f}\n", name, samples[0]);
+    if (name != "total" && samples[0] != 0) fmt::print("    {:<36} {:>7.2f}\n", name, samples[0]);
   }
   std::fflush(stdout);
-  return Status::Ok();
+  return total.median;
 }
 
 Status MeasureHosts(int hosts, const Sweep& sweep, const std::string& dir, BenchResult& result) {
@@ -159,13 +182,28 @@ Status MeasureHosts(int hosts, const Sweep& sweep, const std::string& dir, Bench
   // Executors and stores on every host, one scheduler, the RM.
   MessageTally tally(context, cluster->info().events_out, 2 * hosts + 2);
   ATOLL_RETURN_IF_ERROR(tally.Start());
-  for (int shards = std::max(sweep.min_shards, hosts); shards <= hosts * sweep.devices_per_host;
-       shards *= 2) {
+  const int min_shards = std::max(sweep.min_shards, hosts);
+  const int max_shards = hosts * sweep.devices_per_host;
+  std::map<int, double> messages;  // median per computation, by shards
+  for (int shards = min_shards; shards <= max_shards; shards *= 2) {
     const auto started = std::chrono::steady_clock::now();
-    Status measured = MeasureShards(*client, hosts, shards, sweep, tally, result);
-    ATOLL_RETURN_IF_ERROR(measured.WithContext(fmt::format("{} shards", shards)));
+    Result<double> measured = MeasureShards(*client, hosts, shards, sweep, tally, result);
+    ATOLL_RETURN_IF_ERROR(measured.status().WithContext(fmt::format("{} shards", shards)));
+    messages[shards] = *measured;
     fmt::print("    ({:.1f} s)\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+  // The claim in numbers per cluster size: shards grew max/min times, messages this much;
+  // and the most messages per computation at any shard count against H * H (one GangsDone
+  // per executor, one all-reduce partial per ordered pair of hosts).
+  double most = 0;
+  for (const auto& [shards, m] : messages) most = std::max(most, m);
+  result.Derive(fmt::format("messages_per_computation_max_over_hosts_squared_hosts_{}", hosts),
+                most / (hosts * hosts));
+  if (messages.begin()->second > 0) {
+    result.Derive(fmt::format("messages_per_computation_{}_over_{}_shards_hosts_{}",
+                              messages.rbegin()->first, messages.begin()->first, hosts),
+                  messages.rbegin()->second / messages.begin()->second);
   }
   return cluster->Stop();
 }

@@ -27,13 +27,24 @@ const std::map<std::string, proto::Kind>& KindsByName() {
   return *kinds;
 }
 
+Flows MinusFlows(const Flows& after, const Flows& before) {
+  Flows diff;
+  for (const auto& [name, a] : after) {
+    auto b = before.find(name);
+    const Flow d =
+        b == before.end() ? a : Flow{a.messages - b->second.messages, a.bytes - b->second.bytes};
+    if (d.messages != 0 || d.bytes != 0) diff[name] = d;
+  }
+  return diff;
+}
+
 }  // namespace
 
 std::string ReceiverOf(proto::Kind kind) {
   using K = proto::Kind;
   switch (kind) {
     case K::kHeartbeat:
-      return "";
+      return "rm/store";  // executors beat to the RM, clients to the RM and every store
     case K::kRegisterExecutor:
     case K::kRegisterScheduler:
     case K::kHelloClient:
@@ -67,31 +78,26 @@ std::string ReceiverOf(proto::Kind kind) {
   }
 }
 
+bool IsPeriodic(proto::Kind kind) { return kind == proto::Kind::kHeartbeat; }
+
 void AddCounts(const std::string& sender, const std::map<std::string, uint64_t>& counts,
-               Flows& flows) {
+               Traffic& traffic) {
   for (const auto& [field, value] : counts) {
     const size_t dot = field.rfind('.');
     if (dot == std::string::npos) continue;
-    auto kind = KindsByName().find(field.substr(0, dot));
+    const std::string kind_name = field.substr(0, dot);
+    auto kind = KindsByName().find(kind_name);
     if (kind == KindsByName().end()) continue;
-    const std::string receiver = ReceiverOf(kind->second);
-    if (receiver.empty()) continue;
-    Flow& flow = flows[sender + "->" + receiver];
+    Flows& flows = IsPeriodic(kind->second) ? traffic.periodic : traffic.caused;
+    Flow& flow = flows[fmt::format("{}->{} {}", sender, ReceiverOf(kind->second), kind_name)];
     const std::string what = field.substr(dot + 1);
     if (what == "msgs") flow.messages += value;
     if (what == "bytes") flow.bytes += value;
   }
 }
 
-Flows Minus(const Flows& after, const Flows& before) {
-  Flows diff;
-  for (const auto& [name, a] : after) {
-    auto b = before.find(name);
-    const Flow d =
-        b == before.end() ? a : Flow{a.messages - b->second.messages, a.bytes - b->second.bytes};
-    if (d.messages != 0 || d.bytes != 0) diff[name] = d;
-  }
-  return diff;
+Traffic Minus(const Traffic& after, const Traffic& before) {
+  return {MinusFlows(after.caused, before.caused), MinusFlows(after.periodic, before.periodic)};
 }
 
 MessageTally::MessageTally(zmq::context_t& context, std::string events_out, size_t services)
@@ -104,7 +110,7 @@ Status MessageTally::Start() {
   return net::Connect(socket_, endpoint_);
 }
 
-Result<Flows> MessageTally::Snapshot(std::chrono::milliseconds timeout) {
+Result<Traffic> MessageTally::Snapshot(std::chrono::milliseconds timeout) {
   const int64_t since_us = NowMicros();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::map<std::string, std::map<std::string, uint64_t>> reports;  // by src
@@ -126,16 +132,16 @@ Result<Flows> MessageTally::Snapshot(std::chrono::milliseconds timeout) {
       if (value.is_number_unsigned()) counts[key] = value.get<uint64_t>();
     }
   }
-  Flows flows;
-  for (const auto& [src, counts] : reports) AddCounts(RoleOf(src), counts, flows);
+  Traffic traffic;
+  for (const auto& [src, counts] : reports) AddCounts(RoleOf(src), counts, traffic);
   std::map<std::string, uint64_t> mine;
   for (const auto& [kind, count] : net::SentCounts()) {
     const std::string name(proto::KindName(kind));
     mine[name + ".msgs"] = count.messages;
     mine[name + ".bytes"] = count.bytes;
   }
-  AddCounts("client", mine, flows);
-  return flows;
+  AddCounts("client", mine, traffic);
+  return traffic;
 }
 
 }  // namespace atl::bench
