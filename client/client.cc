@@ -254,51 +254,78 @@ Future Run::Output(size_t index) const {
 DType Future::dtype() const { return run_->results.at(index_).type.dtype; }
 const Shape& Future::shape() const { return run_->results.at(index_).type.shape; }
 
-Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto left = [&] {
-    return std::max(std::chrono::milliseconds(1),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now()));
-  };
-  Client::Impl& client = *state_->client;
-  // A refused submission must come back as its own error, not as a timeout.
-  while (client.acks_missing.count(state_->id) && std::chrono::steady_clock::now() < deadline) {
-    client.DrainAcks(left());
+namespace {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// What is left of `deadline`, at least 1 ms so that a late call still asks once.
+std::chrono::milliseconds Left(Deadline deadline) {
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now()));
+}
+
+// Waits for the schedulers' answers to `run`'s submission: a refused submission must come
+// back as its own error, not as a timeout.
+Status AwaitAcceptance(Client::Impl& client, uint64_t run, Deadline deadline,
+                       std::chrono::milliseconds timeout) {
+  while (client.acks_missing.count(run) && std::chrono::steady_clock::now() < deadline) {
+    client.DrainAcks(Left(deadline));
   }
-  if (auto it = client.refused.find(state_->id); it != client.refused.end()) return it->second;
-  if (client.acks_missing.count(state_->id)) {
+  if (auto it = client.refused.find(run); it != client.refused.end()) return it->second;
+  if (client.acks_missing.count(run)) {
     return DeadlineExceeded(fmt::format("run {}: no scheduler answered its submission within {} ms",
-                                        state_->id, timeout.count()));
+                                        run, timeout.count()));
   }
+  return Status::Ok();
+}
+
+// Result `r` of `run`, read from its object stores and assembled from its shards.
+Result<Tensor> FetchResult(const RunState& run, size_t r, Deadline deadline) {
+  Client::Impl& client = *run.client;
+  const ResultPlan& plan = run.results[r];
+  if (plan.arg_index >= 0) return run.arg_values[plan.arg_index];
+  std::vector<Tensor> shards;
+  for (const auto& s : plan.shards) {
+    const auto wait_ms = static_cast<uint32_t>(Left(deadline).count());
+    ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Store(s.store));
+    net::Frames data;
+    auto reply = store->Call<proto::GetObjectReply>(
+        proto::GetObject{s.object_id, s.shard, wait_ms, true},
+        std::chrono::milliseconds(wait_ms) + client.options.request_timeout, {}, &data);
+    const std::string what = fmt::format("run {} result {} shard {}", run.id, r, s.shard);
+    if (!reply.ok()) return reply.status().WithContext(what);
+    if (data.size() != 1) return Internal(what + ": reply carries no data frame");
+    std::vector<std::byte> bytes(data[0].size());
+    if (!bytes.empty()) std::memcpy(bytes.data(), data[0].data(), bytes.size());
+    ATOLL_ASSIGN_OR_RETURN(Tensor t,
+                           Tensor::FromBytes(reply->dtype, reply->shape, std::move(bytes)));
+    shards.push_back(std::move(t));
+  }
+  return Assemble(shards, plan.type, plan.mesh);
+}
+
+}  // namespace
+
+Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout;
+  ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_->client, state_->id, deadline, timeout));
   std::vector<Tensor> out;
   for (size_t r = 0; r < state_->results.size(); ++r) {
-    const ResultPlan& plan = state_->results[r];
-    if (plan.arg_index >= 0) {
-      out.push_back(state_->arg_values[plan.arg_index]);
-      continue;
-    }
-    std::vector<Tensor> shards;
-    for (const auto& s : plan.shards) {
-      const auto wait_ms = static_cast<uint32_t>(left().count());
-      ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Store(s.store));
-      net::Frames data;
-      auto reply = store->Call<proto::GetObjectReply>(
-          proto::GetObject{s.object_id, s.shard, wait_ms, true},
-          std::chrono::milliseconds(wait_ms) + client.options.request_timeout, {}, &data);
-      const std::string what = fmt::format("run {} result {} shard {}", state_->id, r, s.shard);
-      if (!reply.ok()) return reply.status().WithContext(what);
-      if (data.size() != 1) return Internal(what + ": reply carries no data frame");
-      std::vector<std::byte> bytes(data[0].size());
-      if (!bytes.empty()) std::memcpy(bytes.data(), data[0].data(), bytes.size());
-      ATOLL_ASSIGN_OR_RETURN(Tensor t,
-                             Tensor::FromBytes(reply->dtype, reply->shape, std::move(bytes)));
-      shards.push_back(std::move(t));
-    }
-    ATOLL_ASSIGN_OR_RETURN(Tensor whole, Assemble(shards, plan.type, plan.mesh));
-    out.push_back(std::move(whole));
+    ATOLL_ASSIGN_OR_RETURN(Tensor t, FetchResult(*state_, r, deadline));
+    out.push_back(std::move(t));
   }
   return out;
+}
+
+Result<Tensor> Run::Wait(size_t index, std::chrono::milliseconds timeout) {
+  if (index >= state_->results.size()) {
+    return InvalidArgument(fmt::format("run {} has {} results, not a result {}", state_->id,
+                                       state_->results.size(), index));
+  }
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout;
+  ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_->client, state_->id, deadline, timeout));
+  return FetchResult(*state_, index, deadline);
 }
 
 }  // namespace atl

@@ -117,6 +117,9 @@ class Run {
   // their shards. A refused submission or a failed computation's error comes back here,
   // naming the node and shard.
   Result<std::vector<Tensor>> Wait(std::chrono::milliseconds timeout);
+  // The same for result `index` alone; the others stay in the object stores, e.g. weights
+  // that the next run reads as Futures.
+  Result<Tensor> Wait(size_t index, std::chrono::milliseconds timeout);
   // A future for result `index`, to feed a later Submit.
   Future Output(size_t index) const;
 
