@@ -113,8 +113,8 @@ std::string_view KindName(Kind kind) {
       return "SubmitProgram";
     case Kind::kSubmitReply:
       return "SubmitReply";
-    case Kind::kGangsDone:
-      return "GangsDone";
+    case Kind::kGangDone:
+      return "GangDone";
     case Kind::kStoreHello:
       return "StoreHello";
     case Kind::kStoreHelloReply:

@@ -46,7 +46,7 @@ enum class Kind : uint16_t {
   // Scheduler.
   kSubmitProgram = 60,
   kSubmitReply = 61,
-  kGangsDone = 62,
+  kGangDone = 62,
   // Object store.
   kStoreHello = 80,
   kStoreHelloReply = 81,
@@ -465,26 +465,18 @@ struct SubmitReply {
   MSGPACK_DEFINE(gangs);
 };
 
-// One gang's shards on one executor, all finished: an executor reports a gang once, when
-// the last of its local shards of it is done, so the scheduler hears from each executor of
-// a gang once, however many shards it runs.
+// Executor -> scheduler (on the scheduler's own DEALER): all of this executor's shards of
+// one gang finished. Sent once per gang and executor, in the loop turn that saw the last of
+// them, so a gang costs its scheduler one message per executor it spans, however many
+// shards. The scheduler's policy learns from it what is in flight.
 struct GangDone {
+  static constexpr Kind kKind = Kind::kGangDone;
   uint64_t gang_seq = 0;
   uint32_t shards = 0;     // how many of the gang's shards this report covers
   uint64_t busy_us = 0;    // the longest of those shards' time on its device
   int32_t error_code = 0;  // atl::Code of a failed shard among them; 0: none failed
   bool operator==(const GangDone&) const = default;
   MSGPACK_DEFINE(gang_seq, shards, busy_us, error_code);
-};
-
-// Executor -> scheduler (on the scheduler's own DEALER): gangs whose local shards finished,
-// sent in the executor's loop turn that saw the last of them; gangs done in the same turn
-// share a message. The scheduler's policy learns from it what is in flight.
-struct GangsDone {
-  static constexpr Kind kKind = Kind::kGangsDone;
-  std::vector<GangDone> gangs;
-  bool operator==(const GangsDone&) const = default;
-  MSGPACK_DEFINE(gangs);
 };
 
 // ---------------------------------------------------------------------------------------

@@ -8,9 +8,9 @@
 // run of N, over N, so what a run costs once (Submit, argument puts, per-shard result
 // reservations, reads and releases) is reported apart, as per run (N less N computations).
 // Heartbeats are periodic, not caused by a run: they are reported as a rate per second.
-// What Pathways predicts: control messages per computation grow with hosts (one GangsDone
+// What Pathways predicts: control messages per computation grow with hosts (one GangDone
 // per executor, one all-reduce partial per ordered pair of hosts: at most H * H), not with
-// shards. Reports and partials that leave in the same batch lower the count below that.
+// shards. Partials for one host that leave in the same batch lower the count below that.
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,7 +71,7 @@ Result<Measured> MeasureRun(Client& client, const Program& program, MessageTally
   ATOLL_ASSIGN_OR_RETURN(Traffic before, tally.Snapshot());
   ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, {Tensor::F32({1}, {0})}));
   ATOLL_RETURN_IF_ERROR(run.Wait(120s).status());
-  // Let what follows a run (GangsDone, releases) arrive before the counters are read.
+  // Let what follows a run (GangDone, releases) arrive before the counters are read.
   std::this_thread::sleep_for(std::chrono::milliseconds(4 * kHeartbeatMs));
   ATOLL_ASSIGN_OR_RETURN(Traffic after, tally.Snapshot());
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
@@ -194,7 +194,7 @@ Status MeasureHosts(int hosts, const Sweep& sweep, const std::string& dir, Bench
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   // The claim in numbers per cluster size: shards grew max/min times, messages this much;
-  // and the most messages per computation at any shard count against H * H (one GangsDone
+  // and the most messages per computation at any shard count against H * H (one GangDone
   // per executor, one all-reduce partial per ordered pair of hosts).
   double most = 0;
   for (const auto& [shards, m] : messages) most = std::max(most, m);

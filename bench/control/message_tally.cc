@@ -60,7 +60,7 @@ std::string ReceiverOf(proto::Kind kind) {
     case K::kHostChanged:
       return "executor";
     case K::kSubmitProgram:
-    case K::kGangsDone:
+    case K::kGangDone:
       return "scheduler";
     case K::kStoreHello:
     case K::kCreateObject:

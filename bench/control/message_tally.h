@@ -1,5 +1,5 @@
 // MessageTally: how many control and data messages every process of a cluster has sent,
-// by flow ("executor->scheduler GangsDone": sender, receiver and message kind), from the
+// by flow ("executor->scheduler GangDone": sender, receiver and message kind), from the
 // services' `net.stats` events (see common/sent_counters.h) and this process's own counters
 // (the client's). Heartbeats are kept apart as periodic traffic: they are sent every
 // heartbeat period whatever runs, so they are a rate, not a cost of a computation. A reply

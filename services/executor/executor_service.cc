@@ -652,9 +652,9 @@ void ExecutorService::QueueTuple(const std::string& endpoint, proto::TupleHeader
 }
 
 void ExecutorService::FlushTuples() {
-  for (const auto& [scheduler, report] : gang_reports_.TakeReady()) {
+  for (const auto& [scheduler, done] : gang_reports_.TakeReady()) {
     zmq::message_t routing(scheduler.data(), scheduler.size());
-    Status sent = net::Send(control_, &routing, 0, report);
+    Status sent = net::Send(control_, &routing, 0, done);
     if (!sent.ok()) {
       events_->Publish("error.executor",
                        {{"error", sent.WithContext("report finished gangs").ToString()}});

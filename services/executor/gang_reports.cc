@@ -19,7 +19,7 @@ void GangReports::ShardDone(const std::string& scheduler, uint64_t gang_seq, uin
     alone.shards = 1;
     alone.busy_us = busy_us;
     alone.error_code = static_cast<int32_t>(code);
-    ready_[scheduler].gangs.push_back(alone);
+    ready_.emplace_back(scheduler, alone);
     return;
   }
   proto::GangDone& report = it->second.report;
@@ -27,11 +27,11 @@ void GangReports::ShardDone(const std::string& scheduler, uint64_t gang_seq, uin
   report.busy_us = std::max(report.busy_us, busy_us);
   if (report.error_code == 0) report.error_code = static_cast<int32_t>(code);
   if (--it->second.shards_left > 0) return;
-  ready_[scheduler].gangs.push_back(report);
+  ready_.emplace_back(scheduler, report);
   pending_.erase(it);
 }
 
-std::map<std::string, proto::GangsDone> GangReports::TakeReady() {
+std::vector<std::pair<std::string, proto::GangDone>> GangReports::TakeReady() {
   return std::exchange(ready_, {});
 }
 

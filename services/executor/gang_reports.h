@@ -3,7 +3,8 @@
 // the last of its local shards of it finished, not shard by shard: the control messages a
 // gang costs grow with the hosts it spans, not with its shards. A report waits only for the
 // end of the loop turn that made it ready (it is latency-critical: the scheduler's window
-// moves on it), so gangs that finish in the same turn share one message.
+// moves on it), and each gang's report is a message of its own, so that their count does
+// not depend on which gangs happened to finish in the same turn.
 //
 // Not thread-safe: the executor's loop owns it.
 //
@@ -12,13 +13,14 @@
 //   ... as each shard finishes:
 //   reports.ShardDone(scheduler, gang_seq, busy_us, Code::kOk);
 //   ... at the end of the loop turn:
-//   for (auto& [scheduler, message] : reports.TakeReady()) { send message to scheduler }
+//   for (auto& [scheduler, done] : reports.TakeReady()) { send done to scheduler }
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "atoll/status.h"
 #include "common/protocol.h"
@@ -32,8 +34,9 @@ class GangReports {
   // A shard of the gang finished (`code` not kOk: it failed). The gang's report is ready
   // once every expected shard did; a shard never expected is reported on its own.
   void ShardDone(const std::string& scheduler, uint64_t gang_seq, uint64_t busy_us, Code code);
-  // The reports ready since the last call, one message per scheduler.
-  std::map<std::string, proto::GangsDone> TakeReady();
+  // The reports ready since the last call, in the order they became ready, each with the
+  // scheduler it goes to.
+  std::vector<std::pair<std::string, proto::GangDone>> TakeReady();
   // Gangs with shards still running here.
   size_t pending() const { return pending_.size(); }
 
@@ -43,7 +46,7 @@ class GangReports {
     proto::GangDone report;
   };
   std::map<std::pair<std::string, uint64_t>, Pending> pending_;  // by (scheduler, gang)
-  std::map<std::string, proto::GangsDone> ready_;
+  std::vector<std::pair<std::string, proto::GangDone>> ready_;
 };
 
 }  // namespace atl::executor

@@ -115,20 +115,17 @@ std::map<std::string, proto::Dispatch> IslandOrder::Release() {
   return out;
 }
 
-void IslandOrder::OnGangsDone(const std::vector<proto::GangDone>& gangs) {
-  for (const auto& done : gangs) {
-    auto it = in_flight_.find(done.gang_seq);
-    if (it == in_flight_.end()) continue;  // a duplicate or a gang from before a restart
-    Flight& f = it->second;
-    f.busy_us = std::max(f.busy_us, done.busy_us);
-    f.shards_left -= std::min<size_t>(f.shards_left, done.shards);
-    if (f.shards_left > 0) continue;
-    double& cost =
-        cost_us_.try_emplace(f.function_id, static_cast<double>(f.busy_us)).first->second;
-    cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);
-    if (--run_in_flight_[f.run] == 0) run_in_flight_.erase(f.run);
-    in_flight_.erase(it);
-  }
+void IslandOrder::OnGangDone(const proto::GangDone& done) {
+  auto it = in_flight_.find(done.gang_seq);
+  if (it == in_flight_.end()) return;  // a duplicate or a gang from before a restart
+  Flight& f = it->second;
+  f.busy_us = std::max(f.busy_us, done.busy_us);
+  f.shards_left -= std::min<size_t>(f.shards_left, done.shards);
+  if (f.shards_left > 0) return;
+  double& cost = cost_us_.try_emplace(f.function_id, static_cast<double>(f.busy_us)).first->second;
+  cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);
+  if (--run_in_flight_[f.run] == 0) run_in_flight_.erase(f.run);
+  in_flight_.erase(it);
 }
 
 size_t IslandOrder::queued() const {

@@ -28,9 +28,9 @@ class IslandOrder {
   // Checks that `program` lists each node's shards together, each shard once, and queues
   // its gangs. InvalidArgument names what is wrong; nothing is queued then.
   Status Submit(proto::SubmitProgram program);
-  // Records finished shards, reported per gang and executor; a gang leaves the flight
-  // when all its shards did.
-  void OnGangsDone(const std::vector<proto::GangDone>& gangs);
+  // Records finished shards of a gang, reported once per executor; the gang leaves the
+  // flight when all its shards did.
+  void OnGangDone(const proto::GangDone& done);
   // Releases every gang the policy and the window allow now. Returns, per executor
   // control endpoint, its entries in gang order.
   std::map<std::string, proto::Dispatch> Release();

@@ -74,9 +74,9 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
                        {{"executor", endpoint}, {"error", in.status().ToString()}});
       continue;
     }
-    if (in->header.kind() == proto::Kind::kGangsDone) {
-      auto done = in->header.As<proto::GangsDone>();
-      if (done.ok()) order_->OnGangsDone(done->gangs);
+    if (in->header.kind() == proto::Kind::kGangDone) {
+      auto done = in->header.As<proto::GangDone>();
+      if (done.ok()) order_->OnGangDone(*done);
       continue;
     }
     if (in->header.kind() == proto::Kind::kError) {
@@ -110,7 +110,7 @@ void SchedulerService::DispatchReleased() {
         }
         lost.back().shards++;
       }
-      order_->OnGangsDone(lost);
+      for (const auto& gang : lost) order_->OnGangDone(gang);
       events_->Publish(
           "error.scheduler",
           {{"error", sent.WithContext("dispatch to executor " + endpoint).ToString()}});

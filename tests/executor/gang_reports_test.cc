@@ -16,8 +16,8 @@ TEST(GangReportsTest, AGangIsReportedOnceWhenItsLastLocalShardFinished) {
   reports.ShardDone("s", 7, 30, Code::kOk);
   auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
-  ASSERT_EQ(ready.at("s").gangs.size(), 1u);
-  const proto::GangDone& done = ready.at("s").gangs[0];
+  EXPECT_EQ(ready[0].first, "s");
+  const proto::GangDone& done = ready[0].second;
   EXPECT_EQ(done.gang_seq, 7u);
   EXPECT_EQ(done.shards, 4u);
   EXPECT_EQ(done.busy_us, 40u);  // the longest shard
@@ -26,18 +26,22 @@ TEST(GangReportsTest, AGangIsReportedOnceWhenItsLastLocalShardFinished) {
   EXPECT_TRUE(reports.TakeReady().empty());
 }
 
-TEST(GangReportsTest, GangsReadyInOneTurnShareAMessagePerScheduler) {
+TEST(GangReportsTest, GangsReadyInOneTurnAreReportedEachOnItsOwnInOrder) {
   GangReports reports;
   reports.Expect("s", 1);
   reports.Expect("s", 2);
   reports.Expect("t", 1);
-  reports.ShardDone("s", 1, 5, Code::kOk);
   reports.ShardDone("s", 2, 5, Code::kOk);
   reports.ShardDone("t", 1, 5, Code::kOk);
+  reports.ShardDone("s", 1, 5, Code::kOk);
   auto ready = reports.TakeReady();
-  ASSERT_EQ(ready.size(), 2u);
-  EXPECT_EQ(ready.at("s").gangs.size(), 2u);
-  EXPECT_EQ(ready.at("t").gangs.size(), 1u);
+  ASSERT_EQ(ready.size(), 3u);
+  EXPECT_EQ(ready[0].first, "s");
+  EXPECT_EQ(ready[0].second.gang_seq, 2u);
+  EXPECT_EQ(ready[1].first, "t");
+  EXPECT_EQ(ready[1].second.gang_seq, 1u);
+  EXPECT_EQ(ready[2].first, "s");
+  EXPECT_EQ(ready[2].second.gang_seq, 1u);
 }
 
 TEST(GangReportsTest, AFailedShardMarksItsGangsReport) {
@@ -47,16 +51,16 @@ TEST(GangReportsTest, AFailedShardMarksItsGangsReport) {
   reports.ShardDone("s", 3, 5, Code::kNotFound);
   reports.ShardDone("s", 3, 5, Code::kOk);
   auto ready = reports.TakeReady();
-  ASSERT_EQ(ready.at("s").gangs.size(), 1u);
-  EXPECT_EQ(ready.at("s").gangs[0].error_code, static_cast<int32_t>(Code::kNotFound));
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].second.error_code, static_cast<int32_t>(Code::kNotFound));
 }
 
 TEST(GangReportsTest, AShardNeverExpectedIsReportedOnItsOwn) {
   GangReports reports;
   reports.ShardDone("s", 9, 5, Code::kOk);
   auto ready = reports.TakeReady();
-  ASSERT_EQ(ready.at("s").gangs.size(), 1u);
-  EXPECT_EQ(ready.at("s").gangs[0].shards, 1u);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].second.shards, 1u);
   EXPECT_EQ(reports.pending(), 0u);
 }
 

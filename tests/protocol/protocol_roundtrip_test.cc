@@ -23,15 +23,15 @@ using AllMessages =
                      RegisterScheduler, HelloClient, HelloClientReply, Goodbye, HostChanged,
                      CreateSlice, SliceInfo, SliceRemapped, RegisterFunction, RegisterFunctionReply,
                      GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop,
-                     SubmitProgram, SubmitReply, GangsDone, StoreHello, StoreHelloReply,
+                     SubmitProgram, SubmitReply, GangDone, StoreHello, StoreHelloReply,
                      CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
                      GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =
     ::testing::Types<DeviceDesc, DeviceInfo, DeviceStatus, HostStatus, IslandStatus, SliceStatus,
-                     InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, GangDone,
-                     ir::TensorType, ir::Operand, ir::Op, ir::FunctionDef>;
+                     InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, ir::TensorType,
+                     ir::Operand, ir::Op, ir::FunctionDef>;
 
 template <typename... Ts>
 std::multiset<uint16_t> KindsOf(::testing::Types<Ts...>) {

@@ -276,11 +276,6 @@ inline GangDone Sample<GangDone>() {
 }
 
 template <>
-inline GangsDone Sample<GangsDone>() {
-  return {{Sample<GangDone>(), GangDone{}}};
-}
-
-template <>
 inline PlacedEntry Sample<PlacedEntry>() {
   return {"tcp://10.0.0.3:5000", Sample<Entry>()};
 }

@@ -77,7 +77,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
       for (const auto& [exec, dispatch] : released) {
         for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
       }
-      order.OnGangsDone(AllDone(released));
+      for (const auto& done : AllDone(released)) order.OnGangDone(done);
     }
     // Drain.
     for (int i = 0; i < 1000 && order.queued() > 0; ++i) {
@@ -85,7 +85,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
       for (const auto& [exec, dispatch] : released) {
         for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
       }
-      order.OnGangsDone(AllDone(released));
+      for (const auto& done : AllDone(released)) order.OnGangDone(done);
     }
     EXPECT_EQ(order.queued(), 0u);
     // Each device receives gangs in increasing sequence order, so any two gangs that share
@@ -132,7 +132,7 @@ TEST(IslandOrderTest, TheWindowBoundsGangsInFlight) {
   auto first = order.Release();
   EXPECT_EQ(first.at("e0").entries.size(), 2u);
   EXPECT_TRUE(order.Release().empty());
-  order.OnGangsDone({Done(first.at("e0").entries[0].gang_seq, 1)});
+  order.OnGangDone(Done(first.at("e0").entries[0].gang_seq, 1));
   auto next = order.Release();
   ASSERT_EQ(next.at("e0").entries.size(), 1u);
   EXPECT_EQ(next.at("e0").entries[0].node, 2u);
@@ -145,13 +145,13 @@ TEST(IslandOrderTest, AGangLeavesTheFlightWhenReportsCoverAllItsShards) {
       order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e0", 1}, {"e0", 2}, {"e1", 0}}, 2)).ok());
   auto first = order.Release();
   const uint64_t seq = first.at("e0").entries[0].gang_seq;
-  order.OnGangsDone({Done(seq, 3)});
+  order.OnGangDone(Done(seq, 3));
   EXPECT_TRUE(order.Release().empty()) << "released while e1's shard runs";
-  order.OnGangsDone({Done(seq, 1)});
+  order.OnGangDone(Done(seq, 1));
   EXPECT_EQ(order.in_flight(), 0u);
   EXPECT_EQ(order.Release().at("e0").entries.size(), 3u);
   // A report covering more shards than are left (a duplicate) does not underflow.
-  order.OnGangsDone({Done(seq + 1, 9)});
+  order.OnGangDone(Done(seq + 1, 9));
   EXPECT_EQ(order.in_flight(), 0u);
 }
 
@@ -167,9 +167,9 @@ TEST(IslandOrderTest, ASequentialRunReleasesANodeOnlyWhenThePreviousOneIsDone) {
     }
     EXPECT_TRUE(order.Release().empty()) << "node " << node + 1 << " released early";
     // Done on one executor only: still in flight.
-    order.OnGangsDone({Done(released.at("e0").entries[0].gang_seq, 1)});
+    order.OnGangDone(Done(released.at("e0").entries[0].gang_seq, 1));
     EXPECT_TRUE(order.Release().empty());
-    order.OnGangsDone({Done(released.at("e1").entries[0].gang_seq, 1)});
+    order.OnGangDone(Done(released.at("e1").entries[0].gang_seq, 1));
   }
 }
 
@@ -191,7 +191,7 @@ TEST(IslandOrderTest, ProportionalShareGivesBackloggedClientsTimeByWeight) {
                     .Submit(MakeProgram(e.owner_client, run++, {{"e0", 0}}, 1, false,
                                         weights.at(e.owner_client)))
                     .ok());
-    order.OnGangsDone({Done(e.gang_seq, 1, 330)});
+    order.OnGangDone(Done(e.gang_seq, 1, 330));
   }
   for (const auto& [client, w] : weights) {
     const double share = released_per_client[client] / 1500.0;
