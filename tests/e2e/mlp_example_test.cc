@@ -6,6 +6,7 @@
 #include "examples/mlp/mlp.h"
 #include "tests/cluster/subprocess.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/relative_difference.h"
 
 namespace atl::testing {
 namespace {
@@ -22,18 +23,6 @@ MlpResult Train(Client& client, uint32_t devices, const MlpConfig& config) {
   auto result = examples::TrainMlp(client, *slice, config);
   EXPECT_TRUE(result.ok()) << devices << " devices: " << result.status().ToString();
   return result.ok() ? std::move(result).value() : MlpResult{};
-}
-
-// The largest |a - b| / (1 + |b|) over the elements.
-double RelativeDifference(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  double worst = 0;
-  for (int64_t i = 0; i < a.num_elements() && i < b.num_elements(); ++i) {
-    const double x = a.as<float>()[i];
-    const double y = b.as<float>()[i];
-    worst = std::max(worst, std::abs(x - y) / (1 + std::abs(y)));
-  }
-  return worst;
 }
 
 TEST_F(MlpExampleTest, DataParallelRunMatchesTheSingleDeviceRunAndItsLossFalls) {

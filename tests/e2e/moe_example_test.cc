@@ -1,0 +1,202 @@
+// The mixture-of-experts example (examples/moe) on a real cluster: tokens routed to one
+// expert per device by the data, through each expert's own weights and back. On every step
+// (fresh random tokens, with Adam-updated weights kept in the object stores), the layer's
+// output equals the dense reference computed on the client; experts that get no rows work;
+// the loss falls.
+#include <algorithm>
+#include <cmath>
+
+#include "examples/moe/moe.h"
+#include "tests/cluster/subprocess.h"
+#include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/relative_difference.h"
+
+namespace atl::testing {
+namespace {
+
+using examples::MoeConfig;
+using examples::MoeStep;
+
+class MoeExampleTest : public ClusterTest {};
+
+// Trains `config` on island0, checking every step's output against DenseMoe; returns the
+// losses and counts the steps on which some expert got no rows.
+std::vector<double> TrainChecked(Client& client, const MoeConfig& config, int* steps_with_idle) {
+  // float32 sums in a different order (OpenBLAS, per expert) against double on the
+  // client: measured ~1e-7 relative.
+  constexpr double kTolerance = 1e-5;
+  auto result = examples::TrainMoe(client, "island0", config, [&](const MoeStep& step) {
+    const Tensor want = examples::DenseMoe(*step.params, *step.batch);
+    EXPECT_LE(RelativeDifference(*step.output, want), kTolerance) << "step " << step.step;
+    if (std::count(step.routed.begin(), step.routed.end(), 0) > 0) ++*steps_with_idle;
+  });
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  return result.ok() ? result->losses : std::vector<double>{};
+}
+
+// The example's training on the client, in double: every token through its k experts, the
+// mean squared error's gradient back through them, and Adam (kernels/optim.h's formula,
+// the example's hyper-parameters: the builder's defaults but for the learning rate).
+class ReferenceMoe {
+ public:
+  explicit ReferenceMoe(const MoeConfig& c) : c_(c) {
+    const examples::MoeParams init = examples::InitMoe(c);
+    for (int p = 0; p < 2; ++p) {
+      const Tensor& w = p == 0 ? init.w1 : init.w2;
+      param_[p].assign(w.as<float>().begin(), w.as<float>().end());
+      m_[p].assign(param_[p].size(), 0.0);
+      v_[p].assign(param_[p].size(), 0.0);
+    }
+  }
+
+  void Step(const examples::MoeBatch& batch, int step) {
+    const int64_t d = c_.width, hid = c_.hidden;
+    const auto x = batch.x.as<float>();
+    std::vector<double> grad[2] = {std::vector<double>(param_[0].size()),
+                                   std::vector<double>(param_[1].size())};
+    std::vector<double> h(hid), a(hid), y(d), out(d), da(hid);
+    for (int64_t t = 0; t < c_.tokens; ++t) {
+      // Forward once for the output, then again per choice for the gradients.
+      std::fill(out.begin(), out.end(), 0.0);
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int j = 0; j < c_.top_k; ++j) {
+          const int64_t e = batch.choices[j].as<int32_t>()[t];
+          const double gate = batch.weights[j].as<float>()[t * d];
+          const double* w1 = &param_[0][e * d * hid];
+          const double* w2 = &param_[1][e * hid * d];
+          for (int64_t k = 0; k < hid; ++k) {
+            h[k] = 0;
+            for (int64_t i = 0; i < d; ++i) h[k] += x[t * d + i] * w1[i * hid + k];
+            a[k] = 0.5 * h[k] * (1 + std::tanh(kC * (h[k] + kA * h[k] * h[k] * h[k])));
+          }
+          for (int64_t i = 0; i < d; ++i) {
+            y[i] = 0;
+            for (int64_t k = 0; k < hid; ++k) y[i] += a[k] * w2[k * d + i];
+          }
+          if (pass == 0) {
+            for (int64_t i = 0; i < d; ++i) out[i] += gate * y[i];
+            continue;
+          }
+          for (int64_t k = 0; k < hid; ++k) {
+            da[k] = 0;
+            for (int64_t i = 0; i < d; ++i) {
+              const double dy = gate * 2 * (out[i] - batch.target.as<float>()[t * d + i]) /
+                                static_cast<double>(c_.tokens * d);
+              grad[1][(e * hid + k) * d + i] += a[k] * dy;
+              da[k] += w2[k * d + i] * dy;
+            }
+            const double th = std::tanh(kC * (h[k] + kA * h[k] * h[k] * h[k]));
+            const double dh = da[k] * (0.5 * (1 + th) + 0.5 * h[k] * (1 - th * th) * kC *
+                                                            (1 + 3 * kA * h[k] * h[k]));
+            for (int64_t i = 0; i < d; ++i) grad[0][(e * d + i) * hid + k] += x[t * d + i] * dh;
+          }
+        }
+      }
+    }
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    for (int p = 0; p < 2; ++p) {
+      for (size_t i = 0; i < param_[p].size(); ++i) {
+        m_[p][i] = b1 * m_[p][i] + (1 - b1) * grad[p][i];
+        v_[p][i] = b2 * v_[p][i] + (1 - b2) * grad[p][i] * grad[p][i];
+        param_[p][i] -= c_.learning_rate * (m_[p][i] / (1 - std::pow(b1, step))) /
+                        (std::sqrt(v_[p][i] / (1 - std::pow(b2, step))) + eps);
+      }
+    }
+  }
+
+  // The largest |got - want| / (1 + |want|) of w1 (p = 0) or w2 (p = 1).
+  double Difference(int p, const Tensor& got) const {
+    double worst = 0;
+    for (size_t i = 0; i < param_[p].size(); ++i) {
+      worst = std::max(worst,
+                       std::abs(got.as<float>()[i] - param_[p][i]) / (1 + std::abs(param_[p][i])));
+    }
+    return worst;
+  }
+
+ private:
+  static constexpr double kC = 0.7978845608028654;  // sqrt(2 / pi), GELU's tanh form
+  static constexpr double kA = 0.044715;
+  MoeConfig c_;
+  std::vector<double> param_[2], m_[2], v_[2];
+};
+
+TEST_F(MoeExampleTest, OutputsEqualTheDenseReferenceAndTheLossFalls) {
+  auto client = Connect("moe");
+  ASSERT_NE(client, nullptr);
+  MoeConfig config;
+  config.tokens = 32;
+  config.width = 8;
+  config.hidden = 8;
+  config.steps = 20;
+  config.learning_rate = 0.03;
+  int idle = 0;
+  const std::vector<double> losses = TrainChecked(*client, config, &idle);
+  ASSERT_EQ(losses.size(), 20u);
+  // Each step's batch is new, so single losses are noisy: compare the first and last three.
+  const double first = (losses[0] + losses[1] + losses[2]) / 3;
+  const double last = (losses[17] + losses[18] + losses[19]) / 3;
+  EXPECT_LT(last, 0.7 * first) << "first " << first << " last " << last;
+}
+
+// The weights after a few steps equal the client's double-precision training: the routed
+// backward pass and Adam as IR ops compute what the formulas say.
+TEST_F(MoeExampleTest, TrainedWeightsEqualAReferenceTrainedOnTheClient) {
+  auto client = Connect("moe-weights");
+  ASSERT_NE(client, nullptr);
+  MoeConfig config;
+  config.tokens = 16;
+  config.width = 8;
+  config.hidden = 8;
+  config.steps = 4;
+  auto result = examples::TrainMoe(*client, "island0", config);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ReferenceMoe reference(config);
+  for (int s = 1; s <= config.steps; ++s) reference.Step(examples::MakeMoeBatch(config, s), s);
+  // Adam's step is about lr * sign(gradient) early on, so float rounding in the gradients
+  // barely moves it: measured ~1e-7.
+  constexpr double kTolerance = 1e-4;
+  EXPECT_LE(reference.Difference(0, result->params.w1), kTolerance);
+  EXPECT_LE(reference.Difference(1, result->params.w2), kTolerance);
+  // And training did move them, by about steps * lr.
+  EXPECT_GT(RelativeDifference(result->params.w1, examples::InitMoe(config).w1), 1e-2);
+}
+
+// Three tokens, one expert each, four experts: on every step at least one expert gets no
+// rows, and its shard still runs, sends back nothing and takes its (zero-gradient) step.
+TEST_F(MoeExampleTest, ExpertsThatGetNoRowsWork) {
+  auto client = Connect("moe-idle");
+  ASSERT_NE(client, nullptr);
+  MoeConfig config;
+  config.tokens = 3;
+  config.width = 4;
+  config.hidden = 4;
+  config.top_k = 1;
+  config.steps = 4;
+  int idle = 0;
+  EXPECT_EQ(TrainChecked(*client, config, &idle).size(), 4u);
+  EXPECT_EQ(idle, 4);
+}
+
+TEST_F(MoeExampleTest, ABadConfigIsRefused) {
+  auto client = Connect("moe-bad");
+  ASSERT_NE(client, nullptr);
+  MoeConfig config;
+  config.top_k = config.experts + 1;
+  auto result = examples::TrainMoe(*client, "island0", config);
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument) << result.status().ToString();
+}
+
+// The example program, run as a user would against this cluster.
+TEST_F(MoeExampleTest, TheExampleProgramPrintsEachStepAndASummary) {
+  Subprocess example({ATOLL_BIN_DIR "/atoll-example-moe", "--rm", RmEndpoint(), "--steps", "2"});
+  const CommandResult done = example.Wait(std::chrono::seconds(60));
+  ASSERT_EQ(done.exit_code, 0) << done.Describe();
+  for (const char* line : {"MoE of 4 experts", "step   1/2  loss ", "step   2/2  loss ",
+                           "rows per expert ", "tokens/s\n", "done: loss "}) {
+    EXPECT_NE(done.out.find(line), std::string::npos) << line << " in:\n" << done.out;
+  }
+}
+
+}  // namespace
+}  // namespace atl::testing
