@@ -209,6 +209,15 @@ Value FunctionBuilder::GatherRows(Value table, Value ids) {
   return AddOp(*impl_, ir::OpCode::kGatherRows, {ToOperand(table), ToOperand(ids)});
 }
 
+FunctionBuilder::TopKValues FunctionBuilder::TopK(Value x, int64_t k) {
+  const auto attr = static_cast<double>(k);
+  return {AddOp(*impl_, ir::OpCode::kTopKValues, {ToOperand(x)}, attr),
+          AddOp(*impl_, ir::OpCode::kTopKIndices, {ToOperand(x)}, attr)};
+}
+Value FunctionBuilder::Column(Value x, int64_t j) {
+  return AddOp(*impl_, ir::OpCode::kColumn, {ToOperand(x)}, static_cast<double>(j));
+}
+
 Value FunctionBuilder::Spin(Value a, double micros) {
   return AddOp(*impl_, ir::OpCode::kSpin, {ToOperand(a)}, micros);
 }

@@ -81,6 +81,12 @@ std::string_view OpName(OpCode code) {
       return "scatter_add_rows";
     case OpCode::kGatherRows:
       return "gather_rows";
+    case OpCode::kTopKValues:
+      return "top_k_values";
+    case OpCode::kTopKIndices:
+      return "top_k_indices";
+    case OpCode::kColumn:
+      return "column";
   }
   return "?";
 }
@@ -368,6 +374,9 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
     case OpCode::kGroupedWeightGrad:
     case OpCode::kScatterAddRows:
     case OpCode::kGatherRows:
+    case OpCode::kTopKValues:
+    case OpCode::kTopKIndices:
+    case OpCode::kColumn:
       return internal::InferModelOp(fn, op);
   }
   return InvalidArgument("unknown op code");

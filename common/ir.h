@@ -82,6 +82,13 @@ bool IsReplicated(const TensorType& type);
 //                           row ids[i] of a zero [attr,d]; replicated (partial when cut).
 //   kGatherRows(t, ids)     t [r,d] replicated, ids i32 [m]: rows t[ids[i]], [m,d] cut
 //                           like ids.
+// Row-wise ops for gating tokens on the devices (a dynamic dimension 0 allowed; the rows
+// may be cut, the last dimension not):
+//   kTopKValues/Indices(x)  x f32 [..., n]; attr = k in [1, n]: each row's k largest values
+//                           f32 [..., k], best first (the lower index first among equals),
+//                           and their positions i32 [..., k] (kernels::TopK); cut like x.
+//   kColumn(x)              x f32 or i32 [m,n]; attr = j in [0, n): column j, [m] cut like
+//                           x's rows.
 enum class OpCode : uint8_t {
   kAdd,
   kSub,
@@ -118,6 +125,9 @@ enum class OpCode : uint8_t {
   kGroupedWeightGrad,
   kScatterAddRows,
   kGatherRows,
+  kTopKValues,
+  kTopKIndices,
+  kColumn,
 };
 std::string_view OpName(OpCode code);
 

@@ -250,6 +250,40 @@ Result<TensorType> InferGatherRows(const FunctionDef& fn, const Op& op) {
   return TensorType{DType::kF32, {ids.shape[0], table.shape[1]}, {ids.split[0], -1}};
 }
 
+// kTopKValues/kTopKIndices: each row's k best of its n values; the row must be whole.
+Result<TensorType> InferTopK(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
+  TensorType out = *t[0];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, out));
+  ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, out));
+  const int64_t n = out.shape.back();
+  const auto k = static_cast<int64_t>(op.attr);
+  if (n == kDynamicDim || static_cast<double>(k) != op.attr || k < 1 || k > n) {
+    return InvalidArgument(fmt::format("{}: attr must be k in [1, n] for x {}, got {}",
+                                       OpName(op.code), Describe(out), op.attr));
+  }
+  out.shape.back() = k;
+  if (op.code == OpCode::kTopKIndices) out.dtype = DType::kI32;
+  return out;
+}
+
+// kColumn: column j of every row; the rows may be cut, so each device takes its rows' j.
+Result<TensorType> InferColumn(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
+  const TensorType& x = *t[0];
+  if ((x.dtype != DType::kF32 && x.dtype != DType::kI32) || x.shape.size() != 2) {
+    return InvalidArgument(
+        fmt::format("{} needs x f32 or i32 [m,n], got {}", OpName(op.code), Describe(x)));
+  }
+  ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, x));
+  const auto j = static_cast<int64_t>(op.attr);
+  if (static_cast<double>(j) != op.attr || j < 0 || j >= x.shape[1]) {
+    return InvalidArgument(fmt::format("{}: attr must be a column in [0, {}) of {}, got {}",
+                                       OpName(op.code), x.shape[1], Describe(x), op.attr));
+  }
+  return TensorType{x.dtype, {x.shape[0]}, {x.split[0]}};
+}
+
 }  // namespace
 
 Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op) {
@@ -383,6 +417,11 @@ Result<TensorType> InferModelOp(const FunctionDef& fn, const Op& op) {
       return InferScatterAddRows(fn, op);
     case OpCode::kGatherRows:
       return InferGatherRows(fn, op);
+    case OpCode::kTopKValues:
+    case OpCode::kTopKIndices:
+      return InferTopK(fn, op);
+    case OpCode::kColumn:
+      return InferColumn(fn, op);
     default:
       return InvalidArgument(fmt::format("unknown op code {}", static_cast<int>(op.code)));
   }

@@ -143,6 +143,18 @@ class FunctionBuilder {
   // Rows table[ids[i]] of a replicated table [r,d]: [m,d], cut like ids i32 [m].
   Value GatherRows(Value table, Value ids);
 
+  // Gating tokens on the devices. Both work row by row, so the rows may be cut over the
+  // slice (or be routed rows of dynamic length); the last dimension must not be cut.
+  // The k largest values of each row of x f32 [..., n] (1 <= k <= n), best first (the lower
+  // index first among equals), and their positions in the row.
+  struct TopKValues {
+    Value values;   // f32 [..., k]
+    Value indices;  // i32 [..., k]
+  };
+  TopKValues TopK(Value x, int64_t k);
+  // Column j of x f32 or i32 [m,n]: [m], cut like x's rows.
+  Value Column(Value x, int64_t j);
+
   // Keeps the device busy for `micros` microseconds, then passes `a` through.
   Value Spin(Value a, double micros);
   // Keeps the elements of the 1-D `a` greater than `threshold`, in order. The result's

@@ -11,6 +11,7 @@
 #include "kernels/optim.h"
 #include "kernels/reduce.h"
 #include "kernels/shape_ops.h"
+#include "kernels/topk.h"
 
 namespace atl::executor {
 
@@ -114,10 +115,28 @@ Result<Tensor> RunGroupedWeightGrad(const Tensor& x, const Tensor& dy) {
   return kernels::Reshape(grad, {1, shape[0], shape[1]});
 }
 
+// kTopKValues and kTopKIndices each run the kernel and keep their part, as Adam's ops do:
+// the IR gives an op one result.
+Result<Tensor> RunTopK(const ir::Op& op, const Tensor& x) {
+  ATOLL_ASSIGN_OR_RETURN(kernels::TopKResult r, kernels::TopK(x, static_cast<int64_t>(op.attr)));
+  if (op.code == OpCode::kTopKValues) return std::move(r.values);
+  return std::move(r.indices);
+}
+
+Result<Tensor> RunColumn(const ir::Op& op, const Tensor& x) {
+  const auto j = static_cast<int64_t>(op.attr);
+  if (x.shape().size() != 2) {
+    return InvalidArgument(fmt::format("column needs a matrix, got {}{}", DTypeName(x.dtype()),
+                                       ShapeString(x.shape())));
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor column, kernels::Slice(x, 1, j, j + 1));
+  return kernels::Reshape(column, {x.shape()[0]});
+}
+
 }  // namespace
 
 bool IsModelOp(OpCode code) {
-  return code == OpCode::kMatmul || (code >= OpCode::kExp && code <= OpCode::kGatherRows);
+  return code == OpCode::kMatmul || (code >= OpCode::kExp && code <= OpCode::kColumn);
 }
 
 Result<Tensor> RunModelOp(const ir::Op& op, std::span<const Tensor* const> operands) {
@@ -213,6 +232,11 @@ Result<Tensor> RunModelOp(const ir::Op& op, std::span<const Tensor* const> opera
       ATOLL_ASSIGN_OR_RETURN(const Tensor* ids, arg(1));
       return kernels::EmbeddingGather(*a, *ids);
     }
+    case OpCode::kTopKValues:
+    case OpCode::kTopKIndices:
+      return RunTopK(op, *a);
+    case OpCode::kColumn:
+      return RunColumn(op, *a);
     default:
       return InvalidArgument(fmt::format("{} is not a kernel-library op", ir::OpName(op.code)));
   }

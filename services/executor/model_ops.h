@@ -1,7 +1,8 @@
 // The cpu backend's ops that the kernel library (kernels/) computes: matmul, unary ops,
 // GELU, bias add, reductions, softmax, layer norm, cross-entropy, transpose, SGD and Adam,
-// and the routed-expert ops (grouped matmul, row scatter-add and gather), each on one
-// shard's local tensors (ir.h's OpCode says which shardings make that right).
+// the routed-expert ops (grouped matmul, row scatter-add and gather) and the gating ops
+// (top-k, column), each on one shard's local tensors (ir.h's OpCode says which shardings
+// make that right).
 #pragma once
 
 #include <span>

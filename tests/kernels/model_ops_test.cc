@@ -15,6 +15,7 @@
 #include "kernels/nn.h"
 #include "kernels/optim.h"
 #include "kernels/shape_ops.h"
+#include "kernels/topk.h"
 #include "services/executor/interpreter.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
@@ -228,6 +229,55 @@ TEST(ModelOpsTest, LayerNormAndSoftmaxOnRowShards) {
   EXPECT_EQ(out[2], g.dx);
   ExpectNear(out[3], g.dgamma, 1e-5, "dgamma");
   ExpectNear(out[4], g.dbeta, 1e-5, "dbeta");
+}
+
+// A top-k gate on row shards: logits = x wg, each row's top-k values and indices, their
+// softmax and one column of each, against the kernels on the whole tensors.
+TEST(ModelOpsTest, TopKGateAndColumnsOnRowShards) {
+  constexpr int64_t kRows = 6, kWidth = 5, kExperts = 4, kK = 2;
+  std::mt19937 rng(27);
+  const Tensor x = RandomF32(rng, {kRows, kWidth});
+  const Tensor wg = RandomF32(rng, {kWidth, kExperts});
+  ir::FunctionDef fn;
+  fn.name = "gate";
+  fn.inputs = {Type(DType::kF32, {kRows, kWidth}, 0), Type(DType::kF32, {kWidth, kExperts})};
+  const auto logits = Append(fn, OpCode::kMatmul, {Input(0), Input(1)});
+  const auto values = Append(fn, OpCode::kTopKValues, {logits}, kK);
+  const auto indices = Append(fn, OpCode::kTopKIndices, {logits}, kK);
+  const auto weights = Append(fn, OpCode::kSoftmax, {values});
+  fn.outputs = {values, indices, Append(fn, OpCode::kColumn, {indices}, 1),
+                Append(fn, OpCode::kColumn, {weights}, 0)};
+  const std::vector<Tensor> out = RunShards(fn, 3, {x, wg});
+  ASSERT_EQ(out.size(), 4u);
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_logits, kernels::Matmul(x, wg, {}));
+  ATOLL_ASSERT_OK_AND_ASSIGN(kernels::TopKResult want, kernels::TopK(want_logits, kK));
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_weights, kernels::Softmax(want.values));
+  EXPECT_EQ(out[0], want.values);
+  EXPECT_EQ(out[1], want.indices);
+  ASSERT_EQ(out[2].shape(), (Shape{kRows}));
+  ASSERT_EQ(out[3].shape(), (Shape{kRows}));
+  for (int64_t r = 0; r < kRows; ++r) {
+    EXPECT_EQ(out[2].as<int32_t>()[r], want.indices.as<int32_t>()[r * kK + 1]) << "row " << r;
+    EXPECT_EQ(out[3].as<float>()[r], want_weights.as<float>()[r * kK]) << "row " << r;
+  }
+}
+
+// Routed rows of any number (none included) take the gate ops row by row too.
+TEST(ModelOpsTest, TopKAndColumnTakeRoutedRowsOfAnyLength) {
+  ir::FunctionDef fn;
+  fn.name = "routed";
+  fn.inputs = {Type(DType::kF32, {kDynamicDim, 3}, 0)};
+  const auto indices = Append(fn, OpCode::kTopKIndices, {Input(0)}, 1);
+  fn.outputs = {indices, Append(fn, OpCode::kColumn, {indices}, 0)};
+  ASSERT_TRUE(ir::Validate(fn, 2).ok());
+  const Tensor rows = Tensor::F32({2, 3}, {0.5f, 2.0f, -1.0f, 3.0f, 3.0f, 1.0f});
+  Result<std::vector<Tensor>> out = RunFunction(fn, 1, 2, {rows});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0], Tensor::I32({2, 1}, {1, 0}));  // a tie goes to the lower index
+  EXPECT_EQ((*out)[1], Tensor::I32({2}, {1, 0}));
+  Result<std::vector<Tensor>> none = RunFunction(fn, 0, 2, {Tensor(DType::kF32, {0, 3})});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ((*none)[1].shape(), (Shape{0}));
 }
 
 // Unary ops, transpose, a reduction over a kept dimension and an SGD step on column shards.

@@ -416,6 +416,18 @@ TEST(ModelOpTypeTest, AcceptedShardingsGiveTheirResultTypes) {
        {Type(f, {8, 4}), Type(i, {kDynamicDim}, 0)},
        0,
        Type(f, {kDynamicDim, 4}, 0)},
+      {"top-k values of row-split logits",
+       OpCode::kTopKValues,
+       {Type(f, {8, 4}, 0)},
+       2,
+       Type(f, {8, 2}, 0)},
+      {"top-k indices of routed rows are i32",
+       OpCode::kTopKIndices,
+       {Type(f, {kDynamicDim, 4}, 0)},
+       4,
+       Type(i, {kDynamicDim, 4}, 0)},
+      {"a column of row-split choices", OpCode::kColumn, {Type(i, {8, 2}, 0)}, 1, Type(i, {8}, 0)},
+      {"a column of replicated weights", OpCode::kColumn, {Type(f, {8, 2})}, 0, Type(f, {8})},
   };
   for (const AcceptedCase& c : cases) {
     Result<TensorType> got = Infer(c);
@@ -531,6 +543,22 @@ TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
        {Type(f, {8, 4}, 0), Type(i, {5})},
        0,
        "replicated"},
+      {"top-k over a cut last dimension",
+       OpCode::kTopKValues,
+       {Type(f, {8, 4}, 1)},
+       2,
+       "must not be cut"},
+      {"top-k of more than the row holds",
+       OpCode::kTopKIndices,
+       {Type(f, {8, 4})},
+       5,
+       "k in [1, n]"},
+      {"top-0", OpCode::kTopKValues, {Type(f, {8, 4})}, 0, "k in [1, n]"},
+      {"top-k of i32", OpCode::kTopKValues, {Type(i, {8, 4})}, 1, "f32 only"},
+      {"a column past the last", OpCode::kColumn, {Type(f, {8, 2})}, 2, "[0, 2)"},
+      {"a fractional column", OpCode::kColumn, {Type(f, {8, 2})}, 0.5, "[0, 2)"},
+      {"a column of a vector", OpCode::kColumn, {Type(f, {8})}, 0, "[m,n]"},
+      {"a column of cut columns", OpCode::kColumn, {Type(f, {8, 2}, 1)}, 0, "must not be cut"},
   };
   for (const RefusedCase& c : cases) {
     Result<TensorType> got = Infer(c);
