@@ -2,7 +2,7 @@
 // message: [routing id, only on ROUTER sockets] [header] [data frames...]. The header is a
 // msgpack array [version, kind, request id, body]; bodies are msgpack arrays (hot-path
 // messages are arrays, never maps: ~0.3 us against ~2 us to encode and decode). Tensor
-// bytes never go inside the header; each travels as its own frame after it.
+// bytes never go inside the header; they travel as frames after it.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <msgpack.hpp>
 
 #include "common/ir.h"
+#include "common/msgpack_trimmed.h"
 
 namespace atl::proto {
 
@@ -395,9 +396,12 @@ struct RunLoop {
                  shape);
 };
 
-// Executor -> executor: tensors tagged with their destination shard. Tuple i's bytes are
-// data frame i after the header. A failed producer sends the error instead of data, so
-// the consumer fails with it rather than waiting forever.
+// Executor -> executor: tensors tagged with their destination shard. A `packed` tuple's
+// bytes lie in the batch's first data frame, back to back with the other packed tuples' in
+// order (small tensors share one frame); any other tuple's bytes are a data frame of its
+// own, in order after that one (see services/executor/tuple_frames.h). A failed producer
+// sends the error instead of data, so the consumer fails with it rather than waiting
+// forever.
 struct TupleHeader {
   enum Kind : uint8_t {
     kInput = 0,       // input `input` of shard `shard` of `node`
@@ -421,9 +425,12 @@ struct TupleHeader {
   Shape dst_shape;
   uint32_t pieces = 0;  // how many make the consumer's shard; 0: this is the whole shard
   uint32_t part = 0;    // kRows: the sender's index among the `pieces`
+  bool packed = false;  // the bytes are in the batch's packed frame (an error has none)
   bool operator==(const TupleHeader&) const = default;
-  MSGPACK_DEFINE(kind, run_id, node, input, shard, dtype, shape, error_code, error, dst_begin,
-                 dst_shape, pieces, part);
+  // A batch holds one per tuple: the fields a plain tuple leaves unset come last, and are
+  // left out (see msgpack_trimmed.h).
+  MSGPACK_DEFINE_TRIMMED(kind, run_id, node, input, shard, dtype, shape, packed, pieces, part,
+                         dst_begin, dst_shape, error_code, error);
 };
 
 struct TupleBatch {

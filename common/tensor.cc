@@ -1,5 +1,6 @@
 #include "atoll/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -60,20 +61,62 @@ Tensor Tensor::I32(Shape shape, std::vector<int32_t> values) {
   return t;
 }
 
-Result<Tensor> Tensor::FromBytes(DType dtype, Shape shape, std::vector<std::byte> bytes) {
+namespace {
+
+// What FromBytes and Adopt check: the same rules, whoever holds the bytes.
+Status CheckSize(DType dtype, const Shape& shape, size_t size) {
   for (auto d : shape) {
     if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeString(shape));
   }
   const size_t want = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
-  if (bytes.size() != want) {
+  if (size != want) {
     return InvalidArgument(fmt::format("{}{} needs {} bytes, got {}", DTypeName(dtype),
-                                       ShapeString(shape), want, bytes.size()));
+                                       ShapeString(shape), want, size));
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Tensor> Tensor::FromBytes(DType dtype, Shape shape, std::vector<std::byte> bytes) {
+  ATOLL_RETURN_IF_ERROR(CheckSize(dtype, shape, bytes.size()));
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.bytes_ = std::move(bytes);
   return t;
+}
+
+Result<Tensor> Tensor::Adopt(DType dtype, Shape shape, std::span<std::byte> bytes,
+                             std::shared_ptr<void> owner) {
+  ATOLL_RETURN_IF_ERROR(CheckSize(dtype, shape, bytes.size()));
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % std::max<size_t>(DTypeSize(dtype), 1) != 0) {
+    return InvalidArgument(
+        fmt::format("{} bytes at an address not aligned for {}", bytes.size(), DTypeName(dtype)));
+  }
+  if (owner == nullptr) return InvalidArgument("adopted bytes need an owner");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.owner_ = std::move(owner);
+  t.adopted_ = bytes;
+  return t;
+}
+
+// A copy owns its bytes, adopted or not: value semantics, as for any other tensor.
+Tensor::Tensor(const Tensor& other)
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      bytes_(other.data(), other.data() + other.nbytes()) {}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+bool Tensor::operator==(const Tensor& other) const {
+  return dtype_ == other.dtype_ && shape_ == other.shape_ && nbytes() == other.nbytes() &&
+         (nbytes() == 0 || std::memcmp(data(), other.data(), nbytes()) == 0);
 }
 
 std::vector<double> Tensor::ToDoubles() const {

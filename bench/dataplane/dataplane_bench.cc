@@ -2,13 +2,14 @@
 // 64 KiB and 16 MiB tuples, against raw ZeroMQ between two processes in the same run.
 //
 // Sender: this process, through the executor's own sending half (TupleOutbox: batching,
-// the TupleBatch header, one frame per tuple, large tensors borrowed into their frames),
-// connected to the data socket of a real atoll-executor over tcp loopback. Receiver: that
-// executor, doing what it does with every tuple (decode the batch, copy each tuple into a
-// Tensor, deliver it to the mailbox of a shard; here a shard of a run that never comes, all
+// the TupleBatch header, small tensors packed into one frame, large ones borrowed into
+// frames of their own), connected to the data socket of a real atoll-executor over tcp
+// loopback. Receiver: that executor, doing what it does with every tuple (decode the
+// batch, make each tuple a Tensor: copied out of the packed frame, or adopting its own
+// frame; deliver it to the mailbox of a shard; here a shard of a run that never comes, all
 // tuples under one key so that memory stays bounded). It counts what it received and when
-// the latest batch came, and publishes that as `dataplane.stats` every heartbeat; a figure
-// is taken from the first report that holds every tuple sent.
+// the latest batch was decoded, and publishes that as `dataplane.stats` every heartbeat; a
+// figure is taken from the first report that holds every tuple sent.
 //
 // Series, alternated within each repetition:
 //   zmq          one message per tuple from a DEALER to a DEALER in atoll-bench-zmq-sink,

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,33 +37,45 @@ class Tensor {
   static Tensor I32(Shape shape, std::vector<int32_t> values);
   // Adopts raw bytes; fails when their size does not match dtype and shape.
   static Result<Tensor> FromBytes(DType dtype, Shape shape, std::vector<std::byte> bytes);
+  // Uses `bytes`, which `owner` keeps alive (a received message), instead of copying them:
+  // the tensor holds `owner` until it goes away, and a copy of the tensor copies the bytes.
+  // Fails when their size does not match dtype and shape or they are not aligned for dtype.
+  static Result<Tensor> Adopt(DType dtype, Shape shape, std::span<std::byte> bytes,
+                              std::shared_ptr<void> owner);
+
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t num_elements() const { return NumElements(shape_); }
-  size_t nbytes() const { return bytes_.size(); }
-  std::byte* data() { return bytes_.data(); }
-  const std::byte* data() const { return bytes_.data(); }
+  size_t nbytes() const { return owner_ ? adopted_.size() : bytes_.size(); }
+  std::byte* data() { return owner_ ? adopted_.data() : bytes_.data(); }
+  const std::byte* data() const { return owner_ ? adopted_.data() : bytes_.data(); }
 
   template <typename T>
   std::span<T> as() {
-    return {reinterpret_cast<T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+    return {reinterpret_cast<T*>(data()), nbytes() / sizeof(T)};
   }
   template <typename T>
   std::span<const T> as() const {
-    return {reinterpret_cast<const T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+    return {reinterpret_cast<const T*>(data()), nbytes() / sizeof(T)};
   }
   // Values widened to double, for printing and comparison whatever the dtype.
   std::vector<double> ToDoubles() const;
   // "f32[2] {2, 3}"
   std::string ToString() const;
 
-  bool operator==(const Tensor& other) const = default;
+  bool operator==(const Tensor& other) const;
 
  private:
   DType dtype_ = DType::kF32;
   Shape shape_;
-  std::vector<std::byte> bytes_;
+  std::vector<std::byte> bytes_;  // the tensor's own bytes, unless it adopted some
+  std::shared_ptr<void> owner_;   // set: the bytes are `adopted_`, which it keeps alive
+  std::span<std::byte> adopted_;
 };
 
 }  // namespace atl

@@ -23,13 +23,6 @@ constexpr uint32_t kArgumentWaitMs = 30000;
 // How long a shard waits in a collective for the rest of its gang.
 constexpr auto kCollectiveTimeout = std::chrono::seconds(30);
 
-Result<Tensor> TupleValue(const proto::TupleHeader& h, zmq::message_t& frame) {
-  if (h.error_code != 0) return Status(static_cast<Code>(h.error_code), h.error);
-  // Copied once from the frame, not zero-filled first: this copy is on the data plane's path.
-  const auto* bytes = static_cast<const std::byte*>(frame.data());
-  return Tensor::FromBytes(h.dtype, h.shape, std::vector<std::byte>(bytes, bytes + frame.size()));
-}
-
 }  // namespace
 
 ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config, std::string host,
@@ -435,20 +428,19 @@ void ExecutorService::OnData() {
 
 Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::TupleBatch batch, in.header.As<proto::TupleBatch>());
-  if (batch.tuples.size() != in.data.size()) {
-    return InvalidArgument(fmt::format("tuple batch has {} headers but {} data frames",
-                                       batch.tuples.size(), in.data.size()));
-  }
+  uint64_t bytes = 0;
+  for (const auto& frame : in.data) bytes += frame.size();
+  ATOLL_ASSIGN_OR_RETURN(std::vector<Result<Tensor>> values, TupleValues(batch, in.data));
   received_.tuples += batch.tuples.size();
   received_.batches++;
-  for (const auto& frame : in.data) received_.bytes += frame.size();
+  received_.bytes += bytes;
   received_.last_us = NowMicros();
   for (size_t i = 0; i < batch.tuples.size(); ++i) {
     const auto& h = batch.tuples[i];
     if (h.kind == proto::TupleHeader::kCollective) {
-      hub_->Deposit({h.run_id, h.node, h.input}, h.shard, TupleValue(h, in.data[i]));
+      hub_->Deposit({h.run_id, h.node, h.input}, h.shard, std::move(values[i]));
     } else {
-      ReceiveTuple(h, TupleValue(h, in.data[i]));
+      ReceiveTuple(h, std::move(values[i]));
     }
   }
   return Status::Ok();

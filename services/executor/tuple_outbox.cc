@@ -9,22 +9,6 @@
 
 namespace atl::executor {
 
-namespace {
-
-// Below this a tensor's bytes are copied into the frame: one small copy costs less than
-// keeping the tensor alive on the heap until ZeroMQ's I/O thread lets go of it.
-constexpr size_t kBorrowBytes = 8 << 10;
-
-zmq::message_t FrameOf(Tensor tensor) {
-  if (tensor.nbytes() < kBorrowBytes) return zmq::message_t(tensor.data(), tensor.nbytes());
-  auto* owner = new Tensor(std::move(tensor));
-  return zmq::message_t(
-      owner->data(), owner->nbytes(), [](void*, void* hint) { delete static_cast<Tensor*>(hint); },
-      owner);
-}
-
-}  // namespace
-
 TupleOutbox::TupleOutbox(zmq::context_t& context, const DataPlaneConfig& config)
     : config_(config), window_(config.batch_window_us), peers_(context) {}
 
@@ -43,16 +27,7 @@ void TupleOutbox::Add(const std::string& endpoint, proto::TupleHeader h, Result<
   Batch& batch = batches_[endpoint];
   if (batch.message.tuples.empty()) batch.first = std::chrono::steady_clock::now();
   batch.urgent = batch.urgent || urgent;
-  if (value.ok()) {
-    h.dtype = value->dtype();
-    h.shape = value->shape();
-    batch.bytes += value->nbytes();
-    batch.frames.push_back(FrameOf(std::move(value).value()));
-  } else {
-    h.error_code = static_cast<int32_t>(value.status().code());
-    h.error = value.status().message();
-    batch.frames.emplace_back();
-  }
+  batch.bytes += batch.frames.Add(h, std::move(value));
   batch.message.tuples.push_back(std::move(h));
 }
 
@@ -67,9 +42,10 @@ std::vector<Status> TupleOutbox::Flush() {
   for (auto& [endpoint, batch] : batches_) {
     if (batch.message.tuples.empty() || !Due(batch, now)) continue;
     const uint64_t tuples = batch.message.tuples.size();
+    net::Frames frames = batch.frames.Take();
     Status sent = [&]() -> Status {
       ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * peer, peers_.Get(endpoint));
-      return net::Send(*peer, nullptr, 0, batch.message, std::move(batch.frames));
+      return net::Send(*peer, nullptr, 0, batch.message, std::move(frames));
     }();
     if (sent.ok()) {
       stats_.tuples += tuples;
@@ -80,7 +56,6 @@ std::vector<Status> TupleOutbox::Flush() {
           sent.WithContext("send " + std::to_string(tuples) + " tuples to " + endpoint));
     }
     batch.message.tuples.clear();
-    batch.frames.clear();
     batch.bytes = 0;
     batch.urgent = false;
   }

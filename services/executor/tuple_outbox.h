@@ -10,8 +10,8 @@
 // Flush() sends what is due; the owner calls it at the end of every loop turn and when
 // timer_fd() (a timerfd armed for the next batch to fall due) becomes readable.
 //
-// Tensor data is never copied into the msgpack header: each tuple is its own frame, and a
-// large tensor's frame borrows the tensor's bytes (ZeroMQ frees them once sent).
+// Tensor data is never copied into the msgpack header: small tensors share one frame, a
+// large tensor's frame borrows its bytes (ZeroMQ frees them once sent); see tuple_frames.h.
 //
 // Not thread-safe: used by the loop thread that owns the peer sockets.
 #pragma once
@@ -28,6 +28,7 @@
 #include "common/config.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "services/executor/tuple_frames.h"
 
 namespace atl::executor {
 
@@ -64,7 +65,7 @@ class TupleOutbox {
  private:
   struct Batch {
     proto::TupleBatch message;
-    net::Frames frames;
+    TupleFrames frames;
     uint64_t bytes = 0;
     bool urgent = false;
     std::chrono::steady_clock::time_point first;  // when the oldest tuple was queued

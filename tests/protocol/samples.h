@@ -252,7 +252,8 @@ inline TupleHeader Sample<TupleHeader>() {
           {0, 4},
           {2, 8},
           3,
-          2};
+          2,
+          true};
 }
 
 template <>
