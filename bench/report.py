@@ -32,6 +32,7 @@ PLOTS = {
     "dispatch": {"x": "compute_us", "xscale": "symlog", "yscale": "log"},
     "multitenant": {"x": "clients", "xscale": "auto", "yscale": "auto"},
     "control": {"x": "shards", "xscale": "log", "yscale": "symlog", "series": ["total"]},
+    "pipeline": {"x": "micro_batches", "xscale": "log", "yscale": "linear"},
 }
 DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto", "series": None}
 LOG_SPREAD = 20.0  # max / min at which "auto" turns to a log scale

@@ -17,15 +17,17 @@ log_level = "warn"
 endpoint = "tcp://127.0.0.1:*"
 events_in = "tcp://127.0.0.1:*"
 events_out = "tcp://127.0.0.1:*"
-{}[[islands]]
-name = "island0"
-)",
+{})",
                                  t.heartbeat_ms, t.liveness, t.extra_toml);
-  for (int h = 0; h < t.hosts; ++h) {
-    toml += fmt::format("[[islands.hosts]]\nname = \"h{}\"\ndevices = {}\nkind = \"{}\"\n", h,
-                        t.devices_per_host, t.kind);
-    if (t.device_memory_mb > 0) toml += fmt::format("device_memory_mb = {}\n", t.device_memory_mb);
-    if (t.arena_mb > 0) toml += fmt::format("arena_mb = {}\n", t.arena_mb);
+  for (int i = 0; i < t.islands; ++i) {
+    toml += fmt::format("[[islands]]\nname = \"island{}\"\n", i);
+    for (int h = i * t.hosts; h < (i + 1) * t.hosts; ++h) {
+      toml += fmt::format("[[islands.hosts]]\nname = \"h{}\"\ndevices = {}\nkind = \"{}\"\n", h,
+                          t.devices_per_host, t.kind);
+      if (t.device_memory_mb > 0)
+        toml += fmt::format("device_memory_mb = {}\n", t.device_memory_mb);
+      if (t.arena_mb > 0) toml += fmt::format("arena_mb = {}\n", t.arena_mb);
+    }
   }
   return toml;
 }

@@ -11,10 +11,12 @@
 
 namespace atl::bench {
 
-// A benchmark's cluster: one island of identical hosts h0, h1, ... on loopback, every RM
-// endpoint on a free port (see config/local.toml for what the keys mean).
+// A benchmark's cluster: islands island0, island1, ... of `hosts` identical hosts each, named
+// h0, h1, ... across islands, on loopback, every RM endpoint on a free port (see
+// config/local.toml for what the keys mean).
 struct BenchTopology {
-  int hosts = 1;
+  int islands = 1;
+  int hosts = 1;  // per island
   int devices_per_host = 1;
   std::string kind = "sim";
   int heartbeat_ms = 500;
