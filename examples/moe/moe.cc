@@ -18,15 +18,35 @@ namespace {
 // Outputs of the experts' forward function, per choice j of k: at j * kForwardOutputs + n.
 enum ForwardOutput { kY, kIds, kHome, kX, kHidden, kActivation, kForwardOutputs };
 
-// On the token slice: hands the step's tokens, their ids, their home shard (the token
-// slice's shard that holds them, where their outputs go back) and their k choices to
-// Route, which takes rows and destinations from one call.
+// Where the program's results hold the gate's k choices: after loss, output and the six
+// weights and moments.
+constexpr size_t kChoices = 8;
+
+// v [m] on every column of an [m,width] matrix, from existing ops: BiasAdd adds v to each
+// row of a zero [width,m] (x's transpose times 0; x is finite), and Transpose turns that
+// back. Row-wise, so it holds for rows cut over the slice too.
+Value BroadcastOverColumns(FunctionBuilder& b, Value v, Value x) {
+  return b.Transpose(b.BiasAdd(b.Mul(b.Transpose(x), 0.0), v));
+}
+
+// On the token slice: the gate. Scores each token against the experts (x wg), keeps the k
+// best (TopK) and weighs them by the softmax of their k scores. Hands the tokens, their ids,
+// their home shard (the token slice's shard that holds them, where their outputs go back)
+// and their k choices to Route, which takes rows and destinations from one call, and the
+// k gate weights, each on every column, to the combine.
 FunctionBuilder Dispatch(const MoeConfig& c) {
   FunctionBuilder b("moe_dispatch");
-  b.Output(b.Input(DType::kF32, {c.tokens, c.width}));
+  const Value x = b.Input(DType::kF32, {c.tokens, c.width});
+  b.Output(x);
   b.Output(b.Input(DType::kI32, {c.tokens}));
   b.Output(b.Input(DType::kI32, {c.tokens}));
-  for (int j = 0; j < c.top_k; ++j) b.Output(b.Input(DType::kI32, {c.tokens}));
+  const Value wg = b.Input(DType::kF32, {c.width, c.experts}, Sharding::Replicated());
+  const auto best = b.TopK(b.Matmul(x, wg), c.top_k);
+  const Value weights = b.Softmax(best.values);
+  for (int j = 0; j < c.top_k; ++j) b.Output(b.Column(best.indices, j));
+  for (int j = 0; j < c.top_k; ++j) {
+    b.Output(BroadcastOverColumns(b, b.Column(weights, j), x));
+  }
   return b;
 }
 
@@ -118,9 +138,9 @@ FunctionBuilder Backward(const MoeConfig& c) {
 }
 
 // Registers the step's functions on a token slice and an expert slice and traces the
-// program that chains them. Arguments: x, token ids, home shards, k choices, k gate
-// weights, target, w1, w2, m1, v1, m2, v2, step. Results: loss, the layer's output, w1, w2,
-// m1, v1, m2, v2 after the step.
+// program that chains them. Arguments: x, token ids, home shards, the gate wg, target, w1,
+// w2, m1, v1, m2, v2, step. Results: loss, the layer's output, w1, w2, m1, v1, m2, v2 after
+// the step, and the k choices the gate made on the devices (kChoices on).
 Result<Program> BuildProgram(Client& client, const std::string& island, const MoeConfig& c) {
   ATOLL_ASSIGN_OR_RETURN(Slice token_slice, client.CreateSlice(1, island));
   ATOLL_ASSIGN_OR_RETURN(Slice expert_slice,
@@ -131,13 +151,10 @@ Result<Program> BuildProgram(Client& client, const std::string& island, const Mo
   ATOLL_ASSIGN_OR_RETURN(Function backward, client.Register(Backward(c), expert_slice));
 
   ProgramBuilder p;
-  std::vector<Traced> dispatch_args = {p.Arg(DType::kF32, {c.tokens, c.width}),
-                                       p.Arg(DType::kI32, {c.tokens}),
-                                       p.Arg(DType::kI32, {c.tokens})};
-  for (int j = 0; j < c.top_k; ++j) dispatch_args.push_back(p.Arg(DType::kI32, {c.tokens}));
-  std::vector<Traced> combine_inputs;  // the gate weights and the target
-  for (int j = 0; j <= c.top_k; ++j)
-    combine_inputs.push_back(p.Arg(DType::kF32, {c.tokens, c.width}));
+  std::vector<Traced> dispatch_args = {
+      p.Arg(DType::kF32, {c.tokens, c.width}), p.Arg(DType::kI32, {c.tokens}),
+      p.Arg(DType::kI32, {c.tokens}), p.Arg(DType::kF32, {c.width, c.experts})};
+  const Traced target = p.Arg(DType::kF32, {c.tokens, c.width});
   std::vector<Traced> params;
   for (const Shape& shape :
        {Shape{c.experts, c.width, c.hidden}, Shape{c.experts, c.hidden, c.width},
@@ -162,7 +179,8 @@ Result<Program> BuildProgram(Client& client, const std::string& island, const Mo
     returned.push_back(p.Route(of(j, kY), of(j, kHome)));
     returned.push_back(p.Route(of(j, kIds), of(j, kHome)));
   }
-  returned.insert(returned.end(), combine_inputs.begin(), combine_inputs.end());
+  for (int j = 0; j < c.top_k; ++j) returned.push_back(tokens[3 + c.top_k + j]);  // gate weights
+  returned.push_back(target);
   const std::vector<Traced> combined = p.Call(combine, returned);
 
   std::vector<Traced> backward_args;
@@ -177,6 +195,7 @@ Result<Program> BuildProgram(Client& client, const std::string& island, const Mo
 
   std::vector<Traced> results = {combined[0], combined[1]};
   results.insert(results.end(), updated.begin(), updated.end());
+  for (int j = 0; j < c.top_k; ++j) results.push_back(tokens[3 + j]);
   p.Return(results);
   return p.Build();
 }
@@ -218,17 +237,17 @@ MoeParams InitMoe(const MoeConfig& c) {
 
 MoeBatch MakeMoeBatch(const MoeConfig& c, int step) {
   std::mt19937 fixed(c.seed ^ 0x6a7e5u);  // the gate and the teacher, the same every step
-  const Tensor gate = Uniform(fixed, {c.width, c.experts}, 1.0f);
+  MoeBatch batch;
+  batch.gate = Uniform(fixed, {c.width, c.experts}, 1.0f);
   const MoeParams teacher = RandomParams(fixed, c, 2.0f);
   std::mt19937 rng(c.seed * 7919u + static_cast<uint32_t>(step));
-  MoeBatch batch;
   batch.x = Uniform(rng, {c.tokens, c.width}, 1.0f);
   for (int j = 0; j < c.top_k; ++j) {
     batch.choices.emplace_back(DType::kI32, Shape{c.tokens});
-    batch.weights.emplace_back(DType::kF32, Shape{c.tokens, c.width});
+    batch.weights.emplace_back(DType::kF32, Shape{c.tokens});
   }
   const auto x = batch.x.as<float>();
-  const auto g = gate.as<float>();
+  const auto g = batch.gate.as<float>();
   std::vector<double> scores(c.experts);
   std::vector<int32_t> experts;
   std::vector<double> weights;
@@ -240,8 +259,7 @@ MoeBatch MakeMoeBatch(const MoeConfig& c, int step) {
     TopK(scores, c.top_k, experts, weights);
     for (int j = 0; j < c.top_k; ++j) {
       batch.choices[j].as<int32_t>()[t] = experts[j];
-      auto row = batch.weights[j].as<float>().subspan(t * c.width, c.width);
-      std::fill(row.begin(), row.end(), static_cast<float>(weights[j]));
+      batch.weights[j].as<float>()[t] = static_cast<float>(weights[j]);
     }
   }
   batch.target = DenseMoe(teacher, batch);
@@ -260,7 +278,7 @@ Tensor DenseMoe(const MoeParams& params, const MoeBatch& batch) {
   for (int64_t t = 0; t < tokens; ++t) {
     for (size_t j = 0; j < batch.choices.size(); ++j) {
       const int64_t e = batch.choices[j].as<int32_t>()[t];
-      const double weight = batch.weights[j].as<float>()[t * width];
+      const double weight = batch.weights[j].as<float>()[t];
       for (int64_t h = 0; h < hidden; ++h) {
         double sum = 0;
         for (int64_t i = 0; i < width; ++i) {
@@ -306,10 +324,7 @@ Result<MoeResult> TrainMoe(Client& client, const std::string& island, const MoeC
   for (int s = 1; s <= c.steps; ++s) {
     const auto step_start = std::chrono::steady_clock::now();
     const MoeBatch batch = MakeMoeBatch(c, s);
-    std::vector<Input> args = {batch.x, ids, home};
-    args.insert(args.end(), batch.choices.begin(), batch.choices.end());
-    args.insert(args.end(), batch.weights.begin(), batch.weights.end());
-    args.push_back(batch.target);
+    std::vector<Input> args = {batch.x, ids, home, batch.gate, batch.target};
     args.insert(args.end(), state.begin(), state.end());
     args.push_back(Tensor::I32({}, {s}));
     ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, args));
@@ -321,9 +336,15 @@ Result<MoeResult> TrainMoe(Client& client, const std::string& island, const MoeC
     MoeStep step;
     step.step = s;
     step.loss = result.losses.back();
+    step.choices.assign(outputs->begin() + kChoices, outputs->end());
     step.routed.assign(c.experts, 0);
-    for (const Tensor& choice : batch.choices) {
-      for (int32_t e : choice.as<int32_t>()) ++step.routed[e];
+    for (const Tensor& choice : step.choices) {
+      for (int32_t e : choice.as<int32_t>()) {
+        if (e < 0 || e >= c.experts) {
+          return Internal(fmt::format("step {}: the gate chose expert {} of {}", s, e, c.experts));
+        }
+        ++step.routed[e];
+      }
     }
     step.elapsed = std::chrono::steady_clock::now() - step_start;
     step.params = &result.params;

@@ -1,9 +1,12 @@
 // A mixture-of-experts layer trained on synthetic data. Each token goes to the k experts a
 // fixed gate scores highest (top-k of x wg, weighted by the softmax of those k scores);
 // the experts are 2-layer GELU MLPs, one per device of an expert slice, each with its own
-// weights. One traced program per step:
-//   dispatch (token slice)   hands out the tokens: Route sends each token's row to the
-//                            shard of each of its k experts, and nowhere else;
+// weights. The gate runs on the devices: the program takes the tokens and wg and routes
+// by the choices the token slice computes. One traced program per step:
+//   dispatch (token slice)   the gate: logits x wg, their top k per token (TopK), the
+//                            softmax of those k and each choice's column (Column); then
+//                            Route sends each token's row to the shard of each of its k
+//                            experts, and nowhere else;
 //   experts  (expert slice)  each device runs its rows through its own MLP (GroupedMatmul),
 //                            and Route sends the outputs back to the tokens' slice;
 //   combine  (token slice)   adds each token's k outputs, weighted by the gate
@@ -14,7 +17,9 @@
 //                            and takes an Adam step.
 // The routed nodes have data-dependent shapes, so they are dispatched sequentially. The
 // expert weights and Adam moments stay in the object stores between steps (each step takes
-// the previous run's futures); the gate is fixed, so the experts' weights are what trains.
+// the previous run's futures); the gate is fixed (not trained), so the experts' weights are
+// what trains. The client computes the same gate on its own (MakeMoeBatch), for the
+// teacher's targets and for DenseMoe, the reference the cluster's output is checked against.
 //
 // Example:
 //   atl::examples::MoeConfig config;  // 64 tokens/step, width 16, 4 experts of 32, top-2
@@ -52,16 +57,19 @@ struct MoeParams {
 };
 
 struct MoeBatch {
-  Tensor x;                     // f32 [tokens, width], uniform in [-1, 1]
+  Tensor x;     // f32 [tokens, width], uniform in [-1, 1]
+  Tensor gate;  // wg, f32 [width, experts]: the same every step; the program's gate
+  // The gate computed on the client (in double), for the targets and DenseMoe; the
+  // program computes its own on the devices from x and gate.
   std::vector<Tensor> choices;  // per k: i32 [tokens], the k-th best expert of each token
-  std::vector<Tensor> weights;  // per k: f32 [tokens, width], its gate weight on every column
+  std::vector<Tensor> weights;  // per k: f32 [tokens], its gate weight
   Tensor target;                // f32 [tokens, width]: the teacher's output for x
 };
 
 // Random initial weights, from config.seed.
 MoeParams InitMoe(const MoeConfig& config);
-// Step `step`'s batch: fresh tokens each step, routed by one fixed gate, the targets from
-// one fixed teacher for the whole run.
+// Step `step`'s batch: fresh tokens each step, one fixed gate, the targets from one fixed
+// teacher for the whole run.
 MoeBatch MakeMoeBatch(const MoeConfig& config, int step);
 // The layer's output computed on the client, token by token through its k experts: what
 // the cluster's forward pass must give.
@@ -70,6 +78,7 @@ Tensor DenseMoe(const MoeParams& params, const MoeBatch& batch);
 struct MoeStep {
   int step = 0;                             // from 1
   double loss = 0;                          // mean squared error, before this step's update
+  std::vector<Tensor> choices;              // per k: i32 [tokens], the devices' gate's
   std::vector<int64_t> routed;              // rows each expert got (all k choices)
   std::chrono::duration<double> elapsed{};  // submit to results
   const MoeParams* params = nullptr;        // the weights the step ran with
