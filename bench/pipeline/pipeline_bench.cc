@@ -10,7 +10,7 @@
 // between devices, each stage sums its gradients and takes an SGD step). On a 2-core machine
 // real arithmetic on 16 devices would measure CPU contention, not the runtime.
 //
-// Figures per point (one sample per training step after the first):
+// Figures per point (one sample per round: the mean over its training steps but the first):
 //   examples_per_s  rows trained per second; ideal_bound is the pipeline's, computed:
 //                   M micro-batches in (M + S - 1) (t_fwd + t_bwd)
 //   efficiency      measured / the series' own ideal step time: the pipeline's above,
@@ -68,16 +68,21 @@ struct Series {
   std::vector<double> efficiency;
 };
 
-// Trains `c.steps` steps with `train` and adds each step after the first to `series`.
+// Trains `c.steps` steps with `train` and adds one sample to `series`: the mean step time
+// over every step after the first (lowering and the first submission). Steps are timed
+// between consecutive losses read by the client, so a late read makes one step look long
+// and the next short; their mean is unaffected.
 template <typename TrainFn>
 Status Measure(const PipelineConfig& c, double ideal_s, Series& series, TrainFn train) {
-  const double rows = static_cast<double>(c.micro_batch * c.micro_batches);
+  double measured_s = 0;
   auto on_step = [&](const PipelineStep& step) {
-    if (step.step == 1) return;  // lowering and the first submission
-    series.examples_per_s.push_back(rows / step.elapsed.count());
-    series.efficiency.push_back(ideal_s / step.elapsed.count());
+    if (step.step > 1) measured_s += step.elapsed.count();
   };
-  return train(on_step).status();
+  ATOLL_RETURN_IF_ERROR(train(on_step).status());
+  const double step_s = measured_s / (c.steps - 1);
+  series.examples_per_s.push_back(static_cast<double>(c.micro_batch * c.micro_batches) / step_s);
+  series.efficiency.push_back(ideal_s / step_s);
+  return Status::Ok();
 }
 
 // Stage s on its own 1-device slice, the second half on island1 when `islands` is 2.
@@ -127,8 +132,8 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const std::vector<int> all_micro_batches =
       options.quick ? std::vector<int>{4, 16} : std::vector<int>{4, 16, 64};
   // Rounds of every series in turn, so that drift in the machine's load hits all alike.
-  const int rounds = options.quick ? 1 : 3;
-  const int steps = options.quick ? 4 : 6;  // per round; the first is not measured
+  const int rounds = options.quick ? 2 : 5;  // one sample each
+  const int steps = options.quick ? 3 : 5;   // per round; the first is not measured
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-pipeline-{}", getpid());
   for (int stages : all_stages) {
