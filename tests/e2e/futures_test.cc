@@ -44,6 +44,28 @@ TEST_F(FuturesTest, OpByOpCallsChainThroughFutures) {
   EXPECT_EQ(out->at(0), Tensor::F32({2}, expect));
 }
 
+TEST_F(FuturesTest, WaitingForOneResultLeavesItReadableByTheNextRun) {
+  auto client = Connect("futures-one-result");
+  ASSERT_NE(client, nullptr);
+  auto slice = client->CreateSlice(2, "island0");
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  auto inc = IncProgram(*client, *slice);
+  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  auto run = client->Submit(*inc, {Tensor::F32({2}, {1, 2})});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto first = run->Wait(0, 30s);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, Tensor::F32({2}, {3, 5}));
+  auto missing = run->Wait(1, 30s);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kInvalidArgument) << missing.status().ToString();
+  auto next = client->Submit(*inc, {run->Output(0)});
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  auto second = next->Wait(0, 30s);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(*second, Tensor::F32({2}, {7, 11}));
+}
+
 TEST_F(FuturesTest, AFutureHeldOnOtherHostsIsRefusedAtSubmit) {
   auto client = Connect("futures-misplaced");
   ASSERT_NE(client, nullptr);
