@@ -38,10 +38,11 @@ int Main(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", client.status().ToString());
     return 1;
   }
-  fmt::print("MoE of {} experts ({}-{}-{}) on {} devices of {}, top-{} of {} tokens, {} steps "
-             "of Adam (lr {})\n",
-             config.experts, config.width, config.hidden, config.width, config.experts, island,
-             config.top_k, config.tokens, config.steps, config.learning_rate);
+  fmt::print(
+      "MoE of {} experts ({}-{}-{}) on {} devices of {}, top-{} of {} tokens, {} steps "
+      "of Adam (lr {})\n",
+      config.experts, config.width, config.hidden, config.width, config.experts, island,
+      config.top_k, config.tokens, config.steps, config.learning_rate);
   auto result = atl::examples::TrainMoe(**client, island, config, [&](const auto& step) {
     fmt::print("step {:3}/{}  loss {:.4f}  rows per expert {}  {:8.0f} tokens/s\n", step.step,
                config.steps, step.loss, fmt::join(step.routed, "/"),
