@@ -8,6 +8,7 @@
 #include "examples/pipeline/data_parallel.h"
 #include "examples/pipeline/pipeline.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/relative_difference.h"
 
 namespace atl::testing {
 namespace {
@@ -41,12 +42,7 @@ PipelineResult Train(Client& client, const PipelineConfig& config, bool one_devi
 void ExpectSameWeights(const PipelineResult& run, const PipelineResult& want, double tolerance) {
   ASSERT_EQ(run.params.size(), want.params.size());
   for (size_t i = 0; i < want.params.size(); ++i) {
-    ASSERT_EQ(run.params[i].shape(), want.params[i].shape());
-    for (int64_t e = 0; e < want.params[i].num_elements(); ++e) {
-      const double w = want.params[i].as<float>()[e];
-      ASSERT_NEAR(run.params[i].as<float>()[e], w, tolerance * (1 + std::abs(w)))
-          << "parameter " << i << " element " << e;
-    }
+    EXPECT_LE(RelativeDifference(run.params[i], want.params[i]), tolerance) << "parameter " << i;
   }
 }
 
