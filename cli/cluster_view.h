@@ -40,8 +40,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/events.h"
-#include "common/protocol.h"
+#include "common/net/events.h"
+#include "common/proto/protocol.h"
 
 namespace atl {
 

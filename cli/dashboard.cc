@@ -24,7 +24,7 @@
 #include "cli/cluster_view.h"
 #include "cli/commands.h"
 #include "cli/live_feed.h"
-#include "common/event_loop.h"
+#include "common/net/event_loop.h"
 
 namespace atl {
 

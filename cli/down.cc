@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "cli/local_cluster.h"
+#include "launcher/local_cluster.h"
 
 namespace atl {
 

@@ -16,7 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
-#include "cli/process.h"
+#include "launcher/process.h"
 
 namespace atl {
 

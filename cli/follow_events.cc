@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "common/event_loop.h"
-#include "common/transport.h"
+#include "common/net/event_loop.h"
+#include "common/net/transport.h"
 
 namespace atl {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/global_options.h"
-#include "common/events.h"
+#include "common/net/events.h"
 
 namespace atl {
 

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/process.h"
+#include "launcher/process.h"
 
 namespace atl {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "atoll/status.h"
-#include "cli/cluster_info.h"
+#include "launcher/cluster_info.h"
 
 namespace atl {
 

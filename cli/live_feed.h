@@ -19,10 +19,10 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
-#include "cli/cluster_info.h"
-#include "common/events.h"
-#include "common/protocol.h"
-#include "common/transport.h"
+#include "common/net/event_reader.h"
+#include "common/net/transport.h"
+#include "common/proto/protocol.h"
+#include "launcher/cluster_info.h"
 
 namespace atl {
 

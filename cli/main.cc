@@ -5,10 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/cluster_info.h"
 #include "cli/commands.h"
 #include "cli/global_options.h"
 #include "cli/trace.h"
+#include "launcher/cluster_info.h"
 #if __has_include("cli/submit.h")
 #include "cli/submit.h"
 #define ATOLL_HAVE_SUBMIT 1

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "common/protocol.h"
-#include "common/transport.h"
+#include "common/net/transport.h"
+#include "common/proto/protocol.h"
 
 namespace atl {
 

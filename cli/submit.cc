@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/job.h"
+#include "job/job.h"
 
 namespace atl {
 

@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "cli/live_feed.h"
 #include "cli/top_view.h"
-#include "common/event_loop.h"
+#include "common/net/event_loop.h"
 
 namespace atl {
 

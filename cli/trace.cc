@@ -14,9 +14,9 @@
 
 #include "cli/follow_events.h"
 #include "cli/trace_events.h"
-#include "common/event_loop.h"
-#include "common/events.h"
-#include "common/transport.h"
+#include "common/net/event_loop.h"
+#include "common/net/events.h"
+#include "common/net/transport.h"
 
 namespace atl {
 

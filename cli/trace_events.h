@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "atoll/status.h"
-#include "common/events.h"
+#include "common/net/event_reader.h"
 
 namespace atl::trace {
 

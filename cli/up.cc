@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/local_cluster.h"
-#include "cli/process.h"
+#include "launcher/local_cluster.h"
+#include "launcher/process.h"
 
 namespace atl {
 

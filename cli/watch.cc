@@ -9,9 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/follow_events.h"
-#include "common/event_loop.h"
-#include "common/events.h"
-#include "common/transport.h"
+#include "common/net/event_loop.h"
+#include "common/net/event_reader.h"
+#include "common/net/transport.h"
 
 namespace atl {
 

@@ -13,7 +13,7 @@
 #include "client/peers.h"
 #include "client/run_state.h"
 #include "client/sharding.h"
-#include "common/transport.h"
+#include "common/net/transport.h"
 
 namespace atl {
 

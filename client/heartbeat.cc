@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "common/transport.h"
+#include "common/net/transport.h"
 
 namespace atl {
 

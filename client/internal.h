@@ -7,8 +7,8 @@
 #include "atoll/client.h"
 #include "atoll/function.h"
 #include "atoll/program.h"
-#include "common/ir.h"
-#include "common/protocol.h"
+#include "common/ir/ir.h"
+#include "common/proto/protocol.h"
 
 namespace atl {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "common/protocol.h"
+#include "common/proto/protocol.h"
 
 namespace atl {
 

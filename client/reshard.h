@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/ir.h"
-#include "common/protocol.h"
+#include "common/ir/ir.h"
+#include "common/proto/protocol.h"
 
 namespace atl {
 

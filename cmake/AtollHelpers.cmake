@@ -9,13 +9,14 @@ if(ATOLL_SANITIZE)
   target_link_options(atoll_warnings INTERFACE -fsanitize=address,undefined)
 endif()
 
-# atoll_library(NAME SOURCES ... DEPS ...): a static library with the project's warnings,
-# the repository root and include/ on its include path.
+# atoll_library(NAME SOURCES ... DEPS ... [PRIVATE_DEPS ...]): a static library with the
+# project's warnings, the repository root and include/ on its include path. DEPS are what
+# its headers need (passed on to its users); PRIVATE_DEPS only what its sources use.
 function(atoll_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
-  target_link_libraries(${name} PUBLIC atoll_warnings ${ARG_DEPS})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE atoll_warnings ${ARG_PRIVATE_DEPS})
 endfunction()
 
 # atoll_executable(NAME SOURCES ... DEPS ...): a program placed in build/bin.

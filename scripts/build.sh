@@ -1,10 +1,26 @@
 #!/usr/bin/env bash
-# Configures and builds atoll into build/ (or $ATOLL_BUILD_DIR). Incremental after the first
-# run. Extra arguments go to cmake's configure step, e.g. -DATOLL_SANITIZE=ON.
+# Configures and builds atoll into build/ (or $ATOLL_BUILD_DIR), always with the same
+# configuration (RelWithDebInfo, warnings as errors), so that scripts/demo.sh and
+# scripts/test.sh share one build: whatever one built, the other reuses. Incremental after
+# the first run.
+#   scripts/build.sh                       everything (services, CLI, tests, benchmarks)
+#   scripts/build.sh --target atoll ...    only the named targets
+#   scripts/build.sh -DATOLL_SANITIZE=ON   extra cmake settings (use another build dir)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${ATOLL_BUILD_DIR:-build}
+configure=()
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --target) targets+=(--target "$2"); shift 2 ;;
+    *) configure+=("$1"); shift ;;
+  esac
+done
 generator=()
 command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ] && generator=(-G Ninja)
-cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$build_dir" --parallel "$(nproc)"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DATOLL_WERROR=ON "${configure[@]}" >/dev/null
+cmake --build "$build_dir" --parallel "$(nproc)" "${targets[@]}"

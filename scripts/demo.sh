@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+# Only what the demo runs; scripts/test.sh builds the rest in the same build directory.
+bash scripts/build.sh --target atoll --target atoll-rm --target atoll-scheduler \
+  --target atoll-executor --target atoll-objectstore
 build_dir=${ATOLL_BUILD_DIR:-build}
 atoll="$build_dir/bin/atoll"
 # The demo's own state dir, so it never touches a cluster the user started.

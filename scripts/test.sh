@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh -DATOLL_WERROR=ON
+bash scripts/build.sh
 build_dir=${ATOLL_BUILD_DIR:-build}
 ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)" --timeout 300

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "atoll/status.h"
-#include "cli/local_cluster.h"
+#include "launcher/local_cluster.h"
 
 namespace atl::bench {
 

@@ -25,7 +25,7 @@
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
 #include "bench/control/message_tally.h"
-#include "cli/local_cluster.h"
+#include "launcher/local_cluster.h"
 
 namespace atl::bench {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "common/events.h"
-#include "common/sent_counters.h"
-#include "common/transport.h"
+#include "common/net/event_reader.h"
+#include "common/net/sent_counters.h"
+#include "common/net/transport.h"
 
 namespace atl::bench {
 namespace {

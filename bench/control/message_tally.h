@@ -22,7 +22,7 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
-#include "common/protocol.h"
+#include "common/proto/protocol.h"
 
 namespace atl::bench {
 

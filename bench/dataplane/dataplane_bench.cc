@@ -31,10 +31,10 @@
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
-#include "cli/local_cluster.h"
-#include "cli/process.h"
-#include "common/events.h"
-#include "common/ready_file.h"
+#include "common/net/event_reader.h"
+#include "common/service/ready_file.h"
+#include "launcher/local_cluster.h"
+#include "launcher/process.h"
 #include "services/executor/tuple_outbox.h"
 
 namespace atl::bench {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "common/events.h"
-#include "common/transport.h"
+#include "common/net/events.h"
+#include "common/net/transport.h"
 
 namespace {
 

@@ -21,9 +21,9 @@
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
-#include "cli/local_cluster.h"
-#include "common/events.h"
-#include "common/transport.h"
+#include "common/net/event_reader.h"
+#include "common/net/transport.h"
+#include "launcher/local_cluster.h"
 
 namespace atl::bench {
 namespace {

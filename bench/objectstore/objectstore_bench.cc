@@ -15,8 +15,8 @@
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
-#include "cli/local_cluster.h"
-#include "common/transport.h"
+#include "common/net/transport.h"
+#include "launcher/local_cluster.h"
 #include "services/objectstore/local_store_client.h"
 
 namespace atl::bench {

@@ -28,9 +28,9 @@
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
-#include "cli/local_cluster.h"
 #include "examples/pipeline/data_parallel.h"
 #include "examples/pipeline/pipeline.h"
+#include "launcher/local_cluster.h"
 
 namespace atl::bench {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "atoll/client.h"
 #include "atoll/status.h"
-#include "cli/local_cluster.h"
+#include "launcher/local_cluster.h"
 
 namespace atl::examples {
 

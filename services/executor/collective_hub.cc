@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "services/executor/kernels.h"
+#include "compute/kernels.h"
 
 namespace atl::executor {
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "common/events.h"
-#include "services/executor/interpreter.h"
+#include "common/net/events.h"
+#include "compute/interpreter.h"
 
 namespace atl::executor {
 

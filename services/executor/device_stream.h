@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "services/executor/backend.h"
+#include "compute/backend.h"
 #include "services/executor/work_item.h"
 
 namespace atl::executor {

@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/request_server.h"
-#include "common/sent_counters.h"
-#include "common/tensor_block.h"
-#include "services/executor/backend_sim.h"
+#include "common/base/tensor_block.h"
+#include "common/net/request_server.h"
+#include "common/net/sent_counters.h"
+#include "compute/backend_sim.h"
 
 namespace atl::executor {
 

@@ -20,12 +20,12 @@
 
 #include <zmq.hpp>
 
-#include "common/codec.h"
-#include "common/config.h"
-#include "common/event_loop.h"
-#include "common/events.h"
-#include "common/shm_arena.h"
-#include "common/transport.h"
+#include "common/base/shm_arena.h"
+#include "common/net/event_loop.h"
+#include "common/net/events.h"
+#include "common/net/transport.h"
+#include "common/proto/codec.h"
+#include "common/service/config.h"
 #include "services/executor/collective_hub.h"
 #include "services/executor/device_stream.h"
 #include "services/executor/gang_reports.h"

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "atoll/status.h"
-#include "common/protocol.h"
+#include "common/proto/protocol.h"
 
 namespace atl::executor {
 

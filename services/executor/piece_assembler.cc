@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/tensor_block.h"
+#include "common/base/tensor_block.h"
 
 namespace atl::executor {
 

@@ -10,7 +10,7 @@
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
-#include "common/protocol.h"
+#include "common/proto/protocol.h"
 #include "services/executor/work_item.h"
 
 namespace atl::executor {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "atoll/tensor.h"
-#include "common/protocol.h"
-#include "common/transport.h"
+#include "common/net/transport.h"
+#include "common/proto/protocol.h"
 
 namespace atl::executor {
 

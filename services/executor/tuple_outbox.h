@@ -25,9 +25,9 @@
 #include <zmq.hpp>
 
 #include "atoll/tensor.h"
-#include "common/config.h"
-#include "common/protocol.h"
-#include "common/transport.h"
+#include "common/net/transport.h"
+#include "common/proto/protocol.h"
+#include "common/service/config.h"
 #include "services/executor/tuple_frames.h"
 
 namespace atl::executor {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "atoll/tensor.h"
-#include "common/ir.h"
-#include "common/protocol.h"
+#include "common/ir/ir.h"
+#include "common/proto/protocol.h"
 #include "services/executor/collective_hub.h"
 
 namespace atl::executor {

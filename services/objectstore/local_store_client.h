@@ -18,9 +18,9 @@
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
-#include "common/protocol.h"
-#include "common/shm_arena.h"
-#include "common/transport.h"
+#include "common/base/shm_arena.h"
+#include "common/net/transport.h"
+#include "common/proto/protocol.h"
 
 namespace atl::store {
 

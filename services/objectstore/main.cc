@@ -5,8 +5,8 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
-#include "common/ready_file.h"
-#include "common/service_main.h"
+#include "common/service/ready_file.h"
+#include "common/service/service_main.h"
 #include "services/objectstore/store_service.h"
 
 namespace {

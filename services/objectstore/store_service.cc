@@ -6,8 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/request_server.h"
-#include "common/sent_counters.h"
+#include "common/net/request_server.h"
+#include "common/net/sent_counters.h"
 
 namespace atl::store {
 

@@ -39,11 +39,11 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
-#include "common/codec.h"
-#include "common/event_loop.h"
-#include "common/events.h"
-#include "common/shm_arena.h"
-#include "common/transport.h"
+#include "common/base/shm_arena.h"
+#include "common/net/event_loop.h"
+#include "common/net/events.h"
+#include "common/net/transport.h"
+#include "common/proto/codec.h"
 #include "services/objectstore/clock.h"
 #include "services/objectstore/deadline_timer.h"
 #include "services/objectstore/directory.h"

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/transport.h"
+#include "common/net/transport.h"
 
 namespace atl::rm {
 

@@ -2,8 +2,8 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
-#include "common/ready_file.h"
-#include "common/service_main.h"
+#include "common/service/ready_file.h"
+#include "common/service/service_main.h"
 #include "services/rm/rm_service.h"
 
 namespace {

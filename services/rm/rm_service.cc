@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/request_server.h"
-#include "common/sent_counters.h"
-#include "common/transport.h"
+#include "common/net/request_server.h"
+#include "common/net/sent_counters.h"
+#include "common/net/transport.h"
 
 namespace atl::rm {
 

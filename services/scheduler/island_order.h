@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol.h"
+#include "common/proto/protocol.h"
 #include "services/scheduler/policy.h"
 
 namespace atl::scheduler {

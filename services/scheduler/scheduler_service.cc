@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/request_server.h"
-#include "common/sent_counters.h"
+#include "common/net/request_server.h"
+#include "common/net/sent_counters.h"
 
 namespace atl::scheduler {
 

@@ -13,11 +13,11 @@
 
 #include <zmq.hpp>
 
-#include "common/codec.h"
-#include "common/config.h"
-#include "common/event_loop.h"
-#include "common/events.h"
-#include "common/transport.h"
+#include "common/net/event_loop.h"
+#include "common/net/events.h"
+#include "common/net/transport.h"
+#include "common/proto/codec.h"
+#include "common/service/config.h"
 #include "services/scheduler/island_order.h"
 
 namespace atl::scheduler {

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "client/sharding.h"
-#include "common/tensor_block.h"
+#include "common/base/tensor_block.h"
 
 namespace atl {
 namespace {

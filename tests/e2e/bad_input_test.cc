@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "common/codec.h"
-#include "common/transport.h"
+#include "common/net/transport.h"
+#include "common/proto/codec.h"
 #include "tests/e2e/cluster_fixture.h"
 
 namespace atl::testing {

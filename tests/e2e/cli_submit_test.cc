@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/cluster/subprocess.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
 namespace {

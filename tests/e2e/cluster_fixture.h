@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "atoll/client.h"
-#include "cli/local_cluster.h"
+#include "launcher/local_cluster.h"
 
 namespace atl::testing {
 

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "common/transport.h"
+#include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 

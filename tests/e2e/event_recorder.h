@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "common/events.h"
-#include "common/transport.h"
+#include "common/net/event_reader.h"
+#include "common/net/transport.h"
 
 namespace atl::testing {
 

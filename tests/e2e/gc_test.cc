@@ -5,10 +5,10 @@
 #include <map>
 #include <set>
 
-#include "common/transport.h"
-#include "tests/cluster/subprocess.h"
+#include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
 namespace {

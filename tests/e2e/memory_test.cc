@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/cluster/subprocess.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
 namespace {

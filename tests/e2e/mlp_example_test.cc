@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "examples/mlp/mlp.h"
-#include "tests/cluster/subprocess.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/relative_difference.h"
+#include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
 namespace {

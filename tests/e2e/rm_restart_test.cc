@@ -4,7 +4,7 @@
 // function registered on the old slice compiles on executors that reconnected by themselves.
 #include <signal.h>
 
-#include "common/transport.h"
+#include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 
 namespace atl::testing {

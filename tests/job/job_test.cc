@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/job.h"
+#include "job/job.h"
 
 namespace atl {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "atoll/tensor.h"
-#include "common/ir.h"
+#include "common/ir/ir.h"
 
 namespace atl::testutil {
 

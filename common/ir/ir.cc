@@ -1,0 +1,420 @@
+#include "common/ir/ir.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/ir/ir_model_ops.h"
+
+namespace atl::ir {
+
+std::string_view OpName(OpCode code) {
+  switch (code) {
+    case OpCode::kAdd:
+      return "add";
+    case OpCode::kSub:
+      return "sub";
+    case OpCode::kMul:
+      return "mul";
+    case OpCode::kDiv:
+      return "div";
+    case OpCode::kMatmul:
+      return "matmul";
+    case OpCode::kSpin:
+      return "spin";
+    case OpCode::kAllReduceSum:
+      return "all_reduce_sum";
+    case OpCode::kFilter:
+      return "filter";
+    case OpCode::kExp:
+      return "exp";
+    case OpCode::kLog:
+      return "log";
+    case OpCode::kTanh:
+      return "tanh";
+    case OpCode::kRelu:
+      return "relu";
+    case OpCode::kNeg:
+      return "neg";
+    case OpCode::kSqrt:
+      return "sqrt";
+    case OpCode::kRsqrt:
+      return "rsqrt";
+    case OpCode::kGelu:
+      return "gelu";
+    case OpCode::kGeluGrad:
+      return "gelu_grad";
+    case OpCode::kBiasAdd:
+      return "bias_add";
+    case OpCode::kReduceSum:
+      return "reduce_sum";
+    case OpCode::kSoftmax:
+      return "softmax";
+    case OpCode::kLayerNorm:
+      return "layer_norm";
+    case OpCode::kLayerNormGradX:
+      return "layer_norm_grad_x";
+    case OpCode::kLayerNormGradGamma:
+      return "layer_norm_grad_gamma";
+    case OpCode::kLayerNormGradBeta:
+      return "layer_norm_grad_beta";
+    case OpCode::kCrossEntropyLoss:
+      return "cross_entropy_loss";
+    case OpCode::kCrossEntropyGrad:
+      return "cross_entropy_grad";
+    case OpCode::kTranspose:
+      return "transpose";
+    case OpCode::kSgdUpdate:
+      return "sgd_update";
+    case OpCode::kAdamParam:
+      return "adam_param";
+    case OpCode::kAdamM:
+      return "adam_m";
+    case OpCode::kAdamV:
+      return "adam_v";
+    case OpCode::kGroupedMatmul:
+      return "grouped_matmul";
+    case OpCode::kGroupedWeightGrad:
+      return "grouped_weight_grad";
+    case OpCode::kScatterAddRows:
+      return "scatter_add_rows";
+    case OpCode::kGatherRows:
+      return "gather_rows";
+    case OpCode::kTopKValues:
+      return "top_k_values";
+    case OpCode::kTopKIndices:
+      return "top_k_indices";
+    case OpCode::kColumn:
+      return "column";
+  }
+  return "?";
+}
+
+double MatmulAttr(bool transpose_a, bool transpose_b) {
+  return (transpose_a ? 1.0 : 0.0) + (transpose_b ? 2.0 : 0.0);
+}
+bool MatmulTransposeA(double attr) { return (static_cast<int>(attr) & 1) != 0; }
+bool MatmulTransposeB(double attr) { return (static_cast<int>(attr) & 2) != 0; }
+
+bool HasCollectives(const FunctionDef& fn) {
+  for (const auto& op : fn.ops) {
+    if (op.code == OpCode::kAllReduceSum) return true;
+  }
+  return false;
+}
+
+bool IsStatic(const TensorType& type) {
+  for (int64_t d : type.shape) {
+    if (d == kDynamicDim) return false;
+  }
+  return true;
+}
+
+bool ShapeFits(const Shape& declared, const Shape& actual) {
+  if (declared.size() != actual.size()) return false;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    if (declared[i] != kDynamicDim && declared[i] != actual[i]) return false;
+  }
+  return true;
+}
+
+bool IsIrregular(const FunctionDef& fn) {
+  for (const auto& t : fn.inputs) {
+    if (!IsStatic(t)) return true;
+  }
+  for (const auto& t : OutputTypes(fn)) {
+    if (!IsStatic(t)) return true;
+  }
+  return false;
+}
+
+const TensorType* OperandType(const FunctionDef& fn, const Operand& operand) {
+  switch (operand.kind) {
+    case Operand::kInput:
+      if (operand.index >= 0 && static_cast<size_t>(operand.index) < fn.inputs.size()) {
+        return &fn.inputs[operand.index];
+      }
+      return nullptr;
+    case Operand::kOp:
+      if (operand.index >= 0 && static_cast<size_t>(operand.index) < fn.ops.size()) {
+        return &fn.ops[operand.index].type;
+      }
+      return nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+std::vector<TensorType> OutputTypes(const FunctionDef& fn) {
+  std::vector<TensorType> out;
+  for (const auto& o : fn.outputs) {
+    const TensorType* t = OperandType(fn, o);
+    out.push_back(t ? *t : TensorType{});
+  }
+  return out;
+}
+
+TensorType SplitType(DType dtype, Shape shape, int dim) {
+  std::vector<int32_t> split(shape.size(), -1);
+  if (dim >= 0 && static_cast<size_t>(dim) < split.size()) split[dim] = 0;
+  return {dtype, std::move(shape), std::move(split)};
+}
+
+bool IsReplicated(const TensorType& type) {
+  for (int32_t axis : type.split) {
+    if (axis >= 0) return false;
+  }
+  return true;
+}
+
+Shape MeshOf(const FunctionDef& fn, int num_shards) {
+  return fn.mesh.empty() ? Shape{num_shards} : fn.mesh;
+}
+
+namespace {
+
+// Shard `shard`'s coordinates on `mesh` (row-major).
+Shape MeshCoords(const Shape& mesh, int shard) {
+  Shape coords(mesh.size());
+  int64_t rest = shard;
+  for (size_t a = mesh.size(); a-- > 0;) {
+    coords[a] = mesh[a] > 0 ? rest % mesh[a] : 0;
+    rest = mesh[a] > 0 ? rest / mesh[a] : 0;
+  }
+  return coords;
+}
+
+bool AxisOk(int32_t axis, const Shape& mesh) {
+  return axis >= 0 && static_cast<size_t>(axis) < mesh.size() && mesh[axis] > 0;
+}
+
+}  // namespace
+
+Shape ShardShape(const TensorType& type, const Shape& mesh) {
+  Shape s = type.shape;
+  for (size_t d = 0; d < s.size() && d < type.split.size(); ++d) {
+    if (AxisOk(type.split[d], mesh) && s[d] != kDynamicDim) s[d] /= mesh[type.split[d]];
+  }
+  return s;
+}
+
+Shape ShardOrigin(const TensorType& type, const Shape& mesh, int shard) {
+  const Shape coords = MeshCoords(mesh, shard);
+  const Shape local = ShardShape(type, mesh);
+  Shape origin(type.shape.size(), 0);
+  for (size_t d = 0; d < origin.size() && d < type.split.size(); ++d) {
+    if (AxisOk(type.split[d], mesh)) origin[d] = coords[type.split[d]] * local[d];
+  }
+  return origin;
+}
+
+bool IsFirstReplica(const TensorType& type, const Shape& mesh, int shard) {
+  const Shape coords = MeshCoords(mesh, shard);
+  for (size_t a = 0; a < mesh.size(); ++a) {
+    const bool cut = std::find(type.split.begin(), type.split.end(), static_cast<int32_t>(a)) !=
+                     type.split.end();
+    if (!cut && coords[a] != 0) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string SplitString(const TensorType& t) {
+  return fmt::format("[{}]", fmt::join(t.split, ","));
+}
+
+Status CheckType(const std::string& what, const TensorType& t, const Shape& mesh) {
+  for (auto d : t.shape) {
+    if (d <= 0 && d != kDynamicDim)
+      return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
+  }
+  if (t.split.size() != t.shape.size()) {
+    return InvalidArgument(fmt::format("{} {} has a split for {} dimensions", what,
+                                       ShapeString(t.shape), t.split.size()));
+  }
+  std::vector<bool> used(mesh.size());
+  for (size_t d = 0; d < t.split.size(); ++d) {
+    const int32_t axis = t.split[d];
+    if (axis < 0) continue;
+    if (static_cast<size_t>(axis) >= mesh.size()) {
+      return InvalidArgument(
+          fmt::format("{} cuts dimension {} along mesh axis {}, but the mesh "
+                      "{} has {} axes",
+                      what, d, axis, ShapeString(mesh), mesh.size()));
+    }
+    if (used[axis]) {
+      return InvalidArgument(fmt::format("{} cuts two dimensions along mesh axis {}", what, axis));
+    }
+    used[axis] = true;
+    if (t.shape[d] == kDynamicDim) {
+      if (mesh.size() != 1) {
+        return InvalidArgument(
+            fmt::format("{}: a dynamic dimension can be cut only over a 1-D mesh", what));
+      }
+      continue;
+    }
+    if (t.shape[d] % mesh[axis] != 0) {
+      return InvalidArgument(
+          fmt::format("{} {}: dimension {} ({}) does not divide over mesh axis {} ({} devices)",
+                      what, ShapeString(t.shape), d, t.shape[d], axis, mesh[axis]));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckOperand(const FunctionDef& fn, const Operand& o, size_t before_op) {
+  if (o.kind == Operand::kScalar) return Status::Ok();
+  if (o.kind == Operand::kOp && static_cast<size_t>(o.index) >= before_op) {
+    return InvalidArgument(fmt::format("operand refers to op {} which is not earlier", o.index));
+  }
+  if (OperandType(fn, o) == nullptr) {
+    return InvalidArgument(
+        fmt::format("operand (kind {}, index {}) does not exist", o.kind, o.index));
+  }
+  return Status::Ok();
+}
+
+// A grouped op's groups are the experts of a routed layer, one per device: the rows a
+// device holds all belong to its own group, so a device cannot hold several.
+Status CheckOneGroupPerDevice(const FunctionDef& fn, const Op& op, const Shape& mesh) {
+  if (op.code != OpCode::kGroupedMatmul && op.code != OpCode::kGroupedWeightGrad) {
+    return Status::Ok();
+  }
+  const TensorType* groups =
+      op.code == OpCode::kGroupedMatmul ? OperandType(fn, op.operands[1]) : &op.type;
+  const int32_t axis = groups->split[0];
+  if (!AxisOk(axis, mesh)) {
+    return InvalidArgument(
+        fmt::format("{}: groups must be cut along a mesh axis", OpName(op.code)));
+  }
+  if (groups->shape[0] == mesh[axis]) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "{}: {} groups over mesh axis {} of {} devices; each device must hold exactly one group",
+      OpName(op.code), groups->shape[0], axis, mesh[axis]));
+}
+
+}  // namespace
+
+Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
+  auto type_of = [&](size_t i) { return OperandType(fn, op.operands[i]); };
+  switch (op.code) {
+    case OpCode::kAdd:
+    case OpCode::kSub:
+    case OpCode::kMul:
+    case OpCode::kDiv: {
+      if (op.operands.size() != 2) return InvalidArgument("elementwise ops take two operands");
+      const TensorType* a = type_of(0);
+      const TensorType* b = type_of(1);
+      if (!a && !b) return InvalidArgument("elementwise op on two scalars");
+      if (a && b && !(*a == *b)) {
+        return InvalidArgument(
+            fmt::format("{}: operand types differ: {}{} split {} vs {}{} split {}", OpName(op.code),
+                        DTypeName(a->dtype), ShapeString(a->shape), SplitString(*a),
+                        DTypeName(b->dtype), ShapeString(b->shape), SplitString(*b)));
+      }
+      return a ? *a : *b;
+    }
+    case OpCode::kMatmul:
+      return internal::InferMatmul(fn, op);
+    case OpCode::kSpin: {
+      if (op.operands.size() != 1 || !type_of(0)) return InvalidArgument("spin takes one tensor");
+      if (op.attr < 0) return InvalidArgument("spin time must be >= 0 us");
+      return *type_of(0);
+    }
+    case OpCode::kAllReduceSum: {
+      if (op.operands.size() != 1 || !type_of(0)) {
+        return InvalidArgument("all_reduce_sum takes one tensor");
+      }
+      if (!IsReplicated(*type_of(0))) {
+        return InvalidArgument(
+            "all_reduce_sum takes a replicated tensor (each device's partial "
+            "value), not a split one");
+      }
+      if (!IsStatic(*type_of(0))) {
+        return InvalidArgument(
+            "all_reduce_sum needs a static shape: every device's partial must have the same "
+            "size");
+      }
+      return *type_of(0);
+    }
+    case OpCode::kFilter: {
+      if (op.operands.size() != 1 || !type_of(0) || type_of(0)->shape.size() != 1) {
+        return InvalidArgument("filter takes one 1-D tensor");
+      }
+      TensorType out = *type_of(0);
+      out.shape = {kDynamicDim};
+      return out;
+    }
+    case OpCode::kExp:
+    case OpCode::kLog:
+    case OpCode::kTanh:
+    case OpCode::kRelu:
+    case OpCode::kNeg:
+    case OpCode::kSqrt:
+    case OpCode::kRsqrt:
+    case OpCode::kGelu:
+    case OpCode::kGeluGrad:
+    case OpCode::kBiasAdd:
+    case OpCode::kReduceSum:
+    case OpCode::kSoftmax:
+    case OpCode::kLayerNorm:
+    case OpCode::kLayerNormGradX:
+    case OpCode::kLayerNormGradGamma:
+    case OpCode::kLayerNormGradBeta:
+    case OpCode::kCrossEntropyLoss:
+    case OpCode::kCrossEntropyGrad:
+    case OpCode::kTranspose:
+    case OpCode::kSgdUpdate:
+    case OpCode::kAdamParam:
+    case OpCode::kAdamM:
+    case OpCode::kAdamV:
+    case OpCode::kGroupedMatmul:
+    case OpCode::kGroupedWeightGrad:
+    case OpCode::kScatterAddRows:
+    case OpCode::kGatherRows:
+    case OpCode::kTopKValues:
+    case OpCode::kTopKIndices:
+    case OpCode::kColumn:
+      return internal::InferModelOp(fn, op);
+  }
+  return InvalidArgument("unknown op code");
+}
+
+Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
+  if (num_shards <= 0) return InvalidArgument("a function needs at least one device");
+  if (fn.outputs.empty()) return InvalidArgument("function '" + fn.name + "' has no outputs");
+  const Shape mesh = MeshOf(fn, num_shards);
+  int64_t devices = 1;
+  for (int64_t extent : mesh) {
+    if (extent <= 0) return InvalidArgument("mesh " + ShapeString(mesh) + " has an empty axis");
+    devices *= extent;
+  }
+  if (devices != num_shards) {
+    return InvalidArgument(fmt::format("mesh {} holds {} devices, the slice has {}",
+                                       ShapeString(mesh), devices, num_shards));
+  }
+  for (size_t i = 0; i < fn.inputs.size(); ++i) {
+    ATOLL_RETURN_IF_ERROR(CheckType(fmt::format("input {}", i), fn.inputs[i], mesh));
+  }
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const Op& op = fn.ops[i];
+    for (const auto& o : op.operands) {
+      ATOLL_RETURN_IF_ERROR(CheckOperand(fn, o, i).WithContext(fmt::format("op {}", i)));
+    }
+    ATOLL_ASSIGN_OR_RETURN(TensorType want, InferType(fn, op));
+    if (!(want == op.type)) return InvalidArgument(fmt::format("op {}: result type is wrong", i));
+    if (slice_known) {
+      ATOLL_RETURN_IF_ERROR(
+          CheckOneGroupPerDevice(fn, op, mesh).WithContext(fmt::format("op {}", i)));
+    }
+  }
+  for (const auto& o : fn.outputs) {
+    if (o.kind == Operand::kScalar) return InvalidArgument("an output cannot be a scalar");
+    ATOLL_RETURN_IF_ERROR(CheckOperand(fn, o, fn.ops.size()).WithContext("output"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace atl::ir

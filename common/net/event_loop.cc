@@ -1,0 +1,106 @@
+#include "common/net/event_loop.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace atl {
+
+namespace {
+
+// The self-pipe: a signal handler may only write(2); loops poll the read end.
+int g_shutdown_pipe[2] = {-1, -1};
+std::atomic<bool> g_shutdown{false};
+
+void OnShutdownSignal(int) {
+  g_shutdown.store(true);
+  const char byte = 1;
+  [[maybe_unused]] auto n = write(g_shutdown_pipe[1], &byte, 1);
+}
+
+}  // namespace
+
+void InstallShutdownSignals() {
+  if (g_shutdown_pipe[0] < 0) {
+    if (pipe2(g_shutdown_pipe, O_NONBLOCK | O_CLOEXEC) != 0) return;
+  }
+  struct sigaction action {};
+  action.sa_handler = OnShutdownSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool ShutdownRequested() { return g_shutdown.load(); }
+
+void EventLoop::AddSocket(std::string name, zmq::socket_t& socket, Handler on_readable) {
+  added_items_.push_back({socket.handle(), 0, ZMQ_POLLIN, 0});
+  added_sources_.push_back({{std::move(name)}, std::move(on_readable)});
+}
+
+void EventLoop::AddFd(std::string name, int fd, Handler on_readable) {
+  added_items_.push_back({nullptr, fd, ZMQ_POLLIN, 0});
+  added_sources_.push_back({{std::move(name)}, std::move(on_readable)});
+}
+
+void EventLoop::AddTimer(std::string name, std::chrono::milliseconds period, Handler handler) {
+  timers_.push_back(
+      {{std::move(name)}, period, std::chrono::steady_clock::now() + period, std::move(handler)});
+}
+
+void EventLoop::Invoke(HandlerStats& stats, const Handler& handler) {
+  const auto start = std::chrono::steady_clock::now();
+  handler();
+  stats.calls++;
+  stats.busy += std::chrono::steady_clock::now() - start;
+}
+
+void EventLoop::Run() {
+  std::vector<zmq::pollitem_t> items;
+  while (!stop_.load() && !g_shutdown.load()) {
+    if (items.empty() || !added_items_.empty()) {
+      for (auto& i : added_items_) items_.push_back(i);
+      for (auto& s : added_sources_) sources_.push_back(std::move(s));
+      added_items_.clear();
+      added_sources_.clear();
+      // The shutdown pipe is polled last so that a signal interrupts a blocked poll at once.
+      items = items_;
+      if (g_shutdown_pipe[0] >= 0) items.push_back({nullptr, g_shutdown_pipe[0], ZMQ_POLLIN, 0});
+    }
+    auto now = std::chrono::steady_clock::now();
+    std::chrono::milliseconds wait(100);  // upper bound so Stop() from another thread is seen
+    for (const auto& t : timers_) {
+      wait = std::min(
+          wait, std::max(std::chrono::milliseconds(0),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(t.next - now)));
+    }
+    try {
+      zmq::poll(items.data(), items.size(), wait);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) return;
+      if (e.num() != EINTR) throw;
+    }
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      if (items[i].revents & ZMQ_POLLIN) Invoke(sources_[i].stats, sources_[i].handler);
+    }
+    now = std::chrono::steady_clock::now();
+    for (auto& t : timers_) {
+      if (now >= t.next) {
+        Invoke(t.stats, t.handler);
+        t.next = now + t.period;
+      }
+    }
+  }
+}
+
+std::vector<EventLoop::HandlerStats> EventLoop::Stats() const {
+  std::vector<HandlerStats> out;
+  for (const auto& s : sources_) out.push_back(s.stats);
+  for (const auto& t : timers_) out.push_back(t.stats);
+  return out;
+}
+
+}  // namespace atl

@@ -1,0 +1,50 @@
+#include "common/net/events.h"
+
+#include <chrono>
+
+#include <msgpack.hpp>
+
+#include "common/net/transport.h"
+
+namespace atl {
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+EventPublisher::EventPublisher(zmq::context_t& context, std::string source)
+    : source_(std::move(source)), socket_(net::MakeSocket(context, zmq::socket_type::pub)) {
+  // Events must never block a service: beyond the high-water mark they are dropped.
+  socket_.set(zmq::sockopt::sndtimeo, 0);
+}
+
+Status EventPublisher::Connect(const std::string& endpoint) {
+  ATOLL_RETURN_IF_ERROR(net::Connect(socket_, endpoint));
+  connected_ = true;
+  return Status::Ok();
+}
+
+void EventPublisher::Publish(std::string_view topic, const EventFields& fields) {
+  if (!connected_) return;
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> packer(buffer);
+  packer.pack_map(static_cast<uint32_t>(fields.size() + 2));
+  packer.pack(std::string_view("ts_us"));
+  packer.pack(NowMicros());
+  packer.pack(std::string_view("src"));
+  packer.pack(source_);
+  for (const auto& [key, value] : fields) {
+    packer.pack(key);
+    std::visit([&](const auto& v) { packer.pack(v); }, value);
+  }
+  try {
+    socket_.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    socket_.send(zmq::message_t(buffer.data(), buffer.size()), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t&) {
+    // Dropped: see the class comment.
+  }
+}
+
+}  // namespace atl

@@ -1,0 +1,161 @@
+#include "common/net/transport.h"
+
+#include <string>
+#include <utility>
+
+namespace atl::net {
+
+namespace {
+constexpr int kSendTimeoutMs = 5000;
+}
+
+zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
+  zmq::socket_t socket(context, type);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::sndtimeo, kSendTimeoutMs);
+  socket.set(zmq::sockopt::maxmsgsize, kDefaultMaxMessageBytes);
+  if (type == zmq::socket_type::router) socket.set(zmq::sockopt::router_mandatory, 1);
+  return socket;
+}
+
+Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint) {
+  std::string target = endpoint;
+  if (target.size() > 2 && target.compare(target.size() - 2, 2, ":0") == 0) {
+    target.replace(target.size() - 1, 1, "*");
+  }
+  try {
+    socket.bind(target);
+    return socket.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    return Unavailable("cannot bind " + endpoint + ": " + e.what());
+  }
+}
+
+Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
+  try {
+    socket.connect(endpoint);
+    return Status::Ok();
+  } catch (const zmq::error_t& e) {
+    return InvalidArgument("cannot connect to '" + endpoint + "': " + e.what());
+  }
+}
+
+Status SendFrames(zmq::socket_t& socket, Frames& frames) {
+  try {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      if (!socket.send(frames[i], flags)) {
+        return Unavailable("send timed out after " + std::to_string(kSendTimeoutMs) +
+                           " ms: peer not reading");
+      }
+    }
+    return Status::Ok();
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) return Unavailable("peer is not connected");
+    return Unavailable(std::string("send failed: ") + e.what());
+  }
+}
+
+Status SendCounted(zmq::socket_t& socket, Frames& frames, proto::Kind kind, size_t first_counted) {
+  uint64_t bytes = 0;
+  for (size_t i = first_counted; i < frames.size(); ++i) bytes += frames[i].size();
+  Status sent = SendFrames(socket, frames);
+  if (sent.ok()) CountSent(kind, bytes);
+  return sent;
+}
+
+Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout) {
+  try {
+    if (timeout.count() > 0) {
+      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+      if (zmq::poll(&item, 1, timeout) == 0) return std::optional<Frames>{};
+    }
+    Frames frames;
+    while (true) {
+      zmq::message_t part;
+      if (!socket.recv(part, zmq::recv_flags::dontwait)) {
+        if (frames.empty()) return std::optional<Frames>{};
+        return Internal("multipart message ended early");
+      }
+      const bool more = part.more();
+      frames.push_back(std::move(part));
+      if (!more) break;
+    }
+    return std::optional<Frames>(std::move(frames));
+  } catch (const zmq::error_t& e) {
+    if (e.num() == ETERM) return Cancelled("context terminated");
+    return Unavailable(std::string("receive failed: ") + e.what());
+  }
+}
+
+Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status& status) {
+  return Reply(socket, to, proto::ToError(status));
+}
+
+Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router) {
+  ATOLL_ASSIGN_OR_RETURN(auto frames, RecvFrames(router, std::chrono::milliseconds(0)));
+  if (!frames) return std::optional<proto::Incoming>{};
+  if (frames->size() < 2) return InvalidArgument("message without routing id and header");
+  zmq::message_t routing_id;
+  routing_id.copy((*frames)[0]);
+  auto in = proto::ParseIncoming(std::move(*frames), /*routed=*/true);
+  if (!in.ok()) {
+    Frames reply;
+    reply.push_back(std::move(routing_id));
+    reply.push_back(proto::EncodeHeader(0, proto::ToError(in.status())));
+    (void)SendCounted(router, reply, proto::Kind::kError, 1);
+    return in.status();
+  }
+  return std::optional<proto::Incoming>(std::move(in).value());
+}
+
+Result<zmq::socket_t*> DealerPool::Get(const std::string& endpoint) {
+  auto it = sockets_.find(endpoint);
+  if (it != sockets_.end()) return &it->second;
+  zmq::socket_t socket = MakeSocket(context_, zmq::socket_type::dealer);
+  ATOLL_RETURN_IF_ERROR(Connect(socket, endpoint));
+  return &sockets_.emplace(endpoint, std::move(socket)).first->second;
+}
+
+Requester::Requester(zmq::context_t& context, std::string endpoint)
+    : endpoint_(std::move(endpoint)), socket_(MakeSocket(context, zmq::socket_type::dealer)) {}
+
+Status Requester::Connect() { return net::Connect(socket_, endpoint_); }
+
+Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t header, Frames data,
+                                        std::chrono::milliseconds timeout, proto::Kind kind) {
+  Frames frames;
+  frames.push_back(std::move(header));
+  for (auto& d : data) frames.push_back(std::move(d));
+  ATOLL_RETURN_IF_ERROR(SendCounted(socket_, frames, kind, 0).WithContext(endpoint_));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return DeadlineExceeded("no reply from " + endpoint_ + " within " +
+                              std::to_string(timeout.count()) + " ms");
+    }
+    ATOLL_ASSIGN_OR_RETURN(auto got, RecvFrames(socket_, left));
+    if (!got) continue;
+    auto in = proto::ParseIncoming(std::move(*got), /*routed=*/false);
+    if (!in.ok()) return in.status().WithContext("reply from " + endpoint_);
+    // Request id 0 is a notice, unless asked for: the error reply to a header the peer could
+    // not read carries id 0 too.
+    if (in->header.request_id() == request_id) return std::move(in).value();
+    if (in->header.request_id() == 0) notices_.push_back(std::move(in).value());
+    // Anything else is a late reply to an old request.
+  }
+}
+
+std::vector<proto::Incoming> Requester::TakeNotices() {
+  while (true) {
+    auto got = RecvFrames(socket_, std::chrono::milliseconds(0));
+    if (!got.ok() || !got->has_value()) break;
+    auto in = proto::ParseIncoming(std::move(**got), /*routed=*/false);
+    if (in.ok() && in->header.request_id() == 0) notices_.push_back(std::move(in).value());
+  }
+  return std::exchange(notices_, {});
+}
+
+}  // namespace atl::net

@@ -1,0 +1,209 @@
+// Messages the resource manager handles or sends. See protocol.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <msgpack.hpp>
+
+#include "common/proto/message_kind.h"
+
+namespace atl::proto {
+
+struct DeviceDesc {
+  std::string kind;  // "cpu"
+  uint64_t memory_bytes = 0;
+  bool operator==(const DeviceDesc&) const = default;
+  MSGPACK_DEFINE(kind, memory_bytes);
+};
+
+// Executor -> RM, at start and again whenever the RM does not know it.
+struct RegisterExecutor {
+  static constexpr Kind kKind = Kind::kRegisterExecutor;
+  std::string host;
+  std::string island;
+  std::string control_endpoint;  // the executor's ROUTER for dispatch and compile
+  std::string data_endpoint;     // the executor's data-plane ROUTER
+  std::string store_endpoint;    // the host's object store
+  std::vector<DeviceDesc> devices;
+  bool operator==(const RegisterExecutor&) const = default;
+  MSGPACK_DEFINE(host, island, control_endpoint, data_endpoint, store_endpoint, devices);
+};
+
+struct RegisterExecutorReply {
+  static constexpr Kind kKind = Kind::kRegisterExecutorReply;
+  std::vector<uint32_t> device_ids;  // cluster-wide ids, one per DeviceDesc in order
+  uint32_t heartbeat_ms = 0;
+  bool operator==(const RegisterExecutorReply&) const = default;
+  MSGPACK_DEFINE(device_ids, heartbeat_ms);
+};
+
+// Executor or client -> RM, and client -> object store: "still alive". No reply.
+struct Heartbeat {
+  static constexpr Kind kKind = Kind::kHeartbeat;
+  enum Role : uint8_t { kExecutor = 0, kClient = 1 };
+  uint8_t role = kClient;
+  std::string id;  // executor host name, or client id in decimal
+  bool operator==(const Heartbeat&) const = default;
+  MSGPACK_DEFINE(role, id);
+};
+
+struct RegisterScheduler {
+  static constexpr Kind kKind = Kind::kRegisterScheduler;
+  std::string island;
+  std::string endpoint;
+  bool operator==(const RegisterScheduler&) const = default;
+  MSGPACK_DEFINE(island, endpoint);
+};
+
+struct HelloClient {
+  static constexpr Kind kKind = Kind::kHelloClient;
+  std::string name;
+  bool operator==(const HelloClient&) const = default;
+  MSGPACK_DEFINE(name);
+};
+
+struct HelloClientReply {
+  static constexpr Kind kKind = Kind::kHelloClientReply;
+  uint64_t client_id = 0;
+  uint32_t heartbeat_ms = 0;
+  bool operator==(const HelloClientReply&) const = default;
+  MSGPACK_DEFINE(client_id, heartbeat_ms);
+};
+
+struct Goodbye {
+  static constexpr Kind kKind = Kind::kGoodbye;
+  uint64_t client_id = 0;
+  bool operator==(const Goodbye&) const = default;
+  MSGPACK_DEFINE(client_id);
+};
+
+// RM -> every executor, and the host's own object store: a host was lost (its executor
+// missed `liveness` heartbeats) or came back. Shards waiting for the lost host's tuples
+// fail with `reason`, naming it; its store fails the outputs its executor never wrote.
+// No reply.
+struct HostChanged {
+  static constexpr Kind kKind = Kind::kHostChanged;
+  std::string host;
+  std::string control_endpoint;
+  std::vector<uint32_t> device_ids;
+  bool lost = true;
+  std::string reason;
+  bool operator==(const HostChanged&) const = default;
+  MSGPACK_DEFINE(host, control_endpoint, device_ids, lost, reason);
+};
+
+struct CreateSlice {
+  static constexpr Kind kKind = Kind::kCreateSlice;
+  uint64_t client_id = 0;
+  uint32_t num_devices = 0;
+  std::string island;  // empty: any island
+  std::string kind;    // empty: any kind
+  bool operator==(const CreateSlice&) const = default;
+  MSGPACK_DEFINE(client_id, num_devices, island, kind);
+};
+
+struct DeviceInfo {
+  uint32_t device_id = 0;  // cluster-wide
+  std::string host;
+  uint32_t local_index = 0;  // index among the executor's devices
+  std::string control_endpoint;
+  std::string data_endpoint;
+  std::string store_endpoint;
+  bool operator==(const DeviceInfo&) const = default;
+  MSGPACK_DEFINE(device_id, host, local_index, control_endpoint, data_endpoint, store_endpoint);
+};
+
+struct SliceInfo {
+  static constexpr Kind kKind = Kind::kSliceInfo;
+  uint64_t slice_id = 0;
+  std::string island;
+  std::string scheduler_endpoint;
+  std::vector<DeviceInfo> devices;  // virtual device i is devices[i]
+  bool operator==(const SliceInfo&) const = default;
+  MSGPACK_DEFINE(slice_id, island, scheduler_endpoint, devices);
+};
+
+struct RegisterFunction {
+  static constexpr Kind kKind = Kind::kRegisterFunction;
+  uint64_t client_id = 0;
+  uint64_t slice_id = 0;
+  ir::FunctionDef function;
+  bool operator==(const RegisterFunction&) const = default;
+  MSGPACK_DEFINE(client_id, slice_id, function);
+};
+
+// RM -> client (unsolicited, request id 0): the slice's virtual devices now map onto
+// `slice.devices`, and the slice's functions are compiled there. Sent once every executor
+// of the new mapping compiled them.
+struct SliceRemapped {
+  static constexpr Kind kKind = Kind::kSliceRemapped;
+  SliceInfo slice;
+  std::string reason;  // e.g. "host h1 (device 1) lost: ..."
+  bool operator==(const SliceRemapped&) const = default;
+  MSGPACK_DEFINE(slice, reason);
+};
+
+// Sent once every executor of the slice has compiled the function.
+struct RegisterFunctionReply {
+  static constexpr Kind kKind = Kind::kRegisterFunctionReply;
+  uint64_t function_id = 0;
+  bool operator==(const RegisterFunctionReply&) const = default;
+  MSGPACK_DEFINE(function_id);
+};
+
+struct GetClusterStatus {
+  static constexpr Kind kKind = Kind::kGetClusterStatus;
+  bool operator==(const GetClusterStatus&) const = default;
+  MSGPACK_DEFINE();
+};
+
+struct DeviceStatus {
+  uint32_t device_id = 0;
+  std::string kind;
+  uint64_t memory_bytes = 0;
+  uint32_t slices = 0;  // how many slices map a virtual device onto it
+  bool operator==(const DeviceStatus&) const = default;
+  MSGPACK_DEFINE(device_id, kind, memory_bytes, slices);
+};
+
+struct HostStatus {
+  std::string name;
+  bool alive = false;
+  std::string control_endpoint;
+  std::string store_endpoint;
+  std::vector<DeviceStatus> devices;
+  bool operator==(const HostStatus&) const = default;
+  MSGPACK_DEFINE(name, alive, control_endpoint, store_endpoint, devices);
+};
+
+struct IslandStatus {
+  std::string name;
+  std::string scheduler_endpoint;  // empty until its scheduler registers
+  std::vector<HostStatus> hosts;
+  bool operator==(const IslandStatus&) const = default;
+  MSGPACK_DEFINE(name, scheduler_endpoint, hosts);
+};
+
+struct SliceStatus {
+  uint64_t slice_id = 0;
+  uint64_t client_id = 0;
+  std::string island;
+  std::vector<uint32_t> device_ids;
+  bool operator==(const SliceStatus&) const = default;
+  MSGPACK_DEFINE(slice_id, client_id, island, device_ids);
+};
+
+struct ClusterStatus {
+  static constexpr Kind kKind = Kind::kClusterStatus;
+  std::vector<IslandStatus> islands;
+  std::vector<SliceStatus> slices;
+  uint32_t functions = 0;
+  uint32_t clients = 0;
+  bool operator==(const ClusterStatus&) const = default;
+  MSGPACK_DEFINE(islands, slices, functions, clients);
+};
+
+}  // namespace atl::proto

@@ -1,0 +1,59 @@
+// Messages island schedulers handle or send. See protocol.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <msgpack.hpp>
+
+#include "common/proto/executor_messages.h"
+#include "common/proto/message_kind.h"
+
+namespace atl::proto {
+
+struct PlacedEntry {
+  std::string executor;  // the executor's control endpoint
+  Entry entry;
+  bool operator==(const PlacedEntry&) const = default;
+  MSGPACK_DEFINE(executor, entry);
+};
+
+// Client -> island scheduler: the whole subgraph of one program run on this island, its
+// entries grouped by node in topological order. Answered with SubmitReply or Error.
+struct SubmitProgram {
+  static constexpr Kind kKind = Kind::kSubmitProgram;
+  uint64_t client_id = 0;
+  uint64_t run_id = 0;
+  std::vector<PlacedEntry> entries;
+  // The client's share under proportional-share scheduling (relative to other clients').
+  double weight = 1.0;
+  bool operator==(const SubmitProgram&) const = default;
+  MSGPACK_DEFINE(client_id, run_id, entries, weight);
+};
+
+// The program was accepted and its gangs queued; they get their places in the island's
+// order when the scheduling policy releases them.
+struct SubmitReply {
+  static constexpr Kind kKind = Kind::kSubmitReply;
+  uint32_t gangs = 0;
+  bool operator==(const SubmitReply&) const = default;
+  MSGPACK_DEFINE(gangs);
+};
+
+// Executor -> scheduler (on the scheduler's own DEALER): all of this executor's shards of
+// one gang finished. Sent once per gang and executor, in the loop turn that saw the last of
+// them, so a gang costs its scheduler one message per executor it spans, however many
+// shards. The scheduler's policy learns from it what is in flight.
+struct GangDone {
+  static constexpr Kind kKind = Kind::kGangDone;
+  uint64_t gang_seq = 0;
+  uint32_t shards = 0;     // how many of the gang's shards this report covers
+  uint64_t busy_us = 0;    // the longest of those shards' time on its device
+  int32_t error_code = 0;  // atl::Code of a failed shard among them; 0: none failed
+  bool operator==(const GangDone&) const = default;
+  MSGPACK_DEFINE(gang_seq, shards, busy_us, error_code);
+};
+
+}  // namespace atl::proto

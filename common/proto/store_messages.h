@@ -1,0 +1,131 @@
+// Messages object stores handle. See protocol.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <msgpack.hpp>
+
+#include "common/proto/message_kind.h"
+
+namespace atl::proto {
+
+struct StoreHello {
+  static constexpr Kind kKind = Kind::kStoreHello;
+  bool operator==(const StoreHello&) const = default;
+  MSGPACK_DEFINE();
+};
+
+// The store's shared-memory region holds the host arena first, then each local device's
+// memory; every offset the store gives is an offset into the whole region.
+struct StoreHelloReply {
+  static constexpr Kind kKind = Kind::kStoreHelloReply;
+  std::string arena_name;     // POSIX shared-memory name of the region, for shm_open
+  uint64_t arena_bytes = 0;   // the host arena
+  uint64_t region_bytes = 0;  // the whole region: the arena and every device's memory
+  bool operator==(const StoreHelloReply&) const = default;
+  MSGPACK_DEFINE(arena_name, arena_bytes, region_bytes);
+};
+
+// Reserves space for one shard, in the host arena or in a local device's memory; the
+// caller writes the bytes through its own mapping of the region and then sends SealObject.
+// Backpressure: a device shard that does not fit now is answered once it fits, in the order
+// such requests came; one that can never fit is refused at once (OutOfMemory), and its
+// readers get that error.
+struct CreateObject {
+  static constexpr Kind kKind = Kind::kCreateObject;
+  static constexpr int32_t kHost = -1;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  uint64_t owner_client = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  int32_t device = kHost;  // the local device whose memory holds it; kHost: the arena
+  bool operator==(const CreateObject&) const = default;
+  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape, device);
+};
+
+struct CreateObjectReply {
+  static constexpr Kind kKind = Kind::kCreateObjectReply;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  bool operator==(const CreateObjectReply&) const = default;
+  MSGPACK_DEFINE(offset, nbytes);
+};
+
+// Marks a created shard ready (or failed, with error_code != 0) and wakes its waiters.
+struct SealObject {
+  static constexpr Kind kKind = Kind::kSealObject;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  int32_t error_code = 0;
+  std::string error;
+  bool operator==(const SealObject&) const = default;
+  MSGPACK_DEFINE(object_id, shard, error_code, error);
+};
+
+// Create + copy + seal in one message, the bytes in data frame 0: for callers that do not
+// map the arena (a client on another machine).
+struct PutObject {
+  static constexpr Kind kKind = Kind::kPutObject;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  uint64_t owner_client = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  bool operator==(const PutObject&) const = default;
+  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape);
+};
+
+// Waits up to timeout_ms for the shard to be sealed (0: answer at once). The reply
+// carries the bytes as data frame 0 when `inline_data`, else only where they lie.
+struct GetObject {
+  static constexpr Kind kKind = Kind::kGetObject;
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  uint32_t timeout_ms = 0;
+  bool inline_data = true;
+  bool operator==(const GetObject&) const = default;
+  MSGPACK_DEFINE(object_id, shard, timeout_ms, inline_data);
+};
+
+struct GetObjectReply {
+  static constexpr Kind kKind = Kind::kGetObjectReply;
+  DType dtype = DType::kF32;
+  Shape shape;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  bool operator==(const GetObjectReply&) const = default;
+  MSGPACK_DEFINE(dtype, shape, offset, nbytes);
+};
+
+// Drops one reference; the object (all its shards on this host) is freed at zero.
+struct ReleaseObject {
+  static constexpr Kind kKind = Kind::kReleaseObject;
+  uint64_t object_id = 0;
+  bool operator==(const ReleaseObject&) const = default;
+  MSGPACK_DEFINE(object_id);
+};
+
+struct GetStoreStats {
+  static constexpr Kind kKind = Kind::kGetStoreStats;
+  bool operator==(const GetStoreStats&) const = default;
+  MSGPACK_DEFINE();
+};
+
+struct StoreStats {
+  static constexpr Kind kKind = Kind::kStoreStats;
+  uint64_t objects = 0;
+  uint64_t bytes_in_use = 0;  // of the host arena
+  uint64_t arena_bytes = 0;
+  std::map<uint64_t, uint64_t> objects_per_owner;
+  std::vector<uint64_t> device_bytes_in_use;  // per local device
+  std::vector<uint64_t> device_bytes;         // per local device: its whole memory
+  bool operator==(const StoreStats&) const = default;
+  MSGPACK_DEFINE(objects, bytes_in_use, arena_bytes, objects_per_owner, device_bytes_in_use,
+                 device_bytes);
+};
+
+}  // namespace atl::proto

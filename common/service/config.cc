@@ -1,0 +1,123 @@
+#include "common/service/config.h"
+
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml.hpp>
+
+namespace atl {
+
+namespace {
+
+// A batch is one ZeroMQ message, which services cap at 1 GiB (net::kDefaultMaxMessageBytes);
+// a window longer than a second would hold tuples longer than any heartbeat.
+constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
+constexpr int64_t kMaxBatchWindowUs = 1'000'000;
+
+template <typename T>
+T Get(const toml::value& table, const char* key, T fallback) {
+  if (!table.is_table() || !table.contains(key)) return fallback;
+  return toml::find<T>(table, key);
+}
+
+Result<ClusterConfig> FromToml(const toml::value& root) {
+  ClusterConfig c;
+  if (root.contains("cluster")) {
+    const auto& t = toml::find(root, "cluster");
+    c.bind_host = Get(t, "bind_host", c.bind_host);
+    c.heartbeat_ms = Get(t, "heartbeat_ms", c.heartbeat_ms);
+    c.liveness = Get(t, "liveness", c.liveness);
+    c.log_level = Get(t, "log_level", c.log_level);
+  }
+  if (root.contains("rm")) {
+    const auto& t = toml::find(root, "rm");
+    c.rm_endpoint = Get(t, "endpoint", c.rm_endpoint);
+    c.events_in_endpoint = Get(t, "events_in", c.events_in_endpoint);
+    c.events_out_endpoint = Get(t, "events_out", c.events_out_endpoint);
+  }
+  if (root.contains("scheduler")) {
+    const auto& t = toml::find(root, "scheduler");
+    c.scheduler_policy = Get(t, "policy", c.scheduler_policy);
+    c.scheduler_window = Get(t, "window", c.scheduler_window);
+  }
+  if (root.contains("dataplane")) {
+    const auto& t = toml::find(root, "dataplane");
+    // Read as signed so that a negative value is refused by name, not wrapped around.
+    const auto bytes = Get<int64_t>(t, "batch_bytes", int64_t(c.dataplane.batch_bytes));
+    const auto window = Get<int64_t>(t, "batch_window_us", c.dataplane.batch_window_us);
+    if (bytes <= 0 || bytes > kMaxBatchBytes) {
+      return InvalidArgument(
+          fmt::format("dataplane.batch_bytes must be in 1..{}, not {}", kMaxBatchBytes, bytes));
+    }
+    if (window < 0 || window > kMaxBatchWindowUs) {
+      return InvalidArgument(fmt::format("dataplane.batch_window_us must be in 0..{}, not {}",
+                                         kMaxBatchWindowUs, window));
+    }
+    c.dataplane.batch_bytes = static_cast<uint64_t>(bytes);
+    c.dataplane.batch_window_us = static_cast<uint32_t>(window);
+  }
+  if (c.scheduler_policy != "fifo" && c.scheduler_policy != "share") {
+    return InvalidArgument("scheduler.policy must be \"fifo\" or \"share\", not \"" +
+                           c.scheduler_policy + "\"");
+  }
+  if (c.heartbeat_ms == 0) return InvalidArgument("cluster.heartbeat_ms must be > 0");
+  if (c.liveness == 0) return InvalidArgument("cluster.liveness must be > 0");
+  std::set<std::string> names;
+  for (const auto& it : toml::find_or<std::vector<toml::value>>(root, "islands", {})) {
+    IslandConfig island;
+    island.name = toml::find<std::string>(it, "name");
+    for (const auto& ht : toml::find_or<std::vector<toml::value>>(it, "hosts", {})) {
+      HostConfig h;
+      h.name = toml::find<std::string>(ht, "name");
+      h.devices = Get(ht, "devices", h.devices);
+      h.kind = Get(ht, "kind", h.kind);
+      h.device_memory_bytes = Get<uint64_t>(ht, "device_memory_mb", h.device_memory_bytes >> 20)
+                              << 20;
+      h.arena_bytes = Get<uint64_t>(ht, "arena_mb", h.arena_bytes >> 20) << 20;
+      if (h.devices == 0) return InvalidArgument("host " + h.name + ": devices must be > 0");
+      if (h.kind != "cpu" && h.kind != "sim") {
+        return InvalidArgument("host " + h.name + ": unknown device kind '" + h.kind +
+                               "' (known: cpu, sim)");
+      }
+      if (!names.insert(h.name).second) {
+        return InvalidArgument("host name '" + h.name + "' is used twice");
+      }
+      island.hosts.push_back(std::move(h));
+    }
+    if (island.hosts.empty()) return InvalidArgument("island " + island.name + " has no hosts");
+    c.islands.push_back(std::move(island));
+  }
+  if (c.islands.empty()) return InvalidArgument("the configuration names no [[islands]]");
+  return c;
+}
+
+}  // namespace
+
+Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text, const std::string& origin) {
+  try {
+    std::istringstream in(toml_text);
+    return FromToml(toml::parse(in, origin));
+  } catch (const std::exception& e) {
+    return InvalidArgument(origin + ": " + e.what());
+  }
+}
+
+Result<ClusterConfig> LoadClusterConfig(const std::string& path) {
+  try {
+    return FromToml(toml::parse(path));
+  } catch (const std::exception& e) {
+    return InvalidArgument(path + ": " + e.what());
+  }
+}
+
+Result<HostLocation> FindHost(const ClusterConfig& config, const std::string& host) {
+  for (const auto& island : config.islands) {
+    for (const auto& h : island.hosts) {
+      if (h.name == host) return HostLocation{&island, &h};
+    }
+  }
+  return NotFound("host '" + host + "' is not in the configuration");
+}
+
+}  // namespace atl

@@ -1,0 +1,131 @@
+#include "compute/interpreter.h"
+
+#include <fmt/format.h>
+
+namespace atl::executor {
+
+namespace {
+
+std::string Describe(DType dtype, const Shape& shape) {
+  return fmt::format("{}{}", DTypeName(dtype), ShapeString(shape));
+}
+
+Status CheckInputs(const ir::FunctionDef& fn, const Shape& mesh,
+                   const std::vector<Tensor>& inputs) {
+  if (inputs.size() != fn.inputs.size()) {
+    return InvalidArgument(fmt::format("function '{}' takes {} inputs, got {}", fn.name,
+                                       fn.inputs.size(), inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Shape want = ir::ShardShape(fn.inputs[i], mesh);
+    const Tensor& got = inputs[i];
+    if (got.dtype() != fn.inputs[i].dtype || !ir::ShapeFits(want, got.shape())) {
+      return InvalidArgument(
+          fmt::format("function '{}' input {}: expected local shard {} (global {} over mesh {}), "
+                      "got {}",
+                      fn.name, i, Describe(fn.inputs[i].dtype, want),
+                      Describe(fn.inputs[i].dtype, fn.inputs[i].shape), ShapeString(mesh),
+                      Describe(got.dtype(), got.shape())));
+    }
+  }
+  return Status::Ok();
+}
+
+// Where an operand's tensor lives: an input, or the result of an op before `before_op`.
+// Returns nullptr for a scalar.
+Result<Tensor*> Resolve(const ir::Operand& o, std::vector<Tensor>& inputs,
+                        std::vector<Tensor>& results, size_t before_op) {
+  switch (o.kind) {
+    case ir::Operand::kInput:
+      if (o.index >= 0 && static_cast<size_t>(o.index) < inputs.size()) return &inputs[o.index];
+      return InvalidArgument(
+          fmt::format("operand refers to input {} of {}", o.index, inputs.size()));
+    case ir::Operand::kOp:
+      if (o.index >= 0 && static_cast<size_t>(o.index) < before_op) return &results[o.index];
+      return InvalidArgument(fmt::format("operand refers to op {}, which is not earlier", o.index));
+    case ir::Operand::kScalar:
+      return static_cast<Tensor*>(nullptr);
+  }
+  return InvalidArgument(fmt::format("operand has unknown kind {}", o.kind));
+}
+
+}  // namespace
+
+Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, int num_shards,
+                                        std::vector<Tensor> inputs, Backend& backend,
+                                        Collectives* collectives) {
+  if (num_shards <= 0 || shard < 0 || shard >= num_shards) {
+    return InvalidArgument(
+        fmt::format("function '{}': shard {} of {} does not exist", fn.name, shard, num_shards));
+  }
+  const Shape mesh = ir::MeshOf(fn, num_shards);
+  ATOLL_RETURN_IF_ERROR(CheckInputs(fn, mesh, inputs));
+
+  std::vector<Tensor> results(fn.ops.size());
+  std::vector<const Tensor*> args;
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const ir::Op& op = fn.ops[i];
+    // Formatted only on error: this loop is on the hot path of every shard.
+    auto context = [&] {
+      return fmt::format("function '{}' op {} ({}) on {}", fn.name, i, ir::OpName(op.code),
+                         backend.name());
+    };
+    args.clear();
+    for (const auto& operand : op.operands) {
+      auto arg = Resolve(operand, inputs, results, i);
+      if (!arg.ok()) return arg.status().WithContext(context());
+      args.push_back(*arg);
+    }
+    Result<Tensor> result = Internal("not run");
+    if (op.code == ir::OpCode::kAllReduceSum) {
+      if (collectives == nullptr) {
+        return FailedPrecondition(context() + ": no collectives for this shard");
+      }
+      if (args.size() != 1 || args[0] == nullptr) {
+        return InvalidArgument(context() + ": takes one tensor");
+      }
+      result = collectives->AllReduceSum(static_cast<uint32_t>(i), *args[0]);
+    } else {
+      result = backend.Run(op, args);
+    }
+    if (!result.ok()) return result.status().WithContext(context());
+    const Shape want = ir::ShardShape(op.type, mesh);
+    if (result->dtype() != op.type.dtype || !ir::ShapeFits(want, result->shape())) {
+      return InvalidArgument(fmt::format("{}: produced {}, but the function declares local {}",
+                                         context(), Describe(result->dtype(), result->shape()),
+                                         Describe(op.type.dtype, want)));
+    }
+    results[i] = std::move(result).value();
+  }
+
+  // Outputs are copied, except the last use of each value, which is moved.
+  std::vector<int> input_uses(inputs.size());
+  std::vector<int> op_uses(results.size());
+  for (const auto& o : fn.outputs) {
+    if (o.kind == ir::Operand::kInput && o.index >= 0 &&
+        static_cast<size_t>(o.index) < inputs.size()) {
+      ++input_uses[o.index];
+    } else if (o.kind == ir::Operand::kOp && o.index >= 0 &&
+               static_cast<size_t>(o.index) < results.size()) {
+      ++op_uses[o.index];
+    }
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(fn.outputs.size());
+  for (size_t i = 0; i < fn.outputs.size(); ++i) {
+    const ir::Operand& o = fn.outputs[i];
+    auto context = [&] { return fmt::format("function '{}' output {}", fn.name, i); };
+    auto value = Resolve(o, inputs, results, results.size());
+    if (!value.ok()) return value.status().WithContext(context());
+    if (*value == nullptr) return InvalidArgument(context() + " is a scalar");
+    int& uses = o.kind == ir::Operand::kInput ? input_uses[o.index] : op_uses[o.index];
+    if (--uses == 0) {
+      outputs.push_back(std::move(**value));
+    } else {
+      outputs.push_back(**value);
+    }
+  }
+  return outputs;
+}
+
+}  // namespace atl::executor

@@ -1,0 +1,309 @@
+#include "job/job.h"
+
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml.hpp>
+
+namespace atl {
+
+namespace {
+
+// toml11 reports problems by throwing; ParseJob turns them into InvalidArgument.
+template <typename T>
+T Required(const toml::value& table, const std::string& key) {
+  return toml::find<T>(table, key);
+}
+
+template <typename T>
+T Optional(const toml::value& table, const std::string& key, T fallback) {
+  return table.contains(key) ? toml::find<T>(table, key) : fallback;
+}
+
+std::vector<toml::value> Array(const toml::value& table, const std::string& key) {
+  return table.contains(key) ? toml::find<std::vector<toml::value>>(table, key)
+                             : std::vector<toml::value>{};
+}
+
+// A TOML number, integer or float.
+double Number(const toml::value& v) {
+  if (v.is_integer()) return static_cast<double>(v.as_integer());
+  if (v.is_floating()) return v.as_floating();
+  throw std::runtime_error("an input value must be a number");
+}
+
+std::string Scalar(const toml::value& v) {
+  if (v.is_string()) return v.as_string().str;
+  if (v.is_integer()) return std::to_string(v.as_integer());
+  if (v.is_floating()) return fmt::format("{}", v.as_floating());
+  throw std::runtime_error("an op argument must be a string or a number");
+}
+
+Result<Sharding> ParseSharding(const std::string& text) {
+  if (text == "replicated") return Sharding::Replicated();
+  int dim = 0;
+  if (text.rfind("split:", 0) == 0) {
+    const char* begin = text.data() + 6;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(begin, end, dim);
+    if (ec == std::errc() && ptr == end && dim >= 0) return Sharding::Split(dim);
+  }
+  return InvalidArgument("sharding '" + text + "' is neither \"replicated\" nor \"split:D\"");
+}
+
+Result<Tensor> MakeTensor(DType dtype, const Shape& shape, const std::vector<double>& values) {
+  if (static_cast<int64_t>(values.size()) != NumElements(shape)) {
+    return InvalidArgument(
+        fmt::format("{} values for shape {}", values.size(), ShapeString(shape)));
+  }
+  if (dtype == DType::kF32) {
+    return Tensor::F32(shape, std::vector<float>(values.begin(), values.end()));
+  }
+  return Tensor::I32(shape, std::vector<int32_t>(values.begin(), values.end()));
+}
+
+Result<JobSpec> FromToml(const toml::value& root) {
+  JobSpec job;
+  job.name = Optional<std::string>(root, "name", "job");
+  const int64_t steps = Optional<int64_t>(root, "steps", 1);
+  if (steps < 1 || steps > int64_t{1} << 32) {
+    return InvalidArgument(fmt::format("steps must be between 1 and 2^32, got {}", steps));
+  }
+  job.steps = static_cast<uint64_t>(steps);
+  std::set<std::string> slice_names, function_names;
+  for (const auto& s : Array(root, "slices")) {
+    JobSpec::SliceSpec spec{Required<std::string>(s, "name"), Optional<uint32_t>(s, "devices", 1),
+                            Optional<std::string>(s, "island", "")};
+    if (!slice_names.insert(spec.name).second) {
+      return InvalidArgument("slice '" + spec.name + "' is defined twice");
+    }
+    job.slices.push_back(std::move(spec));
+  }
+  for (const auto& f : Array(root, "functions")) {
+    JobSpec::FunctionSpec spec;
+    spec.name = Required<std::string>(f, "name");
+    spec.slice = Required<std::string>(f, "slice");
+    if (!slice_names.count(spec.slice)) {
+      return InvalidArgument("function '" + spec.name + "' uses unknown slice '" + spec.slice +
+                             "'");
+    }
+    for (const auto& in : Array(f, "inputs")) {
+      ATOLL_ASSIGN_OR_RETURN(DType dtype, ParseDType(Required<std::string>(in, "dtype")));
+      ATOLL_ASSIGN_OR_RETURN(Sharding sharding,
+                             ParseSharding(Optional<std::string>(in, "sharding", "split:0")));
+      spec.inputs.push_back({dtype, Required<Shape>(in, "shape"), sharding});
+    }
+    for (const auto& op : Array(f, "ops")) {
+      JobSpec::OpSpec o{Required<std::string>(op, "op"), {}};
+      for (const auto& a : Array(op, "args")) o.args.push_back(Scalar(a));
+      spec.ops.push_back(std::move(o));
+    }
+    spec.outputs = Optional<std::vector<std::string>>(f, "outputs", {});
+    if (!function_names.insert(spec.name).second) {
+      return InvalidArgument("function '" + spec.name + "' is defined twice");
+    }
+    job.functions.push_back(std::move(spec));
+  }
+  if (!root.contains("program")) return InvalidArgument("the job has no [program]");
+  const auto& program = toml::find(root, "program");
+  std::set<std::string> values;
+  for (const auto& a : Array(program, "args")) {
+    ATOLL_ASSIGN_OR_RETURN(DType dtype, ParseDType(Required<std::string>(a, "dtype")));
+    job.args.push_back({Required<std::string>(a, "name"), dtype, Required<Shape>(a, "shape")});
+    if (!values.insert(job.args.back().name).second) {
+      return InvalidArgument("value '" + job.args.back().name + "' is defined twice");
+    }
+  }
+  for (const auto& c : Array(program, "calls")) {
+    JobSpec::CallSpec call{Required<std::string>(c, "fn"),
+                           Optional<std::vector<std::string>>(c, "args", {}),
+                           Optional<std::vector<std::string>>(c, "out", {})};
+    if (!function_names.count(call.fn)) {
+      return InvalidArgument("a call names unknown function '" + call.fn + "'");
+    }
+    for (const auto& a : call.args) {
+      if (!values.count(a)) {
+        return InvalidArgument("call of '" + call.fn + "' uses '" + a + "' before it is defined");
+      }
+    }
+    for (const auto& o : call.outs) {
+      if (!values.insert(o).second) return InvalidArgument("value '" + o + "' is defined twice");
+    }
+    job.calls.push_back(std::move(call));
+  }
+  job.returns = Required<std::vector<std::string>>(program, "returns");
+  for (const auto& r : job.returns) {
+    if (!values.count(r)) return InvalidArgument("the program returns unknown value '" + r + "'");
+  }
+  const toml::value inputs = root.contains("inputs") ? toml::find(root, "inputs") : toml::value();
+  for (const auto& a : job.args) {
+    if (!inputs.is_table() || !inputs.contains(a.name)) {
+      return InvalidArgument("[inputs] gives no value for argument '" + a.name + "'");
+    }
+    std::vector<double> numbers;
+    for (const auto& v : toml::find<std::vector<toml::value>>(inputs, a.name)) {
+      numbers.push_back(Number(v));
+    }
+    auto tensor = MakeTensor(a.dtype, a.shape, numbers);
+    if (!tensor.ok()) return tensor.status().WithContext("input '" + a.name + "'");
+    job.inputs.push_back(std::move(tensor).value());
+  }
+  return job;
+}
+
+}  // namespace
+
+Result<JobSpec> ParseJob(const std::string& toml_text, const std::string& origin) {
+  try {
+    std::istringstream in(toml_text);
+    auto job = FromToml(toml::parse(in, origin));
+    if (!job.ok()) return job.status().WithContext(origin);
+    return job;
+  } catch (const std::exception& e) {
+    return InvalidArgument(origin + ": " + e.what());
+  }
+}
+
+Result<JobSpec> LoadJob(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read job file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseJob(text.str(), path);
+}
+
+namespace {
+
+// Resolves "in<i>", "op<j>"; a number is a scalar (returned through `scalar`).
+Result<Value> Operand(const std::vector<Value>& ins, const std::vector<Value>& ops,
+                      const std::string& arg, std::optional<double>& scalar) {
+  auto index = [&](size_t skip, size_t size) -> Result<size_t> {
+    size_t i = 0;
+    auto [ptr, ec] = std::from_chars(arg.data() + skip, arg.data() + arg.size(), i);
+    if (ec != std::errc() || ptr != arg.data() + arg.size() || i >= size) {
+      return InvalidArgument("'" + arg + "' names no earlier input or op");
+    }
+    return i;
+  };
+  if (arg.rfind("in", 0) == 0) {
+    ATOLL_ASSIGN_OR_RETURN(size_t i, index(2, ins.size()));
+    return ins[i];
+  }
+  if (arg.rfind("op", 0) == 0) {
+    ATOLL_ASSIGN_OR_RETURN(size_t i, index(2, ops.size()));
+    return ops[i];
+  }
+  try {
+    size_t used = 0;
+    scalar = std::stod(arg, &used);
+    if (used == arg.size()) return Value{};
+  } catch (const std::exception&) {
+  }
+  return InvalidArgument("op argument '" + arg + "' is not in<i>, op<j> or a number");
+}
+
+Result<Value> AddJobOp(FunctionBuilder& b, const std::vector<Value>& ins,
+                       const std::vector<Value>& ops, const JobSpec::OpSpec& op) {
+  // Every op takes two args: two values, a value and a scalar, or (spin) a value and
+  // microseconds.
+  if (op.args.size() != 2) {
+    return InvalidArgument(fmt::format("op '{}' takes 2 args, got {}", op.op, op.args.size()));
+  }
+  std::optional<double> sa, sb;
+  ATOLL_ASSIGN_OR_RETURN(Value a, Operand(ins, ops, op.args[0], sa));
+  ATOLL_ASSIGN_OR_RETURN(Value bv, Operand(ins, ops, op.args[1], sb));
+  if (sa) return InvalidArgument("op '" + op.op + "': the first argument must be a value");
+  using Binary = Value (FunctionBuilder::*)(Value, Value);
+  using WithScalar = Value (FunctionBuilder::*)(Value, double);
+  static const std::map<std::string, std::pair<Binary, WithScalar>> kElementwise = {
+      {"add", {&FunctionBuilder::Add, &FunctionBuilder::Add}},
+      {"sub", {&FunctionBuilder::Sub, &FunctionBuilder::Sub}},
+      {"mul", {&FunctionBuilder::Mul, &FunctionBuilder::Mul}},
+      {"div", {&FunctionBuilder::Div, &FunctionBuilder::Div}},
+  };
+  if (auto it = kElementwise.find(op.op); it != kElementwise.end()) {
+    return sb ? (b.*(it->second.second))(a, *sb) : (b.*(it->second.first))(a, bv);
+  }
+  if (op.op == "matmul" && !sb) return b.Matmul(a, bv);
+  if (op.op == "spin" && sb) return b.Spin(a, *sb);
+  return InvalidArgument("unknown op '" + op.op + "' or wrong argument kinds");
+}
+
+Result<Function> RegisterJobFunction(Client& client, const JobSpec::FunctionSpec& spec,
+                                     const Slice& slice) {
+  FunctionBuilder b(spec.name);
+  std::vector<Value> ins, ops;
+  for (const auto& in : spec.inputs) ins.push_back(b.Input(in.dtype, in.shape, in.sharding));
+  for (size_t j = 0; j < spec.ops.size(); ++j) {
+    auto v = AddJobOp(b, ins, ops, spec.ops[j]);
+    if (!v.ok()) return v.status().WithContext(fmt::format("function '{}' op {}", spec.name, j));
+    ops.push_back(*v);
+  }
+  if (spec.outputs.empty()) {
+    if (ops.empty()) return InvalidArgument("function '" + spec.name + "' has no ops");
+    b.Output(ops.back());
+  }
+  for (const auto& out : spec.outputs) {
+    std::optional<double> scalar;
+    ATOLL_ASSIGN_OR_RETURN(Value v, Operand(ins, ops, out, scalar));
+    if (scalar) return InvalidArgument("function '" + spec.name + "': an output is a number");
+    b.Output(v);
+  }
+  return client.Register(b, slice);
+}
+
+}  // namespace
+
+Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout,
+                         const StepCallback& on_step) {
+  std::map<std::string, Slice> slices;
+  for (const auto& s : job.slices) {
+    auto slice = client.CreateSlice(s.devices, s.island);
+    if (!slice.ok()) return slice.status().WithContext("slice '" + s.name + "'");
+    slices.emplace(s.name, *slice);
+  }
+  std::map<std::string, Function> functions;
+  for (const auto& f : job.functions) {
+    ATOLL_ASSIGN_OR_RETURN(Function fn, RegisterJobFunction(client, f, slices.at(f.slice)));
+    functions.emplace(f.name, fn);
+  }
+  ProgramBuilder p;
+  std::map<std::string, Traced> values;
+  for (const auto& a : job.args) values[a.name] = p.Arg(a.dtype, a.shape);
+  for (const auto& c : job.calls) {
+    std::vector<Traced> args;
+    for (const auto& a : c.args) args.push_back(values.at(a));
+    std::vector<Traced> outs = p.Call(functions.at(c.fn), args);
+    if (!outs.empty() && outs.size() != c.outs.size()) {
+      return InvalidArgument(fmt::format("call of '{}' names {} outputs; the function has {}", c.fn,
+                                         c.outs.size(), outs.size()));
+    }
+    for (size_t o = 0; o < outs.size(); ++o) values[c.outs[o]] = outs[o];
+  }
+  std::vector<Traced> returns;
+  for (const auto& r : job.returns) returns.push_back(values.at(r));
+  p.Return(returns);
+  ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
+  std::vector<Tensor> outputs;
+  for (uint64_t step = 1; step <= job.steps; ++step) {
+    auto ran = [&]() -> Status {
+      ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(program, std::vector<Input>(job.inputs.begin(),
+                                                                                job.inputs.end())));
+      ATOLL_ASSIGN_OR_RETURN(outputs, run.Wait(timeout));
+      return Status::Ok();
+    }();
+    if (!ran.ok() && job.steps > 1) {
+      return ran.WithContext(fmt::format("step {} of {}", step, job.steps));
+    }
+    ATOLL_RETURN_IF_ERROR(ran);
+    if (on_step) on_step(step, job.steps);
+  }
+  return JobResult{job.returns, std::move(outputs)};
+}
+
+}  // namespace atl

@@ -1,0 +1,172 @@
+#include "launcher/cluster_info.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <toml.hpp>
+
+namespace atl {
+
+namespace {
+
+// A TOML basic string: quoted, with backslash, quote and control characters escaped.
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// A bare key when it can be one, else a quoted key.
+std::string Key(std::string_view k) {
+  bool bare = !k.empty();
+  for (const char c : k) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') bare = false;
+  }
+  return bare ? std::string(k) : Quote(k);
+}
+
+std::string Serialize(const ClusterInfo& info) {
+  std::string out =
+      "# Written by atoll when it started this cluster; read by `atoll status`,\n"
+      "# `atoll watch`, `atoll submit` and `atoll down`. Do not edit.\n";
+  out += "config = " + Quote(info.config_path) + "\n";
+  out += "rm_endpoint = " + Quote(info.rm_endpoint) + "\n";
+  out += "events_in = " + Quote(info.events_in) + "\n";
+  out += "events_out = " + Quote(info.events_out) + "\n";
+  out += "started_at_us = " + std::to_string(info.started_at_us) + "\n";
+  for (const auto& p : info.processes) {
+    out += "\n[[processes]]\n";
+    out += "name = " + Quote(p.name) + "\n";
+    out += "role = " + Quote(p.role) + "\n";
+    out += "target = " + Quote(p.target) + "\n";
+    out += "program = " + Quote(p.program) + "\n";
+    out += "pid = " + std::to_string(p.pid) + "\n";
+    out += "log = " + Quote(p.log) + "\n";
+    out += "endpoints = {";
+    bool first = true;
+    for (const auto& [k, v] : p.endpoints) {
+      out += (first ? " " : ", ") + Key(k) + " = " + Quote(v);
+      first = false;
+    }
+    out += first ? "}\n" : " }\n";
+  }
+  return out;
+}
+
+std::string Str(const toml::value& t, const char* key) {
+  return toml::find_or<std::string>(t, key, std::string());
+}
+
+}  // namespace
+
+const ProcessInfo* ClusterInfo::Find(std::string_view name) const {
+  for (const auto& p : processes) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string DefaultStateDir() {
+  if (const char* home = std::getenv("ATOLL_HOME"); home != nullptr && *home != '\0') {
+    return home;
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.atoll";
+  }
+  return "/tmp/atoll-" + std::to_string(getuid());
+}
+
+std::string ClusterInfoPath(const std::string& state_dir) { return state_dir + "/cluster.toml"; }
+
+Status WriteClusterInfo(const ClusterInfo& info) {
+  const std::string path = ClusterInfoPath(info.state_dir);
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    out << Serialize(info);
+    if (!out.flush()) return Unavailable("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Unavailable("cannot rename " + tmp + " to " + path);
+  }
+  return Status::Ok();
+}
+
+Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir) {
+  const std::string path = ClusterInfoPath(state_dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFound("no " + path);
+  try {
+    const auto root = toml::parse(path);
+    ClusterInfo info;
+    info.state_dir = state_dir;
+    info.config_path = Str(root, "config");
+    info.rm_endpoint = Str(root, "rm_endpoint");
+    info.events_in = Str(root, "events_in");
+    info.events_out = Str(root, "events_out");
+    info.started_at_us = toml::find_or<int64_t>(root, "started_at_us", 0);
+    std::vector<toml::value> processes;
+    if (root.contains("processes"))
+      processes = toml::find<std::vector<toml::value>>(root, "processes");
+    for (const auto& t : processes) {
+      ProcessInfo p;
+      p.name = Str(t, "name");
+      p.role = Str(t, "role");
+      p.target = Str(t, "target");
+      p.program = Str(t, "program");
+      p.pid = toml::find_or<int64_t>(t, "pid", 0);
+      p.log = Str(t, "log");
+      if (t.contains("endpoints")) {
+        for (const auto& [k, v] : toml::find(t, "endpoints").as_table()) {
+          if (v.is_string()) p.endpoints[k] = v.as_string().str;
+        }
+      }
+      info.processes.push_back(std::move(p));
+    }
+    if (info.rm_endpoint.empty()) return InvalidArgument(path + ": no rm_endpoint");
+    return info;
+  } catch (const std::exception& e) {
+    return InvalidArgument(path + ": " + e.what());
+  }
+}
+
+Status RemoveClusterInfo(const std::string& state_dir) {
+  std::error_code ec;
+  std::filesystem::remove(ClusterInfoPath(state_dir), ec);
+  if (ec) return Unavailable("cannot remove " + ClusterInfoPath(state_dir) + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace atl

@@ -1,0 +1,491 @@
+#include "launcher/local_cluster.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "common/net/events.h"
+#include "common/service/ready_file.h"
+
+namespace atl {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kPollPeriod = std::chrono::milliseconds(10);
+constexpr auto kKillWait = std::chrono::milliseconds(2000);
+constexpr size_t kLogTailLines = 15;
+
+std::string Program(const std::string& role) { return "atoll-" + role; }
+
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  auto abs = fs::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+// An address that a local peer can connect to: a wildcard bind address ("tcp://*:5550",
+// "tcp://0.0.0.0:5550") becomes loopback.
+std::string Connectable(std::string endpoint) {
+  for (const std::string wildcard : {"tcp://*:", "tcp://0.0.0.0:"}) {
+    if (endpoint.rfind(wildcard, 0) == 0) {
+      return "tcp://127.0.0.1:" + endpoint.substr(wildcard.size());
+    }
+  }
+  return endpoint;
+}
+
+std::string LogTail(const std::string& log) {
+  const std::string tail = proc::TailFile(log, kLogTailLines);
+  if (tail.empty()) return "its log " + log + " is empty";
+  return "its log " + log + " ends with:\n" + tail;
+}
+
+// The value of `key` in a service's ready file, or InvalidArgument naming what is missing.
+Result<std::string> ReadyValue(const ProcessInfo& p, const std::string& key) {
+  auto it = p.endpoints.find(key);
+  if (it == p.endpoints.end() || it->second.empty()) {
+    return InvalidArgument(p.name + "'s ready file has no '" + key + "' key");
+  }
+  return Connectable(it->second);
+}
+
+// Holds an exclusive flock on <state_dir>/lock while it lives, so that two `atoll up` (or an
+// `up` and a `down`) on one state dir never interleave.
+class StateDirLock {
+ public:
+  ~StateDirLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Status Acquire(const std::string& state_dir) {
+    const std::string path = state_dir + "/lock";
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Unavailable("cannot open " + path);
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      return FailedPrecondition("another atoll command is starting or stopping a cluster in " +
+                                state_dir);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+LocalCluster::LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {
+  if (options_.state_dir.empty()) options_.state_dir = DefaultStateDir();
+  if (options_.bin_dir.empty()) options_.bin_dir = proc::ExecutableDir();
+  options_.state_dir = Absolute(options_.state_dir);
+  options_.bin_dir = Absolute(options_.bin_dir);
+  if (!options_.config_path.empty()) options_.config_path = Absolute(options_.config_path);
+}
+
+LocalCluster::~LocalCluster() {
+  if (!detached_) static_cast<void>(Stop());
+}
+
+ProcessInfo LocalCluster::Plan(const std::string& role, const std::string& target) const {
+  ProcessInfo p;
+  p.role = role;
+  p.target = target;
+  p.name = target.empty() ? role : role + "-" + target;
+  p.program = options_.bin_dir + "/" + Program(role);
+  p.log = options_.state_dir + "/logs/" + p.name + ".log";
+  return p;
+}
+
+std::vector<ProcessInfo> LocalCluster::PlanObjectStores() const {
+  std::vector<ProcessInfo> out;
+  for (const auto& island : config_.islands) {
+    for (const auto& host : island.hosts) out.push_back(Plan("objectstore", host.name));
+  }
+  return out;
+}
+
+std::vector<ProcessInfo> LocalCluster::PlanExecutors() const {
+  std::vector<ProcessInfo> out;
+  for (const auto& island : config_.islands) {
+    for (const auto& host : island.hosts) out.push_back(Plan("executor", host.name));
+  }
+  return out;
+}
+
+std::vector<ProcessInfo> LocalCluster::PlanSchedulers() const {
+  std::vector<ProcessInfo> out;
+  for (const auto& island : config_.islands) out.push_back(Plan("scheduler", island.name));
+  return out;
+}
+
+std::vector<std::string> LocalCluster::Argv(const Child& child) const {
+  const ProcessInfo& p = child.info;
+  std::vector<std::string> argv = {p.program, "--config", options_.config_path};
+  if (p.role == "rm") {
+    argv.insert(argv.end(), {"--state-file", options_.state_dir + "/rm.state"});
+    // Restarted: the rest of the cluster knows it where it was.
+    if (!info_.rm_endpoint.empty()) {
+      argv.insert(argv.end(), {"--endpoint", info_.rm_endpoint, "--events-in", info_.events_in,
+                               "--events-out", info_.events_out});
+    }
+  } else if (p.role == "objectstore") {
+    argv.insert(argv.end(), {"--host", p.target, "--events-in", info_.events_in});
+  } else if (p.role == "executor") {
+    const Child* store = FindChild("objectstore-" + p.target);
+    const std::string store_ep = store ? Connectable(store->info.endpoints.at("endpoint")) : "";
+    argv.insert(argv.end(), {"--host", p.target, "--store", store_ep, "--rm", info_.rm_endpoint,
+                             "--events-in", info_.events_in});
+  } else if (p.role == "scheduler") {
+    argv.insert(argv.end(),
+                {"--island", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
+  }
+  argv.insert(argv.end(), {"--ready-file", child.ready_path});
+  if (!options_.log_level.empty()) argv.insert(argv.end(), {"--log-level", options_.log_level});
+  return argv;
+}
+
+Status LocalCluster::CheckNoRunningCluster() const {
+  auto existing = ReadClusterInfo(options_.state_dir);
+  if (!existing.ok()) return Status::Ok();  // none, or unreadable: nothing we could stop
+  const auto running = RunningProcesses(*existing);
+  if (running.empty()) return Status::Ok();  // stale: every recorded process is gone
+  return FailedPrecondition("a cluster is already running from " + options_.state_dir + " (rm " +
+                            existing->rm_endpoint + ", " + std::to_string(running.size()) +
+                            " processes alive); run `atoll down` first");
+}
+
+Status LocalCluster::Start() {
+  if (!children_.empty() || wrote_info_) return FailedPrecondition("LocalCluster::Start twice");
+  if (options_.config_path.empty()) return InvalidArgument("no cluster config given");
+  ATOLL_ASSIGN_OR_RETURN(config_, LoadClusterConfig(options_.config_path));
+
+  std::error_code ec;
+  for (const char* sub : {"", "/logs", "/run"}) {
+    fs::create_directories(options_.state_dir + sub, ec);
+    if (ec) return Unavailable("cannot create " + options_.state_dir + sub + ": " + ec.message());
+  }
+  StateDirLock lock;
+  ATOLL_RETURN_IF_ERROR(lock.Acquire(options_.state_dir));
+  ATOLL_RETURN_IF_ERROR(CheckNoRunningCluster());
+  for (const char* role : {"rm", "objectstore", "executor", "scheduler"}) {
+    const std::string program = options_.bin_dir + "/" + Program(role);
+    if (access(program.c_str(), X_OK) != 0) {
+      return NotFound(Program(role) + " not found in " + options_.bin_dir +
+                      " (build it with `make " + Program(role) +
+                      "`, or point --bin-dir at the directory that holds it)");
+    }
+  }
+
+  // A new cluster starts from nothing, whatever an earlier one in this dir left.
+  fs::remove(options_.state_dir + "/rm.state", ec);
+  info_ = ClusterInfo{};
+  info_.state_dir = options_.state_dir;
+  info_.config_path = options_.config_path;
+  info_.started_at_us = NowMicros();
+
+  Status status = StartStage({Plan("rm", "")});
+  if (status.ok()) {
+    const ProcessInfo& rm = children_.front().info;
+    auto endpoint = ReadyValue(rm, "endpoint");
+    auto events_in = ReadyValue(rm, "events_in");
+    auto events_out = ReadyValue(rm, "events_out");
+    if (!endpoint.ok()) status = endpoint.status();
+    if (!events_in.ok()) status = events_in.status();
+    if (!events_out.ok()) status = events_out.status();
+    if (status.ok()) {
+      info_.rm_endpoint = *endpoint;
+      info_.events_in = *events_in;
+      info_.events_out = *events_out;
+    }
+  }
+  if (status.ok()) status = StartStage(PlanObjectStores());
+  if (status.ok()) {
+    for (const auto& c : children_) {
+      if (c.info.role == "objectstore" && status.ok()) {
+        status = ReadyValue(c.info, "endpoint").status();
+      }
+    }
+  }
+  if (status.ok()) status = StartStage(PlanExecutors());
+  if (status.ok()) status = StartStage(PlanSchedulers());
+  if (status.ok()) {
+    for (const auto& c : children_) info_.processes.push_back(c.info);
+    status = WriteClusterInfo(info_);
+    wrote_info_ = status.ok();
+  }
+  if (!status.ok()) {
+    static_cast<void>(Stop());
+    return status;
+  }
+  return Status::Ok();
+}
+
+Status LocalCluster::StartStage(const std::vector<ProcessInfo>& stage) {
+  std::vector<size_t> started;
+  for (const auto& plan : stage) {
+    Child child;
+    child.info = plan;
+    child.ready_path = options_.state_dir + "/run/" + plan.name + ".ready";
+    std::error_code ec;
+    fs::remove(child.ready_path, ec);  // a stale one from an earlier run would mislead us
+    proc::SpawnOptions spawn;
+    spawn.argv = Argv(child);
+    spawn.log_path = plan.log;
+    spawn.detach = options_.detach;
+    auto pid = proc::Spawn(spawn);
+    if (!pid.ok()) return pid.status().WithContext("starting " + plan.name);
+    child.pid = *pid;
+    child.info.pid = *pid;
+    children_.push_back(std::move(child));
+    started.push_back(children_.size() - 1);
+  }
+  std::vector<Child*> waiting;
+  for (size_t i : started) waiting.push_back(&children_[i]);
+  return WaitReady(std::move(waiting));
+}
+
+Status LocalCluster::WaitReady(std::vector<Child*> children) {
+  const auto deadline = Clock::now() + options_.ready_timeout;
+  while (!children.empty()) {
+    for (auto it = children.begin(); it != children.end();) {
+      Child& c = **it;
+      if (access(c.ready_path.c_str(), F_OK) == 0) {
+        auto values = ReadReadyFile(c.ready_path);
+        if (values.ok()) {
+          c.info.endpoints = std::move(*values);
+          c.info.endpoints.erase("pid");
+          it = children.erase(it);
+          continue;
+        }
+      }
+      ATOLL_ASSIGN_OR_RETURN(auto exit, proc::TryReap(c.pid));
+      if (exit) {
+        c.exit = exit;
+        c.pid = 0;
+        return Unavailable(c.info.name + " (" + c.info.program + ") " + exit->Describe() +
+                           " before it was ready; " + LogTail(c.info.log));
+      }
+      ++it;
+    }
+    if (children.empty()) break;
+    if (Clock::now() >= deadline) {
+      const Child& c = *children.front();
+      return DeadlineExceeded(c.info.name + " was not ready within " +
+                              std::to_string(options_.ready_timeout.count()) +
+                              " ms (no ready file " + c.ready_path + "); " + LogTail(c.info.log));
+    }
+    std::this_thread::sleep_for(kPollPeriod);
+  }
+  return Status::Ok();
+}
+
+void LocalCluster::ReapAll() {
+  for (auto& c : children_) {
+    if (c.pid == 0) continue;
+    auto exit = proc::TryReap(c.pid);
+    if (!exit.ok()) {
+      c.pid = 0;  // not our child any more: nothing left to reap
+    } else if (*exit) {
+      c.exit = *exit;
+      c.pid = 0;
+    }
+  }
+}
+
+Status LocalCluster::Stop() {
+  if (stopped_) return stop_status_;
+  ReapAll();
+  for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
+    if (it->pid != 0) kill(it->pid, SIGTERM);
+  }
+  auto all_reaped = [&] {
+    return std::all_of(children_.begin(), children_.end(),
+                       [](const Child& c) { return c.pid == 0; });
+  };
+  const auto deadline = Clock::now() + options_.stop_timeout;
+  while (!all_reaped() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(kPollPeriod);
+    ReapAll();
+  }
+  for (auto& c : children_) {
+    if (c.pid != 0) {
+      kill(c.pid, SIGKILL);
+      c.killed = true;
+    }
+  }
+  const auto kill_deadline = Clock::now() + kKillWait;
+  while (!all_reaped() && Clock::now() < kill_deadline) {
+    std::this_thread::sleep_for(kPollPeriod);
+    ReapAll();
+  }
+
+  std::string issues;
+  for (const auto& c : children_) {
+    std::string issue;
+    if (c.pid != 0) {
+      issue = c.info.name + " (pid " + std::to_string(c.pid) + ") survived SIGKILL";
+    } else if (c.killed) {
+      issue = c.info.name + " did not exit within " +
+              std::to_string(options_.stop_timeout.count()) + " ms of SIGTERM and was killed";
+    } else if (c.exit && !c.exit->clean() && !c.signalled) {
+      issue = c.info.name + " " + c.exit->Describe();
+    }
+    if (!issue.empty()) issues += "\n  " + issue + " (log: " + c.info.log + ")";
+  }
+  for (const auto& c : children_) {
+    std::error_code ec;
+    fs::remove(c.ready_path, ec);
+  }
+  if (wrote_info_) static_cast<void>(RemoveClusterInfo(options_.state_dir));
+  stopped_ = true;
+  stop_status_ =
+      issues.empty() ? Status::Ok() : Internal("local cluster did not stop cleanly:" + issues);
+  return stop_status_;
+}
+
+LocalCluster::Child* LocalCluster::FindChild(const std::string& name) {
+  for (auto& c : children_) {
+    if (c.info.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const LocalCluster::Child* LocalCluster::FindChild(const std::string& name) const {
+  for (const auto& c : children_) {
+    if (c.info.name == name) return &c;
+  }
+  return nullptr;
+}
+
+Result<pid_t> LocalCluster::Pid(const std::string& name) const {
+  const Child* c = FindChild(name);
+  if (c == nullptr) return NotFound("no service '" + name + "' in this cluster");
+  if (c->pid == 0) return NotFound(name + " has already ended");
+  return c->pid;
+}
+
+Status LocalCluster::Signal(const std::string& name, int signal) {
+  ATOLL_ASSIGN_OR_RETURN(pid_t pid, Pid(name));
+  FindChild(name)->signalled = true;
+  if (kill(pid, signal) != 0) return Unavailable("kill " + name + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+Status LocalCluster::Restart(const std::string& name, int signal) {
+  Child* c = FindChild(name);
+  if (c == nullptr) return NotFound("no service '" + name + "' in this cluster");
+  if (c->pid != 0) {
+    ATOLL_RETURN_IF_ERROR(Signal(name, signal));
+    const auto deadline = Clock::now() + options_.stop_timeout;
+    while (c->pid != 0 && Clock::now() < deadline) {
+      std::this_thread::sleep_for(kPollPeriod);
+      ReapAll();
+    }
+    if (c->pid != 0) {
+      kill(c->pid, SIGKILL);
+      const auto kill_deadline = Clock::now() + kKillWait;
+      while (c->pid != 0 && Clock::now() < kill_deadline) {
+        std::this_thread::sleep_for(kPollPeriod);
+        ReapAll();
+      }
+      if (c->pid != 0) return Unavailable(name + " survived SIGKILL");
+    }
+  }
+  std::error_code ec;
+  fs::remove(c->ready_path, ec);
+  proc::SpawnOptions spawn;
+  spawn.argv = Argv(*c);
+  spawn.log_path = c->info.log;
+  spawn.detach = options_.detach;
+  ATOLL_ASSIGN_OR_RETURN(pid_t pid, proc::Spawn(spawn));
+  c->pid = pid;
+  c->info.pid = pid;
+  c->exit.reset();
+  c->signalled = false;
+  return WaitReady({c}).WithContext("restarting " + name);
+}
+
+Result<std::optional<proc::ExitInfo>> LocalCluster::ExitStatus(const std::string& name) {
+  Child* c = FindChild(name);
+  if (c == nullptr) return NotFound("no service '" + name + "' in this cluster");
+  ReapAll();
+  return c->exit;
+}
+
+std::vector<ProcessInfo> RunningProcesses(const ClusterInfo& info) {
+  std::vector<ProcessInfo> out;
+  for (const auto& p : info.processes) {
+    if (proc::IsProgram(static_cast<pid_t>(p.pid), fs::path(p.program).filename().string())) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+Result<StopSummary> StopRecordedCluster(const ClusterInfo& info,
+                                        std::chrono::milliseconds timeout) {
+  StopSummary summary;
+  std::vector<ProcessInfo> targets;
+  const auto running = RunningProcesses(info);
+  for (auto it = info.processes.rbegin(); it != info.processes.rend(); ++it) {
+    const bool alive = std::any_of(running.begin(), running.end(),
+                                   [&](const ProcessInfo& r) { return r.name == it->name; });
+    if (!alive) {
+      summary.not_running.push_back(it->name);
+      continue;
+    }
+    kill(static_cast<pid_t>(it->pid), SIGTERM);
+    targets.push_back(*it);
+  }
+  auto still_running = [&] {
+    std::vector<ProcessInfo> out;
+    for (const auto& p : targets) {
+      if (proc::IsRunning(static_cast<pid_t>(p.pid))) out.push_back(p);
+    }
+    return out;
+  };
+  const auto deadline = Clock::now() + timeout;
+  while (!still_running().empty() && Clock::now() < deadline)
+    std::this_thread::sleep_for(kPollPeriod);
+  for (const auto& p : still_running()) {
+    // Checked again: the pid may have ended and been recycled during the wait.
+    if (proc::IsProgram(static_cast<pid_t>(p.pid), fs::path(p.program).filename().string())) {
+      kill(static_cast<pid_t>(p.pid), SIGKILL);
+      summary.killed.push_back(p.name);
+    }
+  }
+  const auto kill_deadline = Clock::now() + kKillWait;
+  while (!still_running().empty() && Clock::now() < kill_deadline) {
+    std::this_thread::sleep_for(kPollPeriod);
+  }
+  const auto survivors = still_running();
+  for (const auto& p : targets) {
+    const bool survived = std::any_of(survivors.begin(), survivors.end(),
+                                      [&](const ProcessInfo& s) { return s.name == p.name; });
+    const bool killed =
+        std::find(summary.killed.begin(), summary.killed.end(), p.name) != summary.killed.end();
+    if (!survived && !killed) summary.stopped.push_back(p.name);
+  }
+  if (!survivors.empty()) {
+    std::string names;
+    for (const auto& s : survivors) names += " " + s.name + " (pid " + std::to_string(s.pid) + ")";
+    return Unavailable("still running after SIGKILL:" + names);
+  }
+  for (const auto& p : info.processes) {
+    std::error_code ec;
+    fs::remove(info.state_dir + "/run/" + p.name + ".ready", ec);
+  }
+  ATOLL_RETURN_IF_ERROR(RemoveClusterInfo(info.state_dir));
+  return summary;
+}
+
+}  // namespace atl

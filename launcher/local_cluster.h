@@ -1,0 +1,147 @@
+// LocalCluster: a whole atoll cluster as processes on this machine, started from a cluster
+// config (config/local.toml): the RM first, then one object store per host, one executor per
+// host (given its host's store), one scheduler per island. `atoll up` uses it, and so does
+// every end-to-end test.
+//
+// Files under the state directory:
+//   <state_dir>/cluster.toml        where everything listens, pids (see cluster_info.h)
+//   <state_dir>/logs/<name>.log     each service's stdout and stderr
+//   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
+//   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart)
+// Service names: "rm", "objectstore-<host>", "executor-<host>", "scheduler-<island>".
+//
+// Example (a test):
+//   LocalClusterOptions options;
+//   options.config_path = ATOLL_SOURCE_DIR "/config/test.toml";
+//   options.state_dir = temp_dir;
+//   options.bin_dir = ATOLL_BIN_DIR;
+//   LocalCluster cluster(options);
+//   ASSERT_TRUE(cluster.Start().ok());
+//   ... connect to cluster.info().rm_endpoint ...
+//   // the destructor stops every process
+//
+// Not thread-safe: use one LocalCluster from one thread (in non-detached mode its children
+// get SIGTERM when the thread that started them exits).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "atoll/status.h"
+#include "common/service/config.h"
+#include "launcher/cluster_info.h"
+#include "launcher/process.h"
+
+namespace atl {
+
+struct LocalClusterOptions {
+  std::string config_path;  // required
+  std::string state_dir;    // empty: DefaultStateDir()
+  std::string bin_dir;      // where atoll-rm & co. are; empty: the running executable's dir
+  std::string log_level;    // passed to every service with --log-level; empty: the config's
+  // How long each service may take from its start to its ready file.
+  std::chrono::milliseconds ready_timeout{20000};
+  // How long Stop() waits after SIGTERM before it sends SIGKILL.
+  std::chrono::milliseconds stop_timeout{5000};
+  // true: the services run in their own session and outlive this process (`atoll up`);
+  // call Detach() once Start() succeeded. false: they are bound to this process.
+  bool detach = false;
+};
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(LocalClusterOptions options);
+  // Stops every process still running, unless Detach() was called.
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  // Starts every service and waits for each one's ready file, then writes cluster.toml.
+  // Fails, having stopped whatever it started, when:
+  //  - the config cannot be loaded or a binary is missing (InvalidArgument / NotFound);
+  //  - the state dir's cluster.toml names processes that still run (FailedPrecondition:
+  //    "a cluster is already running ...; run `atoll down`");
+  //  - a service exits before it is ready (Unavailable) or is not ready within
+  //    ready_timeout (DeadlineExceeded); the message names the service and its log file
+  //    and quotes the log's last lines.
+  // Call once.
+  Status Start();
+
+  // SIGTERM to every process (last started first), waits up to stop_timeout for all of them,
+  // SIGKILLs the rest, reaps them all and removes cluster.toml and the ready files. Returns OK when
+  // every process exited with status 0; otherwise Internal, listing each one that crashed, exited
+  // non-zero or had to be killed. Idempotent.
+  Status Stop();
+
+  // Leaves the processes running when this object goes away (`atoll up`).
+  void Detach() { detached_ = true; }
+
+  // Valid after a successful Start().
+  const ClusterInfo& info() const { return info_; }
+  const ClusterConfig& config() const { return config_; }
+
+  // The pid of the service `name`; NotFound if there is no such service or it has been
+  // reaped. For fault-injection tests: Signal(name, SIGKILL) kills one service.
+  Result<pid_t> Pid(const std::string& name) const;
+  Status Signal(const std::string& name, int signal);
+  // How the service `name` ended, once it has (reaping it); empty while it runs.
+  Result<std::optional<proc::ExitInfo>> ExitStatus(const std::string& name);
+  // Stops the service `name` (`signal`, then SIGKILL after stop_timeout), waits for it to
+  // end, and starts it again with the same arguments, waiting for its ready file. The RM
+  // comes back on the endpoints it had, with its state file.
+  Status Restart(const std::string& name, int signal);
+
+ private:
+  struct Child {
+    ProcessInfo info;
+    std::string ready_path;
+    pid_t pid = 0;                       // 0 once reaped
+    std::optional<proc::ExitInfo> exit;  // set when reaped
+    bool killed = false;                 // needed SIGKILL in Stop()
+    bool signalled = false;              // Signal() was used: its exit is expected
+  };
+
+  Status StartStage(const std::vector<ProcessInfo>& stage);
+  Status WaitReady(std::vector<Child*> children);
+  Status CheckNoRunningCluster() const;
+  std::vector<ProcessInfo> PlanObjectStores() const;
+  std::vector<ProcessInfo> PlanExecutors() const;
+  std::vector<ProcessInfo> PlanSchedulers() const;
+  ProcessInfo Plan(const std::string& role, const std::string& target) const;
+  std::vector<std::string> Argv(const Child& child) const;
+  void ReapAll();
+  Child* FindChild(const std::string& name);
+  const Child* FindChild(const std::string& name) const;
+
+  LocalClusterOptions options_;
+  ClusterConfig config_;
+  ClusterInfo info_;
+  std::vector<Child> children_;  // in start order
+  bool detached_ = false;
+  bool wrote_info_ = false;
+  bool stopped_ = false;
+  Status stop_status_;
+};
+
+// What StopRecordedCluster did.
+struct StopSummary {
+  std::vector<std::string> stopped;      // ended after SIGTERM
+  std::vector<std::string> killed;       // needed SIGKILL
+  std::vector<std::string> not_running;  // already gone, or its pid now runs something else
+};
+
+// Stops a cluster that another process started (`atoll down`): SIGTERM to each recorded
+// process that is still the recorded atoll program (checked through /proc/PID/cmdline, so a
+// recycled pid is never signalled), last started first; waits up to `timeout`; SIGKILLs the
+// rest and waits up to 2 s more. Removes cluster.toml and the ready files once none of them
+// runs. Fails with Unavailable naming the processes that survived SIGKILL.
+Result<StopSummary> StopRecordedCluster(const ClusterInfo& info, std::chrono::milliseconds timeout);
+
+// The recorded processes that still run as their recorded program.
+std::vector<ProcessInfo> RunningProcesses(const ClusterInfo& info);
+
+}  // namespace atl

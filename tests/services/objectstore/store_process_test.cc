@@ -1,0 +1,514 @@
+// End-to-end tests of the atoll-objectstore binary: a real process, real sockets on
+// loopback, the real shared-memory arena.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <msgpack.hpp>
+#include <zmq.hpp>
+
+#include "common/base/shm_arena.h"
+#include "common/net/event_reader.h"
+#include "common/net/transport.h"
+#include "common/proto/codec.h"
+#include "common/service/ready_file.h"
+
+namespace atl {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kCallTimeout = 5000ms;
+
+std::vector<std::byte> Bytes(const std::vector<float>& values) {
+  std::vector<std::byte> out(values.size() * sizeof(float));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+net::Frames DataFrame(const std::vector<std::byte>& bytes) {
+  net::Frames frames;
+  frames.emplace_back(bytes.data(), bytes.size());
+  return frames;
+}
+
+std::vector<std::byte> FrameBytes(const zmq::message_t& frame) {
+  const auto* p = static_cast<const std::byte*>(frame.data());
+  return {p, p + frame.size()};
+}
+
+class StoreProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/atoll-store-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    events_.set(zmq::sockopt::subscribe, "");
+    auto bound = net::Bind(events_, "tcp://127.0.0.1:*");
+    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    events_endpoint_ = *bound;
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) StopStore();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  // Starts the store with a one-island, one-host configuration and waits (10 s at most) for
+  // its ready file. `heartbeat_ms` * 4 is how long a silent client keeps its objects.
+  void StartStore(uint32_t heartbeat_ms = 1000) {
+    const std::string config = dir_ + "/cluster.toml";
+    const std::string ready = dir_ + "/store.ready";
+    {
+      std::ofstream out(config);
+      out << "[cluster]\nbind_host = \"127.0.0.1\"\nheartbeat_ms = " << heartbeat_ms
+          << "\nliveness = 4\nlog_level = \"info\"\n"
+          << "[rm]\nevents_in = \"" << events_endpoint_ << "\"\n"
+          << "[[islands]]\nname = \"i0\"\n"
+          << "[[islands.hosts]]\nname = \"h0\"\narena_mb = 4\n";
+    }
+    const std::string binary = ATOLL_BIN_DIR "/atoll-objectstore";
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      execl(binary.c_str(), binary.c_str(), "--config", config.c_str(), "--host", "h0",
+            "--ready-file", ready.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    const auto deadline = Clock::now() + 10s;
+    while (true) {
+      if (std::filesystem::exists(ready)) break;
+      int status = 0;
+      ASSERT_EQ(waitpid(pid_, &status, WNOHANG), 0) << "atoll-objectstore exited early";
+      ASSERT_LT(Clock::now(), deadline) << "no ready file within 10 s";
+      std::this_thread::sleep_for(10ms);
+    }
+    auto values = ReadReadyFile(ready);
+    ASSERT_TRUE(values.ok()) << values.status().ToString();
+    endpoint_ = (*values)["endpoint"];
+    arena_ = (*values)["arena"];
+    ASSERT_FALSE(endpoint_.empty());
+    ASSERT_FALSE(arena_.empty());
+    SyncEventStream();
+  }
+
+  // A PUB drops events until its SUB peer's subscription arrives, and a bound SUB sends it
+  // only once this thread uses the socket. Sends a request that the store rejects without
+  // changing anything (an "error.store" event) until such an event comes through.
+  void SyncEventStream() {
+    auto store = Connect();
+    const auto deadline = Clock::now() + 10s;
+    while (Clock::now() < deadline) {
+      auto rejected = store->Call<proto::Ok>(proto::ReleaseObject{~uint64_t{0}}, kCallTimeout);
+      ASSERT_EQ(rejected.status().code(), Code::kNotFound);
+      auto got = net::RecvFrames(events_, 20ms);
+      if (got.ok() && got->has_value()) {
+        while (true) {  // drain the rest
+          auto more = net::RecvFrames(events_, 0ms);
+          if (!more.ok() || !more->has_value()) break;
+        }
+        return;
+      }
+    }
+    FAIL() << "no event from the store within 10 s";
+  }
+
+  // SIGTERM, then SIGKILL if it has not exited within 5 s. Returns the wait status.
+  int StopStore() {
+    int status = 0;
+    kill(pid_, SIGTERM);
+    const auto deadline = Clock::now() + 5s;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        ADD_FAILURE() << "atoll-objectstore ignored SIGTERM for 5 s";
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    pid_ = -1;
+    return status;
+  }
+
+  bool StoreAlive() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+  std::unique_ptr<net::Requester> Connect() {
+    auto requester = std::make_unique<net::Requester>(context_, endpoint_);
+    EXPECT_TRUE(requester->Connect().ok());
+    return requester;
+  }
+
+  Status Put(net::Requester& store, uint64_t object, uint64_t owner,
+             const std::vector<float>& values) {
+    proto::PutObject put{object, 0, owner, DType::kF32, {static_cast<int64_t>(values.size())}};
+    return store.Call<proto::Ok>(put, kCallTimeout, DataFrame(Bytes(values))).status();
+  }
+
+  Result<proto::GetObjectReply> Get(net::Requester& store, uint64_t object, uint32_t timeout_ms,
+                                    net::Frames* data = nullptr) {
+    return store.Call<proto::GetObjectReply>(proto::GetObject{object, 0, timeout_ms, true},
+                                             kCallTimeout, {}, data);
+  }
+
+  // Sends raw header bytes and returns the decoded Error reply with request id `reply_id`.
+  proto::Error ExpectErrorReply(net::Requester& store, zmq::message_t header, uint64_t reply_id) {
+    auto in = store.Call(reply_id, std::move(header), {}, kCallTimeout);
+    EXPECT_TRUE(in.ok()) << in.status().ToString();
+    if (!in.ok()) return {};
+    EXPECT_EQ(in->header.kind(), proto::Kind::kError);
+    auto err = in->header.As<proto::Error>();
+    EXPECT_TRUE(err.ok());
+    return err.ok() ? *err : proto::Error{};
+  }
+
+  // Waits (bounded) for an event on `topic` whose field `key` equals `value`.
+  std::optional<Event> WaitForEvent(const std::string& topic, const std::string& key,
+                                    uint64_t value, std::chrono::milliseconds within) {
+    const auto deadline = Clock::now() + within;
+    while (Clock::now() < deadline) {
+      auto got = net::RecvFrames(events_, 50ms);
+      if (!got.ok() || !got->has_value() || (*got)->size() != 2) continue;
+      auto event = DecodeEvent((**got)[0], (**got)[1]);
+      if (!event.ok() || event->topic != topic) continue;
+      if (event->fields.contains(key) && event->fields[key] == value) return *event;
+    }
+    return std::nullopt;
+  }
+
+  zmq::context_t context_;
+  zmq::socket_t events_ = net::MakeSocket(context_, zmq::socket_type::sub);
+  std::string events_endpoint_;
+  std::string dir_;
+  pid_t pid_ = -1;
+  std::string endpoint_;
+  std::string arena_;
+};
+
+TEST_F(StoreProcessTest, PutThenGetRoundTrips) {
+  StartStore();
+  auto store = Connect();
+  auto hello = store->Call<proto::StoreHelloReply>(proto::StoreHello{}, kCallTimeout);
+  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  EXPECT_EQ(hello->arena_name, arena_);
+  EXPECT_EQ(hello->arena_bytes, 4u << 20);
+
+  ASSERT_TRUE(Put(*store, 1, 0, {1.5f, 2.5f, -3.0f}).ok());
+  net::Frames data;
+  auto got = Get(*store, 1, 0, &data);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->dtype, DType::kF32);
+  EXPECT_EQ(got->shape, (Shape{3}));
+  EXPECT_EQ(got->nbytes, 12u);
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(FrameBytes(data[0]), Bytes({1.5f, 2.5f, -3.0f}));
+
+  auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->objects, 1u);
+  EXPECT_EQ(stats->bytes_in_use, 64u);
+  EXPECT_EQ(stats->arena_bytes, 4u << 20);
+  EXPECT_TRUE(WaitForEvent("object.created", "object", 1, 2s).has_value());
+  EXPECT_TRUE(WaitForEvent("object.sealed", "object", 1, 2s).has_value());
+}
+
+TEST_F(StoreProcessTest, CreateWriteThroughSharedMemorySealGet) {
+  StartStore();
+  auto store = Connect();
+  auto hello = store->Call<proto::StoreHelloReply>(proto::StoreHello{}, kCallTimeout);
+  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  auto region = ShmRegion::Open(hello->arena_name);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  EXPECT_EQ(region->size(), hello->region_bytes);
+
+  auto created = store->Call<proto::CreateObjectReply>(
+      proto::CreateObject{7, 2, 0, DType::kF32, {2, 2}}, kCallTimeout);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->nbytes, 16u);
+  EXPECT_EQ(created->offset % 64, 0u);
+  auto slice = region->Slice(created->offset, created->nbytes);
+  ASSERT_TRUE(slice.ok());
+  const auto written = Bytes({1, 2, 3, 4});
+  std::memcpy(slice->data(), written.data(), written.size());
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::SealObject{7, 2, 0, ""}, kCallTimeout).ok());
+
+  // By offset: no bytes in the reply, they are read from the arena.
+  net::Frames data;
+  auto where =
+      store->Call<proto::GetObjectReply>(proto::GetObject{7, 2, 0, false}, kCallTimeout, {}, &data);
+  ASSERT_TRUE(where.ok()) << where.status().ToString();
+  EXPECT_TRUE(data.empty());
+  EXPECT_EQ(where->offset, created->offset);
+  EXPECT_EQ(where->shape, (Shape{2, 2}));
+  auto read = region->Slice(where->offset, where->nbytes);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(std::vector<std::byte>(read->begin(), read->end()), written);
+  // Inline: the same bytes as a data frame.
+  auto inline_get =
+      store->Call<proto::GetObjectReply>(proto::GetObject{7, 2, 0, true}, kCallTimeout, {}, &data);
+  ASSERT_TRUE(inline_get.ok());
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(FrameBytes(data[0]), written);
+}
+
+TEST_F(StoreProcessTest, GetWaitsUntilAnotherRequestSeals) {
+  StartStore();
+  // The waiting Get goes out on a raw DEALER so that its reply can be awaited after the seal.
+  zmq::socket_t waiter = net::MakeSocket(context_, zmq::socket_type::dealer);
+  ASSERT_TRUE(net::Connect(waiter, endpoint_).ok());
+  ASSERT_TRUE(net::Send(waiter, nullptr, 1, proto::GetObject{42, 0, 10000, true}).ok());
+  // Requests on one connection are handled in order: once the stats reply is here, the Get
+  // has been seen and is waiting.
+  ASSERT_TRUE(net::Send(waiter, nullptr, 2, proto::GetStoreStats{}).ok());
+  auto first = net::RecvFrames(waiter, kCallTimeout);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  auto stats = proto::ParseIncoming(std::move(**first), false);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->header.request_id(), 2u);
+  EXPECT_EQ(stats->header.kind(), proto::Kind::kStoreStats);
+
+  auto producer = Connect();
+  ASSERT_TRUE(Put(*producer, 42, 0, {9.0f, 8.0f}).ok());
+
+  auto answer = net::RecvFrames(waiter, kCallTimeout);
+  ASSERT_TRUE(answer.ok() && answer->has_value()) << "the waiting Get was never answered";
+  auto in = proto::ParseIncoming(std::move(**answer), false);
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->header.request_id(), 1u);
+  ASSERT_EQ(in->header.kind(), proto::Kind::kGetObjectReply);
+  auto reply = in->header.As<proto::GetObjectReply>();
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->nbytes, 8u);
+  ASSERT_EQ(in->data.size(), 1u);
+  EXPECT_EQ(FrameBytes(in->data[0]), Bytes({9.0f, 8.0f}));
+}
+
+TEST_F(StoreProcessTest, WaitingGetTimesOutWithDeadlineExceeded) {
+  StartStore();
+  auto store = Connect();
+  const auto start = Clock::now();
+  auto got = Get(*store, 77, 150);
+  const auto waited = Clock::now() - start;
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(got.status().message().find("object 77 shard 0"), std::string::npos)
+      << got.status().message();
+  EXPECT_NE(got.status().message().find("150 ms"), std::string::npos) << got.status().message();
+  EXPECT_GE(waited, 150ms);
+  EXPECT_LT(waited, 3s);
+}
+
+TEST_F(StoreProcessTest, ImmediateGetOfMissingOrUnsealedShardIsNotFound) {
+  StartStore();
+  auto store = Connect();
+  auto unknown = Get(*store, 5, 0);
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+  EXPECT_NE(unknown.status().message().find("object 5 shard 0 is unknown"), std::string::npos)
+      << unknown.status().message();
+  ASSERT_TRUE(store
+                  ->Call<proto::CreateObjectReply>(proto::CreateObject{5, 0, 0, DType::kI32, {3}},
+                                                   kCallTimeout)
+                  .ok());
+  auto unsealed = Get(*store, 5, 0);
+  EXPECT_EQ(unsealed.status().code(), Code::kNotFound);
+  EXPECT_NE(unsealed.status().message().find("not ready"), std::string::npos)
+      << unsealed.status().message();
+}
+
+TEST_F(StoreProcessTest, ProducerErrorReachesWaitingAndLaterReaders) {
+  StartStore();
+  auto store = Connect();
+  ASSERT_TRUE(store
+                  ->Call<proto::CreateObjectReply>(proto::CreateObject{6, 0, 0, DType::kF32, {1}},
+                                                   kCallTimeout)
+                  .ok());
+  const auto code = static_cast<int32_t>(Code::kInternal);
+  ASSERT_TRUE(
+      store->Call<proto::Ok>(proto::SealObject{6, 0, code, "kernel exploded"}, kCallTimeout).ok());
+  auto got = Get(*store, 6, 1000);
+  EXPECT_EQ(got.status().code(), Code::kInternal);
+  EXPECT_EQ(got.status().message(), "kernel exploded");
+}
+
+TEST_F(StoreProcessTest, ReleaseFreesAndUnknownReleaseIsNotFound) {
+  StartStore();
+  auto store = Connect();
+  auto unknown = store->Call<proto::Ok>(proto::ReleaseObject{12345}, kCallTimeout);
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+  EXPECT_NE(unknown.status().message().find("object 12345"), std::string::npos);
+
+  ASSERT_TRUE(Put(*store, 3, 0, {1.0f}).ok());
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{3}, kCallTimeout).ok());
+  EXPECT_EQ(Get(*store, 3, 0).status().code(), Code::kNotFound);
+  auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->objects, 0u);
+  EXPECT_EQ(stats->bytes_in_use, 0u);
+}
+
+TEST_F(StoreProcessTest, ReleaseCancelsGetsWaitingOnTheObject) {
+  StartStore();
+  auto store = Connect();
+  ASSERT_TRUE(store
+                  ->Call<proto::CreateObjectReply>(proto::CreateObject{8, 0, 0, DType::kF32, {1}},
+                                                   kCallTimeout)
+                  .ok());
+  zmq::socket_t waiter = net::MakeSocket(context_, zmq::socket_type::dealer);
+  ASSERT_TRUE(net::Connect(waiter, endpoint_).ok());
+  ASSERT_TRUE(net::Send(waiter, nullptr, 1, proto::GetObject{8, 0, 10000, true}).ok());
+  ASSERT_TRUE(net::Send(waiter, nullptr, 2, proto::GetStoreStats{}).ok());
+  auto stats = net::RecvFrames(waiter, kCallTimeout);  // the Get is waiting now
+  ASSERT_TRUE(stats.ok() && stats->has_value());
+
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{8}, kCallTimeout).ok());
+  auto answer = net::RecvFrames(waiter, kCallTimeout);
+  ASSERT_TRUE(answer.ok() && answer->has_value()) << "the waiting Get was never answered";
+  auto in = proto::ParseIncoming(std::move(**answer), false);
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->header.request_id(), 1u);
+  ASSERT_EQ(in->header.kind(), proto::Kind::kError);
+  auto err = in->header.As<proto::Error>();
+  ASSERT_TRUE(err.ok());
+  EXPECT_EQ(err->code, static_cast<int32_t>(Code::kCancelled));
+  EXPECT_NE(err->message.find("object 8 shard 0 was released"), std::string::npos) << err->message;
+  EXPECT_TRUE(WaitForEvent("object.freed", "object", 8, 2s).has_value());
+}
+
+TEST_F(StoreProcessTest, OversizedObjectIsOutOfMemoryNamingTheSizes) {
+  StartStore();
+  auto store = Connect();
+  auto created = store->Call<proto::CreateObjectReply>(
+      proto::CreateObject{1, 0, 0, DType::kF32, {2, 1 << 20}}, kCallTimeout);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), Code::kOutOfMemory);
+  EXPECT_NE(created.status().message().find(std::to_string(8u << 20)), std::string::npos)
+      << created.status().message();
+  EXPECT_NE(created.status().message().find(std::to_string(4u << 20)), std::string::npos)
+      << created.status().message();
+}
+
+TEST_F(StoreProcessTest, MalformedRequestsGetErrorRepliesAndServiceGoesOn) {
+  StartStore();
+  auto store = Connect();
+
+  // Bytes that are not msgpack at all: the request id is unknowable, so the reply uses 0.
+  const std::string garbage = "\xc1\xc1 this is not a header";
+  proto::Error err = ExpectErrorReply(*store, zmq::message_t(garbage.data(), garbage.size()), 0);
+  EXPECT_EQ(err.code, static_cast<int32_t>(Code::kInvalidArgument));
+
+  // A valid header cut in half.
+  zmq::message_t whole = proto::EncodeHeader(9, proto::GetObject{1, 0, 0, true});
+  err = ExpectErrorReply(*store, zmq::message_t(whole.data(), whole.size() / 2), 0);
+  EXPECT_EQ(err.code, static_cast<int32_t>(Code::kInvalidArgument));
+
+  // An empty frame.
+  err = ExpectErrorReply(*store, zmq::message_t(), 0);
+  EXPECT_EQ(err.code, static_cast<int32_t>(Code::kInvalidArgument));
+
+  // A kind the store does not serve.
+  err = ExpectErrorReply(*store, proto::EncodeHeader(10, proto::HelloClient{"x"}), 10);
+  EXPECT_EQ(err.code, static_cast<int32_t>(Code::kInvalidArgument));
+  EXPECT_NE(err.message.find("HelloClient"), std::string::npos) << err.message;
+
+  // A GetObject whose body is a string instead of an array.
+  {
+    msgpack::sbuffer buffer;
+    msgpack::packer<msgpack::sbuffer> packer(buffer);
+    packer.pack_array(4);
+    packer.pack(proto::kVersion);
+    packer.pack(static_cast<uint16_t>(proto::Kind::kGetObject));
+    packer.pack(uint64_t{11});
+    packer.pack(std::string("not a body"));
+    err = ExpectErrorReply(*store, zmq::message_t(buffer.data(), buffer.size()), 11);
+    EXPECT_EQ(err.code, static_cast<int32_t>(Code::kInvalidArgument));
+  }
+
+  // A Put whose data does not match its shape, and one without data.
+  proto::PutObject put{2, 0, 0, DType::kF32, {4}};
+  auto short_put = store->Call<proto::Ok>(put, kCallTimeout, DataFrame(Bytes({1.0f})));
+  EXPECT_EQ(short_put.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store->Call<proto::Ok>(put, kCallTimeout).status().code(), Code::kInvalidArgument);
+  // A negative dimension and a bad dtype.
+  auto negative = store->Call<proto::CreateObjectReply>(
+      proto::CreateObject{2, 0, 0, DType::kF32, {-4}}, kCallTimeout);
+  EXPECT_EQ(negative.status().code(), Code::kInvalidArgument);
+  auto bad_dtype = store->Call<proto::CreateObjectReply>(
+      proto::CreateObject{2, 0, 0, static_cast<DType>(200), {4}}, kCallTimeout);
+  EXPECT_EQ(bad_dtype.status().code(), Code::kInvalidArgument);
+  // A client heartbeat whose id is not a number.
+  err = ExpectErrorReply(
+      *store, proto::EncodeHeader(12, proto::Heartbeat{proto::Heartbeat::kClient, "x"}), 12);
+  EXPECT_EQ(err.code, static_cast<int32_t>(Code::kInvalidArgument));
+
+  // Still serving.
+  ASSERT_TRUE(StoreAlive());
+  EXPECT_TRUE(store->Call<proto::StoreHelloReply>(proto::StoreHello{}, kCallTimeout).ok());
+  ASSERT_TRUE(Put(*store, 2, 0, {1, 2, 3, 4}).ok());
+  EXPECT_TRUE(Get(*store, 2, 0).ok());
+}
+
+TEST_F(StoreProcessTest, SilentClientLosesItsObjectsWhileAHeartbeatingOneKeepsThem) {
+  StartStore(/*heartbeat_ms=*/50);  // silent clients are collected after 200 ms
+  auto store = Connect();
+  constexpr uint64_t kSilent = 101;
+  constexpr uint64_t kAlive = 202;
+  const proto::Heartbeat beat{proto::Heartbeat::kClient, std::to_string(kAlive)};
+  ASSERT_TRUE(store->Post(beat).ok());
+  ASSERT_TRUE(Put(*store, 1, kSilent, {1.0f}).ok());
+  ASSERT_TRUE(Put(*store, 2, kAlive, {2.0f}).ok());
+
+  const auto deadline = Clock::now() + 5s;
+  bool collected = false;
+  while (Clock::now() < deadline) {
+    ASSERT_TRUE(store->Post(beat).ok());
+    auto got = Get(*store, 1, 0);
+    if (!got.ok()) {
+      ASSERT_EQ(got.status().code(), Code::kNotFound) << got.status().ToString();
+      collected = true;
+      break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(collected) << "the silent client's object survived 5 s";
+  EXPECT_TRUE(Get(*store, 2, 0).ok());
+  auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->objects_per_owner, (std::map<uint64_t, uint64_t>{{kAlive, 1}}));
+  auto event = WaitForEvent("object.collected", "client", kSilent, 2s);
+  ASSERT_TRUE(event.has_value()) << "no object.collected event for client " << kSilent;
+  EXPECT_EQ(event->fields["count"], 1);
+}
+
+TEST_F(StoreProcessTest, GoodbyeFreesOnlyThatClientsObjects) {
+  StartStore();
+  auto store = Connect();
+  ASSERT_TRUE(Put(*store, 1, 101, {1.0f}).ok());
+  ASSERT_TRUE(Put(*store, 2, 202, {2.0f}).ok());
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::Goodbye{101}, kCallTimeout).ok());
+  EXPECT_EQ(Get(*store, 1, 0).status().code(), Code::kNotFound);
+  EXPECT_TRUE(Get(*store, 2, 0).ok());
+}
+
+TEST_F(StoreProcessTest, SigtermExitsCleanlyAndUnlinksTheArena) {
+  StartStore();
+  ASSERT_TRUE(ShmRegion::Open(arena_).ok());
+  const int status = StopStore();
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(ShmRegion::Open(arena_).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace atl
