@@ -1,5 +1,7 @@
 #include "client/lowering.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "client/reshard.h"
@@ -92,6 +94,40 @@ Status LowerRoute(const Program::Impl& program, const Program::Impl::Route& rout
     }
   }
   return Status::Ok();
+}
+
+// A node may take its place in its island's order only after every node on another island
+// that feeds it took its place there (docs/design-notes.md, "One order across islands"):
+// each such node lists its producers there, and each producer the schedulers to tell.
+void AddCrossIslandEdges(const Program::Impl& program, LoweredRun& run) {
+  std::map<std::pair<std::string, uint32_t>, proto::CrossIslandNode> nodes;
+  auto node = [&](const std::string& scheduler, size_t k) -> proto::CrossIslandNode& {
+    proto::CrossIslandNode& n = nodes[{scheduler, static_cast<uint32_t>(k)}];
+    n.node = static_cast<uint32_t>(k);
+    return n;
+  };
+  auto add_unique = [](auto& list, const auto& value) {
+    if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+  };
+  for (size_t k = 0; k < program.calls.size(); ++k) {
+    for (const Traced& src : program.calls[k].args) {
+      size_t producer = 0;
+      if (src.kind == kTracedCall) {
+        producer = static_cast<size_t>(src.index);
+      } else if (src.kind == kTracedRoute) {
+        producer = static_cast<size_t>(program.routes[src.index].values.index);
+      } else {
+        continue;  // an argument: already in the object stores
+      }
+      const std::string& from = program.calls[producer].fn->slice.scheduler_endpoint;
+      const std::string& to = program.calls[k].fn->slice.scheduler_endpoint;
+      if (from == to) continue;
+      add_unique(node(to, k).after, static_cast<uint32_t>(producer));
+      add_unique(node(from, producer).announce_to, to);
+    }
+  }
+  for (auto& [where, n] : nodes)
+    run.per_scheduler[where.first].cross_island.push_back(std::move(n));
 }
 
 }  // namespace
@@ -219,6 +255,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
       submit.entries.push_back({slice.devices[s].control_endpoint, std::move(entries[k][s])});
     }
   }
+  AddCrossIslandEdges(program, run);
   return run;
 }
 

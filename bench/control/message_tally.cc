@@ -62,6 +62,7 @@ std::string ReceiverOf(proto::Kind kind) {
       return "executor";
     case K::kSubmitProgram:
     case K::kGangDone:
+    case K::kNodeReleased:
       return "scheduler";
     case K::kStoreHello:
     case K::kCreateObject:

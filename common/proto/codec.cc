@@ -115,6 +115,8 @@ std::string_view KindName(Kind kind) {
       return "SubmitReply";
     case Kind::kGangDone:
       return "GangDone";
+    case Kind::kNodeReleased:
+      return "NodeReleased";
     case Kind::kStoreHello:
       return "StoreHello";
     case Kind::kStoreHelloReply:

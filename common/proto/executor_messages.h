@@ -93,9 +93,11 @@ struct Entry {
   // Control endpoints of the other executors that send this shard tuples: when one of them
   // is lost, the shard fails instead of waiting for ever.
   std::vector<std::string> peers;
+  // Not empty: the scheduler gave up on this gang (why); run nothing, fail its consumers.
+  std::string error;
   bool operator==(const Entry&) const = default;
   MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
-                 sequential, inputs, outputs, peers);
+                 sequential, inputs, outputs, peers, error);
 };
 
 // Scheduler -> executor: all of this executor's entries of one program, in gang order.

@@ -44,6 +44,7 @@ enum class Kind : uint16_t {
   kSubmitProgram = 60,
   kSubmitReply = 61,
   kGangDone = 62,
+  kNodeReleased = 63,
   // Object store.
   kStoreHello = 80,
   kStoreHelloReply = 81,

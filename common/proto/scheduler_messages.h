@@ -20,6 +20,17 @@ struct PlacedEntry {
   MSGPACK_DEFINE(executor, entry);
 };
 
+// A node of a run that crosses islands. Every island releases a node only after each node
+// on another island that feeds it was released there, so that the islands' orders never
+// contradict the program's edges (docs/design-notes.md, "One order across islands").
+struct CrossIslandNode {
+  uint32_t node = 0;
+  std::vector<uint32_t> after;           // nodes on other islands that feed this one
+  std::vector<std::string> announce_to;  // schedulers of the other islands it feeds
+  bool operator==(const CrossIslandNode&) const = default;
+  MSGPACK_DEFINE(node, after, announce_to);
+};
+
 // Client -> island scheduler: the whole subgraph of one program run on this island, its
 // entries grouped by node in topological order. Answered with SubmitReply or Error.
 struct SubmitProgram {
@@ -29,8 +40,21 @@ struct SubmitProgram {
   std::vector<PlacedEntry> entries;
   // The client's share under proportional-share scheduling (relative to other clients').
   double weight = 1.0;
+  // The run's nodes on this island that are fed by, or feed, other islands; empty for a
+  // run on one island.
+  std::vector<CrossIslandNode> cross_island;
   bool operator==(const SubmitProgram&) const = default;
-  MSGPACK_DEFINE(client_id, run_id, entries, weight);
+  MSGPACK_DEFINE(client_id, run_id, entries, weight, cross_island);
+};
+
+// Scheduler -> scheduler: node `node` of run `run_id` took its place in the sender's
+// island order, so nodes it feeds may take theirs. A notice: no reply.
+struct NodeReleased {
+  static constexpr Kind kKind = Kind::kNodeReleased;
+  uint64_t run_id = 0;
+  uint32_t node = 0;
+  bool operator==(const NodeReleased&) const = default;
+  MSGPACK_DEFINE(run_id, node);
 };
 
 // The program was accepted and its gangs queued; they get their places in the island's

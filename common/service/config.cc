@@ -14,6 +14,7 @@ namespace {
 // a window longer than a second would hold tuples longer than any heartbeat.
 constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
 constexpr int64_t kMaxBatchWindowUs = 1'000'000;
+constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 
 template <typename T>
 T Get(const toml::value& table, const char* key, T fallback) {
@@ -40,6 +41,12 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     const auto& t = toml::find(root, "scheduler");
     c.scheduler_policy = Get(t, "policy", c.scheduler_policy);
     c.scheduler_window = Get(t, "window", c.scheduler_window);
+    const auto wait = Get<int64_t>(t, "cross_island_wait_ms", c.cross_island_wait_ms);
+    if (wait <= 0 || wait > kMaxCrossIslandWaitMs) {
+      return InvalidArgument(fmt::format("scheduler.cross_island_wait_ms must be in 1..{}, not {}",
+                                         kMaxCrossIslandWaitMs, wait));
+    }
+    c.cross_island_wait_ms = static_cast<uint32_t>(wait);
   }
   if (root.contains("dataplane")) {
     const auto& t = toml::find(root, "dataplane");

@@ -51,6 +51,10 @@ struct ClusterConfig {
   // limit; "share" needs a limit to have anything to reorder).
   std::string scheduler_policy = "fifo";
   uint32_t scheduler_window = 0;
+  // How long a gang fed by other islands may wait for their schedulers to place its
+  // producers before its run fails (a client or scheduler that died mid-submission):
+  // milliseconds, 1..3600000.
+  uint32_t cross_island_wait_ms = 60000;
   DataPlaneConfig dataplane;
   std::vector<IslandConfig> islands;
 };

@@ -270,6 +270,8 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
     item->function = fn->second.def;
     item->layout = fn->second.layout;
   }
+  // The scheduler gave up on the gang (its cross-island producers were never scheduled).
+  if (!e.error.empty()) item->failure = DeadlineExceeded(e.error);
   for (const auto& peer : e.peers) {
     if (auto lost = lost_peers_.find(peer); lost != lost_peers_.end() && item->failure.ok()) {
       item->failure = lost->second;

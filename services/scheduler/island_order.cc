@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace atl::scheduler {
 
@@ -60,14 +62,39 @@ Status IslandOrder::Submit(proto::SubmitProgram program) {
                            placed.entry.function_id,
                            placed.entry.sequential,
                            next_arrival_++,
-                           {}});
+                           {},
+                           {},
+                           {},
+                           -1});
     }
     run.gangs.back().shards.push_back(std::move(placed));
+  }
+  for (auto& cross : program.cross_island) {
+    auto gang = std::find_if(run.gangs.begin(), run.gangs.end(),
+                             [&](const Gang& g) { return g.node == cross.node; });
+    if (gang == run.gangs.end()) {
+      return InvalidArgument(
+          fmt::format("cross-island node {} has no entries on this island", cross.node));
+    }
+    gang->after = std::move(cross.after);
+    gang->announce_to = std::move(cross.announce_to);
   }
   ClientQueue& queue = clients_[program.client_id];
   queue.weight = program.weight;
   queue.runs.push_back(std::move(run));
   return Status::Ok();
+}
+
+std::vector<uint32_t> IslandOrder::Missing(uint64_t run, const Gang& gang) const {
+  std::vector<uint32_t> missing;
+  if (gang.after.empty()) return missing;
+  auto released = released_elsewhere_.find(run);
+  for (uint32_t node : gang.after) {
+    if (released == released_elsewhere_.end() || !released->second.nodes.count(node)) {
+      missing.push_back(node);
+    }
+  }
+  return missing;
 }
 
 const IslandOrder::Gang* IslandOrder::Head(const ClientQueue& queue) const {
@@ -78,6 +105,7 @@ const IslandOrder::Gang* IslandOrder::Head(const ClientQueue& queue) const {
     auto it = run_in_flight_.find(run.run_id);
     if (it != run_in_flight_.end() && it->second > 0) return nullptr;
   }
+  if (!Missing(run.run_id, gang).empty()) return nullptr;
   return &gang;
 }
 
@@ -87,7 +115,6 @@ double IslandOrder::ExpectedCost(uint64_t function_id) const {
 }
 
 std::map<std::string, proto::Dispatch> IslandOrder::Release() {
-  std::map<std::string, proto::Dispatch> out;
   std::vector<Candidate> candidates;
   while (window_ == 0 || in_flight_.size() < window_) {
     candidates.clear();
@@ -98,21 +125,78 @@ std::map<std::string, proto::Dispatch> IslandOrder::Release() {
     if (candidates.empty()) break;
     const uint64_t client = policy_->Pick(candidates);
     ClientQueue& queue = clients_.at(client);
-    Run& run = queue.runs.front();
-    Gang gang = std::move(run.gangs.front());
-    run.gangs.pop_front();
-    const uint64_t seq = next_seq_++;
-    policy_->Charge(client, queue.weight, ExpectedCost(gang.function_id));
-    in_flight_[seq] = {client, run.run_id, gang.function_id, gang.shards.size(), 0};
-    run_in_flight_[run.run_id]++;
-    for (auto& placed : gang.shards) {
-      placed.entry.gang_seq = seq;
-      out[placed.executor].entries.push_back(std::move(placed.entry));
-    }
-    if (run.gangs.empty()) queue.runs.pop_front();
+    PlaceFront(client, queue, Status::Ok());
     if (queue.runs.empty()) clients_.erase(client);
   }
-  return out;
+  return std::exchange(placed_, {});
+}
+
+void IslandOrder::PlaceFront(uint64_t client, ClientQueue& queue, const Status& failure) {
+  Run& run = queue.runs.front();
+  Gang gang = std::move(run.gangs.front());
+  run.gangs.pop_front();
+  const uint64_t seq = next_seq_++;
+  policy_->Charge(client, queue.weight, ExpectedCost(gang.function_id));
+  in_flight_[seq] = {client, run.run_id, gang.function_id, gang.shards.size(), 0};
+  run_in_flight_[run.run_id]++;
+  for (auto& placed : gang.shards) {
+    placed.entry.gang_seq = seq;
+    if (!failure.ok()) placed.entry.error = failure.message();
+    placed_[placed.executor].entries.push_back(std::move(placed.entry));
+  }
+  // A failed gang is announced too: it waits for nothing, and its consumers elsewhere
+  // then fail on its error instead of waiting for its place.
+  for (auto& scheduler : gang.announce_to) {
+    notices_.push_back({std::move(scheduler), {run.run_id, gang.node}});
+  }
+  if (run.gangs.empty()) {
+    released_elsewhere_.erase(run.run_id);  // every node here that needed them is placed
+    queue.runs.pop_front();
+  }
+}
+
+void IslandOrder::OnPeerReleased(uint64_t run, uint32_t node) {
+  released_elsewhere_[run].nodes.insert(node);
+}
+
+std::vector<IslandOrder::Notice> IslandOrder::TakeNotices() { return std::exchange(notices_, {}); }
+
+std::vector<IslandOrder::Expired> IslandOrder::Expire(int64_t now_us, int64_t held_us) {
+  auto too_old = [&](int64_t& since) {
+    if (since < 0) since = now_us;
+    return now_us - since > held_us;
+  };
+  std::vector<Expired> expired;
+  std::set<uint64_t> queued;
+  for (auto& [client, queue] : clients_) {
+    for (const Run& run : queue.runs) queued.insert(run.run_id);
+    // Only a client's front run can be held: its later runs wait behind it.
+    Gang& head = queue.runs.front().gangs.front();
+    std::vector<uint32_t> missing = Missing(queue.runs.front().run_id, head);
+    if (missing.empty()) {
+      head.held_since_us = -1;
+    } else if (too_old(head.held_since_us)) {
+      expired.push_back({client, queue.runs.front().run_id, head.node, std::move(missing)});
+    }
+  }
+  for (const Expired& e : expired) {
+    const Status failure = DeadlineExceeded(fmt::format(
+        "run {} node {} waited over {} ms for nodes {} of other islands to be scheduled", e.run,
+        e.node, held_us / 1000, fmt::join(e.waiting_for, ",")));
+    // The run's remaining gangs here take their places now, failed: they wait for nothing,
+    // so they hold no device, and their consumers and results hear why.
+    ClientQueue& queue = clients_.at(e.client);
+    do {
+      PlaceFront(e.client, queue, failure);
+    } while (!queue.runs.empty() && queue.runs.front().run_id == e.run);
+    if (queue.runs.empty()) clients_.erase(e.client);
+  }
+  // Notices for runs that never came here (their client died while submitting).
+  for (auto it = released_elsewhere_.begin(); it != released_elsewhere_.end();) {
+    const bool drop = !queued.count(it->first) && too_old(it->second.seen_us);
+    it = drop ? released_elsewhere_.erase(it) : std::next(it);
+  }
+  return expired;
 }
 
 void IslandOrder::OnGangDone(const proto::GangDone& done) {

@@ -5,6 +5,12 @@
 // that order, to one Dispatch per executor. A run's gangs are released in program order;
 // a sequential gang waits until the run has nothing in flight.
 //
+// Across islands: a gang fed by nodes of other islands is released only once each of those
+// nodes was released on its own island (OnPeerReleased), and releasing a gang that feeds
+// other islands produces a notice for their schedulers (TakeNotices). With every island
+// holding to that, the islands' orders and the programs' edges together never form a
+// cycle of waits (docs/design-notes.md, "One order across islands").
+//
 // Pure logic, no sockets: the scheduler service feeds it and sends what it releases.
 // Not thread-safe.
 #pragma once
@@ -13,6 +19,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +42,31 @@ class IslandOrder {
   // control endpoint, its entries in gang order.
   std::map<std::string, proto::Dispatch> Release();
 
+  // Node `node` of run `run` was released on another island. May come before the run's
+  // own submission here.
+  void OnPeerReleased(uint64_t run, uint32_t node);
+  // What Release did that other islands' schedulers must hear: one NodeReleased per
+  // released cross-island producer and scheduler it feeds.
+  struct Notice {
+    std::string scheduler;
+    proto::NodeReleased released;
+  };
+  std::vector<Notice> TakeNotices();
+
+  // A run whose next gang here has waited longer than allowed for nodes of other islands.
+  struct Expired {
+    uint64_t client = 0;
+    uint64_t run = 0;
+    uint32_t node = 0;
+    std::vector<uint32_t> waiting_for;  // the nodes of other islands not released yet
+  };
+  // Fails every run whose next gang has been held for other islands' nodes since a call
+  // more than `held_us` before `now_us` (a lost client or scheduler never sends them):
+  // their remaining gangs take their places at once with `Entry::error` set (the next
+  // Release returns them), so that executors fail them and their consumers and results
+  // hear why. Call it periodically; `now_us` is any steady clock in microseconds.
+  std::vector<Expired> Expire(int64_t now_us, int64_t held_us);
+
   size_t in_flight() const { return in_flight_.size(); }
   size_t queued() const;
   const SchedulingPolicy& policy() const { return *policy_; }
@@ -46,6 +78,9 @@ class IslandOrder {
     bool sequential = false;
     uint64_t arrival = 0;
     std::vector<proto::PlacedEntry> shards;
+    std::vector<uint32_t> after;           // nodes of other islands that feed it
+    std::vector<std::string> announce_to;  // schedulers of other islands it feeds
+    int64_t held_since_us = -1;            // when Expire first saw it held; -1: not yet
   };
   struct Run {
     uint64_t run_id = 0;
@@ -65,6 +100,11 @@ class IslandOrder {
 
   // The client's next gang, if it may be released now.
   const Gang* Head(const ClientQueue& queue) const;
+  // The nodes of other islands that `gang` of `run` still waits for.
+  std::vector<uint32_t> Missing(uint64_t run, const Gang& gang) const;
+  // Gives the front gang of `queue` the next place in the order (failed, with `failure`'s
+  // message on its entries, when not OK).
+  void PlaceFront(uint64_t client, ClientQueue& queue, const Status& failure);
   double ExpectedCost(uint64_t function_id) const;
 
   std::unique_ptr<SchedulingPolicy> policy_;
@@ -73,6 +113,15 @@ class IslandOrder {
   std::map<uint64_t, Flight> in_flight_;      // by gang sequence number
   std::map<uint64_t, size_t> run_in_flight_;  // gangs in flight per run
   std::map<uint64_t, double> cost_us_;        // running mean device time per function
+  // Nodes released on other islands, by run, until the run's last gang here is released
+  // (or, for a run that never comes, until Expire gives up on it).
+  struct PeerReleases {
+    std::set<uint32_t> nodes;
+    int64_t seen_us = -1;  // when Expire first saw them; -1: not yet
+  };
+  std::map<uint64_t, PeerReleases> released_elsewhere_;
+  std::vector<Notice> notices_;
+  std::map<std::string, proto::Dispatch> placed_;  // per executor, until Release returns it
   uint64_t next_seq_ = 1;
   uint64_t next_arrival_ = 1;
 };

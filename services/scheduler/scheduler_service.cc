@@ -1,6 +1,7 @@
 #include "services/scheduler/scheduler_service.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "common/net/request_server.h"
@@ -14,7 +15,8 @@ SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config
       config_(std::move(config)),
       options_(std::move(options)),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
-      executors_(context) {}
+      executors_(context),
+      peers_(context) {}
 
 Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(auto policy, MakePolicy(options_.policy));
@@ -33,11 +35,18 @@ void SchedulerService::Run() {
   loop_.AddSocket("submit", socket_, [this] { OnRequest(); });
   loop_.AddTimer("net.stats", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { events_->Publish("net.stats", net::SentCountFields()); });
+  loop_.AddTimer("cross-island waits", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { ExpireCrossIslandWaits(); });
   loop_.Run();
 }
 
 void SchedulerService::OnRequest() {
   net::ServeRequests(socket_, *events_, "error.scheduler", [this](proto::Incoming& in) {
+    if (in.header.kind() == proto::Kind::kNodeReleased) {
+      ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
+      order_->OnPeerReleased(released.run_id, released.node);
+      return Status::Ok();  // a notice: no reply
+    }
     if (in.header.kind() != proto::Kind::kSubmitProgram) {
       return InvalidArgument(fmt::format("the scheduler does not handle {} messages",
                                          proto::KindName(in.header.kind())));
@@ -89,8 +98,41 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
   DispatchReleased();
 }
 
+void SchedulerService::ExpireCrossIslandWaits() {
+  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+  const int64_t held_us = int64_t{config_.cross_island_wait_ms} * 1000;
+  for (const auto& e : order_->Expire(now, held_us)) {
+    events_->Publish("error.gang", {{"run", e.run},
+                                    {"node", uint64_t{e.node}},
+                                    {"client", e.client},
+                                    {"island", options_.island},
+                                    {"error", fmt::format("waited over {} ms for nodes {} of other "
+                                                          "islands to be scheduled",
+                                                          config_.cross_island_wait_ms,
+                                                          fmt::join(e.waiting_for, ","))}});
+  }
+  DispatchReleased();
+}
+
 void SchedulerService::DispatchReleased() {
-  for (auto& [endpoint, dispatch] : order_->Release()) {
+  SendDispatches(order_->Release());
+  for (auto& notice : order_->TakeNotices()) {
+    Status sent = [&]() -> Status {
+      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * peer, peers_.Get(notice.scheduler));
+      return net::Send(*peer, nullptr, 0, notice.released);
+    }();
+    if (!sent.ok()) {
+      events_->Publish(
+          "error.scheduler",
+          {{"error", sent.WithContext("tell scheduler " + notice.scheduler).ToString()}});
+    }
+  }
+}
+
+void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> released) {
+  for (auto& [endpoint, dispatch] : released) {
     Status sent = [&]() -> Status {
       ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
       if (polled_.insert(endpoint).second) {

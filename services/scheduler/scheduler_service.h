@@ -7,6 +7,7 @@
 // Threading: Run() owns every socket; all handlers run on that one loop.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -43,8 +44,12 @@ class SchedulerService {
   void OnRequest();
   Status OnSubmit(proto::Incoming& in);
   void OnExecutor(const std::string& endpoint);
-  // Sends what the order releases now.
+  // Sends what the order releases now, and tells other islands' schedulers which of their
+  // consumers' producers took their places.
   void DispatchReleased();
+  void SendDispatches(std::map<std::string, proto::Dispatch> released);
+  // Fails runs held too long for other islands (IslandOrder::Expire).
+  void ExpireCrossIslandWaits();
 
   zmq::context_t& context_;
   ClusterConfig config_;
@@ -55,6 +60,7 @@ class SchedulerService {
   EventLoop loop_;
   std::string endpoint_;
   net::DealerPool executors_;     // to executors' control endpoints
+  net::DealerPool peers_;         // to other islands' schedulers
   std::set<std::string> polled_;  // executors whose replies the loop reads
 };
 

@@ -128,7 +128,7 @@ TEST_F(BadInputTest, UnknownIdsAreNamedInTheError) {
   bad.shard = 3;
   bad.num_shards = 2;
   s = RawCall(context_, endpoints_.scheduler,
-              {Encoded(proto::SubmitProgram{client_id_, 5, {{endpoints_.control, bad}}})});
+              {Encoded(proto::SubmitProgram{client_id_, 5, {{endpoints_.control, bad}}, 1.0, {}})});
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
   // Executor data plane: a batch whose headers and frames do not match.
   s = RawCall(context_, endpoints_.data,
@@ -148,8 +148,9 @@ TEST_F(BadInputTest, AProgramNamingAnUnknownFunctionFailsWithThatError) {
   e.num_shards = 1;
   e.owner_client = client_id_;
   e.outputs = {{{proto::OutputDest::kStore, "", 0, 0, 0, object, {}}}};
-  Status s = RawCall(context_, endpoints_.scheduler,
-                     {Encoded(proto::SubmitProgram{client_id_, run, {{endpoints_.control, e}}})});
+  Status s =
+      RawCall(context_, endpoints_.scheduler,
+              {Encoded(proto::SubmitProgram{client_id_, run, {{endpoints_.control, e}}, 1.0, {}})});
   ASSERT_TRUE(s.ok()) << s.ToString();
   s = RawCall(context_, endpoints_.store, {Encoded(proto::GetObject{object, 0, 10000, true})});
   EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();

@@ -228,7 +228,8 @@ inline Entry Sample<Entry>() {
           true,
           {Sample<InputSource>(), InputSource{}},
           {{Sample<OutputDest>(), tuple}, {}},
-          {"tcp://10.0.0.5:5000"}};
+          {"tcp://10.0.0.5:5000"},
+          "the scheduler gave up"};
 }
 
 template <>
@@ -282,8 +283,18 @@ inline PlacedEntry Sample<PlacedEntry>() {
 }
 
 template <>
+inline CrossIslandNode Sample<CrossIslandNode>() {
+  return {2, {0, 1}, {"tcp://10.0.0.9:6000"}};
+}
+
+template <>
 inline SubmitProgram Sample<SubmitProgram>() {
-  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}, 2.5};
+  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}, 2.5, {Sample<CrossIslandNode>()}};
+}
+
+template <>
+inline NodeReleased Sample<NodeReleased>() {
+  return {17, 3};
 }
 
 template <>
