@@ -25,7 +25,8 @@ struct Client::Impl {
   std::map<uint64_t, proto::SliceInfo> slices;                   // this client's, by id
   // The functions registered on each slice, to move with it when the RM remaps it.
   std::map<uint64_t, std::vector<std::weak_ptr<const Function::Impl>>> functions;
-  std::set<std::string> stores;  // object stores used: they hear Goodbye
+  // Object stores and schedulers used: they track this client's liveness and hear Goodbye.
+  std::set<std::string> watchers;
   // Streamed submissions not acknowledged yet: scheduler -> request id -> run.
   std::map<std::string, std::map<uint64_t, uint64_t>> unacked;
   std::map<uint64_t, size_t> acks_missing;  // by run
@@ -72,8 +73,9 @@ struct Client::Impl {
     }
     return it->second.get();
   }
-  Result<net::Requester*> Store(const std::string& endpoint) {
-    if (stores.insert(endpoint).second) heartbeat->AddStore(endpoint);
+  // The same for a service that tracks this client's liveness.
+  Result<net::Requester*> Watcher(const std::string& endpoint) {
+    if (watchers.insert(endpoint).second) heartbeat->AddWatcher(endpoint);
     return Peer(endpoint);
   }
   // Applies what the RM sent on its own since the last call: slices remapped off lost
@@ -111,8 +113,8 @@ Client::~Client() {
   const auto timeout = std::chrono::milliseconds(1000);
   (void)impl_->rm->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
   // Waiting for each reply also flushes the releases posted before on the same socket.
-  for (const auto& store : impl_->stores) {
-    (void)impl_->peers.at(store)->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
+  for (const auto& watcher : impl_->watchers) {
+    (void)impl_->peers.at(watcher)->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
   }
 }
 
@@ -216,7 +218,7 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
 
   const auto timeout = impl_->options.request_timeout;
   for (const auto& put : lowered.puts) {
-    ATOLL_ASSIGN_OR_RETURN(net::Requester * store, impl_->Store(put.store));
+    ATOLL_ASSIGN_OR_RETURN(net::Requester * store, impl_->Watcher(put.store));
     net::Frames data;
     data.emplace_back(put.value.data(), put.value.nbytes());
     ATOLL_RETURN_IF_ERROR(
@@ -230,13 +232,13 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
   // Streamed: the scheduler's answer is read later (DrainAcks), so back-to-back calls cost
   // no round trip each.
   for (const auto& [endpoint, submit] : lowered.per_scheduler) {
-    ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, impl_->Peer(endpoint));
+    ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, impl_->Watcher(endpoint));
     ATOLL_ASSIGN_OR_RETURN(uint64_t request, scheduler->Send(submit));
     impl_->unacked[endpoint][request] = run->id;
     impl_->acks_missing[run->id]++;
   }
   for (const auto& r : run->results) {
-    for (const auto& s : r.shards) (void)impl_->Store(s.store);
+    for (const auto& s : r.shards) (void)impl_->Watcher(s.store);
   }
   impl_->DrainAcks(std::chrono::milliseconds(0));
   return Run(std::move(run));
@@ -288,7 +290,7 @@ Result<Tensor> FetchResult(const RunState& run, size_t r, Deadline deadline) {
   std::vector<Tensor> shards;
   for (const auto& s : plan.shards) {
     const auto wait_ms = static_cast<uint32_t>(Left(deadline).count());
-    ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Store(s.store));
+    ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Watcher(s.store));
     net::Frames data;
     auto reply = store->Call<proto::GetObjectReply>(
         proto::GetObject{s.object_id, s.shard, wait_ms, true},

@@ -23,9 +23,9 @@ HeartbeatThread::~HeartbeatThread() {
   thread_.join();
 }
 
-void HeartbeatThread::AddStore(const std::string& endpoint) {
+void HeartbeatThread::AddWatcher(const std::string& endpoint) {
   std::lock_guard lock(mu_);
-  stores_.insert(endpoint);
+  watchers_.insert(endpoint);
 }
 
 void HeartbeatThread::Loop() {
@@ -45,10 +45,10 @@ void HeartbeatThread::Loop() {
   };
   std::unique_lock lock(mu_);
   while (!cv_.wait_for(lock, period_, [&] { return stop_; })) {
-    const std::set<std::string> stores = stores_;
+    const std::set<std::string> watchers = watchers_;
     lock.unlock();
     beat_to(rm_endpoint_);
-    for (const auto& s : stores) beat_to(s);
+    for (const auto& w : watchers) beat_to(w);
     lock.lock();
   }
 }

@@ -1,6 +1,6 @@
 // The client's liveness signal: a thread with its own sockets that heartbeats the RM and
-// every object store the client has used, so that a client that dies (or hangs) has its
-// slices and objects collected after `liveness` missed beats.
+// every object store and scheduler the client has used, so that a client that dies (or
+// hangs) has its slices, objects and queued runs collected after `liveness` missed beats.
 #pragma once
 
 #include <chrono>
@@ -20,8 +20,8 @@ class HeartbeatThread {
                   std::chrono::milliseconds period);
   ~HeartbeatThread();  // stops and joins
 
-  // Adds an object store to heartbeat from now on. Thread-safe.
-  void AddStore(const std::string& endpoint);
+  // Adds a service (an object store or a scheduler) to heartbeat from now on. Thread-safe.
+  void AddWatcher(const std::string& endpoint);
 
  private:
   void Loop();
@@ -32,8 +32,8 @@ class HeartbeatThread {
   const std::chrono::milliseconds period_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::set<std::string> stores_;  // guarded by mu_
-  bool stop_ = false;             // guarded by mu_
+  std::set<std::string> watchers_;  // guarded by mu_
+  bool stop_ = false;               // guarded by mu_
   std::thread thread_;
 };
 

@@ -1,6 +1,7 @@
 // Messages the resource manager handles or sends. See protocol.h.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include <msgpack.hpp>
 
+#include "atoll/status.h"
 #include "common/proto/message_kind.h"
 
 namespace atl::proto {
@@ -49,6 +51,21 @@ struct Heartbeat {
   bool operator==(const Heartbeat&) const = default;
   MSGPACK_DEFINE(role, id);
 };
+
+// The client id of a client's heartbeat; InvalidArgument for an executor's, an unknown
+// role or an id that is not a decimal number.
+inline Result<uint64_t> HeartbeatClientId(const Heartbeat& beat) {
+  if (beat.role != Heartbeat::kClient) {
+    return InvalidArgument("not a client's heartbeat (role " + std::to_string(beat.role) + ")");
+  }
+  uint64_t client = 0;
+  const char* end = beat.id.data() + beat.id.size();
+  const auto [ptr, ec] = std::from_chars(beat.id.data(), end, client);
+  if (beat.id.empty() || ec != std::errc() || ptr != end) {
+    return InvalidArgument("client heartbeat id '" + beat.id + "' is not a decimal client id");
+  }
+  return client;
+}
 
 struct RegisterScheduler {
   static constexpr Kind kKind = Kind::kRegisterScheduler;

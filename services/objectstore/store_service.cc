@@ -1,6 +1,5 @@
 #include "services/objectstore/store_service.h"
 
-#include <charconv>
 #include <string>
 #include <vector>
 
@@ -306,15 +305,7 @@ Status StoreService::OnRelease(const proto::Incoming& in) {
 Status StoreService::OnHeartbeat(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
   if (req.role == proto::Heartbeat::kExecutor) return Status::Ok();  // not tracked here
-  if (req.role != proto::Heartbeat::kClient) {
-    return InvalidArgument("heartbeat with unknown role " + std::to_string(req.role));
-  }
-  uint64_t client = 0;
-  const char* end = req.id.data() + req.id.size();
-  const auto [ptr, ec] = std::from_chars(req.id.data(), end, client);
-  if (req.id.empty() || ec != std::errc() || ptr != end) {
-    return InvalidArgument("client heartbeat id '" + req.id + "' is not a decimal client id");
-  }
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(req));
   directory_.Heartbeat(client);
   return Status::Ok();
 }

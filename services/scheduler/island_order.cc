@@ -161,6 +161,16 @@ void IslandOrder::OnPeerReleased(uint64_t run, uint32_t node) {
 
 std::vector<IslandOrder::Notice> IslandOrder::TakeNotices() { return std::exchange(notices_, {}); }
 
+size_t IslandOrder::DropClient(uint64_t client, const Status& why) {
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return 0;
+  ClientQueue& queue = it->second;
+  const size_t runs = queue.runs.size();
+  while (!queue.runs.empty()) PlaceFront(client, queue, why);
+  clients_.erase(it);
+  return runs;
+}
+
 std::vector<IslandOrder::Expired> IslandOrder::Expire(int64_t now_us, int64_t held_us) {
   auto too_old = [&](int64_t& since) {
     if (since < 0) since = now_us;

@@ -53,6 +53,11 @@ class IslandOrder {
   };
   std::vector<Notice> TakeNotices();
 
+  // Drops every run `client` still has queued here (it said goodbye or stopped
+  // heartbeating): their gangs take their places at once marked failed with `why`, like
+  // Expire's, so that nothing waits for them. Returns how many runs.
+  size_t DropClient(uint64_t client, const Status& why);
+
   // A run whose next gang here has waited longer than allowed for nodes of other islands.
   struct Expired {
     uint64_t client = 0;

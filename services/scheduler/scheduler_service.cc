@@ -37,21 +37,36 @@ void SchedulerService::Run() {
                  [this] { events_->Publish("net.stats", net::SentCountFields()); });
   loop_.AddTimer("cross-island waits", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { ExpireCrossIslandWaits(); });
+  loop_.AddTimer("client liveness", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { CheckClients(); });
   loop_.Run();
 }
 
 void SchedulerService::OnRequest() {
   net::ServeRequests(socket_, *events_, "error.scheduler", [this](proto::Incoming& in) {
-    if (in.header.kind() == proto::Kind::kNodeReleased) {
-      ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
-      order_->OnPeerReleased(released.run_id, released.node);
-      return Status::Ok();  // a notice: no reply
+    switch (in.header.kind()) {
+      case proto::Kind::kSubmitProgram:
+        return OnSubmit(in);
+      case proto::Kind::kNodeReleased: {
+        ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
+        order_->OnPeerReleased(released.run_id, released.node);
+        return Status::Ok();  // a notice: no reply
+      }
+      case proto::Kind::kHeartbeat: {
+        ATOLL_ASSIGN_OR_RETURN(auto beat, in.header.As<proto::Heartbeat>());
+        ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
+        last_heard_[client] = std::chrono::steady_clock::now();
+        return Status::Ok();  // no reply
+      }
+      case proto::Kind::kGoodbye: {
+        ATOLL_ASSIGN_OR_RETURN(auto bye, in.header.As<proto::Goodbye>());
+        DropClient(bye.client_id, "said goodbye");
+        return net::Reply(socket_, in, proto::Ok{});
+      }
+      default:
+        return InvalidArgument(fmt::format("the scheduler does not handle {} messages",
+                                           proto::KindName(in.header.kind())));
     }
-    if (in.header.kind() != proto::Kind::kSubmitProgram) {
-      return InvalidArgument(fmt::format("the scheduler does not handle {} messages",
-                                         proto::KindName(in.header.kind())));
-    }
-    return OnSubmit(in);
   });
   DispatchReleased();
 }
@@ -60,6 +75,7 @@ Status SchedulerService::OnSubmit(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::SubmitProgram program, in.header.As<proto::SubmitProgram>());
   const uint64_t run = program.run_id;
   const uint64_t client = program.client_id;
+  last_heard_[client] = std::chrono::steady_clock::now();
   const size_t queued_before = order_->queued();
   ATOLL_RETURN_IF_ERROR(order_->Submit(std::move(program)).WithContext("submit"));
   const auto gangs = static_cast<uint32_t>(order_->queued() - queued_before);
@@ -96,6 +112,29 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     }
   }
   DispatchReleased();
+}
+
+void SchedulerService::DropClient(uint64_t client, const std::string& why) {
+  last_heard_.erase(client);
+  const Status dropped = Cancelled(fmt::format("client {} {}", client, why));
+  if (const size_t runs = order_->DropClient(client, dropped); runs > 0) {
+    events_->Publish(
+        "client.dropped",
+        {{"client", client}, {"island", options_.island}, {"runs", uint64_t{runs}}, {"why", why}});
+  }
+  DispatchReleased();
+}
+
+void SchedulerService::CheckClients() {
+  const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<uint64_t> lapsed;
+  for (const auto& [client, heard] : last_heard_) {
+    if (now - heard > lapse) lapsed.push_back(client);
+  }
+  for (uint64_t client : lapsed) {
+    DropClient(client, fmt::format("missed {} heartbeats", config_.liveness));
+  }
 }
 
 void SchedulerService::ExpireCrossIslandWaits() {

@@ -2,7 +2,8 @@
 // its scheduling policy. Clients send each program's subgraph for the island in one
 // message; released gangs go to executors as one Dispatch per executor per release, the
 // entries in gang order. Executors report finished shards back on the same connection,
-// which moves the policy's window on.
+// which moves the policy's window on. Clients heartbeat their schedulers as they do their
+// object stores: the queued runs of a client that goes silent (or says goodbye) are dropped.
 //
 // Threading: Run() owns every socket; all handlers run on that one loop.
 #pragma once
@@ -50,6 +51,10 @@ class SchedulerService {
   void SendDispatches(std::map<std::string, proto::Dispatch> released);
   // Fails runs held too long for other islands (IslandOrder::Expire).
   void ExpireCrossIslandWaits();
+  // A client that said goodbye or missed `liveness` heartbeats: its queued runs are
+  // dropped (IslandOrder::DropClient) and a client.dropped event says how many.
+  void DropClient(uint64_t client, const std::string& why);
+  void CheckClients();
 
   zmq::context_t& context_;
   ClusterConfig config_;
@@ -59,8 +64,10 @@ class SchedulerService {
   std::unique_ptr<IslandOrder> order_;
   EventLoop loop_;
   std::string endpoint_;
-  net::DealerPool executors_;     // to executors' control endpoints
-  net::DealerPool peers_;         // to other islands' schedulers
+  net::DealerPool executors_;  // to executors' control endpoints
+  net::DealerPool peers_;      // to other islands' schedulers
+  // When each client was last heard from (a heartbeat or a submission).
+  std::map<uint64_t, std::chrono::steady_clock::time_point> last_heard_;
   std::set<std::string> polled_;  // executors whose replies the loop reads
 };
 

@@ -131,5 +131,25 @@ TEST(CrossIslandOrderTest, ACrossIslandNodeThatIsNotHereIsRefused) {
   EXPECT_EQ(order.queued(), 0u);
 }
 
+TEST(CrossIslandOrderTest, ADroppedClientsQueuedRunsFailAndAnnounceButOthersStay) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  ASSERT_TRUE(order.Submit(Subgraph(5, {1, 2}, {{1, {0}, {}}, {2, {}, {"s1"}}})).ok());
+  ASSERT_TRUE(order.Submit(Subgraph(6, {0})).ok());
+  auto other = Subgraph(7, {0, 1}, {{1, {5}, {}}});
+  other.client_id = 2;
+  ASSERT_TRUE(order.Submit(other).ok());
+  auto released = order.Release();
+  EXPECT_EQ(NodesOf(released), std::vector<uint32_t>{0}) << "client 2's first gang";
+  EXPECT_EQ(order.DropClient(1, Cancelled("client 1 said goodbye")), 2u);
+  released = order.Release();
+  ASSERT_EQ(NodesOf(released), (std::vector<uint32_t>{1, 2, 0}));
+  for (const auto& e : released.at("e0").entries) {
+    EXPECT_EQ(e.error, "client 1 said goodbye") << "run " << e.run_id << " node " << e.node;
+  }
+  ASSERT_EQ(order.TakeNotices().size(), 1u);
+  EXPECT_EQ(order.queued(), 1u) << "client 2's held gang stays";
+  EXPECT_EQ(order.DropClient(1, Cancelled("again")), 0u);
+}
+
 }  // namespace
 }  // namespace atl::scheduler
