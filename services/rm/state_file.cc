@@ -13,6 +13,38 @@ namespace {
 constexpr uint32_t kStateVersion = 1;
 constexpr uint32_t kStateFields = 10;
 
+// The indices the records use, so that a state that passes cannot index out of range.
+// Returns what is wrong with the first record that names something missing.
+Status CheckReferences(const RmState& state) {
+  for (size_t i = 0; i < state.devices.size(); ++i) {
+    const RmState::Device& d = state.devices[i];
+    if (d.id != i) return InvalidArgument(fmt::format("device {} is stored as device {}", i, d.id));
+    if (!state.hosts.count(d.host)) {
+      return InvalidArgument(fmt::format("device {} is on unknown host '{}'", i, d.host));
+    }
+  }
+  for (const auto& [name, host] : state.hosts) {
+    for (uint32_t id : host.device_ids) {
+      if (id >= state.devices.size() || state.devices[id].host != name) {
+        return InvalidArgument(
+            fmt::format("host '{}' lists device {}, not one of its own", name, id));
+      }
+    }
+  }
+  for (const auto& [id, slice] : state.slices) {
+    for (uint32_t d : slice.device_ids) {
+      if (d >= state.devices.size()) {
+        return InvalidArgument(fmt::format("slice {} maps onto unknown device {}", id, d));
+      }
+    }
+    if (!state.scheduler_by_island.count(slice.island)) {
+      return InvalidArgument(
+          fmt::format("slice {} is on island '{}', which has no scheduler", id, slice.island));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status WriteStateFile(const std::string& path, const RmState& state) {
@@ -70,6 +102,8 @@ Result<RmState> ReadStateFile(const std::string& path) {
   } catch (const std::exception& e) {
     return InvalidArgument("the state file " + path + " is unreadable: " + e.what());
   }
+  Status consistent = CheckReferences(state);
+  if (!consistent.ok()) return consistent.WithContext("the state file " + path);
   return state;
 }
 

@@ -21,7 +21,8 @@ Status WriteStateFile(const std::string& path, const RmState& state);
 // Reads a state WriteStateFile wrote. The records' unkept fields (liveness, connections)
 // are left at their defaults. NotFound when the file does not exist, Unavailable when it
 // cannot be read, InvalidArgument naming the file when its bytes are not such a state
-// (truncated, another version, garbage).
+// (truncated, another version, garbage, or records that name devices, hosts or islands
+// the state does not hold).
 Result<RmState> ReadStateFile(const std::string& path);
 
 }  // namespace atl::rm
