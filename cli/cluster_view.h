@@ -40,7 +40,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/net/events.h"
+#include "common/net/event_reader.h"
 #include "common/proto/protocol.h"
 
 namespace atl {

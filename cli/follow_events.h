@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/global_options.h"
-#include "common/net/events.h"
+#include "common/net/event_reader.h"
 
 namespace atl {
 

@@ -1,4 +1,4 @@
-// `atoll submit JOB.toml`: runs a job (cli/job.h) on the cluster and prints its results.
+// `atoll submit JOB.toml`: runs a job (job/job.h) on the cluster and prints its results.
 // A job of several steps shows its progress on stderr: one line redrawn in place when
 // stderr is a terminal, otherwise a plain line at every tenth of the steps.
 #include "cli/submit.h"

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/net/event_reader.h"
+#include "common/net/events.h"
 #include "common/net/sent_counters.h"
 #include "common/net/transport.h"
 

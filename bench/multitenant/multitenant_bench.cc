@@ -22,6 +22,7 @@
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
 #include "common/net/event_reader.h"
+#include "common/net/events.h"
 #include "common/net/transport.h"
 #include "launcher/local_cluster.h"
 

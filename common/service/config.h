@@ -36,7 +36,7 @@ struct IslandConfig {
 
 struct ClusterConfig {
   // RM endpoints. A port of "*" or 0 picks a free port (tests); the chosen addresses are
-  // then published through ready files (see cli/local_cluster.h).
+  // then published through ready files (see launcher/local_cluster.h).
   std::string rm_endpoint = "tcp://127.0.0.1:5550";
   std::string events_in_endpoint = "tcp://127.0.0.1:5551";   // publishers connect here
   std::string events_out_endpoint = "tcp://127.0.0.1:5552";  // subscribers connect here

@@ -1,6 +1,6 @@
 // StoreService: the atoll-objectstore process's one event loop. It owns the host's
 // shared-memory arena, the object Directory, a ROUTER socket that executors and clients talk
-// to (see the object-store section of common/protocol.h) and an event publisher.
+// to (see the object-store section of common/proto/store_messages.h) and an event publisher.
 //
 // Replies. Every request gets exactly one reply, except Heartbeat (none when well formed).
 // A request that cannot be parsed or is refused gets an Error reply carrying its request id

@@ -1,4 +1,4 @@
-// Parsing of job files (cli/job.h): the example parses, and each kind of mistake is an
+// Parsing of job files (job/job.h): the example parses, and each kind of mistake is an
 // InvalidArgument that says what is wrong.
 #include <fstream>
 #include <sstream>

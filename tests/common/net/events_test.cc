@@ -1,4 +1,5 @@
 // The event stream: a real PUB/SUB round trip over inproc, and DecodeEvent on bad bytes.
+#include "common/net/events.h"
 #include "common/net/event_reader.h"
 
 #include <chrono>
