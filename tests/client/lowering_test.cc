@@ -296,7 +296,6 @@ TEST_F(LoweringTest, BadArgumentsAreRefused) {
 }
 
 TEST_F(LoweringTest, ArgumentsReturnedAsTheyAreAreNotPut) {
-  const Function a = test::Registered(11, test::PassThrough("a", {split_}), pair_);
   ProgramBuilder p;
   Traced v = p.Arg(DType::kF32, {4});
   p.Return({v});
