@@ -93,11 +93,13 @@ struct Entry {
   // Control endpoints of the other executors that send this shard tuples: when one of them
   // is lost, the shard fails instead of waiting for ever.
   std::vector<std::string> peers;
-  // Not empty: the scheduler gave up on this gang (why); run nothing, fail its consumers.
+  // Not 0 (an atl::Code): the scheduler gave up on this gang, `error` says why; run
+  // nothing and fail its consumers and results with that error.
+  int32_t error_code = 0;
   std::string error;
   bool operator==(const Entry&) const = default;
   MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
-                 sequential, inputs, outputs, peers, error);
+                 sequential, inputs, outputs, peers, error_code, error);
 };
 
 // Scheduler -> executor: all of this executor's entries of one program, in gang order.

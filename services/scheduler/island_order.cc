@@ -141,7 +141,10 @@ void IslandOrder::PlaceFront(uint64_t client, ClientQueue& queue, const Status& 
   run_in_flight_[run.run_id]++;
   for (auto& placed : gang.shards) {
     placed.entry.gang_seq = seq;
-    if (!failure.ok()) placed.entry.error = failure.message();
+    if (!failure.ok()) {
+      placed.entry.error_code = static_cast<int32_t>(failure.code());
+      placed.entry.error = failure.message();
+    }
     placed_[placed.executor].entries.push_back(std::move(placed.entry));
   }
   // A failed gang is announced too: it waits for nothing, and its consumers elsewhere

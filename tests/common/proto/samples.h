@@ -229,6 +229,7 @@ inline Entry Sample<Entry>() {
           {Sample<InputSource>(), InputSource{}},
           {{Sample<OutputDest>(), tuple}, {}},
           {"tcp://10.0.0.5:5000"},
+          5,
           "the scheduler gave up"};
 }
 

@@ -105,6 +105,7 @@ TEST(CrossIslandOrderTest, ARunHeldLongerThanAllowedFailsAndStillAnnouncesItsNod
   auto released = order.Release();
   ASSERT_EQ(NodesOf(released), (std::vector<uint32_t>{1, 2}));
   for (const auto& e : released.at("e0").entries) {
+    EXPECT_EQ(e.error_code, static_cast<int32_t>(Code::kDeadlineExceeded));
     EXPECT_NE(e.error.find("waited over 0 ms for nodes 0 of other islands"), std::string::npos)
         << e.error;
   }
@@ -122,7 +123,7 @@ TEST(CrossIslandOrderTest, AGangReleasedInTimeNeverExpires) {
   EXPECT_TRUE(order.Expire(10'000, 500).empty());
   auto released = order.Release();
   ASSERT_EQ(NodesOf(released), std::vector<uint32_t>{1});
-  EXPECT_TRUE(released.at("e0").entries[0].error.empty());
+  EXPECT_EQ(released.at("e0").entries[0].error_code, 0);
 }
 
 TEST(CrossIslandOrderTest, ACrossIslandNodeThatIsNotHereIsRefused) {
@@ -144,6 +145,7 @@ TEST(CrossIslandOrderTest, ADroppedClientsQueuedRunsFailAndAnnounceButOthersStay
   released = order.Release();
   ASSERT_EQ(NodesOf(released), (std::vector<uint32_t>{1, 2, 0}));
   for (const auto& e : released.at("e0").entries) {
+    EXPECT_EQ(e.error_code, static_cast<int32_t>(Code::kCancelled));
     EXPECT_EQ(e.error, "client 1 said goodbye") << "run " << e.run_id << " node " << e.node;
   }
   ASSERT_EQ(order.TakeNotices().size(), 1u);
