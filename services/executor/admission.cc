@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/proto/codec.h"
+
 namespace atl::executor {
 
 AdmissionCore::AdmissionCore(std::string host, uint32_t num_devices)
