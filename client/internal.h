@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "atoll/client.h"
@@ -46,6 +47,19 @@ struct Program::Impl {
   std::vector<Call> calls;           // in trace order, which is a topological order
   std::vector<Route> routes;
   std::vector<Traced> results;
+};
+
+// The state behind the Function and Program handles, from outside their friends: the
+// library's tests make functions without a cluster to register them on, and look at what a
+// ProgramBuilder traced.
+struct HandleAccess {
+  static Function MakeFunction(std::shared_ptr<const Function::Impl> impl) {
+    Function f;
+    f.impl_ = std::move(impl);
+    return f;
+  }
+  // nullptr for a Program that no builder made.
+  static const Program::Impl* ImplOf(const Program& program) { return program.impl_.get(); }
 };
 
 }  // namespace atl

@@ -73,6 +73,7 @@ class Function {
  private:
   friend class Client;
   friend class ProgramBuilder;
+  friend struct HandleAccess;  // inside the library (client/internal.h)
   std::shared_ptr<const Impl> impl_;
 };
 

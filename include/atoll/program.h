@@ -42,6 +42,7 @@ class Program {
  private:
   friend class ProgramBuilder;
   friend class Client;
+  friend struct HandleAccess;  // inside the library (client/internal.h)
   std::shared_ptr<const Impl> impl_;
 };
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "services/rm/elastic_core.h"
 #include "services/rm/rm_service.h"
 
 namespace atl::rm {
@@ -42,7 +43,7 @@ void RmService::BroadcastHostChanged(const Host& changed, bool lost, const std::
   auto warn = [&](const std::string& to, const Status& sent) {
     if (!sent.ok()) spdlog::warn("HostChanged to {}: {}", to, sent.ToString());
   };
-  for (const auto& [name, h] : hosts_) {
+  for (const auto& [name, h] : state_.hosts) {
     if (!h.alive || name == changed.name) continue;
     zmq::message_t routing(h.routing_id.data(), h.routing_id.size());
     warn(name, net::Send(socket_, &routing, 0, message));
@@ -57,38 +58,24 @@ void RmService::BroadcastHostChanged(const Host& changed, bool lost, const std::
 }
 
 void RmService::RemapSlicesOff(const Host& host, const std::string& reason) {
-  for (auto& [id, slice] : slices_) {
-    std::vector<uint32_t> after = slice.device_ids;
-    bool touched = false;
-    Status placed;
-    for (uint32_t& d : after) {
-      if (devices_[d].host != host.name) continue;
-      touched = true;
-      auto next = placement_->Replace(d, after, Loads());
-      if (!next.ok()) {
-        placed = next.status();
-        break;
-      }
-      d = *next;
-    }
-    if (!touched) continue;
-    if (!placed.ok()) {
+  for (auto& [id, slice] : state_.slices) {
+    auto moved = RemapSliceOff(state_, id, host.name, *placement_);
+    if (!moved.ok()) {
       // The slice keeps its lost devices: its runs fail naming them until the host is back.
-      const std::string error = placed.WithContext(fmt::format("remap slice {}", id)).ToString();
+      const std::string error =
+          moved.status().WithContext(fmt::format("remap slice {}", id)).ToString();
       spdlog::warn("{}", error);
       events_->Publish("error.rm", {{"slice", id}, {"error", error}});
       continue;
     }
-    for (uint32_t d : slice.device_ids) devices_[d].slices--;
-    for (uint32_t d : after) devices_[d].slices++;
-    slice.device_ids = std::move(after);
+    if (!*moved) continue;
 
     // The slice's functions are compiled on the new mapping (every host: the shard
     // endpoints that collectives meet at changed) before the client may use it.
     const uint64_t rm_request = next_request_id_++;
     size_t acks = 0;
     Status sent;
-    for (const auto& [function_id, f] : functions_) {
+    for (const auto& [function_id, f] : state_.functions) {
       if (f.slice != id || !sent.ok()) continue;
       auto hosts = SendCompile(rm_request, function_id, slice, f.def);
       if (hosts.ok()) acks += *hosts;
@@ -105,8 +92,8 @@ void RmService::FinishRemap(uint64_t rm_request_id, const Status& status) {
   if (it == remaps_.end()) return;
   const PendingRemap remap = std::move(it->second);
   remaps_.erase(it);
-  auto slice = slices_.find(remap.slice);
-  if (slice == slices_.end()) return;  // its client left meanwhile
+  auto slice = state_.slices.find(remap.slice);
+  if (slice == state_.slices.end()) return;  // its client left meanwhile
   if (!status.ok()) {
     events_->Publish(
         "error.rm",
@@ -117,7 +104,7 @@ void RmService::FinishRemap(uint64_t rm_request_id, const Status& status) {
                        .ToString()}});
   }
   const proto::SliceInfo info = DescribeSlice(slice->second);
-  if (auto client = clients_.find(slice->second.client); client != clients_.end()) {
+  if (auto client = state_.clients.find(slice->second.client); client != state_.clients.end()) {
     const std::string& to = client->second.routing_id;
     zmq::message_t routing(to.data(), to.size());
     Status sent = net::Send(socket_, &routing, 0, proto::SliceRemapped{info, remap.reason});

@@ -1,6 +1,7 @@
 #include "services/rm/rm_service.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <utility>
 
@@ -10,6 +11,8 @@
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/net/transport.h"
+#include "services/rm/elastic_core.h"
+#include "services/rm/state_file.h"
 
 namespace atl::rm {
 
@@ -83,7 +86,7 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   }
   if (req.devices.empty()) return InvalidArgument("executor has no devices");
 
-  Host& host = hosts_[req.host];
+  Host& host = state_.hosts[req.host];
   const bool rejoin = !host.name.empty();
   if (rejoin && host.device_ids.size() != req.devices.size()) {
     return InvalidArgument(fmt::format("host {} re-registered with {} devices, had {}", req.host,
@@ -100,8 +103,8 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   host.alive = true;
   if (!rejoin) {
     for (uint32_t i = 0; i < req.devices.size(); ++i) {
-      const auto id = static_cast<uint32_t>(devices_.size());
-      devices_.push_back(Device{id, host.name, i, req.devices[i], 0});
+      const auto id = static_cast<uint32_t>(state_.devices.size());
+      state_.devices.push_back(Device{id, host.name, i, req.devices[i], 0});
       host.device_ids.push_back(id);
     }
   }
@@ -111,8 +114,8 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
     events_->Publish("device.registered", {{"device", uint64_t{id}},
                                            {"host", host.name},
                                            {"island", host.island},
-                                           {"kind", devices_[id].desc.kind},
-                                           {"memory_bytes", devices_[id].desc.memory_bytes}});
+                                           {"kind", state_.devices[id].desc.kind},
+                                           {"memory_bytes", state_.devices[id].desc.memory_bytes}});
   }
   SaveState();
   return net::Reply(socket_, in,
@@ -122,8 +125,8 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
 Status RmService::OnHeartbeat(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
   if (req.role == proto::Heartbeat::kExecutor) {
-    auto it = hosts_.find(req.id);
-    if (it == hosts_.end()) return NotFound("host '" + req.id + "' is unknown");
+    auto it = state_.hosts.find(req.id);
+    if (it == state_.hosts.end()) return NotFound("host '" + req.id + "' is unknown");
     it->second.last_heard = Clock::now();
     Reconnected(it->second, in);
     if (!it->second.alive) OnHostBack(it->second);
@@ -135,8 +138,8 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
   } catch (const std::exception&) {
     return InvalidArgument("client heartbeat with non-numeric id '" + req.id + "'");
   }
-  auto it = clients_.find(id);
-  if (it == clients_.end()) return NotFound(fmt::format("client {} is unknown", id));
+  auto it = state_.clients.find(id);
+  if (it == state_.clients.end()) return NotFound(fmt::format("client {} is unknown", id));
   it->second.last_heard = Clock::now();
   return Status::Ok();
 }
@@ -146,7 +149,7 @@ Status RmService::OnRegisterScheduler(proto::Incoming& in) {
   const bool known = std::any_of(config_.islands.begin(), config_.islands.end(),
                                  [&](const IslandConfig& i) { return i.name == req.island; });
   if (!known) return NotFound("island '" + req.island + "' is unknown");
-  scheduler_by_island_[req.island] = req.endpoint;
+  state_.scheduler_by_island[req.island] = req.endpoint;
   spdlog::info("scheduler of {} at {}", req.island, req.endpoint);
   events_->Publish("island.scheduler", {{"island", req.island}, {"endpoint", req.endpoint}});
   SaveState();
@@ -155,8 +158,8 @@ Status RmService::OnRegisterScheduler(proto::Incoming& in) {
 
 Status RmService::OnHelloClient(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HelloClient>());
-  const uint64_t id = next_client_id_++;
-  clients_[id] = Client{req.name, Clock::now(), RoutingId(in)};
+  const uint64_t id = state_.next_client_id++;
+  state_.clients[id] = Client{req.name, Clock::now(), RoutingId(in)};
   events_->Publish("client.connected", {{"client", id}, {"name", req.name}});
   SaveState();
   return net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
@@ -164,7 +167,7 @@ Status RmService::OnHelloClient(proto::Incoming& in) {
 
 Status RmService::OnGoodbye(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
-  if (!clients_.count(req.client_id)) {
+  if (!state_.clients.count(req.client_id)) {
     return NotFound(fmt::format("client {} is unknown", req.client_id));
   }
   DropClient(req.client_id, "goodbye");
@@ -172,17 +175,17 @@ Status RmService::OnGoodbye(proto::Incoming& in) {
 }
 
 void RmService::DropClient(uint64_t client_id, const std::string& why) {
-  clients_.erase(client_id);
-  for (auto it = slices_.begin(); it != slices_.end();) {
+  state_.clients.erase(client_id);
+  for (auto it = state_.slices.begin(); it != state_.slices.end();) {
     if (it->second.client != client_id) {
       ++it;
       continue;
     }
-    for (uint32_t d : it->second.device_ids) devices_[d].slices--;
+    for (uint32_t d : it->second.device_ids) state_.devices[d].slices--;
     events_->Publish("slice.released", {{"slice", it->first}, {"client", client_id}});
-    it = slices_.erase(it);
+    it = state_.slices.erase(it);
   }
-  std::erase_if(functions_, [&](const auto& kv) { return kv.second.client == client_id; });
+  std::erase_if(state_.functions, [&](const auto& kv) { return kv.second.client == client_id; });
   spdlog::info("client {} gone ({})", client_id, why);
   events_->Publish("client.gone", {{"client", client_id}, {"reason", why}});
   SaveState();
@@ -190,20 +193,20 @@ void RmService::DropClient(uint64_t client_id, const std::string& why) {
 
 Status RmService::OnCreateSlice(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateSlice>());
-  auto client = clients_.find(req.client_id);
-  if (client == clients_.end()) {
+  auto client = state_.clients.find(req.client_id);
+  if (client == state_.clients.end()) {
     return NotFound(fmt::format("client {} is unknown; say HelloClient first", req.client_id));
   }
   client->second.routing_id = RoutingId(in);
-  auto placed = placement_->Place({req.num_devices, req.island, req.kind}, Loads());
+  auto placed = placement_->Place({req.num_devices, req.island, req.kind}, Loads(state_));
   if (!placed.ok()) return placed.status().WithContext("create slice");
-  const std::string island = hosts_.at(devices_[placed->front()].host).island;
-  if (!scheduler_by_island_.count(island)) {
+  const std::string island = state_.hosts.at(state_.devices[placed->front()].host).island;
+  if (!state_.scheduler_by_island.count(island)) {
     return Unavailable("island '" + island + "' has no scheduler yet");
   }
-  Slice slice{next_slice_id_++, req.client_id, island, *placed};
-  for (uint32_t d : slice.device_ids) devices_[d].slices++;
-  slices_[slice.id] = slice;
+  Slice slice{state_.next_slice_id++, req.client_id, island, *placed};
+  for (uint32_t d : slice.device_ids) state_.devices[d].slices++;
+  state_.slices[slice.id] = slice;
   events_->Publish("slice.created", {{"slice", slice.id},
                                      {"client", slice.client},
                                      {"island", island},
@@ -222,20 +225,11 @@ void RmService::Reconnected(Host& host, const proto::Incoming& in) {
   }
 }
 
-std::vector<DeviceLoad> RmService::Loads() const {
-  std::vector<DeviceLoad> loads;
-  for (const auto& d : devices_) {
-    const Host& h = hosts_.at(d.host);
-    loads.push_back({d.id, h.island, h.name, d.local_index, d.desc.kind, h.alive, d.slices});
-  }
-  return loads;
-}
-
 proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
-  proto::SliceInfo info{slice.id, slice.island, scheduler_by_island_.at(slice.island), {}};
+  proto::SliceInfo info{slice.id, slice.island, state_.scheduler_by_island.at(slice.island), {}};
   for (uint32_t id : slice.device_ids) {
-    const Device& d = devices_[id];
-    const Host& h = hosts_.at(d.host);
+    const Device& d = state_.devices[id];
+    const Host& h = state_.hosts.at(d.host);
     info.devices.push_back(
         {id, h.name, d.local_index, h.control_endpoint, h.data_endpoint, h.store_endpoint});
   }
@@ -244,8 +238,8 @@ proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
 
 Status RmService::OnRegisterFunction(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterFunction>());
-  auto slice_it = slices_.find(req.slice_id);
-  if (slice_it == slices_.end()) {
+  auto slice_it = state_.slices.find(req.slice_id);
+  if (slice_it == state_.slices.end()) {
     return NotFound(fmt::format("slice {} is unknown", req.slice_id));
   }
   const Slice& slice = slice_it->second;
@@ -257,11 +251,11 @@ Status RmService::OnRegisterFunction(proto::Incoming& in) {
   Status valid = ir::Validate(req.function, shards);
   if (!valid.ok()) return valid.WithContext("function '" + req.function.name + "'");
 
-  if (auto client = clients_.find(req.client_id); client != clients_.end()) {
+  if (auto client = state_.clients.find(req.client_id); client != state_.clients.end()) {
     client->second.routing_id = RoutingId(in);
   }
-  const uint64_t function_id = next_function_id_++;
-  functions_[function_id] = Function{req.client_id, slice.id, req.function};
+  const uint64_t function_id = state_.next_function_id++;
+  state_.functions[function_id] = Function{req.client_id, slice.id, req.function};
   // Background compilation: every executor hosting a device of the slice gets the
   // function now, so the first call finds it ready. The client hears back once all did.
   const uint64_t rm_request = next_request_id_++;
@@ -281,11 +275,11 @@ Result<size_t> RmService::SendCompile(uint64_t rm_request, uint64_t function_id,
   std::set<std::string> hosts;
   proto::Compile compile{function_id, static_cast<uint32_t>(slice.device_ids.size()), def, {}};
   for (uint32_t d : slice.device_ids) {
-    hosts.insert(devices_[d].host);
-    compile.shard_endpoints.push_back(hosts_.at(devices_[d].host).data_endpoint);
+    hosts.insert(state_.devices[d].host);
+    compile.shard_endpoints.push_back(state_.hosts.at(state_.devices[d].host).data_endpoint);
   }
   for (const auto& name : hosts) {
-    Host& h = hosts_.at(name);
+    Host& h = state_.hosts.at(name);
     if (h.routing_id.empty()) {
       h.held.emplace_back(rm_request, compile);
       continue;
@@ -319,14 +313,14 @@ void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status)
   pending_.erase(it);
   zmq::message_t routing(p.client_routing_id.data(), p.client_routing_id.size());
   if (!status.ok()) {
-    functions_.erase(p.function_id);
+    state_.functions.erase(p.function_id);
     events_->Publish("error.rm", {{"error", status.ToString()}});
     (void)net::Send(socket_, &routing, p.client_request_id,
                     proto::ToError(status.WithContext("compile")));
     return;
   }
   SaveState();
-  const Function& f = functions_.at(p.function_id);
+  const Function& f = state_.functions.at(p.function_id);
   events_->Publish("function.registered",
                    {{"function", p.function_id}, {"name", f.def.name}, {"slice", f.slice}});
   (void)net::Send(socket_, &routing, p.client_request_id,
@@ -337,41 +331,37 @@ Status RmService::OnClusterStatus(proto::Incoming& in) {
   proto::ClusterStatus status;
   for (const auto& island : config_.islands) {
     proto::IslandStatus is{island.name, "", {}};
-    if (auto s = scheduler_by_island_.find(island.name); s != scheduler_by_island_.end()) {
+    if (auto s = state_.scheduler_by_island.find(island.name);
+        s != state_.scheduler_by_island.end()) {
       is.scheduler_endpoint = s->second;
     }
-    for (const auto& [name, h] : hosts_) {
+    for (const auto& [name, h] : state_.hosts) {
       if (h.island != island.name) continue;
       proto::HostStatus hs{name, h.alive, h.control_endpoint, h.store_endpoint, {}};
       for (uint32_t id : h.device_ids) {
-        const Device& d = devices_[id];
+        const Device& d = state_.devices[id];
         hs.devices.push_back({id, d.desc.kind, d.desc.memory_bytes, d.slices});
       }
       is.hosts.push_back(std::move(hs));
     }
     status.islands.push_back(std::move(is));
   }
-  for (const auto& [id, s] : slices_) {
+  for (const auto& [id, s] : state_.slices) {
     status.slices.push_back({id, s.client, s.island, s.device_ids});
   }
-  status.functions = static_cast<uint32_t>(functions_.size());
-  status.clients = static_cast<uint32_t>(clients_.size());
+  status.functions = static_cast<uint32_t>(state_.functions.size());
+  status.clients = static_cast<uint32_t>(state_.clients.size());
   return net::Reply(socket_, in, status);
 }
 
 void RmService::CheckLiveness() {
   const auto now = Clock::now();
   const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
-  for (auto& [name, h] : hosts_) {
-    if (h.alive && now - h.last_heard > lapse) {
-      OnHostLost(h, fmt::format("its executor missed {} heartbeats", config_.liveness));
-    }
+  for (const std::string& name : SilentHosts(state_, now, lapse)) {
+    OnHostLost(state_.hosts.at(name),
+               fmt::format("its executor missed {} heartbeats", config_.liveness));
   }
-  std::vector<uint64_t> lapsed;
-  for (const auto& [id, c] : clients_) {
-    if (now - c.last_heard > lapse) lapsed.push_back(id);
-  }
-  for (uint64_t id : lapsed) DropClient(id, "heartbeat lapsed");
+  for (uint64_t id : SilentClients(state_, now, lapse)) DropClient(id, "heartbeat lapsed");
   std::vector<uint64_t> expired;
   for (const auto& [id, p] : pending_) {
     if (now > p.deadline) expired.push_back(id);
@@ -385,6 +375,27 @@ void RmService::CheckLiveness() {
     if (now > r.deadline) expired.push_back(id);
   }
   for (uint64_t id : expired) FinishRemap(id, late);
+}
+
+void RmService::SaveState() {
+  if (state_file_.empty()) return;
+  Status written = WriteStateFile(state_file_, state_);
+  if (!written.ok()) {
+    spdlog::error("{}", written.message());
+    events_->Publish("error.rm", {{"error", written.message()}});
+  }
+}
+
+Status RmService::LoadState() {
+  if (state_file_.empty() || !std::filesystem::exists(state_file_)) return Status::Ok();
+  ATOLL_ASSIGN_OR_RETURN(state_, ReadStateFile(state_file_));
+  const auto now = Clock::now();
+  for (auto& [name, host] : state_.hosts) host.last_heard = now;
+  for (auto& [id, client] : state_.clients) client.last_heard = now;
+  spdlog::info("state from {}: {} hosts, {} clients, {} slices, {} functions", state_file_,
+               state_.hosts.size(), state_.clients.size(), state_.slices.size(),
+               state_.functions.size());
+  return Status::Ok();
 }
 
 }  // namespace atl::rm

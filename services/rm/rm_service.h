@@ -21,6 +21,7 @@
 #include "common/service/config.h"
 #include "services/rm/event_proxy.h"
 #include "services/rm/placement.h"
+#include "services/rm/rm_state.h"
 
 namespace atl::rm {
 
@@ -48,48 +49,12 @@ class RmService {
   const std::string& events_out() const { return proxy_.out_endpoint(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Host = RmState::Host;
+  using Device = RmState::Device;
+  using Slice = RmState::Slice;
+  using Client = RmState::Client;
+  using Function = RmState::Function;
 
-  struct Host {
-    std::string name;
-    std::string island;
-    std::string control_endpoint, data_endpoint, store_endpoint;
-    std::string routing_id;  // of the executor's DEALER, to send it Compile requests
-    // Compiles (with their RM request ids) waiting for the executor to reconnect: after an
-    // RM restart its routing id is unknown until its first heartbeat.
-    std::vector<std::pair<uint64_t, proto::Compile>> held;
-    std::vector<uint32_t> device_ids;
-    Clock::time_point last_heard;
-    bool alive = true;
-    MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids);
-  };
-  struct Device {
-    uint32_t id = 0;
-    std::string host;
-    uint32_t local_index = 0;
-    proto::DeviceDesc desc;
-    uint32_t slices = 0;
-    MSGPACK_DEFINE(id, host, local_index, desc, slices);
-  };
-  struct Slice {
-    uint64_t id = 0;
-    uint64_t client = 0;
-    std::string island;
-    std::vector<uint32_t> device_ids;
-    MSGPACK_DEFINE(id, client, island, device_ids);
-  };
-  struct Client {
-    std::string name;
-    Clock::time_point last_heard;
-    std::string routing_id;  // of the client's request DEALER: where notices go
-    MSGPACK_DEFINE(name);
-  };
-  struct Function {
-    uint64_t client = 0;
-    uint64_t slice = 0;
-    ir::FunctionDef def;
-    MSGPACK_DEFINE(client, slice, def);
-  };
   // A RegisterFunction waiting for every executor of its slice to compile.
   struct PendingRegistration {
     std::string client_routing_id;
@@ -124,7 +89,6 @@ class RmService {
   void DropClient(uint64_t client_id, const std::string& why);
   void FinishRegistration(uint64_t rm_request_id, const Status& status);
   proto::SliceInfo DescribeSlice(const Slice& slice) const;
-  std::vector<DeviceLoad> Loads() const;
   // Learns where the host's executor is connected now and sends it what was held.
   void Reconnected(Host& host, const proto::Incoming& in);
   // Sends Compile of `function_id` to every host of `slice` under `rm_request`; returns how
@@ -141,9 +105,9 @@ class RmService {
   // The slice's functions compiled on its new mapping (or not): its client is told.
   void FinishRemap(uint64_t rm_request_id, const Status& status);
 
-  // Persistence (state_file.cc): what must survive a restart (hosts, devices, schedulers,
-  // clients, slices and the virtual->physical map, functions, id counters), as msgpack.
-  // Save() after every change of it; a failed write is logged and published, not fatal.
+  // Persistence (state_file.h): `state_` is saved after every change of what persists of
+  // it; a failed write is logged and published, not fatal. LoadState() starts afresh when
+  // there is no state file yet.
   Status LoadState();
   void SaveState();
 
@@ -157,18 +121,10 @@ class RmService {
   EventLoop loop_;
   std::string endpoint_;
 
-  std::map<std::string, std::string> scheduler_by_island_;
-  std::map<std::string, Host> hosts_;
-  std::vector<Device> devices_;  // indexed by device id
-  std::map<uint64_t, Slice> slices_;
-  std::map<uint64_t, Client> clients_;
-  std::map<uint64_t, Function> functions_;
+  RmState state_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
   net::DealerPool stores_;                           // to object stores, for HostChanged
-  uint64_t next_slice_id_ = 1;
-  uint64_t next_client_id_ = 1;
-  uint64_t next_function_id_ = 1;
   uint64_t next_request_id_ = 1;
 };
 

@@ -1,43 +1,67 @@
-// The RM's state file: everything a restarted RM needs to carry on as if it had not
-// stopped (hosts and their devices, island schedulers, clients, slices with their
-// virtual->physical map, registered functions, id counters), as one msgpack array written
-// on every change: to a temporary file, then renamed over the old one, so that a crash
-// mid-write leaves the previous state whole. Liveness is not kept: a restarted RM gives
-// every host and client a fresh `liveness` window to heartbeat again (their connections
-// come back by themselves: ZeroMQ reconnects to the same endpoint).
+#include "services/rm/state_file.h"
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
-#include "services/rm/rm_service.h"
 
 namespace atl::rm {
 
 namespace {
 
 constexpr uint32_t kStateVersion = 1;
+constexpr uint32_t kStateFields = 10;
+
+// The indices the records use, so that a state that passes cannot index out of range.
+// Returns what is wrong with the first record that names something missing.
+Status CheckReferences(const RmState& state) {
+  for (size_t i = 0; i < state.devices.size(); ++i) {
+    const RmState::Device& d = state.devices[i];
+    if (d.id != i) return InvalidArgument(fmt::format("device {} is stored as device {}", i, d.id));
+    if (!state.hosts.count(d.host)) {
+      return InvalidArgument(fmt::format("device {} is on unknown host '{}'", i, d.host));
+    }
+  }
+  for (const auto& [name, host] : state.hosts) {
+    for (uint32_t id : host.device_ids) {
+      if (id >= state.devices.size() || state.devices[id].host != name) {
+        return InvalidArgument(
+            fmt::format("host '{}' lists device {}, not one of its own", name, id));
+      }
+    }
+  }
+  for (const auto& [id, slice] : state.slices) {
+    for (uint32_t d : slice.device_ids) {
+      if (d >= state.devices.size()) {
+        return InvalidArgument(fmt::format("slice {} maps onto unknown device {}", id, d));
+      }
+    }
+    if (!state.scheduler_by_island.count(slice.island)) {
+      return InvalidArgument(
+          fmt::format("slice {} is on island '{}', which has no scheduler", id, slice.island));
+    }
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
-void RmService::SaveState() {
-  if (state_file_.empty()) return;
+Status WriteStateFile(const std::string& path, const RmState& state) {
   msgpack::sbuffer buffer;
   msgpack::packer<msgpack::sbuffer> pack(buffer);
-  pack.pack_array(10);
+  pack.pack_array(kStateFields);
   pack.pack(kStateVersion);
-  pack.pack(hosts_);
-  pack.pack(devices_);
-  pack.pack(scheduler_by_island_);
-  pack.pack(clients_);
-  pack.pack(slices_);
-  pack.pack(functions_);
-  pack.pack(next_slice_id_);
-  pack.pack(next_client_id_);
-  pack.pack(next_function_id_);
-  const std::string temp = state_file_ + ".tmp";
+  pack.pack(state.hosts);
+  pack.pack(state.devices);
+  pack.pack(state.scheduler_by_island);
+  pack.pack(state.clients);
+  pack.pack(state.slices);
+  pack.pack(state.functions);
+  pack.pack(state.next_slice_id);
+  pack.pack(state.next_client_id);
+  pack.pack(state.next_function_id);
+  const std::string temp = path + ".tmp";
   std::ofstream out(temp, std::ios::binary | std::ios::trunc);
   out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
   out.close();
@@ -45,49 +69,42 @@ void RmService::SaveState() {
   if (out.fail()) {
     ec = std::make_error_code(std::errc::io_error);
   } else {
-    std::filesystem::rename(temp, state_file_, ec);
+    std::filesystem::rename(temp, path, ec);
   }
-  if (ec) {
-    const std::string error =
-        fmt::format("cannot write the state file {}: {}", state_file_, ec.message());
-    spdlog::error("{}", error);
-    events_->Publish("error.rm", {{"error", error}});
-  }
+  if (ec) return Unavailable(fmt::format("cannot write the state file {}: {}", path, ec.message()));
+  return Status::Ok();
 }
 
-Status RmService::LoadState() {
-  if (state_file_.empty() || !std::filesystem::exists(state_file_)) return Status::Ok();
-  std::ifstream in(state_file_, std::ios::binary);
+Result<RmState> ReadStateFile(const std::string& path) {
+  if (!std::filesystem::exists(path)) return NotFound("the state file " + path + " does not exist");
+  std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return Unavailable("cannot read the state file " + state_file_);
+  if (!in.good() && !in.eof()) return Unavailable("cannot read the state file " + path);
+  RmState state;
   try {
     msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size());
     const msgpack::object& o = handle.get();
-    if (o.type != msgpack::type::ARRAY || o.via.array.size != 10 ||
+    if (o.type != msgpack::type::ARRAY || o.via.array.size != kStateFields ||
         o.via.array.ptr[0].as<uint32_t>() != kStateVersion) {
-      return InvalidArgument("the state file " + state_file_ +
-                             " is not an atoll RM state of version " +
+      return InvalidArgument("the state file " + path + " is not an atoll RM state of version " +
                              std::to_string(kStateVersion));
     }
     const msgpack::object* f = o.via.array.ptr;
-    f[1].convert(hosts_);
-    f[2].convert(devices_);
-    f[3].convert(scheduler_by_island_);
-    f[4].convert(clients_);
-    f[5].convert(slices_);
-    f[6].convert(functions_);
-    f[7].convert(next_slice_id_);
-    f[8].convert(next_client_id_);
-    f[9].convert(next_function_id_);
+    f[1].convert(state.hosts);
+    f[2].convert(state.devices);
+    f[3].convert(state.scheduler_by_island);
+    f[4].convert(state.clients);
+    f[5].convert(state.slices);
+    f[6].convert(state.functions);
+    f[7].convert(state.next_slice_id);
+    f[8].convert(state.next_client_id);
+    f[9].convert(state.next_function_id);
   } catch (const std::exception& e) {
-    return InvalidArgument("the state file " + state_file_ + " is unreadable: " + e.what());
+    return InvalidArgument("the state file " + path + " is unreadable: " + e.what());
   }
-  const auto now = Clock::now();
-  for (auto& [name, host] : hosts_) host.last_heard = now;
-  for (auto& [id, client] : clients_) client.last_heard = now;
-  spdlog::info("state from {}: {} hosts, {} clients, {} slices, {} functions", state_file_,
-               hosts_.size(), clients_.size(), slices_.size(), functions_.size());
-  return Status::Ok();
+  Status consistent = CheckReferences(state);
+  if (!consistent.ok()) return consistent.WithContext("the state file " + path);
+  return state;
 }
 
 }  // namespace atl::rm

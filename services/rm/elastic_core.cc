@@ -1,0 +1,41 @@
+#include "services/rm/elastic_core.h"
+
+namespace atl::rm {
+
+std::vector<std::string> SilentHosts(const RmState& state, Clock::time_point now,
+                                     Clock::duration lapse) {
+  std::vector<std::string> silent;
+  for (const auto& [name, h] : state.hosts) {
+    if (h.alive && now - h.last_heard > lapse) silent.push_back(name);
+  }
+  return silent;
+}
+
+std::vector<uint64_t> SilentClients(const RmState& state, Clock::time_point now,
+                                    Clock::duration lapse) {
+  std::vector<uint64_t> silent;
+  for (const auto& [id, c] : state.clients) {
+    if (now - c.last_heard > lapse) silent.push_back(id);
+  }
+  return silent;
+}
+
+Result<bool> RemapSliceOff(RmState& state, uint64_t slice_id, const std::string& lost_host,
+                           const PlacementPolicy& policy) {
+  RmState::Slice& slice = state.slices.at(slice_id);
+  std::vector<uint32_t> after = slice.device_ids;
+  bool touched = false;
+  for (uint32_t& d : after) {
+    if (state.devices[d].host != lost_host) continue;
+    touched = true;
+    // `after` already holds the replacements picked so far: no device is picked twice.
+    ATOLL_ASSIGN_OR_RETURN(d, policy.Replace(d, after, Loads(state)));
+  }
+  if (!touched) return false;
+  for (uint32_t d : slice.device_ids) state.devices[d].slices--;
+  for (uint32_t d : after) state.devices[d].slices++;
+  slice.device_ids = std::move(after);
+  return true;
+}
+
+}  // namespace atl::rm

@@ -1,0 +1,88 @@
+// What the RM knows of the cluster: hosts and their devices, island schedulers, clients,
+// slices with their virtual->physical map, registered functions, and the id counters that
+// hand out new ids. Plain data: RmService owns one and changes it on its loop thread only
+// (not thread-safe); the pure parts of its logic (elastic_core.h, state_file.h) take it as
+// an argument so that they can be tested without sockets. The MSGPACK_DEFINE lists say
+// what of each record survives a restart (see state_file.h); the rest is liveness and
+// connections, rebuilt as hosts and clients heartbeat again.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/proto/protocol.h"
+#include "services/rm/placement.h"
+
+namespace atl::rm {
+
+using Clock = std::chrono::steady_clock;
+
+struct RmState {
+  struct Host {
+    std::string name;
+    std::string island;
+    std::string control_endpoint, data_endpoint, store_endpoint;
+    std::string routing_id;  // of the executor's DEALER, to send it Compile requests
+    // Compiles (with their RM request ids) waiting for the executor to reconnect: after an
+    // RM restart its routing id is unknown until its first heartbeat.
+    std::vector<std::pair<uint64_t, proto::Compile>> held;
+    std::vector<uint32_t> device_ids;
+    Clock::time_point last_heard;
+    bool alive = true;
+    bool operator==(const Host&) const = default;
+    MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids);
+  };
+  struct Device {
+    uint32_t id = 0;
+    std::string host;
+    uint32_t local_index = 0;
+    proto::DeviceDesc desc;
+    uint32_t slices = 0;  // how many slices map a virtual device onto it
+    bool operator==(const Device&) const = default;
+    MSGPACK_DEFINE(id, host, local_index, desc, slices);
+  };
+  struct Slice {
+    uint64_t id = 0;
+    uint64_t client = 0;
+    std::string island;
+    std::vector<uint32_t> device_ids;  // virtual device i is device_ids[i]
+    bool operator==(const Slice&) const = default;
+    MSGPACK_DEFINE(id, client, island, device_ids);
+  };
+  struct Client {
+    std::string name;
+    Clock::time_point last_heard;
+    std::string routing_id;  // of the client's request DEALER: where notices go
+    bool operator==(const Client&) const = default;
+    MSGPACK_DEFINE(name);
+  };
+  struct Function {
+    uint64_t client = 0;
+    uint64_t slice = 0;
+    ir::FunctionDef def;
+    bool operator==(const Function&) const = default;
+    MSGPACK_DEFINE(client, slice, def);
+  };
+
+  std::map<std::string, std::string> scheduler_by_island;  // island -> scheduler endpoint
+  std::map<std::string, Host> hosts;                       // by host name
+  std::vector<Device> devices;                             // indexed by device id
+  std::map<uint64_t, Slice> slices;
+  std::map<uint64_t, Client> clients;
+  std::map<uint64_t, Function> functions;
+  uint64_t next_slice_id = 1;
+  uint64_t next_client_id = 1;
+  uint64_t next_function_id = 1;
+
+  bool operator==(const RmState&) const = default;
+};
+
+// What the placement policy sees of every device, in device id order. Every device's host
+// must be in `state.hosts`.
+std::vector<DeviceLoad> Loads(const RmState& state);
+
+}  // namespace atl::rm
