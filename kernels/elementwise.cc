@@ -83,6 +83,9 @@ void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
         y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
       }
       return;
+    case UnaryFn::kSigmoid:  // e^-x overflows to inf for x < -88: 1 / inf = 0, no NaN
+      for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+      return;
   }
 }
 

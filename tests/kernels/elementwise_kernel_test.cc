@@ -76,6 +76,20 @@ TEST(ElementwiseKernelTest, UnaryEdgeValuesFollowIeee) {
   ExpectClose(rsqrt, {4}, {INFINITY, NAN, NAN, 0});
 }
 
+TEST(ElementwiseKernelTest, SigmoidSaturatesWithoutNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Tensor::F32({7}, {-inf, -100.0f, -1.0f, 0.0f, 1.0f, 100.0f, inf});
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Unary(UnaryFn::kSigmoid, x));
+  ExpectClose(y, {7}, Map(x.ToDoubles(), [](double v) { return RefUnary(UnaryFn::kSigmoid, v); }),
+              1e-7, 1e-6);
+  EXPECT_EQ(y.as<float>()[0], 0.0f);
+  EXPECT_EQ(y.as<float>()[3], 0.5f);
+  EXPECT_EQ(y.as<float>()[6], 1.0f);
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor of_nan, Unary(UnaryFn::kSigmoid, Tensor::F32({1}, {nan})));
+  EXPECT_TRUE(std::isnan(of_nan.as<float>()[0]));
+}
+
 TEST(ElementwiseKernelTest, BroadcastBinaryMatchesNumpyRules) {
   std::mt19937 rng(22);
   struct Case {

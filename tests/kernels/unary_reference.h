@@ -28,6 +28,8 @@ inline double RefUnary(kernels::UnaryFn fn, double x) {
       return 1 / std::sqrt(x);
     case UnaryFn::kGelu:
       return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case UnaryFn::kSigmoid:
+      return 1 / (1 + std::exp(-x));
   }
   return NAN;
 }
