@@ -8,13 +8,17 @@
 // consuming executors as tuples tagged with the destination shard, batched per host
 // (TupleOutbox), or into the local object store through the shared-memory arena.
 //
-// Threading: Run() owns every socket and all maps; device streams run kernels on their
-// own threads and hand results back through a queue plus an inproc wake-up socket.
+// This class is the shell: sockets, the event loop, heartbeats, events and wiring. The
+// decisions live in parts that run without it: AdmissionCore (what an entry needs),
+// InputMailbox (tuples meeting their shards), StoreLink (the object-store conversation),
+// OutputRouter (where outputs and received tuples go), CollectiveHub and DeviceStreams.
+//
+// Threading: Run() owns every socket; device streams run kernels on their own threads,
+// feed consumers on this host through the mailbox, and hand results back to the loop
+// through a queue plus an eventfd.
 #pragma once
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,10 +30,14 @@
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/config.h"
+#include "services/executor/admission.h"
 #include "services/executor/collective_hub.h"
-#include "services/executor/device_stream.h"
+#include "services/executor/completion_queue.h"
+#include "services/executor/device_streams.h"
 #include "services/executor/gang_reports.h"
-#include "services/executor/piece_assembler.h"
+#include "services/executor/input_mailbox.h"
+#include "services/executor/output_router.h"
+#include "services/executor/store_link.h"
 #include "services/executor/tuple_outbox.h"
 #include "services/executor/work_item.h"
 
@@ -49,40 +57,6 @@ class ExecutorService {
   const std::string& data_endpoint() const { return data_endpoint_; }
 
  private:
-  struct Function {
-    std::shared_ptr<const ir::FunctionDef> def;
-    uint32_t num_shards = 0;
-    std::shared_ptr<const GangLayout> layout;
-  };
-  // A tuple a device thread wants sent (a collective partial); the loop sends it.
-  struct OutgoingTuple {
-    std::string endpoint;
-    proto::TupleHeader header;
-    Tensor value;
-  };
-  // An output shard going into the local object store: space is reserved at dispatch
-  // (CreateObject), the bytes are written once both the space and the value exist. An
-  // output of data-dependent shape is reserved once the shard ran (`deferred`).
-  struct StoreWrite {
-    proto::CreateObject create;
-    std::optional<uint64_t> offset;  // set by CreateObjectReply
-    std::optional<Tensor> value;     // set when the shard ran
-    Status failure;                  // a failed shard seals its output with the error
-    bool deferred = false;           // reserved when the value exists
-    bool finished = false;
-    std::shared_ptr<WorkItem> waiting;  // the shard that runs once this space is granted
-    // Shards on this host admitted to read this object before it was written: they get
-    // the value from here, not through the store (a chain of op-by-op calls).
-    std::vector<std::pair<std::shared_ptr<WorkItem>, uint32_t>> local_readers;
-  };
-  // What an object-store reply continues.
-  struct StoreRequest {
-    enum Kind { kCreate, kGetInput, kSeal } kind = kCreate;
-    std::shared_ptr<StoreWrite> write;  // kCreate
-    std::shared_ptr<WorkItem> item;     // kGetInput
-    uint32_t input = 0;                 // kGetInput
-  };
-
   void OnControl();
   void OnDispatch(proto::Dispatch dispatch, const std::string& scheduler);
   Status OnRunLoop(proto::Incoming& in);
@@ -96,27 +70,12 @@ class ExecutorService {
   void OnCompletions();
   void Heartbeat();
 
+  // Carries out the admission of one entry: reserves, queues, reads and awaits inputs.
   void Admit(proto::Entry entry, const std::string& scheduler);
-  // Thread-safe: called by the loop and by device threads.
-  void DeliverInput(const InputKey& key, Result<Tensor> value);
-  // On a device thread: hands a finished shard's outputs to consumers on this host.
-  void DeliverLocalTuples(Completion& done);
-  void SendOutputs(Completion& done);
+  // Reports the shard to its scheduler and the event stream, and sends its outputs.
+  void SendOutputs(const Completion& done);
   void FlushTuples();
-  // Of output `output`, the rows a sparse-exchange destination gets (or why none can go).
-  Result<Tensor> RoutedRows(const Completion& done, size_t output, const proto::OutputDest& dest);
-  // A tuple for a shard on this host: delivered, or added to the shard's pieces.
-  void ReceiveTuple(const proto::TupleHeader& h, Result<Tensor> value);
-  // Queues a tuple for `endpoint` in its host's batch (or delivers it here when local).
-  void QueueTuple(const std::string& endpoint, proto::TupleHeader header, Result<Tensor> value);
-  // Wakes the loop from a device thread.
-  void Wake();
-  Status SendStore(StoreRequest request, const auto& body);
-  Status ReserveStoreWrite(const std::shared_ptr<StoreWrite>& write);
-  // Hands the write's value (or its failure) to the shards on this host that read it.
-  void FeedLocalReaders(StoreWrite& write, const Status& failure);
-  void CompleteStoreWrite(const std::shared_ptr<StoreWrite>& write);
-  Result<Tensor> ReadArena(const proto::GetObjectReply& reply);
+  void PublishError(const Status& error);
 
   zmq::context_t& context_;
   ClusterConfig config_;
@@ -128,7 +87,6 @@ class ExecutorService {
 
   zmq::socket_t control_;  // ROUTER: Dispatch from schedulers
   zmq::socket_t data_;     // ROUTER: TupleBatch from peer executors
-  int wake_fd_ = -1;       // eventfd: device streams say "completions are waiting"
   net::Requester rm_;
   net::Requester store_;
   std::unique_ptr<ShmRegion> arena_;
@@ -137,18 +95,14 @@ class ExecutorService {
   std::string control_endpoint_;
   std::string data_endpoint_;
 
-  std::map<uint64_t, Function> functions_;
-  // Peers the RM declared lost, by control endpoint: why their tuples will never come.
-  std::map<std::string, Status> lost_peers_;
-  std::vector<std::unique_ptr<DeviceStream>> devices_;
-  // Items waiting for inputs, by input key; tuples that came before their entry.
-  std::mutex mailbox_mu_;
-  std::map<InputKey, std::shared_ptr<WorkItem>> waiting_;  // guarded by mailbox_mu_
-  std::map<InputKey, Result<Tensor>> early_;               // guarded by mailbox_mu_
-  std::map<uint64_t, StoreRequest> store_requests_;        // by request id
-  // Output shards bound for the object store, by (object id, shard), until sealed.
-  std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<StoreWrite>> store_writes_;
-  uint64_t next_store_request_ = 1;
+  // Made by Start, once the host's devices, endpoints and arena are known.
+  std::unique_ptr<AdmissionCore> admission_;
+  std::unique_ptr<CollectiveHub> hub_;
+  std::unique_ptr<StoreLink> store_link_;
+  std::unique_ptr<OutputRouter> router_;
+  DeviceStreams devices_;
+  InputMailbox mailbox_{devices_};  // tuple inputs, from the loop and device threads
+  SocketStoreRequests store_requests_{store_.socket()};
   // Gangs with shards running here, reported to their scheduler once all of them finished.
   GangReports gang_reports_;
   TupleOutbox outbox_;  // tuples for other hosts, batched per destination
@@ -159,13 +113,7 @@ class ExecutorService {
     uint64_t bytes = 0;
     int64_t last_us = 0;  // wall clock of the latest batch
   } received_;
-
-  std::unique_ptr<CollectiveHub> hub_;
-  PieceAssembler pieces_;  // consumer shards being put together from reshard pieces
-
-  std::mutex completions_mu_;
-  std::vector<Completion> completions_;  // guarded by completions_mu_
-  std::vector<OutgoingTuple> outgoing_;  // guarded by completions_mu_
+  CompletionQueue completions_;  // from the device threads to the loop
 };
 
 }  // namespace atl::executor

@@ -44,6 +44,20 @@ struct WorkItem {
   }
 };
 
+// Where the inputs, output grants and failures of queued work items go: the device stream
+// each item is queued on (DeviceStreams), or a fake in tests. Implementations are
+// thread-safe: the loop and device threads call them.
+class ItemSink {
+ public:
+  virtual ~ItemSink() = default;
+  // Fills input `input` of `item`; a filled input is not replaced.
+  virtual void Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input, Tensor value) = 0;
+  // Counts one of `item`'s output reservations as granted.
+  virtual void Reserved(const std::shared_ptr<WorkItem>& item) = 0;
+  // Marks `item` failed (the first failure wins); it completes with it instead of running.
+  virtual void Fail(const std::shared_ptr<WorkItem>& item, Status status) = 0;
+};
+
 // What a device stream hands back to the executor's loop once an item ran (or failed).
 struct Completion {
   std::shared_ptr<WorkItem> item;

@@ -1,0 +1,54 @@
+#include "services/executor/completion_queue.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace atl::executor {
+
+CompletionQueue::~CompletionQueue() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status CompletionQueue::Open() {
+  fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
+  return Status::Ok();
+}
+
+void CompletionQueue::Push(Completion done) {
+  {
+    std::lock_guard lock(mu_);
+    pending_.done.push_back(std::move(done));
+  }
+  Wake();
+}
+
+void CompletionQueue::Push(OutgoingTuple tuple) {
+  {
+    std::lock_guard lock(mu_);
+    pending_.outgoing.push_back(std::move(tuple));
+  }
+  Wake();
+}
+
+CompletionQueue::Batch CompletionQueue::Take() {
+  uint64_t count = 0;
+  [[maybe_unused]] auto n = read(fd_, &count, sizeof(count));
+  Batch batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.done.swap(pending_.done);
+    batch.outgoing.swap(pending_.outgoing);
+  }
+  return batch;
+}
+
+void CompletionQueue::Wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] auto n = write(fd_, &one, sizeof(one));
+}
+
+}  // namespace atl::executor

@@ -1,0 +1,57 @@
+// CompletionQueue: what device threads hand back to the executor's loop: finished shards
+// (their outputs still to be sent) and collective partials to send to other hosts. Every
+// push wakes the loop through an eventfd, which the loop polls.
+//
+// Thread-safe: any thread pushes; the loop takes. Open, the destructor and fd() belong to
+// the loop thread.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+#include "common/proto/protocol.h"
+#include "services/executor/work_item.h"
+
+namespace atl::executor {
+
+class CompletionQueue {
+ public:
+  // A tuple a device thread wants sent (a collective partial); the loop sends it.
+  struct OutgoingTuple {
+    std::string endpoint;
+    proto::TupleHeader header;
+    Tensor value;
+  };
+  // Everything pushed since the last Take, each kind in push order.
+  struct Batch {
+    std::vector<Completion> done;
+    std::vector<OutgoingTuple> outgoing;
+  };
+
+  CompletionQueue() = default;
+  CompletionQueue(const CompletionQueue&) = delete;
+  CompletionQueue& operator=(const CompletionQueue&) = delete;
+  ~CompletionQueue();  // closes the eventfd
+
+  // Creates the eventfd; Internal when the system refuses.
+  Status Open();
+  // Readable while something waits to be taken (after Open).
+  int fd() const { return fd_; }
+
+  void Push(Completion done);
+  void Push(OutgoingTuple tuple);
+  // Takes everything pushed so far and clears the eventfd.
+  Batch Take();
+
+ private:
+  void Wake();
+
+  int fd_ = -1;
+  std::mutex mu_;
+  Batch pending_;  // guarded by mu_
+};
+
+}  // namespace atl::executor

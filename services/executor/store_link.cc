@@ -1,0 +1,192 @@
+#include "services/executor/store_link.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/net/transport.h"
+
+namespace atl::executor {
+
+namespace {
+
+// How long the object store waits for an argument to appear before it answers.
+constexpr uint32_t kArgumentWaitMs = 30000;
+
+}  // namespace
+
+Status SocketStoreRequests::Send(uint64_t request_id, const proto::CreateObject& request) {
+  return net::Send(socket_, nullptr, request_id, request);
+}
+
+Status SocketStoreRequests::Send(uint64_t request_id, const proto::GetObject& request) {
+  return net::Send(socket_, nullptr, request_id, request);
+}
+
+Status SocketStoreRequests::Send(uint64_t request_id, const proto::SealObject& request) {
+  return net::Send(socket_, nullptr, request_id, request);
+}
+
+StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error)
+    : send_(requests), items_(items), arena_(arena), on_error_(std::move(on_error)) {}
+
+template <typename Body>
+Status StoreLink::Send(Request request, const Body& body) {
+  const uint64_t id = next_request_++;
+  ATOLL_RETURN_IF_ERROR(send_.Send(id, body));
+  requests_.emplace(id, std::move(request));
+  return Status::Ok();
+}
+
+Status StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
+                                const std::shared_ptr<WorkItem>& item) {
+  auto write = std::make_shared<Write>();
+  write->create = std::move(create);
+  write->deferred = deferred;
+  writes_[{write->create.object_id, write->create.shard}] = write;
+  if (deferred) return Status::Ok();
+  ATOLL_RETURN_IF_ERROR(Send({Request::kCreate, write, nullptr, 0}, write->create));
+  write->waiting = item;
+  item->reservations_missing++;
+  return Status::Ok();
+}
+
+void StoreLink::ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input) {
+  const proto::InputSource& src = item->entry.inputs[input];
+  if (auto w = writes_.find({src.object_id, src.shard}); w != writes_.end()) {
+    w->second->local_readers.emplace_back(item, input);  // written here, not sealed yet
+    return;
+  }
+  Status sent = Send({Request::kGetInput, nullptr, item, input},
+                     proto::GetObject{src.object_id, src.shard, kArgumentWaitMs, false});
+  if (!sent.ok()) items_.Fail(item, sent.WithContext("read argument"));
+}
+
+void StoreLink::WriteOutput(uint64_t object_id, uint32_t shard, const Result<Tensor>& value) {
+  auto it = writes_.find({object_id, shard});
+  if (it == writes_.end()) return;
+  std::shared_ptr<Write> write = it->second;
+  if (value.ok()) {
+    write->value = *value;
+  } else {
+    write->failure = value.status();
+  }
+  FeedLocalReaders(*write, write->failure);
+  if (!write->deferred) {
+    Complete(write);
+    return;
+  }
+  // Now the shape is known; a failed shard's output is sealed empty with its error.
+  write->deferred = false;
+  if (write->value) {
+    write->create.shape = write->value->shape();
+  } else {
+    for (int64_t& d : write->create.shape) d = std::max<int64_t>(d, 0);
+  }
+  Status sent = Send({Request::kCreate, write, nullptr, 0}, write->create);
+  if (!sent.ok()) {
+    writes_.erase(it);
+    on_error_(sent.WithContext("reserve output"));
+  }
+}
+
+void StoreLink::OnReply(const proto::Incoming& reply) {
+  auto it = requests_.find(reply.header.request_id());
+  if (it == requests_.end()) return;
+  Request request = std::move(it->second);
+  requests_.erase(it);
+  Status error;
+  if (reply.header.kind() == proto::Kind::kError) {
+    auto err = reply.header.As<proto::Error>();
+    error = err.ok() ? proto::FromError(*err) : err.status();
+  }
+  switch (request.kind) {
+    case Request::kCreate:
+      OnCreateReply(request, reply, std::move(error));
+      break;
+    case Request::kGetInput:
+      OnGetReply(request, reply, error);
+      break;
+    case Request::kSeal:
+      if (!error.ok()) on_error_(error.WithContext("seal"));
+      break;
+  }
+}
+
+void StoreLink::OnCreateReply(const Request& request, const proto::Incoming& reply, Status error) {
+  auto created = reply.header.As<proto::CreateObjectReply>();
+  if (error.ok() && !created.ok()) error = created.status();
+  Write& write = *request.write;
+  if (write.waiting) {
+    if (error.ok()) {
+      items_.Reserved(write.waiting);
+    } else {
+      items_.Fail(write.waiting, error.WithContext("reserve output"));
+    }
+    write.waiting.reset();
+  }
+  if (!error.ok()) {
+    // Nothing to seal: the object store refused the space (one that can never fit is
+    // recorded there as failed, so that its readers get the error).
+    FeedLocalReaders(write, error.WithContext("reserve output"));
+    writes_.erase({write.create.object_id, write.create.shard});
+    on_error_(error.WithContext("reserve output"));
+    return;
+  }
+  write.offset = created->offset;
+  Complete(request.write);
+}
+
+void StoreLink::OnGetReply(const Request& request, const proto::Incoming& reply,
+                           const Status& error) {
+  Result<Tensor> value = error;
+  if (error.ok()) {
+    auto got = reply.header.As<proto::GetObjectReply>();
+    value = got.ok() ? ReadArena(*got) : Result<Tensor>(got.status());
+  }
+  if (value.ok()) {
+    items_.Deliver(request.item, request.input, std::move(value).value());
+  } else {
+    items_.Fail(request.item, value.status().WithContext("read argument"));
+  }
+}
+
+Result<Tensor> StoreLink::ReadArena(const proto::GetObjectReply& reply) const {
+  ATOLL_ASSIGN_OR_RETURN(auto bytes, std::as_const(arena_).Slice(reply.offset, reply.nbytes));
+  return Tensor::FromBytes(reply.dtype, reply.shape,
+                           std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+void StoreLink::FeedLocalReaders(Write& write, const Status& failure) {
+  for (auto& [item, input] : write.local_readers) {
+    if (failure.ok() && write.value) {
+      items_.Deliver(item, input, *write.value);
+    } else {
+      items_.Fail(item, failure.ok() ? Internal("no value") : failure);
+    }
+  }
+  write.local_readers.clear();
+}
+
+void StoreLink::Complete(const std::shared_ptr<Write>& write) {
+  if (write->finished || !write->offset) return;
+  if (!write->value && write->failure.ok()) return;
+  write->finished = true;
+  writes_.erase({write->create.object_id, write->create.shard});
+  proto::SealObject seal{write->create.object_id, write->create.shard, 0, ""};
+  if (write->value) {
+    auto span = arena_.Slice(*write->offset, write->value->nbytes());
+    if (span.ok()) {
+      std::memcpy(span->data(), write->value->data(), write->value->nbytes());
+    } else {
+      write->failure = span.status();
+    }
+  }
+  if (!write->failure.ok()) {
+    seal.error_code = static_cast<int32_t>(write->failure.code());
+    seal.error = write->failure.message();
+  }
+  Status sent = Send({Request::kSeal, nullptr, nullptr, 0}, seal);
+  if (!sent.ok()) on_error_(sent);
+}
+
+}  // namespace atl::executor

@@ -1,0 +1,124 @@
+// StoreLink: the executor's side of its conversation with the host's object store. It
+// reserves space for output shards at admission (CreateObject), writes each finished
+// output into its space in the shared-memory arena and seals it (SealObject), reads
+// arguments (GetObject, then the bytes from the arena), and matches every reply to the
+// request it answers. A shard on this host that reads an object still being written here
+// (a chain of op-by-op calls) gets the value straight from the write, not through the store.
+//
+// Seams: requests leave through StoreRequests (a socket in the executor, a fake in tests),
+// replies come in decoded through OnReply; inputs, grants and failures go to an ItemSink;
+// errors nobody waits for (a refused reservation, a failed seal) go to `on_error`.
+//
+// Not thread-safe: the executor's loop owns it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+#include "common/base/shm_arena.h"
+#include "common/proto/codec.h"
+#include "services/executor/work_item.h"
+
+namespace atl::executor {
+
+// Sends one request to the object store; its reply must come back, with the same
+// request id, through StoreLink::OnReply. Returns the error when it could not be sent.
+class StoreRequests {
+ public:
+  virtual ~StoreRequests() = default;
+  virtual Status Send(uint64_t request_id, const proto::CreateObject& request) = 0;
+  virtual Status Send(uint64_t request_id, const proto::GetObject& request) = 0;
+  virtual Status Send(uint64_t request_id, const proto::SealObject& request) = 0;
+};
+
+// StoreRequests over the executor's DEALER socket to the object store.
+class SocketStoreRequests final : public StoreRequests {
+ public:
+  explicit SocketStoreRequests(zmq::socket_t& socket) : socket_(socket) {}
+  Status Send(uint64_t request_id, const proto::CreateObject& request) override;
+  Status Send(uint64_t request_id, const proto::GetObject& request) override;
+  Status Send(uint64_t request_id, const proto::SealObject& request) override;
+
+ private:
+  zmq::socket_t& socket_;
+};
+
+class StoreLink {
+ public:
+  using OnError = std::function<void(const Status&)>;
+
+  // `requests`, `items` and `arena` (the store's arena, mapped here) must outlive the link.
+  StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error);
+
+  // Reserves space for output shard (create.object_id, create.shard) of `item`, which does
+  // not run before the space is granted (ItemSink::Reserved). A `deferred` reservation (a
+  // data-dependent shape) is only recorded: it is sent once the value exists. Returns the
+  // error when the request could not be sent.
+  Status ReserveOutput(proto::CreateObject create, bool deferred,
+                       const std::shared_ptr<WorkItem>& item);
+  // Reads input `input` of `item` (an object-store source) into the item, or fails it:
+  // from a write still in progress on this host, else from the object store (which waits
+  // a while for the object to appear).
+  void ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input);
+  // The value of output shard (object_id, shard), or the failure of the shard that made
+  // it: written and sealed once its space is granted. Nothing happens for a shard without
+  // a reservation (it failed and was reported then).
+  void WriteOutput(uint64_t object_id, uint32_t shard, const Result<Tensor>& value);
+  // A reply from the object store; one that answers no pending request is ignored.
+  void OnReply(const proto::Incoming& reply);
+
+  size_t pending_requests() const { return requests_.size(); }
+  size_t pending_writes() const { return writes_.size(); }
+
+ private:
+  // An output shard going into the store: space is reserved at admission (or once the
+  // shard ran, when `deferred`); the bytes are written once both space and value exist.
+  struct Write {
+    proto::CreateObject create;
+    std::optional<uint64_t> offset;  // set by CreateObjectReply
+    std::optional<Tensor> value;     // set when the shard ran
+    Status failure;                  // a failed shard seals its output with the error
+    bool deferred = false;
+    bool finished = false;
+    std::shared_ptr<WorkItem> waiting;  // the shard that runs once this space is granted
+    // Shards on this host admitted to read this object before it was written.
+    std::vector<std::pair<std::shared_ptr<WorkItem>, uint32_t>> local_readers;
+  };
+  // What a reply continues.
+  struct Request {
+    enum Kind { kCreate, kGetInput, kSeal } kind = kCreate;
+    std::shared_ptr<Write> write;    // kCreate
+    std::shared_ptr<WorkItem> item;  // kGetInput
+    uint32_t input = 0;              // kGetInput
+  };
+
+  template <typename Body>
+  Status Send(Request request, const Body& body);
+  void OnCreateReply(const Request& request, const proto::Incoming& reply, Status error);
+  void OnGetReply(const Request& request, const proto::Incoming& reply, const Status& error);
+  Result<Tensor> ReadArena(const proto::GetObjectReply& reply) const;
+  // Hands the write's value (or `failure`) to the shards on this host that read it.
+  void FeedLocalReaders(Write& write, const Status& failure);
+  // Writes the value into its space and seals it, once both exist.
+  void Complete(const std::shared_ptr<Write>& write);
+
+  StoreRequests& send_;
+  ItemSink& items_;
+  ShmRegion& arena_;
+  const OnError on_error_;
+  std::map<uint64_t, Request> requests_;  // by request id
+  // Output shards bound for the store, by (object id, shard), until sealed.
+  std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<Write>> writes_;
+  uint64_t next_request_ = 1;
+};
+
+}  // namespace atl::executor

@@ -1,0 +1,152 @@
+// DeviceStream without processes: a real stream thread runs items on a fake backend that
+// records the order it ran them in; completions are awaited with bounded waits.
+#include "services/executor/device_stream.h"
+
+#include <condition_variable>
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "tests/services/executor/executor_test_util.h"
+
+namespace atl::executor {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Multiplies by the op's scalar operand; records each input's first element, in run order.
+class FakeBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "fake"; }
+  Result<Tensor> Run(const ir::Op& op, std::span<const Tensor* const> operands) override {
+    Tensor out = *operands[0];
+    {
+      std::lock_guard lock(mu_);
+      ran_.push_back(out.as<float>()[0]);
+    }
+    for (float& v : out.as<float>()) v *= static_cast<float>(op.operands[1].scalar);
+    return out;
+  }
+  std::vector<float> ran() {
+    std::lock_guard lock(mu_);
+    return ran_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<float> ran_;
+};
+
+// What the stream handed back, in order.
+class Completions {
+ public:
+  void Add(Completion c) {
+    {
+      std::lock_guard lock(mu_);
+      done_.push_back(std::move(c));
+    }
+    cv_.notify_all();
+  }
+  // The first `n` completions, once there are that many (at most 10 s).
+  std::vector<Completion> WaitFor(size_t n) {
+    std::unique_lock lock(mu_);
+    EXPECT_TRUE(cv_.wait_for(lock, 10s, [&] { return done_.size() >= n; }))
+        << "only " << done_.size() << " of " << n << " items completed";
+    return done_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Completion> done_;
+};
+
+class DeviceStreamTest : public ::testing::Test {
+ protected:
+  // Shard 0 of 1 of x * 3 over f32 [2], in gang `gang_seq`, its input missing.
+  std::shared_ptr<WorkItem> Item(uint64_t gang_seq) {
+    proto::Entry e = testutil::MakeEntry(1, 0, 1);
+    e.gang_seq = gang_seq;
+    auto item = testutil::MakeItem(std::move(e));
+    item->function = function_;
+    return item;
+  }
+  static Tensor Input(float first) { return Tensor::F32({2}, {first, 1}); }
+
+  std::shared_ptr<const ir::FunctionDef> function_ = std::make_shared<const ir::FunctionDef>(
+      testutil::ScaleFunction(ir::SplitType(DType::kF32, {2}, -1), 3.0));
+  FakeBackend backend_;
+  CollectiveHub hub_{"tcp://self:1", [](auto&&...) {}, 1s};
+  Completions completions_;
+  DeviceStream stream_{backend_, hub_, [this](Completion c) { completions_.Add(std::move(c)); }};
+};
+
+TEST_F(DeviceStreamTest, ItemsRunInGangOrderWhateverOrderTheirInputsCome) {
+  auto third = Item(3);
+  auto first = Item(1);
+  auto second = Item(2);
+  stream_.Enqueue(third);
+  stream_.Enqueue(first);  // queued ahead of the third: gang order, not arrival order
+  stream_.Enqueue(second);
+  EXPECT_EQ(stream_.queued(), 3u);
+  stream_.Deliver(third, 0, Input(30));
+  stream_.Deliver(second, 0, Input(20));
+  stream_.Deliver(first, 0, Input(10));
+
+  const auto done = completions_.WaitFor(3);
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].item, first);
+  EXPECT_EQ(done[1].item, second);
+  EXPECT_EQ(done[2].item, third);
+  EXPECT_EQ(backend_.ran(), (std::vector<float>{10, 20, 30}));
+  ASSERT_TRUE(done[2].outputs.ok()) << done[2].outputs.status().ToString();
+  EXPECT_EQ(done[2].outputs->at(0), Tensor::F32({2}, {90, 3}));
+  EXPECT_LE(done[2].start_us, done[2].end_us);
+  EXPECT_EQ(stream_.queued(), 0u);
+}
+
+TEST_F(DeviceStreamTest, AnItemWaitsForItsOutputReservations) {
+  auto held = Item(2);
+  held->reservations_missing = 1;
+  stream_.Enqueue(held);
+  stream_.Deliver(held, 0, Input(20));
+  // An earlier gang still runs; the held item cannot, whatever the timing.
+  auto earlier = Item(1);
+  stream_.Enqueue(earlier);
+  stream_.Deliver(earlier, 0, Input(10));
+  const auto before = completions_.WaitFor(1);
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].item, earlier);
+  EXPECT_EQ(stream_.queued(), 1u);
+
+  stream_.Reserved(held);
+  const auto after = completions_.WaitFor(2);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[1].item, held);
+  EXPECT_TRUE(after[1].outputs.ok());
+}
+
+TEST_F(DeviceStreamTest, AFailedItemCompletesWithItsFirstFailureWithoutRunning) {
+  auto doomed = Item(1);
+  stream_.Enqueue(doomed);
+  stream_.Fail(doomed, Unavailable("peer lost"));
+  stream_.Fail(doomed, Internal("later news"));
+  const auto done = completions_.WaitFor(1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].item, doomed);
+  EXPECT_EQ(done[0].outputs.status().code(), Code::kUnavailable);
+  EXPECT_EQ(done[0].outputs.status().message(), "peer lost");
+  EXPECT_TRUE(backend_.ran().empty());
+}
+
+TEST_F(DeviceStreamTest, AFailingKernelIsTheItemsResult) {
+  auto item = Item(1);
+  stream_.Enqueue(item);
+  stream_.Deliver(item, 0, Tensor::F32({3}, {1, 2, 3}));  // not the declared [2]
+  const auto done = completions_.WaitFor(1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].outputs.status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace atl::executor

@@ -1,0 +1,96 @@
+// PieceAssembler: blocks of a resharding edge and routed rows put together into whole
+// consumer shards, and the errors a piece can carry or meet.
+#include "services/executor/piece_assembler.h"
+
+#include <gtest/gtest.h>
+
+namespace atl::executor {
+namespace {
+
+proto::TupleHeader Block(Shape dst_begin, Shape dst_shape, uint32_t pieces) {
+  proto::TupleHeader h;
+  h.dst_begin = std::move(dst_begin);
+  h.dst_shape = std::move(dst_shape);
+  h.pieces = pieces;
+  h.dtype = DType::kF32;
+  return h;
+}
+
+proto::TupleHeader Rows(uint32_t part, uint32_t pieces) {
+  proto::TupleHeader h;
+  h.kind = proto::TupleHeader::kRows;
+  h.part = part;
+  h.pieces = pieces;
+  return h;
+}
+
+TEST(PieceAssemblerTest, BlocksArePutTogetherIntoTheWholeShard) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 1};
+  // A [2,2] shard from its two rows, the second arriving first.
+  EXPECT_FALSE(pieces.Add(key, Block({1, 0}, {2, 2}, 2), Tensor::F32({1, 2}, {3, 4})));
+  EXPECT_EQ(pieces.partial(), 1u);
+  auto whole = pieces.Add(key, Block({0, 0}, {2, 2}, 2), Tensor::F32({1, 2}, {1, 2}));
+  ASSERT_TRUE(whole.has_value());
+  ASSERT_TRUE(whole->ok()) << whole->status().ToString();
+  EXPECT_EQ(**whole, Tensor::F32({2, 2}, {1, 2, 3, 4}));
+  EXPECT_EQ(pieces.partial(), 0u);
+}
+
+TEST(PieceAssemblerTest, ShardsAreKeptApartByKey) {
+  PieceAssembler pieces;
+  EXPECT_FALSE(pieces.Add({7, 3, 0, 0}, Block({0}, {2}, 2), Tensor::F32({1}, {1})));
+  EXPECT_FALSE(pieces.Add({7, 3, 0, 1}, Block({0}, {2}, 2), Tensor::F32({1}, {5})));
+  EXPECT_EQ(pieces.partial(), 2u);
+  auto whole = pieces.Add({7, 3, 0, 1}, Block({1}, {2}, 2), Tensor::F32({1}, {6}));
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(**whole, Tensor::F32({2}, {5, 6}));
+  EXPECT_EQ(pieces.partial(), 1u);
+}
+
+TEST(PieceAssemblerTest, AnErrorPieceIsTheShardsResultOnceEveryPieceCame) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 0};
+  EXPECT_FALSE(pieces.Add(key, Block({0}, {2}, 2), Result<Tensor>(Internal("producer broke"))));
+  auto whole = pieces.Add(key, Block({1}, {2}, 2), Tensor::F32({1}, {2}));
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status().code(), Code::kInternal);
+  EXPECT_EQ(whole->status().message(), "producer broke");
+  EXPECT_EQ(pieces.partial(), 0u);
+}
+
+TEST(PieceAssemblerTest, APieceThatDoesNotFitFailsTheShard) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 0};
+  EXPECT_FALSE(pieces.Add(key, Block({0}, {2}, 2), Tensor::F32({1}, {1})));
+  auto whole = pieces.Add(key, Block({0}, {3}, 2), Tensor::F32({1}, {2}));  // another shape
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status().code(), Code::kInvalidArgument);
+
+  auto bad = pieces.Add({7, 3, 0, 1}, Block({0}, {-2}, 1), Tensor::F32({1}, {1}));
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->status().code(), Code::kInvalidArgument);
+}
+
+TEST(PieceAssemblerTest, RoutedRowsAreJoinedInProducerOrder) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 0};
+  EXPECT_FALSE(pieces.Add(key, Rows(2, 3), Tensor::F32({1, 2}, {5, 6})));
+  EXPECT_FALSE(pieces.Add(key, Rows(0, 3), Tensor::F32({2, 2}, {1, 2, 3, 4})));
+  auto whole = pieces.Add(key, Rows(1, 3), Tensor::F32({0, 2}, {}));  // no rows from 1
+  ASSERT_TRUE(whole.has_value());
+  ASSERT_TRUE(whole->ok()) << whole->status().ToString();
+  EXPECT_EQ(**whole, Tensor::F32({3, 2}, {1, 2, 3, 4, 5, 6}));
+}
+
+TEST(PieceAssemblerTest, RowsFromOneProducerTwiceAreAnError) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 0};
+  EXPECT_FALSE(pieces.Add(key, Rows(0, 2), Tensor::F32({1}, {1})));
+  auto whole = pieces.Add(key, Rows(0, 2), Tensor::F32({1}, {2}));
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace atl::executor

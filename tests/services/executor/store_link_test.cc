@@ -1,0 +1,278 @@
+// StoreLink without an object-store process: requests are captured by a fake, replies are
+// fed in decoded, and the arena is a real shared-memory region made here.
+#include "services/executor/store_link.h"
+
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "tests/services/executor/executor_test_util.h"
+
+namespace atl::executor {
+namespace {
+
+using testutil::MakeEntry;
+using testutil::MakeItem;
+using testutil::RecordingSink;
+using Call = RecordingSink::Call;
+
+// Records every request as encoded for the wire; refuses them all while `refuse` is not OK.
+class FakeStore final : public StoreRequests {
+ public:
+  struct Sent {
+    uint64_t id = 0;
+    proto::Header header;  // decoded from the encoded request
+  };
+  Status Send(uint64_t id, const proto::CreateObject& r) override { return Record(id, r); }
+  Status Send(uint64_t id, const proto::GetObject& r) override { return Record(id, r); }
+  Status Send(uint64_t id, const proto::SealObject& r) override { return Record(id, r); }
+
+  std::vector<Sent> sent;
+  Status refuse;
+
+ private:
+  template <typename T>
+  Status Record(uint64_t id, const T& body) {
+    if (!refuse.ok()) return refuse;
+    zmq::message_t encoded = proto::EncodeHeader(id, body);
+    ATOLL_ASSIGN_OR_RETURN(proto::Header header,
+                           proto::DecodeHeader(encoded.data(), encoded.size()));
+    sent.push_back({id, std::move(header)});
+    return Status::Ok();
+  }
+};
+
+template <typename T>
+proto::Incoming Reply(uint64_t id, const T& body) {
+  std::vector<zmq::message_t> frames;
+  frames.push_back(proto::EncodeHeader(id, body));
+  auto in = proto::ParseIncoming(std::move(frames), /*routed=*/false);
+  EXPECT_TRUE(in.ok()) << in.status().ToString();
+  return std::move(in).value();
+}
+
+class StoreLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto region = ShmRegion::Create(ShmRegion::MakeName("store-link-test"), 4096);
+    ASSERT_TRUE(region.ok()) << region.status().ToString();
+    arena_ = std::make_unique<ShmRegion>(std::move(region).value());
+    link_ = std::make_unique<StoreLink>(store_, sink_, *arena_,
+                                        [this](const Status& e) { errors_.push_back(e); });
+  }
+
+  // An item that writes output shard (object, shard), f32 [2].
+  std::shared_ptr<WorkItem> Writer() {
+    auto item = MakeItem(MakeEntry(1, 0, 1));
+    EXPECT_TRUE(link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, item).ok());
+    return item;
+  }
+  // Request `i` as a T (a default T when it is not one; the test fails then).
+  template <typename T>
+  T SentAs(size_t i) {
+    if (i >= store_.sent.size()) {
+      ADD_FAILURE() << "only " << store_.sent.size() << " requests were sent";
+      return T{};
+    }
+    Result<T> body = store_.sent[i].header.As<T>();
+    EXPECT_TRUE(body.ok()) << body.status().ToString();
+    return body.ok() ? *body : T{};
+  }
+  float ArenaFloat(uint64_t offset) {
+    float v = 0;
+    std::memcpy(&v, arena_->data() + offset, sizeof(v));
+    return v;
+  }
+
+  FakeStore store_;
+  RecordingSink sink_;
+  std::unique_ptr<ShmRegion> arena_;
+  std::vector<Status> errors_;
+  std::unique_ptr<StoreLink> link_;
+};
+
+TEST_F(StoreLinkTest, AReservedOutputIsWrittenIntoTheArenaAndSealed) {
+  auto item = Writer();
+  ASSERT_EQ(store_.sent.size(), 1u);
+  const auto create = SentAs<proto::CreateObject>(0);
+  EXPECT_EQ(create.object_id, 5u);
+  EXPECT_EQ(create.shape, (Shape{2}));
+  EXPECT_EQ(item->reservations_missing, 1u) << "the shard must wait for its space";
+
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{64, 8}));
+  auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kReserved);
+  EXPECT_EQ(calls[0].item, item);
+  EXPECT_EQ(store_.sent.size(), 1u) << "nothing to seal before the value exists";
+
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {1.5f, -2.0f}));
+  EXPECT_EQ(ArenaFloat(64), 1.5f);
+  EXPECT_EQ(ArenaFloat(68), -2.0f);
+  ASSERT_EQ(store_.sent.size(), 2u);
+  const auto seal = SentAs<proto::SealObject>(1);
+  EXPECT_EQ(seal.object_id, 5u);
+  EXPECT_EQ(seal.error_code, 0);
+  EXPECT_EQ(link_->pending_writes(), 0u);
+
+  link_->OnReply(Reply(store_.sent[1].id, proto::Ok{}));
+  EXPECT_EQ(link_->pending_requests(), 0u);
+  EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(StoreLinkTest, AValueBeforeItsSpaceIsWrittenOnceTheSpaceIsGranted) {
+  Writer();
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {3, 4}));
+  EXPECT_EQ(store_.sent.size(), 1u) << "sealed before the space exists";
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{128, 8}));
+  EXPECT_EQ(ArenaFloat(128), 3.0f);
+  ASSERT_EQ(store_.sent.size(), 2u);
+  EXPECT_EQ(SentAs<proto::SealObject>(1).error_code, 0);
+}
+
+TEST_F(StoreLinkTest, AFailedShardSealsItsOutputWithTheError) {
+  Writer();
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 8}));
+  link_->WriteOutput(5, 0, Result<Tensor>(Internal("kernel broke")));
+  ASSERT_EQ(store_.sent.size(), 2u);
+  const auto seal = SentAs<proto::SealObject>(1);
+  EXPECT_EQ(seal.error_code, static_cast<int32_t>(Code::kInternal));
+  EXPECT_EQ(seal.error, "kernel broke");
+}
+
+TEST_F(StoreLinkTest, ARefusedReservationFailsTheShardAndIsReported) {
+  auto item = Writer();
+  link_->OnReply(Reply(store_.sent[0].id, proto::ToError(OutOfMemory("device 0 is full"))));
+  auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kFail);
+  EXPECT_EQ(calls[0].item, item);
+  EXPECT_EQ(calls[0].status.code(), Code::kOutOfMemory);
+  EXPECT_NE(calls[0].status.ToString().find("reserve output"), std::string::npos);
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_EQ(errors_[0].code(), Code::kOutOfMemory);
+  EXPECT_EQ(link_->pending_writes(), 0u);
+
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {1, 2}));  // the shard ran anyway: nothing to do
+  EXPECT_EQ(store_.sent.size(), 1u);
+}
+
+TEST_F(StoreLinkTest, ADataDependentOutputIsReservedOnceItsShapeIsKnown) {
+  auto item = MakeItem(MakeEntry(1, 0, 1));
+  ASSERT_TRUE(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim}, 0}, true, item).ok());
+  EXPECT_TRUE(store_.sent.empty());
+  EXPECT_EQ(item->reservations_missing, 0u) << "a deferred output does not hold the shard";
+
+  link_->WriteOutput(6, 0, Tensor::F32({3}, {1, 2, 3}));
+  ASSERT_EQ(store_.sent.size(), 1u);
+  EXPECT_EQ(SentAs<proto::CreateObject>(0).shape, (Shape{3}));
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{256, 12}));
+  EXPECT_EQ(ArenaFloat(264), 3.0f);
+  ASSERT_EQ(store_.sent.size(), 2u);
+  EXPECT_EQ(SentAs<proto::SealObject>(1).object_id, 6u);
+  EXPECT_TRUE(sink_.calls().empty()) << "nobody waited for a deferred reservation";
+}
+
+TEST_F(StoreLinkTest, AFailedDataDependentOutputIsSealedEmptyWithTheError) {
+  auto item = MakeItem(MakeEntry(1, 0, 1));
+  ASSERT_TRUE(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim, 4}, 0}, true, item).ok());
+  link_->WriteOutput(6, 0, Result<Tensor>(Internal("filter broke")));
+  ASSERT_EQ(store_.sent.size(), 1u);
+  EXPECT_EQ(SentAs<proto::CreateObject>(0).shape, (Shape{0, 4}));
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 0}));
+  ASSERT_EQ(store_.sent.size(), 2u);
+  EXPECT_EQ(SentAs<proto::SealObject>(1).error, "filter broke");
+}
+
+TEST_F(StoreLinkTest, AnArgumentIsReadFromTheArenaWhenTheStoreAnswers) {
+  proto::Entry e = MakeEntry(1, 0, 1);
+  e.inputs = {{proto::InputSource::kTuple, 0, 0}, {proto::InputSource::kStore, 9, 2}};
+  auto reader = MakeItem(e);
+  const float values[] = {7.0f, 8.0f};
+  std::memcpy(arena_->data() + 512, values, sizeof(values));
+
+  link_->ReadInput(reader, 1);
+  ASSERT_EQ(store_.sent.size(), 1u);
+  const auto get = SentAs<proto::GetObject>(0);
+  EXPECT_EQ(get.object_id, 9u);
+  EXPECT_EQ(get.shard, 2u);
+  EXPECT_FALSE(get.inline_data) << "the bytes come through the arena";
+  EXPECT_GT(get.timeout_ms, 0u);
+
+  link_->OnReply(Reply(store_.sent[0].id, proto::GetObjectReply{DType::kF32, {2}, 512, 8}));
+  const auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kDeliver);
+  EXPECT_EQ(calls[0].input, 1u);
+  EXPECT_EQ(*calls[0].value, Tensor::F32({2}, {7, 8}));
+}
+
+TEST_F(StoreLinkTest, AnArgumentTheStoreCannotGiveFailsTheReader) {
+  proto::Entry e = MakeEntry(1, 0, 1);
+  e.inputs = {{proto::InputSource::kStore, 9, 0}};
+  auto reader = MakeItem(e);
+  link_->ReadInput(reader, 0);
+  link_->OnReply(Reply(store_.sent[0].id, proto::ToError(NotFound("object 9 is gone"))));
+  // Bytes outside the arena are refused, not read.
+  auto outside = MakeItem(e);
+  link_->ReadInput(outside, 0);
+  link_->OnReply(Reply(store_.sent[1].id, proto::GetObjectReply{DType::kF32, {2}, 4092, 8}));
+
+  const auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].kind, Call::kFail);
+  EXPECT_EQ(calls[0].status.code(), Code::kNotFound);
+  EXPECT_NE(calls[0].status.ToString().find("read argument"), std::string::npos);
+  EXPECT_EQ(calls[1].kind, Call::kFail);
+  EXPECT_EQ(calls[1].item, outside);
+}
+
+TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereGetsItWithoutTheStore) {
+  Writer();
+  proto::Entry e = MakeEntry(1, 0, 1);
+  e.inputs = {{proto::InputSource::kStore, 5, 0}};
+  auto reader = MakeItem(e);
+  link_->ReadInput(reader, 0);
+  EXPECT_EQ(store_.sent.size(), 1u) << "no GetObject for an object being written here";
+
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {9, 10}));
+  const auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kDeliver);
+  EXPECT_EQ(calls[0].item, reader);
+  EXPECT_EQ(*calls[0].value, Tensor::F32({2}, {9, 10}));
+}
+
+TEST_F(StoreLinkTest, RequestsThatCannotBeSentFailAtOnce) {
+  store_.refuse = Unavailable("store socket closed");
+  auto item = MakeItem(MakeEntry(1, 0, 1));
+  Status reserved = link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, item);
+  EXPECT_EQ(reserved.code(), Code::kUnavailable);
+  EXPECT_EQ(item->reservations_missing, 0u);
+
+  proto::Entry e = MakeEntry(1, 0, 1);
+  e.inputs = {{proto::InputSource::kStore, 9, 0}};
+  auto reader = MakeItem(e);
+  link_->ReadInput(reader, 0);
+  const auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kFail);
+  EXPECT_NE(calls[0].status.ToString().find("read argument"), std::string::npos);
+  EXPECT_EQ(link_->pending_requests(), 0u);
+}
+
+TEST_F(StoreLinkTest, AReplyToNoPendingRequestIsIgnoredAndASealErrorReported) {
+  link_->OnReply(Reply(999, proto::CreateObjectReply{0, 8}));
+  EXPECT_TRUE(sink_.calls().empty());
+  EXPECT_TRUE(errors_.empty());
+
+  Writer();
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 8}));
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {1, 2}));
+  link_->OnReply(Reply(store_.sent[1].id, proto::ToError(NotFound("no such object"))));
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].ToString().find("seal"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace atl::executor
