@@ -20,9 +20,9 @@
 #include "kernels/shape_ops.h"
 #include "kernels/topk.h"
 #include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
-#include "tests/kernels/unary_reference.h"
 
 namespace atl::compute {
 namespace {

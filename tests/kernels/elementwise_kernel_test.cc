@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/test_tensors.h"
-#include "tests/kernels/unary_reference.h"
 
 namespace atl::kernels {
 namespace {
@@ -20,27 +20,10 @@ using testutil::DomainOf;
 using testutil::ExpectClose;
 using testutil::ExpectInvalid;
 using testutil::RandomF32;
+using testutil::RefBinary;
 using testutil::RefUnary;
 
 const std::vector<Shape> kShapes = {{1}, {7}, {13, 33}, {3, 1, 7}, {}, {0, 4}, {1000}};
-
-double RefBinary(BinaryFn fn, double a, double b) {
-  switch (fn) {
-    case BinaryFn::kAdd:
-      return a + b;
-    case BinaryFn::kSub:
-      return a - b;
-    case BinaryFn::kMul:
-      return a * b;
-    case BinaryFn::kDiv:
-      return a / b;
-    case BinaryFn::kMax:
-      return std::max(a, b);
-    case BinaryFn::kMin:
-      return std::min(a, b);
-  }
-  return 0;
-}
 
 constexpr BinaryFn kBinary[] = {BinaryFn::kAdd, BinaryFn::kSub, BinaryFn::kMul,
                                 BinaryFn::kDiv, BinaryFn::kMax, BinaryFn::kMin};

@@ -10,8 +10,8 @@
 
 #include "kernels/elementwise.h"
 #include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/test_tensors.h"
-#include "tests/kernels/unary_reference.h"
 
 namespace atl::kernels {
 namespace {

@@ -1,8 +1,10 @@
-// Double-precision references for the unary kernels (kernels::UnaryFn, one per row of
-// atoll/unary_ops.def), shared by the kernel tests and the table-driven tests of the compute
-// layer. A new row does not compile here (-Wswitch) until it has its reference.
+// Double-precision references for the elementwise kernels (kernels::UnaryFn, one per row of
+// atoll/unary_ops.def, and kernels::BinaryFn), shared by the kernel tests and the
+// table-driven tests of the compute layer. A new row does not compile here (-Wswitch) until
+// it has its reference.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/elementwise.h"
@@ -30,6 +32,25 @@ inline double RefUnary(kernels::UnaryFn fn, double x) {
       return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case UnaryFn::kSigmoid:
       return 1 / (1 + std::exp(-x));
+  }
+  return NAN;
+}
+
+inline double RefBinary(kernels::BinaryFn fn, double a, double b) {
+  using kernels::BinaryFn;
+  switch (fn) {
+    case BinaryFn::kAdd:
+      return a + b;
+    case BinaryFn::kSub:
+      return a - b;
+    case BinaryFn::kMul:
+      return a * b;
+    case BinaryFn::kDiv:
+      return a / b;
+    case BinaryFn::kMax:
+      return std::max(a, b);
+    case BinaryFn::kMin:
+      return std::min(a, b);
   }
   return NAN;
 }
