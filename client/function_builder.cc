@@ -112,13 +112,12 @@ Value FunctionBuilder::Matmul(Value a, Value b, bool transpose_a, bool transpose
                ir::MatmulAttr(transpose_a, transpose_b));
 }
 
-Value FunctionBuilder::Exp(Value a) { return AddOp(*impl_, ir::OpCode::kExp, {ToOperand(a)}); }
-Value FunctionBuilder::Log(Value a) { return AddOp(*impl_, ir::OpCode::kLog, {ToOperand(a)}); }
-Value FunctionBuilder::Tanh(Value a) { return AddOp(*impl_, ir::OpCode::kTanh, {ToOperand(a)}); }
-Value FunctionBuilder::Relu(Value a) { return AddOp(*impl_, ir::OpCode::kRelu, {ToOperand(a)}); }
-Value FunctionBuilder::Neg(Value a) { return AddOp(*impl_, ir::OpCode::kNeg, {ToOperand(a)}); }
-Value FunctionBuilder::Sqrt(Value a) { return AddOp(*impl_, ir::OpCode::kSqrt, {ToOperand(a)}); }
-Value FunctionBuilder::Gelu(Value a) { return AddOp(*impl_, ir::OpCode::kGelu, {ToOperand(a)}); }
+#define ATOLL_UNARY_OP(Name, name)                             \
+  Value FunctionBuilder::Name(Value a) {                       \
+    return AddOp(*impl_, ir::OpCode::k##Name, {ToOperand(a)}); \
+  }
+#include "atoll/unary_ops.def"
+
 Value FunctionBuilder::GeluBackward(Value dy, Value x) {
   return AddOp(*impl_, ir::OpCode::kGeluGrad, {ToOperand(dy), ToOperand(x)});
 }

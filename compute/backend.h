@@ -10,7 +10,7 @@
 #include "atoll/tensor.h"
 #include "common/ir/ir.h"
 
-namespace atl::executor {
+namespace atl::compute {
 
 // How a shard meets the other shards of its gang for collective ops. The executor gives
 // each running shard one, bound to its gang.
@@ -37,4 +37,4 @@ class Backend {
   virtual Result<Tensor> Run(const ir::Op& op, std::span<const Tensor* const> operands) = 0;
 };
 
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -1,9 +1,10 @@
-// The cpu backend: runs each op with the host kernels of kernels.h.
+// The cpu backend: runs each op with the host kernels of the kernel library (kernels/),
+// looked up in the op table (cpu_ops.h).
 #pragma once
 
 #include "compute/backend.h"
 
-namespace atl::executor {
+namespace atl::compute {
 
 // Stateless, so thread-safe: any number of threads may call Run at once.
 class CpuBackend final : public Backend {
@@ -12,9 +13,9 @@ class CpuBackend final : public Backend {
   static CpuBackend& Get();
 
   std::string_view name() const override { return "cpu"; }
-  // add/sub/mul/div: two operands, at most one of them a scalar. matmul: two tensors.
-  // spin: one tensor, busy for op.attr microseconds. Anything else is InvalidArgument.
+  // Every op of the table but the collective kAllReduceSum (RunCpuOp says what is refused);
+  // Internal when `operands` does not have one entry per op.operands.
   Result<Tensor> Run(const ir::Op& op, std::span<const Tensor* const> operands) override;
 };
 
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -4,7 +4,7 @@
 
 #include "compute/backend_cpu.h"
 
-namespace atl::executor {
+namespace atl::compute {
 
 SimBackend& SimBackend::Get() {
   static SimBackend backend;
@@ -27,4 +27,4 @@ Result<Backend*> BackendForKind(std::string_view kind) {
   return NotFound("no backend for device kind '" + std::string(kind) + "'");
 }
 
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -7,7 +7,7 @@
 
 #include "compute/backend.h"
 
-namespace atl::executor {
+namespace atl::compute {
 
 class SimBackend final : public Backend {
  public:
@@ -20,4 +20,4 @@ class SimBackend final : public Backend {
 // The backend for a device kind ("cpu" or "sim"); NotFound for any other.
 Result<Backend*> BackendForKind(std::string_view kind);
 
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace atl::executor {
+namespace atl::compute {
 
 namespace {
 
@@ -128,4 +128,4 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
   return outputs;
 }
 
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -9,7 +9,7 @@
 #include "compute/backend.h"
 #include "compute/backend_cpu.h"
 
-namespace atl::executor {
+namespace atl::compute {
 
 // Runs `fn` as shard `shard` of `num_shards` on `backend`. `inputs[i]` is this shard's local
 // piece of fn.inputs[i]: its dtype must be fn.inputs[i].dtype and its shape
@@ -33,4 +33,4 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
                                         Backend& backend = CpuBackend::Get(),
                                         Collectives* collectives = nullptr);
 
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -207,20 +207,33 @@ Result<Value> Operand(const std::vector<Value>& ins, const std::vector<Value>& o
   return InvalidArgument("op argument '" + arg + "' is not in<i>, op<j> or a number");
 }
 
+// Adds `op` to `b`: a unary op (a row of atoll/unary_ops.def, by its name) takes one value;
+// add, sub, mul and div two values or a value and a number; matmul two values; spin a value
+// and microseconds.
 Result<Value> AddJobOp(FunctionBuilder& b, const std::vector<Value>& ins,
                        const std::vector<Value>& ops, const JobSpec::OpSpec& op) {
-  // Every op takes two args: two values, a value and a scalar, or (spin) a value and
-  // microseconds.
-  if (op.args.size() != 2) {
-    return InvalidArgument(fmt::format("op '{}' takes 2 args, got {}", op.op, op.args.size()));
+  using Unary = Value (FunctionBuilder::*)(Value);
+  static const std::map<std::string, Unary, std::less<>> kUnary = {
+#define ATOLL_UNARY_OP(Name, name) {name, &FunctionBuilder::Name},
+#include "atoll/unary_ops.def"
+  };
+  const auto unary = kUnary.find(op.op);
+  const size_t arity = unary != kUnary.end() ? 1 : 2;
+  if (op.args.size() != arity) {
+    return InvalidArgument(fmt::format("op '{}' takes {} arg{}, got {}", op.op, arity,
+                                       arity == 1 ? "" : "s", op.args.size()));
   }
   std::optional<double> sa, sb;
   ATOLL_ASSIGN_OR_RETURN(Value a, Operand(ins, ops, op.args[0], sa));
-  ATOLL_ASSIGN_OR_RETURN(Value bv, Operand(ins, ops, op.args[1], sb));
+  Value bv;
+  if (arity == 2) {
+    ATOLL_ASSIGN_OR_RETURN(bv, Operand(ins, ops, op.args[1], sb));
+  }
   if (sa) return InvalidArgument("op '" + op.op + "': the first argument must be a value");
+  if (unary != kUnary.end()) return (b.*(unary->second))(a);
   using Binary = Value (FunctionBuilder::*)(Value, Value);
   using WithScalar = Value (FunctionBuilder::*)(Value, double);
-  static const std::map<std::string, std::pair<Binary, WithScalar>> kElementwise = {
+  static const std::map<std::string, std::pair<Binary, WithScalar>, std::less<>> kElementwise = {
       {"add", {&FunctionBuilder::Add, &FunctionBuilder::Add}},
       {"sub", {&FunctionBuilder::Sub, &FunctionBuilder::Sub}},
       {"mul", {&FunctionBuilder::Mul, &FunctionBuilder::Mul}},
@@ -234,8 +247,9 @@ Result<Value> AddJobOp(FunctionBuilder& b, const std::vector<Value>& ins,
   return InvalidArgument("unknown op '" + op.op + "' or wrong argument kinds");
 }
 
-Result<Function> RegisterJobFunction(Client& client, const JobSpec::FunctionSpec& spec,
-                                     const Slice& slice) {
+}  // namespace
+
+Result<FunctionBuilder> BuildJobFunction(const JobSpec::FunctionSpec& spec) {
   FunctionBuilder b(spec.name);
   std::vector<Value> ins, ops;
   for (const auto& in : spec.inputs) ins.push_back(b.Input(in.dtype, in.shape, in.sharding));
@@ -254,10 +268,9 @@ Result<Function> RegisterJobFunction(Client& client, const JobSpec::FunctionSpec
     if (scalar) return InvalidArgument("function '" + spec.name + "': an output is a number");
     b.Output(v);
   }
-  return client.Register(b, slice);
+  ATOLL_RETURN_IF_ERROR(b.status());
+  return b;
 }
-
-}  // namespace
 
 Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout,
                          const StepCallback& on_step) {
@@ -269,7 +282,8 @@ Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::millis
   }
   std::map<std::string, Function> functions;
   for (const auto& f : job.functions) {
-    ATOLL_ASSIGN_OR_RETURN(Function fn, RegisterJobFunction(client, f, slices.at(f.slice)));
+    ATOLL_ASSIGN_OR_RETURN(FunctionBuilder builder, BuildJobFunction(f));
+    ATOLL_ASSIGN_OR_RETURN(Function fn, client.Register(builder, slices.at(f.slice)));
     functions.emplace(f.name, fn);
   }
   ProgramBuilder p;

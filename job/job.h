@@ -62,6 +62,14 @@ struct JobSpec {
 Result<JobSpec> ParseJob(const std::string& toml_text, const std::string& origin);
 Result<JobSpec> LoadJob(const std::string& path);
 
+// The compiled function `spec` describes, built but not registered: its inputs, its ops in
+// order, its outputs. An op is a unary op of atoll/unary_ops.def by its name ("exp",
+// "relu", ...) of one value; add, sub, mul or div of two values or of a value and a number;
+// matmul of two values; or spin of a value and microseconds. InvalidArgument names the op
+// that is unknown or has the wrong arguments (its index in the function); the builder's own
+// errors (types that do not fit the op) are returned as FunctionBuilder::status() says them.
+Result<FunctionBuilder> BuildJobFunction(const JobSpec::FunctionSpec& spec);
+
 struct JobResult {
   std::vector<std::string> names;  // the program's returns
   std::vector<Tensor> values;
@@ -70,9 +78,9 @@ struct JobResult {
 // Called after each step with (steps done, steps in all).
 using StepCallback = std::function<void(uint64_t done, uint64_t total)>;
 
-// Creates the slices, registers the functions, traces the program, then `job.steps` times
-// submits it and waits (at most `timeout` per step) for its results, calling `on_step`
-// (may be empty) after each. A failing step ends the job with its error.
+// Creates the slices, registers the functions (BuildJobFunction), traces the program, then
+// `job.steps` times submits it and waits (at most `timeout` per step) for its results, calling
+// `on_step` (may be empty) after each. A failing step ends the job with its error.
 Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout,
                          const StepCallback& on_step = {});
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/binary_loop.h"
 #include "kernels/check.h"
 #include "kernels/shape_ops.h"
 
@@ -16,20 +17,10 @@ using internal::Describe;
 
 std::string_view UnaryFnName(UnaryFn fn) {
   switch (fn) {
-    case UnaryFn::kExp:
-      return "exp";
-    case UnaryFn::kLog:
-      return "log";
-    case UnaryFn::kTanh:
-      return "tanh";
-    case UnaryFn::kRelu:
-      return "relu";
-    case UnaryFn::kNeg:
-      return "neg";
-    case UnaryFn::kSqrt:
-      return "sqrt";
-    case UnaryFn::kRsqrt:
-      return "rsqrt";
+#define ATOLL_UNARY_OP(Name, name) \
+  case UnaryFn::k##Name:           \
+    return name;
+#include "atoll/unary_ops.def"
   }
   return "?";
 }
@@ -61,7 +52,8 @@ constexpr int64_t kBlock = 1024;
 bool Known(UnaryFn fn) { return UnaryFnName(fn) != "?"; }
 bool Known(BinaryFn fn) { return BinaryFnName(fn) != "?"; }
 
-// y[i] = fn(x[i]) for i < n; one loop per op so that each can be vectorized. `fn` is known.
+// y[i] = fn(x[i]) for i < n: the unary kernels, one case per row of atoll/unary_ops.def and
+// one loop per case so that each can be vectorized. `fn` is known.
 void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
     case UnaryFn::kExp:
@@ -85,55 +77,28 @@ void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
     case UnaryFn::kRsqrt:
       for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / std::sqrt(x[i]);
       return;
+    case UnaryFn::kGelu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
+      }
+      return;
+    case UnaryFn::kSigmoid:  // e^-x overflows to inf for x < -88: 1 / inf = 0, no NaN
+      for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+      return;
   }
 }
 
 // z[i] = fn(a[i], b[i]) for i < n. `fn` is known.
 void ApplyBinary(BinaryFn fn, const float* a, const float* b, float* z, int64_t n) {
-  switch (fn) {
-    case BinaryFn::kAdd:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] + b[i];
-      return;
-    case BinaryFn::kSub:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] - b[i];
-      return;
-    case BinaryFn::kMul:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] * b[i];
-      return;
-    case BinaryFn::kDiv:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] / b[i];
-      return;
-    case BinaryFn::kMax:  // a NaN on either side gives NaN
-      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
-      return;
-    case BinaryFn::kMin:
-      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
-      return;
-  }
+  internal::BinaryLoop(
+      fn, n, [a](int64_t i) { return a[i]; }, [b](int64_t i) { return b[i]; }, z);
 }
 
 // ApplyBinary with the right operand one value for every element.
 void ApplyBinaryScalar(BinaryFn fn, const float* a, float b, float* z, int64_t n) {
-  switch (fn) {
-    case BinaryFn::kAdd:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] + b;
-      return;
-    case BinaryFn::kSub:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] - b;
-      return;
-    case BinaryFn::kMul:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] * b;
-      return;
-    case BinaryFn::kDiv:
-      for (int64_t i = 0; i < n; ++i) z[i] = a[i] / b;
-      return;
-    case BinaryFn::kMax:
-      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] > b || a[i] != a[i]) ? a[i] : b;
-      return;
-    case BinaryFn::kMin:
-      for (int64_t i = 0; i < n; ++i) z[i] = (a[i] < b || a[i] != a[i]) ? a[i] : b;
-      return;
-  }
+  internal::BinaryLoop(
+      fn, n, [a](int64_t i) { return a[i]; }, [b](int64_t) { return b; }, z);
 }
 
 Status CheckExpr(const FusedExpr& expr, size_t num_inputs) {

@@ -26,11 +26,25 @@
 
 namespace atl::kernels {
 
-enum class UnaryFn : uint8_t { kExp, kLog, kTanh, kRelu, kNeg, kSqrt, kRsqrt };
+// One per row of include/atoll/unary_ops.def (kExp, kLog, ..., kGelu), in its order.
+enum class UnaryFn : uint8_t {
+#define ATOLL_UNARY_OP(Name, name) k##Name,
+#include "atoll/unary_ops.def"
+};
+// Every UnaryFn, in order.
+inline constexpr UnaryFn kUnaryFns[] = {
+#define ATOLL_UNARY_OP(Name, name) UnaryFn::k##Name,
+#include "atoll/unary_ops.def"
+};
 enum class BinaryFn : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin };
 
-std::string_view UnaryFnName(UnaryFn fn);    // "exp", "log", ..., "rsqrt"
+std::string_view UnaryFnName(UnaryFn fn);    // the row's name: "exp", "log", ..., "gelu"
 std::string_view BinaryFnName(BinaryFn fn);  // "add", "sub", "mul", "div", "max", "min"
+
+// gelu's tanh approximation, gelu(x) = 0.5 x (1 + tanh(kGeluC (x + kGeluA x^3))), which
+// UnaryFn::kGelu computes and GeluBackward (nn.h) differentiates.
+inline constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+inline constexpr float kGeluA = 0.044715f;
 
 // fn(x) per element of an f32 tensor of any shape.
 Result<Tensor> Unary(UnaryFn fn, const Tensor& x);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "kernels/check.h"
+#include "kernels/elementwise.h"
 
 namespace atl::kernels {
 
@@ -58,9 +59,6 @@ Status CheckEps(float eps) {
   }
   return Status::Ok();
 }
-
-constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluA = 0.044715f;
 
 }  // namespace
 
@@ -145,18 +143,6 @@ Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, cons
     dbeta.as<float>()[j] = static_cast<float>(db[j]);
   }
   return LayerNormGrads{std::move(dx), std::move(dgamma), std::move(dbeta)};
-}
-
-Result<Tensor> Gelu(const Tensor& x) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, "gelu operand"));
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
-  const float* in = x.as<float>().data();
-  float* y = out.as<float>().data();
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    const float v = in[i];
-    y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
-  }
-  return out;
 }
 
 Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {

@@ -1,5 +1,6 @@
 // Neural-network layers over the last axis of f32 tensors, with their gradients: softmax,
-// layer norm, GELU (tanh approximation) and softmax cross-entropy against integer labels.
+// layer norm, GELU's gradient (GELU itself is UnaryFn::kGelu, elementwise.h) and softmax
+// cross-entropy against integer labels.
 // Pure functions returning new tensors; never throw; InvalidArgument names what was expected
 // and what came. Row statistics accumulate in double. Thread-safe.
 #pragma once
@@ -32,9 +33,8 @@ struct LayerNormGrads {
 Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                                          float eps = kLayerNormEpsilon);
 
-// gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), per element, any shape.
-Result<Tensor> Gelu(const Tensor& x);
-// dL/dx = dy * gelu'(x) for dy and x of one shape.
+// dL/dx = dy * gelu'(x) for dy and x of one shape, gelu being UnaryFn::kGelu's tanh
+// approximation (kGeluC, kGeluA in elementwise.h).
 Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x);
 
 struct CrossEntropyResult {

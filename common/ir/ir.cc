@@ -1,94 +1,40 @@
 #include "common/ir/ir.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include "common/ir/ir_model_ops.h"
+#include "common/ir/type_rules.h"
 
 namespace atl::ir {
 
+namespace {
+
+// One row of the op table, as the IR uses it.
+struct OpRow {
+  std::string_view name;
+  size_t operands;
+  internal::TypeRule type_rule;
+};
+
+constexpr OpRow kOpTable[] = {
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) {name, operands, &internal::TypeRule},
+#include "common/ir/ops.def"
+};
+static_assert(std::size(kOpTable) == kNumOpCodes);
+
+// The row of `code`, or nullptr for a code outside the table (a corrupt or hand-made op).
+const OpRow* RowOf(OpCode code) {
+  const auto index = static_cast<size_t>(code);
+  return index < kNumOpCodes ? &kOpTable[index] : nullptr;
+}
+
+}  // namespace
+
 std::string_view OpName(OpCode code) {
-  switch (code) {
-    case OpCode::kAdd:
-      return "add";
-    case OpCode::kSub:
-      return "sub";
-    case OpCode::kMul:
-      return "mul";
-    case OpCode::kDiv:
-      return "div";
-    case OpCode::kMatmul:
-      return "matmul";
-    case OpCode::kSpin:
-      return "spin";
-    case OpCode::kAllReduceSum:
-      return "all_reduce_sum";
-    case OpCode::kFilter:
-      return "filter";
-    case OpCode::kExp:
-      return "exp";
-    case OpCode::kLog:
-      return "log";
-    case OpCode::kTanh:
-      return "tanh";
-    case OpCode::kRelu:
-      return "relu";
-    case OpCode::kNeg:
-      return "neg";
-    case OpCode::kSqrt:
-      return "sqrt";
-    case OpCode::kRsqrt:
-      return "rsqrt";
-    case OpCode::kGelu:
-      return "gelu";
-    case OpCode::kGeluGrad:
-      return "gelu_grad";
-    case OpCode::kBiasAdd:
-      return "bias_add";
-    case OpCode::kReduceSum:
-      return "reduce_sum";
-    case OpCode::kSoftmax:
-      return "softmax";
-    case OpCode::kLayerNorm:
-      return "layer_norm";
-    case OpCode::kLayerNormGradX:
-      return "layer_norm_grad_x";
-    case OpCode::kLayerNormGradGamma:
-      return "layer_norm_grad_gamma";
-    case OpCode::kLayerNormGradBeta:
-      return "layer_norm_grad_beta";
-    case OpCode::kCrossEntropyLoss:
-      return "cross_entropy_loss";
-    case OpCode::kCrossEntropyGrad:
-      return "cross_entropy_grad";
-    case OpCode::kTranspose:
-      return "transpose";
-    case OpCode::kSgdUpdate:
-      return "sgd_update";
-    case OpCode::kAdamParam:
-      return "adam_param";
-    case OpCode::kAdamM:
-      return "adam_m";
-    case OpCode::kAdamV:
-      return "adam_v";
-    case OpCode::kGroupedMatmul:
-      return "grouped_matmul";
-    case OpCode::kGroupedWeightGrad:
-      return "grouped_weight_grad";
-    case OpCode::kScatterAddRows:
-      return "scatter_add_rows";
-    case OpCode::kGatherRows:
-      return "gather_rows";
-    case OpCode::kTopKValues:
-      return "top_k_values";
-    case OpCode::kTopKIndices:
-      return "top_k_indices";
-    case OpCode::kColumn:
-      return "column";
-  }
-  return "?";
+  const OpRow* row = RowOf(code);
+  return row != nullptr ? row->name : "?";
 }
 
 double MatmulAttr(bool transpose_a, bool transpose_b) {
@@ -221,10 +167,6 @@ bool IsFirstReplica(const TensorType& type, const Shape& mesh, int shard) {
 
 namespace {
 
-std::string SplitString(const TensorType& t) {
-  return fmt::format("[{}]", fmt::join(t.split, ","));
-}
-
 Status CheckType(const std::string& what, const TensorType& t, const Shape& mesh) {
   for (auto d : t.shape) {
     if (d <= 0 && d != kDynamicDim)
@@ -298,88 +240,15 @@ Status CheckOneGroupPerDevice(const FunctionDef& fn, const Op& op, const Shape& 
 }  // namespace
 
 Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
-  auto type_of = [&](size_t i) { return OperandType(fn, op.operands[i]); };
-  switch (op.code) {
-    case OpCode::kAdd:
-    case OpCode::kSub:
-    case OpCode::kMul:
-    case OpCode::kDiv: {
-      if (op.operands.size() != 2) return InvalidArgument("elementwise ops take two operands");
-      const TensorType* a = type_of(0);
-      const TensorType* b = type_of(1);
-      if (!a && !b) return InvalidArgument("elementwise op on two scalars");
-      if (a && b && !(*a == *b)) {
-        return InvalidArgument(
-            fmt::format("{}: operand types differ: {}{} split {} vs {}{} split {}", OpName(op.code),
-                        DTypeName(a->dtype), ShapeString(a->shape), SplitString(*a),
-                        DTypeName(b->dtype), ShapeString(b->shape), SplitString(*b)));
-      }
-      return a ? *a : *b;
-    }
-    case OpCode::kMatmul:
-      return internal::InferMatmul(fn, op);
-    case OpCode::kSpin: {
-      if (op.operands.size() != 1 || !type_of(0)) return InvalidArgument("spin takes one tensor");
-      if (op.attr < 0) return InvalidArgument("spin time must be >= 0 us");
-      return *type_of(0);
-    }
-    case OpCode::kAllReduceSum: {
-      if (op.operands.size() != 1 || !type_of(0)) {
-        return InvalidArgument("all_reduce_sum takes one tensor");
-      }
-      if (!IsReplicated(*type_of(0))) {
-        return InvalidArgument(
-            "all_reduce_sum takes a replicated tensor (each device's partial "
-            "value), not a split one");
-      }
-      if (!IsStatic(*type_of(0))) {
-        return InvalidArgument(
-            "all_reduce_sum needs a static shape: every device's partial must have the same "
-            "size");
-      }
-      return *type_of(0);
-    }
-    case OpCode::kFilter: {
-      if (op.operands.size() != 1 || !type_of(0) || type_of(0)->shape.size() != 1) {
-        return InvalidArgument("filter takes one 1-D tensor");
-      }
-      TensorType out = *type_of(0);
-      out.shape = {kDynamicDim};
-      return out;
-    }
-    case OpCode::kExp:
-    case OpCode::kLog:
-    case OpCode::kTanh:
-    case OpCode::kRelu:
-    case OpCode::kNeg:
-    case OpCode::kSqrt:
-    case OpCode::kRsqrt:
-    case OpCode::kGelu:
-    case OpCode::kGeluGrad:
-    case OpCode::kBiasAdd:
-    case OpCode::kReduceSum:
-    case OpCode::kSoftmax:
-    case OpCode::kLayerNorm:
-    case OpCode::kLayerNormGradX:
-    case OpCode::kLayerNormGradGamma:
-    case OpCode::kLayerNormGradBeta:
-    case OpCode::kCrossEntropyLoss:
-    case OpCode::kCrossEntropyGrad:
-    case OpCode::kTranspose:
-    case OpCode::kSgdUpdate:
-    case OpCode::kAdamParam:
-    case OpCode::kAdamM:
-    case OpCode::kAdamV:
-    case OpCode::kGroupedMatmul:
-    case OpCode::kGroupedWeightGrad:
-    case OpCode::kScatterAddRows:
-    case OpCode::kGatherRows:
-    case OpCode::kTopKValues:
-    case OpCode::kTopKIndices:
-    case OpCode::kColumn:
-      return internal::InferModelOp(fn, op);
+  const OpRow* row = RowOf(op.code);
+  if (row == nullptr) {
+    return InvalidArgument(fmt::format("unknown op code {}", static_cast<int>(op.code)));
   }
-  return InvalidArgument("unknown op code");
+  if (op.operands.size() != row->operands) {
+    return InvalidArgument(fmt::format("{} takes {} operand{}, got {}", row->name, row->operands,
+                                       row->operands == 1 ? "" : "s", op.operands.size()));
+  }
+  return row->type_rule(fn, op);
 }
 
 Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {

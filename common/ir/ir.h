@@ -3,8 +3,10 @@
 // is a straight-line list of ops over global shapes; every executor runs it on its shard.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <msgpack.hpp>
@@ -34,101 +36,22 @@ struct TensorType {
 TensorType SplitType(DType dtype, Shape shape, int dim);
 bool IsReplicated(const TensorType& type);
 
-// kAllReduceSum is a collective: every shard of the gang contributes its local tensor
-// (which must be replicated-typed: a full-size partial value) and gets the elementwise sum.
-// kFilter keeps the elements of a 1-D tensor greater than `attr`, in order: its result's
-// length depends on the data (a dynamic dimension).
-//
-// The ops after kFilter are the kernel library's (kernels/), for training models. Every op
-// runs on each shard's local block, so InferType accepts only the shardings for which the
-// local result is the right block of the global one, and refuses the rest naming what it
-// accepts. Where an op sums over a dimension that is cut along a mesh axis (matmul's
-// contracted dimension, a reduction's axis, layer-norm parameter gradients, the
-// cross-entropy loss), each device computes only its block's share: a PARTIAL value, typed
-// as not cut along that axis, that AllReduceSum turns into the global value. Ops that
-// average (cross-entropy) scale their share by the local/global batch so that the sum of
-// the partials is the global mean.
-//   unary (kExp .. kGelu)   f32, any sharding.
-//   kGeluGrad(dy, x)        dy and x of one type.
-//   kMatmul(a, b)           attr = transpose_a + 2 * transpose_b. With op(a) [m,k] and
-//                           op(b) [k,n]: k cut alike in both (or in neither; cut: partial),
-//                           m and n cut along different mesh axes (or not cut).
-//   kBiasAdd(x, b)          x [..., n] + b [n] per row; b cut as x's last dimension.
-//   kReduceSum(x)           over dimension `attr` (removed); cut: partial.
-//   kSoftmax(x), kLayerNorm(x, gamma, beta) over the last dimension, which must not be cut;
-//                           gamma, beta [d] replicated; attr = layer norm's epsilon.
-//   kLayerNormGradX/Gamma/Beta(dy, x, gamma)  the three gradients of kLayerNorm (attr =
-//                           epsilon); dgamma and dbeta are partial when x is cut.
-//   kCrossEntropyLoss(logits [b,c], labels i32 [b])  f32 [] mean loss; attr = b, the
-//                           global batch; c not cut, labels cut as logits' rows; partial.
-//   kCrossEntropyGrad(logits, labels)  d loss / d logits, like logits.
-//   kTranspose(x)           [m,n] -> [n,m]; the cuts move with their dimensions.
-//   kSgdUpdate(param, grad) param - attr * grad, both of one type.
-//   kAdamParam/M/V(param, grad, m, v, step, lr, beta1, beta2, epsilon, weight_decay)
-//                           one Adam step (kernels::AdamUpdate): the new param, first and
-//                           second moment. param, grad, m, v of one f32 type; step i32 []
-//                           replicated, counting from 1; the rest scalar operands.
-// Rows dealt out to experts (Route gives each device its rows, a dynamic dimension 0):
-// the unary ops, kGeluGrad, kBiasAdd, kSoftmax and kSgdUpdate take a dynamic dimension 0
-// too; the ops below take one anywhere a row count appears.
-//   kGroupedMatmul(x, w)    x [m,k], rows cut along mesh axis A; w [G,k,n] (attr 1:
-//                           [G,n,k], transposed) with G cut along A, one group per device:
-//                           each device multiplies its rows by its own group. -> [m,n] cut
-//                           like x's rows.
-//   kGroupedWeightGrad(x, dy)  x [m,k], dy [m,n], rows cut alike along A; attr = G: each
-//                           device's x^T dy over its own rows, as its group of [G,k,n]
-//                           cut along A (the gradient of kGroupedMatmul's w).
-//   kScatterAddRows(v, ids) v [m,d], ids i32 [m] cut like v's rows: row i of v added into
-//                           row ids[i] of a zero [attr,d]; replicated (partial when cut).
-//   kGatherRows(t, ids)     t [r,d] replicated, ids i32 [m]: rows t[ids[i]], [m,d] cut
-//                           like ids.
-// Row-wise ops for gating tokens on the devices (a dynamic dimension 0 allowed; the rows
-// may be cut, the last dimension not):
-//   kTopKValues/Indices(x)  x f32 [..., n]; attr = k in [1, n]: each row's k largest values
-//                           f32 [..., k], best first (the lower index first among equals),
-//                           and their positions i32 [..., k] (kernels::TopK); cut like x.
-//   kColumn(x)              x f32 or i32 [m,n]; attr = j in [0, n): column j, [m] cut like
-//                           x's rows.
+// The IR's ops, one per row of the op table common/ir/ops.def (which says what each takes,
+// what its attr means and which shardings it accepts), in the table's order: kAdd, kSub,
+// kMul, kDiv, kMatmul, kSpin, kAllReduceSum, kFilter, the unary ops of
+// include/atoll/unary_ops.def (kExp, ..., kGelu), kGeluGrad, ..., kColumn.
 enum class OpCode : uint8_t {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kMatmul,
-  kSpin,
-  kAllReduceSum,
-  kFilter,
-  kExp,
-  kLog,
-  kTanh,
-  kRelu,
-  kNeg,
-  kSqrt,
-  kRsqrt,
-  kGelu,
-  kGeluGrad,
-  kBiasAdd,
-  kReduceSum,
-  kSoftmax,
-  kLayerNorm,
-  kLayerNormGradX,
-  kLayerNormGradGamma,
-  kLayerNormGradBeta,
-  kCrossEntropyLoss,
-  kCrossEntropyGrad,
-  kTranspose,
-  kSgdUpdate,
-  kAdamParam,
-  kAdamM,
-  kAdamV,
-  kGroupedMatmul,
-  kGroupedWeightGrad,
-  kScatterAddRows,
-  kGatherRows,
-  kTopKValues,
-  kTopKIndices,
-  kColumn,
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) k##Name,
+#include "common/ir/ops.def"
 };
+// How many op codes there are: codes from 0 to kNumOpCodes - 1.
+inline constexpr size_t kNumOpCodes = 0
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) +1
+#include "common/ir/ops.def"
+    ;
+static_assert(kNumOpCodes <= 256, "an OpCode is one byte on the wire");
+
+// The row's name ("add", "matmul", "exp", ...); "?" for a code outside the table.
 std::string_view OpName(OpCode code);
 
 // kMatmul's attr from its transpose flags, and back.
@@ -150,7 +73,7 @@ struct Operand {
 struct Op {
   OpCode code = OpCode::kAdd;
   std::vector<Operand> operands;
-  double attr = 0.0;  // per op code, see OpCode (kSpin: microseconds; kFilter: threshold)
+  double attr = 0.0;  // per op code, see ops.def (kSpin: microseconds; kFilter: threshold)
   TensorType type;    // the result's global type, inferred by the builder
 
   bool operator==(const Op&) const = default;
@@ -187,8 +110,9 @@ bool IsIrregular(const FunctionDef& fn);
 const TensorType* OperandType(const FunctionDef& fn, const Operand& operand);
 std::vector<TensorType> OutputTypes(const FunctionDef& fn);
 
-// The result type `op` must have, from its operands' types in `fn`; InvalidArgument says
-// why the operands do not fit the op.
+// The result type `op` must have, from its operands' types in `fn` (its row's operand count,
+// then its type rule); InvalidArgument says why the operands do not fit the op, or that the
+// op code is unknown.
 Result<TensorType> InferType(const FunctionDef& fn, const Op& op);
 
 // Checks that the mesh holds `num_shards` devices, every operand refers backwards, shapes

@@ -200,7 +200,7 @@ Result<Program> BuildProgram(Client& client, const std::string& island, const Mo
   return p.Build();
 }
 
-// The tanh approximation, as kernels::Gelu computes it.
+// The tanh approximation, as the gelu kernel (kernels::UnaryFn::kGelu) computes it.
 double Gelu(double x) {
   constexpr double kC = 0.7978845608028654;  // sqrt(2 / pi)
   return 0.5 * x * (1.0 + std::tanh(kC * (x + 0.044715 * x * x * x)));

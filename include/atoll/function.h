@@ -77,14 +77,11 @@ class FunctionBuilder {
   // (x^T dy over row-split x and dy) are made.
   Value Matmul(Value a, Value b, bool transpose_a, bool transpose_b);
 
-  // Per element, f32, any sharding.
-  Value Exp(Value a);
-  Value Log(Value a);
-  Value Tanh(Value a);
-  Value Relu(Value a);
-  Value Neg(Value a);
-  Value Sqrt(Value a);
-  Value Gelu(Value a);  // tanh approximation
+  // The unary elementwise ops, one method per row of atoll/unary_ops.def (which says what
+  // each computes): Exp, Log, Tanh, Relu, Neg, Sqrt, Rsqrt, Gelu, ... Per element, f32, any
+  // sharding.
+#define ATOLL_UNARY_OP(Name, name) Value Name(Value a);
+#include "atoll/unary_ops.def"
   // dy * gelu'(x), for dy and x of one type.
   Value GeluBackward(Value dy, Value x);
   // x [..., n] + bias [n] on every row; bias is cut like x's last dimension (replicated

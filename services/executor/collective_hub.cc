@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "compute/kernels.h"
+#include "kernels/arithmetic.h"
 
 namespace atl::executor {
 
@@ -30,7 +30,7 @@ Result<Tensor> CollectiveHub::SumInOrder(const std::vector<const Result<Tensor>*
   }
   Tensor sum = parts.front()->value();
   for (size_t i = 1; i < parts.size(); ++i) {
-    ATOLL_ASSIGN_OR_RETURN(sum, kernels::Binary(kernels::BinaryOp::kAdd, sum, parts[i]->value()));
+    ATOLL_ASSIGN_OR_RETURN(sum, kernels::Binary(kernels::BinaryFn::kAdd, sum, parts[i]->value()));
   }
   return sum;
 }

@@ -12,7 +12,7 @@ namespace atl::executor {
 namespace {
 
 // The collectives of one running shard: its gang's ops meet in the host's hub.
-class GangCollectives final : public Collectives {
+class GangCollectives final : public compute::Collectives {
  public:
   GangCollectives(CollectiveHub& hub, const WorkItem& item) : hub_(hub), item_(item) {}
   Result<Tensor> AllReduceSum(uint32_t op_index, Tensor local) override {
@@ -28,7 +28,7 @@ class GangCollectives final : public Collectives {
 
 }  // namespace
 
-DeviceStream::DeviceStream(Backend& backend, CollectiveHub& hub, OnDone on_done)
+DeviceStream::DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done)
     : backend_(backend), hub_(hub), on_done_(std::move(on_done)), thread_([this] { Loop(); }) {}
 
 DeviceStream::~DeviceStream() {
@@ -107,9 +107,9 @@ void DeviceStream::Loop() {
       inputs.reserve(item->inputs.size());
       for (auto& in : item->inputs) inputs.push_back(std::move(*in));
       GangCollectives collectives(hub_, *item);
-      done.outputs = RunFunction(*item->function, static_cast<int>(item->entry.shard),
-                                 static_cast<int>(item->entry.num_shards), std::move(inputs),
-                                 backend_, &collectives);
+      done.outputs = compute::RunFunction(*item->function, static_cast<int>(item->entry.shard),
+                                          static_cast<int>(item->entry.num_shards),
+                                          std::move(inputs), backend_, &collectives);
     }
     done.end_us = NowMicros();
     busy_us_.fetch_add(static_cast<uint64_t>(done.end_us - done.start_us),

@@ -24,7 +24,7 @@ class DeviceStream {
   using OnDone = std::function<void(Completion)>;
 
   // `hub` is where this device's shards meet the rest of their gangs for collectives.
-  DeviceStream(Backend& backend, CollectiveHub& hub, OnDone on_done);
+  DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done);
   ~DeviceStream();  // stops and joins the thread; queued items are dropped
 
   // Queues an item at its place in gang order.
@@ -43,7 +43,7 @@ class DeviceStream {
  private:
   void Loop();
 
-  Backend& backend_;
+  compute::Backend& backend_;
   CollectiveHub& hub_;
   OnDone on_done_;
   mutable std::mutex mu_;

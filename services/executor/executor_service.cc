@@ -78,7 +78,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
         completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), partial});
       },
       kCollectiveTimeout);
-  ATOLL_ASSIGN_OR_RETURN(Backend * backend, BackendForKind(where.host->kind));
+  ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(where.host->kind));
   for (uint32_t i = 0; i < num_devices_; ++i) {
     devices_.Add(std::make_unique<DeviceStream>(*backend, *hub_, [this](Completion c) {
       // Consumers on this host get their inputs straight from the device thread: a chain

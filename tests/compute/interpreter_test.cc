@@ -14,7 +14,7 @@
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
 
-namespace atl::executor {
+namespace atl::compute {
 namespace {
 
 using ir::OpCode;
@@ -376,4 +376,4 @@ TEST(BackendTest, ResultOfTheWrongShapeIsRefused) {
 TEST(BackendTest, CpuBackendIsNamedCpu) { EXPECT_EQ(CpuBackend::Get().name(), "cpu"); }
 
 }  // namespace
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -1,7 +1,10 @@
 // Parsing of job files (job/job.h): the example parses, and each kind of mistake is an
-// InvalidArgument that says what is wrong.
+// InvalidArgument that says what is wrong; and building a job's functions (BuildJobFunction):
+// every op of the format, every unary op of the table by its name.
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -81,6 +84,63 @@ TEST(JobTest, ShardingsParse) {
                "job.toml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("split:x"), std::string::npos) << bad.status().ToString();
+}
+
+// f(in0) = op(in0 ...) over one input of `dtype` [4], split.
+JobSpec::FunctionSpec OneOpFunction(std::string op, std::vector<std::string> args,
+                                    DType dtype = DType::kF32) {
+  JobSpec::FunctionSpec spec;
+  spec.name = "f";
+  spec.slice = "A";
+  spec.inputs = {{dtype, {4}, Sharding::Split(0)}};
+  spec.ops = {{std::move(op), std::move(args)}};
+  return spec;
+}
+
+// The names of the rows of atoll/unary_ops.def.
+const std::vector<std::string>& UnaryOpNames() {
+  static const std::vector<std::string> names = {
+#define ATOLL_UNARY_OP(Name, name) name,
+#include "atoll/unary_ops.def"
+  };
+  return names;
+}
+
+TEST(JobFunctionTest, EveryUnaryOpOfTheTableIsAcceptedByItsName) {
+  ASSERT_FALSE(UnaryOpNames().empty());
+  for (const std::string& name : UnaryOpNames()) {
+    SCOPED_TRACE(name);
+    auto built = BuildJobFunction(OneOpFunction(name, {"in0"}));
+    EXPECT_TRUE(built.ok()) << built.status().ToString();
+    // The op the name made is the one of that name: its type rule names it.
+    auto ints = BuildJobFunction(OneOpFunction(name, {"in0"}, DType::kI32));
+    ASSERT_FALSE(ints.ok());
+    EXPECT_NE(ints.status().message().find(name + " is f32 only"), std::string::npos)
+        << ints.status().ToString();
+    auto two_args = BuildJobFunction(OneOpFunction(name, {"in0", "in0"}));
+    ASSERT_FALSE(two_args.ok());
+    EXPECT_NE(two_args.status().message().find("takes 1 arg, got 2"), std::string::npos)
+        << two_args.status().ToString();
+    EXPECT_FALSE(BuildJobFunction(OneOpFunction(name, {"2"})).ok());
+  }
+}
+
+TEST(JobFunctionTest, ArithmeticMatmulAndSpinKeepTheirArguments) {
+  for (const char* op : {"add", "sub", "mul", "div"}) {
+    EXPECT_TRUE(BuildJobFunction(OneOpFunction(op, {"in0", "in0"})).ok()) << op;
+    EXPECT_TRUE(BuildJobFunction(OneOpFunction(op, {"in0", "2"})).ok()) << op;
+    EXPECT_FALSE(BuildJobFunction(OneOpFunction(op, {"in0"})).ok()) << op;
+  }
+  EXPECT_TRUE(BuildJobFunction(OneOpFunction("spin", {"in0", "10"})).ok());
+  EXPECT_FALSE(BuildJobFunction(OneOpFunction("spin", {"in0", "in0"})).ok());
+  EXPECT_FALSE(BuildJobFunction(OneOpFunction("matmul", {"in0", "2"})).ok());
+  auto unknown = BuildJobFunction(OneOpFunction("cube", {"in0", "in0"}));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("function 'f' op 0"), std::string::npos)
+      << unknown.status().ToString();
+  EXPECT_NE(unknown.status().message().find("unknown op 'cube'"), std::string::npos)
+      << unknown.status().ToString();
 }
 
 }  // namespace

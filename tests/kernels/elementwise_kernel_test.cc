@@ -10,63 +10,23 @@
 #include <gtest/gtest.h>
 
 #include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/test_tensors.h"
 
 namespace atl::kernels {
 namespace {
 
+using testutil::DomainOf;
 using testutil::ExpectClose;
 using testutil::ExpectInvalid;
 using testutil::RandomF32;
+using testutil::RefBinary;
+using testutil::RefUnary;
 
 const std::vector<Shape> kShapes = {{1}, {7}, {13, 33}, {3, 1, 7}, {}, {0, 4}, {1000}};
 
-double RefUnary(UnaryFn fn, double x) {
-  switch (fn) {
-    case UnaryFn::kExp:
-      return std::exp(x);
-    case UnaryFn::kLog:
-      return std::log(x);
-    case UnaryFn::kTanh:
-      return std::tanh(x);
-    case UnaryFn::kRelu:
-      return x < 0 ? 0 : x;
-    case UnaryFn::kNeg:
-      return -x;
-    case UnaryFn::kSqrt:
-      return std::sqrt(x);
-    case UnaryFn::kRsqrt:
-      return 1 / std::sqrt(x);
-  }
-  return 0;
-}
-
-double RefBinary(BinaryFn fn, double a, double b) {
-  switch (fn) {
-    case BinaryFn::kAdd:
-      return a + b;
-    case BinaryFn::kSub:
-      return a - b;
-    case BinaryFn::kMul:
-      return a * b;
-    case BinaryFn::kDiv:
-      return a / b;
-    case BinaryFn::kMax:
-      return std::max(a, b);
-    case BinaryFn::kMin:
-      return std::min(a, b);
-  }
-  return 0;
-}
-
-constexpr UnaryFn kUnary[] = {UnaryFn::kExp, UnaryFn::kLog,  UnaryFn::kTanh, UnaryFn::kRelu,
-                              UnaryFn::kNeg, UnaryFn::kSqrt, UnaryFn::kRsqrt};
 constexpr BinaryFn kBinary[] = {BinaryFn::kAdd, BinaryFn::kSub, BinaryFn::kMul,
                                 BinaryFn::kDiv, BinaryFn::kMax, BinaryFn::kMin};
-
-bool NeedsPositive(UnaryFn fn) {
-  return fn == UnaryFn::kLog || fn == UnaryFn::kSqrt || fn == UnaryFn::kRsqrt;
-}
 
 std::vector<double> Map(const std::vector<double>& x, const std::function<double(double)>& f) {
   std::vector<double> y(x.size());
@@ -76,10 +36,9 @@ std::vector<double> Map(const std::vector<double>& x, const std::function<double
 
 TEST(ElementwiseKernelTest, UnaryMatchesReference) {
   std::mt19937 rng(21);
-  for (UnaryFn fn : kUnary) {
+  for (UnaryFn fn : kUnaryFns) {
     for (const Shape& shape : kShapes) {
-      const Tensor x =
-          NeedsPositive(fn) ? RandomF32(rng, shape, 0.01f, 9.0f) : RandomF32(rng, shape);
+      const Tensor x = RandomF32(rng, shape, DomainOf(fn).lo, DomainOf(fn).hi);
       ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Unary(fn, x));
       SCOPED_TRACE(testing::Message() << UnaryFnName(fn) << " " << ShapeString(shape));
       ExpectClose(y, shape, Map(x.ToDoubles(), [fn](double v) { return RefUnary(fn, v); }), 1e-6,
@@ -98,6 +57,20 @@ TEST(ElementwiseKernelTest, UnaryEdgeValuesFollowIeee) {
   ExpectClose(relu, {4}, {0, 0, NAN, INFINITY});
   ATOLL_ASSERT_OK_AND_ASSIGN(Tensor rsqrt, Unary(UnaryFn::kRsqrt, x));
   ExpectClose(rsqrt, {4}, {INFINITY, NAN, NAN, 0});
+}
+
+TEST(ElementwiseKernelTest, SigmoidSaturatesWithoutNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Tensor::F32({7}, {-inf, -100.0f, -1.0f, 0.0f, 1.0f, 100.0f, inf});
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Unary(UnaryFn::kSigmoid, x));
+  ExpectClose(y, {7}, Map(x.ToDoubles(), [](double v) { return RefUnary(UnaryFn::kSigmoid, v); }),
+              1e-7, 1e-6);
+  EXPECT_EQ(y.as<float>()[0], 0.0f);
+  EXPECT_EQ(y.as<float>()[3], 0.5f);
+  EXPECT_EQ(y.as<float>()[6], 1.0f);
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor of_nan, Unary(UnaryFn::kSigmoid, Tensor::F32({1}, {nan})));
+  EXPECT_TRUE(std::isnan(of_nan.as<float>()[0]));
 }
 
 TEST(ElementwiseKernelTest, BroadcastBinaryMatchesNumpyRules) {

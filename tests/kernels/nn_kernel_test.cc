@@ -1,5 +1,5 @@
 // kernels/nn.h against double-precision references; every backward against central finite
-// differences of its reference forward.
+// differences of its reference forward (GELU's forward is UnaryFn::kGelu of elementwise.h).
 #include "kernels/nn.h"
 
 #include <cmath>
@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/elementwise.h"
 #include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/test_tensors.h"
 
 namespace atl::kernels {
@@ -49,9 +51,7 @@ std::vector<double> RefLayerNorm(const std::vector<double>& x, const std::vector
   return y;
 }
 
-double RefGelu(double x) {
-  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+double RefGelu(double x) { return testutil::RefUnary(UnaryFn::kGelu, x); }
 
 double Dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
@@ -125,7 +125,7 @@ TEST(GeluKernelTest, ForwardAndBackwardMatchReferenceAndFiniteDifferences) {
   for (const Shape& shape : std::vector<Shape>{{1}, {7}, {13, 33}, {}}) {
     const Tensor x = RandomF32(rng, shape, -6.0f, 6.0f);
     const Tensor dy = RandomF32(rng, shape);
-    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Gelu(x));
+    ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Unary(UnaryFn::kGelu, x));
     const auto xv = x.ToDoubles(), dyv = dy.ToDoubles();
     std::vector<double> ref(xv.size());
     for (size_t i = 0; i < xv.size(); ++i) ref[i] = RefGelu(xv[i]);
@@ -141,7 +141,7 @@ TEST(GeluKernelTest, ForwardAndBackwardMatchReferenceAndFiniteDifferences) {
   }
   ExpectInvalid(GeluBackward(Tensor(DType::kF32, {3}), Tensor(DType::kF32, {4})),
                 {"dy", "f32[4]", "f32[3]"});
-  ExpectInvalid(Gelu(Tensor(DType::kI32, {3})), {"must be f32"});
+  ExpectInvalid(Unary(UnaryFn::kGelu, Tensor(DType::kI32, {3})), {"gelu", "must be f32"});
 }
 
 double RefCrossEntropy(const std::vector<double>& logits, const std::vector<int32_t>& labels,

@@ -15,7 +15,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // Multiplies by the op's scalar operand; records each input's first element, in run order.
-class FakeBackend final : public Backend {
+class FakeBackend final : public compute::Backend {
  public:
   std::string_view name() const override { return "fake"; }
   Result<Tensor> Run(const ir::Op& op, std::span<const Tensor* const> operands) override {

@@ -1,7 +1,8 @@
-// The kernel-library ops (matmul with transposes, GELU, bias add, reductions, softmax,
-// layer norm, cross-entropy, transpose, SGD) run by the interpreter shard by shard: row- or
-// column-split results must reassemble into the whole-tensor result, and partial results
-// (a sum over a cut dimension) must add up to it.
+// The cpu backend's ops (cpu_ops.h: every unary op of the table, matmul with transposes, bias
+// add, reductions, softmax, layer norm, cross-entropy, transpose, SGD, Adam, the grouped and
+// gating ops) run by the interpreter shard by shard: row- or column-split results must
+// reassemble into the whole-tensor result, and partial results (a sum over a cut dimension)
+// must add up to it.
 #include <cmath>
 #include <random>
 #include <set>
@@ -12,15 +13,18 @@
 
 #include "common/ir/ir.h"
 #include "compute/interpreter.h"
+#include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/nn.h"
 #include "kernels/optim.h"
 #include "kernels/shape_ops.h"
 #include "kernels/topk.h"
+#include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
 
-namespace atl::executor {
+namespace atl::compute {
 namespace {
 
 using ir::OpCode;
@@ -118,7 +122,7 @@ ir::FunctionDef MlpGradients(int64_t b, int64_t d, int64_t h, int64_t c) {
   return fn;
 }
 
-TEST(ModelOpsTest, DataParallelGradientsAddUpToTheSingleDeviceOnes) {
+TEST(CpuOpsTest, DataParallelGradientsAddUpToTheSingleDeviceOnes) {
   constexpr int64_t kB = 8, kD = 5, kH = 6, kC = 3;
   const ir::FunctionDef fn = MlpGradients(kB, kD, kH, kC);
   std::mt19937 rng(21);
@@ -162,7 +166,7 @@ TEST(ModelOpsTest, DataParallelGradientsAddUpToTheSingleDeviceOnes) {
 
 // op(a) x op(b) against a loop, for every transpose: once with op(a)'s rows split, once
 // with op(b)'s columns split.
-TEST(ModelOpsTest, MatmulWithTransposesOnRowAndColumnShards) {
+TEST(CpuOpsTest, MatmulWithTransposesOnRowAndColumnShards) {
   constexpr int64_t kM = 6, kK = 5, kN = 4;
   std::mt19937 rng(22);
   for (bool ta : {false, true}) {
@@ -200,7 +204,7 @@ TEST(ModelOpsTest, MatmulWithTransposesOnRowAndColumnShards) {
 
 // Layer norm forward and backward, then softmax, on row shards, against the kernels on the
 // whole tensors.
-TEST(ModelOpsTest, LayerNormAndSoftmaxOnRowShards) {
+TEST(CpuOpsTest, LayerNormAndSoftmaxOnRowShards) {
   constexpr int64_t kRows = 6, kD = 7;
   std::mt19937 rng(23);
   const Tensor x = RandomF32(rng, {kRows, kD});
@@ -233,7 +237,7 @@ TEST(ModelOpsTest, LayerNormAndSoftmaxOnRowShards) {
 
 // A top-k gate on row shards: logits = x wg, each row's top-k values and indices, their
 // softmax and one column of each, against the kernels on the whole tensors.
-TEST(ModelOpsTest, TopKGateAndColumnsOnRowShards) {
+TEST(CpuOpsTest, TopKGateAndColumnsOnRowShards) {
   constexpr int64_t kRows = 6, kWidth = 5, kExperts = 4, kK = 2;
   std::mt19937 rng(27);
   const Tensor x = RandomF32(rng, {kRows, kWidth});
@@ -263,7 +267,7 @@ TEST(ModelOpsTest, TopKGateAndColumnsOnRowShards) {
 }
 
 // Routed rows of any number (none included) take the gate ops row by row too.
-TEST(ModelOpsTest, TopKAndColumnTakeRoutedRowsOfAnyLength) {
+TEST(CpuOpsTest, TopKAndColumnTakeRoutedRowsOfAnyLength) {
   ir::FunctionDef fn;
   fn.name = "routed";
   fn.inputs = {Type(DType::kF32, {kDynamicDim, 3}, 0)};
@@ -280,8 +284,48 @@ TEST(ModelOpsTest, TopKAndColumnTakeRoutedRowsOfAnyLength) {
   EXPECT_EQ((*none)[1].shape(), (Shape{0}));
 }
 
+// Every row of atoll/unary_ops.def: its op code and its kernel, by the same name.
+struct UnaryRow {
+  OpCode code;
+  kernels::UnaryFn fn;
+};
+constexpr UnaryRow kUnaryRows[] = {
+#define ATOLL_UNARY_OP(Name, name) {OpCode::k##Name, kernels::UnaryFn::k##Name},
+#include "atoll/unary_ops.def"
+};
+
+// Each unary op of the table, in a function over row-split x on 2 shards, equals its
+// double-precision reference; its IR type is x's, and i32 is refused naming the op.
+TEST(CpuOpsTest, EveryUnaryOpOnRowShardsMatchesItsReference) {
+  std::mt19937 rng(27);
+  for (const UnaryRow& row : kUnaryRows) {
+    SCOPED_TRACE(std::string(ir::OpName(row.code)));
+    EXPECT_EQ(ir::OpName(row.code), kernels::UnaryFnName(row.fn));
+    ir::FunctionDef fn;
+    fn.name = "unary";
+    fn.inputs = {Type(DType::kF32, {6, 5}, 0)};
+    fn.outputs = {Append(fn, row.code, {Input(0)})};
+    EXPECT_EQ(fn.ops[0].type, fn.inputs[0]);
+    const Tensor x =
+        RandomF32(rng, {6, 5}, testutil::DomainOf(row.fn).lo, testutil::DomainOf(row.fn).hi);
+    const std::vector<Tensor> out = RunShards(fn, 2, {x});
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<double> want;
+    for (double v : x.ToDoubles()) want.push_back(testutil::RefUnary(row.fn, v));
+    testutil::ExpectClose(out[0], {6, 5}, want, 1e-6, 2e-6);
+
+    ir::FunctionDef ints = fn;
+    ints.inputs = {Type(DType::kI32, {6, 5}, 0)};
+    const Result<ir::TensorType> refused = ir::InferType(ints, ints.ops[0]);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find(std::string(ir::OpName(row.code)) + " is f32 only"),
+              std::string::npos)
+        << refused.status().ToString();
+  }
+}
+
 // Unary ops, transpose, a reduction over a kept dimension and an SGD step on column shards.
-TEST(ModelOpsTest, UnaryTransposeReduceAndSgdOnColumnShards) {
+TEST(CpuOpsTest, UnaryTransposeReduceAndSgdOnColumnShards) {
   std::mt19937 rng(24);
   const Tensor x = RandomF32(rng, {3, 4}, 0.5f, 2.0f);
   const Tensor g = RandomF32(rng, {3, 4});
@@ -310,7 +354,7 @@ TEST(ModelOpsTest, UnaryTransposeReduceAndSgdOnColumnShards) {
 
 // Adam on column shards, with the step as an input: each shard's param, m and v are its
 // block of the kernel's whole-tensor step.
-TEST(ModelOpsTest, AdamOnColumnShardsMatchesTheKernel) {
+TEST(CpuOpsTest, AdamOnColumnShardsMatchesTheKernel) {
   std::mt19937 rng(25);
   const Tensor param = RandomF32(rng, {3, 4});
   const Tensor grad = RandomF32(rng, {3, 4});
@@ -344,7 +388,7 @@ TEST(ModelOpsTest, AdamOnColumnShardsMatchesTheKernel) {
 // Rows routed to three experts, one per shard, in uneven numbers (one expert gets none):
 // each shard's grouped matmuls use its own weights, and rows scatter-added back by token
 // and gathered by token land where the ids say.
-TEST(ModelOpsTest, GroupedOpsRunEachShardsRowsThroughItsOwnGroup) {
+TEST(CpuOpsTest, GroupedOpsRunEachShardsRowsThroughItsOwnGroup) {
   constexpr int64_t kK = 4, kN = 3, kTokens = 6;
   constexpr int kExperts = 3;
   std::mt19937 rng(26);
@@ -397,7 +441,7 @@ TEST(ModelOpsTest, GroupedOpsRunEachShardsRowsThroughItsOwnGroup) {
 }
 
 // A shard holding more than one group is refused when it runs, naming the op.
-TEST(ModelOpsTest, AGroupedOpOnAShardWithSeveralGroupsFailsClearly) {
+TEST(CpuOpsTest, AGroupedOpOnAShardWithSeveralGroupsFailsClearly) {
   ir::FunctionDef fn;
   fn.name = "experts";
   fn.inputs = {Type(DType::kF32, {kDynamicDim, 2}, 0), Type(DType::kF32, {2, 2, 2}, 0)};
@@ -409,4 +453,4 @@ TEST(ModelOpsTest, AGroupedOpOnAShardWithSeveralGroupsFailsClearly) {
 }
 
 }  // namespace
-}  // namespace atl::executor
+}  // namespace atl::compute

@@ -1,0 +1,303 @@
+#include "common/ir/type_rules.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace atl::ir::internal {
+
+std::string Describe(const TensorType& t) {
+  return fmt::format("{}{} split [{}]", DTypeName(t.dtype), ShapeString(t.shape),
+                     fmt::join(t.split, ","));
+}
+
+namespace {
+
+bool Fits(const TensorType& t, Dims dims) {
+  if (dims == Dims::kAny) return true;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] == kDynamicDim && !(d == 0 && dims == Dims::kDynamicRows)) return false;
+  }
+  return true;
+}
+
+// A per-feature parameter of a row-wise op: f32 [d], replicated.
+Status NeedFeatureParam(const Op& op, const TensorType& p, int64_t d, std::string_view what) {
+  if (p.dtype != DType::kF32 || p.shape != Shape{d} || !IsReplicated(p)) {
+    return InvalidArgument(fmt::format("{}: {} must be replicated f32[{}], got {}", OpName(op.code),
+                                       what, d, Describe(p)));
+  }
+  return Status::Ok();
+}
+
+Status NeedPositiveAttr(const Op& op, std::string_view what) {
+  if (std::isfinite(op.attr) && op.attr > 0) return Status::Ok();
+  return InvalidArgument(fmt::format("{}: {} must be > 0, got {}", OpName(op.code), what, op.attr));
+}
+
+}  // namespace
+
+Result<std::vector<const TensorType*>> Tensors(const FunctionDef& fn, const Op& op, size_t n,
+                                               Dims dims) {
+  std::vector<const TensorType*> types;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType* t = OperandType(fn, op.operands[i]);
+    if (t == nullptr) {
+      return InvalidArgument(
+          fmt::format("{}: operand {} is not a tensor (operands 0 to {} must be tensors)",
+                      OpName(op.code), i, n - 1));
+    }
+    if (!Fits(*t, dims)) {
+      return InvalidArgument(fmt::format(
+          "{} needs operands of static shape{}, got {}", OpName(op.code),
+          dims == Dims::kDynamicRows ? " (but for a dynamic dimension 0)" : "", Describe(*t)));
+    }
+    types.push_back(t);
+  }
+  for (size_t i = n; i < op.operands.size(); ++i) {
+    if (op.operands[i].kind != Operand::kScalar) {
+      return InvalidArgument(fmt::format("{} operand {} must be a scalar", OpName(op.code), i));
+    }
+  }
+  return types;
+}
+
+Status NeedF32(const Op& op, const TensorType& t) {
+  if (t.dtype == DType::kF32) return Status::Ok();
+  return InvalidArgument(fmt::format("{} is f32 only, got {}", OpName(op.code), Describe(t)));
+}
+
+Status NeedWholeRows(const Op& op, const TensorType& t) {
+  if (t.shape.empty()) {
+    return InvalidArgument(fmt::format("{} needs rank >= 1, got {}", OpName(op.code), Describe(t)));
+  }
+  if (t.split.back() >= 0) {
+    return InvalidArgument(fmt::format(
+        "{} computes over the last dimension, which must not be cut over devices: got {}",
+        OpName(op.code), Describe(t)));
+  }
+  return Status::Ok();
+}
+
+Status NeedSameType(const Op& op, const TensorType& a, const TensorType& b) {
+  if (a == b) return Status::Ok();
+  return InvalidArgument(
+      fmt::format("{}: operand types differ: {} vs {}", OpName(op.code), Describe(a), Describe(b)));
+}
+
+Result<TensorType> InferArithmetic(const FunctionDef& fn, const Op& op) {
+  const TensorType* a = OperandType(fn, op.operands[0]);
+  const TensorType* b = OperandType(fn, op.operands[1]);
+  if (!a && !b) return InvalidArgument("elementwise op on two scalars");
+  if (a && b) ATOLL_RETURN_IF_ERROR(NeedSameType(op, *a, *b));
+  return a ? *a : *b;
+}
+
+Result<TensorType> InferSpin(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kAny));
+  if (op.attr < 0) return InvalidArgument("spin time must be >= 0 us");
+  return *t[0];
+}
+
+Result<TensorType> InferAllReduceSum(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kAny));
+  if (!IsReplicated(*t[0])) {
+    return InvalidArgument(
+        "all_reduce_sum takes a replicated tensor (each device's partial value), not a split "
+        "one");
+  }
+  if (!IsStatic(*t[0])) {
+    return InvalidArgument(
+        "all_reduce_sum needs a static shape: every device's partial must have the same size");
+  }
+  return *t[0];
+}
+
+Result<TensorType> InferFilter(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kAny));
+  if (t[0]->shape.size() != 1) return InvalidArgument("filter takes one 1-D tensor");
+  TensorType out = *t[0];
+  out.shape = {kDynamicDim};
+  return out;
+}
+
+Result<TensorType> InferUnary(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  return *t[0];
+}
+
+Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2));
+  const TensorType& a = *t[0];
+  const TensorType& b = *t[1];
+  if (op.attr != 0 && op.attr != 1 && op.attr != 2 && op.attr != 3) {
+    return InvalidArgument(
+        fmt::format("matmul attr must be transpose_a + 2 * transpose_b, got {}", op.attr));
+  }
+  const int am = MatmulTransposeA(op.attr) ? 1 : 0;  // a's dimension of m; 1 - am is k
+  const int bn = MatmulTransposeB(op.attr) ? 0 : 1;  // b's dimension of n; 1 - bn is k
+  if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1 - am] != b.shape[1 - bn]) {
+    return InvalidArgument(
+        fmt::format("matmul needs op(a) x op(b) to be [m,k] x [k,n] (transposes {}), "
+                    "got {} x {}",
+                    op.attr, ShapeString(a.shape), ShapeString(b.shape)));
+  }
+  if (a.dtype != DType::kF32 || b.dtype != DType::kF32) {
+    return InvalidArgument("matmul is f32 only, got " + Describe(a) + " x " + Describe(b));
+  }
+  const int32_t m_axis = a.split[am];
+  const int32_t n_axis = b.split[bn];
+  if (a.split[1 - am] != b.split[1 - bn] || (m_axis >= 0 && m_axis == n_axis)) {
+    return InvalidArgument(fmt::format(
+        "matmul accepts the rows of op(a) and the columns of op(b) cut along different mesh "
+        "axes, and the contracted dimension cut alike in both (each device's partial sum) or "
+        "replicated in both; got {} x {} (transposes {})",
+        Describe(a), Describe(b), op.attr));
+  }
+  return TensorType{DType::kF32, {a.shape[am], b.shape[bn]}, {m_axis, n_axis}};
+}
+
+namespace {
+
+// Two f32 tensors of one type (rows may be routed): the type.
+Result<TensorType> SameF32Pair(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  ATOLL_RETURN_IF_ERROR(NeedSameType(op, *t[0], *t[1]));
+  return *t[0];
+}
+
+}  // namespace
+
+Result<TensorType> InferGeluGrad(const FunctionDef& fn, const Op& op) {
+  return SameF32Pair(fn, op);
+}
+
+Result<TensorType> InferBiasAdd(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
+  const TensorType& x = *t[0];
+  const TensorType& bias = *t[1];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
+  if (x.shape.empty() || bias.dtype != DType::kF32 || bias.shape != Shape{x.shape.back()} ||
+      bias.split[0] != x.split.back()) {
+    return InvalidArgument(
+        fmt::format("bias_add needs x f32[...,n] and bias f32[n] cut like x's last dimension, "
+                    "got {} and {}",
+                    Describe(x), Describe(bias)));
+  }
+  return x;
+}
+
+Result<TensorType> InferReduceSum(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
+  TensorType out = *t[0];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, out));
+  const auto axis = static_cast<int64_t>(op.attr);
+  if (static_cast<double>(axis) != op.attr || axis < 0 ||
+      axis >= static_cast<int64_t>(out.shape.size())) {
+    return InvalidArgument(
+        fmt::format("reduce_sum over dimension {} of {}", op.attr, Describe(out)));
+  }
+  out.shape.erase(out.shape.begin() + axis);
+  out.split.erase(out.split.begin() + axis);  // a cut axis: partial
+  return out;
+}
+
+Result<TensorType> InferSoftmax(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, *t[0]));
+  return *t[0];
+}
+
+Result<TensorType> InferLayerNorm(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 3));
+  const TensorType& x = *t[0];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
+  ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, x));
+  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[1], x.shape.back(), "gamma"));
+  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[2], x.shape.back(), "beta"));
+  ATOLL_RETURN_IF_ERROR(NeedPositiveAttr(op, "epsilon"));
+  return x;
+}
+
+Result<TensorType> InferLayerNormGrad(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 3));
+  const TensorType& dy = *t[0];
+  const TensorType& x = *t[1];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
+  ATOLL_RETURN_IF_ERROR(NeedSameType(op, dy, x));
+  ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, x));
+  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[2], x.shape.back(), "gamma"));
+  ATOLL_RETURN_IF_ERROR(NeedPositiveAttr(op, "epsilon"));
+  if (op.code == OpCode::kLayerNormGradX) return x;
+  return TensorType{DType::kF32, {x.shape.back()}, {-1}};  // partial when x's rows are cut
+}
+
+Result<TensorType> InferCrossEntropy(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2));
+  const TensorType& logits = *t[0];
+  const TensorType& labels = *t[1];
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, logits));
+  if (logits.shape.size() != 2 || labels.dtype != DType::kI32 ||
+      labels.shape != Shape{logits.shape[0]}) {
+    return InvalidArgument(fmt::format("{} needs logits f32[b,c] and labels i32[b], got {} and {}",
+                                       OpName(op.code), Describe(logits), Describe(labels)));
+  }
+  ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, logits));
+  if (labels.split[0] != logits.split[0]) {
+    return InvalidArgument(
+        fmt::format("{}: labels must be cut like the logits' rows, got {} and {}", OpName(op.code),
+                    Describe(logits), Describe(labels)));
+  }
+  if (op.code == OpCode::kCrossEntropyGrad) return logits;
+  if (op.attr != static_cast<double>(logits.shape[0])) {
+    return InvalidArgument(fmt::format("{}: attr must be the global batch {}, got {}",
+                                       OpName(op.code), logits.shape[0], op.attr));
+  }
+  return TensorType{DType::kF32, {}, {}};  // partial when the rows are cut
+}
+
+Result<TensorType> InferTranspose(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
+  const TensorType& x = *t[0];
+  if (x.shape.size() != 2) return InvalidArgument("transpose needs a matrix, got " + Describe(x));
+  return TensorType{x.dtype, {x.shape[1], x.shape[0]}, {x.split[1], x.split[0]}};
+}
+
+Result<TensorType> InferSgdUpdate(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(TensorType param, SameF32Pair(fn, op));
+  if (!(std::isfinite(op.attr) && op.attr >= 0)) {
+    return InvalidArgument(fmt::format("sgd_update: learning rate must be >= 0, got {}", op.attr));
+  }
+  return param;
+}
+
+// The hyper-parameters are checked here so that a bad one is refused when the function is
+// built, not on every step.
+Result<TensorType> InferAdam(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 5));
+  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  for (size_t i = 1; i < 4; ++i) ATOLL_RETURN_IF_ERROR(NeedSameType(op, *t[0], *t[i]));
+  const TensorType& step = *t[4];
+  if (step.dtype != DType::kI32 || !step.shape.empty()) {
+    return InvalidArgument(fmt::format("{}: step must be a replicated i32[], got {}",
+                                       OpName(op.code), Describe(step)));
+  }
+  auto scalar = [&](size_t i) { return op.operands[i].scalar; };
+  const double lr = scalar(5), beta1 = scalar(6), beta2 = scalar(7), eps = scalar(8),
+               decay = scalar(9);
+  const bool ok = std::isfinite(lr) && lr >= 0 && beta1 >= 0 && beta1 < 1 && beta2 >= 0 &&
+                  beta2 < 1 && std::isfinite(eps) && eps > 0 && std::isfinite(decay) && decay >= 0;
+  if (!ok) {
+    return InvalidArgument(fmt::format(
+        "{}: needs learning rate >= 0, betas in [0, 1), epsilon > 0, weight decay >= 0; got "
+        "{}, {}, {}, {}, {}",
+        OpName(op.code), lr, beta1, beta2, eps, decay));
+  }
+  return *t[0];
+}
+
+}  // namespace atl::ir::internal

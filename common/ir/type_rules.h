@@ -1,0 +1,71 @@
+// The type rules of the op table (common/ir/ops.def's TypeRule column): each gives the result
+// type of an op from its operands' types in `fn` (shape, dtype, and the shardings under which
+// each shard's local result is its block of the global one), or InvalidArgument saying what
+// the op accepts. ir::InferType looks the rule up by op code after checking the row's operand
+// count, so a rule may index op.operands up to that count. Internal to common/ir; pure and
+// thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "atoll/status.h"
+#include "common/ir/ir.h"
+
+namespace atl::ir::internal {
+
+// The signature of a TypeRule.
+using TypeRule = Result<TensorType> (*)(const FunctionDef& fn, const Op& op);
+
+// type_rules.cc: the runtime's own ops, the unary ops and the layers.
+Result<TensorType> InferArithmetic(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferSpin(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferAllReduceSum(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferFilter(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferUnary(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferGeluGrad(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferBiasAdd(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferReduceSum(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferSoftmax(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferLayerNorm(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferLayerNormGrad(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferCrossEntropy(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferTranspose(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferSgdUpdate(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferAdam(const FunctionDef& fn, const Op& op);
+
+// type_rules_routing.cc: the routed-expert ops and the gating ops.
+Result<TensorType> InferGroupedMatmul(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferGroupedWeightGrad(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferScatterAddRows(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferGatherRows(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferTopK(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferColumn(const FunctionDef& fn, const Op& op);
+
+// Checks the rules share (type_rules.cc). Each returns InvalidArgument naming the op.
+
+// "f32[8,4] split [0,-1]", for error messages.
+std::string Describe(const TensorType& t);
+
+// Which dimensions of an op's tensor operands may be dynamic (kDynamicDim).
+enum class Dims {
+  kStatic,       // none
+  kDynamicRows,  // dimension 0: rows routed to a device, computed on row by row
+  kAny,          // any
+};
+
+// The op's first `n` operands as tensors (each shaped as `dims` allows), the rest of its
+// operands scalar constants.
+Result<std::vector<const TensorType*>> Tensors(const FunctionDef& fn, const Op& op, size_t n,
+                                               Dims dims = Dims::kStatic);
+
+Status NeedF32(const Op& op, const TensorType& t);
+// The last dimension is where softmax, layer norm, cross-entropy and top-k compute row
+// statistics: a row must be whole on every device.
+Status NeedWholeRows(const Op& op, const TensorType& t);
+Status NeedSameType(const Op& op, const TensorType& a, const TensorType& b);
+
+}  // namespace atl::ir::internal

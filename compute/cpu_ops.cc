@@ -1,0 +1,289 @@
+#include "compute/cpu_ops.h"
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "kernels/arithmetic.h"
+#include "kernels/elementwise.h"
+#include "kernels/embedding.h"
+#include "kernels/filter.h"
+#include "kernels/matmul.h"
+#include "kernels/nn.h"
+#include "kernels/optim.h"
+#include "kernels/reduce.h"
+#include "kernels/shape_ops.h"
+#include "kernels/spin.h"
+#include "kernels/topk.h"
+
+namespace atl::compute {
+
+namespace {
+
+using ir::OpCode;
+using Operands = std::span<const Tensor* const>;
+
+// The first N operands as tensors. RunCpuOp has checked the operand count against the row's,
+// which is at least N.
+template <size_t N>
+Result<std::array<const Tensor*, N>> Tensors(const ir::Op& op, Operands operands) {
+  std::array<const Tensor*, N> tensors{};
+  for (size_t i = 0; i < N; ++i) {
+    if (operands[i] == nullptr) {
+      return InvalidArgument(
+          fmt::format("{}: operand {} must be a tensor, not a scalar", ir::OpName(op.code), i));
+    }
+    tensors[i] = operands[i];
+  }
+  return tensors;
+}
+
+Result<kernels::BinaryFn> BinaryFnOf(OpCode code) {
+  switch (code) {
+    case OpCode::kAdd:
+      return kernels::BinaryFn::kAdd;
+    case OpCode::kSub:
+      return kernels::BinaryFn::kSub;
+    case OpCode::kMul:
+      return kernels::BinaryFn::kMul;
+    case OpCode::kDiv:
+      return kernels::BinaryFn::kDiv;
+    default:
+      return InvalidArgument(fmt::format("{} is not arithmetic", ir::OpName(code)));
+  }
+}
+
+// The kernel of a unary op: the same row of atoll/unary_ops.def.
+Result<kernels::UnaryFn> UnaryFnOf(OpCode code) {
+  switch (code) {
+#define ATOLL_UNARY_OP(Name, name) \
+  case OpCode::k##Name:            \
+    return kernels::UnaryFn::k##Name;
+#include "atoll/unary_ops.def"
+    default:
+      return InvalidArgument(fmt::format("{} is not a unary op", ir::OpName(code)));
+  }
+}
+
+// Multiplies every element by `factor`: a row-split shard's share of a batch mean is its
+// local mean times local rows / global rows, so that the shards' shares sum to the mean.
+Tensor Scale(Tensor t, double factor) {
+  if (factor != 1.0) {
+    for (float& v : t.as<float>()) v = static_cast<float>(v * factor);
+  }
+  return t;
+}
+
+// The kernels of the rows, in the table's order. Each takes the op and its operands, whose
+// count RunCpuOp has checked.
+
+// At most one of the two operands is a scalar.
+Result<Tensor> RunArithmetic(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(const kernels::BinaryFn fn, BinaryFnOf(op.code));
+  const Tensor* lhs = operands[0];
+  const Tensor* rhs = operands[1];
+  if (lhs != nullptr && rhs != nullptr) return kernels::Binary(fn, *lhs, *rhs);
+  if (lhs != nullptr) return kernels::Binary(fn, *lhs, op.operands[1].scalar);
+  if (rhs != nullptr) return kernels::Binary(fn, op.operands[0].scalar, *rhs);
+  return InvalidArgument(fmt::format("{} of two scalars", ir::OpName(op.code)));
+}
+
+Result<Tensor> RunMatmul(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::Matmul(
+      *t[0], *t[1],
+      {.transpose_a = ir::MatmulTransposeA(op.attr), .transpose_b = ir::MatmulTransposeB(op.attr)});
+}
+
+Result<Tensor> RunSpin(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  return kernels::Spin(*t[0], op.attr);
+}
+
+Result<Tensor> RunCollective(const ir::Op& op, Operands) {
+  return InvalidArgument(fmt::format(
+      "{}: collective ops are run by the interpreter, not by a backend", ir::OpName(op.code)));
+}
+
+Result<Tensor> RunFilter(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  return kernels::Filter(*t[0], op.attr);
+}
+
+Result<Tensor> RunUnary(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(const kernels::UnaryFn fn, UnaryFnOf(op.code));
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  return kernels::Unary(fn, *t[0]);
+}
+
+Result<Tensor> RunGeluGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::GeluBackward(*t[0], *t[1]);
+}
+
+Result<Tensor> RunBiasAdd(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::BroadcastBinary(kernels::BinaryFn::kAdd, *t[0], *t[1]);
+}
+
+Result<Tensor> RunReduceSum(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  return kernels::ReduceSum(*t[0], static_cast<int64_t>(op.attr));
+}
+
+Result<Tensor> RunSoftmax(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  return kernels::Softmax(*t[0]);
+}
+
+Result<Tensor> RunLayerNorm(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<3>(op, operands));
+  return kernels::LayerNorm(*t[0], *t[1], *t[2], static_cast<float>(op.attr));
+}
+
+// Each of the three gradient ops runs the whole kernel and keeps its part: the IR gives an
+// op one result.
+Result<Tensor> RunLayerNormGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<3>(op, operands));
+  ATOLL_ASSIGN_OR_RETURN(
+      kernels::LayerNormGrads grads,
+      kernels::LayerNormBackward(*t[0], *t[1], *t[2], static_cast<float>(op.attr)));
+  if (op.code == OpCode::kLayerNormGradX) return std::move(grads.dx);
+  if (op.code == OpCode::kLayerNormGradGamma) return std::move(grads.dgamma);
+  return std::move(grads.dbeta);
+}
+
+Result<Tensor> RunCrossEntropy(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  const Tensor& logits = *t[0];
+  ATOLL_ASSIGN_OR_RETURN(kernels::CrossEntropyResult r, kernels::CrossEntropy(logits, *t[1]));
+  const double local_rows = static_cast<double>(logits.shape()[0]);
+  if (op.code == OpCode::kCrossEntropyLoss) return Scale(std::move(r.loss), local_rows / op.attr);
+  return Scale(std::move(r.dlogits), local_rows / static_cast<double>(op.type.shape.at(0)));
+}
+
+Result<Tensor> RunTranspose(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  return kernels::Transpose2D(*t[0]);
+}
+
+Result<Tensor> RunSgdUpdate(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::SgdUpdate(*t[0], *t[1], {.learning_rate = static_cast<float>(op.attr)});
+}
+
+// Each of kAdamParam, kAdamM and kAdamV runs the whole kernel and keeps its part: the IR
+// gives an op one result, and an elementwise step costs little next to the matmuls that
+// made its gradient.
+Result<Tensor> RunAdam(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<5>(op, operands));
+  const Tensor& step = *t[4];
+  const bool scalars =
+      std::all_of(op.operands.begin() + 5, op.operands.end(),
+                  [](const ir::Operand& o) { return o.kind == ir::Operand::kScalar; });
+  if (!scalars || step.dtype() != DType::kI32 || step.num_elements() != 1) {
+    return InvalidArgument(
+        fmt::format("{} takes param, grad, m, v, an i32 step and 5 scalars", ir::OpName(op.code)));
+  }
+  auto scalar = [&](size_t i) { return static_cast<float>(op.operands[i].scalar); };
+  kernels::AdamOptions options;
+  options.learning_rate = scalar(5);
+  options.beta1 = scalar(6);
+  options.beta2 = scalar(7);
+  options.epsilon = scalar(8);
+  options.weight_decay = scalar(9);
+  ATOLL_ASSIGN_OR_RETURN(
+      kernels::AdamState next,
+      kernels::AdamUpdate(*t[0], *t[1], *t[2], *t[3], step.as<int32_t>()[0], options));
+  if (op.code == OpCode::kAdamParam) return std::move(next.param);
+  if (op.code == OpCode::kAdamM) return std::move(next.m);
+  return std::move(next.v);
+}
+
+// A device's group of a grouped op's [G,k,n] weights is [1,k,n]; the matmul kernel takes
+// it as [k,n]. (A copy: tensors own their bytes.)
+Result<Tensor> OwnGroup(const ir::Op& op, const Tensor& w) {
+  if (w.shape().size() != 3 || w.shape()[0] != 1) {
+    return InvalidArgument(fmt::format("{}: a device holds one group [1,k,n] of w, got {}{}",
+                                       ir::OpName(op.code), DTypeName(w.dtype()),
+                                       ShapeString(w.shape())));
+  }
+  return kernels::Reshape(w, {w.shape()[1], w.shape()[2]});
+}
+
+Result<Tensor> RunGroupedMatmul(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  ATOLL_ASSIGN_OR_RETURN(Tensor group, OwnGroup(op, *t[1]));
+  return kernels::Matmul(*t[0], group, {.transpose_a = false, .transpose_b = op.attr == 1});
+}
+
+Result<Tensor> RunGroupedWeightGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  ATOLL_ASSIGN_OR_RETURN(
+      Tensor grad, kernels::Matmul(*t[0], *t[1], {.transpose_a = true, .transpose_b = false}));
+  const Shape shape = grad.shape();
+  return kernels::Reshape(grad, {1, shape[0], shape[1]});
+}
+
+Result<Tensor> RunScatterAddRows(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::EmbeddingGrad(*t[0], *t[1], static_cast<int64_t>(op.attr));
+}
+
+Result<Tensor> RunGatherRows(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::EmbeddingGather(*t[0], *t[1]);
+}
+
+// kTopKValues and kTopKIndices each run the kernel and keep their part, as Adam's ops do.
+Result<Tensor> RunTopK(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  ATOLL_ASSIGN_OR_RETURN(kernels::TopKResult r,
+                         kernels::TopK(*t[0], static_cast<int64_t>(op.attr)));
+  if (op.code == OpCode::kTopKValues) return std::move(r.values);
+  return std::move(r.indices);
+}
+
+Result<Tensor> RunColumn(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  const Tensor& x = *t[0];
+  const auto j = static_cast<int64_t>(op.attr);
+  if (x.shape().size() != 2) {
+    return InvalidArgument(fmt::format("column needs a matrix, got {}{}", DTypeName(x.dtype()),
+                                       ShapeString(x.shape())));
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor column, kernels::Slice(x, 1, j, j + 1));
+  return kernels::Reshape(column, {x.shape()[0]});
+}
+
+// One row of the op table, as the cpu backend uses it.
+struct CpuRow {
+  size_t operands;
+  Result<Tensor> (*run)(const ir::Op&, Operands);
+};
+
+constexpr CpuRow kCpuTable[] = {
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) {operands, &CpuKernel},
+#include "common/ir/ops.def"
+};
+static_assert(std::size(kCpuTable) == ir::kNumOpCodes);
+
+}  // namespace
+
+Result<Tensor> RunCpuOp(const ir::Op& op, Operands operands) {
+  const auto index = static_cast<size_t>(op.code);
+  if (index >= std::size(kCpuTable)) {
+    return InvalidArgument(fmt::format("unknown op code {}", index));
+  }
+  const CpuRow& row = kCpuTable[index];
+  if (operands.size() != row.operands) {
+    return InvalidArgument(fmt::format("{} takes {} operand{}, got {}", ir::OpName(op.code),
+                                       row.operands, row.operands == 1 ? "" : "s",
+                                       operands.size()));
+  }
+  return row.run(op, operands);
+}
+
+}  // namespace atl::compute

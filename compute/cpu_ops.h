@@ -1,0 +1,23 @@
+// The cpu backend's kernels, one per row of the op table (common/ir/ops.def's CpuKernel
+// column): each computes its op on one shard's local tensors with the kernel library
+// (kernels/), on the shardings its type rule accepts (ops.def says which make that right).
+// Stateless; thread-safe.
+#pragma once
+
+#include <span>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+#include "common/ir/ir.h"
+
+namespace atl::compute {
+
+// Computes `op` on this shard's `operands`, one per op.operands: the local tensor, or nullptr
+// where that operand is a scalar (its value is op.operands[i].scalar); the tensors are
+// borrowed for the call only. Returns the op's local result. InvalidArgument for an op code
+// outside the table, an operand count other than the op's row gives, a scalar where the op
+// needs a tensor, or operands the kernel refuses (naming the op). kAllReduceSum is a
+// collective, run by the interpreter: InvalidArgument here.
+Result<Tensor> RunCpuOp(const ir::Op& op, std::span<const Tensor* const> operands);
+
+}  // namespace atl::compute
