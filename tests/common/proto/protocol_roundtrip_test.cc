@@ -23,16 +23,15 @@ using AllMessages =
                      RegisterScheduler, HelloClient, HelloClientReply, Goodbye, HostChanged,
                      CreateSlice, SliceInfo, SliceRemapped, RegisterFunction, RegisterFunctionReply,
                      GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop,
-                     SubmitProgram, SubmitReply, GangDone, NodeReleased, StoreHello, StoreHelloReply,
-                     CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
-                     GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
+                     SubmitProgram, SubmitReply, GangDone, NodeReleased, StoreHello,
+                     StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject,
+                     GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =
     ::testing::Types<DeviceDesc, DeviceInfo, DeviceStatus, HostStatus, IslandStatus, SliceStatus,
                      InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, CrossIslandNode,
-                     ir::TensorType,
-                     ir::Operand, ir::Op, ir::FunctionDef>;
+                     ir::TensorType, ir::Operand, ir::Op, ir::FunctionDef>;
 
 template <typename... Ts>
 std::multiset<uint16_t> KindsOf(::testing::Types<Ts...>) {
