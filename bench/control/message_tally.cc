@@ -45,7 +45,8 @@ std::string ReceiverOf(proto::Kind kind) {
   using K = proto::Kind;
   switch (kind) {
     case K::kHeartbeat:
-      return "rm/store";  // executors beat to the RM, clients to the RM and every store
+      // Executors beat to the RM; clients to the RM and every store and scheduler they use.
+      return "rm/store/scheduler";
     case K::kRegisterExecutor:
     case K::kRegisterScheduler:
     case K::kHelloClient:
