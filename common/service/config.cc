@@ -15,6 +15,7 @@ namespace {
 constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
 constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
+constexpr int64_t kMaxInputWaitMs = 86'400'000;
 
 template <typename T>
 T Get(const toml::value& table, const char* key, T fallback) {
@@ -47,6 +48,15 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
                                          kMaxCrossIslandWaitMs, wait));
     }
     c.cross_island_wait_ms = static_cast<uint32_t>(wait);
+  }
+  if (root.contains("executor")) {
+    const auto& t = toml::find(root, "executor");
+    const auto wait = Get<int64_t>(t, "input_wait_ms", c.input_wait_ms);
+    if (wait <= 0 || wait > kMaxInputWaitMs) {
+      return InvalidArgument(
+          fmt::format("executor.input_wait_ms must be in 1..{}, not {}", kMaxInputWaitMs, wait));
+    }
+    c.input_wait_ms = static_cast<uint32_t>(wait);
   }
   if (root.contains("dataplane")) {
     const auto& t = toml::find(root, "dataplane");

@@ -55,6 +55,10 @@ struct ClusterConfig {
   // producers before its run fails (a client or scheduler that died mid-submission):
   // milliseconds, 1..3600000.
   uint32_t cross_island_wait_ms = 60000;
+  // How long an executor lets a queued shard wait for a tuple whose producer was scheduled
+  // before failing it (DeadlineExceeded), so that a tuple lost in flight cannot hold a
+  // device for ever: milliseconds, 1..86400000. Long: a producer may compute for minutes.
+  uint32_t input_wait_ms = 600000;
   DataPlaneConfig dataplane;
   std::vector<IslandConfig> islands;
 };

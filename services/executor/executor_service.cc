@@ -116,7 +116,24 @@ void ExecutorService::Run() {
   loop_.AddFd("batch window", outbox_.timer_fd(), [this] { FlushTuples(); });
   loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { Heartbeat(); });
+  loop_.AddTimer("input waits", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { FailLateInputs(); });
   loop_.Run();
+}
+
+void ExecutorService::FailLateInputs() {
+  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+  const int64_t wait_us = int64_t{config_.input_wait_ms} * 1000;
+  for (const InputKey& key : mailbox_.FailWaitingLongerThan(now, wait_us)) {
+    events_->Publish("error.gang", {{"run", key.run},
+                                    {"node", uint64_t{key.node}},
+                                    {"shard", uint64_t{key.shard}},
+                                    {"host", host_},
+                                    {"error", fmt::format("waited over {} ms for input {}",
+                                                          config_.input_wait_ms, key.input)}});
+  }
 }
 
 void ExecutorService::Heartbeat() {

@@ -69,6 +69,8 @@ class ExecutorService {
   void OnStore();
   void OnCompletions();
   void Heartbeat();
+  // Fails shards that waited longer than [executor] input_wait_ms for a tuple.
+  void FailLateInputs();
 
   // Carries out the admission of one entry: reserves, queues, reads and awaits inputs.
   void Admit(proto::Entry entry, const std::string& scheduler);

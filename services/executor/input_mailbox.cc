@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include <fmt/format.h>
+
 namespace atl::executor {
 
 void InputMailbox::Await(const InputKey& key, std::shared_ptr<WorkItem> item) {
@@ -13,7 +15,7 @@ void InputMailbox::Await(const InputKey& key, std::shared_ptr<WorkItem> item) {
       early = std::move(it->second);
       early_.erase(it);
     } else {
-      waiting_[key] = std::move(item);
+      waiting_[key] = {std::move(item), -1};
       return;
     }
   }
@@ -34,7 +36,7 @@ void InputMailbox::Deliver(const InputKey& key, Result<Tensor> value) {
       early_.insert_or_assign(key, std::move(value));
       return;
     }
-    item = std::move(it->second);
+    item = std::move(it->second.item);
     waiting_.erase(it);
   }
   if (value.ok()) {
@@ -49,17 +51,43 @@ size_t InputMailbox::FailWaitingOn(const std::string& peer, const Status& why) {
   {
     std::lock_guard lock(mu_);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
-      const auto& peers = it->second->entry.peers;
+      const auto& peers = it->second.item->entry.peers;
       if (std::find(peers.begin(), peers.end(), peer) == peers.end()) {
         ++it;
         continue;
       }
-      doomed.push_back(std::move(it->second));
+      doomed.push_back(std::move(it->second.item));
       it = waiting_.erase(it);
     }
   }
   for (const auto& item : doomed) sink_.Fail(item, why);
   return doomed.size();
+}
+
+std::vector<InputKey> InputMailbox::FailWaitingLongerThan(int64_t now_us, int64_t wait_us) {
+  std::vector<std::pair<InputKey, std::shared_ptr<WorkItem>>> doomed;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      int64_t& since = it->second.seen_us;
+      if (since < 0) since = now_us;
+      if (now_us - since <= wait_us) {
+        ++it;
+        continue;
+      }
+      doomed.emplace_back(it->first, std::move(it->second.item));
+      it = waiting_.erase(it);
+    }
+  }
+  std::vector<InputKey> failed;
+  for (const auto& [key, item] : doomed) {
+    sink_.Fail(item, DeadlineExceeded(
+                         fmt::format("run {} node {} shard {} waited over {} ms for input {}: its "
+                                     "producer was scheduled but the tuple never came",
+                                     key.run, key.node, key.shard, wait_us / 1000, key.input)));
+    failed.push_back(key);
+  }
+  return failed;
 }
 
 size_t InputMailbox::waiting() const {

@@ -33,6 +33,11 @@ class InputMailbox {
   // Fails with `why` every waiting item whose entry names `peer` (a control endpoint)
   // among its peers: its tuples will never come. Returns how many failed.
   size_t FailWaitingOn(const std::string& peer, const Status& why);
+  // Fails every item that has waited for a tuple since a call more than `wait_us` before
+  // `now_us` (any steady clock, microseconds): its producer was placed but the tuple never
+  // came, and the item would hold its device for ever. The error (DeadlineExceeded) names
+  // the run, node, shard and input. Returns the keys that failed. Call it periodically.
+  std::vector<InputKey> FailWaitingLongerThan(int64_t now_us, int64_t wait_us);
 
   size_t waiting() const;  // items waiting for a tuple, counted once per input
   size_t early() const;    // tuples kept for entries that have not arrived
@@ -40,8 +45,12 @@ class InputMailbox {
  private:
   ItemSink& sink_;
   mutable std::mutex mu_;
-  std::map<InputKey, std::shared_ptr<WorkItem>> waiting_;  // guarded by mu_
-  std::map<InputKey, Result<Tensor>> early_;               // guarded by mu_
+  struct Waiting {
+    std::shared_ptr<WorkItem> item;
+    int64_t seen_us = -1;  // when FailWaitingLongerThan first saw it; -1: not yet
+  };
+  std::map<InputKey, Waiting> waiting_;       // guarded by mu_
+  std::map<InputKey, Result<Tensor>> early_;  // guarded by mu_
 };
 
 }  // namespace atl::executor

@@ -111,6 +111,33 @@ TEST(InputMailboxTest, ALostPeerFailsOnlyTheItemsWaitingOnIt) {
   EXPECT_EQ(calls[1].item, spared);
 }
 
+TEST(InputMailboxTest, AnItemWaitingLongerThanAllowedFailsNamingWhatItWaitsFor) {
+  RecordingSink sink;
+  InputMailbox mailbox(sink);
+  auto late = MakeItem(MakeEntry(1, 0, 2));
+  auto fed = MakeItem(MakeEntry(1, 1, 2));
+  mailbox.Await({7, 3, 1, 0}, late);
+  mailbox.Await({7, 3, 1, 1}, fed);
+  EXPECT_TRUE(mailbox.FailWaitingLongerThan(1'000, 5'000).empty()) << "first seen now";
+  mailbox.Deliver({7, 3, 1, 1}, Tensor::F32({1}, {3}));
+  EXPECT_TRUE(mailbox.FailWaitingLongerThan(6'000, 5'000).empty()) << "waited 5 ms of 5";
+  auto failed = mailbox.FailWaitingLongerThan(6'001, 5'000);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0], (InputKey{7, 3, 1, 0}));
+  const auto calls = sink.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].kind, Call::kFail);
+  EXPECT_EQ(calls[1].item, late);
+  EXPECT_EQ(calls[1].status.code(), Code::kDeadlineExceeded);
+  EXPECT_NE(calls[1].status.message().find("run 7 node 3 shard 0 waited over 5 ms for input 1"),
+            std::string::npos)
+      << calls[1].status.ToString();
+  EXPECT_EQ(mailbox.waiting(), 0u);
+  // A tuple that comes after all is kept as early, not delivered to the failed item.
+  mailbox.Deliver({7, 3, 1, 0}, Tensor::F32({1}, {4}));
+  EXPECT_EQ(sink.calls().size(), 2u);
+}
+
 TEST(InputMailboxTest, DeliveriesFromSeveralThreadsEachReachTheirItem) {
   RecordingSink sink;
   InputMailbox mailbox(sink);
