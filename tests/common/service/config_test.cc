@@ -1,5 +1,6 @@
-// The [dataplane] table of the cluster configuration: defaults, values, and refusals that
-// name the key.
+// The cluster configuration: the [dataplane] table, and the bounds on waits that end in a
+// clear error instead of a hang ([scheduler] cross_island_wait_ms, [executor]
+// input_wait_ms): defaults, values, and refusals that name the key.
 #include <gtest/gtest.h>
 
 #include "common/service/config.h"
@@ -14,8 +15,8 @@ name = "i"
   name = "h"
 )";
 
-Result<ClusterConfig> Parse(const std::string& dataplane) {
-  return ParseClusterConfig(dataplane + kIsland, "test");
+Result<ClusterConfig> Parse(const std::string& tables) {
+  return ParseClusterConfig(tables + kIsland, "test");
 }
 
 TEST(DataPlaneConfig, DefaultsBatchPerTurnWithoutAWindow) {
@@ -49,6 +50,31 @@ TEST(DataPlaneConfig, RefusesAValueOfTheWrongType) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("batch_window_us"), std::string::npos)
       << c.status().ToString();
+}
+
+TEST(WaitBoundsConfig, DefaultsAndValues) {
+  auto defaults = Parse("");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->cross_island_wait_ms, 60000u);
+  EXPECT_EQ(defaults->input_wait_ms, 600000u);
+  auto set = Parse("[scheduler]\ncross_island_wait_ms = 250\n[executor]\ninput_wait_ms = 900\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->cross_island_wait_ms, 250u);
+  EXPECT_EQ(set->input_wait_ms, 900u);
+}
+
+TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
+  for (const char* bad :
+       {"[scheduler]\ncross_island_wait_ms = 0", "[scheduler]\ncross_island_wait_ms = -1",
+        "[scheduler]\ncross_island_wait_ms = 3600001", "[executor]\ninput_wait_ms = 0",
+        "[executor]\ninput_wait_ms = -7", "[executor]\ninput_wait_ms = 86400001"}) {
+    auto c = Parse(std::string(bad) + "\n");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument) << bad;
+    const std::string key = std::string(bad).substr(std::string(bad).find('\n') + 1);
+    EXPECT_NE(c.status().message().find(key.substr(0, key.find(' '))), std::string::npos)
+        << c.status().ToString();
+  }
 }
 
 }  // namespace
