@@ -103,4 +103,10 @@ std::vector<EventLoop::HandlerStats> EventLoop::Stats() const {
   return out;
 }
 
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace atl

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -68,5 +69,9 @@ class EventLoop {
 void InstallShutdownSignals();
 // True once SIGINT or SIGTERM arrived.
 bool ShutdownRequested();
+
+// Microseconds on the steady clock (the one loop timers use): for the bounded waits that
+// services check on a timer, never for timestamps that leave the process.
+int64_t SteadyMicros();
 
 }  // namespace atl

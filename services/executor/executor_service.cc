@@ -122,11 +122,8 @@ void ExecutorService::Run() {
 }
 
 void ExecutorService::FailLateInputs() {
-  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
-                       std::chrono::steady_clock::now().time_since_epoch())
-                       .count();
   const int64_t wait_us = int64_t{config_.input_wait_ms} * 1000;
-  for (const InputKey& key : mailbox_.FailWaitingLongerThan(now, wait_us)) {
+  for (const InputKey& key : mailbox_.FailWaitingLongerThan(SteadyMicros(), wait_us)) {
     events_->Publish("error.gang", {{"run", key.run},
                                     {"node", uint64_t{key.node}},
                                     {"shard", uint64_t{key.shard}},

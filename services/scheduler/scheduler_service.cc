@@ -138,11 +138,8 @@ void SchedulerService::CheckClients() {
 }
 
 void SchedulerService::ExpireCrossIslandWaits() {
-  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
-                       std::chrono::steady_clock::now().time_since_epoch())
-                       .count();
   const int64_t held_us = int64_t{config_.cross_island_wait_ms} * 1000;
-  for (const auto& e : order_->Expire(now, held_us)) {
+  for (const auto& e : order_->Expire(SteadyMicros(), held_us)) {
     events_->Publish("error.gang", {{"run", e.run},
                                     {"node", uint64_t{e.node}},
                                     {"client", e.client},
