@@ -138,7 +138,8 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
                                "--events-out", info_.events_out});
     }
   } else if (p.role == "objectstore") {
-    argv.insert(argv.end(), {"--host", p.target, "--events-in", info_.events_in});
+    argv.insert(argv.end(),
+                {"--host", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
   } else if (p.role == "executor") {
     const Child* store = FindChild("objectstore-" + p.target);
     const std::string store_ep = store ? Connectable(store->info.endpoints.at("endpoint")) : "";

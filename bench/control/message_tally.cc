@@ -74,6 +74,7 @@ std::string ReceiverOf(proto::Kind kind) {
     case K::kGetStoreStats:
       return "store";
     case K::kSliceRemapped:
+    case K::kServiceChanged:
     case K::kSubmitReply:
       return "client";
     default:

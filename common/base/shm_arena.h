@@ -38,6 +38,7 @@ class ShmRegion {
   // that name; Unavailable when it cannot be mapped. Never unlinks the name.
   [[nodiscard]] static Result<ShmRegion> Open(const std::string& name);
 
+  ShmRegion() = default;  // maps nothing: every Slice fails
   ShmRegion(ShmRegion&& other) noexcept;
   ShmRegion& operator=(ShmRegion&& other) noexcept;
   ShmRegion(const ShmRegion&) = delete;

@@ -99,6 +99,8 @@ std::string_view KindName(Kind kind) {
       return "Goodbye";
     case Kind::kHostChanged:
       return "HostChanged";
+    case Kind::kServiceChanged:
+      return "ServiceChanged";
     case Kind::kSliceRemapped:
       return "SliceRemapped";
     case Kind::kCompile:

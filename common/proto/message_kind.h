@@ -35,6 +35,7 @@ enum class Kind : uint16_t {
   kGoodbye = 22,
   kHostChanged = 23,
   kSliceRemapped = 24,
+  kServiceChanged = 25,
   // Executor.
   kCompile = 40,
   kDispatch = 41,

@@ -42,14 +42,17 @@ struct RegisterExecutorReply {
   MSGPACK_DEFINE(device_ids, heartbeat_ms);
 };
 
-// Executor or client -> RM, and client -> object store: "still alive". No reply.
+// "Still alive": executors, schedulers and object stores -> RM; clients -> RM, their
+// object stores and schedulers. No reply while the receiver knows the sender; an Error
+// (NotFound) when it does not, so that a service re-registers after an RM restart.
 struct Heartbeat {
   static constexpr Kind kKind = Kind::kHeartbeat;
-  enum Role : uint8_t { kExecutor = 0, kClient = 1 };
+  enum Role : uint8_t { kExecutor = 0, kClient = 1, kScheduler = 2, kStore = 3 };
   uint8_t role = kClient;
-  std::string id;  // executor host name, or client id in decimal
+  std::string id;  // executor's or store's host name, scheduler's island, or client id in decimal
+  uint64_t instance = 0;  // a store's (StoreHelloReply): a new one means it restarted
   bool operator==(const Heartbeat&) const = default;
-  MSGPACK_DEFINE(role, id);
+  MSGPACK_DEFINE(role, id, instance);
 };
 
 // The client id of a client's heartbeat; InvalidArgument for an executor's, an unknown
@@ -110,6 +113,21 @@ struct HostChanged {
   std::string reason;
   bool operator==(const HostChanged&) const = default;
   MSGPACK_DEFINE(host, control_endpoint, device_ids, lost, reason);
+};
+
+// RM -> every client, and to the services that depend on the changed one (a store's own
+// executor): a scheduler, an object store or an executor was declared lost (silent for
+// `liveness` heartbeats) or is back. Clients fail the runs that need a lost service, naming
+// it; an executor whose store is back maps its new arena. A notice: no reply.
+struct ServiceChanged {
+  static constexpr Kind kKind = Kind::kServiceChanged;
+  uint8_t role = Heartbeat::kScheduler;  // Heartbeat::Role of the service
+  std::string name;                      // island (scheduler) or host (store, executor)
+  std::string endpoint;                  // where it listens (an executor's control endpoint)
+  bool lost = true;
+  std::string reason;  // for a loss: what was lost and why
+  bool operator==(const ServiceChanged&) const = default;
+  MSGPACK_DEFINE(role, name, endpoint, lost, reason);
 };
 
 struct CreateSlice {
@@ -192,16 +210,18 @@ struct HostStatus {
   std::string control_endpoint;
   std::string store_endpoint;
   std::vector<DeviceStatus> devices;
+  bool store_alive = false;
   bool operator==(const HostStatus&) const = default;
-  MSGPACK_DEFINE(name, alive, control_endpoint, store_endpoint, devices);
+  MSGPACK_DEFINE(name, alive, control_endpoint, store_endpoint, devices, store_alive);
 };
 
 struct IslandStatus {
   std::string name;
   std::string scheduler_endpoint;  // empty until its scheduler registers
   std::vector<HostStatus> hosts;
+  bool scheduler_alive = false;  // registered and heard from within the liveness window
   bool operator==(const IslandStatus&) const = default;
-  MSGPACK_DEFINE(name, scheduler_endpoint, hosts);
+  MSGPACK_DEFINE(name, scheduler_endpoint, hosts, scheduler_alive);
 };
 
 struct SliceStatus {

@@ -19,14 +19,17 @@ struct StoreHello {
 };
 
 // The store's shared-memory region holds the host arena first, then each local device's
-// memory; every offset the store gives is an offset into the whole region.
+// memory; every offset the store gives is an offset into the whole region. `instance` is
+// random per store process: replies that give offsets carry it, so that an executor never
+// writes or reads through the region of a store that has since restarted.
 struct StoreHelloReply {
   static constexpr Kind kKind = Kind::kStoreHelloReply;
   std::string arena_name;     // POSIX shared-memory name of the region, for shm_open
   uint64_t arena_bytes = 0;   // the host arena
   uint64_t region_bytes = 0;  // the whole region: the arena and every device's memory
+  uint64_t instance = 0;
   bool operator==(const StoreHelloReply&) const = default;
-  MSGPACK_DEFINE(arena_name, arena_bytes, region_bytes);
+  MSGPACK_DEFINE(arena_name, arena_bytes, region_bytes, instance);
 };
 
 // Reserves space for one shard, in the host arena or in a local device's memory; the
@@ -51,8 +54,9 @@ struct CreateObjectReply {
   static constexpr Kind kKind = Kind::kCreateObjectReply;
   uint64_t offset = 0;
   uint64_t nbytes = 0;
+  uint64_t instance = 0;  // the store's (StoreHelloReply)
   bool operator==(const CreateObjectReply&) const = default;
-  MSGPACK_DEFINE(offset, nbytes);
+  MSGPACK_DEFINE(offset, nbytes, instance);
 };
 
 // Marks a created shard ready (or failed, with error_code != 0) and wakes its waiters.
@@ -97,8 +101,9 @@ struct GetObjectReply {
   Shape shape;
   uint64_t offset = 0;
   uint64_t nbytes = 0;
+  uint64_t instance = 0;  // the store's (StoreHelloReply)
   bool operator==(const GetObjectReply&) const = default;
-  MSGPACK_DEFINE(dtype, shape, offset, nbytes);
+  MSGPACK_DEFINE(dtype, shape, offset, nbytes, instance);
 };
 
 // Drops one reference; the object (all its shards on this host) is freed at zero.

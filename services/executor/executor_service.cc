@@ -49,14 +49,12 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
 
   // The object store's arena: outputs are written and arguments read through it.
   ATOLL_RETURN_IF_ERROR(store_.Connect());
-  ATOLL_ASSIGN_OR_RETURN(auto hello,
-                         store_.Call<proto::StoreHelloReply>(proto::StoreHello{}, timeout));
-  ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Open(hello.arena_name));
-  arena_ = std::make_unique<ShmRegion>(std::move(arena));
-
+  arena_ = std::make_unique<ShmRegion>();
   admission_ = std::make_unique<AdmissionCore>(host_, num_devices_);
-  store_link_ = std::make_unique<StoreLink>(store_requests_, devices_, *arena_,
-                                            [this](const Status& error) { PublishError(error); });
+  store_link_ = std::make_unique<StoreLink>(
+      store_requests_, devices_, *arena_, [this](const Status& error) { PublishError(error); },
+      [this] { store_restarted_ = true; });
+  ATOLL_RETURN_IF_ERROR(AttachStore(timeout));
   router_ = std::make_unique<OutputRouter>(
       data_endpoint_, mailbox_,
       [this](const std::string& endpoint, proto::TupleHeader h, Result<Tensor> value, bool urgent) {
@@ -136,6 +134,9 @@ void ExecutorService::FailLateInputs() {
 void ExecutorService::Heartbeat() {
   Status sent = rm_.Post(proto::Heartbeat{proto::Heartbeat::kExecutor, host_});
   if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
+  // A restarted store that did not answer its hello gets asked again (until the RM
+  // declares it lost).
+  if (store_restarted_) (void)AttachStore(std::chrono::milliseconds(config_.heartbeat_ms));
   // Per-device load for live views: busy time is cumulative, so a viewer takes the
   // difference between two reports over the difference of their ts_us.
   for (size_t d = 0; d < devices_.size(); ++d) {
@@ -253,6 +254,9 @@ void ExecutorService::OnRm() {
         break;
       case proto::Kind::kHostChanged:
         OnHostChanged(*in);
+        break;
+      case proto::Kind::kServiceChanged:
+        OnServiceChanged(*in);
         break;
       case proto::Kind::kError: {
         auto err = in->header.As<proto::Error>();
@@ -383,7 +387,39 @@ void ExecutorService::OnStore() {
     }
     store_link_->OnReply(*in);
   }
+  if (store_restarted_) {
+    store_link_->Detach(Unavailable(fmt::format(
+        "the object store of host {} restarted, and the objects it held are gone", host_)));
+    Status attached = AttachStore(std::chrono::milliseconds(config_.heartbeat_ms));
+    if (!attached.ok()) PublishError(attached);
+  }
   FlushTuples();
+}
+
+Status ExecutorService::AttachStore(std::chrono::milliseconds timeout) {
+  auto hello = store_.Call<proto::StoreHelloReply>(proto::StoreHello{}, timeout);
+  if (!hello.ok()) {
+    return hello.status().WithContext("say hello to the object store at " + store_.endpoint());
+  }
+  ATOLL_ASSIGN_OR_RETURN(*arena_, ShmRegion::Open(hello->arena_name));
+  store_link_->Attach(hello->instance);
+  store_restarted_ = false;
+  spdlog::info("mapped the object store's arena {} (instance {:x})", hello->arena_name,
+               hello->instance);
+  return Status::Ok();
+}
+
+void ExecutorService::OnServiceChanged(const proto::Incoming& in) {
+  auto changed = in.header.As<proto::ServiceChanged>();
+  if (!changed.ok() || changed->role != proto::Heartbeat::kStore || changed->name != host_) return;
+  if (changed->lost) {
+    // Attached again when the RM says it is back: asking a dead store would only block.
+    store_link_->Detach(Unavailable(changed->reason));
+    store_restarted_ = false;
+    return;
+  }
+  Status attached = AttachStore(std::chrono::milliseconds(config_.heartbeat_ms));
+  if (!attached.ok()) PublishError(attached);
 }
 
 }  // namespace atl::executor

@@ -66,6 +66,12 @@ class ExecutorService {
   void OnCompile(const proto::Incoming& in);
   // A peer executor was lost (or came back): shards waiting for its tuples fail.
   void OnHostChanged(const proto::Incoming& in);
+  // The RM says this host's object store was lost or is back (another host's store is no
+  // concern of this executor's).
+  void OnServiceChanged(const proto::Incoming& in);
+  // Asks the host's object store for its arena and maps it: at start, and whenever the store
+  // came back or turned out to have restarted. What was asked of the old one has failed.
+  Status AttachStore(std::chrono::milliseconds timeout);
   void OnStore();
   void OnCompletions();
   void Heartbeat();
@@ -92,6 +98,8 @@ class ExecutorService {
   net::Requester rm_;
   net::Requester store_;
   std::unique_ptr<ShmRegion> arena_;
+  // A store reply came from a new store process, or the store came back: AttachStore is due.
+  bool store_restarted_ = false;
   std::unique_ptr<EventPublisher> events_;
   EventLoop loop_;
   std::string control_endpoint_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "common/net/transport.h"
 
@@ -26,8 +27,37 @@ Status SocketStoreRequests::Send(uint64_t request_id, const proto::SealObject& r
   return net::Send(socket_, nullptr, request_id, request);
 }
 
-StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error)
-    : send_(requests), items_(items), arena_(arena), on_error_(std::move(on_error)) {}
+StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error,
+                     std::function<void()> on_restarted)
+    : send_(requests),
+      items_(items),
+      arena_(arena),
+      on_error_(std::move(on_error)),
+      on_restarted_(std::move(on_restarted)) {}
+
+void StoreLink::Attach(uint64_t instance) {
+  instance_ = instance;
+  detached_ = Status::Ok();
+}
+
+void StoreLink::Detach(const Status& why) {
+  detached_ = why;
+  for (auto& [id, request] : std::exchange(requests_, {})) {
+    if (request.kind == Request::kGetInput) {
+      items_.Fail(request.item, why.WithContext("read argument"));
+    } else if (request.kind == Request::kCreate && request.write->waiting) {
+      items_.Fail(request.write->waiting, why.WithContext("reserve output"));
+      request.write->waiting.reset();
+    }
+  }
+  for (auto& [key, write] : std::exchange(writes_, {})) FeedLocalReaders(*write, why);
+}
+
+Status StoreLink::CheckInstance(uint64_t instance) {
+  if (instance == instance_) return Status::Ok();
+  if (on_restarted_) on_restarted_();
+  return Unavailable("the object store restarted since this executor mapped its arena");
+}
 
 template <typename Body>
 Status StoreLink::Send(Request request, const Body& body) {
@@ -39,6 +69,7 @@ Status StoreLink::Send(Request request, const Body& body) {
 
 Status StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
                                 const std::shared_ptr<WorkItem>& item) {
+  ATOLL_RETURN_IF_ERROR(detached_);
   auto write = std::make_shared<Write>();
   write->create = std::move(create);
   write->deferred = deferred;
@@ -51,6 +82,10 @@ Status StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
 }
 
 void StoreLink::ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input) {
+  if (!detached_.ok()) {
+    items_.Fail(item, detached_.WithContext("read argument"));
+    return;
+  }
   const proto::InputSource& src = item->entry.inputs[input];
   if (auto w = writes_.find({src.object_id, src.shard}); w != writes_.end()) {
     w->second->local_readers.emplace_back(item, input);  // written here, not sealed yet
@@ -115,6 +150,7 @@ void StoreLink::OnReply(const proto::Incoming& reply) {
 void StoreLink::OnCreateReply(const Request& request, const proto::Incoming& reply, Status error) {
   auto created = reply.header.As<proto::CreateObjectReply>();
   if (error.ok() && !created.ok()) error = created.status();
+  if (error.ok()) error = CheckInstance(created->instance);
   Write& write = *request.write;
   if (write.waiting) {
     if (error.ok()) {
@@ -141,7 +177,8 @@ void StoreLink::OnGetReply(const Request& request, const proto::Incoming& reply,
   Result<Tensor> value = error;
   if (error.ok()) {
     auto got = reply.header.As<proto::GetObjectReply>();
-    value = got.ok() ? ReadArena(*got) : Result<Tensor>(got.status());
+    Status same = got.ok() ? CheckInstance(got->instance) : got.status();
+    value = same.ok() ? ReadArena(*got) : Result<Tensor>(same);
   }
   if (value.ok()) {
     items_.Deliver(request.item, request.input, std::move(value).value());

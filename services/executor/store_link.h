@@ -57,7 +57,17 @@ class StoreLink {
   using OnError = std::function<void(const Status&)>;
 
   // `requests`, `items` and `arena` (the store's arena, mapped here) must outlive the link.
-  StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error);
+  // `on_restarted` runs when a reply shows that the store restarted since the last Attach.
+  StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error,
+            std::function<void()> on_restarted = {});
+
+  // `arena` now maps the region of the store process `instance` (StoreHelloReply): replies
+  // from any other instance are refused, never read or written through `arena`.
+  void Attach(uint64_t instance);
+  // The store is lost or restarted (`why`): every request it did not answer and every
+  // output not yet sealed fails with `why`, and so does every reservation and read until
+  // the next Attach.
+  void Detach(const Status& why);
 
   // Reserves space for output shard (create.object_id, create.shard) of `item`, which does
   // not run before the space is granted (ItemSink::Reserved). A `deferred` reservation (a
@@ -111,10 +121,17 @@ class StoreLink {
   // Writes the value into its space and seals it, once both exist.
   void Complete(const std::shared_ptr<Write>& write);
 
+  // The reply's error, or Unavailable when it comes from a store instance other than the
+  // attached one (which then counts as restarted).
+  Status CheckInstance(uint64_t instance);
+
   StoreRequests& send_;
   ItemSink& items_;
   ShmRegion& arena_;
   const OnError on_error_;
+  const std::function<void()> on_restarted_;
+  uint64_t instance_ = 0;
+  Status detached_;                       // not OK between Detach and Attach
   std::map<uint64_t, Request> requests_;  // by request id
   // Output shards bound for the store, by (object id, shard), until sealed.
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<Write>> writes_;

@@ -11,7 +11,8 @@
 
 namespace {
 
-atl::Status Serve(atl::ServiceOptions& options, const std::string& host) {
+atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
+                  const std::string& rm_endpoint) {
   ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config,
                          atl::StartService("objectstore/" + host, options));
   ATOLL_ASSIGN_OR_RETURN(const atl::HostLocation where, atl::FindHost(config, host));
@@ -23,6 +24,13 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host) {
   store.heartbeat = std::chrono::milliseconds(config.heartbeat_ms);
   store.liveness = config.liveness;
   store.events_in = config.events_in_endpoint;
+  store.rm_endpoint = rm_endpoint.empty() ? config.rm_endpoint : rm_endpoint;
+  if (store.rm_endpoint.ends_with(":*")) {
+    // The config lets the RM pick its port: only --rm says where it is.
+    spdlog::warn("no RM endpoint to heartbeat (rm.endpoint {} picks a free port; pass --rm)",
+                 store.rm_endpoint);
+    store.rm_endpoint.clear();
+  }
 
   zmq::context_t context;
   ATOLL_ASSIGN_OR_RETURN(auto service, atl::store::StoreService::Create(context, store));
@@ -40,8 +48,10 @@ int main(int argc, char** argv) {
   CLI::App app{"atoll object store"};
   atl::ServiceOptions options;
   std::string host;
+  std::string rm_endpoint;
   atl::AddServiceOptions(app, options);
   app.add_option("--host", host, "this host's name in the configuration")->required();
+  app.add_option("--rm", rm_endpoint, "the RM's request endpoint (overrides rm.endpoint)");
   CLI11_PARSE(app, argc, argv);
-  return atl::ExitCode(Serve(options, host));
+  return atl::ExitCode(Serve(options, host, rm_endpoint));
 }

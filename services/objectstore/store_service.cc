@@ -1,5 +1,6 @@
 #include "services/objectstore/store_service.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   if (!service->options_.events_in.empty()) {
     ATOLL_RETURN_IF_ERROR(service->events_.Connect(service->options_.events_in));
   }
+  if (!service->options_.rm_endpoint.empty()) {
+    service->rm_ = std::make_unique<net::Requester>(context, service->options_.rm_endpoint);
+    ATOLL_RETURN_IF_ERROR(service->rm_->Connect());
+    service->loop_.AddSocket("store.rm", service->rm_->socket(),
+                             [s = service.get()] { s->OnRm(); });
+    service->loop_.AddTimer("store.heartbeat", service->options_.heartbeat,
+                            [s = service.get()] { s->HeartbeatRm(); });
+  }
   return service;
 }
 
@@ -73,6 +82,7 @@ StoreService::StoreService(zmq::context_t& context, StoreOptions options, ShmReg
       directory_(options_.arena_bytes, options_.heartbeat * options_.liveness, clock_,
                  options_.device_bytes),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
+      instance_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
       events_(context, "objectstore/" + options_.host),
       deadline_timer_(std::move(timer)) {
   loop_.AddSocket("store.requests", socket_, [this] { OnReadable(); });
@@ -138,8 +148,8 @@ Status StoreService::Dispatch(const proto::Incoming& in) {
 Status StoreService::OnStoreHello(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::StoreHello>());
   (void)req;
-  Send(ReplyToOf(in),
-       proto::StoreHelloReply{arena_.name(), directory_.Stats().arena_bytes, arena_.size()});
+  Send(ReplyToOf(in), proto::StoreHelloReply{arena_.name(), directory_.Stats().arena_bytes,
+                                             arena_.size(), instance_});
   return Status::Ok();
 }
 
@@ -196,7 +206,7 @@ Status StoreService::RejectForever(const proto::CreateObject& req, uint64_t nbyt
 
 void StoreService::AnswerCreated(const ReplyTo& to, const proto::CreateObject& req,
                                  const ShardInfo& info) {
-  Send(to, proto::CreateObjectReply{info.offset, info.nbytes});
+  Send(to, proto::CreateObjectReply{info.offset, info.nbytes, instance_});
   events_.Publish("object.created", {{"object", req.object_id},
                                      {"shard", uint64_t{req.shard}},
                                      {"owner", req.owner_client},
@@ -361,7 +371,7 @@ void StoreService::AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool i
   }
   net::Frames data;
   if (inline_data) data.emplace_back(arena_.data() + info.offset, info.nbytes);
-  Send(to, proto::GetObjectReply{info.dtype, info.shape, info.offset, info.nbytes},
+  Send(to, proto::GetObjectReply{info.dtype, info.shape, info.offset, info.nbytes, instance_},
        std::move(data));
 }
 
@@ -424,6 +434,22 @@ void StoreService::ExpireClients() {
                                   {"bytes_in_use", stats.bytes_in_use},
                                   {"arena_bytes", stats.arena_bytes}});
   events_.Publish("net.stats", net::SentCountFields());
+}
+
+void StoreService::HeartbeatRm() {
+  Status sent = rm_->Post(proto::Heartbeat{proto::Heartbeat::kStore, options_.host, instance_});
+  if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
+}
+
+void StoreService::OnRm() {
+  for (int i = 0; i < 64; ++i) {
+    auto frames = net::RecvFrames(rm_->socket(), std::chrono::milliseconds(0));
+    if (!frames.ok() || !frames->has_value()) return;
+    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+    if (!in.ok() || in->header.kind() != proto::Kind::kError) continue;
+    auto error = in->header.As<proto::Error>();
+    spdlog::warn("the RM says: {}", error.ok() ? error->message : error.status().ToString());
+  }
 }
 
 void StoreService::PublishCollected(const Collected& collected) {

@@ -23,6 +23,9 @@
 // heartbeat * liveness and frees their objects ("object.collected"), and the store publishes
 // "store.stats" {host, objects, bytes_in_use, arena_bytes}: the arena's memory in use.
 //
+// Liveness. The store heartbeats the RM every heartbeat period (when it has an RM), so that
+// the RM can declare it lost when it falls silent and stop placing work on its host.
+//
 // Threading: everything runs on the thread that calls Run(); Stop() may be called from any
 // thread, and SIGINT/SIGTERM (after InstallShutdownSignals) also make Run() return.
 #pragma once
@@ -59,6 +62,7 @@ struct StoreOptions {
   std::chrono::milliseconds heartbeat{500};  // expiry check period; > 0
   uint32_t liveness = 4;                     // missed heartbeats before collection; > 0
   std::string events_in;                     // empty: publish nothing
+  std::string rm_endpoint;                   // empty: heartbeat no RM
 };
 
 class StoreService {
@@ -70,6 +74,7 @@ class StoreService {
 
   const std::string& endpoint() const { return endpoint_; }  // the bound address
   const std::string& arena_name() const { return arena_.name(); }
+  uint64_t instance() const { return instance_; }
 
   // Serves until Stop() or a shutdown signal.
   void Run();
@@ -119,6 +124,9 @@ class StoreService {
   // Answers waiters whose deadline has passed and re-arms the timer for the next one.
   void ExpireWaiters();
   void ExpireClients();
+  void HeartbeatRm();
+  // The RM's answers: none to a heartbeat it accepts; an Error is logged.
+  void OnRm();
   void PublishCollected(const Collected& collected);
   // Answers a CreateObject whose space was reserved.
   void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info);
@@ -140,6 +148,8 @@ class StoreService {
   Directory directory_;
   zmq::socket_t socket_;
   std::string endpoint_;
+  std::unique_ptr<net::Requester> rm_;  // null without an RM
+  const uint64_t instance_;             // random, per process (StoreHelloReply)
   EventPublisher events_;
   EventLoop loop_;
   std::multimap<ShardKey, Waiter> waiters_;

@@ -27,6 +27,7 @@ void RmService::OnHostLost(Host& host, const std::string& why) {
   spdlog::warn("{}", reason);
   events_->Publish("host.lost", {{"host", host.name}, {"island", host.island}, {"reason", reason}});
   BroadcastHostChanged(host, /*lost=*/true, reason);
+  TellClients({proto::Heartbeat::kExecutor, host.name, host.control_endpoint, true, reason});
   RemapSlicesOff(host, reason);
 }
 
@@ -35,6 +36,7 @@ void RmService::OnHostBack(Host& host) {
   spdlog::info("executor {} is back", host.name);
   events_->Publish("host.back", {{"host", host.name}});
   BroadcastHostChanged(host, /*lost=*/false, "");
+  TellClients({proto::Heartbeat::kExecutor, host.name, host.control_endpoint, false, ""});
 }
 
 void RmService::BroadcastHostChanged(const Host& changed, bool lost, const std::string& reason) {
@@ -103,14 +105,7 @@ void RmService::FinishRemap(uint64_t rm_request_id, const Status& status) {
                                                 remap.slice))
                        .ToString()}});
   }
-  const proto::SliceInfo info = DescribeSlice(slice->second);
-  if (auto client = state_.clients.find(slice->second.client); client != state_.clients.end()) {
-    const std::string& to = client->second.routing_id;
-    zmq::message_t routing(to.data(), to.size());
-    Status sent = net::Send(socket_, &routing, 0, proto::SliceRemapped{info, remap.reason});
-    if (!sent.ok())
-      spdlog::warn("SliceRemapped to client {}: {}", slice->second.client, sent.ToString());
-  }
+  TellSliceMoved(slice->second, remap.reason);
   spdlog::info("slice {} remapped onto devices {}", remap.slice,
                fmt::join(slice->second.device_ids, ","));
   events_->Publish("slice.remapped",
@@ -119,6 +114,15 @@ void RmService::FinishRemap(uint64_t rm_request_id, const Status& status) {
                     {"island", slice->second.island},
                     {"devices", fmt::format("{}", fmt::join(slice->second.device_ids, ","))},
                     {"reason", remap.reason}});
+}
+
+void RmService::TellSliceMoved(const Slice& slice, const std::string& reason) {
+  auto client = state_.clients.find(slice.client);
+  if (client == state_.clients.end()) return;
+  const std::string& to = client->second.routing_id;
+  zmq::message_t routing(to.data(), to.size());
+  Status sent = net::Send(socket_, &routing, 0, proto::SliceRemapped{DescribeSlice(slice), reason});
+  if (!sent.ok()) spdlog::warn("SliceRemapped to client {}: {}", slice.client, sent.ToString());
 }
 
 }  // namespace atl::rm

@@ -11,6 +11,24 @@ std::vector<std::string> SilentHosts(const RmState& state, Clock::time_point now
   return silent;
 }
 
+std::vector<std::string> SilentStores(const RmState& state, Clock::time_point now,
+                                      Clock::duration lapse) {
+  std::vector<std::string> silent;
+  for (const auto& [name, h] : state.hosts) {
+    if (h.store_alive && now - h.store_last_heard > lapse) silent.push_back(name);
+  }
+  return silent;
+}
+
+std::vector<std::string> SilentSchedulers(const RmState& state, Clock::time_point now,
+                                          Clock::duration lapse) {
+  std::vector<std::string> silent;
+  for (const auto& [island, s] : state.schedulers) {
+    if (s.alive && now - s.last_heard > lapse) silent.push_back(island);
+  }
+  return silent;
+}
+
 std::vector<uint64_t> SilentClients(const RmState& state, Clock::time_point now,
                                     Clock::duration lapse) {
   std::vector<uint64_t> silent;

@@ -16,6 +16,14 @@ namespace atl::rm {
 // The live hosts not heard from for longer than `lapse` at `now`, in name order.
 std::vector<std::string> SilentHosts(const RmState& state, Clock::time_point now,
                                      Clock::duration lapse);
+// The hosts whose object store is believed alive but was not heard from for longer than
+// `lapse` at `now`, in name order.
+std::vector<std::string> SilentStores(const RmState& state, Clock::time_point now,
+                                      Clock::duration lapse);
+// The islands whose scheduler is believed alive but was not heard from for longer than
+// `lapse` at `now`, in name order.
+std::vector<std::string> SilentSchedulers(const RmState& state, Clock::time_point now,
+                                          Clock::duration lapse);
 // The clients not heard from for longer than `lapse` at `now`, in id order.
 std::vector<uint64_t> SilentClients(const RmState& state, Clock::time_point now,
                                     Clock::duration lapse);

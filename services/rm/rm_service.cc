@@ -36,10 +36,12 @@ Status RmService::Bind() {
 
 void RmService::Run() {
   loop_.AddSocket("request", socket_, [this] { OnRequest(); });
-  loop_.AddTimer("liveness", std::chrono::milliseconds(config_.heartbeat_ms), [this] {
-    CheckLiveness();
-    events_->Publish("net.stats", net::SentCountFields());
-  });
+  const auto period = std::chrono::milliseconds(config_.heartbeat_ms);
+  loop_.AddTimer("liveness",
+                 std::max<std::chrono::milliseconds>(period / 4, std::chrono::milliseconds(1)),
+                 [this] { CheckLiveness(); });
+  loop_.AddTimer("net.stats", period,
+                 [this] { events_->Publish("net.stats", net::SentCountFields()); });
   loop_.Run();
   proxy_.Stop();
 }
@@ -92,11 +94,15 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
     return InvalidArgument(fmt::format("host {} re-registered with {} devices, had {}", req.host,
                                        req.devices.size(), host.device_ids.size()));
   }
+  // An executor registers when it starts: one the RM believes alive has restarted, and the
+  // work the old one had queued is gone.
+  if (rejoin && host.alive) OnHostLost(host, "its executor restarted, and its queued work is gone");
   host.name = req.host;
   host.island = req.island;
   host.control_endpoint = req.control_endpoint;
   host.data_endpoint = req.data_endpoint;
   host.store_endpoint = req.store_endpoint;
+  if (!rejoin) host.store_last_heard = Clock::now();
   Reconnected(host, in);
   host.last_heard = Clock::now();
   if (rejoin && !host.alive) OnHostBack(host);
@@ -124,20 +130,8 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
 
 Status RmService::OnHeartbeat(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
-  if (req.role == proto::Heartbeat::kExecutor) {
-    auto it = state_.hosts.find(req.id);
-    if (it == state_.hosts.end()) return NotFound("host '" + req.id + "' is unknown");
-    it->second.last_heard = Clock::now();
-    Reconnected(it->second, in);
-    if (!it->second.alive) OnHostBack(it->second);
-    return Status::Ok();
-  }
-  uint64_t id = 0;
-  try {
-    id = std::stoull(req.id);
-  } catch (const std::exception&) {
-    return InvalidArgument("client heartbeat with non-numeric id '" + req.id + "'");
-  }
+  if (req.role != proto::Heartbeat::kClient) return OnServiceHeartbeat(req, in);
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t id, proto::HeartbeatClientId(req));
   auto it = state_.clients.find(id);
   if (it == state_.clients.end()) return NotFound(fmt::format("client {} is unknown", id));
   it->second.last_heard = Clock::now();
@@ -146,12 +140,31 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
 
 Status RmService::OnRegisterScheduler(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterScheduler>());
-  const bool known = std::any_of(config_.islands.begin(), config_.islands.end(),
-                                 [&](const IslandConfig& i) { return i.name == req.island; });
-  if (!known) return NotFound("island '" + req.island + "' is unknown");
+  const bool configured = std::any_of(config_.islands.begin(), config_.islands.end(),
+                                      [&](const IslandConfig& i) { return i.name == req.island; });
+  if (!configured) return NotFound("island '" + req.island + "' is unknown");
+  auto was = state_.scheduler_by_island.find(req.island);
+  const bool moved = was != state_.scheduler_by_island.end() && was->second != req.endpoint;
+  const bool known = state_.schedulers.count(req.island) > 0;
+  // A scheduler registers when it starts: one the RM believes alive has restarted, and the
+  // gangs the old one had queued are gone.
+  if (known && SchedulerAlive(req.island)) {
+    OnSchedulerLost(req.island, "it restarted, and the runs it had queued are gone");
+  }
   state_.scheduler_by_island[req.island] = req.endpoint;
+  state_.schedulers[req.island].last_heard = Clock::now();
   spdlog::info("scheduler of {} at {}", req.island, req.endpoint);
   events_->Publish("island.scheduler", {{"island", req.island}, {"endpoint", req.endpoint}});
+  if (known) OnSchedulerBack(req.island);
+  if (moved) {
+    // Clients submit to the endpoint their slices name: they learn the new one.
+    for (const auto& [id, slice] : state_.slices) {
+      if (slice.island == req.island) {
+        TellSliceMoved(slice,
+                       "the scheduler of island " + req.island + " moved to " + req.endpoint);
+      }
+    }
+  }
   SaveState();
   return net::Reply(socket_, in, proto::Ok{});
 }
@@ -159,7 +172,7 @@ Status RmService::OnRegisterScheduler(proto::Incoming& in) {
 Status RmService::OnHelloClient(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HelloClient>());
   const uint64_t id = state_.next_client_id++;
-  state_.clients[id] = Client{req.name, Clock::now(), RoutingId(in)};
+  state_.clients[id] = {req.name, Clock::now(), RoutingId(in)};
   events_->Publish("client.connected", {{"client", id}, {"name", req.name}});
   SaveState();
   return net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
@@ -198,12 +211,18 @@ Status RmService::OnCreateSlice(proto::Incoming& in) {
     return NotFound(fmt::format("client {} is unknown; say HelloClient first", req.client_id));
   }
   client->second.routing_id = RoutingId(in);
-  auto placed = placement_->Place({req.num_devices, req.island, req.kind}, Loads(state_));
+  if (!req.island.empty() && !SchedulerAlive(req.island)) {
+    return Unavailable("island '" + req.island + "' has no live scheduler" +
+                       (state_.scheduler_by_island.count(req.island)
+                            ? " (it was lost; slices wait for it to come back)"
+                            : " yet"));
+  }
+  // Devices of islands without a live scheduler could run nothing.
+  std::vector<DeviceLoad> loads = Loads(state_);
+  for (auto& load : loads) load.alive = load.alive && SchedulerAlive(load.island);
+  auto placed = placement_->Place({req.num_devices, req.island, req.kind}, loads);
   if (!placed.ok()) return placed.status().WithContext("create slice");
   const std::string island = state_.hosts.at(state_.devices[placed->front()].host).island;
-  if (!state_.scheduler_by_island.count(island)) {
-    return Unavailable("island '" + island + "' has no scheduler yet");
-  }
   Slice slice{state_.next_slice_id++, req.client_id, island, *placed};
   for (uint32_t d : slice.device_ids) state_.devices[d].slices++;
   state_.slices[slice.id] = slice;
@@ -330,14 +349,14 @@ void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status)
 Status RmService::OnClusterStatus(proto::Incoming& in) {
   proto::ClusterStatus status;
   for (const auto& island : config_.islands) {
-    proto::IslandStatus is{island.name, "", {}};
+    proto::IslandStatus is{island.name, "", {}, SchedulerAlive(island.name)};
     if (auto s = state_.scheduler_by_island.find(island.name);
         s != state_.scheduler_by_island.end()) {
       is.scheduler_endpoint = s->second;
     }
     for (const auto& [name, h] : state_.hosts) {
       if (h.island != island.name) continue;
-      proto::HostStatus hs{name, h.alive, h.control_endpoint, h.store_endpoint, {}};
+      proto::HostStatus hs{name, h.alive, h.control_endpoint, h.store_endpoint, {}, h.store_alive};
       for (uint32_t id : h.device_ids) {
         const Device& d = state_.devices[id];
         hs.devices.push_back({id, d.desc.kind, d.desc.memory_bytes, d.slices});
@@ -354,29 +373,6 @@ Status RmService::OnClusterStatus(proto::Incoming& in) {
   return net::Reply(socket_, in, status);
 }
 
-void RmService::CheckLiveness() {
-  const auto now = Clock::now();
-  const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
-  for (const std::string& name : SilentHosts(state_, now, lapse)) {
-    OnHostLost(state_.hosts.at(name),
-               fmt::format("its executor missed {} heartbeats", config_.liveness));
-  }
-  for (uint64_t id : SilentClients(state_, now, lapse)) DropClient(id, "heartbeat lapsed");
-  std::vector<uint64_t> expired;
-  for (const auto& [id, p] : pending_) {
-    if (now > p.deadline) expired.push_back(id);
-  }
-  const Status late = DeadlineExceeded(
-      fmt::format("executors did not compile within {} s",
-                  std::chrono::duration_cast<std::chrono::seconds>(kCompileTimeout).count()));
-  for (uint64_t id : expired) FinishRegistration(id, late);
-  expired.clear();
-  for (const auto& [id, r] : remaps_) {
-    if (now > r.deadline) expired.push_back(id);
-  }
-  for (uint64_t id : expired) FinishRemap(id, late);
-}
-
 void RmService::SaveState() {
   if (state_file_.empty()) return;
   Status written = WriteStateFile(state_file_, state_);
@@ -390,7 +386,10 @@ Status RmService::LoadState() {
   if (state_file_.empty() || !std::filesystem::exists(state_file_)) return Status::Ok();
   ATOLL_ASSIGN_OR_RETURN(state_, ReadStateFile(state_file_));
   const auto now = Clock::now();
-  for (auto& [name, host] : state_.hosts) host.last_heard = now;
+  for (auto& [name, host] : state_.hosts) host.last_heard = host.store_last_heard = now;
+  for (const auto& [island, endpoint] : state_.scheduler_by_island) {
+    state_.schedulers[island].last_heard = now;
+  }
   for (auto& [id, client] : state_.clients) client.last_heard = now;
   spdlog::info("state from {}: {} hosts, {} clients, {} slices, {} functions", state_file_,
                state_.hosts.size(), state_.clients.size(), state_.slices.size(),

@@ -83,7 +83,24 @@ class RmService {
   Status OnRegisterFunction(proto::Incoming& in);
   Status OnCompileReply(proto::Incoming& in);
   Status OnClusterStatus(proto::Incoming& in);
+
+  // Liveness of every service (liveness.cc): executors, object stores and schedulers
+  // heartbeat; one silent for `liveness` periods is declared lost, published, taken out of
+  // placement and announced to every client (ServiceChanged), so that the runs needing it
+  // fail naming it; one heard again is back.
+  Status OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incoming& in);
   void CheckLiveness();
+  void OnSchedulerLost(const std::string& island, const std::string& why);
+  void OnSchedulerBack(const std::string& island);
+  void OnStoreLost(Host& host, const std::string& why);
+  void OnStoreBack(Host& host);
+  // Sends `notice` to every connected client.
+  void TellClients(const proto::ServiceChanged& notice);
+  // Sends `notice` to the executor of `host`, when it is connected.
+  void TellExecutor(const Host& host, const proto::ServiceChanged& notice);
+  bool SchedulerAlive(const std::string& island) const;
+  // Tells the slice's client where the slice runs now, and why.
+  void TellSliceMoved(const Slice& slice, const std::string& reason);
 
   // Frees a client's slices (and so the load they put on devices).
   void DropClient(uint64_t client_id, const std::string& why);

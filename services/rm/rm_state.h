@@ -32,7 +32,12 @@ struct RmState {
     std::vector<std::pair<uint64_t, proto::Compile>> held;
     std::vector<uint32_t> device_ids;
     Clock::time_point last_heard;
-    bool alive = true;
+    bool alive = true;  // its executor is
+    // The host's object store heartbeats on its own: a host may keep its executor and lose
+    // its store (or the reverse).
+    Clock::time_point store_last_heard;
+    bool store_alive = true;
+    uint64_t store_instance = 0;  // from its heartbeats; 0 until heard
     bool operator==(const Host&) const = default;
     MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids);
   };
@@ -56,9 +61,11 @@ struct RmState {
   struct Client {
     std::string name;
     Clock::time_point last_heard;
-    std::string routing_id;  // of the client's request DEALER: where notices go
+    // Of the client's request DEALER: where notices go. Clients name their DEALER
+    // themselves, so that a restarted RM still reaches them.
+    std::string routing_id;
     bool operator==(const Client&) const = default;
-    MSGPACK_DEFINE(name);
+    MSGPACK_DEFINE(name, routing_id);
   };
   struct Function {
     uint64_t client = 0;
@@ -68,7 +75,15 @@ struct RmState {
     MSGPACK_DEFINE(client, slice, def);
   };
 
+  // A registered island scheduler's liveness; not persisted: a restarted RM hears again.
+  struct SchedulerLiveness {
+    Clock::time_point last_heard;
+    bool alive = true;
+    bool operator==(const SchedulerLiveness&) const = default;
+  };
+
   std::map<std::string, std::string> scheduler_by_island;  // island -> scheduler endpoint
+  std::map<std::string, SchedulerLiveness> schedulers;     // by island, once registered
   std::map<std::string, Host> hosts;                       // by host name
   std::vector<Device> devices;                             // indexed by device id
   std::map<uint64_t, Slice> slices;
@@ -81,8 +96,9 @@ struct RmState {
   bool operator==(const RmState&) const = default;
 };
 
-// What the placement policy sees of every device, in device id order. Every device's host
-// must be in `state.hosts`.
+// What the placement policy sees of every device, in device id order: a device is alive
+// while its host's executor and object store both are. Every device's host must be in
+// `state.hosts`.
 std::vector<DeviceLoad> Loads(const RmState& state);
 
 }  // namespace atl::rm

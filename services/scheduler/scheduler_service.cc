@@ -25,14 +25,40 @@ Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   events_ = std::make_unique<EventPublisher>(context_, "scheduler/" + options_.island);
   ATOLL_RETURN_IF_ERROR(events_->Connect(config_.events_in_endpoint));
 
-  net::Requester rm(context_, config_.rm_endpoint);
-  ATOLL_RETURN_IF_ERROR(rm.Connect());
-  auto reply = rm.Call<proto::Ok>(proto::RegisterScheduler{options_.island, endpoint_}, timeout);
+  rm_ = std::make_unique<net::Requester>(context_, config_.rm_endpoint);
+  ATOLL_RETURN_IF_ERROR(rm_->Connect());
+  auto reply = rm_->Call<proto::Ok>(proto::RegisterScheduler{options_.island, endpoint_}, timeout);
   return reply.status().WithContext("register with the RM at " + config_.rm_endpoint);
+}
+
+void SchedulerService::HeartbeatRm() {
+  Status sent = rm_->Post(proto::Heartbeat{proto::Heartbeat::kScheduler, options_.island});
+  if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
+}
+
+void SchedulerService::OnRm() {
+  bool unknown = false;
+  for (int i = 0; i < 64; ++i) {
+    auto frames = net::RecvFrames(rm_->socket(), std::chrono::milliseconds(0));
+    if (!frames.ok() || !frames->has_value()) break;
+    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+    if (!in.ok() || in->header.kind() != proto::Kind::kError) continue;
+    auto error = in->header.As<proto::Error>();
+    spdlog::warn("the RM says: {}", error.ok() ? error->message : error.status().ToString());
+    unknown = unknown || (error.ok() && error->code == static_cast<int32_t>(Code::kNotFound));
+  }
+  if (unknown) {
+    spdlog::info("registering again with the RM");
+    Status sent = rm_->Post(proto::RegisterScheduler{options_.island, endpoint_});
+    if (!sent.ok()) spdlog::warn("register: {}", sent.ToString());
+  }
 }
 
 void SchedulerService::Run() {
   loop_.AddSocket("submit", socket_, [this] { OnRequest(); });
+  loop_.AddSocket("rm", rm_->socket(), [this] { OnRm(); });
+  loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { HeartbeatRm(); });
   loop_.AddTimer("net.stats", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { events_->Publish("net.stats", net::SentCountFields()); });
   loop_.AddTimer("cross-island waits", std::chrono::milliseconds(config_.heartbeat_ms),

@@ -4,6 +4,9 @@
 // entries in gang order. Executors report finished shards back on the same connection,
 // which moves the policy's window on. Clients heartbeat their schedulers as they do their
 // object stores: the queued runs of a client that goes silent (or says goodbye) are dropped.
+// The scheduler heartbeats the RM in turn, which declares its island lost when it falls
+// silent, and registers again when the RM no longer knows it (an RM restarted without
+// its state).
 //
 // Threading: Run() owns every socket; all handlers run on that one loop.
 #pragma once
@@ -55,6 +58,9 @@ class SchedulerService {
   // dropped (IslandOrder::DropClient) and a client.dropped event says how many.
   void DropClient(uint64_t client, const std::string& why);
   void CheckClients();
+  void HeartbeatRm();
+  // The RM's answers: an Error to a heartbeat means it does not know this scheduler.
+  void OnRm();
 
   zmq::context_t& context_;
   ClusterConfig config_;
@@ -64,6 +70,7 @@ class SchedulerService {
   std::unique_ptr<IslandOrder> order_;
   EventLoop loop_;
   std::string endpoint_;
+  std::unique_ptr<net::Requester> rm_;
   net::DealerPool executors_;  // to executors' control endpoints
   net::DealerPool peers_;      // to other islands' schedulers
   // When each client was last heard from (a heartbeat or a submission).

@@ -91,7 +91,7 @@ inline RegisterExecutorReply Sample<RegisterExecutorReply>() {
 
 template <>
 inline Heartbeat Sample<Heartbeat>() {
-  return {Heartbeat::kExecutor, "host-1"};
+  return {Heartbeat::kStore, "host-1", 0x5eed};
 }
 
 template <>
@@ -143,6 +143,12 @@ inline SliceRemapped Sample<SliceRemapped>() {
 }
 
 template <>
+inline ServiceChanged Sample<ServiceChanged>() {
+  return {Heartbeat::kStore, "host-1", "tcp://10.0.0.1:5001", true,
+          "the object store of host host-1 missed 4 heartbeats"};
+}
+
+template <>
 inline RegisterFunction Sample<RegisterFunction>() {
   return {42, 9, Sample<ir::FunctionDef>()};
 }
@@ -164,12 +170,13 @@ inline DeviceStatus Sample<DeviceStatus>() {
 
 template <>
 inline HostStatus Sample<HostStatus>() {
-  return {"host-1", true, "tcp://10.0.0.1:5000", "ipc:///tmp/store-1", {Sample<DeviceStatus>()}};
+  return {"host-1", true, "tcp://10.0.0.1:5000", "ipc:///tmp/store-1", {Sample<DeviceStatus>()},
+          true};
 }
 
 template <>
 inline IslandStatus Sample<IslandStatus>() {
-  return {"island-a", "tcp://10.0.0.2:6000", {Sample<HostStatus>(), HostStatus{}}};
+  return {"island-a", "tcp://10.0.0.2:6000", {Sample<HostStatus>(), HostStatus{}}, true};
 }
 
 template <>
@@ -313,7 +320,7 @@ inline StoreHello Sample<StoreHello>() {
 
 template <>
 inline StoreHelloReply Sample<StoreHelloReply>() {
-  return {"/atoll-arena-1", uint64_t{1} << 28, uint64_t{3} << 28};
+  return {"/atoll-arena-1", uint64_t{1} << 28, uint64_t{3} << 28, 0x5eed};
 }
 
 template <>
@@ -323,7 +330,7 @@ inline CreateObject Sample<CreateObject>() {
 
 template <>
 inline CreateObjectReply Sample<CreateObjectReply>() {
-  return {4096, 64};
+  return {4096, 64, 0x5eed};
 }
 
 template <>
@@ -343,7 +350,7 @@ inline GetObject Sample<GetObject>() {
 
 template <>
 inline GetObjectReply Sample<GetObjectReply>() {
-  return {DType::kI32, {2, 2}, 128, 16};
+  return {DType::kI32, {2, 2}, 128, 16, 0x5eed};
 }
 
 template <>

@@ -73,6 +73,33 @@ TEST_F(ElasticCoreTest, HostsSilentLongerThanTheLapseAreLost) {
   EXPECT_THAT(SilentHosts(state_, t0 + 600ms, lapse), ElementsAre("a0", "a1"));
 }
 
+TEST_F(ElasticCoreTest, StoresAndSchedulersSilentLongerThanTheLapseAreLost) {
+  const Clock::time_point t0{};
+  const auto lapse = 3 * 100ms;
+  for (auto& [name, host] : state_.hosts) host.store_last_heard = t0 + 1s;
+  state_.hosts.at("a1").store_last_heard = t0;
+  state_.hosts.at("b0").store_last_heard = t0;
+  state_.hosts.at("b0").store_alive = false;  // already lost: not lost again
+  state_.schedulers["a"] = {t0, true};
+  state_.schedulers["b"] = {t0 + 500ms, true};
+  EXPECT_THAT(SilentStores(state_, t0 + 300ms, lapse), ElementsAre());
+  EXPECT_THAT(SilentStores(state_, t0 + 301ms, lapse), ElementsAre("a1"));
+  EXPECT_THAT(SilentSchedulers(state_, t0 + 301ms, lapse), ElementsAre("a"));
+  EXPECT_THAT(SilentSchedulers(state_, t0 + 801ms, lapse), ElementsAre("a", "b"));
+  state_.schedulers["a"].alive = false;
+  EXPECT_THAT(SilentSchedulers(state_, t0 + 801ms, lapse), ElementsAre("b"));
+}
+
+TEST_F(ElasticCoreTest, ADeviceWhoseStoreIsLostTakesNoSlices) {
+  state_.hosts.at("a0").store_alive = false;
+  for (const auto& load : Loads(state_)) {
+    EXPECT_EQ(load.alive, load.host != "a0") << "device " << load.device_id;
+  }
+  auto placed = policy_->Place({2, "a", ""}, Loads(state_));
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  EXPECT_THAT(*placed, ElementsAre(2, 4));  // device 0 of a1 and a2
+}
+
 TEST_F(ElasticCoreTest, ClientsSilentLongerThanTheLapseAreDropped) {
   const Clock::time_point t0{};
   state_.clients[1].last_heard = t0 + 1s;

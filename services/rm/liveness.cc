@@ -1,0 +1,149 @@
+// The RM's view of which services live. Executors, object stores and island schedulers
+// heartbeat every `heartbeat_ms`; the RM checks four times per period, so that a service
+// silent for `liveness` periods is declared lost at most a quarter period late. A loss is
+// published (host.lost, host.store_lost, island.lost), shown by `atoll status`, taken out of
+// placement and announced to every client, whose runs that need the lost service then fail
+// naming it; a service heard from again is back (host.back, host.store_back, island.back).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "services/rm/elastic_core.h"
+#include "services/rm/rm_service.h"
+
+namespace atl::rm {
+
+Status RmService::OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incoming& in) {
+  const auto now = Clock::now();
+  switch (beat.role) {
+    case proto::Heartbeat::kExecutor: {
+      auto it = state_.hosts.find(beat.id);
+      if (it == state_.hosts.end()) return NotFound("host '" + beat.id + "' is unknown");
+      it->second.last_heard = now;
+      Reconnected(it->second, in);
+      if (!it->second.alive) OnHostBack(it->second);
+      return Status::Ok();
+    }
+    case proto::Heartbeat::kStore: {
+      // A store starts before its executor registers the host: until then it is not
+      // tracked, and that is no fault.
+      auto it = state_.hosts.find(beat.id);
+      if (it == state_.hosts.end()) return Status::Ok();
+      Host& host = it->second;
+      // Restarted within the liveness window: what the old one held is gone all the same.
+      const bool restarted = host.store_instance != 0 && beat.instance != host.store_instance;
+      host.store_instance = beat.instance;
+      host.store_last_heard = now;
+      if (restarted && host.store_alive) {
+        OnStoreLost(host, "it restarted, and the objects it held are gone");
+      }
+      if (!host.store_alive) OnStoreBack(host);
+      return Status::Ok();
+    }
+    case proto::Heartbeat::kScheduler: {
+      auto it = state_.schedulers.find(beat.id);
+      if (it == state_.schedulers.end()) {
+        return NotFound("the scheduler of island '" + beat.id + "' is not registered");
+      }
+      it->second.last_heard = now;
+      if (!it->second.alive) OnSchedulerBack(beat.id);
+      return Status::Ok();
+    }
+    default:
+      return InvalidArgument(fmt::format("heartbeat of unknown role {}", beat.role));
+  }
+}
+
+void RmService::CheckLiveness() {
+  const auto now = Clock::now();
+  const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
+  const std::string missed = fmt::format("missed {} heartbeats", config_.liveness);
+  for (const std::string& name : SilentHosts(state_, now, lapse)) {
+    OnHostLost(state_.hosts.at(name), "its executor " + missed);
+  }
+  for (const std::string& name : SilentStores(state_, now, lapse)) {
+    OnStoreLost(state_.hosts.at(name), "it " + missed);
+  }
+  for (const std::string& island : SilentSchedulers(state_, now, lapse)) {
+    OnSchedulerLost(island, "it " + missed);
+  }
+  for (uint64_t id : SilentClients(state_, now, lapse)) DropClient(id, "heartbeat lapsed");
+  std::vector<uint64_t> expired;
+  for (const auto& [id, p] : pending_) {
+    if (now > p.deadline) expired.push_back(id);
+  }
+  const Status late = DeadlineExceeded(
+      fmt::format("executors did not compile within {} s",
+                  std::chrono::duration_cast<std::chrono::seconds>(kCompileTimeout).count()));
+  for (uint64_t id : expired) FinishRegistration(id, late);
+  expired.clear();
+  for (const auto& [id, r] : remaps_) {
+    if (now > r.deadline) expired.push_back(id);
+  }
+  for (uint64_t id : expired) FinishRemap(id, late);
+}
+
+bool RmService::SchedulerAlive(const std::string& island) const {
+  auto it = state_.schedulers.find(island);
+  return it != state_.schedulers.end() && it->second.alive;
+}
+
+void RmService::OnSchedulerLost(const std::string& island, const std::string& why) {
+  state_.schedulers.at(island).alive = false;
+  const std::string& endpoint = state_.scheduler_by_island.at(island);
+  const std::string reason =
+      fmt::format("the scheduler of island {} ({}) was lost: {}", island, endpoint, why);
+  spdlog::warn("{}", reason);
+  events_->Publish("island.lost", {{"island", island}, {"endpoint", endpoint}, {"reason", reason}});
+  TellClients({proto::Heartbeat::kScheduler, island, endpoint, true, reason});
+}
+
+void RmService::OnSchedulerBack(const std::string& island) {
+  state_.schedulers.at(island).alive = true;
+  const std::string& endpoint = state_.scheduler_by_island.at(island);
+  spdlog::info("the scheduler of island {} is back", island);
+  events_->Publish("island.back", {{"island", island}, {"endpoint", endpoint}});
+  TellClients({proto::Heartbeat::kScheduler, island, endpoint, false, ""});
+}
+
+void RmService::OnStoreLost(Host& host, const std::string& why) {
+  host.store_alive = false;
+  const std::string reason = fmt::format("the object store of host {} ({}) was lost: {}", host.name,
+                                         host.store_endpoint, why);
+  spdlog::warn("{}", reason);
+  events_->Publish("host.store_lost", {{"host", host.name},
+                                       {"island", host.island},
+                                       {"endpoint", host.store_endpoint},
+                                       {"reason", reason}});
+  const proto::ServiceChanged notice{proto::Heartbeat::kStore, host.name, host.store_endpoint, true,
+                                     reason};
+  TellExecutor(host, notice);
+  TellClients(notice);
+}
+
+void RmService::OnStoreBack(Host& host) {
+  host.store_alive = true;
+  spdlog::info("the object store of host {} is back", host.name);
+  events_->Publish("host.store_back", {{"host", host.name}, {"endpoint", host.store_endpoint}});
+  const proto::ServiceChanged notice{proto::Heartbeat::kStore, host.name, host.store_endpoint,
+                                     false, ""};
+  TellExecutor(host, notice);
+  TellClients(notice);
+}
+
+void RmService::TellClients(const proto::ServiceChanged& notice) {
+  for (const auto& [id, client] : state_.clients) {
+    if (client.routing_id.empty()) continue;
+    zmq::message_t routing(client.routing_id.data(), client.routing_id.size());
+    Status sent = net::Send(socket_, &routing, 0, notice);
+    if (!sent.ok()) spdlog::debug("ServiceChanged to client {}: {}", id, sent.ToString());
+  }
+}
+
+void RmService::TellExecutor(const Host& host, const proto::ServiceChanged& notice) {
+  if (!host.alive || host.routing_id.empty()) return;
+  zmq::message_t routing(host.routing_id.data(), host.routing_id.size());
+  Status sent = net::Send(socket_, &routing, 0, notice);
+  if (!sent.ok()) spdlog::warn("ServiceChanged to executor {}: {}", host.name, sent.ToString());
+}
+
+}  // namespace atl::rm
