@@ -36,7 +36,7 @@ StoreStatsByHost AskStores(zmq::context_t& context, const proto::ClusterStatus& 
   StoreStatsByHost out;
   for (const auto& island : s.islands) {
     for (const auto& host : island.hosts) {
-      if (!host.alive || host.store_endpoint.empty()) continue;
+      if (!host.store_alive || host.store_endpoint.empty()) continue;
       net::Requester store(context, host.store_endpoint);
       if (!store.Connect().ok()) continue;
       auto stats = store.Call<proto::StoreStats>(proto::GetStoreStats{}, timeout);
@@ -76,6 +76,7 @@ nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const StoreStatsByH
     nlohmann::ordered_json ij;
     ij["name"] = island.name;
     ij["scheduler_endpoint"] = island.scheduler_endpoint;
+    ij["scheduler_alive"] = island.scheduler_alive;
     ij["hosts"] = nlohmann::ordered_json::array();
     for (const auto& host : island.hosts) {
       nlohmann::ordered_json hj;
@@ -83,6 +84,7 @@ nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const StoreStatsByH
       hj["alive"] = host.alive;
       hj["control_endpoint"] = host.control_endpoint;
       hj["store_endpoint"] = host.store_endpoint;
+      hj["store_alive"] = host.store_alive;
       const proto::StoreStats* stats = StatsOf(stores, host.name);
       hj["devices"] = nlohmann::ordered_json::array();
       for (size_t i = 0; i < host.devices.size(); ++i) {
@@ -139,12 +141,13 @@ void PrintText(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
       rm, s.islands.size(), hosts, alive, devices, s.slices.size(), s.functions, s.clients);
   for (const auto& island : s.islands) {
     std::cout << fmt::format(
-        "island {}  scheduler {}\n", island.name,
-        island.scheduler_endpoint.empty() ? "(not registered)" : island.scheduler_endpoint);
+        "island {}  scheduler {}{}\n", island.name,
+        island.scheduler_endpoint.empty() ? "(not registered)" : island.scheduler_endpoint,
+        island.scheduler_alive || island.scheduler_endpoint.empty() ? "" : " LOST");
     for (const auto& host : island.hosts) {
-      std::cout << fmt::format("  host {:<8} {:<5}  control {}  store {}\n", host.name,
+      std::cout << fmt::format("  host {:<8} {:<5}  control {}  store {}{}\n", host.name,
                                host.alive ? "alive" : "DEAD", host.control_endpoint,
-                               host.store_endpoint);
+                               host.store_endpoint, host.store_alive ? "" : " LOST");
       const proto::StoreStats* stats = StatsOf(stores, host.name);
       for (size_t i = 0; i < host.devices.size(); ++i) {
         const auto& d = host.devices[i];
@@ -157,7 +160,7 @@ void PrintText(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
         std::cout << fmt::format("    store: {} objects ({}), arena {} in use of {}\n",
                                  stats->objects, OwnersText(stats->objects_per_owner),
                                  Mib(stats->bytes_in_use), Mib(stats->arena_bytes));
-      } else if (host.alive) {
+      } else if (host.store_alive) {
         std::cout << "    store: did not answer\n";
       }
     }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -58,6 +59,22 @@ struct Client::Impl {
       }
     }
   }
+  // A service the RM declared lost (ServiceChanged).
+  struct Loss {
+    uint8_t role = 0;  // proto::Heartbeat::Role
+    std::string name;
+    std::string endpoint;
+    std::string reason;
+  };
+  // Every loss announced so far, in order: a run fails for those after its submission.
+  std::vector<Loss> losses;
+  // The services lost now, until they are back, by (role, name): runs that need one are
+  // refused at submission.
+  std::map<std::pair<uint8_t, std::string>, Loss> down;
+  // How often a wait looks for the RM's notices: a quarter of a heartbeat period, so that a
+  // loss fails the runs that need the service well within a period of its declaration.
+  std::chrono::milliseconds notice_period{25};
+
   std::unique_ptr<HeartbeatThread> heartbeat;
   uint64_t id = 0;
   uint64_t next_run = 1;
@@ -78,10 +95,23 @@ struct Client::Impl {
     if (watchers.insert(endpoint).second) heartbeat->AddWatcher(endpoint);
     return Peer(endpoint);
   }
-  // Applies what the RM sent on its own since the last call: slices remapped off lost
-  // devices. Costs no round trip.
+  // Applies what the RM sent on its own since the last call: services lost or back, and
+  // slices remapped off lost devices. Costs no round trip.
   void ApplyNotices() {
     for (auto& notice : rm->TakeNotices()) {
+      if (notice.header.kind() == proto::Kind::kServiceChanged) {
+        auto changed = notice.header.As<proto::ServiceChanged>();
+        if (!changed.ok()) continue;
+        const auto key = std::make_pair(changed->role, changed->name);
+        if (changed->lost) {
+          Loss loss{changed->role, changed->name, changed->endpoint, changed->reason};
+          losses.push_back(loss);
+          down[key] = std::move(loss);
+        } else {
+          down.erase(key);
+        }
+        continue;
+      }
       if (notice.header.kind() != proto::Kind::kSliceRemapped) continue;
       auto remapped = notice.header.As<proto::SliceRemapped>();
       if (!remapped.ok() || !slices.count(remapped->slice.slice_id)) continue;
@@ -92,6 +122,33 @@ struct Client::Impl {
       for (const auto& f : fns) f.lock()->slice = info;
     }
   }
+  // The first loss announced since `run` was submitted of a service it needs; null if none.
+  const Loss* LossFor(const RunState& run) const {
+    for (size_t i = run.losses_seen; i < losses.size(); ++i) {
+      if (Needs(run, losses[i])) return &losses[i];
+    }
+    return nullptr;
+  }
+  // Unavailable naming a service `run` needs that is lost now; OK when all are up.
+  Status CheckUp(const RunState& run) const {
+    for (const auto& [key, loss] : down) {
+      if (Needs(run, loss)) return Unavailable(fmt::format("run {}: {}", run.id, loss.reason));
+    }
+    return Status::Ok();
+  }
+  static bool Needs(const RunState& run, const Loss& loss) {
+    switch (loss.role) {
+      case proto::Heartbeat::kScheduler:
+        return run.schedulers.count(loss.endpoint) > 0;
+      case proto::Heartbeat::kStore:
+        return run.stores.count(loss.endpoint) > 0;
+      case proto::Heartbeat::kExecutor:
+        return run.hosts.count(loss.name) > 0;
+      default:
+        return false;
+    }
+  }
+
   // Ids the client makes itself: unique per client, no round trip.
   uint64_t NextObjectId() { return (id << 40) | next_object++; }
   uint64_t NextRunId() { return (id << 32) | next_run++; }
@@ -125,11 +182,17 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->rm = std::make_unique<net::Requester>(impl->context, options.rm_endpoint);
+  // Named by the client, not by the RM's socket: a restarted RM still reaches it with notices.
+  std::random_device random;
+  impl->rm->socket().set(zmq::sockopt::routing_id,
+                         fmt::format("client-{:08x}{:08x}", random(), random()));
   ATOLL_RETURN_IF_ERROR(impl->rm->Connect());
   ATOLL_ASSIGN_OR_RETURN(auto hello,
                          impl->rm->Call<proto::HelloClientReply>(proto::HelloClient{options.name},
                                                                  options.request_timeout));
   impl->id = hello.client_id;
+  impl->notice_period =
+      std::max(std::chrono::milliseconds(1), std::chrono::milliseconds(hello.heartbeat_ms) / 4);
   impl->heartbeat = std::make_unique<HeartbeatThread>(
       impl->context, impl->id, options.rm_endpoint, std::chrono::milliseconds(hello.heartbeat_ms));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -215,6 +278,22 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
     for (const auto& s : r.shards) run->objects.emplace_back(s.store, s.object_id);
   }
   run->results = std::move(lowered.results);
+  for (const auto& [endpoint, submit] : lowered.per_scheduler) run->schedulers.insert(endpoint);
+  for (const auto& [store, object] : run->objects) run->stores.insert(store);
+  for (const auto& call : program.impl_->calls) {
+    for (const auto& device : call.fn->slice.devices) run->hosts.insert(device.host);
+  }
+  ATOLL_RETURN_IF_ERROR(impl_->CheckUp(*run));
+  // What its inputs' producers need, it needs too, until they are done.
+  for (const auto& read : run->reads) {
+    run->schedulers.insert(read->schedulers.begin(), read->schedulers.end());
+    run->stores.insert(read->stores.begin(), read->stores.end());
+    run->hosts.insert(read->hosts.begin(), read->hosts.end());
+    for (const auto& r : read->results) {
+      for (const auto& shard : r.shards) run->stores.insert(shard.store);
+    }
+  }
+  run->losses_seen = impl_->losses.size();
 
   const auto timeout = impl_->options.request_timeout;
   for (const auto& put : lowered.puts) {
@@ -267,42 +346,91 @@ std::chrono::milliseconds Left(Deadline deadline) {
                       deadline - std::chrono::steady_clock::now()));
 }
 
+Status LossError(const Client::Impl::Loss& loss) { return Unavailable(loss.reason); }
+
 // Waits for the schedulers' answers to `run`'s submission: a refused submission must come
-// back as its own error, not as a timeout.
-Status AwaitAcceptance(Client::Impl& client, uint64_t run, Deadline deadline,
-                       std::chrono::milliseconds timeout) {
-  while (client.acks_missing.count(run) && std::chrono::steady_clock::now() < deadline) {
-    client.DrainAcks(Left(deadline));
+// back as its own error, not as a timeout, and so must the loss of a scheduler.
+Status AwaitAcceptance(const RunState& run, Deadline deadline, std::chrono::milliseconds timeout) {
+  Client::Impl& client = *run.client;
+  while (client.acks_missing.count(run.id) && std::chrono::steady_clock::now() < deadline) {
+    client.DrainAcks(std::min(Left(deadline), client.notice_period));
+    client.ApplyNotices();
+    if (!client.acks_missing.count(run.id)) break;
+    if (const auto* loss = client.LossFor(run)) {
+      return LossError(*loss).WithContext(fmt::format("run {}", run.id));
+    }
   }
-  if (auto it = client.refused.find(run); it != client.refused.end()) return it->second;
-  if (client.acks_missing.count(run)) {
+  if (auto it = client.refused.find(run.id); it != client.refused.end()) return it->second;
+  if (client.acks_missing.count(run.id)) {
     return DeadlineExceeded(fmt::format("run {}: no scheduler answered its submission within {} ms",
-                                        run, timeout.count()));
+                                        run.id, timeout.count()));
   }
   return Status::Ok();
 }
 
+// The reply to `request` from `store`, waiting until `deadline`, or the loss of a service
+// `run` needs, whichever comes first.
+Result<proto::Incoming> AwaitStoreReply(const RunState& run, net::Requester& store,
+                                        uint64_t request, Deadline deadline) {
+  Client::Impl& client = *run.client;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto frames = net::RecvFrames(store.socket(), std::min(Left(deadline), client.notice_period));
+    if (!frames.ok()) return frames.status();
+    if (frames->has_value()) {
+      auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+      if (in.ok() && in->header.request_id() == request) return in;
+      continue;  // a late reply to an abandoned request
+    }
+    client.ApplyNotices();
+    if (const auto* loss = client.LossFor(run)) return LossError(*loss);
+  }
+  return DeadlineExceeded(fmt::format("no reply from the object store at {}", store.endpoint()));
+}
+
+// Shard `s` of a result of `run`: a Get that waits for it to be sealed. When a service the
+// run needs is lost meanwhile, a shard already sealed still counts; one that is not fails
+// naming the lost service.
+Result<Tensor> FetchShard(const RunState& run, const ResultShard& s, Deadline deadline) {
+  Client::Impl& client = *run.client;
+  ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Watcher(s.store));
+  const auto wait_ms = static_cast<uint32_t>(Left(deadline).count());
+  ATOLL_ASSIGN_OR_RETURN(uint64_t request,
+                         store->Send(proto::GetObject{s.object_id, s.shard, wait_ms, true}));
+  auto in = AwaitStoreReply(run, *store, request, deadline + client.options.request_timeout);
+  if (!in.ok()) {
+    const auto* loss = client.LossFor(run);
+    if (loss == nullptr || (loss->role == proto::Heartbeat::kStore && loss->endpoint == s.store)) {
+      return in.status();
+    }
+    ATOLL_ASSIGN_OR_RETURN(request, store->Send(proto::GetObject{s.object_id, s.shard, 0, true}));
+    auto sealed = AwaitStoreReply(
+        run, *store, request, std::chrono::steady_clock::now() + client.options.request_timeout);
+    if (!sealed.ok() || sealed->header.kind() == proto::Kind::kError) return LossError(*loss);
+    in = std::move(sealed);
+  }
+  if (in->header.kind() == proto::Kind::kError) {
+    ATOLL_ASSIGN_OR_RETURN(proto::Error error, in->header.As<proto::Error>());
+    return proto::FromError(error);
+  }
+  ATOLL_ASSIGN_OR_RETURN(auto reply, in->header.As<proto::GetObjectReply>());
+  if (in->data.size() != 1) return Internal("the reply carries no data frame");
+  std::vector<std::byte> bytes(in->data[0].size());
+  if (!bytes.empty()) std::memcpy(bytes.data(), in->data[0].data(), bytes.size());
+  return Tensor::FromBytes(reply.dtype, reply.shape, std::move(bytes));
+}
+
 // Result `r` of `run`, read from its object stores and assembled from its shards.
 Result<Tensor> FetchResult(const RunState& run, size_t r, Deadline deadline) {
-  Client::Impl& client = *run.client;
   const ResultPlan& plan = run.results[r];
   if (plan.arg_index >= 0) return run.arg_values[plan.arg_index];
   std::vector<Tensor> shards;
   for (const auto& s : plan.shards) {
-    const auto wait_ms = static_cast<uint32_t>(Left(deadline).count());
-    ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Watcher(s.store));
-    net::Frames data;
-    auto reply = store->Call<proto::GetObjectReply>(
-        proto::GetObject{s.object_id, s.shard, wait_ms, true},
-        std::chrono::milliseconds(wait_ms) + client.options.request_timeout, {}, &data);
-    const std::string what = fmt::format("run {} result {} shard {}", run.id, r, s.shard);
-    if (!reply.ok()) return reply.status().WithContext(what);
-    if (data.size() != 1) return Internal(what + ": reply carries no data frame");
-    std::vector<std::byte> bytes(data[0].size());
-    if (!bytes.empty()) std::memcpy(bytes.data(), data[0].data(), bytes.size());
-    ATOLL_ASSIGN_OR_RETURN(Tensor t,
-                           Tensor::FromBytes(reply->dtype, reply->shape, std::move(bytes)));
-    shards.push_back(std::move(t));
+    auto shard = FetchShard(run, s, deadline);
+    if (!shard.ok()) {
+      return shard.status().WithContext(
+          fmt::format("run {} result {} shard {}", run.id, r, s.shard));
+    }
+    shards.push_back(std::move(shard).value());
   }
   return Assemble(shards, plan.type, plan.mesh);
 }
@@ -311,7 +439,7 @@ Result<Tensor> FetchResult(const RunState& run, size_t r, Deadline deadline) {
 
 Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
   const Deadline deadline = std::chrono::steady_clock::now() + timeout;
-  ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_->client, state_->id, deadline, timeout));
+  ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_, deadline, timeout));
   std::vector<Tensor> out;
   for (size_t r = 0; r < state_->results.size(); ++r) {
     ATOLL_ASSIGN_OR_RETURN(Tensor t, FetchResult(*state_, r, deadline));
@@ -326,7 +454,7 @@ Result<Tensor> Run::Wait(size_t index, std::chrono::milliseconds timeout) {
                                        state_->results.size(), index));
   }
   const Deadline deadline = std::chrono::steady_clock::now() + timeout;
-  ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_->client, state_->id, deadline, timeout));
+  ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_, deadline, timeout));
   return FetchResult(*state_, index, deadline);
 }
 

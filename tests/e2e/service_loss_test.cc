@@ -1,0 +1,201 @@
+// A scheduler or an object store SIGKILLed in the middle of a program: the program fails
+// within the liveness window plus one heartbeat period of the kill, naming the lost
+// service; a program that does not need it completes meanwhile; once the service is
+// restarted, the same program runs again.
+#include <signal.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "common/net/transport.h"
+#include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/event_recorder.h"
+
+namespace atl::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+class ServiceLossTest : public ClusterTest {
+ public:
+  static void SetUpTestSuite() { StartCluster(ATOLL_SOURCE_DIR "/tests/e2e/liveness.toml"); }
+
+  // The bound the issue sets: a service is declared lost `liveness` periods after its last
+  // heartbeat, which came at most a period before the kill; the runs that need it fail at
+  // once (within a quarter period: how often clients and the RM look).
+  static std::chrono::milliseconds LossBound() {
+    const ClusterConfig& config = cluster_->config();
+    return std::chrono::milliseconds(config.heartbeat_ms) * (config.liveness + 1);
+  }
+
+  // A program of `steps` spins of `step_us` each, one after another on a two-device slice,
+  // dispatched one call at a time: killed mid-way, it still has work the lost service was to
+  // do. `x` comes back plus `steps`.
+  struct Chain {
+    Function step;
+    Program program;
+  };
+  static Chain MakeChain(Client& client, const Slice& slice, int steps, double step_us) {
+    FunctionBuilder b("step");
+    b.Output(b.Spin(b.Add(b.Input(DType::kF32, {4}), 1.0), step_us));
+    Function step = client.Register(b, slice).value();
+    ProgramBuilder p;
+    Traced v = p.Arg(DType::kF32, {4});
+    for (int i = 0; i < steps; ++i) v = p.Call(step, {v})[0];
+    p.Return({v});
+    return {step, p.Build().value()};
+  }
+
+  static Tensor X() { return Tensor::F32({4}, {1, 2, 3, 4}); }
+  static Tensor XPlus(float n) { return Tensor::F32({4}, {1 + n, 2 + n, 3 + n, 4 + n}); }
+};
+
+// Fails the run `run` expects to fail and returns its error and how long after `since` it
+// came.
+std::pair<Status, std::chrono::milliseconds> WaitForFailure(Run& run, Clock::time_point since) {
+  auto out = run.Wait(30s);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since);
+  EXPECT_FALSE(out.ok()) << "the run completed";
+  ::testing::Test::RecordProperty("failed_after_kill_ms", static_cast<int>(took.count()));
+  std::cout << "failed " << took.count() << " ms after the kill\n";
+  return {out.ok() ? Status::Ok() : out.status(), took};
+}
+
+TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestartServesAgain) {
+  auto client = Connect("scheduler-loss");
+  ASSERT_NE(client, nullptr);
+  auto doomed_slice = client->CreateSlice(2, "island0");
+  ASSERT_TRUE(doomed_slice.ok()) << doomed_slice.status().ToString();
+  auto other_slice = client->CreateSlice(2, "island1");
+  ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
+  const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);  // 4 s of work
+  const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
+  SubmitOptions one_at_a_time;
+  one_at_a_time.sequential = true;
+
+  EventRecorder events(EventsEndpoint());
+  auto run = client->Submit(doomed.program, {X()}, one_at_a_time);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(events
+                  .WaitFor(
+                      "dispatch.admitted",
+                      [&](const Event& e) { return e.fields["run"].get<uint64_t>() == run->id(); },
+                      20s)
+                  .has_value());
+  const auto killed_at = Clock::now();
+  ASSERT_TRUE(cluster_->Signal("scheduler-island0", SIGKILL).ok());
+
+  auto [error, took] = WaitForFailure(*run, killed_at);
+  EXPECT_EQ(error.code(), Code::kUnavailable) << error.ToString();
+  EXPECT_NE(error.message().find("the scheduler of island island0"), std::string::npos)
+      << error.ToString();
+  EXPECT_LE(took, LossBound()) << error.ToString();
+
+  // The other island's scheduler serves on; no new slice goes to the lost island.
+  auto other_run = client->Submit(other.program, {X()});
+  ASSERT_TRUE(other_run.ok()) << other_run.status().ToString();
+  auto other_out = other_run->Wait(20s);
+  ASSERT_TRUE(other_out.ok()) << other_out.status().ToString();
+  EXPECT_EQ(other_out->at(0), XPlus(3));
+  auto refused = client->CreateSlice(1, "island0");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+  // A program that needs the lost scheduler is refused at once, naming it.
+  auto too_soon = client->Submit(doomed.program, {X()});
+  ASSERT_FALSE(too_soon.ok());
+  EXPECT_NE(too_soon.status().message().find("island0"), std::string::npos)
+      << too_soon.status().ToString();
+
+  // Restarted, it registers again and takes its island back.
+  ASSERT_TRUE(cluster_->Restart("scheduler-island0", SIGKILL).ok());
+  ASSERT_TRUE(
+      events
+          .WaitFor(
+              "island.back", [](const Event& e) { return e.fields["island"] == "island0"; }, 20s)
+          .has_value());
+  auto again = client->Submit(doomed.program, {X()});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  auto out = again->Wait(60s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at(0), XPlus(40));
+}
+
+TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsRestartServesAgain) {
+  auto client = Connect("store-loss");
+  ASSERT_NE(client, nullptr);
+  auto doomed_slice = client->CreateSlice(2, "island1");  // one device on each host
+  ASSERT_TRUE(doomed_slice.ok()) << doomed_slice.status().ToString();
+  auto other_slice = client->CreateSlice(2, "island0");
+  ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
+  const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);
+  const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
+  SubmitOptions one_at_a_time;
+  one_at_a_time.sequential = true;
+
+  EventRecorder events(EventsEndpoint());
+  auto run = client->Submit(doomed.program, {X()}, one_at_a_time);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(events
+                  .WaitFor(
+                      "dispatch.admitted",
+                      [&](const Event& e) {
+                        return e.fields["run"].get<uint64_t>() == run->id() &&
+                               e.fields["host"] == "i1h0";
+                      },
+                      20s)
+                  .has_value());
+  const auto killed_at = Clock::now();
+  ASSERT_TRUE(cluster_->Signal("objectstore-i1h0", SIGKILL).ok());
+
+  auto [error, took] = WaitForFailure(*run, killed_at);
+  EXPECT_EQ(error.code(), Code::kUnavailable) << error.ToString();
+  EXPECT_NE(error.message().find("the object store of host i1h0"), std::string::npos)
+      << error.ToString();
+  EXPECT_LE(took, LossBound()) << error.ToString();
+
+  // Other hosts serve on, and new slices keep off the host without a store.
+  auto other_run = client->Submit(other.program, {X()});
+  ASSERT_TRUE(other_run.ok()) << other_run.status().ToString();
+  auto other_out = other_run->Wait(20s);
+  ASSERT_TRUE(other_out.ok()) << other_out.status().ToString();
+  EXPECT_EQ(other_out->at(0), XPlus(3));
+  auto elsewhere = client->CreateSlice(2, "island1");
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
+  {
+    zmq::context_t context;
+    net::Requester rm(context, RmEndpoint());
+    ASSERT_TRUE(rm.Connect().ok());
+    auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
+    ASSERT_TRUE(status.ok()) << status.status().ToString();
+    for (const auto& island : status->islands) {
+      for (const auto& host : island.hosts) {
+        EXPECT_EQ(host.store_alive, host.name != "i1h0") << host.name;
+        if (host.name != "i1h0") continue;
+        for (const auto& d : host.devices) {
+          for (const auto& s : status->slices) {
+            if (s.slice_id != elsewhere->id()) continue;
+            EXPECT_EQ(std::count(s.device_ids.begin(), s.device_ids.end(), d.device_id), 0)
+                << "new slice placed on device " << d.device_id << " of the storeless host";
+          }
+        }
+      }
+    }
+  }
+
+  // Restarted, the store is used again: the same program runs on the same devices.
+  ASSERT_TRUE(cluster_->Restart("objectstore-i1h0", SIGKILL).ok());
+  ASSERT_TRUE(
+      events
+          .WaitFor(
+              "host.store_back", [](const Event& e) { return e.fields["host"] == "i1h0"; }, 20s)
+          .has_value());
+  auto again = client->Submit(doomed.program, {X()});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  auto out = again->Wait(60s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at(0), XPlus(40));
+}
+
+}  // namespace
+}  // namespace atl::testing
