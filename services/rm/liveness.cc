@@ -31,8 +31,10 @@ Status RmService::OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incomi
       Host& host = it->second;
       // Restarted within the liveness window: what the old one held is gone all the same.
       const bool restarted = host.store_instance != 0 && beat.instance != host.store_instance;
+      const bool new_instance = beat.instance != host.store_instance;
       host.store_instance = beat.instance;
       host.store_last_heard = now;
+      if (new_instance) SaveState();
       if (restarted && host.store_alive) {
         OnStoreLost(host, "it restarted, and the objects it held are gone");
       }

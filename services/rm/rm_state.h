@@ -37,9 +37,12 @@ struct RmState {
     // its store (or the reverse).
     Clock::time_point store_last_heard;
     bool store_alive = true;
-    uint64_t store_instance = 0;  // from its heartbeats; 0 until heard
+    // From its heartbeats, 0 until heard; kept across RM restarts, so that a store that
+    // restarted while the RM was down is still noticed.
+    uint64_t store_instance = 0;
     bool operator==(const Host&) const = default;
-    MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids);
+    MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids,
+                   store_instance);
   };
   struct Device {
     uint32_t id = 0;

@@ -33,6 +33,7 @@ RmState SampleState() {
     h.control_endpoint = "tcp://" + name + ":1";
     h.data_endpoint = "tcp://" + name + ":2";
     h.store_endpoint = "tcp://" + name + ":3";
+    h.store_instance = 0x5eed0000 + h.store_endpoint.size();
     for (uint32_t i = 0; i < 2; ++i) {
       const auto id = static_cast<uint32_t>(s.devices.size());
       s.devices.push_back({id, name, i, {island == "a" ? "cpu" : "gpu", (id + 1) << 20}, 0});
@@ -40,6 +41,7 @@ RmState SampleState() {
     }
   }
   s.clients[3].name = "trainer";
+  s.clients[3].routing_id = "client-0123456789abcdef";
   s.clients[5].name = "server";
   s.slices[2] = {2, 3, "a", {1, 2, 0}};
   s.slices[4] = {4, 5, "b", {5}};
@@ -175,7 +177,9 @@ TEST_F(StateFileTest, LivenessAndConnectionsAreNotKept) {
   h0.routing_id = "executor-h0";
   h0.last_heard = Clock::now();
   h0.held.push_back({9, proto::Compile{7, 3, state.functions.at(7).def, {}}});
-  state.clients.at(3).routing_id = "client-3";
+  h0.store_alive = false;
+  h0.store_last_heard = Clock::now();
+  state.schedulers["a"] = {Clock::now(), false};
   state.clients.at(3).last_heard = Clock::now();
   ASSERT_TRUE(WriteStateFile(path_, state).ok());
   auto read = ReadStateFile(path_);
