@@ -144,8 +144,7 @@ inline SliceRemapped Sample<SliceRemapped>() {
 
 template <>
 inline ServiceChanged Sample<ServiceChanged>() {
-  return {Heartbeat::kStore, "host-1", "tcp://10.0.0.1:5001", true,
-          "the object store of host host-1 missed 4 heartbeats"};
+  return {Heartbeat::kStore, "host-1", "tcp://10.0.0.1:5001", false, "it came back"};
 }
 
 template <>
