@@ -110,32 +110,43 @@ TEST_F(StateFileTest, WhatIsWrittenIsReadBack) {
   EXPECT_FALSE(fs::exists(path_ + ".tmp"));
 }
 
-// The file's layout, field by field: a restarted RM reads what an earlier one wrote, so a
-// change of any record's fields or their order must come with a new version.
-TEST_F(StateFileTest, TheLayoutIsVersionOne) {
+// The state of the layout tests, and its file written field by field. `appended`: with the
+// fields added at the end of records since version 1 (a host's store instance, a client's
+// routing id), which a file without them reads as their defaults.
+RmState LayoutState() {
   RmState state;
   state.scheduler_by_island["a"] = "tcp://s";
   RmState::Host& host = state.hosts["h0"];
-  host = {"h0", "a", "tcp://h0:1", "tcp://h0:2", "tcp://h0:3", "", {}, {0}, {}, true};
+  host.name = "h0";
+  host.island = "a";
+  host.control_endpoint = "tcp://h0:1";
+  host.data_endpoint = "tcp://h0:2";
+  host.store_endpoint = "tcp://h0:3";
+  host.device_ids = {0};
+  host.store_instance = 77;
   state.devices.push_back({0, "h0", 0, {"cpu", 1024}, 1});
   state.clients[3].name = "trainer";
+  state.clients[3].routing_id = "client-3";
   state.slices[2] = {2, 3, "a", {0}};
   state.next_slice_id = 3;
   state.next_client_id = 4;
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  return state;
+}
 
+std::string LayoutBytes(bool appended) {
   msgpack::sbuffer want;
   msgpack::packer<msgpack::sbuffer> pack(want);
   pack.pack_array(10);
   pack.pack(1);      // the version
   pack.pack_map(1);  // hosts: name, island, control, data and store endpoints, devices
   pack.pack(std::string("h0"));
-  pack.pack_array(6);
+  pack.pack_array(appended ? 7 : 6);
   for (const char* field : {"h0", "a", "tcp://h0:1", "tcp://h0:2", "tcp://h0:3"}) {
     pack.pack(std::string(field));
   }
   pack.pack(std::vector<uint32_t>{0});
-  pack.pack_array(1);  // devices: id, host, local index, (kind, memory), slices
+  if (appended) pack.pack(77);  // the store's instance
+  pack.pack_array(1);           // devices: id, host, local index, (kind, memory), slices
   pack.pack_array(5);
   pack.pack(0);
   pack.pack(std::string("h0"));
@@ -145,10 +156,11 @@ TEST_F(StateFileTest, TheLayoutIsVersionOne) {
   pack.pack(1024);
   pack.pack(1);
   pack.pack(std::map<std::string, std::string>{{"a", "tcp://s"}});  // schedulers
-  pack.pack_map(1);                                                 // clients: name
+  pack.pack_map(1);                                                 // clients: name, routing id
   pack.pack(3);
-  pack.pack_array(1);
+  pack.pack_array(appended ? 2 : 1);
   pack.pack(std::string("trainer"));
+  if (appended) pack.pack(std::string("client-3"));
   pack.pack_map(1);  // slices: id, client, island, devices
   pack.pack(2);
   pack.pack_array(4);
@@ -160,7 +172,27 @@ TEST_F(StateFileTest, TheLayoutIsVersionOne) {
   pack.pack(3);      // the next slice, client and function ids
   pack.pack(4);
   pack.pack(1);
-  EXPECT_EQ(ReadBytes(), std::string(want.data(), want.size()));
+  return std::string(want.data(), want.size());
+}
+
+// A restarted RM reads what an earlier one wrote, so a change of any record's fields or
+// their order must come with a new version; fields may only be appended.
+TEST_F(StateFileTest, TheLayoutIsVersionOne) {
+  ASSERT_TRUE(WriteStateFile(path_, LayoutState()).ok());
+  EXPECT_EQ(ReadBytes(), LayoutBytes(/*appended=*/true));
+}
+
+TEST_F(StateFileTest, AVersionOneFileWithoutTheAppendedFieldsReadsThemAsDefaults) {
+  {
+    std::ofstream out(path_, std::ios::binary);
+    out << LayoutBytes(/*appended=*/false);
+  }
+  auto read = ReadStateFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  RmState want = LayoutState();
+  want.hosts.at("h0").store_instance = 0;
+  want.clients.at(3).routing_id.clear();
+  EXPECT_TRUE(*read == want);
 }
 
 TEST_F(StateFileTest, AnEmptyStateIsReadBackEmpty) {
