@@ -100,10 +100,11 @@ struct Goodbye {
   MSGPACK_DEFINE(client_id);
 };
 
-// RM -> every executor, and the host's own object store: a host was lost (its executor
-// missed `liveness` heartbeats) or came back. Shards waiting for the lost host's tuples
-// fail with `reason`, naming it; its store fails the outputs its executor never wrote.
-// No reply.
+// RM -> every executor, every island scheduler, and the host's own object store: a host
+// was lost (its executor missed `liveness` heartbeats) or came back. Shards waiting for the
+// lost host's tuples or for its partials in a collective fail with `reason`, naming it;
+// schedulers fail the queued gangs that need it; its store fails the outputs its executor
+// never wrote. No reply.
 struct HostChanged {
   static constexpr Kind kKind = Kind::kHostChanged;
   std::string host;
@@ -111,8 +112,9 @@ struct HostChanged {
   std::vector<uint32_t> device_ids;
   bool lost = true;
   std::string reason;
+  std::string data_endpoint;  // where collectives meet the host (GangLayout's endpoints)
   bool operator==(const HostChanged&) const = default;
-  MSGPACK_DEFINE(host, control_endpoint, device_ids, lost, reason);
+  MSGPACK_DEFINE(host, control_endpoint, device_ids, lost, reason, data_endpoint);
 };
 
 // RM -> every client, and to the services that depend on the changed one (a store's own

@@ -27,11 +27,28 @@ const CompiledFunction* AdmissionCore::Find(uint64_t function_id) const {
   return it == functions_.end() ? nullptr : &it->second;
 }
 
-void AdmissionCore::PeerLost(const std::string& peer, Status why) {
+void AdmissionCore::PeerLost(const std::string& peer, const std::string& data_endpoint,
+                             Status why) {
+  lost_partners_[data_endpoint] = why;
   lost_peers_[peer] = std::move(why);
 }
 
-void AdmissionCore::PeerBack(const std::string& peer) { lost_peers_.erase(peer); }
+void AdmissionCore::PeerBack(const std::string& peer, const std::string& data_endpoint) {
+  lost_peers_.erase(peer);
+  lost_partners_.erase(data_endpoint);
+}
+
+Status AdmissionCore::CheckPeers(const proto::Entry& e, const CompiledFunction& fn) const {
+  for (const auto& peer : e.peers) {
+    if (auto lost = lost_peers_.find(peer); lost != lost_peers_.end()) return lost->second;
+  }
+  // Its all-reduces would wait for the lost host's partials, holding the device meanwhile.
+  if (!ir::HasCollectives(*fn.def)) return Status::Ok();
+  for (const auto& host : fn.layout->hosts) {
+    if (auto lost = lost_partners_.find(host); lost != lost_partners_.end()) return lost->second;
+  }
+  return Status::Ok();
+}
 
 Status AdmissionCore::CheckFunction(const proto::Entry& e, const CompiledFunction* fn) const {
   if (fn == nullptr) {
@@ -102,11 +119,7 @@ Admission AdmissionCore::Admit(proto::Entry entry, std::string scheduler) const 
   // The scheduler gave up on the gang (its cross-island producers were never scheduled, or
   // its client is gone).
   if (e.error_code != 0) item.failure = proto::FromError({e.error_code, e.error});
-  for (const auto& peer : e.peers) {
-    if (auto lost = lost_peers_.find(peer); lost != lost_peers_.end() && item.failure.ok()) {
-      item.failure = lost->second;
-    }
-  }
+  if (item.failure.ok()) item.failure = CheckPeers(e, *fn);
   a.reservations = Reservations(item);
   for (uint32_t i = 0; i < e.inputs.size(); ++i) {
     if (e.inputs[i].kind == proto::InputSource::kStore) {

@@ -78,10 +78,11 @@ class AdmissionCore {
   // The function `function_id`, or nullptr when it was never compiled here.
   const CompiledFunction* Find(uint64_t function_id) const;
 
-  // The peer executor with control endpoint `peer` was lost (`why`: Unavailable), or came
-  // back: entries that name it among their peers fail while it is lost.
-  void PeerLost(const std::string& peer, Status why);
-  void PeerBack(const std::string& peer);
+  // The peer executor with control endpoint `peer` and data endpoint `data_endpoint` was
+  // lost (`why`: Unavailable), or came back: while it is lost, entries that name it among
+  // their peers fail, and so do entries of functions whose collectives meet it.
+  void PeerLost(const std::string& peer, const std::string& data_endpoint, Status why);
+  void PeerBack(const std::string& peer, const std::string& data_endpoint);
 
   // Admits `entry`, sent by `scheduler` (its routing id, empty for none).
   Admission Admit(proto::Entry entry, std::string scheduler) const;
@@ -96,12 +97,16 @@ class AdmissionCore {
  private:
   // Why `entry` cannot run with the function as compiled here; OK when it can.
   Status CheckFunction(const proto::Entry& entry, const CompiledFunction* fn) const;
+  // Why an entry of `fn` cannot run because a host it sends to, receives from or meets in
+  // a collective is lost; OK when none is.
+  Status CheckPeers(const proto::Entry& entry, const CompiledFunction& fn) const;
   static std::vector<OutputReservation> Reservations(const WorkItem& item);
 
   const std::string host_;
   const uint32_t num_devices_;
   std::map<uint64_t, CompiledFunction> functions_;
-  std::map<std::string, Status> lost_peers_;  // by control endpoint: why they are lost
+  std::map<std::string, Status> lost_peers_;     // by control endpoint: why they are lost
+  std::map<std::string, Status> lost_partners_;  // the same, by data endpoint
 };
 
 }  // namespace atl::executor

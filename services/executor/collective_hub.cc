@@ -48,11 +48,15 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
   if (st.local_expected == 0) {
     st.local_expected = static_cast<size_t>(
         std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
-    st.hosts_expected = layout.hosts.size();
+    st.hosts = layout.hosts;
     st.readers_left = st.local_expected;
   }
-  st.local.emplace(shard, std::move(local));
-  if (st.local.size() == st.local_expected) {
+  // A lost partner's partial never comes: the gang fails now instead of after the timeout.
+  if (!st.total) {
+    if (auto lost = LostPartner(key, st)) st.total = *std::move(lost);
+  }
+  if (!st.total) st.local.emplace(shard, std::move(local));
+  if (!st.total && st.local.size() == st.local_expected) {
     // This host's partial, summed in shard order; it goes to every other host.
     std::vector<Result<Tensor>> values;
     for (auto& [s, t] : st.local) values.emplace_back(std::move(t));
@@ -71,8 +75,7 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
   }
   State& state = states_[key];  // the map may have changed while unlocked
   const bool done = cv_.wait_for(lock, timeout_, [&] {
-    return state.total.has_value() ||
-           (state.hosts_expected > 0 && state.host_partials.size() == state.hosts_expected);
+    return state.total.has_value() || state.host_partials.size() == state.hosts.size();
   });
   if (!done) {
     const size_t have = state.host_partials.size();
@@ -90,6 +93,34 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
   Result<Tensor> out = *state.total;
   if (--state.readers_left == 0) states_.erase(key);
   return out;
+}
+
+std::optional<Status> CollectiveHub::LostPartner(const CollectiveKey& key,
+                                                 const State& state) const {
+  for (size_t h = 0; h < state.hosts.size(); ++h) {
+    auto lost = lost_hosts_.find(state.hosts[h]);
+    if (lost == lost_hosts_.end() || state.host_partials.count(static_cast<uint32_t>(h))) continue;
+    return lost->second.WithContext(
+        fmt::format("all-reduce of run {} node {} op {}", key.run, key.node, key.op));
+  }
+  return std::nullopt;
+}
+
+void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    lost_hosts_.insert_or_assign(endpoint, why);
+    for (auto& [key, state] : states_) {
+      if (state.total) continue;
+      if (auto lost = LostPartner(key, state)) state.total = *std::move(lost);
+    }
+  }
+  cv_.notify_all();
+}
+
+void CollectiveHub::HostBack(const std::string& endpoint) {
+  std::lock_guard lock(mu_);
+  lost_hosts_.erase(endpoint);
 }
 
 void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial) {

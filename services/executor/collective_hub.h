@@ -49,30 +49,41 @@ class CollectiveHub {
   CollectiveHub(std::string self_endpoint, SendPartial send, std::chrono::milliseconds timeout);
 
   // Contributes shard `shard`'s tensor and waits (at most the hub's timeout) for the sum
-  // over every shard of the gang.
+  // over every shard of the gang. Fails at once, without contributing, when a host of the
+  // gang whose partial has not come is lost (HostLost).
   Result<Tensor> AllReduceSum(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
                               Tensor local);
   // A partial from host `from_host` of the gang (or its error), from the data plane.
   void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial);
+
+  // The host with data endpoint `endpoint` was lost (`why`, which names it): every
+  // all-reduce still missing its partial fails now with `why`, and so does every later one
+  // whose gang includes it, until HostBack.
+  void HostLost(const std::string& endpoint, const Status& why);
+  void HostBack(const std::string& endpoint);
 
  private:
   struct State {
     size_t local_expected = 0;         // shards of the gang on this host; 0 until one arrives
     std::map<uint32_t, Tensor> local;  // by shard
     std::map<uint32_t, Result<Tensor>> host_partials;  // by host index
-    size_t hosts_expected = 0;
+    std::vector<std::string> hosts;                    // the gang's, as in GangLayout::hosts
     size_t readers_left = 0;
     std::optional<Result<Tensor>> total;
   };
   // Sums the values in key order; any error wins.
   static Result<Tensor> SumInOrder(const std::vector<const Result<Tensor>*>& parts);
+  // Why the all-reduce `key` cannot complete: a host it still waits for is lost. Nullopt
+  // when none is. Called with mu_ held.
+  std::optional<Status> LostPartner(const CollectiveKey& key, const State& state) const;
 
   const std::string self_;
   const SendPartial send_;
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<CollectiveKey, State> states_;  // guarded by mu_
+  std::map<CollectiveKey, State> states_;     // guarded by mu_
+  std::map<std::string, Status> lost_hosts_;  // by data endpoint; guarded by mu_
 };
 
 }  // namespace atl::executor

@@ -285,14 +285,18 @@ void ExecutorService::OnHostChanged(const proto::Incoming& in) {
   auto changed = in.header.As<proto::HostChanged>();
   if (!changed.ok() || changed->host == host_) return;
   if (!changed->lost) {
-    admission_->PeerBack(changed->control_endpoint);
+    admission_->PeerBack(changed->control_endpoint, changed->data_endpoint);
+    hub_->HostBack(changed->data_endpoint);
     return;
   }
   const Status lost = Unavailable(changed->reason);
-  admission_->PeerLost(changed->control_endpoint, lost);
-  // A shard waiting for the lost host's tuples would wait for ever: it fails now and passes
-  // the error on to its consumers and results.
+  admission_->PeerLost(changed->control_endpoint, changed->data_endpoint, lost);
+  // A shard waiting for the lost host's tuples would wait for ever, and one waiting for its
+  // partial in an all-reduce until the collective timeout, holding its device (and every
+  // gang queued behind it) meanwhile: both fail now and pass the error on to their
+  // consumers and results.
   mailbox_.FailWaitingOn(changed->control_endpoint, lost);
+  hub_->HostLost(changed->data_endpoint, lost);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -64,7 +64,8 @@ class ExecutorService {
   Status OnTupleBatch(proto::Incoming& in);
   void OnRm();
   void OnCompile(const proto::Incoming& in);
-  // A peer executor was lost (or came back): shards waiting for its tuples fail.
+  // A peer executor was lost (or came back): shards waiting for its tuples or for its
+  // partials in collectives fail, and so do later entries that need it.
   void OnHostChanged(const proto::Incoming& in);
   // The RM says this host's object store was lost or is back (another host's store is no
   // concern of this executor's).

@@ -116,7 +116,8 @@ inline Goodbye Sample<Goodbye>() {
 
 template <>
 inline HostChanged Sample<HostChanged>() {
-  return {"host-2", "tcp://10.0.0.3:5000", {2, 3}, false, "missed 4 heartbeats"};
+  return {"host-2", "tcp://10.0.0.3:5000", {2, 3},
+          false,    "missed 4 heartbeats", "tcp://10.0.0.3:5001"};
 }
 
 template <>

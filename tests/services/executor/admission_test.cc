@@ -82,7 +82,7 @@ TEST_F(AdmissionTest, ADeviceThisHostLacksHasNoStreamAndReservesNothing) {
 TEST_F(AdmissionTest, AnEntryNamingALostPeerFailsWithWhyUntilItIsBack) {
   proto::Entry e = MakeEntry(kScale, 0, 2);
   e.peers = {"tcp://a:1", "tcp://b:1"};
-  core_.PeerLost("tcp://b:1", Unavailable("heartbeat lapsed"));
+  core_.PeerLost("tcp://b:1", "tcp://b:2", Unavailable("heartbeat lapsed"));
   Admission lost = core_.Admit(e, "");
   EXPECT_EQ(lost.item->failure.code(), Code::kUnavailable);
   EXPECT_EQ(lost.item->failure.message(), "heartbeat lapsed");
@@ -91,8 +91,28 @@ TEST_F(AdmissionTest, AnEntryNamingALostPeerFailsWithWhyUntilItIsBack) {
   other.peers = {"tcp://a:1"};
   EXPECT_TRUE(core_.Admit(other, "").item->failure.ok()) << "only entries naming it fail";
 
-  core_.PeerBack("tcp://b:1");
+  core_.PeerBack("tcp://b:1", "tcp://b:2");
   EXPECT_TRUE(core_.Admit(e, "").item->failure.ok());
+}
+
+TEST_F(AdmissionTest, AnEntryWhoseCollectivesMeetALostHostFailsUntilItIsBack) {
+  // Both functions' shard 1 runs on host b; only the all-reduce needs b while shard 0 runs.
+  constexpr uint64_t kAllReduce = 13;
+  constexpr uint64_t kLocal = 14;
+  const std::vector<std::string> layout = {"tcp://self:1", "tcp://b:2"};
+  ASSERT_TRUE(core_.Compile({kAllReduce, 2, testutil::AllReduceFunction(4), layout}).ok());
+  ASSERT_TRUE(core_.Compile({kLocal, 2, ScaleFunction(kRows), layout}).ok());
+  core_.PeerLost("tcp://b:1", "tcp://b:2", Unavailable("host b lost"));
+
+  // No tuples come from b (no peers): its partial in the all-reduce is what is missing.
+  Admission lost = core_.Admit(MakeEntry(kAllReduce, 0, 2), "");
+  EXPECT_EQ(lost.item->failure.code(), Code::kUnavailable);
+  EXPECT_EQ(lost.item->failure.message(), "host b lost");
+  EXPECT_TRUE(core_.Admit(MakeEntry(kLocal, 0, 2), "").item->failure.ok())
+      << "a shard that meets no other shard does not need b";
+
+  core_.PeerBack("tcp://b:1", "tcp://b:2");
+  EXPECT_TRUE(core_.Admit(MakeEntry(kAllReduce, 0, 2), "").item->failure.ok());
 }
 
 TEST_F(AdmissionTest, AnEntryTheSchedulerGaveUpOnFailsWithItsError) {

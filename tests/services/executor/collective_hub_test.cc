@@ -3,6 +3,7 @@
 // captured where it would be sent.
 #include "services/executor/collective_hub.h"
 
+#include <condition_variable>
 #include <future>
 #include <mutex>
 
@@ -30,8 +31,11 @@ class CollectiveHubTest : public ::testing::Test {
         kB,
         [this](const std::string& endpoint, const CollectiveKey& key, uint32_t from_host,
                const Tensor& partial) {
-          std::lock_guard lock(mu_);
-          sent_.push_back({endpoint, key, from_host, partial});
+          {
+            std::lock_guard lock(mu_);
+            sent_.push_back({endpoint, key, from_host, partial});
+          }
+          sent_cv_.notify_all();
         },
         timeout);
   }
@@ -39,8 +43,14 @@ class CollectiveHubTest : public ::testing::Test {
     std::lock_guard lock(mu_);
     return sent_;
   }
+  // Waits (at most 10 s) until `n` partials went out: their shards are then in the hub.
+  bool WaitForSent(size_t n) {
+    std::unique_lock lock(mu_);
+    return sent_cv_.wait_for(lock, 10s, [&] { return sent_.size() >= n; });
+  }
 
   std::mutex mu_;
+  std::condition_variable sent_cv_;
   std::vector<Sent> sent_;
 };
 
@@ -101,6 +111,65 @@ TEST_F(CollectiveHubTest, AnErrorFromAnotherHostIsEveryShardsResult) {
   hub.Deposit(key, 0, Result<Tensor>(Unavailable("host a lost")));
   Result<Tensor> total = hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2}));
   EXPECT_EQ(total.status().code(), Code::kUnavailable);
+}
+
+TEST_F(CollectiveHubTest, ALostHostFailsTheAllReducesWaitingForItAtOnceNamingIt) {
+  using Clock = std::chrono::steady_clock;
+  CollectiveHub hub = MakeHub(30s);  // the executor's timeout: far beyond what the test waits
+  const GangLayout layout({kA, kB, kC});
+  const CollectiveKey key{7, 3, 5};
+  auto waiting = std::async(
+      std::launch::async, [&] { return hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2})); });
+  hub.Deposit(key, 2, Tensor::F32({1}, {3}));  // c contributed; a never will
+  ASSERT_TRUE(WaitForSent(2)) << "the local partial never went out";
+
+  const auto lost_at = Clock::now();
+  hub.HostLost(kA, Unavailable("host a lost: missed 4 heartbeats"));
+  ASSERT_EQ(waiting.wait_for(1s), std::future_status::ready) << "still waiting after HostLost";
+  const auto took = Clock::now() - lost_at;
+  Result<Tensor> total = waiting.get();
+  EXPECT_EQ(total.status().code(), Code::kUnavailable) << total.status().ToString();
+  EXPECT_NE(total.status().message().find("host a lost"), std::string::npos)
+      << total.status().ToString();
+  EXPECT_NE(total.status().message().find("all-reduce of run 7 node 3 op 5"), std::string::npos)
+      << total.status().ToString();
+  EXPECT_LT(took, 100ms);
+}
+
+TEST_F(CollectiveHubTest, AnAllReduceIncludingALostHostFailsAtOnceUntilItIsBack) {
+  using Clock = std::chrono::steady_clock;
+  CollectiveHub hub = MakeHub(30s);
+  const GangLayout layout({kA, kB});
+  hub.HostLost(kA, Unavailable("host a lost"));
+
+  const auto start = Clock::now();
+  Result<Tensor> refused = hub.AllReduceSum({8, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+  EXPECT_LT(Clock::now() - start, 100ms);
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("host a lost"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_TRUE(sent().empty()) << "a doomed all-reduce sends no partial";
+  // A gang without the lost host is not concerned.
+  Result<Tensor> alone = hub.AllReduceSum({8, 1, 0}, GangLayout({kB}), 0, Tensor::F32({1}, {4}));
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ(*alone, Tensor::F32({1}, {4}));
+
+  hub.HostBack(kA);
+  const CollectiveKey key{9, 0, 0};
+  hub.Deposit(key, 0, Tensor::F32({1}, {5}));
+  Result<Tensor> total = hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2}));
+  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  EXPECT_EQ(*total, Tensor::F32({1}, {7}));
+}
+
+TEST_F(CollectiveHubTest, APartialThatCameBeforeItsHostWasLostStillCounts) {
+  CollectiveHub hub = MakeHub(30s);
+  const CollectiveKey key{10, 0, 0};
+  hub.Deposit(key, 0, Tensor::F32({1}, {5}));
+  hub.HostLost(kA, Unavailable("host a lost"));
+  Result<Tensor> total = hub.AllReduceSum(key, GangLayout({kA, kB}), 1, Tensor::F32({1}, {2}));
+  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
 
 TEST_F(CollectiveHubTest, AShardThatDoesNotRunHereIsRefused) {
