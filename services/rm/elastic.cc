@@ -1,8 +1,9 @@
 // The RM's elasticity: what a lost host (its executor silent for `liveness` heartbeats)
-// changes. Executors stop waiting for its tuples, its object store fails the outputs its
-// executor never wrote, and every slice with a virtual device on it is remapped onto live
-// devices of the same island; once the slice's functions are compiled there, its client is
-// told (SliceRemapped) and its next run is lowered onto the new mapping.
+// changes. Executors stop waiting for its tuples and partials, island schedulers fail the
+// queued gangs that need it, its object store fails the outputs its executor never wrote,
+// and every slice with a virtual device on it is remapped onto live devices of the same
+// island; once the slice's functions are compiled there, its client is told
+// (SliceRemapped) and its next run is lowered onto the new mapping.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -41,7 +42,7 @@ void RmService::OnHostBack(Host& host) {
 
 void RmService::BroadcastHostChanged(const Host& changed, bool lost, const std::string& reason) {
   const proto::HostChanged message{changed.name, changed.control_endpoint, changed.device_ids, lost,
-                                   reason};
+                                   reason,       changed.data_endpoint};
   auto warn = [&](const std::string& to, const Status& sent) {
     if (!sent.ok()) spdlog::warn("HostChanged to {}: {}", to, sent.ToString());
   };
@@ -56,6 +57,17 @@ void RmService::BroadcastHostChanged(const Host& changed, bool lost, const std::
     auto store = stores_.Get(changed.store_endpoint);
     warn(changed.store_endpoint,
          store.ok() ? net::Send(**store, nullptr, 0, message) : store.status());
+  }
+  TellSchedulers(message);
+}
+
+void RmService::TellSchedulers(const proto::HostChanged& message) {
+  // Only the host's own island places work on it, but every scheduler is told: the notice
+  // is small and a scheduler ignores executors it never sends to.
+  for (const auto& [island, endpoint] : state_.scheduler_by_island) {
+    auto scheduler = schedulers_.Get(endpoint);
+    Status sent = scheduler.ok() ? net::Send(**scheduler, nullptr, 0, message) : scheduler.status();
+    if (!sent.ok()) spdlog::warn("HostChanged to the scheduler of {}: {}", island, sent.ToString());
   }
 }
 

@@ -23,7 +23,8 @@ RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string 
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       proxy_(context),
       placement_(MakeSpreadEvenlyPolicy()),
-      stores_(context) {}
+      stores_(context),
+      schedulers_(context) {}
 
 Status RmService::Bind() {
   ATOLL_RETURN_IF_ERROR(LoadState());

@@ -113,11 +113,14 @@ class RmService {
   Result<size_t> SendCompile(uint64_t rm_request, uint64_t function_id, const Slice& slice,
                              const ir::FunctionDef& def);
 
-  // Elasticity (elastic.cc). A lost host: executors stop waiting for its tuples, its store
-  // fails what its executor never wrote, and every slice on it is remapped.
+  // Elasticity (elastic.cc). A lost host: executors stop waiting for its tuples and its
+  // partials in collectives, schedulers fail the queued gangs that need it, its store fails
+  // what its executor never wrote, and every slice on it is remapped.
   void OnHostLost(Host& host, const std::string& reason);
   void OnHostBack(Host& host);
   void BroadcastHostChanged(const Host& host, bool lost, const std::string& reason);
+  // Sends `message` to every island's scheduler, as a notice (request id 0).
+  void TellSchedulers(const proto::HostChanged& message);
   void RemapSlicesOff(const Host& host, const std::string& reason);
   // The slice's functions compiled on its new mapping (or not): its client is told.
   void FinishRemap(uint64_t rm_request_id, const Status& status);
@@ -142,6 +145,7 @@ class RmService {
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
   net::DealerPool stores_;                           // to object stores, for HostChanged
+  net::DealerPool schedulers_;                       // to island schedulers, for HostChanged
   uint64_t next_request_id_ = 1;
 };
 

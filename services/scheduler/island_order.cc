@@ -82,6 +82,12 @@ Status IslandOrder::Submit(proto::SubmitProgram program) {
   ClientQueue& queue = clients_[program.client_id];
   queue.weight = program.weight;
   queue.runs.push_back(std::move(run));
+  if (Status lost = NeedsLostExecutor(queue.runs.back()); !lost.ok()) {
+    // Refused the same way as the runs queued when the executor was lost: its gangs on live
+    // executors fail there, so that the client hears why from its results.
+    FailRun(program.client_id, queue, std::prev(queue.runs.end()), lost);
+    if (queue.runs.empty()) clients_.erase(program.client_id);
+  }
   return Status::Ok();
 }
 
@@ -132,31 +138,85 @@ std::map<std::string, proto::Dispatch> IslandOrder::Release() {
 }
 
 void IslandOrder::PlaceFront(uint64_t client, ClientQueue& queue, const Status& failure) {
-  Run& run = queue.runs.front();
+  PlaceNext(client, queue.weight, queue.runs.front(), failure);
+  if (queue.runs.front().gangs.empty()) queue.runs.pop_front();
+}
+
+void IslandOrder::PlaceNext(uint64_t client, double weight, Run& run, const Status& failure) {
   Gang gang = std::move(run.gangs.front());
   run.gangs.pop_front();
   const uint64_t seq = next_seq_++;
-  policy_->Charge(client, queue.weight, ExpectedCost(gang.function_id));
-  in_flight_[seq] = {client, run.run_id, gang.function_id, gang.shards.size(), 0};
-  run_in_flight_[run.run_id]++;
+  policy_->Charge(client, weight, ExpectedCost(gang.function_id));
+  Flight& flight = in_flight_[seq];
+  flight = {client, run.run_id, gang.function_id, {}, 0};
   for (auto& placed : gang.shards) {
+    // A lost executor would never run nor report the shard: it is not sent.
+    if (lost_executors_.count(placed.executor)) continue;
     placed.entry.gang_seq = seq;
     if (!failure.ok()) {
       placed.entry.error_code = static_cast<int32_t>(failure.code());
       placed.entry.error = failure.message();
     }
+    flight.shards_left[placed.executor]++;
     placed_[placed.executor].entries.push_back(std::move(placed.entry));
+  }
+  if (flight.shards_left.empty()) {
+    in_flight_.erase(seq);
+  } else {
+    run_in_flight_[run.run_id]++;
   }
   // A failed gang is announced too: it waits for nothing, and its consumers elsewhere
   // then fail on its error instead of waiting for its place.
   for (auto& scheduler : gang.announce_to) {
     notices_.push_back({std::move(scheduler), {run.run_id, gang.node}});
   }
-  if (run.gangs.empty()) {
-    released_elsewhere_.erase(run.run_id);  // every node here that needed them is placed
-    queue.runs.pop_front();
-  }
+  // Every node here that needed them is placed.
+  if (run.gangs.empty()) released_elsewhere_.erase(run.run_id);
 }
+
+std::deque<IslandOrder::Run>::iterator IslandOrder::FailRun(uint64_t client, ClientQueue& queue,
+                                                            std::deque<Run>::iterator run,
+                                                            const Status& why) {
+  while (!run->gangs.empty()) PlaceNext(client, queue.weight, *run, why);
+  return queue.runs.erase(run);
+}
+
+Status IslandOrder::NeedsLostExecutor(const Run& run) const {
+  for (const Gang& gang : run.gangs) {
+    for (const auto& placed : gang.shards) {
+      if (auto lost = lost_executors_.find(placed.executor); lost != lost_executors_.end()) {
+        return lost->second;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<uint64_t> IslandOrder::ExecutorLost(const std::string& executor, const Status& why) {
+  lost_executors_.insert_or_assign(executor, why);
+  // Its shards in flight will never report: counted done, so that the window moves on.
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    auto next = std::next(it);
+    if (it->second.shards_left.erase(executor) && it->second.shards_left.empty()) Land(it);
+    it = next;
+  }
+  std::vector<uint64_t> failed;
+  for (auto client = clients_.begin(); client != clients_.end();) {
+    ClientQueue& queue = client->second;
+    for (auto run = queue.runs.begin(); run != queue.runs.end();) {
+      if (NeedsLostExecutor(*run).ok()) {
+        ++run;
+        continue;
+      }
+      failed.push_back(run->run_id);
+      run = FailRun(client->first, queue, run, why);
+    }
+    client = queue.runs.empty() ? clients_.erase(client) : std::next(client);
+  }
+  return failed;
+}
+
+void IslandOrder::ExecutorBack(const std::string& executor) { lost_executors_.erase(executor); }
 
 void IslandOrder::OnPeerReleased(uint64_t run, uint32_t node) {
   released_elsewhere_[run].nodes.insert(node);
@@ -212,16 +272,24 @@ std::vector<IslandOrder::Expired> IslandOrder::Expire(int64_t now_us, int64_t he
   return expired;
 }
 
-void IslandOrder::OnGangDone(const proto::GangDone& done) {
+void IslandOrder::OnGangDone(const std::string& executor, const proto::GangDone& done) {
   auto it = in_flight_.find(done.gang_seq);
   if (it == in_flight_.end()) return;  // a duplicate or a gang from before a restart
   Flight& f = it->second;
+  // Not expected from `executor`: a duplicate, or it was counted lost meanwhile.
+  auto left = f.shards_left.find(executor);
+  if (left == f.shards_left.end()) return;
   f.busy_us = std::max(f.busy_us, done.busy_us);
-  f.shards_left -= std::min<size_t>(f.shards_left, done.shards);
-  if (f.shards_left > 0) return;
+  left->second -= std::min<size_t>(left->second, done.shards);
+  if (left->second == 0) f.shards_left.erase(left);
+  if (!f.shards_left.empty()) return;
   double& cost = cost_us_.try_emplace(f.function_id, static_cast<double>(f.busy_us)).first->second;
   cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);
-  if (--run_in_flight_[f.run] == 0) run_in_flight_.erase(f.run);
+  Land(it);
+}
+
+void IslandOrder::Land(std::map<uint64_t, Flight>::iterator it) {
+  if (--run_in_flight_[it->second.run] == 0) run_in_flight_.erase(it->second.run);
   in_flight_.erase(it);
 }
 

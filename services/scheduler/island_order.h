@@ -35,9 +35,9 @@ class IslandOrder {
   // Checks that `program` lists each node's shards together, each shard once, and queues
   // its gangs. InvalidArgument names what is wrong; nothing is queued then.
   Status Submit(proto::SubmitProgram program);
-  // Records finished shards of a gang, reported once per executor; the gang leaves the
-  // flight when all its shards did.
-  void OnGangDone(const proto::GangDone& done);
+  // Records finished shards of a gang, reported by `executor` (its control endpoint) once
+  // per executor; the gang leaves the flight when all its shards did.
+  void OnGangDone(const std::string& executor, const proto::GangDone& done);
   // Releases every gang the policy and the window allow now. Returns, per executor
   // control endpoint, its entries in gang order.
   std::map<std::string, proto::Dispatch> Release();
@@ -57,6 +57,15 @@ class IslandOrder {
   // heartbeating): their gangs take their places at once marked failed with `why`, like
   // Expire's, so that nothing waits for them. Returns how many runs.
   size_t DropClient(uint64_t client, const Status& why);
+
+  // The executor with control endpoint `executor` was lost (`why` names its host): every
+  // queued run with a gang on it fails now (its gangs take their places at once with
+  // `Entry::error` set, as DropClient's do, so that its consumers and results fail naming
+  // the host), its shards in flight count as done, and runs submitted later that need it
+  // fail the same way at once, until ExecutorBack. A lost executor is sent nothing. Returns
+  // the runs failed now.
+  std::vector<uint64_t> ExecutorLost(const std::string& executor, const Status& why);
+  void ExecutorBack(const std::string& executor);
 
   // A run whose next gang here has waited longer than allowed for nodes of other islands.
   struct Expired {
@@ -99,8 +108,8 @@ class IslandOrder {
     uint64_t client = 0;
     uint64_t run = 0;
     uint64_t function_id = 0;
-    size_t shards_left = 0;
-    uint64_t busy_us = 0;  // the longest shard's device time
+    std::map<std::string, size_t> shards_left;  // by executor, those with shards not done
+    uint64_t busy_us = 0;                       // the longest shard's device time
   };
 
   // The client's next gang, if it may be released now.
@@ -110,6 +119,17 @@ class IslandOrder {
   // Gives the front gang of `queue` the next place in the order (failed, with `failure`'s
   // message on its entries, when not OK).
   void PlaceFront(uint64_t client, ClientQueue& queue, const Status& failure);
+  // The same for the front gang of `run`, a run of `client`'s; the caller drops the run
+  // from its queue once it has no gangs left.
+  void PlaceNext(uint64_t client, double weight, Run& run, const Status& failure);
+  // Places every gang left of `run`, a run in `client`'s `queue`, failed with `why`, and
+  // drops the run from the queue. Returns the run after it.
+  std::deque<Run>::iterator FailRun(uint64_t client, ClientQueue& queue,
+                                    std::deque<Run>::iterator run, const Status& why);
+  // Why `run` cannot run: a gang of it has a shard on a lost executor. OK when none has.
+  Status NeedsLostExecutor(const Run& run) const;
+  // Takes the gang `it` out of the flight, all its shards done.
+  void Land(std::map<uint64_t, Flight>::iterator it);
   double ExpectedCost(uint64_t function_id) const;
 
   std::unique_ptr<SchedulingPolicy> policy_;
@@ -127,6 +147,7 @@ class IslandOrder {
   std::map<uint64_t, PeerReleases> released_elsewhere_;
   std::vector<Notice> notices_;
   std::map<std::string, proto::Dispatch> placed_;  // per executor, until Release returns it
+  std::map<std::string, Status> lost_executors_;   // by control endpoint: why it is lost
   uint64_t next_seq_ = 1;
   uint64_t next_arrival_ = 1;
 };

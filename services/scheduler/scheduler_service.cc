@@ -84,6 +84,8 @@ void SchedulerService::OnRequest() {
         last_heard_[client] = std::chrono::steady_clock::now();
         return Status::Ok();  // no reply
       }
+      case proto::Kind::kHostChanged:
+        return OnHostChanged(in);  // a notice from the RM: no reply
       case proto::Kind::kGoodbye: {
         ATOLL_ASSIGN_OR_RETURN(auto bye, in.header.As<proto::Goodbye>());
         DropClient(bye.client_id, "said goodbye");
@@ -127,7 +129,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     }
     if (in->header.kind() == proto::Kind::kGangDone) {
       auto done = in->header.As<proto::GangDone>();
-      if (done.ok()) order_->OnGangDone(*done);
+      if (done.ok()) order_->OnGangDone(endpoint, *done);
       continue;
     }
     if (in->header.kind() == proto::Kind::kError) {
@@ -149,6 +151,24 @@ void SchedulerService::DropClient(uint64_t client, const std::string& why) {
         {{"client", client}, {"island", options_.island}, {"runs", uint64_t{runs}}, {"why", why}});
   }
   DispatchReleased();
+}
+
+Status SchedulerService::OnHostChanged(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto changed, in.header.As<proto::HostChanged>());
+  if (!changed.lost) {
+    order_->ExecutorBack(changed.control_endpoint);
+    return Status::Ok();
+  }
+  const std::vector<uint64_t> failed =
+      order_->ExecutorLost(changed.control_endpoint, Unavailable(changed.reason));
+  if (!failed.empty()) {
+    events_->Publish("host.lost_runs", {{"island", options_.island},
+                                        {"host", changed.host},
+                                        {"runs", fmt::format("{}", fmt::join(failed, ","))},
+                                        {"reason", changed.reason}});
+  }
+  DispatchReleased();
+  return Status::Ok();
 }
 
 void SchedulerService::CheckClients() {
@@ -214,7 +234,7 @@ void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> rel
         }
         lost.back().shards++;
       }
-      for (const auto& gang : lost) order_->OnGangDone(gang);
+      for (const auto& gang : lost) order_->OnGangDone(endpoint, gang);
       events_->Publish(
           "error.scheduler",
           {{"error", sent.WithContext("dispatch to executor " + endpoint).ToString()}});

@@ -58,6 +58,9 @@ class SchedulerService {
   // dropped (IslandOrder::DropClient) and a client.dropped event says how many.
   void DropClient(uint64_t client, const std::string& why);
   void CheckClients();
+  // The RM's HostChanged: the queued runs that need a lost executor fail at once, naming
+  // its host, and so do later ones until it is back (IslandOrder::ExecutorLost).
+  Status OnHostChanged(proto::Incoming& in);
   void HeartbeatRm();
   // The RM's answers: an Error to a heartbeat means it does not know this scheduler.
   void OnRm();

@@ -80,7 +80,7 @@ TEST(CrossIslandOrderTest, APlacedProducerIsAnnouncedToEveryIslandItFeeds) {
   proto::GangDone done;
   done.gang_seq = first.at("e0").entries[0].gang_seq;
   done.shards = 1;
-  order.OnGangDone(done);
+  order.OnGangDone("e0", done);
   EXPECT_EQ(NodesOf(order.Release()), std::vector<uint32_t>{1});
   auto notices = order.TakeNotices();
   ASSERT_EQ(notices.size(), 2u);

@@ -183,7 +183,7 @@ class Simulation {
       }
       return;
     } else if (auto* g = std::get_if<proto::GangDone>(&m)) {
-      orders_.at(to).OnGangDone(*g);
+      orders_.at(to).OnGangDone(ends.first, *g);
     }
     Flush(to);
   }

@@ -46,13 +46,14 @@ proto::GangDone Done(uint64_t seq, uint32_t shards, uint64_t busy_us = 10) {
   return done;
 }
 
-// Reports every released gang done, once per executor, as executors do.
-std::vector<proto::GangDone> AllDone(const std::map<std::string, proto::Dispatch>& released) {
-  std::vector<proto::GangDone> done;
+// Reports every released gang done, once per executor, as executors do: (executor, report).
+std::vector<std::pair<std::string, proto::GangDone>> AllDone(
+    const std::map<std::string, proto::Dispatch>& released) {
+  std::vector<std::pair<std::string, proto::GangDone>> done;
   for (const auto& [exec, d] : released) {
     std::map<uint64_t, uint32_t> shards;  // by gang
     for (const auto& e : d.entries) shards[e.gang_seq]++;
-    for (const auto& [seq, n] : shards) done.push_back(Done(seq, n, 100));
+    for (const auto& [seq, n] : shards) done.emplace_back(exec, Done(seq, n, 100));
   }
   return done;
 }
@@ -77,7 +78,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
       for (const auto& [exec, dispatch] : released) {
         for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
       }
-      for (const auto& done : AllDone(released)) order.OnGangDone(done);
+      for (const auto& [exec, done] : AllDone(released)) order.OnGangDone(exec, done);
     }
     // Drain.
     for (int i = 0; i < 1000 && order.queued() > 0; ++i) {
@@ -85,7 +86,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
       for (const auto& [exec, dispatch] : released) {
         for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
       }
-      for (const auto& done : AllDone(released)) order.OnGangDone(done);
+      for (const auto& [exec, done] : AllDone(released)) order.OnGangDone(exec, done);
     }
     EXPECT_EQ(order.queued(), 0u);
     // Each device receives gangs in increasing sequence order, so any two gangs that share
@@ -132,7 +133,7 @@ TEST(IslandOrderTest, TheWindowBoundsGangsInFlight) {
   auto first = order.Release();
   EXPECT_EQ(first.at("e0").entries.size(), 2u);
   EXPECT_TRUE(order.Release().empty());
-  order.OnGangDone(Done(first.at("e0").entries[0].gang_seq, 1));
+  order.OnGangDone("e0", Done(first.at("e0").entries[0].gang_seq, 1));
   auto next = order.Release();
   ASSERT_EQ(next.at("e0").entries.size(), 1u);
   EXPECT_EQ(next.at("e0").entries[0].node, 2u);
@@ -145,13 +146,16 @@ TEST(IslandOrderTest, AGangLeavesTheFlightWhenReportsCoverAllItsShards) {
       order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e0", 1}, {"e0", 2}, {"e1", 0}}, 2)).ok());
   auto first = order.Release();
   const uint64_t seq = first.at("e0").entries[0].gang_seq;
-  order.OnGangDone(Done(seq, 3));
+  order.OnGangDone("e0", Done(seq, 3));
   EXPECT_TRUE(order.Release().empty()) << "released while e1's shard runs";
-  order.OnGangDone(Done(seq, 1));
+  order.OnGangDone("e1", Done(seq, 1));
   EXPECT_EQ(order.in_flight(), 0u);
   EXPECT_EQ(order.Release().at("e0").entries.size(), 3u);
-  // A report covering more shards than are left (a duplicate) does not underflow.
-  order.OnGangDone(Done(seq + 1, 9));
+  // A report covering more shards than its executor has left (a duplicate) does not
+  // underflow, nor count for another executor's shards.
+  order.OnGangDone("e0", Done(seq + 1, 9));
+  EXPECT_EQ(order.in_flight(), 1u) << "e1's shard still runs";
+  order.OnGangDone("e1", Done(seq + 1, 1));
   EXPECT_EQ(order.in_flight(), 0u);
 }
 
@@ -167,9 +171,9 @@ TEST(IslandOrderTest, ASequentialRunReleasesANodeOnlyWhenThePreviousOneIsDone) {
     }
     EXPECT_TRUE(order.Release().empty()) << "node " << node + 1 << " released early";
     // Done on one executor only: still in flight.
-    order.OnGangDone(Done(released.at("e0").entries[0].gang_seq, 1));
+    order.OnGangDone("e0", Done(released.at("e0").entries[0].gang_seq, 1));
     EXPECT_TRUE(order.Release().empty());
-    order.OnGangDone(Done(released.at("e1").entries[0].gang_seq, 1));
+    order.OnGangDone("e1", Done(released.at("e1").entries[0].gang_seq, 1));
   }
 }
 
@@ -191,7 +195,7 @@ TEST(IslandOrderTest, ProportionalShareGivesBackloggedClientsTimeByWeight) {
                     .Submit(MakeProgram(e.owner_client, run++, {{"e0", 0}}, 1, false,
                                         weights.at(e.owner_client)))
                     .ok());
-    order.OnGangDone(Done(e.gang_seq, 1, 330));
+    order.OnGangDone("e0", Done(e.gang_seq, 1, 330));
   }
   for (const auto& [client, w] : weights) {
     const double share = released_per_client[client] / 1500.0;
