@@ -83,10 +83,9 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  const int log_fd =
-      AboveStdio(open(options.log_path.c_str(),
-                      O_WRONLY | O_CREAT | O_CLOEXEC | (options.append_log ? O_APPEND : O_TRUNC),
-                      0644));
+  const int log_fd = AboveStdio(
+      open(options.log_path.c_str(),
+           O_WRONLY | O_CREAT | O_CLOEXEC | (options.append_log ? O_APPEND : O_TRUNC), 0644));
   if (log_fd < 0) {
     return Unavailable("cannot open log file " + options.log_path + ": " + ErrnoText(errno));
   }
