@@ -10,6 +10,7 @@
 namespace atl {
 
 void AddUpCommand(CLI::App& app, const GlobalOptions& global);         // up.cc
+void AddSuperviseCommand(CLI::App& app, const GlobalOptions& global);  // supervise.cc
 void AddDownCommand(CLI::App& app, const GlobalOptions& global);       // down.cc
 void AddStatusCommand(CLI::App& app, const GlobalOptions& global);     // status.cc
 void AddWatchCommand(CLI::App& app, const GlobalOptions& global);      // watch.cc

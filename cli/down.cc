@@ -1,4 +1,5 @@
-// `atoll down`: stops the cluster recorded in the state dir and removes its cluster.toml.
+// `atoll down`: stops the cluster recorded in the state dir (its supervisor first, so that
+// nothing is restarted) and removes its cluster.toml.
 #include <iostream>
 
 #include "cli/commands.h"
@@ -34,6 +35,11 @@ void RunDown(double timeout_s, const GlobalOptions& global) {
   }
   if (!summary->not_running.empty()) {
     std::cout << "; already gone: " << Join(summary->not_running);
+  }
+  if (summary->supervisor == "killed") {
+    std::cout << "; killed the supervisor, which ignored SIGTERM for " << timeout_s << " s";
+  } else if (summary->supervisor == "not running") {
+    std::cout << "; the supervisor was gone already (nothing restarted crashed services)";
   }
   std::cout << std::endl;
 }

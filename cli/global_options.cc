@@ -28,8 +28,16 @@ Result<ClusterInfo> ResolveCluster(const GlobalOptions& global) {
     return Unavailable("no cluster running: " + recorded.status().message());
   }
   const ProcessInfo* rm = recorded->Find("rm");
-  if (rm != nullptr && !proc::IsProgram(static_cast<pid_t>(rm->pid),
-                                        std::filesystem::path(rm->program).filename().string())) {
+  auto runs = [](const ProcessInfo& p) {
+    return proc::IsProgram(static_cast<pid_t>(p.pid),
+                           std::filesystem::path(p.program).filename().string());
+  };
+  if (rm != nullptr && !runs(*rm)) {
+    if (recorded->supervisor.pid != 0 && runs(recorded->supervisor)) {
+      return Unavailable("the RM is down and its supervisor (pid " +
+                         std::to_string(recorded->supervisor.pid) +
+                         ") is starting it again; try again shortly (its log: " + rm->log + ")");
+    }
     return Unavailable("no cluster running: the RM recorded in " + ClusterInfoPath(state_dir) +
                        " (pid " + std::to_string(rm->pid) +
                        ") is gone; run `atoll down` to clean up, then `atoll up`");

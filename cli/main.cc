@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       ->envname("ATOLL_EVENTS");
 
   atl::AddUpCommand(app, global);
+  atl::AddSuperviseCommand(app, global);
   atl::AddDownCommand(app, global);
   atl::AddStatusCommand(app, global);
   atl::AddWatchCommand(app, global);

@@ -1,6 +1,7 @@
 // `atoll status`: asks the RM for the cluster's state (GetClusterStatus) and each live
 // host's object store for its memory (GetStoreStats), and prints islands, hosts, devices
-// with the memory in use, objects per owner, and slices, as text or as JSON.
+// with the memory in use, objects per owner, and slices, as text or as JSON. With a state
+// dir (not --rm), also each service's pid and how often its supervisor restarted it.
 #include <iostream>
 #include <map>
 #include <optional>
@@ -67,10 +68,19 @@ std::string OwnersText(const std::map<uint64_t, uint64_t>& per_owner) {
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// "rm 0, scheduler-island0 2 (down), ...": restarts per service, from cluster.toml.
+std::string RestartsText(const std::vector<ProcessInfo>& services) {
+  std::vector<std::string> parts;
+  for (const auto& p : services) {
+    parts.push_back(fmt::format("{} {}{}", p.name, p.restarts, p.pid == 0 ? " (down)" : ""));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
-                              const std::string& rm) {
+                              const ClusterInfo& info) {
   nlohmann::ordered_json out;
-  out["rm_endpoint"] = rm;
+  out["rm_endpoint"] = info.rm_endpoint;
   out["islands"] = nlohmann::ordered_json::array();
   for (const auto& island : s.islands) {
     nlohmann::ordered_json ij;
@@ -122,11 +132,16 @@ nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const StoreStatsByH
   }
   out["functions"] = s.functions;
   out["clients"] = s.clients;
+  // From the state dir; empty with --rm. pid 0: down, waiting to be restarted.
+  out["services"] = nlohmann::ordered_json::array();
+  for (const auto& p : info.processes) {
+    out["services"].push_back({{"name", p.name}, {"pid", p.pid}, {"restarts", p.restarts}});
+  }
   return out;
 }
 
 void PrintText(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
-               const std::string& rm) {
+               const ClusterInfo& info) {
   size_t hosts = 0, alive = 0, devices = 0;
   for (const auto& island : s.islands) {
     for (const auto& host : island.hosts) {
@@ -138,7 +153,8 @@ void PrintText(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
   std::cout << fmt::format(
       "cluster at {}: {} islands, {} hosts ({} alive), {} devices, {} slices, {} functions, "
       "{} clients\n",
-      rm, s.islands.size(), hosts, alive, devices, s.slices.size(), s.functions, s.clients);
+      info.rm_endpoint, s.islands.size(), hosts, alive, devices, s.slices.size(), s.functions,
+      s.clients);
   for (const auto& island : s.islands) {
     std::cout << fmt::format(
         "island {}  scheduler {}{}\n", island.name,
@@ -170,6 +186,7 @@ void PrintText(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
     std::cout << fmt::format("  slice {:<4} client {:<4} island {}  devices [{}]\n", slice.slice_id,
                              slice.client_id, slice.island, fmt::join(slice.device_ids, ", "));
   }
+  if (!info.processes.empty()) std::cout << "restarts: " << RestartsText(info.processes) << "\n";
   std::cout << std::flush;
 }
 
@@ -191,9 +208,9 @@ void RunStatus(const StatusOptions& opts, const GlobalOptions& global) {
   const StoreStatsByHost stores =
       AskStores(context, *status, std::chrono::milliseconds(opts.timeout_ms));
   if (opts.json) {
-    std::cout << ToJson(*status, stores, info->rm_endpoint).dump(2) << std::endl;
+    std::cout << ToJson(*status, stores, *info).dump(2) << std::endl;
   } else {
-    PrintText(*status, stores, info->rm_endpoint);
+    PrintText(*status, stores, *info);
   }
 }
 

@@ -65,6 +65,13 @@ std::string Serialize(const ClusterInfo& info) {
   out += "events_in = " + Quote(info.events_in) + "\n";
   out += "events_out = " + Quote(info.events_out) + "\n";
   out += "started_at_us = " + std::to_string(info.started_at_us) + "\n";
+  if (info.supervisor.pid != 0) {
+    out += "\n[supervisor]\n";
+    out += "name = " + Quote(info.supervisor.name) + "\n";
+    out += "program = " + Quote(info.supervisor.program) + "\n";
+    out += "pid = " + std::to_string(info.supervisor.pid) + "\n";
+    out += "log = " + Quote(info.supervisor.log) + "\n";
+  }
   for (const auto& p : info.processes) {
     out += "\n[[processes]]\n";
     out += "name = " + Quote(p.name) + "\n";
@@ -73,6 +80,7 @@ std::string Serialize(const ClusterInfo& info) {
     out += "program = " + Quote(p.program) + "\n";
     out += "pid = " + std::to_string(p.pid) + "\n";
     out += "log = " + Quote(p.log) + "\n";
+    out += "restarts = " + std::to_string(p.restarts) + "\n";
     out += "endpoints = {";
     bool first = true;
     for (const auto& [k, v] : p.endpoints) {
@@ -137,6 +145,13 @@ Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir) {
     info.events_in = Str(root, "events_in");
     info.events_out = Str(root, "events_out");
     info.started_at_us = toml::find_or<int64_t>(root, "started_at_us", 0);
+    if (root.contains("supervisor")) {
+      const auto& t = toml::find(root, "supervisor");
+      info.supervisor.name = Str(t, "name");
+      info.supervisor.program = Str(t, "program");
+      info.supervisor.pid = toml::find_or<int64_t>(t, "pid", 0);
+      info.supervisor.log = Str(t, "log");
+    }
     std::vector<toml::value> processes;
     if (root.contains("processes"))
       processes = toml::find<std::vector<toml::value>>(root, "processes");
@@ -148,6 +163,7 @@ Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir) {
       p.program = Str(t, "program");
       p.pid = toml::find_or<int64_t>(t, "pid", 0);
       p.log = Str(t, "log");
+      p.restarts = toml::find_or<int64_t>(t, "restarts", 0);
       if (t.contains("endpoints")) {
         for (const auto& [k, v] : toml::find(t, "endpoints").as_table()) {
           if (v.is_string()) p.endpoints[k] = v.as_string().str;

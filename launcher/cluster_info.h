@@ -7,6 +7,11 @@
 //   events_in = "tcp://127.0.0.1:5551"
 //   events_out = "tcp://127.0.0.1:5552"
 //   started_at_us = 1700000000000000
+//   [supervisor]                     # `atoll up`'s supervisor (launcher/local_cluster.h)
+//   name = "supervisor"
+//   program = "/abs/path/bin/atoll"
+//   pid = 12340
+//   log = "/home/me/.atoll/logs/supervisor.log"
 //   [[processes]]
 //   name = "rm"                      # "objectstore-i0h0", "executor-i0h0", "scheduler-island0"
 //   role = "rm"                      # "rm", "objectstore", "executor" or "scheduler"
@@ -14,6 +19,7 @@
 //   program = "/abs/path/bin/atoll-rm"
 //   pid = 12345
 //   log = "/home/me/.atoll/logs/rm.log"
+//   restarts = 0                     # how often the supervisor started it again
 //   endpoints = { endpoint = "tcp://127.0.0.1:5550", ... }   # its ready file, less pid
 #pragma once
 
@@ -35,6 +41,7 @@ struct ProcessInfo {
   int64_t pid = 0;
   std::string log;
   std::map<std::string, std::string> endpoints;
+  int64_t restarts = 0;  // starts after the first, by supervision
 };
 
 struct ClusterInfo {
@@ -45,6 +52,7 @@ struct ClusterInfo {
   std::string events_out;
   int64_t started_at_us = 0;
   std::vector<ProcessInfo> processes;  // in start order: rm, object stores, executors, schedulers
+  ProcessInfo supervisor;              // the process that restarts crashed services; pid 0: none
 
   // The process called `name`, or nullptr.
   const ProcessInfo* Find(std::string_view name) const;
@@ -57,7 +65,8 @@ std::string DefaultStateDir();
 // <state_dir>/cluster.toml
 std::string ClusterInfoPath(const std::string& state_dir);
 
-// Writes info.state_dir/cluster.toml atomically (write then rename).
+// Writes info.state_dir/cluster.toml atomically (write then rename), so that a reader never
+// sees half of it while a supervisor rewrites it after a restart.
 Status WriteClusterInfo(const ClusterInfo& info);
 
 // Reads <state_dir>/cluster.toml. NotFound when there is none; InvalidArgument when it

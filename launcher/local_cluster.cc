@@ -3,13 +3,17 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "common/net/events.h"
 #include "common/service/ready_file.h"
@@ -20,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
 constexpr auto kPollPeriod = std::chrono::milliseconds(10);
 constexpr auto kKillWait = std::chrono::milliseconds(2000);
@@ -57,6 +62,36 @@ Result<std::string> ReadyValue(const ProcessInfo& p, const std::string& key) {
     return InvalidArgument(p.name + "'s ready file has no '" + key + "' key");
   }
   return Connectable(it->second);
+}
+
+bool RunsItsProgram(const ProcessInfo& p) {
+  return proc::IsProgram(static_cast<pid_t>(p.pid), fs::path(p.program).filename().string());
+}
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Waits up to `timeout` for `pid` to end; true when it did.
+bool AwaitEnd(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (proc::IsRunning(pid) && Clock::now() < deadline) std::this_thread::sleep_for(kPollPeriod);
+  return !proc::IsRunning(pid);
+}
+
+// How a service started again binds what its first start bound: each ready-file key and the
+// option that asks for that address.
+const std::vector<std::pair<std::string, std::string>>& RebindOptions(const std::string& role) {
+  static const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kByRole = {
+      {"rm",
+       {{"endpoint", "--endpoint"}, {"events_in", "--events-in"}, {"events_out", "--events-out"}}},
+      {"objectstore", {{"endpoint", "--endpoint"}}},
+      {"executor", {{"control", "--control-endpoint"}, {"data", "--data-endpoint"}}},
+      {"scheduler", {{"endpoint", "--endpoint"}}},
+  };
+  static const std::vector<std::pair<std::string, std::string>> kNone;
+  auto it = kByRole.find(role);
+  return it == kByRole.end() ? kNone : it->second;
 }
 
 // Holds an exclusive flock on <state_dir>/lock while it lives, so that two `atoll up` (or an
@@ -132,11 +167,6 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
   std::vector<std::string> argv = {p.program, "--config", options_.config_path};
   if (p.role == "rm") {
     argv.insert(argv.end(), {"--state-file", options_.state_dir + "/rm.state"});
-    // Restarted: the rest of the cluster knows it where it was.
-    if (!info_.rm_endpoint.empty()) {
-      argv.insert(argv.end(), {"--endpoint", info_.rm_endpoint, "--events-in", info_.events_in,
-                               "--events-out", info_.events_out});
-    }
   } else if (p.role == "objectstore") {
     argv.insert(argv.end(),
                 {"--host", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
@@ -149,19 +179,15 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
     argv.insert(argv.end(),
                 {"--island", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
   }
+  // Started before (its ready file was read): it comes back where the rest of the cluster
+  // knows it, so that their connections (ZeroMQ reconnects on its own) reach it again.
+  for (const auto& [key, option] : RebindOptions(p.role)) {
+    auto it = p.endpoints.find(key);
+    if (it != p.endpoints.end()) argv.insert(argv.end(), {option, it->second});
+  }
   argv.insert(argv.end(), {"--ready-file", child.ready_path});
   if (!options_.log_level.empty()) argv.insert(argv.end(), {"--log-level", options_.log_level});
   return argv;
-}
-
-Status LocalCluster::CheckNoRunningCluster() const {
-  auto existing = ReadClusterInfo(options_.state_dir);
-  if (!existing.ok()) return Status::Ok();  // none, or unreadable: nothing we could stop
-  const auto running = RunningProcesses(*existing);
-  if (running.empty()) return Status::Ok();  // stale: every recorded process is gone
-  return FailedPrecondition("a cluster is already running from " + options_.state_dir + " (rm " +
-                            existing->rm_endpoint + ", " + std::to_string(running.size()) +
-                            " processes alive); run `atoll down` first");
 }
 
 Status LocalCluster::Start() {
@@ -176,7 +202,7 @@ Status LocalCluster::Start() {
   }
   StateDirLock lock;
   ATOLL_RETURN_IF_ERROR(lock.Acquire(options_.state_dir));
-  ATOLL_RETURN_IF_ERROR(CheckNoRunningCluster());
+  ATOLL_RETURN_IF_ERROR(CheckNoRunningCluster(options_.state_dir));
   for (const char* role : {"rm", "objectstore", "executor", "scheduler"}) {
     const std::string program = options_.bin_dir + "/" + Program(role);
     if (access(program.c_str(), X_OK) != 0) {
@@ -192,6 +218,7 @@ Status LocalCluster::Start() {
   info_.state_dir = options_.state_dir;
   info_.config_path = options_.config_path;
   info_.started_at_us = NowMicros();
+  info_.supervisor = options_.supervisor;
 
   Status status = StartStage({Plan("rm", "")});
   if (status.ok()) {
@@ -219,8 +246,7 @@ Status LocalCluster::Start() {
   if (status.ok()) status = StartStage(PlanExecutors());
   if (status.ok()) status = StartStage(PlanSchedulers());
   if (status.ok()) {
-    for (const auto& c : children_) info_.processes.push_back(c.info);
-    status = WriteClusterInfo(info_);
+    status = WriteRecord();
     wrote_info_ = status.ok();
   }
   if (!status.ok()) {
@@ -236,16 +262,8 @@ Status LocalCluster::StartStage(const std::vector<ProcessInfo>& stage) {
     Child child;
     child.info = plan;
     child.ready_path = options_.state_dir + "/run/" + plan.name + ".ready";
-    std::error_code ec;
-    fs::remove(child.ready_path, ec);  // a stale one from an earlier run would mislead us
-    proc::SpawnOptions spawn;
-    spawn.argv = Argv(child);
-    spawn.log_path = plan.log;
-    spawn.detach = options_.detach;
-    auto pid = proc::Spawn(spawn);
-    if (!pid.ok()) return pid.status().WithContext("starting " + plan.name);
-    child.pid = *pid;
-    child.info.pid = *pid;
+    child.backoff = RestartBackoff(options_.restart_backoff);
+    ATOLL_RETURN_IF_ERROR(SpawnChild(child).WithContext("starting " + plan.name));
     children_.push_back(std::move(child));
     started.push_back(children_.size() - 1);
   }
@@ -254,24 +272,112 @@ Status LocalCluster::StartStage(const std::vector<ProcessInfo>& stage) {
   return WaitReady(std::move(waiting));
 }
 
+Status LocalCluster::SpawnChild(Child& child) {
+  std::error_code ec;
+  fs::remove(child.ready_path, ec);  // a stale one from an earlier start would mislead us
+  proc::SpawnOptions spawn;
+  spawn.argv = Argv(child);
+  spawn.log_path = child.info.log;
+  spawn.append_log = child.exit.has_value();  // started before: keep what that one logged
+  spawn.detach = options_.detach;
+  ATOLL_ASSIGN_OR_RETURN(pid_t pid, proc::Spawn(spawn));
+  child.pid = pid;
+  child.info.pid = pid;
+  child.exit.reset();
+  child.signalled = false;
+  child.started = Clock::now();
+  return Status::Ok();
+}
+
+bool LocalCluster::TakeReadyFile(Child& child) {
+  if (access(child.ready_path.c_str(), F_OK) != 0) return false;
+  auto values = ReadReadyFile(child.ready_path);
+  if (!values.ok()) return false;
+  values->erase("pid");
+  for (auto& [key, value] : *values) child.info.endpoints[key] = std::move(value);
+  return true;
+}
+
+void LocalCluster::Reaped(Child& child, const proc::ExitInfo& exit) {
+  child.exit = exit;
+  child.pid = 0;
+  if (child.info.role != "objectstore") return;
+  auto arena = child.info.endpoints.find("arena");
+  // ENOENT: the store unlinked it itself, as it does when it exits cleanly.
+  if (arena != child.info.endpoints.end()) shm_unlink(arena->second.c_str());
+}
+
+void LocalCluster::ScheduleRestart(Child& child, Clock::time_point now, const std::string& why) {
+  const milliseconds delay = child.backoff.OnExit(child.started, now);
+  child.restart_at = now + delay;
+  child.awaiting_ready = false;
+  spdlog::warn("{} (pid {}) {}; starting it again in {} ms (restarts so far: {}; log {})",
+               child.info.name, child.info.pid, why, delay.count(), child.info.restarts,
+               child.info.log);
+  child.info.pid = 0;  // cluster.toml says it is down until it runs again
+}
+
+Status LocalCluster::WriteRecord() {
+  info_.processes.clear();
+  for (const auto& c : children_) info_.processes.push_back(c.info);
+  return WriteClusterInfo(info_);
+}
+
+Status LocalCluster::Supervise() {
+  if (!wrote_info_ || stopped_) {
+    return FailedPrecondition("Supervise() needs a cluster that has started and not stopped");
+  }
+  const auto now = Clock::now();
+  bool changed = false;
+  for (auto& c : children_) {
+    if (c.pid != 0) {
+      ATOLL_ASSIGN_OR_RETURN(auto exit, proc::TryReap(c.pid));
+      if (exit) {
+        Reaped(c, *exit);
+        changed = true;
+      } else if (c.awaiting_ready && TakeReadyFile(c)) {
+        c.awaiting_ready = false;
+        changed = true;
+        spdlog::info("{} is back (pid {}, restart {})", c.info.name, c.pid, c.info.restarts);
+      } else if (c.awaiting_ready && now - c.started >= options_.ready_timeout) {
+        // Reaped and scheduled again by a later pass, as a crash.
+        spdlog::warn("{} (pid {}) was not ready within {} ms of its restart; killing it",
+                     c.info.name, c.pid, options_.ready_timeout.count());
+        kill(c.pid, SIGKILL);
+      }
+    }
+    if (c.pid != 0 || !c.exit || c.signalled) continue;
+    // It ended on its own (reaped here or by any other method that reaps).
+    if (!c.restart_at) {
+      ScheduleRestart(c, now, c.exit->Describe());
+      changed = true;
+    } else if (now >= *c.restart_at) {
+      c.restart_at.reset();
+      const Status spawned = SpawnChild(c);
+      if (spawned.ok()) {
+        ++c.info.restarts;
+        c.awaiting_ready = true;
+      } else {
+        ScheduleRestart(c, now, "could not be started again (" + spawned.message() + ")");
+      }
+      changed = true;
+    }
+  }
+  return changed ? WriteRecord() : Status::Ok();
+}
+
 Status LocalCluster::WaitReady(std::vector<Child*> children) {
   const auto deadline = Clock::now() + options_.ready_timeout;
   while (!children.empty()) {
     for (auto it = children.begin(); it != children.end();) {
       Child& c = **it;
-      if (access(c.ready_path.c_str(), F_OK) == 0) {
-        auto values = ReadReadyFile(c.ready_path);
-        if (values.ok()) {
-          c.info.endpoints = std::move(*values);
-          c.info.endpoints.erase("pid");
-          it = children.erase(it);
-          continue;
-        }
+      if (TakeReadyFile(c)) {
+        it = children.erase(it);
+        continue;
       }
       ATOLL_ASSIGN_OR_RETURN(auto exit, proc::TryReap(c.pid));
       if (exit) {
-        c.exit = exit;
-        c.pid = 0;
+        Reaped(c, *exit);
         return Unavailable(c.info.name + " (" + c.info.program + ") " + exit->Describe() +
                            " before it was ready; " + LogTail(c.info.log));
       }
@@ -296,8 +402,7 @@ void LocalCluster::ReapAll() {
     if (!exit.ok()) {
       c.pid = 0;  // not our child any more: nothing left to reap
     } else if (*exit) {
-      c.exit = *exit;
-      c.pid = 0;
+      Reaped(c, **exit);
     }
   }
 }
@@ -401,17 +506,8 @@ Status LocalCluster::Restart(const std::string& name, int signal) {
       if (c->pid != 0) return Unavailable(name + " survived SIGKILL");
     }
   }
-  std::error_code ec;
-  fs::remove(c->ready_path, ec);
-  proc::SpawnOptions spawn;
-  spawn.argv = Argv(*c);
-  spawn.log_path = c->info.log;
-  spawn.detach = options_.detach;
-  ATOLL_ASSIGN_OR_RETURN(pid_t pid, proc::Spawn(spawn));
-  c->pid = pid;
-  c->info.pid = pid;
-  c->exit.reset();
-  c->signalled = false;
+  c->restart_at.reset();
+  ATOLL_RETURN_IF_ERROR(SpawnChild(*c).WithContext("restarting " + name));
   return WaitReady({c}).WithContext("restarting " + name);
 }
 
@@ -422,22 +518,67 @@ Result<std::optional<proc::ExitInfo>> LocalCluster::ExitStatus(const std::string
   return c->exit;
 }
 
+Status CheckNoRunningCluster(const std::string& state_dir) {
+  auto existing = ReadClusterInfo(state_dir);
+  if (!existing.ok()) return Status::Ok();  // none, or unreadable: nothing we could stop
+  const auto running = RunningProcesses(*existing);
+  if (running.empty()) return Status::Ok();  // stale: every recorded process is gone
+  return FailedPrecondition("a cluster is already running from " + state_dir + " (rm " +
+                            existing->rm_endpoint + ", " + std::to_string(running.size()) +
+                            " processes alive); run `atoll down` first");
+}
+
 std::vector<ProcessInfo> RunningProcesses(const ClusterInfo& info) {
   std::vector<ProcessInfo> out;
   for (const auto& p : info.processes) {
-    if (proc::IsProgram(static_cast<pid_t>(p.pid), fs::path(p.program).filename().string())) {
-      out.push_back(p);
-    }
+    if (RunsItsProgram(p)) out.push_back(p);
   }
   return out;
 }
 
-Result<StopSummary> StopRecordedCluster(const ClusterInfo& info,
+namespace {
+
+// The first step of StopRecordedCluster: the supervisor (see there).
+Status StopSupervisor(const ClusterInfo& info, std::chrono::milliseconds timeout,
+                      StopSummary& summary) {
+  if (info.supervisor.pid == 0) return Status::Ok();
+  const auto supervisor = static_cast<pid_t>(info.supervisor.pid);
+  if (!RunsItsProgram(info.supervisor)) {
+    summary.supervisor = "not running";
+    return Status::Ok();
+  }
+  const auto running = RunningProcesses(info);
+  kill(supervisor, SIGTERM);
+  summary.supervisor = "stopped";
+  if (!AwaitEnd(supervisor, timeout)) {
+    if (RunsItsProgram(info.supervisor)) kill(supervisor, SIGKILL);
+    summary.supervisor = "killed";
+    if (!AwaitEnd(supervisor, kKillWait)) {
+      return Unavailable("the supervisor (pid " + std::to_string(supervisor) +
+                         ") still runs after SIGKILL");
+    }
+  }
+  for (const auto& p : running) {
+    if (!proc::IsRunning(static_cast<pid_t>(p.pid))) summary.stopped.push_back(p.name);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<StopSummary> StopRecordedCluster(const ClusterInfo& recorded,
                                         std::chrono::milliseconds timeout) {
   StopSummary summary;
+  ATOLL_RETURN_IF_ERROR(StopSupervisor(recorded, timeout, summary));
+  // A supervisor that could not finish (killed) may have restarted services since `recorded`
+  // was read: its last cluster.toml names their pids. One that finished removed the file.
+  auto latest = ReadClusterInfo(recorded.state_dir);
+  const ClusterInfo& info = latest.ok() ? *latest : recorded;
+
   std::vector<ProcessInfo> targets;
   const auto running = RunningProcesses(info);
   for (auto it = info.processes.rbegin(); it != info.processes.rend(); ++it) {
+    if (Contains(summary.stopped, it->name)) continue;
     const bool alive = std::any_of(running.begin(), running.end(),
                                    [&](const ProcessInfo& r) { return r.name == it->name; });
     if (!alive) {
@@ -459,7 +600,7 @@ Result<StopSummary> StopRecordedCluster(const ClusterInfo& info,
     std::this_thread::sleep_for(kPollPeriod);
   for (const auto& p : still_running()) {
     // Checked again: the pid may have ended and been recycled during the wait.
-    if (proc::IsProgram(static_cast<pid_t>(p.pid), fs::path(p.program).filename().string())) {
+    if (RunsItsProgram(p)) {
       kill(static_cast<pid_t>(p.pid), SIGKILL);
       summary.killed.push_back(p.name);
     }
@@ -472,9 +613,7 @@ Result<StopSummary> StopRecordedCluster(const ClusterInfo& info,
   for (const auto& p : targets) {
     const bool survived = std::any_of(survivors.begin(), survivors.end(),
                                       [&](const ProcessInfo& s) { return s.name == p.name; });
-    const bool killed =
-        std::find(summary.killed.begin(), summary.killed.end(), p.name) != summary.killed.end();
-    if (!survived && !killed) summary.stopped.push_back(p.name);
+    if (!survived && !Contains(summary.killed, p.name)) summary.stopped.push_back(p.name);
   }
   if (!survivors.empty()) {
     std::string names;

@@ -3,8 +3,13 @@
 // host (given its host's store), one scheduler per island. `atoll up` uses it, and so does
 // every end-to-end test.
 //
+// Supervision: call Supervise() periodically (`atoll supervise`, cli/supervise.cc, does every
+// 50 ms) and a service that exits on its own is started again after a RestartBackoff delay
+// (restart_backoff.h), on the endpoints its first start bound, so that every peer's ZeroMQ
+// connection finds it again; its restart count and new pid go to cluster.toml.
+//
 // Files under the state directory:
-//   <state_dir>/cluster.toml        where everything listens, pids (see cluster_info.h)
+//   <state_dir>/cluster.toml        where everything listens, pids, restarts (cluster_info.h)
 //   <state_dir>/logs/<name>.log     each service's stdout and stderr
 //   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
 //   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart)
@@ -35,6 +40,7 @@
 #include "common/service/config.h"
 #include "launcher/cluster_info.h"
 #include "launcher/process.h"
+#include "launcher/restart_backoff.h"
 
 namespace atl {
 
@@ -50,6 +56,11 @@ struct LocalClusterOptions {
   // true: the services run in their own session and outlive this process (`atoll up`);
   // call Detach() once Start() succeeded. false: they are bound to this process.
   bool detach = false;
+  // How long Supervise() waits before restarting a service that exited.
+  BackoffOptions restart_backoff;
+  // The process that supervises this cluster, recorded in cluster.toml so that `atoll down`
+  // stops it first; pid 0: none (a test's or an example's own cluster).
+  ProcessInfo supervisor;
 };
 
 class LocalCluster {
@@ -91,11 +102,24 @@ class LocalCluster {
   // How the service `name` ended, once it has (reaping it); empty while it runs.
   Result<std::optional<proc::ExitInfo>> ExitStatus(const std::string& name);
   // Stops the service `name` (`signal`, then SIGKILL after stop_timeout), waits for it to
-  // end, and starts it again with the same arguments, waiting for its ready file. The RM
-  // comes back on the endpoints it had, with its state file.
+  // end, and starts it again with the same arguments, waiting for its ready file. It comes
+  // back on the endpoints it had (the RM with its state file).
   Status Restart(const std::string& name, int signal);
 
+  // One pass of supervision; returns at once. Reaps every service that exited although
+  // nothing asked it to (Signal(), Restart() and Stop() do) and schedules its restart after
+  // its backoff delay; starts the services whose delay has passed (counting a restart);
+  // takes the ready file of a restarted one, or SIGKILLs it when it is not ready within
+  // ready_timeout (a crash like any other). A store's arena is unlinked once its store is
+  // reaped: the dead process cannot, and the restarted store makes a new one (arena names
+  // carry the creator's pid, so the new name never collides with a stale one).
+  // Rewrites cluster.toml whenever a pid, restart count or ready file changed; fails only
+  // when it cannot (Unavailable), or before Start() or after Stop() (FailedPrecondition).
+  Status Supervise();
+
  private:
+  using Clock = std::chrono::steady_clock;
+
   struct Child {
     ProcessInfo info;
     std::string ready_path;
@@ -103,11 +127,25 @@ class LocalCluster {
     std::optional<proc::ExitInfo> exit;  // set when reaped
     bool killed = false;                 // needed SIGKILL in Stop()
     bool signalled = false;              // Signal() was used: its exit is expected
+    // Supervision:
+    Clock::time_point started;                    // its latest start
+    RestartBackoff backoff;                       // delays between its restarts
+    std::optional<Clock::time_point> restart_at;  // exited: when to start it again
+    bool awaiting_ready = false;                  // restarted; its ready file not read yet
   };
 
   Status StartStage(const std::vector<ProcessInfo>& stage);
+  // Starts (or starts again) `child` with Argv(child), its old ready file removed.
+  Status SpawnChild(Child& child);
+  // Reads the child's ready file into its endpoints; false while there is none.
+  bool TakeReadyFile(Child& child);
+  // Records how the child ended; a store's arena goes with it (see Supervise()).
+  void Reaped(Child& child, const proc::ExitInfo& exit);
+  // Logs why the child ended and when it starts again, after its backoff delay.
+  void ScheduleRestart(Child& child, Clock::time_point now, const std::string& why);
+  // Writes cluster.toml from the children's current state.
+  Status WriteRecord();
   Status WaitReady(std::vector<Child*> children);
-  Status CheckNoRunningCluster() const;
   std::vector<ProcessInfo> PlanObjectStores() const;
   std::vector<ProcessInfo> PlanExecutors() const;
   std::vector<ProcessInfo> PlanSchedulers() const;
@@ -127,18 +165,27 @@ class LocalCluster {
   Status stop_status_;
 };
 
+// FailedPrecondition "a cluster is already running from <state_dir> ...; run `atoll down`
+// first" when the state dir's cluster.toml names processes that still run; OK otherwise.
+Status CheckNoRunningCluster(const std::string& state_dir);
+
 // What StopRecordedCluster did.
 struct StopSummary {
-  std::vector<std::string> stopped;      // ended after SIGTERM
-  std::vector<std::string> killed;       // needed SIGKILL
+  std::string supervisor;            // "stopped", "killed", "not running"; "" when none is recorded
+  std::vector<std::string> stopped;  // ended after SIGTERM
+  std::vector<std::string> killed;   // needed SIGKILL
   std::vector<std::string> not_running;  // already gone, or its pid now runs something else
 };
 
-// Stops a cluster that another process started (`atoll down`): SIGTERM to each recorded
-// process that is still the recorded atoll program (checked through /proc/PID/cmdline, so a
-// recycled pid is never signalled), last started first; waits up to `timeout`; SIGKILLs the
-// rest and waits up to 2 s more. Removes cluster.toml and the ready files once none of them
-// runs. Fails with Unavailable naming the processes that survived SIGKILL.
+// Stops a cluster that another process started (`atoll down`). First its supervisor, if it
+// still runs, so that it restarts nothing that is being stopped: SIGTERM (it then stops its
+// services itself), SIGKILL after `timeout`; the services that ended meanwhile count as
+// stopped. Then, from cluster.toml as the supervisor left it (or `info` when it removed it):
+// SIGTERM to each recorded process that is still the recorded atoll program (checked
+// through /proc/PID/cmdline, so a recycled pid is never signalled), last started first;
+// waits up to `timeout`; SIGKILLs the rest and waits up to 2 s more. Removes cluster.toml
+// and the ready files once none of them runs. Fails with Unavailable naming the processes
+// that survived SIGKILL.
 Result<StopSummary> StopRecordedCluster(const ClusterInfo& info, std::chrono::milliseconds timeout);
 
 // The recorded processes that still run as their recorded program.

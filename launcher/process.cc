@@ -83,8 +83,9 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  const int log_fd =
-      AboveStdio(open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  const int log_fd = AboveStdio(
+      open(options.log_path.c_str(),
+           O_WRONLY | O_CREAT | O_CLOEXEC | (options.append_log ? O_APPEND : O_TRUNC), 0644));
   if (log_fd < 0) {
     return Unavailable("cannot open log file " + options.log_path + ": " + ErrnoText(errno));
   }
@@ -181,11 +182,16 @@ std::string TailFile(const std::string& path, size_t lines) {
   return out;
 }
 
-std::string ExecutableDir() {
+std::string ExecutablePath() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return ".";
-  return exe.parent_path().string();
+  return ec ? std::string() : exe.string();
+}
+
+std::string ExecutableDir() {
+  const std::string exe = ExecutablePath();
+  if (exe.empty()) return ".";
+  return std::filesystem::path(exe).parent_path().string();
 }
 
 }  // namespace atl::proc

@@ -21,6 +21,9 @@ struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is the program's path
   // stdout and stderr go to this file (created or truncated); stdin reads /dev/null.
   std::string log_path;
+  // true: append to log_path instead (a restarted service keeps its predecessor's log, which
+  // says why that one ended).
+  bool append_log = false;
   // true: the child starts a new session (setsid), so it outlives the launcher and its
   // terminal (`atoll up`). false: it stays in the launcher's session and receives SIGTERM
   // when the launching THREAD exits (PR_SET_PDEATHSIG), so a test that dies leaks nothing.
@@ -55,7 +58,8 @@ bool IsProgram(pid_t pid, std::string_view program);
 // The last `lines` lines of a text file ("" when it cannot be read).
 std::string TailFile(const std::string& path, size_t lines);
 
-// The directory that holds the running executable (from /proc/self/exe).
+// The running executable's path, and the directory that holds it (from /proc/self/exe).
+std::string ExecutablePath();
 std::string ExecutableDir();
 
 }  // namespace atl::proc

@@ -33,6 +33,12 @@ ExecutorService::~ExecutorService() {
   devices_.Clear();  // joins the stream threads before the rest goes away
 }
 
+void ExecutorService::BindOn(std::string control_endpoint, std::string data_endpoint) {
+  // Until Start() they hold the addresses asked for; from then on the bound ones.
+  control_endpoint_ = std::move(control_endpoint);
+  data_endpoint_ = std::move(data_endpoint);
+}
+
 Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(HostLocation where, FindHost(config_, host_));
   island_ = where.island->name;
@@ -40,8 +46,11 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   device_memory_bytes_ = where.host->device_memory_bytes;
 
   const std::string any_port = "tcp://" + config_.bind_host + ":*";
-  ATOLL_ASSIGN_OR_RETURN(control_endpoint_, net::Bind(control_, any_port));
-  ATOLL_ASSIGN_OR_RETURN(data_endpoint_, net::Bind(data_, any_port));
+  ATOLL_ASSIGN_OR_RETURN(
+      control_endpoint_,
+      net::Bind(control_, control_endpoint_.empty() ? any_port : control_endpoint_));
+  ATOLL_ASSIGN_OR_RETURN(data_endpoint_,
+                         net::Bind(data_, data_endpoint_.empty() ? any_port : data_endpoint_));
   ATOLL_RETURN_IF_ERROR(completions_.Open());
   ATOLL_RETURN_IF_ERROR(outbox_.Start());
   events_ = std::make_unique<EventPublisher>(context_, "executor/" + host_);

@@ -49,6 +49,9 @@ class ExecutorService {
                   std::string store_endpoint);
   ~ExecutorService();
 
+  // Before Start(): bind these addresses instead of free ports on the config's bind_host (a
+  // restarted executor comes back where its peers know it); an empty one: a free port.
+  void BindOn(std::string control_endpoint, std::string data_endpoint);
   // Binds, maps the object store's arena and registers with the RM (bounded by `timeout`).
   Status Start(std::chrono::milliseconds timeout);
   void Run();

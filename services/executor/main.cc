@@ -11,11 +11,13 @@ namespace {
 constexpr auto kStartTimeout = std::chrono::seconds(10);
 
 atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
-                  const std::string& store_endpoint, const std::string& rm_endpoint) {
+                  const std::string& store_endpoint, const std::string& rm_endpoint,
+                  const std::string& control_endpoint, const std::string& data_endpoint) {
   ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config, atl::StartService("executor/" + host, options));
   if (!rm_endpoint.empty()) config.rm_endpoint = rm_endpoint;
   zmq::context_t context;
   atl::executor::ExecutorService executor(context, std::move(config), host, store_endpoint);
+  executor.BindOn(control_endpoint, data_endpoint);
   ATOLL_RETURN_IF_ERROR(executor.Start(kStartTimeout));
   ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(
       options.ready_file,
@@ -32,11 +34,18 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
 int main(int argc, char** argv) {
   CLI::App app{"atoll executor"};
   atl::ServiceOptions options;
-  std::string host, store_endpoint, rm_endpoint;
+  std::string host, store_endpoint, rm_endpoint, control_endpoint, data_endpoint;
   atl::AddServiceOptions(app, options);
   app.add_option("--host", host, "this host's name in the configuration")->required();
   app.add_option("--store", store_endpoint, "the host's object store endpoint")->required();
   app.add_option("--rm", rm_endpoint, "the RM's request endpoint (overrides rm.endpoint)");
+  app.add_option("--control-endpoint", control_endpoint,
+                 "the address schedulers and the RM reach it on (default: a free port on "
+                 "cluster.bind_host)");
+  app.add_option("--data-endpoint", data_endpoint,
+                 "the address peer executors send tuples to (default: a free port on "
+                 "cluster.bind_host)");
   CLI11_PARSE(app, argc, argv);
-  return atl::ExitCode(Serve(options, host, store_endpoint, rm_endpoint));
+  return atl::ExitCode(
+      Serve(options, host, store_endpoint, rm_endpoint, control_endpoint, data_endpoint));
 }

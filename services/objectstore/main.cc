@@ -1,6 +1,7 @@
 // atoll-objectstore: the host's object store. Creates the host's shared-memory arena,
-// serves the object-store protocol on a free port and writes the ready file (keys
-// `endpoint` and `arena`). Runs until SIGINT or SIGTERM, then exits 0 with the arena
+// serves the object-store protocol on a free port (or on --endpoint: a store restarted by
+// its supervisor comes back where its executor and clients know it) and writes the ready
+// file (keys `endpoint` and `arena`). Runs until SIGINT or SIGTERM, then exits 0 with the arena
 // unlinked.
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -12,13 +13,13 @@
 namespace {
 
 atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
-                  const std::string& rm_endpoint) {
+                  const std::string& rm_endpoint, const std::string& endpoint) {
   ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config,
                          atl::StartService("objectstore/" + host, options));
   ATOLL_ASSIGN_OR_RETURN(const atl::HostLocation where, atl::FindHost(config, host));
   atl::store::StoreOptions store;
   store.host = host;
-  store.bind_endpoint = "tcp://" + config.bind_host + ":*";
+  store.bind_endpoint = endpoint.empty() ? "tcp://" + config.bind_host + ":*" : endpoint;
   store.arena_bytes = where.host->arena_bytes;
   store.device_bytes.assign(where.host->devices, where.host->device_memory_bytes);
   store.heartbeat = std::chrono::milliseconds(config.heartbeat_ms);
@@ -49,9 +50,12 @@ int main(int argc, char** argv) {
   atl::ServiceOptions options;
   std::string host;
   std::string rm_endpoint;
+  std::string endpoint;
   atl::AddServiceOptions(app, options);
   app.add_option("--host", host, "this host's name in the configuration")->required();
   app.add_option("--rm", rm_endpoint, "the RM's request endpoint (overrides rm.endpoint)");
+  app.add_option("--endpoint", endpoint,
+                 "the address to serve on (default: a free port on cluster.bind_host)");
   CLI11_PARSE(app, argc, argv);
-  return atl::ExitCode(Serve(options, host, rm_endpoint));
+  return atl::ExitCode(Serve(options, host, rm_endpoint, endpoint));
 }

@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   app.add_option("--window", scheduling.window,
                  "gangs in flight at most, 0: no limit (overrides scheduler.window)");
   app.add_option("--rm", rm_endpoint, "the RM's request endpoint (overrides rm.endpoint)");
+  app.add_option("--endpoint", scheduling.endpoint,
+                 "the address to serve clients on (default: a free port on cluster.bind_host)");
   CLI11_PARSE(app, argc, argv);
   return atl::ExitCode(Serve(options, std::move(scheduling), rm_endpoint));
 }

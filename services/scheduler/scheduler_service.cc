@@ -21,7 +21,9 @@ SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config
 Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(auto policy, MakePolicy(options_.policy));
   order_ = std::make_unique<IslandOrder>(std::move(policy), options_.window);
-  ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, "tcp://" + config_.bind_host + ":*"));
+  const std::string bind =
+      options_.endpoint.empty() ? "tcp://" + config_.bind_host + ":*" : options_.endpoint;
+  ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, bind));
   events_ = std::make_unique<EventPublisher>(context_, "scheduler/" + options_.island);
   ATOLL_RETURN_IF_ERROR(events_->Connect(config_.events_in_endpoint));
 

@@ -31,6 +31,9 @@ struct SchedulerOptions {
   std::string island;
   std::string policy = "fifo";  // "fifo" or "share"
   size_t window = 0;            // gangs in flight on the island at most; 0: no limit
+  // Where to bind; empty: a free port on the config's bind_host. A restarted scheduler is
+  // given its old address, so that clients' and executors' connections reach it again.
+  std::string endpoint;
 };
 
 class SchedulerService {

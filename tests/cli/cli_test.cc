@@ -13,6 +13,7 @@
 
 #include "common/net/events.h"
 #include "common/net/transport.h"
+#include "common/service/ready_file.h"
 #include "launcher/local_cluster.h"
 #include "tests/launcher/cluster_test_util.h"
 #include "tests/launcher/subprocess.h"
@@ -136,6 +137,9 @@ TEST_P(CliTest, UpStatusWatchDown) {
   EXPECT_EQ(RunningProcesses(*info).size(), 11u);
 
   ExpectStatusShowsTheTestTopology();
+  ASSERT_NE(info->supervisor.pid, 0);
+  EXPECT_TRUE(proc::IsProgram(static_cast<pid_t>(info->supervisor.pid), "atoll"));
+  EXPECT_THAT(up.out, HasSubstr("supervisor pid " + std::to_string(info->supervisor.pid)));
   const CommandResult text = Atoll({"status"});
   EXPECT_EQ(text.exit_code, 0) << text.Describe();
   EXPECT_THAT(text.out, HasSubstr("2 islands, 4 hosts (4 alive), 8 devices"));
@@ -154,6 +158,8 @@ TEST_P(CliTest, UpStatusWatchDown) {
   for (const auto& p : info->processes) {
     EXPECT_FALSE(proc::IsRunning(static_cast<pid_t>(p.pid))) << p.name;
   }
+  EXPECT_FALSE(proc::IsRunning(static_cast<pid_t>(info->supervisor.pid)))
+      << "down stops the supervisor too";
   EXPECT_FALSE(std::filesystem::exists(ClusterInfoPath(state_dir_)));
 
   const CommandResult status = Atoll({"status"});
@@ -162,6 +168,76 @@ TEST_P(CliTest, UpStatusWatchDown) {
   const CommandResult down_again = Atoll({"down"});
   EXPECT_EQ(down_again.exit_code, 0) << down_again.Describe();
   EXPECT_THAT(down_again.out, HasSubstr("nothing to stop"));
+}
+
+// `atoll up`'s supervisor restarts a SIGKILLed scheduler, `atoll status` counts it, and
+// `atoll down` still stops everything once the supervisor itself was SIGKILLed.
+TEST_P(CliTest, UpRestartsACrashedServiceAndStatusCountsIt) {
+  const CommandResult up = Atoll({"up", "--config", kTestConfig, "--bin-dir", bin_dir_});
+  ASSERT_EQ(up.exit_code, 0) << up.Describe();
+  auto info = ReadClusterInfo(state_dir_);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  const ProcessInfo scheduler = *info->Find("scheduler-island0");
+
+  const CommandResult before = Atoll({"status", "--json"});
+  ASSERT_EQ(before.exit_code, 0) << before.Describe();
+  const auto services = nlohmann::json::parse(before.out).at("services");
+  ASSERT_EQ(services.size(), 11u) << before.out;
+  for (const auto& s : services) EXPECT_EQ(s.at("restarts"), 0) << s;
+
+  ASSERT_EQ(kill(static_cast<pid_t>(scheduler.pid), SIGKILL), 0);
+  // Back: cluster.toml names a new pid, counted, whose ready file is written.
+  int64_t new_pid = 0;
+  const bool back = testing::WaitFor(
+      [&] {
+        auto now = ReadClusterInfo(state_dir_);
+        if (!now.ok()) return false;
+        const ProcessInfo* p = now->Find("scheduler-island0");
+        auto ready = ReadReadyFile(state_dir_ + "/run/scheduler-island0.ready");
+        if (p->pid == 0 || p->pid == scheduler.pid || p->restarts != 1 || !ready.ok() ||
+            ready->at("pid") != std::to_string(p->pid)) {
+          return false;
+        }
+        new_pid = p->pid;
+        return p->endpoints == scheduler.endpoints;
+      },
+      20000);
+  ASSERT_TRUE(back) << "scheduler-island0 did not come back on its endpoint within 20 s; "
+                    << "supervisor log:\n"
+                    << testing::RunCommand({"/bin/cat", info->supervisor.log}).out;
+  EXPECT_TRUE(proc::IsRunning(static_cast<pid_t>(new_pid)));
+
+  const CommandResult text = Atoll({"status"});
+  ASSERT_EQ(text.exit_code, 0) << text.Describe();
+  EXPECT_THAT(text.out, HasSubstr("restarts: rm 0, objectstore-i0h0 0"));
+  EXPECT_THAT(text.out, HasSubstr("scheduler-island0 1, scheduler-island1 0"));
+  const CommandResult json = Atoll({"status", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.Describe();
+  for (const auto& s : nlohmann::json::parse(json.out).at("services")) {
+    EXPECT_EQ(s.at("restarts"), s.at("name") == "scheduler-island0" ? 1 : 0) << s;
+    if (s.at("name") == "scheduler-island0") {
+      EXPECT_EQ(s.at("pid"), new_pid);
+    }
+  }
+  // --rm bypasses the state dir: no services to show.
+  const CommandResult direct = RunCommand(
+      {kAtoll, "--state-dir", dir_.path() + "/elsewhere", "--rm", info->rm_endpoint, "status"});
+  ASSERT_EQ(direct.exit_code, 0) << direct.Describe();
+  EXPECT_THAT(direct.out, ::testing::Not(HasSubstr("restarts:")));
+
+  // Without its supervisor the cluster runs on, and `down` stops it all the same.
+  ASSERT_EQ(kill(static_cast<pid_t>(info->supervisor.pid), SIGKILL), 0);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return !proc::IsRunning(static_cast<pid_t>(info->supervisor.pid)); }, 5000));
+  const CommandResult down = Atoll({"down"});
+  ASSERT_EQ(down.exit_code, 0) << down.Describe();
+  EXPECT_THAT(down.out, HasSubstr("stopped 11 processes"));
+  EXPECT_THAT(down.out, HasSubstr("the supervisor was gone already"));
+  EXPECT_FALSE(proc::IsRunning(static_cast<pid_t>(new_pid)));
+  for (const auto& p : info->processes) {
+    EXPECT_FALSE(proc::IsRunning(static_cast<pid_t>(p.pid))) << p.name;
+  }
+  EXPECT_FALSE(std::filesystem::exists(ClusterInfoPath(state_dir_)));
 }
 
 TEST_P(CliTest, LocalClusterQueriedThroughTheCli) {

@@ -14,6 +14,10 @@
 //   ATOLL_FAKE_FAIL=<name>          print "boom" and exit 3 before becoming ready
 //   ATOLL_FAKE_HANG=<name>          never write the ready file
 //   ATOLL_FAKE_IGNORE_TERM=<name>   ignore SIGTERM (only SIGKILL stops it)
+//   ATOLL_FAKE_FAIL_AGAIN=<name>    like ATOLL_FAKE_FAIL, but only when started again by a
+//                                   supervisor (given the endpoints of its first start)
+// Started again, a fake writes the endpoints it was given (--endpoint, --control-endpoint,
+// --data-endpoint) to its ready file, as the real services bind them.
 #include <signal.h>
 #include <unistd.h>
 
@@ -64,7 +68,15 @@ void Forward(zmq::socket_t& from, zmq::socket_t& to) {
   if (frames.ok() && *frames) static_cast<void>(atl::net::SendFrames(to, **frames));
 }
 
-int RunRm(const atl::ClusterConfig& config, const std::string& ready_file, bool ready) {
+// `flags`: --endpoint, --events-in and --events-out replace the config's addresses, as they do
+// for the real RM (LocalCluster passes them to an RM it starts again).
+int RunRm(atl::ClusterConfig config, std::map<std::string, std::string>& flags,
+          const std::string& ready_file, bool ready) {
+  for (auto [flag, address] : {std::pair{"--endpoint", &config.rm_endpoint},
+                               std::pair{"--events-in", &config.events_in_endpoint},
+                               std::pair{"--events-out", &config.events_out_endpoint}}) {
+    if (!flags[flag].empty()) *address = flags[flag];
+  }
   zmq::context_t context(1);
   auto router = atl::net::MakeSocket(context, zmq::socket_type::router);
   auto xsub = atl::net::MakeSocket(context, zmq::socket_type::xsub);
@@ -144,7 +156,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (EnvNames("ATOLL_FAKE_FAIL", name)) {
+  // LocalCluster passes these only to a service it starts again.
+  const bool restarted = !flags["--endpoint"].empty() || !flags["--control-endpoint"].empty();
+  if (EnvNames("ATOLL_FAKE_FAIL", name) || (restarted && EnvNames("ATOLL_FAKE_FAIL_AGAIN", name))) {
     std::cerr << "fake " << name << ": boom, failing on purpose" << std::endl;
     return 3;
   }
@@ -152,15 +166,20 @@ int main(int argc, char** argv) {
   if (EnvNames("ATOLL_FAKE_IGNORE_TERM", name)) signal(SIGTERM, SIG_IGN);
   const bool ready = !EnvNames("ATOLL_FAKE_HANG", name);
   const std::string& ready_file = flags["--ready-file"];
-  if (role == "rm") return RunRm(*config, ready_file, ready);
+  if (role == "rm") return RunRm(*config, flags, ready_file, ready);
 
+  auto given = [&](const std::string& flag, const std::string& placeholder) {
+    return flags[flag].empty() ? placeholder : flags[flag];
+  };
   std::map<std::string, std::string> values;
   if (role == "objectstore") {
-    values = {{"endpoint", "tcp://127.0.0.1:3"}, {"arena", "/atoll-fake-" + flags["--host"]}};
+    values = {{"endpoint", given("--endpoint", "tcp://127.0.0.1:3")},
+              {"arena", "/atoll-fake-" + flags["--host"]}};
   } else if (role == "executor") {
-    values = {{"control", "tcp://127.0.0.1:2"}, {"data", "tcp://127.0.0.1:4"}};
+    values = {{"control", given("--control-endpoint", "tcp://127.0.0.1:2")},
+              {"data", given("--data-endpoint", "tcp://127.0.0.1:4")}};
   } else {
-    values = {{"endpoint", "tcp://127.0.0.1:1"}};
+    values = {{"endpoint", given("--endpoint", "tcp://127.0.0.1:1")}};
   }
   if (ready && !atl::WriteReadyFile(ready_file, values).ok()) return 1;
   while (!atl::ShutdownRequested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));

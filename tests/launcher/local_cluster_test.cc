@@ -89,7 +89,12 @@ TEST(ClusterInfoTest, RoundTripsThroughClusterToml) {
                             "/bin/atoll-executor",
                             43,
                             "/logs/executor-i0h0.log",
-                            {}});
+                            {},
+                            3});
+  info.supervisor.name = "supervisor";
+  info.supervisor.program = "/bin/atoll";
+  info.supervisor.pid = 41;
+  info.supervisor.log = "/logs/s";
   ASSERT_TRUE(WriteClusterInfo(info).ok());
 
   auto read = ReadClusterInfo(dir.path());
@@ -105,6 +110,11 @@ TEST(ClusterInfoTest, RoundTripsThroughClusterToml) {
   EXPECT_EQ(read->processes[1].name, "executor-i0h0");
   EXPECT_EQ(read->processes[1].target, "i0h0");
   EXPECT_EQ(read->processes[1].pid, 43);
+  EXPECT_EQ(read->processes[0].restarts, 0);
+  EXPECT_EQ(read->processes[1].restarts, 3);
+  EXPECT_EQ(read->supervisor.pid, 41);
+  EXPECT_EQ(read->supervisor.program, "/bin/atoll");
+  EXPECT_EQ(read->supervisor.log, "/logs/s");
   ASSERT_NE(read->Find("rm"), nullptr);
   EXPECT_EQ(read->Find("nope"), nullptr);
 
