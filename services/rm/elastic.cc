@@ -26,18 +26,18 @@ void RmService::OnHostLost(Host& host, const std::string& why) {
   host.alive = false;
   const std::string reason = fmt::format("{} lost: {}", DevicesOn(host.device_ids, host.name), why);
   spdlog::warn("{}", reason);
-  events_->Publish("host.lost", {{"host", host.name}, {"island", host.island}, {"reason", reason}});
   BroadcastHostChanged(host, /*lost=*/true, reason);
   TellClients({proto::Heartbeat::kExecutor, host.name, host.control_endpoint, true, reason});
+  events_->Publish("host.lost", {{"host", host.name}, {"island", host.island}, {"reason", reason}});
   RemapSlicesOff(host, reason);
 }
 
 void RmService::OnHostBack(Host& host) {
   host.alive = true;
   spdlog::info("executor {} is back", host.name);
-  events_->Publish("host.back", {{"host", host.name}});
   BroadcastHostChanged(host, /*lost=*/false, "");
   TellClients({proto::Heartbeat::kExecutor, host.name, host.control_endpoint, false, ""});
+  events_->Publish("host.back", {{"host", host.name}});
 }
 
 void RmService::BroadcastHostChanged(const Host& changed, bool lost, const std::string& reason) {

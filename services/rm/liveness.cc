@@ -4,6 +4,8 @@
 // published (host.lost, host.store_lost, island.lost), shown by `atoll status`, taken out of
 // placement and announced to every client, whose runs that need the lost service then fail
 // naming it; a service heard from again is back (host.back, host.store_back, island.back).
+// The notices go before the event: whoever watches the events and then uses the client
+// (the tests do) finds the client told already.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -95,16 +97,16 @@ void RmService::OnSchedulerLost(const std::string& island, const std::string& wh
   const std::string reason =
       fmt::format("the scheduler of island {} ({}) was lost: {}", island, endpoint, why);
   spdlog::warn("{}", reason);
-  events_->Publish("island.lost", {{"island", island}, {"endpoint", endpoint}, {"reason", reason}});
   TellClients({proto::Heartbeat::kScheduler, island, endpoint, true, reason});
+  events_->Publish("island.lost", {{"island", island}, {"endpoint", endpoint}, {"reason", reason}});
 }
 
 void RmService::OnSchedulerBack(const std::string& island) {
   state_.schedulers.at(island).alive = true;
   const std::string& endpoint = state_.scheduler_by_island.at(island);
   spdlog::info("the scheduler of island {} is back", island);
-  events_->Publish("island.back", {{"island", island}, {"endpoint", endpoint}});
   TellClients({proto::Heartbeat::kScheduler, island, endpoint, false, ""});
+  events_->Publish("island.back", {{"island", island}, {"endpoint", endpoint}});
 }
 
 void RmService::OnStoreLost(Host& host, const std::string& why) {
@@ -112,24 +114,24 @@ void RmService::OnStoreLost(Host& host, const std::string& why) {
   const std::string reason = fmt::format("the object store of host {} ({}) was lost: {}", host.name,
                                          host.store_endpoint, why);
   spdlog::warn("{}", reason);
-  events_->Publish("host.store_lost", {{"host", host.name},
-                                       {"island", host.island},
-                                       {"endpoint", host.store_endpoint},
-                                       {"reason", reason}});
   const proto::ServiceChanged notice{proto::Heartbeat::kStore, host.name, host.store_endpoint, true,
                                      reason};
   TellExecutor(host, notice);
   TellClients(notice);
+  events_->Publish("host.store_lost", {{"host", host.name},
+                                       {"island", host.island},
+                                       {"endpoint", host.store_endpoint},
+                                       {"reason", reason}});
 }
 
 void RmService::OnStoreBack(Host& host) {
   host.store_alive = true;
   spdlog::info("the object store of host {} is back", host.name);
-  events_->Publish("host.store_back", {{"host", host.name}, {"endpoint", host.store_endpoint}});
   const proto::ServiceChanged notice{proto::Heartbeat::kStore, host.name, host.store_endpoint,
                                      false, ""};
   TellExecutor(host, notice);
   TellClients(notice);
+  events_->Publish("host.store_back", {{"host", host.name}, {"endpoint", host.store_endpoint}});
 }
 
 void RmService::TellClients(const proto::ServiceChanged& notice) {

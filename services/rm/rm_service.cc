@@ -106,6 +106,7 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   if (!rejoin) host.store_last_heard = Clock::now();
   Reconnected(host, in);
   host.last_heard = Clock::now();
+  if (rejoin) CompileAgainOn(host);
   if (rejoin && !host.alive) OnHostBack(host);
   host.alive = true;
   if (!rejoin) {
@@ -291,13 +292,14 @@ Status RmService::OnRegisterFunction(proto::Incoming& in) {
 }
 
 Result<size_t> RmService::SendCompile(uint64_t rm_request, uint64_t function_id, const Slice& slice,
-                                      const ir::FunctionDef& def) {
+                                      const ir::FunctionDef& def, const std::string& only_host) {
   std::set<std::string> hosts;
   proto::Compile compile{function_id, static_cast<uint32_t>(slice.device_ids.size()), def, {}};
   for (uint32_t d : slice.device_ids) {
     hosts.insert(state_.devices[d].host);
     compile.shard_endpoints.push_back(state_.hosts.at(state_.devices[d].host).data_endpoint);
   }
+  if (!only_host.empty()) hosts = {only_host};
   for (const auto& name : hosts) {
     Host& h = state_.hosts.at(name);
     if (h.routing_id.empty()) {
@@ -309,6 +311,21 @@ Result<size_t> RmService::SendCompile(uint64_t rm_request, uint64_t function_id,
         net::Send(socket_, &routing, rm_request, compile).WithContext("compile on " + name));
   }
   return hosts.size();
+}
+
+void RmService::CompileAgainOn(const Host& host) {
+  const uint64_t rm_request = next_request_id_++;  // no registration waits on it
+  for (const auto& [function_id, f] : state_.functions) {
+    auto it = state_.slices.find(f.slice);
+    if (it == state_.slices.end()) continue;
+    const Slice& slice = it->second;
+    const bool here = std::any_of(slice.device_ids.begin(), slice.device_ids.end(),
+                                  [&](uint32_t d) { return state_.devices[d].host == host.name; });
+    if (!here) continue;
+    auto sent = SendCompile(rm_request, function_id, slice, f.def, host.name);
+    if (!sent.ok())
+      spdlog::warn("compile function {} again: {}", function_id, sent.status().ToString());
+  }
 }
 
 // An executor's answer to Compile. Never answered itself: it is a reply.

@@ -110,8 +110,12 @@ class RmService {
   void Reconnected(Host& host, const proto::Incoming& in);
   // Sends Compile of `function_id` to every host of `slice` under `rm_request`; returns how
   // many hosts will answer.
+  // `only_host` (not empty): to that host alone.
   Result<size_t> SendCompile(uint64_t rm_request, uint64_t function_id, const Slice& slice,
-                             const ir::FunctionDef& def);
+                             const ir::FunctionDef& def, const std::string& only_host = "");
+  // A restarted executor knows no function: every function of a slice with a device on
+  // its host is compiled there again (answers are not awaited).
+  void CompileAgainOn(const Host& host);
 
   // Elasticity (elastic.cc). A lost host: executors stop waiting for its tuples and its
   // partials in collectives, schedulers fail the queued gangs that need it, its store fails

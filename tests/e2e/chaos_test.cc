@@ -1,0 +1,230 @@
+// Chaos: 16 clients submit checked programs for 60 s while a killer SIGKILLs a random
+// service (the RM, a scheduler, an executor, an object store) every few seconds and the
+// launcher's supervisor restarts it. Every run either returns the right values or fails
+// with an error before its timeout; none returns a wrong value, none hangs; once every
+// client has gone, no store holds an object.
+#include <signal.h>
+
+#include <atomic>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "common/net/transport.h"
+#include "tests/e2e/cluster_fixture.h"
+
+namespace atl::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kClients = 16;
+constexpr auto kChaos = 60s;
+constexpr auto kRunTimeout = 30s;  // each run's own bound: past it, a run counts as hung
+
+class ChaosTest : public ClusterTest {
+ public:
+  static void SetUpTestSuite() { StartCluster(ATOLL_SOURCE_DIR "/config/test.toml"); }
+};
+
+// What happened to the runs, over all clients.
+struct Tally {
+  std::mutex mu;
+  uint64_t ok = 0;
+  uint64_t wrong = 0;
+  uint64_t hung = 0;
+  uint64_t setups_failed = 0;
+  std::map<std::string, uint64_t> failed;  // by error code
+  std::vector<std::string> samples;        // a few errors and wrong values, to print
+
+  void Failed(const Status& error) {
+    std::lock_guard lock(mu);
+    const auto count = ++failed[std::string(CodeName(error.code()))];
+    if (count <= 3) samples.push_back(error.ToString());  // a few of each kind
+  }
+};
+
+// One client's program: x -> (x * 2 + 1) twice over a two-device slice, with an all-reduce
+// for odd clients (so that gangs span hosts); its expected value is known in closed form.
+struct Workload {
+  std::unique_ptr<Client> client;
+  Program program;
+  std::vector<float> x;
+  std::vector<float> want;
+};
+
+Result<Workload> StartWorkload(const std::string& rm, int index) {
+  Workload w;
+  ATOLL_ASSIGN_OR_RETURN(
+      w.client, Client::Connect({.rm_endpoint = rm, .name = "chaos-" + std::to_string(index)}));
+  const std::string island = index % 2 == 0 ? "island0" : "island1";
+  ATOLL_ASSIGN_OR_RETURN(Slice slice, w.client->CreateSlice(2, island));
+  const bool reduce = index % 4 >= 2;
+  FunctionBuilder b("step");
+  Value v = b.Input(DType::kF32, {4}, Sharding::Replicated());
+  if (reduce) v = b.AllReduceSum(v);
+  b.Output(b.Add(b.Mul(v, 2.0), 1.0));
+  ATOLL_ASSIGN_OR_RETURN(Function step, w.client->Register(b, slice));
+  ProgramBuilder p;
+  Traced t = p.Arg(DType::kF32, {4});
+  for (int i = 0; i < 2; ++i) t = p.Call(step, {t})[0];
+  p.Return({t});
+  ATOLL_ASSIGN_OR_RETURN(w.program, p.Build());
+  w.x = {float(index), 1, -2, 0.5};
+  w.want = w.x;
+  for (int i = 0; i < 2; ++i) {
+    for (auto& e : w.want) e = (reduce ? e * 2 : e) * 2 + 1;
+  }
+  return w;
+}
+
+// Runs the client's program until `stop`, counting outcomes.
+void RunClient(Workload& w, const std::atomic<bool>& stop, Tally& tally) {
+  while (!stop.load()) {
+    const auto started = Clock::now();
+    auto run = w.client->Submit(w.program, {Tensor::F32({4}, w.x)});
+    Result<std::vector<Tensor>> out =
+        run.ok() ? run->Wait(kRunTimeout) : Result<std::vector<Tensor>>(run.status());
+    const auto took = Clock::now() - started;
+    if (took >= kRunTimeout) {
+      std::lock_guard lock(tally.mu);
+      tally.hung++;
+      tally.samples.push_back("hung: " +
+                              (out.ok() ? std::string("late result") : out.status().ToString()));
+      continue;
+    }
+    if (!out.ok()) {
+      tally.Failed(out.status());
+      continue;
+    }
+    std::lock_guard lock(tally.mu);
+    if (out->at(0) == Tensor::F32({4}, w.want)) {
+      tally.ok++;
+    } else {
+      tally.wrong++;
+      tally.samples.push_back("wrong value from " + std::to_string(run->id()));
+    }
+  }
+}
+
+// True when the RM answers and sees every executor, store and scheduler alive.
+bool AllAlive(const std::string& rm) {
+  zmq::context_t context;
+  net::Requester rm_peer(context, rm);
+  if (!rm_peer.Connect().ok()) return false;
+  auto status = rm_peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 1s);
+  if (!status.ok()) return false;
+  for (const auto& island : status->islands) {
+    if (!island.scheduler_alive) return false;
+    for (const auto& host : island.hosts) {
+      if (!host.alive || !host.store_alive) return false;
+    }
+  }
+  return true;
+}
+
+// Objects in every store, by host; a store that does not answer is left out.
+std::map<std::string, uint64_t> ObjectsByHost(const std::string& rm) {
+  std::map<std::string, uint64_t> out;
+  zmq::context_t context;
+  net::Requester rm_peer(context, rm);
+  if (!rm_peer.Connect().ok()) return out;
+  auto status = rm_peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
+  if (!status.ok()) return out;
+  for (const auto& island : status->islands) {
+    for (const auto& host : island.hosts) {
+      net::Requester store(context, host.store_endpoint);
+      if (!store.Connect().ok()) continue;
+      auto stats = store.Call<proto::StoreStats>(proto::GetStoreStats{}, 5s);
+      if (stats.ok()) out[host.name] = stats->objects;
+    }
+  }
+  return out;
+}
+
+TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind) {
+  std::vector<Workload> workloads;
+  for (int i = 0; i < kClients; ++i) {
+    auto w = StartWorkload(RmEndpoint(), i);
+    ASSERT_TRUE(w.ok()) << "client " << i << ": " << w.status().ToString();
+    workloads.push_back(std::move(w).value());
+  }
+  Tally tally;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (auto& w : workloads) threads.emplace_back([&] { RunClient(w, stop, tally); });
+
+  const std::vector<std::string> services = {"rm",
+                                             "scheduler-island0",
+                                             "scheduler-island1",
+                                             "executor-i0h0",
+                                             "executor-i0h1",
+                                             "executor-i1h0",
+                                             "executor-i1h1",
+                                             "objectstore-i0h0",
+                                             "objectstore-i0h1",
+                                             "objectstore-i1h0",
+                                             "objectstore-i1h1"};
+  std::mt19937 random(20261124);
+  std::map<std::string, int> kills;
+  const auto end = Clock::now() + kChaos;
+  auto next_kill = Clock::now() + 2s;
+  while (Clock::now() < end) {
+    if (Clock::now() >= next_kill) {
+      const std::string& victim = services[random() % services.size()];
+      // Killed behind the launcher's back (Signal() would tell it the exit is expected),
+      // so that its supervision restarts it.
+      if (auto pid = cluster_->Pid(victim); pid.ok() && kill(*pid, SIGKILL) == 0) kills[victim]++;
+      next_kill = Clock::now() + std::chrono::milliseconds(2000 + random() % 2000);
+    }
+    ASSERT_TRUE(cluster_->Supervise().ok());
+    std::this_thread::sleep_for(50ms);  // the supervisor's own poll period
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  // Every service up again, as the RM sees it, before the clients leave, so that their
+  // goodbyes are heard.
+  const auto settle = Clock::now() + 30s;
+  while (!AllAlive(RmEndpoint()) && Clock::now() < settle) {
+    ASSERT_TRUE(cluster_->Supervise().ok());
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(AllAlive(RmEndpoint())) << "a service was not back within 30 s";
+  workloads.clear();  // every client says goodbye
+
+  // Objects go with their owners: at once on goodbye, or after the liveness window of a
+  // client whose goodbye a restarting store missed.
+  std::map<std::string, uint64_t> left;
+  const auto gone = Clock::now() + 30s;
+  do {
+    ASSERT_TRUE(cluster_->Supervise().ok());
+    left = ObjectsByHost(RmEndpoint());
+    uint64_t total = 0;
+    for (const auto& [host, n] : left) total += n;
+    if (left.size() == 4 && total == 0) break;
+    std::this_thread::sleep_for(100ms);
+  } while (Clock::now() < gone);
+
+  uint64_t failed = 0;
+  for (const auto& [code, n] : tally.failed) failed += n;
+  std::cout << "chaos: " << tally.ok << " runs ok, " << failed << " failed clearly (";
+  for (const auto& [code, n] : tally.failed) std::cout << code << " " << n << ", ";
+  std::cout << "), " << tally.wrong << " wrong, " << tally.hung << " hung; kills:";
+  for (const auto& [name, n] : kills) std::cout << " " << name << " " << n;
+  std::cout << "\n";
+  for (const auto& s : tally.samples) std::cout << "  " << s << "\n";
+  RecordProperty("runs_ok", static_cast<int>(tally.ok));
+  RecordProperty("runs_failed", static_cast<int>(failed));
+
+  EXPECT_EQ(tally.wrong, 0u);
+  EXPECT_EQ(tally.hung, 0u);
+  EXPECT_GT(tally.ok, 0u);
+  EXPECT_EQ(left.size(), 4u) << "not every store answered";
+  for (const auto& [host, n] : left) EXPECT_EQ(n, 0u) << "objects left in the store of " << host;
+}
+
+}  // namespace
+}  // namespace atl::testing
