@@ -191,6 +191,7 @@ Status StoreService::RejectForever(const proto::CreateObject& req, uint64_t nbyt
       "object.sealed",
       {{"object", req.object_id}, {"shard", uint64_t{req.shard}}, {"error", error.ToString()}});
   WakeWaiters(req.object_id, req.shard);
+  FreeIfReleased(req.object_id);
   return error;
 }
 
@@ -247,6 +248,7 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
   if (!error.ok()) fields.emplace_back("error", error.ToString());
   events_.Publish("object.sealed", fields);
   WakeWaiters(req.object_id, req.shard);
+  FreeIfReleased(req.object_id);
   return Status::Ok();
 }
 
@@ -269,6 +271,7 @@ Status StoreService::OnPut(const proto::Incoming& in) {
                                      {"nbytes", info.nbytes}});
   events_.Publish("object.sealed", {{"object", req.object_id}, {"shard", uint64_t{req.shard}}});
   WakeWaiters(req.object_id, req.shard);
+  FreeIfReleased(req.object_id);
   return Status::Ok();
 }
 
@@ -291,15 +294,34 @@ Status StoreService::OnGet(const proto::Incoming& in) {
 
 Status StoreService::OnRelease(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::ReleaseObject>());
-  ATOLL_ASSIGN_OR_RETURN(const bool freed, directory_.Release(req.object_id));
+  ATOLL_ASSIGN_OR_RETURN(const ReleaseOutcome outcome,
+                         directory_.Release(req.object_id, req.owner_client, req.shards));
   Send(ReplyToOf(in), proto::Ok{});
-  if (freed) {
-    events_.Publish("object.freed",
-                    {{"object", req.object_id}, {"reason", std::string("released")}});
-    CancelWaiters(req.object_id, "was released before it was sealed");
-    RetryPending();
+  switch (outcome) {
+    case ReleaseOutcome::kHeld:
+    case ReleaseOutcome::kRemembered:
+      break;
+    case ReleaseOutcome::kFreed:
+      PublishFreed(req.object_id);
+      CancelWaiters(req.object_id, "was released before it was sealed");
+      RetryPending();
+      break;
+    case ReleaseOutcome::kFreedOnSeal:
+      // Nobody holds it any more: its readers need not wait for the write in progress.
+      CancelWaiters(req.object_id, "was released before it was sealed");
+      break;
   }
   return Status::Ok();
+}
+
+void StoreService::PublishFreed(uint64_t object) {
+  events_.Publish("object.freed", {{"object", object}, {"reason", std::string("released")}});
+}
+
+void StoreService::FreeIfReleased(uint64_t object) {
+  if (!directory_.FreeIfReleased(object)) return;
+  PublishFreed(object);
+  RetryPending();
 }
 
 Status StoreService::OnHeartbeat(const proto::Incoming& in) {
@@ -334,7 +356,10 @@ Status StoreService::OnHostChanged(const proto::Incoming& in) {
     queue.clear();
   }
   for (const auto& key : directory_.FailUnsealedDeviceShards(error)) failed.push_back(key);
-  for (const auto& [object, shard] : failed) WakeWaiters(object, shard);
+  for (const auto& [object, shard] : failed) {
+    WakeWaiters(object, shard);
+    FreeIfReleased(object);
+  }
   events_.Publish("store.executor_lost", {{"host", options_.host},
                                           {"shards_failed", uint64_t{failed.size()}},
                                           {"reason", req.reason}});

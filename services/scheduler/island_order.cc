@@ -79,6 +79,10 @@ Status IslandOrder::Submit(proto::SubmitProgram program) {
     gang->after = std::move(cross.after);
     gang->announce_to = std::move(cross.announce_to);
   }
+  Unfinished& unfinished = unfinished_[program.run_id];
+  unfinished.client = program.client_id;
+  unfinished.gangs += run.gangs.size();
+  unfinished.notify_done = unfinished.notify_done || program.notify_done;
   ClientQueue& queue = clients_[program.client_id];
   queue.weight = program.weight;
   queue.runs.push_back(std::move(run));
@@ -132,7 +136,13 @@ std::map<std::string, proto::Dispatch> IslandOrder::Release() {
 }
 
 void IslandOrder::PlaceFront(uint64_t client, ClientQueue& queue, const Status& failure) {
-  Run& run = queue.runs.front();
+  Place(client, queue, queue.runs.begin(), failure);
+}
+
+std::deque<IslandOrder::Run>::iterator IslandOrder::Place(uint64_t client, ClientQueue& queue,
+                                                          std::deque<Run>::iterator run_it,
+                                                          const Status& failure) {
+  Run& run = *run_it;
   Gang gang = std::move(run.gangs.front());
   run.gangs.pop_front();
   const uint64_t seq = next_seq_++;
@@ -152,10 +162,9 @@ void IslandOrder::PlaceFront(uint64_t client, ClientQueue& queue, const Status& 
   for (auto& scheduler : gang.announce_to) {
     notices_.push_back({std::move(scheduler), {run.run_id, gang.node}});
   }
-  if (run.gangs.empty()) {
-    released_elsewhere_.erase(run.run_id);  // every node here that needed them is placed
-    queue.runs.pop_front();
-  }
+  if (!run.gangs.empty()) return run_it;
+  released_elsewhere_.erase(run.run_id);  // every node here that needed them is placed
+  return queue.runs.erase(run_it);
 }
 
 void IslandOrder::OnPeerReleased(uint64_t run, uint32_t node) {
@@ -172,6 +181,24 @@ size_t IslandOrder::DropClient(uint64_t client, const Status& why) {
   while (!queue.runs.empty()) PlaceFront(client, queue, why);
   clients_.erase(it);
   return runs;
+}
+
+bool IslandOrder::CancelRun(uint64_t client, uint64_t run, const Status& why) {
+  auto unfinished = unfinished_.find(run);
+  if (unfinished == unfinished_.end() || unfinished->second.client != client) return false;
+  auto queue = clients_.find(client);
+  if (queue == clients_.end()) return true;  // all of it is in flight
+  auto& runs = queue->second.runs;
+  auto it = std::find_if(runs.begin(), runs.end(), [&](const Run& r) { return r.run_id == run; });
+  // Placed out of turn, ahead of the client's earlier runs: a failed gang waits for
+  // nothing and runs nothing, so it holds back no one queued behind it on a device.
+  while (it != runs.end() && it->run_id == run) it = Place(client, queue->second, it, why);
+  if (runs.empty()) clients_.erase(queue);
+  return true;
+}
+
+std::vector<IslandOrder::FinishedRun> IslandOrder::TakeFinishedRuns() {
+  return std::exchange(finished_, {});
 }
 
 std::vector<IslandOrder::Expired> IslandOrder::Expire(int64_t now_us, int64_t held_us) {
@@ -222,6 +249,10 @@ void IslandOrder::OnGangDone(const proto::GangDone& done) {
   double& cost = cost_us_.try_emplace(f.function_id, static_cast<double>(f.busy_us)).first->second;
   cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);
   if (--run_in_flight_[f.run] == 0) run_in_flight_.erase(f.run);
+  if (auto u = unfinished_.find(f.run); u != unfinished_.end() && --u->second.gangs == 0) {
+    finished_.push_back({u->second.client, f.run, u->second.notify_done});
+    unfinished_.erase(u);
+  }
   in_flight_.erase(it);
 }
 

@@ -44,6 +44,11 @@ class SchedulerService {
  private:
   void OnRequest();
   Status OnSubmit(proto::Incoming& in);
+  // Cancels the client's run here (IslandOrder::CancelRun) and tells the executors that got
+  // its entries, which stop it.
+  Status OnCancelRun(const proto::Incoming& in);
+  // Forgets finished runs' executors, and sends RunDone to the clients that asked for it.
+  void ReportFinishedRuns();
   void OnExecutor(const std::string& endpoint);
   // Sends what the order releases now, and tells other islands' schedulers which of their
   // consumers' producers took their places.
@@ -69,6 +74,10 @@ class SchedulerService {
   // When each client was last heard from (a heartbeat or a submission).
   std::map<uint64_t, std::chrono::steady_clock::time_point> last_heard_;
   std::set<std::string> polled_;  // executors whose replies the loop reads
+  // Each client's routing id on socket_ (its latest submission's): where RunDone goes.
+  std::map<uint64_t, std::string> client_routes_;
+  // The executors each unfinished run's entries were dispatched to: where CancelRun goes.
+  std::map<uint64_t, std::set<std::string>> run_executors_;
 };
 
 }  // namespace atl::scheduler

@@ -18,14 +18,13 @@ namespace {
 using samples::Sample;
 
 // Every message struct, i.e. every struct with a kKind.
-using AllMessages =
-    ::testing::Types<Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat,
-                     RegisterScheduler, HelloClient, HelloClientReply, Goodbye, HostChanged,
-                     CreateSlice, SliceInfo, SliceRemapped, RegisterFunction, RegisterFunctionReply,
-                     GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop,
-                     SubmitProgram, SubmitReply, GangDone, NodeReleased, StoreHello,
-                     StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject,
-                     GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
+using AllMessages = ::testing::Types<
+    Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
+    HelloClientReply, Goodbye, HostChanged, CreateSlice, SliceInfo, SliceRemapped, RegisterFunction,
+    RegisterFunctionReply, GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop,
+    SubmitProgram, SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, StoreHello,
+    StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
+    GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =

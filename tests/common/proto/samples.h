@@ -290,7 +290,17 @@ inline CrossIslandNode Sample<CrossIslandNode>() {
 
 template <>
 inline SubmitProgram Sample<SubmitProgram>() {
-  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}, 2.5, {Sample<CrossIslandNode>()}};
+  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}, 2.5, {Sample<CrossIslandNode>()}, true};
+}
+
+template <>
+inline CancelRun Sample<CancelRun>() {
+  return {42, 5};
+}
+
+template <>
+inline RunDone Sample<RunDone>() {
+  return {5};
 }
 
 template <>
@@ -348,7 +358,7 @@ inline GetObjectReply Sample<GetObjectReply>() {
 
 template <>
 inline ReleaseObject Sample<ReleaseObject>() {
-  return {555};
+  return {555, 7, 2};
 }
 
 template <>
