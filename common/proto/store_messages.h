@@ -129,9 +129,12 @@ struct StoreStats {
   std::map<uint64_t, uint64_t> objects_per_owner;
   std::vector<uint64_t> device_bytes_in_use;  // per local device
   std::vector<uint64_t> device_bytes;         // per local device: its whole memory
+  // Releases of objects not created yet, by owner: none are left once every release an
+  // owner sent matched an object (see ReleaseObject).
+  std::map<uint64_t, uint64_t> tombstones_per_owner;
   bool operator==(const StoreStats&) const = default;
   MSGPACK_DEFINE(objects, bytes_in_use, arena_bytes, objects_per_owner, device_bytes_in_use,
-                 device_bytes);
+                 device_bytes, tombstones_per_owner);
 };
 
 }  // namespace atl::proto

@@ -288,6 +288,9 @@ DirectoryStats Directory::Stats() const {
   for (const auto& [owner, objects] : objects_by_owner_) {
     stats.objects_per_owner[owner] = objects.size();
   }
+  for (const auto& [owner, objects] : tombstones_by_owner_) {
+    stats.tombstones_per_owner[owner] = objects.size();
+  }
   return stats;
 }
 

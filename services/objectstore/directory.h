@@ -83,6 +83,7 @@ struct DirectoryStats {
   std::vector<uint64_t> device_bytes;              // per local device: its whole memory
   uint64_t clients = 0;                            // clients known alive
   std::map<uint64_t, uint64_t> objects_per_owner;  // owner 0: unowned objects
+  std::map<uint64_t, uint64_t> tombstones_per_owner;
 };
 
 class Directory {

@@ -370,9 +370,9 @@ Status StoreService::OnStats(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetStoreStats>());
   (void)req;
   const DirectoryStats stats = directory_.Stats();
-  Send(ReplyToOf(in),
-       proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
-                         stats.objects_per_owner, stats.device_bytes_in_use, stats.device_bytes});
+  Send(ReplyToOf(in), proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
+                                        stats.objects_per_owner, stats.device_bytes_in_use,
+                                        stats.device_bytes, stats.tombstones_per_owner});
   return Status::Ok();
 }
 

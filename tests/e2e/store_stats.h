@@ -40,6 +40,18 @@ inline uint64_t ObjectsOf(const proto::StoreStats& stats, uint64_t owner) {
   return it == stats.objects_per_owner.end() ? 0 : it->second;
 }
 
+// How many releases of objects not created (yet) `owner` has in all the stores: none once
+// each of its releases met its object, several when it released an object twice.
+inline uint64_t TombstonesOf(const std::map<std::string, proto::StoreStats>& stores,
+                             uint64_t owner) {
+  uint64_t n = 0;
+  for (const auto& [host, stats] : stores) {
+    auto it = stats.tombstones_per_owner.find(owner);
+    if (it != stats.tombstones_per_owner.end()) n += it->second;
+  }
+  return n;
+}
+
 // How many objects `owner` has in all the stores.
 inline uint64_t ObjectsOf(const std::map<std::string, proto::StoreStats>& stores, uint64_t owner) {
   uint64_t n = 0;

@@ -368,7 +368,7 @@ inline GetStoreStats Sample<GetStoreStats>() {
 
 template <>
 inline StoreStats Sample<StoreStats>() {
-  return {3, 1024, uint64_t{1} << 28, {{42, 2}, {43, 1}}, {4096, 0}, {1 << 20, 1 << 20}};
+  return {3, 1024, uint64_t{1} << 28, {{42, 2}, {43, 1}}, {4096, 0}, {1 << 20, 1 << 20}, {{43, 1}}};
 }
 
 }  // namespace atl::proto::samples

@@ -189,6 +189,7 @@ TEST_F(DirectoryTest, AReleaseBeforeCreationIsATombstoneUntilTheObjectIsSealed) 
   ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
   EXPECT_EQ(*outcome, ReleaseOutcome::kRemembered);
   EXPECT_EQ(dir_.Stats().tombstones, 1u);
+  EXPECT_EQ(dir_.Stats().tombstones_per_owner, (std::map<uint64_t, uint64_t>{{7, 1}}));
   EXPECT_EQ(dir_.Release(5, 7, 1).status().code(), Code::kFailedPrecondition);
   // Without an owner nothing bounds a tombstone: an unknown object is an error.
   EXPECT_EQ(dir_.Release(6).status().code(), Code::kNotFound);
