@@ -4,6 +4,9 @@
 // entries in gang order. Executors report finished shards back on the same connection,
 // which moves the policy's window on. Clients heartbeat their schedulers as they do their
 // object stores: the queued runs of a client that goes silent (or says goodbye) are dropped.
+// A run submitted with notify_done gets a RunDone back on its client's connection once all
+// its gangs here are done; a CancelRun drops the run's queued gangs and is passed on to the
+// executors that got its entries.
 //
 // Threading: Run() owns every socket; all handlers run on that one loop.
 #pragma once
