@@ -12,6 +12,7 @@
 #include "client/internal.h"
 #include "client/lowering.h"
 #include "client/peers.h"
+#include "client/reads_ledger.h"
 #include "client/run_state.h"
 #include "client/sharding.h"
 #include "common/net/transport.h"
@@ -32,19 +33,31 @@ struct Client::Impl {
   std::map<std::string, std::map<uint64_t, uint64_t>> unacked;
   std::map<uint64_t, size_t> acks_missing;  // by run
   std::map<uint64_t, Status> refused;       // runs a scheduler refused, with why
+  // The runs each run reads, until its schedulers said RunDone.
+  ReadsLedger reads;
 
-  // Reads whatever scheduler answers have arrived, waiting at most `timeout` in total.
+  // Reads whatever schedulers sent: answers to submissions, waiting at most `timeout` in
+  // total for those still missing, and RunDone notices that have arrived (never waited
+  // for: they free memory, nobody blocks on them).
   void DrainAcks(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (auto& [endpoint, pending] : unacked) {
-      while (!pending.empty()) {
-        const auto left = std::max(std::chrono::milliseconds(0),
-                                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       deadline - std::chrono::steady_clock::now()));
+      while (!pending.empty() || reads.Awaits(endpoint)) {
+        const auto left = pending.empty()
+                              ? std::chrono::milliseconds(0)
+                              : std::max(std::chrono::milliseconds(0),
+                                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             deadline - std::chrono::steady_clock::now()));
         auto frames = net::RecvFrames(peers.at(endpoint)->socket(), left);
         if (!frames.ok() || !frames->has_value()) break;
         auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
         if (!in.ok()) continue;
+        if (in->header.request_id() == 0 && in->header.kind() == proto::Kind::kRunDone) {
+          if (auto done = in->header.As<proto::RunDone>(); done.ok()) {
+            reads.Done(endpoint, done->run_id);  // what it returns is dropped here
+          }
+          continue;
+        }
         auto it = pending.find(in->header.request_id());
         if (it == pending.end()) continue;
         const uint64_t run = it->second;
@@ -54,6 +67,7 @@ struct Client::Impl {
           refused[run] =
               (error.ok() ? proto::FromError(*error) : error.status())
                   .WithContext("scheduler " + endpoint + " refused run " + std::to_string(run));
+          reads.Done(endpoint, run);  // it will not run there: no RunDone comes
         }
         if (--acks_missing[run] == 0) acks_missing.erase(run);
       }
@@ -139,11 +153,11 @@ struct Client::Impl {
   static bool Needs(const RunState& run, const Loss& loss) {
     switch (loss.role) {
       case proto::Heartbeat::kScheduler:
-        return run.schedulers.count(loss.endpoint) > 0;
+        return run.needs_schedulers.count(loss.endpoint) > 0;
       case proto::Heartbeat::kStore:
-        return run.stores.count(loss.endpoint) > 0;
+        return run.needs_stores.count(loss.endpoint) > 0;
       case proto::Heartbeat::kExecutor:
-        return run.hosts.count(loss.name) > 0;
+        return run.needs_hosts.count(loss.name) > 0;
       default:
         return false;
     }
@@ -154,11 +168,18 @@ struct Client::Impl {
   uint64_t NextRunId() { return (id << 32) | next_run++; }
 };
 
-RunState::~RunState() {
-  for (const auto& [store, object] : objects) {
-    auto peer = client->Peer(store);
-    if (peer.ok()) (void)(*peer)->Post(proto::ReleaseObject{object});
+void RunState::ReleaseObjects() {
+  for (const auto& owned : objects) {
+    auto peer = client->Peer(owned.store);
+    if (peer.ok()) {
+      (void)(*peer)->Post(proto::ReleaseObject{owned.object_id, client->id, owned.shards});
+    }
   }
+  objects.clear();
+}
+
+RunState::~RunState() {
+  ReleaseObjects();
   client->refused.erase(id);
 }
 
@@ -166,6 +187,8 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
   if (!impl_) return;
+  // Runs held for their readers go now, while the client they release through is whole.
+  impl_->reads.TakeAll();
   impl_->heartbeat.reset();
   const auto timeout = std::chrono::milliseconds(1000);
   (void)impl_->rm->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
@@ -253,15 +276,20 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
   run->client = impl_.get();
   run->id = impl_->NextRunId();
   std::vector<LoweringArg> lowering_args;
-  for (const auto& a : args) {
-    if (const Future* f = a.future()) {
+  std::vector<ReadsLedger::KeepAlive> reads;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (const Future* f = args[i].future()) {
       if (!f->run_ || f->index_ >= f->run_->results.size()) {
-        return InvalidArgument("an argument is an empty Future");
+        return InvalidArgument(fmt::format("argument {} is an empty Future", i));
+      }
+      if (f->run_->cancelled) {
+        return Cancelled(
+            fmt::format("argument {} is a future of run {}, which was cancelled", i, f->run_->id));
       }
       lowering_args.push_back({nullptr, &f->run_->results[f->index_]});
-      run->reads.push_back(f->run_);
+      reads.push_back(f->run_);
     } else {
-      lowering_args.push_back({a.value(), nullptr});
+      lowering_args.push_back({args[i].value(), nullptr});
     }
   }
   ATOLL_ASSIGN_OR_RETURN(LoweredRun lowered,
@@ -272,26 +300,27 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
   std::vector<Tensor> values;
   for (const auto& a : args) values.push_back(a.value() ? *a.value() : Tensor());
   run->arg_values = std::move(values);
-  for (const auto& put : lowered.puts) run->objects.emplace_back(put.store, put.object_id);
+  run->objects = OwnedObjects(lowered);
   for (const auto& r : lowered.results) {
-    if (r.borrowed) continue;
-    for (const auto& s : r.shards) run->objects.emplace_back(s.store, s.object_id);
+    if (r.borrowed_arg >= 0) run->borrowed.push_back(args[r.borrowed_arg].future()->run_);
   }
   run->results = std::move(lowered.results);
   for (const auto& [endpoint, submit] : lowered.per_scheduler) run->schedulers.insert(endpoint);
-  for (const auto& [store, object] : run->objects) run->stores.insert(store);
+  run->needs_schedulers = run->schedulers;
+  for (const auto& owned : run->objects) run->needs_stores.insert(owned.store);
   for (const auto& call : program.impl_->calls) {
-    for (const auto& device : call.fn->slice.devices) run->hosts.insert(device.host);
+    for (const auto& device : call.fn->slice.devices) run->needs_hosts.insert(device.host);
   }
   ATOLL_RETURN_IF_ERROR(impl_->CheckUp(*run));
   // What its inputs' producers need, it needs too, until they are done.
-  for (const auto& read : run->reads) {
-    run->schedulers.insert(read->schedulers.begin(), read->schedulers.end());
-    run->stores.insert(read->stores.begin(), read->stores.end());
-    run->hosts.insert(read->hosts.begin(), read->hosts.end());
-    for (const auto& r : read->results) {
-      for (const auto& shard : r.shards) run->stores.insert(shard.store);
-    }
+  for (const auto& a : args) {
+    const Future* f = a.future();
+    if (f == nullptr) continue;
+    const RunState& read = *f->run_;
+    run->needs_schedulers.insert(read.needs_schedulers.begin(), read.needs_schedulers.end());
+    run->needs_stores.insert(read.needs_stores.begin(), read.needs_stores.end());
+    run->needs_hosts.insert(read.needs_hosts.begin(), read.needs_hosts.end());
+    for (const auto& shard : read.results[f->index_].shards) run->needs_stores.insert(shard.store);
   }
   run->losses_seen = impl_->losses.size();
 
@@ -316,6 +345,7 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
     impl_->unacked[endpoint][request] = run->id;
     impl_->acks_missing[run->id]++;
   }
+  impl_->reads.Hold(run->id, run->schedulers, std::move(reads));
   for (const auto& r : run->results) {
     for (const auto& s : r.shards) (void)impl_->Watcher(s.store);
   }
@@ -324,6 +354,25 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
 }
 
 uint64_t Run::id() const { return state_->id; }
+
+Status Run::Cancel() {
+  RunState& run = *state_;
+  if (run.cancelled) return Status::Ok();
+  run.cancelled = true;
+  Client::Impl& client = *run.client;
+  Status status;
+  for (const auto& endpoint : run.schedulers) {
+    Status sent = [&]() -> Status {
+      ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, client.Peer(endpoint));
+      return scheduler->Post(proto::CancelRun{client.id, run.id});
+    }();
+    if (!sent.ok() && status.ok()) status = sent.WithContext("cancel at scheduler " + endpoint);
+  }
+  // The stores free what exists now once it is sealed (a cancelled shard seals its outputs
+  // with Cancelled), and remember the rest until it is created.
+  run.ReleaseObjects();
+  return status;
+}
 
 Future Run::Output(size_t index) const {
   Future f;
@@ -435,9 +484,14 @@ Result<Tensor> FetchResult(const RunState& run, size_t r, Deadline deadline) {
   return Assemble(shards, plan.type, plan.mesh);
 }
 
+Status CancelledRun(const RunState& run) {
+  return Cancelled(fmt::format("run {} was cancelled", run.id));
+}
+
 }  // namespace
 
 Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
+  if (state_->cancelled) return CancelledRun(*state_);
   const Deadline deadline = std::chrono::steady_clock::now() + timeout;
   ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_, deadline, timeout));
   std::vector<Tensor> out;
@@ -445,6 +499,7 @@ Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
     ATOLL_ASSIGN_OR_RETURN(Tensor t, FetchResult(*state_, r, deadline));
     out.push_back(std::move(t));
   }
+  state_->client->DrainAcks(std::chrono::milliseconds(0));  // RunDone notices that came
   return out;
 }
 
@@ -453,9 +508,12 @@ Result<Tensor> Run::Wait(size_t index, std::chrono::milliseconds timeout) {
     return InvalidArgument(fmt::format("run {} has {} results, not a result {}", state_->id,
                                        state_->results.size(), index));
   }
+  if (state_->cancelled) return CancelledRun(*state_);
   const Deadline deadline = std::chrono::steady_clock::now() + timeout;
   ATOLL_RETURN_IF_ERROR(AwaitAcceptance(*state_, deadline, timeout));
-  return FetchResult(*state_, index, deadline);
+  Result<Tensor> out = FetchResult(*state_, index, deadline);
+  state_->client->DrainAcks(std::chrono::milliseconds(0));  // RunDone notices that came
+  return out;
 }
 
 }  // namespace atl

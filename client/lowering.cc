@@ -221,7 +221,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
     ResultPlan plan;
     if (r.kind == kTracedArg && args[r.index].plan != nullptr) {
       plan = *args[r.index].plan;
-      plan.borrowed = true;
+      plan.borrowed_arg = r.index;
       run.results.push_back(std::move(plan));
       continue;
     }
@@ -244,19 +244,35 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
     run.results.push_back(std::move(plan));
   }
 
-  // One subgraph per island, nodes in trace (topological) order.
+  // One subgraph per island, nodes in trace (topological) order. The client keeps the runs
+  // whose futures this one reads until every island says its gangs are done.
+  const bool reads_futures =
+      std::any_of(args.begin(), args.end(), [](const LoweringArg& a) { return a.plan != nullptr; });
   for (size_t k = 0; k < program.calls.size(); ++k) {
     const auto& slice = program.calls[k].fn->slice;
     auto& submit = run.per_scheduler[slice.scheduler_endpoint];
     submit.client_id = client_id;
     submit.run_id = run_id;
     submit.weight = weight;
+    submit.notify_done = reads_futures;
     for (size_t s = 0; s < entries[k].size(); ++s) {
       submit.entries.push_back({slice.devices[s].control_endpoint, std::move(entries[k][s])});
     }
   }
   AddCrossIslandEdges(program, run);
   return run;
+}
+
+std::vector<OwnedObject> OwnedObjects(const LoweredRun& run) {
+  std::map<std::pair<std::string, uint64_t>, uint32_t> shards;  // by (store, object)
+  for (const auto& put : run.puts) shards[{put.store, put.object_id}]++;
+  for (const auto& result : run.results) {
+    if (result.borrowed_arg >= 0) continue;
+    for (const auto& s : result.shards) shards[{s.store, s.object_id}]++;
+  }
+  std::vector<OwnedObject> owned;
+  for (const auto& [where, count] : shards) owned.push_back({where.first, where.second, count});
+  return owned;
 }
 
 }  // namespace atl

@@ -33,7 +33,17 @@ struct ResultPlan {
   Shape mesh;
   std::vector<ResultShard> shards;  // empty when the result is an argument itself
   int arg_index = -1;
-  bool borrowed = false;  // the shards belong to an earlier run (a future returned as is)
+  // >= 0: the argument, a future, that is returned as is: the shards are an earlier run's.
+  int borrowed_arg = -1;
+};
+
+// An object a run made and must release: once per store that holds shards of it, with how
+// many shards it holds there (the store frees it once all of them are sealed).
+struct OwnedObject {
+  std::string store;
+  uint64_t object_id = 0;
+  uint32_t shards = 0;
+  bool operator==(const OwnedObject&) const = default;
 };
 
 // A program argument as lowering sees it: a value to put, or an earlier run's result
@@ -44,10 +54,15 @@ struct LoweringArg {
 };
 
 struct LoweredRun {
-  std::map<std::string, proto::SubmitProgram> per_scheduler;  // by scheduler endpoint
+  // By scheduler endpoint. A run that reads futures asks each for RunDone (notify_done).
+  std::map<std::string, proto::SubmitProgram> per_scheduler;
   std::vector<ArgumentPut> puts;
   std::vector<ResultPlan> results;
 };
+
+// The objects `run` owns: its arguments' puts and its results not borrowed from earlier
+// runs, each (store, object) once however many of its shards that store holds.
+std::vector<OwnedObject> OwnedObjects(const LoweredRun& run);
 
 // `next_object_id` hands out fresh object ids (unique per client).
 Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<LoweringArg>& args,

@@ -1,6 +1,8 @@
 // RunState: what a submitted run leaves with the client: where its results will be, the
-// objects it must release, and the earlier runs whose results it reads (kept alive until
-// it is gone). Shared by the Run handle and the Futures of its results.
+// objects it must release, the schedulers it was sent to, and the earlier runs whose
+// results it returns as its own (kept alive as long as it is). The earlier runs it only
+// reads are kept by the client's ReadsLedger until its gangs are done. Shared by the Run
+// handle and the Futures of its results.
 #pragma once
 
 #include <memory>
@@ -19,17 +21,21 @@ struct RunState {
   Client::Impl* client = nullptr;
   uint64_t id = 0;
   std::vector<ResultPlan> results;
-  std::vector<Tensor> arg_values;  // argument values, for results that are arguments
-  std::vector<std::pair<std::string, uint64_t>> objects;  // (store, object) this run owns
-  std::vector<std::shared_ptr<RunState>> reads;           // runs whose futures it consumes
+  std::vector<Tensor> arg_values;                   // for results that are arguments
+  std::vector<OwnedObject> objects;                 // released once, then emptied
+  std::vector<std::shared_ptr<RunState>> borrowed;  // runs whose futures it returns as is
+  std::set<std::string> schedulers;                 // where its gangs are: cancels go there
+  bool cancelled = false;
   // The services the run needs, its inputs' producers' included: the loss of any of them
   // (declared by the RM after the run was submitted) fails the run, naming the service.
-  std::set<std::string> schedulers;  // endpoints
-  std::set<std::string> stores;      // endpoints
-  std::set<std::string> hosts;       // names: their executors run its shards
-  size_t losses_seen = 0;            // Client::Impl::losses known when it was submitted
+  std::set<std::string> needs_schedulers;  // endpoints
+  std::set<std::string> needs_stores;      // endpoints
+  std::set<std::string> needs_hosts;       // names: their executors run its shards
+  size_t losses_seen = 0;                  // Client::Impl::losses known when it was submitted
 
-  ~RunState();  // releases `objects` in their stores
+  // Releases `objects` in their stores (posted, no round trip); a second call does nothing.
+  void ReleaseObjects();
+  ~RunState();  // releases `objects` if Cancel did not
 };
 
 }  // namespace atl

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compute/cancellation.h"
 #include "kernels/arithmetic.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
@@ -99,7 +100,7 @@ Result<Tensor> RunMatmul(const ir::Op& op, Operands operands) {
 
 Result<Tensor> RunSpin(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
-  return kernels::Spin(*t[0], op.attr);
+  return kernels::Spin(*t[0], op.attr, CurrentCancelFlag());
 }
 
 Result<Tensor> RunCollective(const ir::Op& op, Operands) {

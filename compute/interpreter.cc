@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "compute/cancellation.h"
+
 namespace atl::compute {
 
 namespace {
@@ -53,7 +55,8 @@ Result<Tensor*> Resolve(const ir::Operand& o, std::vector<Tensor>& inputs,
 
 Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, int num_shards,
                                         std::vector<Tensor> inputs, Backend& backend,
-                                        Collectives* collectives) {
+                                        Collectives* collectives,
+                                        const std::atomic<bool>* cancelled) {
   if (num_shards <= 0 || shard < 0 || shard >= num_shards) {
     return InvalidArgument(
         fmt::format("function '{}': shard {} of {} does not exist", fn.name, shard, num_shards));
@@ -61,6 +64,7 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
   const Shape mesh = ir::MeshOf(fn, num_shards);
   ATOLL_RETURN_IF_ERROR(CheckInputs(fn, mesh, inputs));
 
+  const ScopedCancelFlag cancel_scope(cancelled);
   std::vector<Tensor> results(fn.ops.size());
   std::vector<const Tensor*> args;
   for (size_t i = 0; i < fn.ops.size(); ++i) {
@@ -70,6 +74,9 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
       return fmt::format("function '{}' op {} ({}) on {}", fn.name, i, ir::OpName(op.code),
                          backend.name());
     };
+    if (cancelled != nullptr && cancelled->load(std::memory_order_relaxed)) {
+      return Cancelled(context() + ": cancelled before it ran");
+    }
     args.clear();
     for (const auto& operand : op.operands) {
       auto arg = Resolve(operand, inputs, results, i);

@@ -1,6 +1,7 @@
 // Runs a compiled function's straight-line op list on one shard of a gang.
 #pragma once
 
+#include <atomic>
 #include <vector>
 
 #include "atoll/status.h"
@@ -27,10 +28,12 @@ namespace atl::compute {
 //
 // Runs on the calling thread and blocks as long as the ops take (spin ops included).
 // Collective ops go to `collectives`; a function with collectives fails with
-// FailedPrecondition when it is null.
+// FailedPrecondition when it is null. Once `cancelled` (optional) is set, the function
+// stops before its next op, or inside a spin (compute/cancellation.h), with Cancelled.
 Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, int num_shards,
                                         std::vector<Tensor> inputs,
                                         Backend& backend = CpuBackend::Get(),
-                                        Collectives* collectives = nullptr);
+                                        Collectives* collectives = nullptr,
+                                        const std::atomic<bool>* cancelled = nullptr);
 
 }  // namespace atl::compute

@@ -65,6 +65,9 @@ std::string ReceiverOf(proto::Kind kind) {
     case K::kGangDone:
     case K::kNodeReleased:
       return "scheduler";
+    case K::kCancelRun:
+      // Clients cancel runs at their schedulers, which pass it on to the run's executors.
+      return "scheduler/executor";
     case K::kStoreHello:
     case K::kCreateObject:
     case K::kSealObject:
@@ -76,6 +79,7 @@ std::string ReceiverOf(proto::Kind kind) {
     case K::kSliceRemapped:
     case K::kServiceChanged:
     case K::kSubmitReply:
+    case K::kRunDone:
       return "client";
     default:
       return "reply";

@@ -119,6 +119,10 @@ std::string_view KindName(Kind kind) {
       return "GangDone";
     case Kind::kNodeReleased:
       return "NodeReleased";
+    case Kind::kCancelRun:
+      return "CancelRun";
+    case Kind::kRunDone:
+      return "RunDone";
     case Kind::kStoreHello:
       return "StoreHello";
     case Kind::kStoreHelloReply:

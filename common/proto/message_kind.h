@@ -46,6 +46,8 @@ enum class Kind : uint16_t {
   kSubmitReply = 61,
   kGangDone = 62,
   kNodeReleased = 63,
+  kCancelRun = 64,
+  kRunDone = 65,
   // Object store.
   kStoreHello = 80,
   kStoreHelloReply = 81,

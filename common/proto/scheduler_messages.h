@@ -43,8 +43,34 @@ struct SubmitProgram {
   // The run's nodes on this island that are fed by, or feed, other islands; empty for a
   // run on one island.
   std::vector<CrossIslandNode> cross_island;
+  // Send the client RunDone once every gang of the run on this island finished: set when
+  // the run reads earlier runs' futures, which the client keeps alive until then.
+  bool notify_done = false;
   bool operator==(const SubmitProgram&) const = default;
-  MSGPACK_DEFINE(client_id, run_id, entries, weight, cross_island);
+  MSGPACK_DEFINE(client_id, run_id, entries, weight, cross_island, notify_done);
+};
+
+// Client -> island scheduler, and scheduler -> the executors it dispatched the run's
+// entries to: drop what is left of run `run_id`. The scheduler places the run's queued
+// gangs at once, failed with Cancelled (so that their results and consumers hear why);
+// an executor fails the run's queued shards and stops its running one at the next check
+// (between ops, and every millisecond of a spin). A notice: no reply.
+struct CancelRun {
+  static constexpr Kind kKind = Kind::kCancelRun;
+  uint64_t client_id = 0;
+  uint64_t run_id = 0;
+  bool operator==(const CancelRun&) const = default;
+  MSGPACK_DEFINE(client_id, run_id);
+};
+
+// Scheduler -> client (request id 0, on the connection the submission came in on): every
+// gang of run `run_id` on this island finished, failed or was dropped, so its executors
+// read all they were to read. Sent only for a submission with notify_done.
+struct RunDone {
+  static constexpr Kind kKind = Kind::kRunDone;
+  uint64_t run_id = 0;
+  bool operator==(const RunDone&) const = default;
+  MSGPACK_DEFINE(run_id);
 };
 
 // Scheduler -> scheduler: node `node` of run `run_id` took its place in the sender's

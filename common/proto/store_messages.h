@@ -106,12 +106,18 @@ struct GetObjectReply {
   MSGPACK_DEFINE(dtype, shape, offset, nbytes, instance);
 };
 
-// Drops one reference; the object (all its shards on this host) is freed at zero.
+// Drops one reference; the object (all its shards on this host) is freed at zero, once
+// the `shards` shards the releaser knows of here (0: those the store holds) are all sealed:
+// an executor may still be writing one. A release of an object not created yet (its run
+// was dropped or cancelled before it ran) is remembered for `owner_client`, so that the
+// object is freed once created and sealed, or when that client's objects are collected.
 struct ReleaseObject {
   static constexpr Kind kKind = Kind::kReleaseObject;
   uint64_t object_id = 0;
+  uint64_t owner_client = 0;  // 0: unowned; an unknown object is then NotFound
+  uint32_t shards = 0;
   bool operator==(const ReleaseObject&) const = default;
-  MSGPACK_DEFINE(object_id);
+  MSGPACK_DEFINE(object_id, owner_client, shards);
 };
 
 struct GetStoreStats {
@@ -128,9 +134,12 @@ struct StoreStats {
   std::map<uint64_t, uint64_t> objects_per_owner;
   std::vector<uint64_t> device_bytes_in_use;  // per local device
   std::vector<uint64_t> device_bytes;         // per local device: its whole memory
+  // Releases of objects not created yet, by owner: none are left once every release an
+  // owner sent matched an object (see ReleaseObject).
+  std::map<uint64_t, uint64_t> tombstones_per_owner;
   bool operator==(const StoreStats&) const = default;
   MSGPACK_DEFINE(objects, bytes_in_use, arena_bytes, objects_per_owner, device_bytes_in_use,
-                 device_bytes);
+                 device_bytes, tombstones_per_owner);
 };
 
 }  // namespace atl::proto

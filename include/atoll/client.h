@@ -82,7 +82,10 @@ struct RunState;
 
 // A future for one result of a submitted run: it can be passed as an argument to the next
 // Submit before the value exists (no round trip), as long as the consuming function's
-// shards sit on the hosts that hold the result's shards. Keeps the run's objects alive.
+// shards sit on the hosts that hold the result's shards. Keeps the run's objects alive;
+// a run that consumes it keeps them alive too, but only until its own computations have
+// read them (its schedulers say so), so a loop that feeds each step's output to the next
+// step holds only the last steps' objects.
 class Future {
  public:
   DType dtype() const;
@@ -109,11 +112,18 @@ class Input {
 };
 
 // A submitted program run: futures for its results. The run's objects in the object
-// stores are released once the Run and every Future of it are gone. Must not outlive its
-// Client.
+// stores are released once the Run and every Future of it are gone (or once it is
+// cancelled), each exactly once. Must not outlive its Client.
 class Run {
  public:
   uint64_t id() const;
+  // Stops the run: its computations still queued are dropped, a running one stops at its
+  // next check (between ops, and every millisecond of a spin), its devices go on with the
+  // next program at once, and its objects are released. Wait on it then returns Cancelled
+  // at once; so do the computations of other runs still waiting to read its futures, and
+  // a later Submit given one of them. Posted without waiting for an answer; an error says
+  // that a scheduler could not be told. Cancelling again does nothing.
+  Status Cancel();
   // Waits until every result is ready (at most `timeout`) and returns them assembled from
   // their shards. A refused submission or a failed computation's error comes back here,
   // naming the node and shard.

@@ -78,6 +78,19 @@ void DeviceStream::Fail(const std::shared_ptr<WorkItem>& item, Status status) {
   cv_.notify_all();
 }
 
+void DeviceStream::CancelRun(uint64_t run, const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& item : queue_) {
+      if (item->entry.run_id == run && item->failure.ok()) item->failure = why;
+    }
+    if (running_ && running_->entry.run_id == run) {
+      running_->cancelled.store(true, std::memory_order_relaxed);
+    }
+  }
+  cv_.notify_all();
+}
+
 size_t DeviceStream::queued() const {
   std::lock_guard lock(mu_);
   return queue_.size();
@@ -95,6 +108,7 @@ void DeviceStream::Loop() {
       if (stop_) return;
       item = std::move(queue_.front());
       queue_.pop_front();
+      running_ = item;
     }
     // The item left the queue: nobody else touches its inputs any more.
     Completion done;
@@ -107,9 +121,14 @@ void DeviceStream::Loop() {
       inputs.reserve(item->inputs.size());
       for (auto& in : item->inputs) inputs.push_back(std::move(*in));
       GangCollectives collectives(hub_, *item);
-      done.outputs = compute::RunFunction(*item->function, static_cast<int>(item->entry.shard),
-                                          static_cast<int>(item->entry.num_shards),
-                                          std::move(inputs), backend_, &collectives);
+      done.outputs =
+          compute::RunFunction(*item->function, static_cast<int>(item->entry.shard),
+                               static_cast<int>(item->entry.num_shards), std::move(inputs),
+                               backend_, &collectives, &item->cancelled);
+    }
+    {
+      std::lock_guard lock(mu_);
+      running_.reset();
     }
     done.end_us = NowMicros();
     busy_us_.fetch_add(static_cast<uint64_t>(done.end_us - done.start_us),

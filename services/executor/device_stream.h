@@ -35,6 +35,9 @@ class DeviceStream {
   void Reserved(const std::shared_ptr<WorkItem>& item);
   // Marks `item` failed; it completes at once with `status` when it reaches the head.
   void Fail(const std::shared_ptr<WorkItem>& item, Status status);
+  // Fails every queued item of run `run` with `why`, and stops the running one if it is the
+  // run's (it fails with Cancelled at its next check, see compute/cancellation.h).
+  void CancelRun(uint64_t run, const Status& why);
 
   size_t queued() const;
   // Total time this stream spent running items since it started, in microseconds.
@@ -49,6 +52,7 @@ class DeviceStream {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<WorkItem>> queue_;  // sorted by entry.gang_seq; guarded by mu_
+  std::shared_ptr<WorkItem> running_;            // the item the thread runs; guarded by mu_
   bool stop_ = false;                            // guarded by mu_
   std::atomic<uint64_t> busy_us_{0};
   std::thread thread_;

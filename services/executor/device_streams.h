@@ -37,6 +37,10 @@ class DeviceStreams final : public ItemSink {
   void Fail(const std::shared_ptr<WorkItem>& item, Status status) override {
     streams_[item->entry.device]->Fail(item, std::move(status));
   }
+  // Stops run `run` on every device (DeviceStream::CancelRun).
+  void CancelRun(uint64_t run, const Status& why) {
+    for (auto& stream : streams_) stream->CancelRun(run, why);
+  }
 
  private:
   std::vector<std::unique_ptr<DeviceStream>> streams_;

@@ -173,6 +173,7 @@ void ExecutorService::Heartbeat() {
 void ExecutorService::OnControl() {
   net::ServeRequests(control_, *events_, "error.executor", [this](proto::Incoming& in) {
     if (in.header.kind() == proto::Kind::kRunLoop) return OnRunLoop(in);
+    if (in.header.kind() == proto::Kind::kCancelRun) return OnCancelRun(in);
     if (in.header.kind() != proto::Kind::kDispatch) {
       return InvalidArgument(
           fmt::format("the executor's control socket does not handle {} "
@@ -220,6 +221,13 @@ Status ExecutorService::OnRunLoop(proto::Incoming& in) {
   }
   FlushTuples();
   return Status::Ok();
+}
+
+Status ExecutorService::OnCancelRun(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(proto::CancelRun cancel, in.header.As<proto::CancelRun>());
+  devices_.CancelRun(cancel.run_id, Cancelled(fmt::format("run {} was cancelled by client {}",
+                                                          cancel.run_id, cancel.client_id)));
+  return Status::Ok();  // a notice: no reply
 }
 
 // The host-side work for one shard, done before its inputs exist.
@@ -367,6 +375,13 @@ void ExecutorService::SendOutputs(const Completion& done) {
                                    {"client", e.owner_client},
                                    {"start_us", done.start_us},
                                    {"end_us", done.end_us}});
+  } else if (done.outputs.status().code() == Code::kCancelled) {
+    // Its run was cancelled (or its client left): asked for, not a fault.
+    events_->Publish("gang.cancelled", {{"run", e.run_id},
+                                        {"node", uint64_t{e.node}},
+                                        {"shard", uint64_t{e.shard}},
+                                        {"host", host_},
+                                        {"why", done.outputs.status().ToString()}});
   } else {
     events_->Publish("error.gang", {{"run", e.run_id},
                                     {"node", uint64_t{e.node}},

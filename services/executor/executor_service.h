@@ -63,6 +63,9 @@ class ExecutorService {
   void OnControl();
   void OnDispatch(proto::Dispatch dispatch, const std::string& scheduler);
   Status OnRunLoop(proto::Incoming& in);
+  // The run's scheduler cancelled it: its shards here fail with Cancelled, a running one at
+  // its next check.
+  Status OnCancelRun(const proto::Incoming& in);
   void OnData();
   Status OnTupleBatch(proto::Incoming& in);
   void OnRm();

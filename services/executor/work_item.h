@@ -3,6 +3,7 @@
 // arguments are read from the object store.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,8 @@ struct WorkItem {
   // run before its outputs have room (backpressure), so the stream waits here, in order.
   size_t reservations_missing = 0;
   Status failure;  // not OK: run nothing, pass the error on to every consumer
+  // Set to stop the item while it runs (its run was cancelled); read by the device thread.
+  std::atomic<bool> cancelled{false};
 
   bool Runnable() const {
     return !failure.ok() || (inputs_missing == 0 && reservations_missing == 0);

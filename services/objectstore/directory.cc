@@ -70,8 +70,19 @@ Status Directory::CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner)
 
 void Directory::AddShard(uint64_t object, uint32_t shard, uint64_t owner, ShardInfo info) {
   if (owner != 0 && clients_.count(owner) == 0) clients_.emplace(owner, Client{clock_.Now()});
+  const bool is_new = objects_.count(object) == 0;
   Object& entry = objects_[object];  // a new object starts with refcount 1
   entry.owner = owner;
+  auto tombstone = tombstones_.find(object);
+  if (is_new && tombstone != tombstones_.end() && tombstone->second.owner == owner) {
+    // Released before it was made: it goes once its shards are sealed.
+    entry.refcount = 0;
+    entry.shards_expected = tombstone->second.shards;
+    auto& owned = tombstones_by_owner_[owner];
+    owned.erase(object);
+    if (owned.empty()) tombstones_by_owner_.erase(owner);
+    tombstones_.erase(tombstone);
+  }
   objects_by_owner_[owner].insert(object);
   entry.shards.emplace(shard, std::move(info));
 }
@@ -162,12 +173,41 @@ Result<ShardInfo> Directory::Put(uint64_t object, uint32_t shard, uint64_t owner
   return info;
 }
 
-Result<bool> Directory::Release(uint64_t object) {
+Result<ReleaseOutcome> Directory::Release(uint64_t object, uint64_t owner, uint32_t shards) {
   auto it = objects_.find(object);
   if (it == objects_.end()) {
-    return NotFound(ObjectName(object) + " is unknown (never created, or already freed)");
+    if (owner == 0) {
+      return NotFound(ObjectName(object) + " is unknown (never created, or already freed)");
+    }
+    if (tombstones_.count(object) != 0) {
+      return FailedPrecondition(ObjectName(object) + " was released already");
+    }
+    // Bounded by the owner's lifetime: a client never seen here is timed from now.
+    if (clients_.count(owner) == 0) clients_.emplace(owner, Client{clock_.Now()});
+    tombstones_[object] = {owner, shards};
+    tombstones_by_owner_[owner].insert(object);
+    return ReleaseOutcome::kRemembered;
   }
-  if (--it->second.refcount > 0) return false;
+  Object& entry = it->second;
+  if (entry.refcount == 0) {
+    return FailedPrecondition(ObjectName(object) + " was released already");
+  }
+  if (--entry.refcount > 0) return ReleaseOutcome::kHeld;
+  entry.shards_expected = shards;
+  return FreeIfReleased(object) ? ReleaseOutcome::kFreed : ReleaseOutcome::kFreedOnSeal;
+}
+
+bool Directory::AllSealed(const Object& object) {
+  if (object.shards.size() < object.shards_expected) return false;
+  for (const auto& [index, shard] : object.shards) {
+    if (!shard.sealed) return false;
+  }
+  return true;
+}
+
+bool Directory::FreeIfReleased(uint64_t object) {
+  auto it = objects_.find(object);
+  if (it == objects_.end() || it->second.refcount > 0 || !AllSealed(it->second)) return false;
   FreeObject(it);
   return true;
 }
@@ -188,11 +228,19 @@ void Directory::FreeObject(std::map<uint64_t, Object>::iterator it) {
 
 std::vector<uint64_t> Directory::FreeOwnedBy(uint64_t client) {
   std::vector<uint64_t> freed;
+  ForgetTombstones(client);
   auto owned = objects_by_owner_.find(client);
   if (owned == objects_by_owner_.end()) return freed;
   freed.assign(owned->second.begin(), owned->second.end());
   for (uint64_t object : freed) FreeObject(objects_.find(object));
   return freed;
+}
+
+void Directory::ForgetTombstones(uint64_t client) {
+  auto owned = tombstones_by_owner_.find(client);
+  if (owned == tombstones_by_owner_.end()) return;
+  for (uint64_t object : owned->second) tombstones_.erase(object);
+  tombstones_by_owner_.erase(owned);
 }
 
 void Directory::Heartbeat(uint64_t client) {
@@ -219,6 +267,7 @@ std::vector<Collected> Directory::Expire() {
     if (!it->second.departed) {
       out.push_back({it->first, CollectReason::kLapsed, FreeOwnedBy(it->first)});
     }
+    ForgetTombstones(it->first);  // releases that came after its goodbye
     it = clients_.erase(it);
   }
   return out;
@@ -227,6 +276,7 @@ std::vector<Collected> Directory::Expire() {
 DirectoryStats Directory::Stats() const {
   DirectoryStats stats;
   stats.objects = objects_.size();
+  stats.tombstones = tombstones_.size();
   for (const auto& [id, object] : objects_) stats.shards += object.shards.size();
   stats.bytes_in_use = pools_.used_bytes(MemoryPools::kHost);
   stats.arena_bytes = pools_.capacity(MemoryPools::kHost);
@@ -237,6 +287,9 @@ DirectoryStats Directory::Stats() const {
   for (const auto& [id, client] : clients_) stats.clients += client.departed ? 0 : 1;
   for (const auto& [owner, objects] : objects_by_owner_) {
     stats.objects_per_owner[owner] = objects.size();
+  }
+  for (const auto& [owner, objects] : tombstones_by_owner_) {
+    stats.tombstones_per_owner[owner] = objects.size();
   }
   return stats;
 }

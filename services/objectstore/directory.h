@@ -9,6 +9,16 @@
 // creates the object with one reference, held by its owner; later shards join it and must
 // name the same owner. Release drops a reference; at zero every shard is freed at once.
 //
+// Releases. The object's last reference may be dropped while an executor still writes one of
+// its shards (its run was cancelled or its Run handle dropped): then it is freed only once
+// the shards the releaser knows of here are all sealed, so that no write lands in memory
+// given to another object. A release of an object not created yet, for an owner, is kept as
+// a tombstone: the object's shards are then freed as soon as they are all created and
+// sealed; the tombstone is forgotten with the owner's objects. A release of an object that
+// never existed and never will is indistinguishable from that, so it too is remembered
+// until its owner goes, not reported; a release of an object already released and not
+// freed yet is FailedPrecondition.
+//
 // Owners and liveness. Owner 0 means "no owner": such an object lives until released. Any
 // other owner is a client, first seen when it heartbeats or when an object it owns is first
 // created (creating does not count as a heartbeat afterwards). A client whose last sign of
@@ -55,8 +65,17 @@ struct Collected {
   std::vector<uint64_t> objects;  // ids freed, ascending
 };
 
+// What a Release did.
+enum class ReleaseOutcome {
+  kHeld,         // other references remain
+  kFreed,        // freed now
+  kFreedOnSeal,  // the last reference, but a shard is still being written: freed once sealed
+  kRemembered,   // not created yet: freed once it is (a tombstone)
+};
+
 struct DirectoryStats {
   uint64_t objects = 0;
+  uint64_t tombstones = 0;  // releases of objects not created yet
   uint64_t shards = 0;
   uint64_t bytes_in_use = 0;  // arena bytes reserved, alignment included
   uint64_t arena_bytes = 0;
@@ -64,6 +83,7 @@ struct DirectoryStats {
   std::vector<uint64_t> device_bytes;              // per local device: its whole memory
   uint64_t clients = 0;                            // clients known alive
   std::map<uint64_t, uint64_t> objects_per_owner;  // owner 0: unowned objects
+  std::map<uint64_t, uint64_t> tombstones_per_owner;
 };
 
 class Directory {
@@ -114,9 +134,16 @@ class Directory {
   // is unknown"). The pointer is valid until the next call that changes the directory.
   [[nodiscard]] Result<const ShardInfo*> Find(uint64_t object, uint32_t shard) const;
 
-  // Drops one reference; returns true when that was the last and the object was freed.
-  // NotFound for an unknown object.
-  [[nodiscard]] Result<bool> Release(uint64_t object);
+  // Drops one reference (see "Releases" above). `shards`: how many of the object's shards
+  // the releaser knows this host holds (0: those it holds now). `owner`: whose object it is,
+  // for a tombstone; an unknown object of owner 0 is NotFound. FailedPrecondition for an
+  // object released already and not freed yet.
+  [[nodiscard]] Result<ReleaseOutcome> Release(uint64_t object, uint64_t owner = 0,
+                                               uint32_t shards = 0);
+  // Frees `object` if its last reference was dropped and every shard it waited for is
+  // sealed now; returns whether it did. Call it after a shard of it was sealed and its
+  // waiters answered.
+  bool FreeIfReleased(uint64_t object);
 
   // Records a sign of life from `client` (0 is ignored). A client that said goodbye is
   // alive again from here on.
@@ -137,6 +164,12 @@ class Directory {
     uint64_t owner = 0;
     uint32_t refcount = 1;
     std::map<uint32_t, ShardInfo> shards;
+    // At refcount 0: how many shards must be sealed here before it is freed (0: those here).
+    uint32_t shards_expected = 0;
+  };
+  struct Tombstone {
+    uint64_t owner = 0;
+    uint32_t shards = 0;
   };
   struct Client {
     TimePoint last_seen;
@@ -145,6 +178,9 @@ class Directory {
 
   void FreeObject(std::map<uint64_t, Object>::iterator it);
   std::vector<uint64_t> FreeOwnedBy(uint64_t client);
+  void ForgetTombstones(uint64_t client);
+  // True once a released object has every shard it waited for, sealed.
+  static bool AllSealed(const Object& object);
   ShardInfo* FindMutable(uint64_t object, uint32_t shard);
   // Checks that `owner` may add `shard` to `object` (see Create's errors).
   Status CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner) const;
@@ -156,6 +192,8 @@ class Directory {
   std::map<uint64_t, Object> objects_;
   std::map<uint64_t, std::set<uint64_t>> objects_by_owner_;  // owner -> object ids
   std::map<uint64_t, Client> clients_;
+  std::map<uint64_t, Tombstone> tombstones_;                    // by object
+  std::map<uint64_t, std::set<uint64_t>> tombstones_by_owner_;  // owner -> object ids
 };
 
 }  // namespace atl::store

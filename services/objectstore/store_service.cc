@@ -201,6 +201,7 @@ Status StoreService::RejectForever(const proto::CreateObject& req, uint64_t nbyt
       "object.sealed",
       {{"object", req.object_id}, {"shard", uint64_t{req.shard}}, {"error", error.ToString()}});
   WakeWaiters(req.object_id, req.shard);
+  FreeIfReleased(req.object_id);
   return error;
 }
 
@@ -257,6 +258,7 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
   if (!error.ok()) fields.emplace_back("error", error.ToString());
   events_.Publish("object.sealed", fields);
   WakeWaiters(req.object_id, req.shard);
+  FreeIfReleased(req.object_id);
   return Status::Ok();
 }
 
@@ -279,6 +281,7 @@ Status StoreService::OnPut(const proto::Incoming& in) {
                                      {"nbytes", info.nbytes}});
   events_.Publish("object.sealed", {{"object", req.object_id}, {"shard", uint64_t{req.shard}}});
   WakeWaiters(req.object_id, req.shard);
+  FreeIfReleased(req.object_id);
   return Status::Ok();
 }
 
@@ -301,15 +304,34 @@ Status StoreService::OnGet(const proto::Incoming& in) {
 
 Status StoreService::OnRelease(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::ReleaseObject>());
-  ATOLL_ASSIGN_OR_RETURN(const bool freed, directory_.Release(req.object_id));
+  ATOLL_ASSIGN_OR_RETURN(const ReleaseOutcome outcome,
+                         directory_.Release(req.object_id, req.owner_client, req.shards));
   Send(ReplyToOf(in), proto::Ok{});
-  if (freed) {
-    events_.Publish("object.freed",
-                    {{"object", req.object_id}, {"reason", std::string("released")}});
-    CancelWaiters(req.object_id, "was released before it was sealed");
-    RetryPending();
+  switch (outcome) {
+    case ReleaseOutcome::kHeld:
+    case ReleaseOutcome::kRemembered:
+      break;
+    case ReleaseOutcome::kFreed:
+      PublishFreed(req.object_id);
+      CancelWaiters(req.object_id, "was released before it was sealed");
+      RetryPending();
+      break;
+    case ReleaseOutcome::kFreedOnSeal:
+      // Nobody holds it any more: its readers need not wait for the write in progress.
+      CancelWaiters(req.object_id, "was released before it was sealed");
+      break;
   }
   return Status::Ok();
+}
+
+void StoreService::PublishFreed(uint64_t object) {
+  events_.Publish("object.freed", {{"object", object}, {"reason", std::string("released")}});
+}
+
+void StoreService::FreeIfReleased(uint64_t object) {
+  if (!directory_.FreeIfReleased(object)) return;
+  PublishFreed(object);
+  RetryPending();
 }
 
 Status StoreService::OnHeartbeat(const proto::Incoming& in) {
@@ -344,7 +366,10 @@ Status StoreService::OnHostChanged(const proto::Incoming& in) {
     queue.clear();
   }
   for (const auto& key : directory_.FailUnsealedDeviceShards(error)) failed.push_back(key);
-  for (const auto& [object, shard] : failed) WakeWaiters(object, shard);
+  for (const auto& [object, shard] : failed) {
+    WakeWaiters(object, shard);
+    FreeIfReleased(object);
+  }
   events_.Publish("store.executor_lost", {{"host", options_.host},
                                           {"shards_failed", uint64_t{failed.size()}},
                                           {"reason", req.reason}});
@@ -355,9 +380,9 @@ Status StoreService::OnStats(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetStoreStats>());
   (void)req;
   const DirectoryStats stats = directory_.Stats();
-  Send(ReplyToOf(in),
-       proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
-                         stats.objects_per_owner, stats.device_bytes_in_use, stats.device_bytes});
+  Send(ReplyToOf(in), proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
+                                        stats.objects_per_owner, stats.device_bytes_in_use,
+                                        stats.device_bytes, stats.tombstones_per_owner});
   return Status::Ok();
 }
 

@@ -19,6 +19,11 @@
 // that can never fit is refused at once, and the shard is recorded as failed with that
 // error, so that its readers fail at once too. Host-arena requests never wait.
 //
+// Releases. A release of an object still being written frees it once its shards are sealed;
+// one of an object not created yet is remembered until it is (Directory, "Releases"), so
+// that a run dropped or cancelled before its outputs exist leaks nothing and reports no
+// error. Either way, Gets waiting on it are answered Cancelled at once.
+//
 // Collection. Every heartbeat period the directory expires clients silent for longer than
 // heartbeat * liveness and frees their objects ("object.collected"), and the store publishes
 // "store.stats" {host, objects, bytes_in_use, arena_bytes}: the arena's memory in use.
@@ -128,6 +133,10 @@ class StoreService {
   // The RM's answers: none to a heartbeat it accepts; an Error is logged.
   void OnRm();
   void PublishCollected(const Collected& collected);
+  void PublishFreed(uint64_t object);
+  // Frees `object` if it was released and its last shard was just sealed (its waiters
+  // answered first), then retries what waits for memory.
+  void FreeIfReleased(uint64_t object);
   // Answers a CreateObject whose space was reserved.
   void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info);
   // Refuses a request that can never fit, recording the shard as failed with the error.

@@ -79,6 +79,10 @@ Status IslandOrder::Submit(proto::SubmitProgram program) {
     gang->after = std::move(cross.after);
     gang->announce_to = std::move(cross.announce_to);
   }
+  Unfinished& unfinished = unfinished_[program.run_id];
+  unfinished.client = program.client_id;
+  unfinished.gangs += run.gangs.size();
+  unfinished.notify_done = unfinished.notify_done || program.notify_done;
   ClientQueue& queue = clients_[program.client_id];
   queue.weight = program.weight;
   queue.runs.push_back(std::move(run));
@@ -138,15 +142,17 @@ std::map<std::string, proto::Dispatch> IslandOrder::Release() {
 }
 
 void IslandOrder::PlaceFront(uint64_t client, ClientQueue& queue, const Status& failure) {
-  PlaceNext(client, queue.weight, queue.runs.front(), failure);
-  if (queue.runs.front().gangs.empty()) queue.runs.pop_front();
+  Place(client, queue, queue.runs.begin(), failure);
 }
 
-void IslandOrder::PlaceNext(uint64_t client, double weight, Run& run, const Status& failure) {
+std::deque<IslandOrder::Run>::iterator IslandOrder::Place(uint64_t client, ClientQueue& queue,
+                                                          std::deque<Run>::iterator run_it,
+                                                          const Status& failure) {
+  Run& run = *run_it;
   Gang gang = std::move(run.gangs.front());
   run.gangs.pop_front();
   const uint64_t seq = next_seq_++;
-  policy_->Charge(client, weight, ExpectedCost(gang.function_id));
+  policy_->Charge(client, queue.weight, ExpectedCost(gang.function_id));
   Flight& flight = in_flight_[seq];
   flight = {client, run.run_id, gang.function_id, {}, 0};
   for (auto& placed : gang.shards) {
@@ -160,25 +166,24 @@ void IslandOrder::PlaceNext(uint64_t client, double weight, Run& run, const Stat
     flight.shards_left[placed.executor]++;
     placed_[placed.executor].entries.push_back(std::move(placed.entry));
   }
-  if (flight.shards_left.empty()) {
-    in_flight_.erase(seq);
-  } else {
-    run_in_flight_[run.run_id]++;
-  }
+  run_in_flight_[run.run_id]++;
+  if (flight.shards_left.empty()) Land(in_flight_.find(seq));  // every shard's host is lost
   // A failed gang is announced too: it waits for nothing, and its consumers elsewhere
   // then fail on its error instead of waiting for its place.
   for (auto& scheduler : gang.announce_to) {
     notices_.push_back({std::move(scheduler), {run.run_id, gang.node}});
   }
-  // Every node here that needed them is placed.
-  if (run.gangs.empty()) released_elsewhere_.erase(run.run_id);
+  if (!run.gangs.empty()) return run_it;
+  released_elsewhere_.erase(run.run_id);  // every node here that needed them is placed
+  return queue.runs.erase(run_it);
 }
 
 std::deque<IslandOrder::Run>::iterator IslandOrder::FailRun(uint64_t client, ClientQueue& queue,
                                                             std::deque<Run>::iterator run,
                                                             const Status& why) {
-  while (!run->gangs.empty()) PlaceNext(client, queue.weight, *run, why);
-  return queue.runs.erase(run);
+  const uint64_t id = run->run_id;
+  while (run != queue.runs.end() && run->run_id == id) run = Place(client, queue, run, why);
+  return run;
 }
 
 Status IslandOrder::NeedsLostExecutor(const Run& run) const {
@@ -232,6 +237,24 @@ size_t IslandOrder::DropClient(uint64_t client, const Status& why) {
   while (!queue.runs.empty()) PlaceFront(client, queue, why);
   clients_.erase(it);
   return runs;
+}
+
+bool IslandOrder::CancelRun(uint64_t client, uint64_t run, const Status& why) {
+  auto unfinished = unfinished_.find(run);
+  if (unfinished == unfinished_.end() || unfinished->second.client != client) return false;
+  auto queue = clients_.find(client);
+  if (queue == clients_.end()) return true;  // all of it is in flight
+  auto& runs = queue->second.runs;
+  auto it = std::find_if(runs.begin(), runs.end(), [&](const Run& r) { return r.run_id == run; });
+  // Placed out of turn, ahead of the client's earlier runs: a failed gang waits for
+  // nothing and runs nothing, so it holds back no one queued behind it on a device.
+  if (it != runs.end()) FailRun(client, queue->second, it, why);
+  if (runs.empty()) clients_.erase(queue);
+  return true;
+}
+
+std::vector<IslandOrder::FinishedRun> IslandOrder::TakeFinishedRuns() {
+  return std::exchange(finished_, {});
 }
 
 std::vector<IslandOrder::Expired> IslandOrder::Expire(int64_t now_us, int64_t held_us) {
@@ -289,7 +312,12 @@ void IslandOrder::OnGangDone(const std::string& executor, const proto::GangDone&
 }
 
 void IslandOrder::Land(std::map<uint64_t, Flight>::iterator it) {
-  if (--run_in_flight_[it->second.run] == 0) run_in_flight_.erase(it->second.run);
+  const uint64_t run = it->second.run;
+  if (--run_in_flight_[run] == 0) run_in_flight_.erase(run);
+  if (auto u = unfinished_.find(run); u != unfinished_.end() && --u->second.gangs == 0) {
+    finished_.push_back({u->second.client, run, u->second.notify_done});
+    unfinished_.erase(u);
+  }
   in_flight_.erase(it);
 }
 

@@ -67,6 +67,20 @@ class IslandOrder {
   std::vector<uint64_t> ExecutorLost(const std::string& executor, const Status& why);
   void ExecutorBack(const std::string& executor);
 
+  // Drops what is left of `client`'s run `run` here (the client cancelled it): its queued
+  // gangs take their places at once marked failed with `why`, like DropClient's. Returns
+  // whether the run has anything here, queued or in flight (whose executors must hear it).
+  bool CancelRun(uint64_t client, uint64_t run, const Status& why);
+
+  // A run every gang of which here left the flight (finished, failed or was dropped).
+  struct FinishedRun {
+    uint64_t client = 0;
+    uint64_t run = 0;
+    bool notify_done = false;  // its client asked to hear it (SubmitProgram::notify_done)
+  };
+  // The runs finished since the last call, in the order they finished.
+  std::vector<FinishedRun> TakeFinishedRuns();
+
   // A run whose next gang here has waited longer than allowed for nodes of other islands.
   struct Expired {
     uint64_t client = 0;
@@ -100,6 +114,12 @@ class IslandOrder {
     uint64_t run_id = 0;
     std::deque<Gang> gangs;
   };
+  // A run's gangs here that have not left the flight yet, queued or in flight.
+  struct Unfinished {
+    uint64_t client = 0;
+    size_t gangs = 0;
+    bool notify_done = false;
+  };
   struct ClientQueue {
     double weight = 1.0;
     std::deque<Run> runs;
@@ -119,9 +139,10 @@ class IslandOrder {
   // Gives the front gang of `queue` the next place in the order (failed, with `failure`'s
   // message on its entries, when not OK).
   void PlaceFront(uint64_t client, ClientQueue& queue, const Status& failure);
-  // The same for the front gang of `run`, a run of `client`'s; the caller drops the run
-  // from its queue once it has no gangs left.
-  void PlaceNext(uint64_t client, double weight, Run& run, const Status& failure);
+  // The same for the front gang of `run`, one of `queue`'s runs; returns the run that
+  // follows it in the queue once the placed gang was its last.
+  std::deque<Run>::iterator Place(uint64_t client, ClientQueue& queue,
+                                  std::deque<Run>::iterator run, const Status& failure);
   // Places every gang left of `run`, a run in `client`'s `queue`, failed with `why`, and
   // drops the run from the queue. Returns the run after it.
   std::deque<Run>::iterator FailRun(uint64_t client, ClientQueue& queue,
@@ -135,9 +156,11 @@ class IslandOrder {
   std::unique_ptr<SchedulingPolicy> policy_;
   const size_t window_;
   std::map<uint64_t, ClientQueue> clients_;
-  std::map<uint64_t, Flight> in_flight_;      // by gang sequence number
-  std::map<uint64_t, size_t> run_in_flight_;  // gangs in flight per run
-  std::map<uint64_t, double> cost_us_;        // running mean device time per function
+  std::map<uint64_t, Flight> in_flight_;       // by gang sequence number
+  std::map<uint64_t, size_t> run_in_flight_;   // gangs in flight per run
+  std::map<uint64_t, Unfinished> unfinished_;  // by run
+  std::vector<FinishedRun> finished_;          // until TakeFinishedRuns returns them
+  std::map<uint64_t, double> cost_us_;         // running mean device time per function
   // Nodes released on other islands, by run, until the run's last gang here is released
   // (or, for a run that never comes, until Expire gives up on it).
   struct PeerReleases {

@@ -75,6 +75,8 @@ void SchedulerService::OnRequest() {
     switch (in.header.kind()) {
       case proto::Kind::kSubmitProgram:
         return OnSubmit(in);
+      case proto::Kind::kCancelRun:
+        return OnCancelRun(in);
       case proto::Kind::kNodeReleased: {
         ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
         order_->OnPeerReleased(released.run_id, released.node);
@@ -106,6 +108,7 @@ Status SchedulerService::OnSubmit(proto::Incoming& in) {
   const uint64_t run = program.run_id;
   const uint64_t client = program.client_id;
   last_heard_[client] = std::chrono::steady_clock::now();
+  if (in.routing_id) client_routes_[client] = in.routing_id->to_string();
   const size_t queued_before = order_->queued();
   ATOLL_RETURN_IF_ERROR(order_->Submit(std::move(program)).WithContext("submit"));
   const auto gangs = static_cast<uint32_t>(order_->queued() - queued_before);
@@ -115,6 +118,44 @@ Status SchedulerService::OnSubmit(proto::Incoming& in) {
                                          {"gangs", uint64_t{gangs}},
                                          {"policy", std::string(order_->policy().name())}});
   return net::Reply(socket_, in, proto::SubmitReply{gangs});
+}
+
+Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(proto::CancelRun cancel, in.header.As<proto::CancelRun>());
+  const Status why =
+      Cancelled(fmt::format("run {} was cancelled by client {}", cancel.run_id, cancel.client_id));
+  if (!order_->CancelRun(cancel.client_id, cancel.run_id, why)) {
+    return Status::Ok();  // finished here already, or never came: nothing to stop
+  }
+  events_->Publish(
+      "run.cancelled",
+      {{"run", cancel.run_id}, {"client", cancel.client_id}, {"island", options_.island}});
+  auto executors = run_executors_.find(cancel.run_id);
+  if (executors == run_executors_.end()) return Status::Ok();
+  for (const std::string& endpoint : executors->second) {
+    Status sent = [&]() -> Status {
+      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
+      return net::Send(*executor, nullptr, 0, cancel);
+    }();
+    if (!sent.ok()) {
+      events_->Publish("error.scheduler",
+                       {{"error", sent.WithContext("cancel at executor " + endpoint).ToString()}});
+    }
+  }
+  return Status::Ok();  // a notice: no reply
+}
+
+void SchedulerService::ReportFinishedRuns() {
+  for (const auto& finished : order_->TakeFinishedRuns()) {
+    run_executors_.erase(finished.run);
+    if (!finished.notify_done) continue;
+    auto route = client_routes_.find(finished.client);
+    if (route == client_routes_.end()) continue;  // the client left: nobody to tell
+    zmq::message_t to(route->second.data(), route->second.size());
+    Status sent = net::Send(socket_, &to, 0, proto::RunDone{finished.run});
+    // A client gone without a goodbye cannot be reached; its lapse is reported on its own.
+    if (!sent.ok()) spdlog::debug("RunDone for run {}: {}", finished.run, sent.ToString());
+  }
 }
 
 void SchedulerService::OnExecutor(const std::string& endpoint) {
@@ -146,6 +187,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
 
 void SchedulerService::DropClient(uint64_t client, const std::string& why) {
   last_heard_.erase(client);
+  client_routes_.erase(client);
   const Status dropped = Cancelled(fmt::format("client {} {}", client, why));
   if (const size_t runs = order_->DropClient(client, dropped); runs > 0) {
     events_->Publish(
@@ -213,10 +255,15 @@ void SchedulerService::DispatchReleased() {
           {{"error", sent.WithContext("tell scheduler " + notice.scheduler).ToString()}});
     }
   }
+  ReportFinishedRuns();
 }
 
 void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> released) {
   for (auto& [endpoint, dispatch] : released) {
+    for (size_t i = 0; i < dispatch.entries.size(); ++i) {
+      const uint64_t run = dispatch.entries[i].run_id;
+      if (i == 0 || dispatch.entries[i - 1].run_id != run) run_executors_[run].insert(endpoint);
+    }
     Status sent = [&]() -> Status {
       ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
       if (polled_.insert(endpoint).second) {

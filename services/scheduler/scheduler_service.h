@@ -7,6 +7,9 @@
 // The scheduler heartbeats the RM in turn, which declares its island lost when it falls
 // silent, and registers again when the RM no longer knows it (an RM restarted without
 // its state).
+// A run submitted with notify_done gets a RunDone back on its client's connection once all
+// its gangs here are done; a CancelRun drops the run's queued gangs and is passed on to the
+// executors that got its entries.
 //
 // Threading: Run() owns every socket; all handlers run on that one loop.
 #pragma once
@@ -50,6 +53,11 @@ class SchedulerService {
  private:
   void OnRequest();
   Status OnSubmit(proto::Incoming& in);
+  // Cancels the client's run here (IslandOrder::CancelRun) and tells the executors that got
+  // its entries, which stop it.
+  Status OnCancelRun(const proto::Incoming& in);
+  // Forgets finished runs' executors, and sends RunDone to the clients that asked for it.
+  void ReportFinishedRuns();
   void OnExecutor(const std::string& endpoint);
   // Sends what the order releases now, and tells other islands' schedulers which of their
   // consumers' producers took their places.
@@ -82,6 +90,10 @@ class SchedulerService {
   // When each client was last heard from (a heartbeat or a submission).
   std::map<uint64_t, std::chrono::steady_clock::time_point> last_heard_;
   std::set<std::string> polled_;  // executors whose replies the loop reads
+  // Each client's routing id on socket_ (its latest submission's): where RunDone goes.
+  std::map<uint64_t, std::string> client_routes_;
+  // The executors each unfinished run's entries were dispatched to: where CancelRun goes.
+  std::map<uint64_t, std::set<std::string>> run_executors_;
 };
 
 }  // namespace atl::scheduler

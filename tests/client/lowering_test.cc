@@ -120,7 +120,7 @@ TEST_F(LoweringTest, ThePaperFigureTwoProgram) {
     EXPECT_EQ(plan.type, split_);
     EXPECT_EQ(plan.mesh, Shape{2});
     EXPECT_EQ(plan.arg_index, -1);
-    EXPECT_FALSE(plan.borrowed);
+    EXPECT_EQ(plan.borrowed_arg, -1);
     ASSERT_EQ(plan.shards.size(), 2u);
     EXPECT_EQ(plan.shards[1].store, "tcp://h1:store");
     EXPECT_EQ(plan.shards[1].object_id, 102 + r);
@@ -320,7 +320,7 @@ TEST_F(LoweringTest, AFutureFeedsFromWhereItIs) {
   const auto entries = NodeEntries(*run, "tcp://s1", 0);
   EXPECT_EQ(entries[1].entry.inputs, (std::vector<Source>{{Source::kStore, 55, 1}}));
   // Returned as is, the future's shards stay the earlier run's.
-  EXPECT_TRUE(run->results[1].borrowed);
+  EXPECT_EQ(run->results[1].borrowed_arg, 0);
   EXPECT_EQ(run->results[1].shards[0].object_id, 55u);
 
   ResultPlan elsewhere = earlier;
@@ -334,6 +334,42 @@ TEST_F(LoweringTest, AFutureFeedsFromWhereItIs) {
   auto relaid = LowerProgram(p.Build(), {{nullptr, &replicated}});
   ASSERT_FALSE(relaid.ok());
   EXPECT_THAT(relaid.status().message(), HasSubstr("cannot feed 'a' input 0"));
+}
+
+TEST_F(LoweringTest, ARunOwnsEachObjectOncePerStoreWithItsShardCount) {
+  // Two devices of h0 and one of h1: object shards 0 and 1 share h0's store.
+  const proto::SliceInfo three = test::SliceOn(2, "tcp://s1", {{"h0", 0}, {"h0", 1}, {"h1", 0}});
+  const ir::TensorType split3 = ir::SplitType(DType::kF32, {6}, 0);
+  const Function a = test::Registered(11, test::PassThrough("a", {split3}), three);
+  ProgramBuilder p;
+  Traced v = p.Arg(DType::kF32, {6});
+  p.Return({p.Call(a, {v})[0]});
+  const Tensor six = Tensor::F32({6}, {1, 2, 3, 4, 5, 6});
+  auto run = LowerProgram(p.Build(), {{&six, nullptr}});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->puts.size(), 3u);
+  const uint64_t put = run->puts[0].object_id;
+  const uint64_t result = run->results[0].shards[0].object_id;
+  // Releasing per shard would release h0's objects twice.
+  EXPECT_EQ(OwnedObjects(*run), (std::vector<OwnedObject>{{"tcp://h0:store", put, 2},
+                                                          {"tcp://h0:store", result, 2},
+                                                          {"tcp://h1:store", put, 1},
+                                                          {"tcp://h1:store", result, 1}}));
+  EXPECT_FALSE(run->per_scheduler.at("tcp://s1").notify_done) << "it reads no future";
+}
+
+TEST_F(LoweringTest, ARunReadingAFutureAsksForRunDoneAndOwnsNotWhatItReturnsAsIs) {
+  const Function a = test::Registered(11, test::PassThrough("a", {split_}), pair_);
+  ProgramBuilder p;
+  Traced v = p.Arg(DType::kF32, {4});
+  p.Return({p.Call(a, {v})[0], v});
+  ResultPlan earlier{split_, {2}, {{"tcp://h0:store", 55, 0}, {"tcp://h1:store", 55, 1}}};
+  auto run = LowerProgram(p.Build(), {{nullptr, &earlier}});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE(run->per_scheduler.at("tcp://s1").notify_done);
+  const uint64_t result = run->results[0].shards[0].object_id;
+  EXPECT_EQ(OwnedObjects(*run), (std::vector<OwnedObject>{{"tcp://h0:store", result, 1},
+                                                          {"tcp://h1:store", result, 1}}));
 }
 
 }  // namespace

@@ -1,16 +1,19 @@
 // RunFunction on hand-built FunctionDefs, shard by shard, against whole-tensor references.
 #include "compute/interpreter.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/ir/ir.h"
 #include "compute/backend_cpu.h"
+#include "compute/backend_sim.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
 
@@ -209,6 +212,39 @@ TEST(InterpreterTest, SpinKeepsTheShardBusy) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(5000));
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0], x);
+}
+
+TEST(InterpreterTest, ACancelledShardStopsInsideItsSpinAndBeforeItsNextOp) {
+  const ir::TensorType t = Type(DType::kF32, {4}, 0);
+  ir::FunctionDef fn;
+  fn.name = "long";
+  fn.inputs = {t};
+  constexpr double kSpinUs = 60e6;
+  fn.ops = {MakeOp(OpCode::kSpin, {Input(0)}, t, kSpinUs),
+            MakeOp(OpCode::kMul, {OpResult(0), Scalar(2)}, t)};
+  fn.outputs = {OpResult(1)};
+  const Tensor x = Tensor::F32({2}, {1, 2});
+  const std::chrono::duration<double, std::micro> kPrompt(kSpinUs / 10);
+  for (Backend* backend :
+       {static_cast<Backend*>(&CpuBackend::Get()), static_cast<Backend*>(&SimBackend::Get())}) {
+    std::atomic<bool> cancelled{false};
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // mid-spin
+      cancelled = true;
+    });
+    const auto start = std::chrono::steady_clock::now();
+    Status s = RunFunction(fn, 0, 2, {x}, *backend, nullptr, &cancelled).status();
+    const auto took = std::chrono::steady_clock::now() - start;
+    canceller.join();
+    EXPECT_EQ(s.code(), Code::kCancelled) << backend->name() << ": " << s.ToString();
+    EXPECT_NE(s.message().find("op 0 (spin)"), std::string::npos) << s.ToString();
+    EXPECT_LT(took, kPrompt) << backend->name();
+  }
+  // Set before it starts: no op runs.
+  std::atomic<bool> already{true};
+  Status s = RunFunction(fn, 0, 2, {x}, CpuBackend::Get(), nullptr, &already).status();
+  EXPECT_EQ(s.code(), Code::kCancelled);
+  EXPECT_NE(s.message().find("cancelled before it ran"), std::string::npos) << s.ToString();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ class EventRecorder {
   explicit EventRecorder(const std::string& endpoint)
       : socket_(net::MakeSocket(context_, zmq::socket_type::sub)) {
     socket_.set(zmq::sockopt::subscribe, "");
+    // A test that reads while a load runs must not lose events to a full queue.
+    socket_.set(zmq::sockopt::rcvhwm, 0);
     EXPECT_TRUE(net::Connect(socket_, endpoint).ok());
     // A subscription takes effect a moment after connecting: wait for the first event
     // (executors publish device.stats every heartbeat).

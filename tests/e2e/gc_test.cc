@@ -8,6 +8,7 @@
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/store_stats.h"
 #include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
@@ -20,32 +21,6 @@ constexpr auto kHeartbeat = 100ms;
 constexpr int kLiveness = 4;
 
 using GcTest = SmallMemoryClusterTest;
-
-// Each host's object-store statistics, by host name.
-std::map<std::string, proto::StoreStats> StoreStatsByHost(zmq::context_t& context,
-                                                          const std::string& rm) {
-  std::map<std::string, proto::StoreStats> out;
-  net::Requester rm_peer(context, rm);
-  EXPECT_TRUE(rm_peer.Connect().ok());
-  auto status = rm_peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
-  EXPECT_TRUE(status.ok()) << status.status().ToString();
-  if (!status.ok()) return out;
-  for (const auto& island : status->islands) {
-    for (const auto& host : island.hosts) {
-      net::Requester store(context, host.store_endpoint);
-      EXPECT_TRUE(store.Connect().ok());
-      auto stats = store.Call<proto::StoreStats>(proto::GetStoreStats{}, 5s);
-      EXPECT_TRUE(stats.ok()) << host.name << ": " << stats.status().ToString();
-      if (stats.ok()) out[host.name] = *stats;
-    }
-  }
-  return out;
-}
-
-uint64_t ObjectsOf(const proto::StoreStats& stats, uint64_t owner) {
-  auto it = stats.objects_per_owner.find(owner);
-  return it == stats.objects_per_owner.end() ? 0 : it->second;
-}
 
 // Starts the helper client and waits (bounded) for its "ready <id>" line.
 std::optional<uint64_t> StartDoomedClient(Subprocess& process) {

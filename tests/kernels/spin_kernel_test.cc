@@ -1,11 +1,13 @@
 // kernels::Spin: busy (not asleep) for the time asked, and refusing times it cannot honour.
 #include "kernels/spin.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -41,6 +43,24 @@ TEST(SpinKernelTest, KeepsTheThreadBusyForTheGivenTime) {
   EXPECT_GE(elapsed, std::chrono::milliseconds(20));
   // Busy, not asleep: the thread burnt CPU (loosely bounded: a loaded machine preempts it).
   EXPECT_GE(ThreadCpuSeconds() - cpu_start, 0.002);
+}
+
+TEST(SpinKernelTest, ACancelledSpinStopsWithinItsCheckInterval) {
+  const Tensor t = Tensor::I32({1}, {4});
+  std::atomic<bool> cancelled{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cancelled = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto out = Spin(t, 60e6, &cancelled);
+  const auto took = std::chrono::steady_clock::now() - start;
+  canceller.join();
+  EXPECT_EQ(out.status().code(), Code::kCancelled);
+  EXPECT_NE(out.status().message().find("spin cancelled after"), std::string::npos)
+      << out.status().message();
+  // Loosely bounded: a loaded machine preempts threads, but never for a minute.
+  EXPECT_LT(took, std::chrono::seconds(6));
 }
 
 TEST(SpinKernelTest, BadTimesAreInvalidArgument) {

@@ -22,7 +22,8 @@ using AllMessages = ::testing::Types<
     Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
     HelloClientReply, Goodbye, HostChanged, CreateSlice, SliceInfo, SliceRemapped, ServiceChanged,
     RegisterFunction, RegisterFunctionReply, GetClusterStatus, ClusterStatus, Compile, Dispatch,
-    TupleBatch, RunLoop, SubmitProgram, SubmitReply, GangDone, NodeReleased, StoreHello,
+    TupleBatch, RunLoop, SubmitProgram, SubmitReply, GangDone, NodeReleased, CancelRun, RunDone,
+    StoreHello,
     StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
     GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 

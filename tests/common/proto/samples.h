@@ -297,7 +297,17 @@ inline CrossIslandNode Sample<CrossIslandNode>() {
 
 template <>
 inline SubmitProgram Sample<SubmitProgram>() {
-  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}, 2.5, {Sample<CrossIslandNode>()}};
+  return {42, 5, {Sample<PlacedEntry>(), PlacedEntry{}}, 2.5, {Sample<CrossIslandNode>()}, true};
+}
+
+template <>
+inline CancelRun Sample<CancelRun>() {
+  return {42, 5};
+}
+
+template <>
+inline RunDone Sample<RunDone>() {
+  return {5};
 }
 
 template <>
@@ -355,7 +365,7 @@ inline GetObjectReply Sample<GetObjectReply>() {
 
 template <>
 inline ReleaseObject Sample<ReleaseObject>() {
-  return {555};
+  return {555, 7, 2};
 }
 
 template <>
@@ -365,7 +375,7 @@ inline GetStoreStats Sample<GetStoreStats>() {
 
 template <>
 inline StoreStats Sample<StoreStats>() {
-  return {3, 1024, uint64_t{1} << 28, {{42, 2}, {43, 1}}, {4096, 0}, {1 << 20, 1 << 20}};
+  return {3, 1024, uint64_t{1} << 28, {{42, 2}, {43, 1}}, {4096, 0}, {1 << 20, 1 << 20}, {{43, 1}}};
 }
 
 }  // namespace atl::proto::samples

@@ -4,9 +4,11 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include <gtest/gtest.h>
 
+#include "compute/backend_cpu.h"
 #include "tests/services/executor/executor_test_util.h"
 
 namespace atl::executor {
@@ -146,6 +148,59 @@ TEST_F(DeviceStreamTest, AFailingKernelIsTheItemsResult) {
   const auto done = completions_.WaitFor(1);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].outputs.status().code(), Code::kInvalidArgument);
+}
+
+// Cancelling a run on a real cpu stream: its running spin stops at once, its queued items
+// fail without running, and another run's item runs next.
+TEST(DeviceStreamCancelTest, CancelRunStopsTheRunningItemAndFailsTheRunsQueuedOnes) {
+  const ir::TensorType type = ir::SplitType(DType::kF32, {2}, -1);
+  constexpr double kSpinUs = 60e6;
+  ir::FunctionDef spin_fn;
+  spin_fn.name = "spin";
+  spin_fn.inputs = {type};
+  spin_fn.ops = {ir::Op{ir::OpCode::kSpin, {testutil::InputOperand(0)}, kSpinUs, type}};
+  spin_fn.outputs = {testutil::OpOperand(0)};
+  auto spin = std::make_shared<const ir::FunctionDef>(spin_fn);
+  auto scale = std::make_shared<const ir::FunctionDef>(testutil::ScaleFunction(type, 3.0));
+  auto item = [](uint64_t run, uint64_t gang, std::shared_ptr<const ir::FunctionDef> fn) {
+    proto::Entry e = testutil::MakeEntry(1, 0, 1);
+    e.run_id = run;
+    e.gang_seq = gang;
+    auto it = testutil::MakeItem(std::move(e));
+    it->function = std::move(fn);
+    return it;
+  };
+  CollectiveHub hub{"tcp://self:1", [](auto&&...) {}, 1s};
+  Completions completions;
+  DeviceStream stream(compute::CpuBackend::Get(), hub,
+                      [&](Completion c) { completions.Add(std::move(c)); });
+  auto running = item(1, 1, spin);
+  auto queued = item(1, 2, scale);
+  auto other = item(2, 3, scale);
+  for (const auto& i : {running, queued, other}) {
+    stream.Enqueue(i);
+    stream.Deliver(i, 0, Tensor::F32({2}, {1, 2}));
+  }
+  // The spin left the queue: it runs.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (stream.queued() == 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(stream.queued(), 2u) << "the spin never started";
+
+  const std::chrono::duration<double, std::micro> kPrompt(kSpinUs / 10);
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  stream.CancelRun(1, Cancelled("run 1 was cancelled"));
+  const auto done = completions.WaitFor(3);
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].item, running);
+  EXPECT_EQ(done[0].outputs.status().code(), Code::kCancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - cancelled_at, kPrompt);
+  EXPECT_EQ(done[1].item, queued);
+  EXPECT_EQ(done[1].outputs.status().message(), "run 1 was cancelled");
+  EXPECT_EQ(done[2].item, other);
+  ASSERT_TRUE(done[2].outputs.ok()) << done[2].outputs.status().ToString();
+  EXPECT_EQ(done[2].outputs->at(0), Tensor::F32({2}, {3, 6}));
 }
 
 }  // namespace

@@ -96,9 +96,11 @@ TEST_F(DirectoryTest, RefcountIsPerObjectAndFreesEveryShardAtZero) {
   ASSERT_TRUE(dir_.Create(1, 1, 7, DType::kF32, {16}).ok());
   ASSERT_TRUE(dir_.Create(2, 0, 7, DType::kF32, {16}).ok());
   EXPECT_EQ(dir_.Stats().shards, 3u);
+  ASSERT_TRUE(dir_.Seal(1, 0).ok());
+  ASSERT_TRUE(dir_.Seal(1, 1).ok());
   auto released = dir_.Release(1);
   ASSERT_TRUE(released.ok());
-  EXPECT_TRUE(*released);  // one reference, held by the owner
+  EXPECT_EQ(*released, ReleaseOutcome::kFreed);  // one reference, held by the owner
   EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
   EXPECT_EQ(dir_.Find(1, 1).status().code(), Code::kNotFound);
   EXPECT_TRUE(dir_.Find(2, 0).ok());
@@ -164,6 +166,63 @@ TEST_F(DirectoryTest, GoodbyeFreesOnlyThatClientsObjects) {
   EXPECT_TRUE(dir_.Goodbye(12345).objects.empty());
 }
 
+TEST_F(DirectoryTest, AReleasedObjectStillBeingWrittenIsFreedOnceItsShardsAreSealed) {
+  ASSERT_TRUE(dir_.Create(1, 0, 7, DType::kF32, {16}).ok());
+  ASSERT_TRUE(dir_.Seal(1, 0).ok());
+  // The releaser knows of two shards here; the second is not even created yet.
+  auto outcome = dir_.Release(1, 7, 2);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(*outcome, ReleaseOutcome::kFreedOnSeal);
+  EXPECT_FALSE(dir_.FreeIfReleased(1));
+  EXPECT_EQ(dir_.Release(1, 7, 2).status().code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(dir_.Create(1, 1, 7, DType::kF32, {16}).ok());
+  EXPECT_FALSE(dir_.FreeIfReleased(1));  // created, not written yet
+  ASSERT_TRUE(dir_.Seal(1, 1, Cancelled("run cancelled")).ok());
+  EXPECT_TRUE(dir_.FreeIfReleased(1));
+  EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(dir_.Stats().bytes_in_use, 0u);
+  EXPECT_EQ(dir_.Stats().objects, 0u);
+}
+
+TEST_F(DirectoryTest, AReleaseBeforeCreationIsATombstoneUntilTheObjectIsSealed) {
+  auto outcome = dir_.Release(5, 7, 1);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(*outcome, ReleaseOutcome::kRemembered);
+  EXPECT_EQ(dir_.Stats().tombstones, 1u);
+  EXPECT_EQ(dir_.Stats().tombstones_per_owner, (std::map<uint64_t, uint64_t>{{7, 1}}));
+  EXPECT_EQ(dir_.Release(5, 7, 1).status().code(), Code::kFailedPrecondition);
+  // Without an owner nothing bounds a tombstone: an unknown object is an error.
+  EXPECT_EQ(dir_.Release(6).status().code(), Code::kNotFound);
+  ASSERT_TRUE(dir_.Create(5, 0, 7, DType::kF32, {16}).ok());
+  EXPECT_EQ(dir_.Stats().tombstones, 0u);
+  EXPECT_EQ(dir_.Stats().objects, 1u);
+  ASSERT_TRUE(dir_.Seal(5, 0).ok());
+  EXPECT_TRUE(dir_.FreeIfReleased(5));
+  EXPECT_EQ(dir_.Stats().objects, 0u);
+  EXPECT_EQ(dir_.Stats().bytes_in_use, 0u);
+  // The id is free again: a later object with it lives normally.
+  ASSERT_TRUE(dir_.Create(5, 0, 7, DType::kF32, {16}).ok());
+  ASSERT_TRUE(dir_.Seal(5, 0).ok());
+  EXPECT_FALSE(dir_.FreeIfReleased(5));
+}
+
+TEST_F(DirectoryTest, TombstonesAreForgottenWithTheirOwner) {
+  ASSERT_TRUE(dir_.Release(5, 7, 1).ok());
+  ASSERT_TRUE(dir_.Release(6, 8, 1).ok());
+  dir_.Goodbye(7);
+  EXPECT_EQ(dir_.Stats().tombstones, 1u);
+  // Client 8 was never heard from but through its release: it lapses like any client.
+  clock_.Advance(kTimeout + milliseconds(1));
+  dir_.Expire();
+  EXPECT_EQ(dir_.Stats().tombstones, 0u);
+  // A tombstone of another owner does not doom an object of the same id.
+  ASSERT_TRUE(dir_.Release(9, 8, 1).ok());
+  ASSERT_TRUE(dir_.Create(9, 0, 3, DType::kF32, {1}).ok());
+  ASSERT_TRUE(dir_.Seal(9, 0).ok());
+  EXPECT_FALSE(dir_.FreeIfReleased(9));
+  EXPECT_TRUE(dir_.Find(9, 0).ok());
+}
+
 TEST_F(DirectoryTest, FreedSpaceIsReused) {
   const uint64_t quarter = kArena / 4;
   for (uint64_t id = 1; id <= 4; ++id) {
@@ -172,6 +231,7 @@ TEST_F(DirectoryTest, FreedSpaceIsReused) {
   auto full = dir_.Create(5, 0, 0, DType::kF32, {1});
   ASSERT_EQ(full.status().code(), Code::kOutOfMemory);
   EXPECT_NE(full.status().message().find("object 5 shard 0"), std::string::npos);
+  ASSERT_TRUE(dir_.Seal(2, 0).ok());
   ASSERT_TRUE(dir_.Release(2).ok());
   EXPECT_TRUE(dir_.Create(5, 0, 0, DType::kF32, {1}).ok());
 }

@@ -383,7 +383,41 @@ TEST_F(StoreProcessTest, ReleaseCancelsGetsWaitingOnTheObject) {
   ASSERT_TRUE(err.ok());
   EXPECT_EQ(err->code, static_cast<int32_t>(Code::kCancelled));
   EXPECT_NE(err->message.find("object 8 shard 0 was released"), std::string::npos) << err->message;
+  // Its writer may still be writing it: it is freed once sealed, not before.
+  auto held = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->objects, 1u);
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::SealObject{8, 0, 0, ""}, kCallTimeout).ok());
   EXPECT_TRUE(WaitForEvent("object.freed", "object", 8, 2s).has_value());
+}
+
+TEST_F(StoreProcessTest, AReleaseBeforeTheObjectExistsFreesItOnceSealedWithoutAnError) {
+  StartStore();
+  auto store = Connect();
+  // Client 9's run was cancelled before its output shards 0 and 1 here were made.
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{21, 9, 2}, kCallTimeout).ok());
+  for (uint32_t shard = 0; shard < 2; ++shard) {
+    ASSERT_TRUE(store
+                    ->Call<proto::CreateObjectReply>(
+                        proto::CreateObject{21, shard, 9, DType::kF32, {4}}, kCallTimeout)
+                    .ok());
+  }
+  const auto cancelled = static_cast<int32_t>(Code::kCancelled);
+  ASSERT_TRUE(
+      store->Call<proto::Ok>(proto::SealObject{21, 0, cancelled, "run cancelled"}, kCallTimeout)
+          .ok());
+  auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->objects, 1u);  // shard 1 is still being written
+  ASSERT_TRUE(
+      store->Call<proto::Ok>(proto::SealObject{21, 1, cancelled, "run cancelled"}, kCallTimeout)
+          .ok());
+  EXPECT_TRUE(WaitForEvent("object.freed", "object", 21, 2s).has_value());
+  stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->objects, 0u);
+  EXPECT_EQ(stats->bytes_in_use, 0u);
+  EXPECT_EQ(stats->device_bytes_in_use, std::vector<uint64_t>(stats->device_bytes.size(), 0));
 }
 
 TEST_F(StoreProcessTest, OversizedObjectIsOutOfMemoryNamingTheSizes) {

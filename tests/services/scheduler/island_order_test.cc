@@ -215,5 +215,81 @@ TEST(IslandOrderTest, MalformedSubgraphsAreRefused) {
   EXPECT_EQ(order.queued(), 0u);
 }
 
+TEST(IslandOrderTest, ARunFinishesWhenEveryGangOfItLeftTheFlight) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  proto::SubmitProgram reads = MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 2);
+  reads.notify_done = true;
+  ASSERT_TRUE(order.Submit(reads).ok());
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 2, {{"e0", 0}}, 1)).ok());
+  auto released = order.Release();
+  // Run 1's first gang done on both executors, its second on e0 only: not finished.
+  const uint64_t first = released.at("e0").entries[0].gang_seq;
+  const uint64_t second = released.at("e0").entries[1].gang_seq;
+  order.OnGangDone("e0", Done(first, 1));
+  order.OnGangDone("e1", Done(first, 1));
+  order.OnGangDone("e0", Done(second, 1));
+  EXPECT_TRUE(order.TakeFinishedRuns().empty());
+  // A failed gang counts as done.
+  proto::GangDone failed = Done(second, 1);
+  failed.error_code = static_cast<int32_t>(Code::kInternal);
+  order.OnGangDone("e1", failed);
+  auto finished = order.TakeFinishedRuns();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].client, 1u);
+  EXPECT_EQ(finished[0].run, 1u);
+  EXPECT_TRUE(finished[0].notify_done);
+  // Run 2 did not ask to hear it, but finishes all the same (its bookkeeping goes).
+  order.OnGangDone("e0", Done(released.at("e0").entries[2].gang_seq, 1));
+  finished = order.TakeFinishedRuns();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].run, 2u);
+  EXPECT_FALSE(finished[0].notify_done);
+  EXPECT_TRUE(order.TakeFinishedRuns().empty());
+}
+
+TEST(IslandOrderTest, ACancelledRunsQueuedGangsArePlacedFailedAtOnce) {
+  IslandOrder order(MakeFifoPolicy(), /*window=*/1);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 1)).ok());
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 2, {{"e0", 0}, {"e1", 0}}, 3)).ok());
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 3, {{"e0", 0}}, 1)).ok());
+  auto running = order.Release();  // run 1's gang; the window holds the rest
+  ASSERT_EQ(running.at("e0").entries.size(), 1u);
+
+  EXPECT_FALSE(order.CancelRun(2, 2, Cancelled("not yours"))) << "another client's run";
+  EXPECT_FALSE(order.CancelRun(1, 99, Cancelled("unknown")));
+  EXPECT_TRUE(order.CancelRun(1, 2, Cancelled("run 2 was cancelled")));
+  // Placed at once, ahead of run 1's flight and the window: they run nothing.
+  auto cancelled = order.Release();
+  for (const char* exec : {"e0", "e1"}) {
+    ASSERT_EQ(cancelled.at(exec).entries.size(), 3u) << exec;
+    for (const auto& e : cancelled.at(exec).entries) {
+      EXPECT_EQ(e.run_id, 2u);
+      EXPECT_EQ(e.error_code, static_cast<int32_t>(Code::kCancelled));
+      EXPECT_EQ(e.error, "run 2 was cancelled");
+    }
+  }
+  EXPECT_EQ(order.queued(), 1u);  // run 3 is untouched
+  // Its executors report the failed gangs: the run finishes, and cancelling it is moot.
+  for (const auto& [exec, done] : AllDone(cancelled)) order.OnGangDone(exec, done);
+  auto finished = order.TakeFinishedRuns();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].run, 2u);
+  EXPECT_FALSE(order.CancelRun(1, 2, Cancelled("again")));
+  // Run 3 goes once run 1 leaves the window.
+  for (const auto& [exec, done] : AllDone(running)) order.OnGangDone(exec, done);
+  auto next = order.Release();
+  ASSERT_EQ(next.at("e0").entries.size(), 1u);
+  EXPECT_EQ(next.at("e0").entries[0].run_id, 3u);
+  EXPECT_EQ(next.at("e0").entries[0].error_code, 0);
+}
+
+TEST(IslandOrderTest, CancellingARunAllInFlightSaysItIsHere) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 2)).ok());
+  auto released = order.Release();
+  EXPECT_TRUE(order.CancelRun(1, 1, Cancelled("stop")));  // its executors must hear it
+  EXPECT_TRUE(order.Release().empty());
+}
+
 }  // namespace
 }  // namespace atl::scheduler
