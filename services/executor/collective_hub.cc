@@ -55,6 +55,7 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
   if (!st.total) {
     if (auto lost = LostPartner(key, st)) st.total = *std::move(lost);
   }
+  if (!st.total && !stopping_.ok()) st.total = stopping_;
   if (!st.total) st.local.emplace(shard, std::move(local));
   if (!st.total && st.local.size() == st.local_expected) {
     // This host's partial, summed in shard order; it goes to every other host.
@@ -113,6 +114,17 @@ void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
     for (auto& [key, state] : states_) {
       if (state.total) continue;
       if (auto lost = LostPartner(key, state)) state.total = *std::move(lost);
+    }
+  }
+  cv_.notify_all();
+}
+
+void CollectiveHub::Stop(const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = why;
+    for (auto& [key, state] : states_) {
+      if (!state.total) state.total = why;
     }
   }
   cv_.notify_all();

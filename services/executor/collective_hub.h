@@ -61,6 +61,9 @@ class CollectiveHub {
   // whose gang includes it, until HostBack.
   void HostLost(const std::string& endpoint, const Status& why);
   void HostBack(const std::string& endpoint);
+  // The executor is stopping: every all-reduce waiting now, and every later one, fails
+  // with `why` at once, so that device threads can be joined.
+  void Stop(const Status& why);
 
  private:
   struct State {
@@ -84,6 +87,7 @@ class CollectiveHub {
   std::condition_variable cv_;
   std::map<CollectiveKey, State> states_;     // guarded by mu_
   std::map<std::string, Status> lost_hosts_;  // by data endpoint; guarded by mu_
+  Status stopping_;                           // not OK once stopped; guarded by mu_
 };
 
 }  // namespace atl::executor

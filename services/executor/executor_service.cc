@@ -30,6 +30,8 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config, 
       outbox_(context, config_.dataplane) {}
 
 ExecutorService::~ExecutorService() {
+  // A device thread may wait in an all-reduce whose partner's partial never comes.
+  if (hub_) hub_->Stop(Cancelled("the executor is stopping"));
   devices_.Clear();  // joins the stream threads before the rest goes away
 }
 

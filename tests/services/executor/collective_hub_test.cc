@@ -162,6 +162,20 @@ TEST_F(CollectiveHubTest, AnAllReduceIncludingALostHostFailsAtOnceUntilItIsBack)
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
 
+TEST_F(CollectiveHubTest, StoppingFailsEveryWaitingAndLaterAllReduceAtOnce) {
+  CollectiveHub hub = MakeHub(30s);
+  const GangLayout layout({kA, kB});
+  auto waiting = std::async(std::launch::async, [&] {
+    return hub.AllReduceSum({11, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+  });
+  ASSERT_TRUE(WaitForSent(1)) << "the local partial never went out";
+  hub.Stop(Cancelled("the executor is stopping"));
+  ASSERT_EQ(waiting.wait_for(1s), std::future_status::ready) << "still waiting after Stop";
+  EXPECT_EQ(waiting.get().status().code(), Code::kCancelled);
+  Result<Tensor> later = hub.AllReduceSum({12, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+  EXPECT_EQ(later.status().code(), Code::kCancelled) << later.status().ToString();
+}
+
 TEST_F(CollectiveHubTest, APartialThatCameBeforeItsHostWasLostStillCounts) {
   CollectiveHub hub = MakeHub(30s);
   const CollectiveKey key{10, 0, 0};
