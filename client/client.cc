@@ -118,6 +118,8 @@ struct Client::Impl {
         if (!changed.ok()) continue;
         const auto key = std::make_pair(changed->role, changed->name);
         if (changed->lost) {
+          // What runs there read may go: their gangs there will never report.
+          if (changed->role == proto::Heartbeat::kScheduler) (void)reads.Lost(changed->endpoint);
           Loss loss{changed->role, changed->name, changed->endpoint, changed->reason};
           losses.push_back(loss);
           down[key] = std::move(loss);

@@ -26,6 +26,18 @@ std::vector<ReadsLedger::KeepAlive> ReadsLedger::Done(const std::string& schedul
   return released;
 }
 
+std::vector<ReadsLedger::KeepAlive> ReadsLedger::Lost(const std::string& scheduler) {
+  std::vector<uint64_t> waiting;
+  for (const auto& [run, held] : runs_) {
+    if (held.schedulers.count(scheduler)) waiting.push_back(run);
+  }
+  std::vector<KeepAlive> released;
+  for (uint64_t run : waiting) {
+    for (auto& read : Done(scheduler, run)) released.push_back(std::move(read));
+  }
+  return released;
+}
+
 std::vector<ReadsLedger::KeepAlive> ReadsLedger::TakeAll() {
   std::vector<KeepAlive> all;
   for (auto& [run, held] : runs_) {

@@ -28,6 +28,9 @@ class ReadsLedger {
   // held once that was the last of its schedulers, for the caller to drop; an unknown run
   // or a scheduler already heard from gives nothing.
   std::vector<KeepAlive> Done(const std::string& scheduler, uint64_t run);
+  // `scheduler` was lost: no RunDone will come from it, and the runs it had fail. Counts as
+  // its RunDone for every run; returns what runs held once it was their last scheduler.
+  std::vector<KeepAlive> Lost(const std::string& scheduler);
   // Whether some run still waits for `scheduler`'s RunDone.
   bool Awaits(const std::string& scheduler) const { return awaited_.count(scheduler) > 0; }
   // Runs still holding reads.

@@ -28,6 +28,17 @@ TEST(ReadsLedgerTest, ReadsAreHeldUntilEverySchedulerSaidDone) {
   EXPECT_EQ(ledger.runs(), 0u);
 }
 
+TEST(ReadsLedgerTest, ALostSchedulerCountsAsEveryRunsDone) {
+  ReadsLedger ledger;
+  ledger.Hold(1, {"s0"}, {std::make_shared<int>(1)});
+  ledger.Hold(2, {"s0", "s1"}, {std::make_shared<int>(2)});
+  ledger.Hold(3, {"s1"}, {std::make_shared<int>(3)});
+  EXPECT_EQ(ledger.Lost("s0").size(), 1u) << "run 1's reads; run 2 still waits for s1";
+  EXPECT_FALSE(ledger.Awaits("s0"));
+  EXPECT_EQ(ledger.runs(), 2u);
+  EXPECT_EQ(ledger.Done("s1", 2).size(), 1u);
+}
+
 TEST(ReadsLedgerTest, UnknownRunsAndSchedulersReleaseNothing) {
   ReadsLedger ledger;
   ledger.Hold(1, {"s0"}, {std::make_shared<int>(1)});
