@@ -313,7 +313,14 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
   for (const auto& call : program.impl_->calls) {
     for (const auto& device : call.fn->slice.devices) run->needs_hosts.insert(device.host);
   }
-  ATOLL_RETURN_IF_ERROR(impl_->CheckUp(*run));
+  if (!impl_->CheckUp(*run).ok()) {
+    // The service may be back already, its notice on the way: whoever saw it come back on
+    // the event stream and submitted at once must not be refused for a notice in flight.
+    zmq::pollitem_t rm_readable{impl_->rm->socket().handle(), 0, ZMQ_POLLIN, 0};
+    (void)zmq::poll(&rm_readable, 1, impl_->notice_period);
+    impl_->ApplyNotices();
+    ATOLL_RETURN_IF_ERROR(impl_->CheckUp(*run));
+  }
   // What its inputs' producers need, it needs too, until they are done.
   for (const auto& a : args) {
     const Future* f = a.future();
