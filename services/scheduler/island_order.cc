@@ -239,6 +239,14 @@ size_t IslandOrder::DropClient(uint64_t client, const Status& why) {
   return runs;
 }
 
+std::vector<uint64_t> IslandOrder::UnfinishedRuns(uint64_t client) const {
+  std::vector<uint64_t> runs;
+  for (const auto& [run, unfinished] : unfinished_) {
+    if (unfinished.client == client) runs.push_back(run);
+  }
+  return runs;
+}
+
 bool IslandOrder::CancelRun(uint64_t client, uint64_t run, const Status& why) {
   auto unfinished = unfinished_.find(run);
   if (unfinished == unfinished_.end() || unfinished->second.client != client) return false;

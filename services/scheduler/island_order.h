@@ -57,6 +57,8 @@ class IslandOrder {
   // heartbeating): their gangs take their places at once marked failed with `why`, like
   // Expire's, so that nothing waits for them. Returns how many runs.
   size_t DropClient(uint64_t client, const Status& why);
+  // `client`'s runs not finished here (queued or in flight), in id order.
+  std::vector<uint64_t> UnfinishedRuns(uint64_t client) const;
 
   // The executor with control endpoint `executor` was lost (`why` names its host): every
   // queued run with a gang on it fails now (its gangs take their places at once with

@@ -130,8 +130,13 @@ Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
   events_->Publish(
       "run.cancelled",
       {{"run", cancel.run_id}, {"client", cancel.client_id}, {"island", options_.island}});
+  CancelAtExecutors(cancel);
+  return Status::Ok();  // a notice: no reply
+}
+
+void SchedulerService::CancelAtExecutors(const proto::CancelRun& cancel) {
   auto executors = run_executors_.find(cancel.run_id);
-  if (executors == run_executors_.end()) return Status::Ok();
+  if (executors == run_executors_.end()) return;
   for (const std::string& endpoint : executors->second) {
     Status sent = [&]() -> Status {
       ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
@@ -142,7 +147,6 @@ Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
                        {{"error", sent.WithContext("cancel at executor " + endpoint).ToString()}});
     }
   }
-  return Status::Ok();  // a notice: no reply
 }
 
 void SchedulerService::ReportFinishedRuns() {
@@ -189,11 +193,14 @@ void SchedulerService::DropClient(uint64_t client, const std::string& why) {
   last_heard_.erase(client);
   client_routes_.erase(client);
   const Status dropped = Cancelled(fmt::format("client {} {}", client, why));
+  // Its shards already at executors stop too: nobody waits for what they make.
+  const std::vector<uint64_t> unfinished = order_->UnfinishedRuns(client);
   if (const size_t runs = order_->DropClient(client, dropped); runs > 0) {
     events_->Publish(
         "client.dropped",
         {{"client", client}, {"island", options_.island}, {"runs", uint64_t{runs}}, {"why", why}});
   }
+  for (uint64_t run : unfinished) CancelAtExecutors({client, run});
   DispatchReleased();
 }
 

@@ -184,6 +184,53 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
   EXPECT_TRUE(matched.ok()) << matched.ToString();
 }
 
+TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
+  constexpr double kSpinUs = 60e6;
+  const auto spin_time = std::chrono::microseconds(static_cast<int64_t>(kSpinUs));
+  auto leaving = Connect("leaving");
+  ASSERT_NE(leaving, nullptr);
+  auto slice = leaving->CreateSlice(2, "island1");
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  auto spin = OneCall(*leaving, *slice, "spin",
+                      [&](FunctionBuilder& b, Value x) { return b.Spin(x, kSpinUs); });
+  ASSERT_TRUE(spin.ok()) << spin.status().ToString();
+  EventRecorder events(EventsEndpoint());
+  auto submitted = leaving->Submit(*spin, {Tensor::F32({2}, {1, 2})});
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  std::optional<atl::Run> spinning = std::move(submitted).value();
+  const uint64_t run = spinning->id();
+  ASSERT_TRUE(events
+                  .WaitFor(
+                      "dispatch.admitted",
+                      [&](const Event& e) { return e.fields["run"].get<uint64_t>() == run; }, 20s)
+                  .has_value());
+
+  // It says goodbye with the spin under way; its island's devices are all another
+  // client's next, and run its program at once.
+  const auto left_at = Clock::now();
+  spinning.reset();
+  leaving.reset();
+  auto staying = Connect("staying");
+  ASSERT_NE(staying, nullptr);
+  auto all = staying->CreateSlice(4, "island1");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  auto inc = OneCall(*staying, *all, "inc", Inc);
+  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  auto next = staying->Submit(*inc, {Tensor::F32({2}, {1, 2})});
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  auto out = next->Wait(30s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
+  EXPECT_LT(Clock::now() - left_at, spin_time / 4);
+  const auto stopped = events.WaitFor(
+      "gang.cancelled", [&](const Event& e) { return e.fields["run"].get<uint64_t>() == run; },
+      10s);
+  ASSERT_TRUE(stopped.has_value()) << "the spin was not stopped";
+  EXPECT_NE(stopped->fields["why"].get<std::string>().find("spin cancelled after"),
+            std::string::npos)
+      << stopped->fields.dump();
+}
+
 // ---------------------------------------------------------------------------------------
 // No fault, no error event.
 

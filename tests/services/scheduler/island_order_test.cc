@@ -215,6 +215,19 @@ TEST(IslandOrderTest, MalformedSubgraphsAreRefused) {
   EXPECT_EQ(order.queued(), 0u);
 }
 
+TEST(IslandOrderTest, AClientsUnfinishedRunsAreThoseQueuedOrInFlight) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 1)).ok());
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 2, {{"e0", 0}}, 1)).ok());
+  ASSERT_TRUE(order.Submit(MakeProgram(2, 3, {{"e0", 0}}, 1)).ok());
+  auto released = order.Release();
+  EXPECT_EQ(order.UnfinishedRuns(1), (std::vector<uint64_t>{1, 2}));
+  order.OnGangDone("e0", Done(released.at("e0").entries[0].gang_seq, 1));
+  EXPECT_EQ(order.UnfinishedRuns(1), (std::vector<uint64_t>{2}));
+  EXPECT_EQ(order.UnfinishedRuns(2), (std::vector<uint64_t>{3}));
+  EXPECT_TRUE(order.UnfinishedRuns(9).empty());
+}
+
 TEST(IslandOrderTest, ARunFinishesWhenEveryGangOfItLeftTheFlight) {
   IslandOrder order(MakeFifoPolicy(), 0);
   proto::SubmitProgram reads = MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 2);
