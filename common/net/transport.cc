@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 namespace atl::net {
 
 namespace {
@@ -156,6 +158,20 @@ std::vector<proto::Incoming> Requester::TakeNotices() {
     if (in.ok() && in->header.request_id() == 0) notices_.push_back(std::move(in).value());
   }
   return std::exchange(notices_, {});
+}
+
+std::vector<Status> Requester::TakeErrors() {
+  std::vector<Status> errors;
+  while (true) {
+    auto got = RecvFrames(socket_, std::chrono::milliseconds(0));
+    if (!got.ok() || !got->has_value()) break;
+    auto in = proto::ParseIncoming(std::move(**got), /*routed=*/false);
+    if (!in.ok() || in->header.kind() != proto::Kind::kError) continue;
+    auto error = in->header.As<proto::Error>();
+    errors.push_back(error.ok() ? proto::FromError(*error) : error.status());
+    spdlog::warn("{} says: {}", endpoint_, errors.back().ToString());
+  }
+  return errors;
 }
 
 }  // namespace atl::net

@@ -128,6 +128,9 @@ class Requester {
   // arrival order: those Call() met while waiting for its reply, then those waiting on the
   // socket. Never waits; late replies to old requests are dropped.
   std::vector<proto::Incoming> TakeNotices();
+  // The errors the peer answered since the last call (for a service that only posts to it,
+  // such as heartbeats), each logged as a warning; never waits. Other messages are dropped.
+  std::vector<Status> TakeErrors();
 
  private:
   std::string endpoint_;

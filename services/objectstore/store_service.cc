@@ -466,16 +466,7 @@ void StoreService::HeartbeatRm() {
   if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
 }
 
-void StoreService::OnRm() {
-  for (int i = 0; i < 64; ++i) {
-    auto frames = net::RecvFrames(rm_->socket(), std::chrono::milliseconds(0));
-    if (!frames.ok() || !frames->has_value()) return;
-    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
-    if (!in.ok() || in->header.kind() != proto::Kind::kError) continue;
-    auto error = in->header.As<proto::Error>();
-    spdlog::warn("the RM says: {}", error.ok() ? error->message : error.status().ToString());
-  }
-}
+void StoreService::OnRm() { (void)rm_->TakeErrors(); }
 
 void StoreService::PublishCollected(const Collected& collected) {
   const std::string reason(CollectReasonName(collected.reason));

@@ -130,7 +130,7 @@ class StoreService {
   void ExpireWaiters();
   void ExpireClients();
   void HeartbeatRm();
-  // The RM's answers: none to a heartbeat it accepts; an Error is logged.
+  // The RM's answers: none to a heartbeat it accepts; an Error is logged (TakeErrors).
   void OnRm();
   void PublishCollected(const Collected& collected);
   void PublishFreed(uint64_t object);

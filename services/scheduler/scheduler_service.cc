@@ -1,5 +1,7 @@
 #include "services/scheduler/scheduler_service.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -39,16 +41,9 @@ void SchedulerService::HeartbeatRm() {
 }
 
 void SchedulerService::OnRm() {
-  bool unknown = false;
-  for (int i = 0; i < 64; ++i) {
-    auto frames = net::RecvFrames(rm_->socket(), std::chrono::milliseconds(0));
-    if (!frames.ok() || !frames->has_value()) break;
-    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
-    if (!in.ok() || in->header.kind() != proto::Kind::kError) continue;
-    auto error = in->header.As<proto::Error>();
-    spdlog::warn("the RM says: {}", error.ok() ? error->message : error.status().ToString());
-    unknown = unknown || (error.ok() && error->code == static_cast<int32_t>(Code::kNotFound));
-  }
+  const std::vector<Status> errors = rm_->TakeErrors();
+  const bool unknown = std::any_of(errors.begin(), errors.end(),
+                                   [](const Status& e) { return e.code() == Code::kNotFound; });
   if (unknown) {
     spdlog::info("registering again with the RM");
     Status sent = rm_->Post(proto::RegisterScheduler{options_.island, endpoint_});

@@ -14,6 +14,7 @@
 
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/store_stats.h"
 
 namespace atl::testing {
 namespace {
@@ -129,25 +130,6 @@ bool AllAlive(const std::string& rm) {
   return true;
 }
 
-// Objects in every store, by host; a store that does not answer is left out.
-std::map<std::string, uint64_t> ObjectsByHost(const std::string& rm) {
-  std::map<std::string, uint64_t> out;
-  zmq::context_t context;
-  net::Requester rm_peer(context, rm);
-  if (!rm_peer.Connect().ok()) return out;
-  auto status = rm_peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
-  if (!status.ok()) return out;
-  for (const auto& island : status->islands) {
-    for (const auto& host : island.hosts) {
-      net::Requester store(context, host.store_endpoint);
-      if (!store.Connect().ok()) continue;
-      auto stats = store.Call<proto::StoreStats>(proto::GetStoreStats{}, 5s);
-      if (stats.ok()) out[host.name] = stats->objects;
-    }
-  }
-  return out;
-}
-
 TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind) {
   std::vector<Workload> workloads;
   for (int i = 0; i < kClients; ++i) {
@@ -201,12 +183,16 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
   // Objects go with their owners: at once on goodbye, or after the liveness window of a
   // client whose goodbye a restarting store missed.
   std::map<std::string, uint64_t> left;
+  zmq::context_t context;
   const auto gone = Clock::now() + 30s;
   do {
     ASSERT_TRUE(cluster_->Supervise().ok());
-    left = ObjectsByHost(RmEndpoint());
+    left.clear();
     uint64_t total = 0;
-    for (const auto& [host, n] : left) total += n;
+    for (const auto& [host, stats] : StoreStatsByHost(context, RmEndpoint())) {
+      left[host] = stats.objects;
+      total += stats.objects;
+    }
     if (left.size() == 4 && total == 0) break;
     std::this_thread::sleep_for(100ms);
   } while (Clock::now() < gone);

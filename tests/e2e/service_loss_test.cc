@@ -49,18 +49,48 @@ class ServiceLossTest : public ClusterTest {
 
   static Tensor X() { return Tensor::F32({4}, {1, 2, 3, 4}); }
   static Tensor XPlus(float n) { return Tensor::F32({4}, {1 + n, 2 + n, 3 + n, 4 + n}); }
-};
 
-// Fails the run `run` expects to fail and returns its error and how long after `since` it
-// came.
-std::pair<Status, std::chrono::milliseconds> WaitForFailure(Run& run, Clock::time_point since) {
-  auto out = run.Wait(30s);
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since);
-  EXPECT_FALSE(out.ok()) << "the run completed";
-  ::testing::Test::RecordProperty("failed_after_kill_ms", static_cast<int>(took.count()));
-  std::cout << "failed " << took.count() << " ms after the kill\n";
-  return {out.ok() ? Status::Ok() : out.status(), took};
-}
+  // Submits `doomed` one call at a time, SIGKILLs `service` once a shard of it was admitted
+  // (on `host`, when not empty), and checks that the run fails within the bound, naming
+  // the lost service as `named`.
+  static void KillMidRun(Client& client, const Chain& doomed, const std::string& host,
+                         const std::string& service, const std::string& named) {
+    EventRecorder events(EventsEndpoint());
+    SubmitOptions one_at_a_time;
+    one_at_a_time.sequential = true;
+    auto run = client.Submit(doomed.program, {X()}, one_at_a_time);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_TRUE(events
+                    .WaitFor(
+                        "dispatch.admitted",
+                        [&](const Event& e) {
+                          return e.fields["run"].get<uint64_t>() == run->id() &&
+                                 (host.empty() || e.fields["host"] == host);
+                        },
+                        20s)
+                    .has_value());
+    const auto killed_at = Clock::now();
+    ASSERT_TRUE(cluster_->Signal(service, SIGKILL).ok());
+    auto out = run->Wait(30s);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed_at);
+    ASSERT_FALSE(out.ok()) << "the run completed";
+    RecordProperty("failed_after_kill_ms", static_cast<int>(took.count()));
+    std::cout << "failed " << took.count() << " ms after the kill\n";
+    EXPECT_EQ(out.status().code(), Code::kUnavailable) << out.status().ToString();
+    EXPECT_NE(out.status().message().find(named), std::string::npos) << out.status().ToString();
+    EXPECT_LE(took, LossBound()) << out.status().ToString();
+  }
+
+  // Runs `chain` of `steps` steps and checks its value.
+  static void ExpectRuns(Client& client, const Chain& chain, int steps) {
+    auto run = client.Submit(chain.program, {X()});
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    auto out = run->Wait(60s);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at(0), XPlus(static_cast<float>(steps)));
+  }
+};
 
 TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestartServesAgain) {
   auto client = Connect("scheduler-loss");
@@ -71,33 +101,11 @@ TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestar
   ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
   const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);  // 4 s of work
   const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
-  SubmitOptions one_at_a_time;
-  one_at_a_time.sequential = true;
-
-  EventRecorder events(EventsEndpoint());
-  auto run = client->Submit(doomed.program, {X()}, one_at_a_time);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_TRUE(events
-                  .WaitFor(
-                      "dispatch.admitted",
-                      [&](const Event& e) { return e.fields["run"].get<uint64_t>() == run->id(); },
-                      20s)
-                  .has_value());
-  const auto killed_at = Clock::now();
-  ASSERT_TRUE(cluster_->Signal("scheduler-island0", SIGKILL).ok());
-
-  auto [error, took] = WaitForFailure(*run, killed_at);
-  EXPECT_EQ(error.code(), Code::kUnavailable) << error.ToString();
-  EXPECT_NE(error.message().find("the scheduler of island island0"), std::string::npos)
-      << error.ToString();
-  EXPECT_LE(took, LossBound()) << error.ToString();
+  KillMidRun(*client, doomed, "", "scheduler-island0", "the scheduler of island island0");
+  if (HasFatalFailure()) return;
 
   // The other island's scheduler serves on; no new slice goes to the lost island.
-  auto other_run = client->Submit(other.program, {X()});
-  ASSERT_TRUE(other_run.ok()) << other_run.status().ToString();
-  auto other_out = other_run->Wait(20s);
-  ASSERT_TRUE(other_out.ok()) << other_out.status().ToString();
-  EXPECT_EQ(other_out->at(0), XPlus(3));
+  ExpectRuns(*client, other, 3);
   auto refused = client->CreateSlice(1, "island0");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
@@ -108,17 +116,14 @@ TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestar
       << too_soon.status().ToString();
 
   // Restarted, it registers again and takes its island back.
+  EventRecorder events(EventsEndpoint());
   ASSERT_TRUE(cluster_->Restart("scheduler-island0", SIGKILL).ok());
   ASSERT_TRUE(
       events
           .WaitFor(
               "island.back", [](const Event& e) { return e.fields["island"] == "island0"; }, 20s)
           .has_value());
-  auto again = client->Submit(doomed.program, {X()});
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  auto out = again->Wait(60s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(out->at(0), XPlus(40));
+  ExpectRuns(*client, doomed, 40);
 }
 
 TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsRestartServesAgain) {
@@ -130,36 +135,11 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
   ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
   const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);
   const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
-  SubmitOptions one_at_a_time;
-  one_at_a_time.sequential = true;
-
-  EventRecorder events(EventsEndpoint());
-  auto run = client->Submit(doomed.program, {X()}, one_at_a_time);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_TRUE(events
-                  .WaitFor(
-                      "dispatch.admitted",
-                      [&](const Event& e) {
-                        return e.fields["run"].get<uint64_t>() == run->id() &&
-                               e.fields["host"] == "i1h0";
-                      },
-                      20s)
-                  .has_value());
-  const auto killed_at = Clock::now();
-  ASSERT_TRUE(cluster_->Signal("objectstore-i1h0", SIGKILL).ok());
-
-  auto [error, took] = WaitForFailure(*run, killed_at);
-  EXPECT_EQ(error.code(), Code::kUnavailable) << error.ToString();
-  EXPECT_NE(error.message().find("the object store of host i1h0"), std::string::npos)
-      << error.ToString();
-  EXPECT_LE(took, LossBound()) << error.ToString();
+  KillMidRun(*client, doomed, "i1h0", "objectstore-i1h0", "the object store of host i1h0");
+  if (HasFatalFailure()) return;
 
   // Other hosts serve on, and new slices keep off the host without a store.
-  auto other_run = client->Submit(other.program, {X()});
-  ASSERT_TRUE(other_run.ok()) << other_run.status().ToString();
-  auto other_out = other_run->Wait(20s);
-  ASSERT_TRUE(other_out.ok()) << other_out.status().ToString();
-  EXPECT_EQ(other_out->at(0), XPlus(3));
+  ExpectRuns(*client, other, 3);
   auto elsewhere = client->CreateSlice(2, "island1");
   ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
   {
@@ -184,17 +164,14 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
   }
 
   // Restarted, the store is used again: the same program runs on the same devices.
+  EventRecorder events(EventsEndpoint());
   ASSERT_TRUE(cluster_->Restart("objectstore-i1h0", SIGKILL).ok());
   ASSERT_TRUE(
       events
           .WaitFor(
               "host.store_back", [](const Event& e) { return e.fields["host"] == "i1h0"; }, 20s)
           .has_value());
-  auto again = client->Submit(doomed.program, {X()});
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  auto out = again->Wait(60s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(out->at(0), XPlus(40));
+  ExpectRuns(*client, doomed, 40);
 }
 
 }  // namespace
