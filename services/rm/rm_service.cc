@@ -135,7 +135,12 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
   if (req.role != proto::Heartbeat::kClient) return OnServiceHeartbeat(req, in);
   ATOLL_ASSIGN_OR_RETURN(const uint64_t id, proto::HeartbeatClientId(req));
   auto it = state_.clients.find(id);
-  if (it == state_.clients.end()) return NotFound(fmt::format("client {} is unknown", id));
+  if (it == state_.clients.end()) {
+    // Routine, not a fault: a heartbeat in flight (on its own connection) when the client's
+    // Goodbye came, or one from a client dropped already, which learns it at its next call.
+    spdlog::debug("heartbeat of client {}, which is gone", id);
+    return Status::Ok();
+  }
   it->second.last_heard = Clock::now();
   return Status::Ok();
 }

@@ -222,13 +222,17 @@ TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
   EXPECT_LT(Clock::now() - left_at, spin_time / 4);
-  const auto stopped = events.WaitFor(
-      "gang.cancelled", [&](const Event& e) { return e.fields["run"].get<uint64_t>() == run; },
-      10s);
-  ASSERT_TRUE(stopped.has_value()) << "the spin was not stopped";
-  EXPECT_NE(stopped->fields["why"].get<std::string>().find("spin cancelled after"),
-            std::string::npos)
-      << stopped->fields.dump();
+  // Both shards stopped, one at least inside its spin (the other may not have started it).
+  const auto stopped = events.Collect(run, [](const std::vector<Event>& got) {
+    return std::count_if(got.begin(), got.end(),
+                         [](const Event& e) { return e.topic == "gang.cancelled"; }) == 2;
+  });
+  int in_spin = 0;
+  for (const auto& e : stopped) {
+    if (e.topic != "gang.cancelled") continue;
+    in_spin += e.fields["why"].get<std::string>().find("spin cancelled after") != std::string::npos;
+  }
+  EXPECT_GE(in_spin, 1) << "the spin was not stopped";
 }
 
 // ---------------------------------------------------------------------------------------
@@ -346,12 +350,7 @@ TEST_F(LifecycleTest, ALoadOfClientsPublishesNoErrorEvent) {
   std::vector<Event> errors;
   std::set<std::string> services;  // the services heard from
   auto record = [&](const Event& e) {
-    // A known race outside this test's subject, left to the RM's liveness work: a client's
-    // last heartbeat, sent on its own connection, may reach the RM after its Goodbye.
-    const bool heartbeat_after_goodbye =
-        e.topic == "error.rm" && e.fields.value("kind", "") == "Heartbeat" &&
-        e.fields.value("error", "").find(" is unknown") != std::string::npos;
-    if (e.topic.rfind("error.", 0) == 0 && !heartbeat_after_goodbye) errors.push_back(e);
+    if (e.topic.rfind("error.", 0) == 0) errors.push_back(e);
     const std::string src = e.fields.value("src", "");
     if (src.rfind("executor/", 0) == 0 || src.rfind("objectstore/", 0) == 0 ||
         src.rfind("scheduler/", 0) == 0) {
