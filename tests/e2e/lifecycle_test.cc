@@ -33,6 +33,11 @@ Result<Program> OneCall(Client& client, const Slice& slice, const std::string& n
 }
 
 Value Inc(FunctionBuilder& b, Value x) { return b.Add(x, 1.0); }
+
+// A spin far longer than any test waits: whatever ends it early was cancelled.
+constexpr double kLongSpinUs = 60e6;
+constexpr auto kLongSpin = std::chrono::microseconds(static_cast<int64_t>(kLongSpinUs));
+Value LongSpin(FunctionBuilder& b, Value x) { return b.Spin(x, kLongSpinUs); }
 Value SumInc(FunctionBuilder& b, Value x) { return b.Add(b.AllReduceSum(x), 1.0); }
 
 // Every release `client` sent met its object (a release sent twice, or for an object never
@@ -120,14 +125,11 @@ TEST_F(LifecycleTest, AFuturesLoopHoldsOnlyItsLastStepsObjects) {
 }
 
 TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtOnce) {
-  constexpr double kSpinUs = 60e6;
-  const auto spin_time = std::chrono::microseconds(static_cast<int64_t>(kSpinUs));
   auto client = Connect("cancel");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(2, "island1");
   ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  auto spin = OneCall(*client, *slice, "spin",
-                      [&](FunctionBuilder& b, Value x) { return b.Spin(x, kSpinUs); });
+  auto spin = OneCall(*client, *slice, "spin", LongSpin);
   auto inc = OneCall(*client, *slice, "inc", Inc);
   ASSERT_TRUE(spin.ok() && inc.ok());
   const uint64_t before = ObjectsOf(StoreStatsByHost(context_, RmEndpoint()), client->id());
@@ -148,7 +150,7 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
   EXPECT_TRUE(spinning->Cancel().ok()) << "cancelling again does nothing";
   auto read = reader->Wait(30s);
   EXPECT_EQ(read.status().code(), Code::kCancelled) << read.status().ToString();
-  EXPECT_LT(Clock::now() - cancelled_at, spin_time / 10);
+  EXPECT_LT(Clock::now() - cancelled_at, kLongSpin / 10);
   auto late = client->Submit(*inc, {spinning->Output(0)});
   EXPECT_EQ(late.status().code(), Code::kCancelled) << late.status().ToString();
 
@@ -173,7 +175,7 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
   auto out = next->Wait(30s);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
-  EXPECT_LT(Clock::now() - cancelled_at, spin_time / 4);
+  EXPECT_LT(Clock::now() - cancelled_at, kLongSpin / 4);
 
   // Every object of the cancelled run, its reader and the next run is freed once their
   // handles are gone (the cancelled run's, at its cancel).
@@ -185,14 +187,11 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
 }
 
 TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
-  constexpr double kSpinUs = 60e6;
-  const auto spin_time = std::chrono::microseconds(static_cast<int64_t>(kSpinUs));
   auto leaving = Connect("leaving");
   ASSERT_NE(leaving, nullptr);
   auto slice = leaving->CreateSlice(2, "island1");
   ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  auto spin = OneCall(*leaving, *slice, "spin",
-                      [&](FunctionBuilder& b, Value x) { return b.Spin(x, kSpinUs); });
+  auto spin = OneCall(*leaving, *slice, "spin", LongSpin);
   ASSERT_TRUE(spin.ok()) << spin.status().ToString();
   EventRecorder events(EventsEndpoint());
   auto submitted = leaving->Submit(*spin, {Tensor::F32({2}, {1, 2})});
@@ -221,7 +220,7 @@ TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
   auto out = next->Wait(30s);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
-  EXPECT_LT(Clock::now() - left_at, spin_time / 4);
+  EXPECT_LT(Clock::now() - left_at, kLongSpin / 4);
   // Both shards stopped, one at least inside its spin (the other may not have started it).
   const auto stopped = events.Collect(run, [](const std::vector<Event>& got) {
     return std::count_if(got.begin(), got.end(),

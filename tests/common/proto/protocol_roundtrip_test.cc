@@ -23,8 +23,7 @@ using AllMessages = ::testing::Types<
     HelloClientReply, Goodbye, HostChanged, CreateSlice, SliceInfo, SliceRemapped, ServiceChanged,
     RegisterFunction, RegisterFunctionReply, GetClusterStatus, ClusterStatus, Compile, Dispatch,
     TupleBatch, RunLoop, SubmitProgram, SubmitReply, GangDone, NodeReleased, CancelRun, RunDone,
-    StoreHello,
-    StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
+    StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
     GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
