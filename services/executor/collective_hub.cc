@@ -119,6 +119,33 @@ void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
   cv_.notify_all();
 }
 
+void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
+                            const Status& why) {
+  const size_t self_index = layout.HostIndex(self_);
+  if (self_index == layout.hosts.size() || shard >= layout.shard_endpoints.size()) return;
+  bool tell_others = false;
+  {
+    std::lock_guard lock(mu_);
+    State& st = states_[key];
+    if (st.local_expected == 0) {
+      st.local_expected = static_cast<size_t>(
+          std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
+      st.hosts = layout.hosts;
+      st.readers_left = st.local_expected;
+    }
+    // Once per host: the first of its shards to fail decides its partial.
+    tell_others = !st.host_partials.count(static_cast<uint32_t>(self_index));
+    if (tell_others) st.host_partials.emplace(static_cast<uint32_t>(self_index), why);
+    if (!st.total) st.total = why;
+    if (--st.readers_left == 0) states_.erase(key);  // this shard reads no total
+  }
+  cv_.notify_all();
+  if (!tell_others) return;
+  for (const auto& host : layout.hosts) {
+    if (host != self_) send_(host, key, static_cast<uint32_t>(self_index), why);
+  }
+}
+
 void CollectiveHub::Stop(const Status& why) {
   {
     std::lock_guard lock(mu_);

@@ -44,7 +44,7 @@ class CollectiveHub {
   // Sends this host's partial to another host of the gang (`endpoint`); called with no
   // lock held, from the device thread that completed the host's partial.
   using SendPartial = std::function<void(const std::string& endpoint, const CollectiveKey& key,
-                                         uint32_t from_host, const Tensor& partial)>;
+                                         uint32_t from_host, const Result<Tensor>& partial)>;
 
   CollectiveHub(std::string self_endpoint, SendPartial send, std::chrono::milliseconds timeout);
 
@@ -53,6 +53,11 @@ class CollectiveHub {
   // gang whose partial has not come is lost (HostLost).
   Result<Tensor> AllReduceSum(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
                               Tensor local);
+  // Shard `shard` failed before it reached all-reduce `key` (`why`): it will never
+  // contribute, so the all-reduce fails with `why` on this host at once, and the gang's
+  // other hosts get `why` as this host's partial instead of waiting for it.
+  void Abandon(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
+               const Status& why);
   // A partial from host `from_host` of the gang (or its error), from the data plane.
   void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial);
 

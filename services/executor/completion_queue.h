@@ -23,7 +23,7 @@ class CompletionQueue {
   struct OutgoingTuple {
     std::string endpoint;
     proto::TupleHeader header;
-    Tensor value;
+    Result<Tensor> value;  // an error travels as the tuple's error
   };
   // Everything pushed since the last Take, each kind in push order.
   struct Batch {

@@ -28,6 +28,16 @@ class GangCollectives final : public compute::Collectives {
 
 }  // namespace
 
+void DeviceStream::AbandonCollectives(const WorkItem& item) {
+  if (!item.function || !item.layout) return;
+  const auto& ops = item.function->ops;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].code != ir::OpCode::kAllReduceSum) continue;
+    hub_.Abandon({item.entry.run_id, item.entry.node, i}, *item.layout, item.entry.shard,
+                 item.failure);
+  }
+}
+
 DeviceStream::DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done)
     : backend_(backend), hub_(hub), on_done_(std::move(on_done)), thread_([this] { Loop(); }) {}
 
@@ -116,6 +126,7 @@ void DeviceStream::Loop() {
     done.start_us = NowMicros();
     if (!item->failure.ok()) {
       done.outputs = item->failure;
+      AbandonCollectives(*item);
     } else {
       std::vector<Tensor> inputs;
       inputs.reserve(item->inputs.size());

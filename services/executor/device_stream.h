@@ -44,6 +44,8 @@ class DeviceStream {
   uint64_t busy_us() const { return busy_us_.load(std::memory_order_relaxed); }
 
  private:
+  // A failed item never reaches its all-reduces: its gang hears so instead of waiting.
+  void AbandonCollectives(const WorkItem& item);
   void Loop();
 
   compute::Backend& backend_;

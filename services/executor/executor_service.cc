@@ -77,7 +77,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   hub_ = std::make_unique<CollectiveHub>(
       data_endpoint_,
       [this](const std::string& endpoint, const CollectiveKey& key, uint32_t from_host,
-             const Tensor& partial) {
+             const Result<Tensor>& partial) {
         proto::TupleHeader h;
         h.kind = proto::TupleHeader::kCollective;
         h.run_id = key.run;

@@ -24,13 +24,13 @@ class CollectiveHubTest : public ::testing::Test {
     std::string endpoint;
     CollectiveKey key;
     uint32_t from_host;
-    Tensor partial;
+    Result<Tensor> partial;
   };
   CollectiveHub MakeHub(std::chrono::milliseconds timeout) {
     return CollectiveHub(
         kB,
         [this](const std::string& endpoint, const CollectiveKey& key, uint32_t from_host,
-               const Tensor& partial) {
+               const Result<Tensor>& partial) {
           {
             std::lock_guard lock(mu_);
             sent_.push_back({endpoint, key, from_host, partial});
@@ -81,7 +81,8 @@ TEST_F(CollectiveHubTest, PartialsFromEveryHostAreSummedForEachLocalShard) {
   for (const auto& s : out) {
     EXPECT_EQ(s.key, key);
     EXPECT_EQ(s.from_host, 1u);
-    EXPECT_EQ(s.partial, Tensor::F32({2}, {11, 22}));
+    ASSERT_TRUE(s.partial.ok()) << s.partial.status().ToString();
+    EXPECT_EQ(*s.partial, Tensor::F32({2}, {11, 22}));
   }
 }
 
@@ -160,6 +161,23 @@ TEST_F(CollectiveHubTest, AnAllReduceIncludingALostHostFailsAtOnceUntilItIsBack)
   Result<Tensor> total = hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2}));
   ASSERT_TRUE(total.ok()) << total.status().ToString();
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
+}
+
+TEST_F(CollectiveHubTest, AShardThatFailedBeforeItsAllReduceFailsItsGangEverywhereAtOnce) {
+  CollectiveHub hub = MakeHub(30s);
+  const GangLayout layout({kA, kB, kB});  // shards 1 and 2 here
+  const CollectiveKey key{13, 0, 0};
+  auto waiting = std::async(
+      std::launch::async, [&] { return hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2})); });
+  hub.Abandon(key, layout, 2, NotFound("argument 0: object 5 is unknown"));
+  ASSERT_EQ(waiting.wait_for(1s), std::future_status::ready) << "still waiting after Abandon";
+  EXPECT_EQ(waiting.get().status().code(), Code::kNotFound);
+  // Host a hears the error as this host's partial, once.
+  ASSERT_TRUE(WaitForSent(1));
+  const auto out = sent();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].endpoint, kA);
+  EXPECT_EQ(out[0].partial.status().code(), Code::kNotFound);
 }
 
 TEST_F(CollectiveHubTest, StoppingFailsEveryWaitingAndLaterAllReduceAtOnce) {
