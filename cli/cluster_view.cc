@@ -69,7 +69,7 @@ ClusterView::Island& ClusterView::IslandNamed(const std::string& name) {
   for (auto& island : islands_) {
     if (island.name == name) return island;
   }
-  islands_.push_back(Island{name, "", {}});
+  islands_.push_back(Island{name, "", true, {}});
   return islands_.back();
 }
 
@@ -101,9 +101,12 @@ std::string ClusterView::ClientLabel(uint64_t client) const {
 
 void ClusterView::ApplyStatus(const proto::ClusterStatus& status) {
   for (const auto& island : status.islands) {
-    IslandNamed(island.name).scheduler_endpoint = island.scheduler_endpoint;
+    Island& is = IslandNamed(island.name);
+    is.scheduler_endpoint = island.scheduler_endpoint;
+    is.scheduler_alive = island.scheduler_alive;
     for (const auto& hs : island.hosts) {
       Host& host = HostNamed(hs.name, island.name);
+      host.store_alive = hs.store_alive;
       if (host.alive != hs.alive && !hs.alive) {
         for (uint32_t id : host.devices) devices_[id].busy_pct = 0;
       }
@@ -164,6 +167,12 @@ void ClusterView::Apply(const Event& event) {
     }
   } else if (topic == "island.scheduler") {
     IslandNamed(Str(f, "island")).scheduler_endpoint = Str(f, "endpoint");
+  } else if (topic == "island.lost" || topic == "island.back") {
+    IslandNamed(Str(f, "island")).scheduler_alive = topic == "island.back";
+  } else if (topic == "host.store_lost" || topic == "host.store_back") {
+    if (auto it = hosts_.find(Str(f, "host")); it != hosts_.end()) {
+      it->second.store_alive = topic == "host.store_back";
+    }
   } else if (topic == "store.stats") {
     const std::string name = Str(f, "host");
     if (name.empty()) return;
@@ -393,12 +402,14 @@ nlohmann::ordered_json ClusterView::ToJson(uint64_t spans_after) const {
     json ij;
     ij["name"] = island.name;
     ij["scheduler"] = island.scheduler_endpoint;
+    ij["scheduler_alive"] = island.scheduler_alive;
     ij["hosts"] = json::array();
     for (const auto& name : island.hosts) {
       const Host& h = hosts_.at(name);
       json hj;
       hj["name"] = h.name;
       hj["alive"] = h.alive;
+      hj["store_alive"] = h.store_alive;
       hj["has_store_stats"] = h.has_store_stats;
       hj["objects"] = h.objects;
       hj["bytes_in_use"] = h.bytes_in_use;

@@ -4,6 +4,7 @@
 //
 // What it derives from which event:
 //   device.registered, host.lost/back, island.scheduler   the topology and liveness
+//   island.lost/back, host.store_lost/store_back           schedulers' and stores' liveness
 //   device.stats {busy_us, queued}                        busy % (the growth of the
 //                                                         cumulative busy time over a
 //                                                         window, see ViewOptions) and
@@ -76,7 +77,8 @@ class ClusterView {
   struct Host {
     std::string name;
     std::string island;
-    bool alive = true;
+    bool alive = true;        // its executor
+    bool store_alive = true;  // its object store
     std::vector<uint32_t> devices;
     bool has_store_stats = false;
     uint64_t objects = 0;
@@ -86,6 +88,7 @@ class ClusterView {
   struct Island {
     std::string name;
     std::string scheduler_endpoint;
+    bool scheduler_alive = true;
     std::vector<std::string> hosts;  // in registration (or status) order
   };
   struct Slice {

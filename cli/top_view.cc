@@ -64,11 +64,13 @@ std::vector<std::string> RenderTop(const ClusterView& view, const TopRenderOptio
     for (const auto& name : island.hosts) {
       for (uint32_t id : view.hosts().at(name).devices) queued += view.devices().at(id).queued;
     }
-    lines.push_back(fmt::format(
-        "{:<24} {:<34} {:>6}", island.name,
-        "scheduler " + (island.scheduler_endpoint.empty() ? std::string("(not registered)")
-                                                          : island.scheduler_endpoint),
-        queued));
+    lines.push_back(
+        fmt::format("{:<24} {:<34} {:>6}", island.name,
+                    "scheduler " +
+                        (island.scheduler_endpoint.empty() ? std::string("(not registered)")
+                                                           : island.scheduler_endpoint) +
+                        (island.scheduler_alive ? "" : " LOST"),
+                    queued));
     for (const auto& name : island.hosts) {
       const auto& h = view.hosts().at(name);
       std::string memory = "-";
@@ -77,7 +79,10 @@ std::vector<std::string> RenderTop(const ClusterView& view, const TopRenderOptio
                              FormatBytes(h.arena_bytes), h.objects);
       }
       lines.push_back(fmt::format(fmt::runtime(kHeader), "  " + h.name, "",
-                                  h.alive ? "alive" : "DEAD", "", "", memory));
+                                  !h.alive        ? "DEAD"
+                                  : h.store_alive ? "alive"
+                                                  : "NO STORE",
+                                  "", "", memory));
       for (uint32_t id : h.devices) {
         const auto& d = view.devices().at(id);
         const std::string busy =

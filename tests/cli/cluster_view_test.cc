@@ -24,11 +24,19 @@ Event Ev(std::string topic, nlohmann::json fields, int64_t ts_us = kT0) {
 // would describe it.
 proto::ClusterStatus TwoHosts() {
   proto::ClusterStatus s;
-  proto::IslandStatus island{"island0", "tcp://10.0.0.1:4000", {}};
-  island.hosts.push_back(
-      {"h0", true, "tcp://c0", "tcp://s0", {{0, "cpu", 64 << 20, 0}, {1, "cpu", 64 << 20, 0}}});
-  island.hosts.push_back(
-      {"h1", true, "tcp://c1", "tcp://s1", {{2, "cpu", 64 << 20, 0}, {3, "cpu", 64 << 20, 0}}});
+  proto::IslandStatus island{"island0", "tcp://10.0.0.1:4000", {}, true};
+  island.hosts.push_back({"h0",
+                          true,
+                          "tcp://c0",
+                          "tcp://s0",
+                          {{0, "cpu", 64 << 20, 0}, {1, "cpu", 64 << 20, 0}},
+                          true});
+  island.hosts.push_back({"h1",
+                          true,
+                          "tcp://c1",
+                          "tcp://s1",
+                          {{2, "cpu", 64 << 20, 0}, {3, "cpu", 64 << 20, 0}},
+                          true});
   s.islands.push_back(island);
   return s;
 }
@@ -106,6 +114,22 @@ TEST(ClusterViewTest, LostHostsAreIdle) {
   EXPECT_EQ(view.devices().at(0).busy_pct, 0);
   view.Apply(Ev("host.back", {{"host", "h0"}}));
   EXPECT_TRUE(view.hosts().at("h0").alive);
+}
+
+TEST(ClusterViewTest, LostSchedulersAndStoresAreShownUntilBack) {
+  ClusterView view;
+  view.ApplyStatus(TwoHosts());
+  view.Apply(Ev("island.lost", {{"island", "island0"}, {"reason", "missed 3 heartbeats"}}));
+  view.Apply(Ev("host.store_lost", {{"host", "h1"}, {"island", "island0"}}));
+  EXPECT_FALSE(view.islands().front().scheduler_alive);
+  EXPECT_FALSE(view.hosts().at("h1").store_alive);
+  EXPECT_TRUE(view.hosts().at("h1").alive) << "its executor lives on";
+  const auto json = view.ToJson(0);
+  EXPECT_FALSE(json["islands"][0]["scheduler_alive"].get<bool>());
+  view.Apply(Ev("island.back", {{"island", "island0"}}));
+  view.Apply(Ev("host.store_back", {{"host", "h1"}}));
+  EXPECT_TRUE(view.islands().front().scheduler_alive);
+  EXPECT_TRUE(view.hosts().at("h1").store_alive);
 }
 
 TEST(ClusterViewTest, StoreStatsGiveMemoryInUse) {
