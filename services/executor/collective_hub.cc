@@ -35,6 +35,17 @@ Result<Tensor> CollectiveHub::SumInOrder(const std::vector<const Result<Tensor>*
   return sum;
 }
 
+CollectiveHub::State& CollectiveHub::StateOf(const CollectiveKey& key, const GangLayout& layout) {
+  State& st = states_[key];
+  if (st.local_expected == 0) {
+    st.local_expected = static_cast<size_t>(
+        std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
+    st.hosts = layout.hosts;
+    st.readers_left = st.local_expected;
+  }
+  return st;
+}
+
 Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangLayout& layout,
                                            uint32_t shard, Tensor local) {
   const size_t self_index = layout.HostIndex(self_);
@@ -44,13 +55,7 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
         fmt::format("shard {} of run {} node {} is not on this host", shard, key.run, key.node));
   }
   std::unique_lock lock(mu_);
-  State& st = states_[key];
-  if (st.local_expected == 0) {
-    st.local_expected = static_cast<size_t>(
-        std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
-    st.hosts = layout.hosts;
-    st.readers_left = st.local_expected;
-  }
+  State& st = StateOf(key, layout);
   // A lost partner's partial never comes: the gang fails now instead of after the timeout.
   if (!st.total) {
     if (auto lost = LostPartner(key, st)) st.total = *std::move(lost);
@@ -126,13 +131,7 @@ void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout, 
   bool tell_others = false;
   {
     std::lock_guard lock(mu_);
-    State& st = states_[key];
-    if (st.local_expected == 0) {
-      st.local_expected = static_cast<size_t>(
-          std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
-      st.hosts = layout.hosts;
-      st.readers_left = st.local_expected;
-    }
+    State& st = StateOf(key, layout);
     // Once per host: the first of its shards to fail decides its partial.
     tell_others = !st.host_partials.count(static_cast<uint32_t>(self_index));
     if (tell_others) st.host_partials.emplace(static_cast<uint32_t>(self_index), why);

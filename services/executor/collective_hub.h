@@ -79,6 +79,8 @@ class CollectiveHub {
     size_t readers_left = 0;
     std::optional<Result<Tensor>> total;
   };
+  // The all-reduce `key`'s state, made for `layout` on first use. Called with mu_ held.
+  State& StateOf(const CollectiveKey& key, const GangLayout& layout);
   // Sums the values in key order; any error wins.
   static Result<Tensor> SumInOrder(const std::vector<const Result<Tensor>*>& parts);
   // Why the all-reduce `key` cannot complete: a host it still waits for is lost. Nullopt
