@@ -410,8 +410,11 @@ Status LossError(const Client::Impl::Loss& loss) { return Unavailable(loss.reaso
 // back as its own error, not as a timeout, and so must the loss of a scheduler.
 Status AwaitAcceptance(const RunState& run, Deadline deadline, std::chrono::milliseconds timeout) {
   Client::Impl& client = *run.client;
+  // The first look does not wait: a loss known already fails the run at once.
+  std::chrono::milliseconds wait(0);
   while (client.acks_missing.count(run.id) && std::chrono::steady_clock::now() < deadline) {
-    client.DrainAcks(std::min(Left(deadline), client.notice_period));
+    client.DrainAcks(std::min(Left(deadline), wait));
+    wait = client.notice_period;
     client.ApplyNotices();
     if (!client.acks_missing.count(run.id)) break;
     if (const auto* loss = client.LossFor(run)) {
@@ -451,16 +454,22 @@ Result<proto::Incoming> AwaitStoreReply(const RunState& run, net::Requester& sto
 Result<Tensor> FetchShard(const RunState& run, const ResultShard& s, Deadline deadline) {
   Client::Impl& client = *run.client;
   ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Watcher(s.store));
-  const auto wait_ms = static_cast<uint32_t>(Left(deadline).count());
-  ATOLL_ASSIGN_OR_RETURN(uint64_t request,
-                         store->Send(proto::GetObject{s.object_id, s.shard, wait_ms, true}));
-  auto in = AwaitStoreReply(run, *store, request, deadline + client.options.request_timeout);
+  // A loss known already: no waiting Get, only the final look below.
+  client.ApplyNotices();
+  Result<proto::Incoming> in = Unavailable("a service the run needs is lost");
+  if (client.LossFor(run) == nullptr) {
+    const auto wait_ms = static_cast<uint32_t>(Left(deadline).count());
+    ATOLL_ASSIGN_OR_RETURN(uint64_t waiting,
+                           store->Send(proto::GetObject{s.object_id, s.shard, wait_ms, true}));
+    in = AwaitStoreReply(run, *store, waiting, deadline + client.options.request_timeout);
+  }
   if (!in.ok()) {
     const auto* loss = client.LossFor(run);
     if (loss == nullptr || (loss->role == proto::Heartbeat::kStore && loss->endpoint == s.store)) {
       return in.status();
     }
-    ATOLL_ASSIGN_OR_RETURN(request, store->Send(proto::GetObject{s.object_id, s.shard, 0, true}));
+    ATOLL_ASSIGN_OR_RETURN(uint64_t request,
+                           store->Send(proto::GetObject{s.object_id, s.shard, 0, true}));
     auto sealed = AwaitStoreReply(
         run, *store, request, std::chrono::steady_clock::now() + client.options.request_timeout);
     if (!sealed.ok() || sealed->header.kind() == proto::Kind::kError) return LossError(*loss);
