@@ -2,40 +2,42 @@
 
 namespace atl::rm {
 
+namespace {
+
+// The keys of `records` whose `silent(record)` holds, in key order.
+template <typename Map, typename Pred>
+std::vector<typename Map::key_type> KeysWhere(const Map& records, Pred silent) {
+  std::vector<typename Map::key_type> keys;
+  for (const auto& [key, record] : records) {
+    if (silent(record)) keys.push_back(key);
+  }
+  return keys;
+}
+
+}  // namespace
+
 std::vector<std::string> SilentHosts(const RmState& state, Clock::time_point now,
                                      Clock::duration lapse) {
-  std::vector<std::string> silent;
-  for (const auto& [name, h] : state.hosts) {
-    if (h.alive && now - h.last_heard > lapse) silent.push_back(name);
-  }
-  return silent;
+  return KeysWhere(state.hosts,
+                   [&](const auto& h) { return h.alive && now - h.last_heard > lapse; });
 }
 
 std::vector<std::string> SilentStores(const RmState& state, Clock::time_point now,
                                       Clock::duration lapse) {
-  std::vector<std::string> silent;
-  for (const auto& [name, h] : state.hosts) {
-    if (h.store_alive && now - h.store_last_heard > lapse) silent.push_back(name);
-  }
-  return silent;
+  return KeysWhere(state.hosts, [&](const auto& h) {
+    return h.store_alive && now - h.store_last_heard > lapse;
+  });
 }
 
 std::vector<std::string> SilentSchedulers(const RmState& state, Clock::time_point now,
                                           Clock::duration lapse) {
-  std::vector<std::string> silent;
-  for (const auto& [island, s] : state.schedulers) {
-    if (s.alive && now - s.last_heard > lapse) silent.push_back(island);
-  }
-  return silent;
+  return KeysWhere(state.schedulers,
+                   [&](const auto& s) { return s.alive && now - s.last_heard > lapse; });
 }
 
 std::vector<uint64_t> SilentClients(const RmState& state, Clock::time_point now,
                                     Clock::duration lapse) {
-  std::vector<uint64_t> silent;
-  for (const auto& [id, c] : state.clients) {
-    if (now - c.last_heard > lapse) silent.push_back(id);
-  }
-  return silent;
+  return KeysWhere(state.clients, [&](const auto& c) { return now - c.last_heard > lapse; });
 }
 
 Result<bool> RemapSliceOff(RmState& state, uint64_t slice_id, const std::string& lost_host,
