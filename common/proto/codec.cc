@@ -58,7 +58,7 @@ Error ToError(const Status& status) {
 }
 
 Status FromError(const Error& error) {
-  if (error.code <= 0 || error.code > static_cast<int32_t>(Code::kInternal)) {
+  if (error.code <= 0 || error.code > static_cast<int32_t>(Code::kResourceExhausted)) {
     return Internal("peer sent error with unknown code " + std::to_string(error.code) + ": " +
                     error.message);
   }

@@ -1,9 +1,12 @@
 #include "common/service/config.h"
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml.hpp>
 
 namespace atl {
@@ -16,6 +19,21 @@ constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
 constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
+
+// The [quotas] keys, each with its largest value: beyond these a quota means nothing on
+// any machine (2^62 bytes; ids and counters are 32 or 64 bits wide).
+struct QuotaKey {
+  const char* name;
+  uint64_t QuotaConfig::*limit;
+  int64_t max;
+};
+constexpr QuotaKey kQuotaKeys[] = {
+    {"slices", &QuotaConfig::slices, int64_t{1} << 32},
+    {"devices", &QuotaConfig::devices, int64_t{1} << 32},
+    {"store_objects", &QuotaConfig::store_objects, int64_t{1} << 40},
+    {"store_bytes", &QuotaConfig::store_bytes, int64_t{1} << 62},
+    {"runs_in_flight", &QuotaConfig::runs_in_flight, int64_t{1} << 32},
+};
 
 template <typename T>
 T Get(const toml::value& table, const char* key, T fallback) {
@@ -73,6 +91,29 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     }
     c.dataplane.batch_bytes = static_cast<uint64_t>(bytes);
     c.dataplane.batch_window_us = static_cast<uint32_t>(window);
+  }
+  if (root.contains("quotas")) {
+    const auto& t = toml::find(root, "quotas");
+    // A misspelt quota would silently be no quota at all.
+    for (const auto& [name, value] : t.as_table()) {
+      const bool known = std::any_of(std::begin(kQuotaKeys), std::end(kQuotaKeys),
+                                     [&](const QuotaKey& key) { return name == key.name; });
+      if (!known) {
+        std::vector<std::string> names;
+        for (const QuotaKey& key : kQuotaKeys) names.emplace_back(key.name);
+        return InvalidArgument(
+            fmt::format("quotas.{} is not a quota (known: {})", name, fmt::join(names, ", ")));
+      }
+    }
+    for (const QuotaKey& key : kQuotaKeys) {
+      // Signed, so that a negative value is refused by name, not wrapped around.
+      const auto limit = Get<int64_t>(t, key.name, 0);
+      if (limit < 0 || limit > key.max) {
+        return InvalidArgument(fmt::format("quotas.{} must be in 0..{} (0: unlimited), not {}",
+                                           key.name, key.max, limit));
+      }
+      c.quotas.*key.limit = static_cast<uint64_t>(limit);
+    }
   }
   if (c.scheduler_policy != "fifo" && c.scheduler_policy != "share") {
     return InvalidArgument("scheduler.policy must be \"fifo\" or \"share\", not \"" +

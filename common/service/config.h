@@ -29,6 +29,18 @@ struct DataPlaneConfig {
   uint32_t batch_window_us = 0;
 };
 
+// Per-client quotas ([quotas]). A client is one connection: one id, given by the RM at
+// HelloClient. Each is enforced where the thing is created, and a request over it is
+// refused with ResourceExhausted naming the quota, its limit, the use and the request.
+// 0: unlimited (the default for every one).
+struct QuotaConfig {
+  uint64_t slices = 0;          // slices held at once (the RM, at CreateSlice)
+  uint64_t devices = 0;         // devices summed over its slices (the RM, at CreateSlice)
+  uint64_t store_objects = 0;   // objects it owns in each object store (that store)
+  uint64_t store_bytes = 0;     // bytes of those objects' shards, in each object store
+  uint64_t runs_in_flight = 0;  // runs submitted and not finished, on each island's scheduler
+};
+
 struct IslandConfig {
   std::string name;
   std::vector<HostConfig> hosts;
@@ -60,6 +72,7 @@ struct ClusterConfig {
   // device for ever: milliseconds, 1..86400000. Long: a producer may compute for minutes.
   uint32_t input_wait_ms = 600000;
   DataPlaneConfig dataplane;
+  QuotaConfig quotas;
   std::vector<IslandConfig> islands;
 };
 

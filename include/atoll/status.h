@@ -10,6 +10,8 @@
 
 namespace atl {
 
+// Codes travel between processes as their numbers: append new ones, never renumber
+// (proto::FromError turns a number past the last into Internal).
 enum class Code : int {
   kOk = 0,
   kInvalidArgument = 1,     // the request itself is wrong (shape, type, malformed bytes)
@@ -20,6 +22,7 @@ enum class Code : int {
   kCancelled = 6,           // the work was cancelled or its owner went away
   kFailedPrecondition = 7,  // the system is not in a state that allows the request
   kInternal = 8,            // a bug: an invariant did not hold
+  kResourceExhausted = 9,   // over a quota (the message names it, its limit and the use)
 };
 
 std::string_view CodeName(Code code);
@@ -53,6 +56,7 @@ inline Status FailedPrecondition(std::string m) {
   return {Code::kFailedPrecondition, std::move(m)};
 }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 
 // Either a value or a non-OK Status.
 template <typename T>

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace atl::store {
 
@@ -28,8 +29,12 @@ std::string_view CollectReasonName(CollectReason reason) {
 }
 
 Directory::Directory(uint64_t arena_bytes, std::chrono::milliseconds client_timeout,
-                     const Clock& clock, const std::vector<uint64_t>& device_bytes)
-    : clock_(clock), client_timeout_(client_timeout), pools_(arena_bytes, device_bytes) {}
+                     const Clock& clock, const std::vector<uint64_t>& device_bytes,
+                     StoreQuota quota)
+    : clock_(clock),
+      client_timeout_(client_timeout),
+      pools_(arena_bytes, device_bytes),
+      usage_(std::move(quota)) {}
 
 Result<uint64_t> Directory::ShardBytes(DType dtype, const Shape& shape) {
   const uint64_t item = DTypeSize(dtype);
@@ -68,8 +73,22 @@ Status Directory::CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner)
   return Status::Ok();
 }
 
+bool Directory::HoldsMemory(uint64_t object) const {
+  auto it = objects_.find(object);
+  if (it == objects_.end()) return false;
+  for (const auto& [index, shard] : it->second.shards) {
+    if (shard.allocated) return true;
+  }
+  return false;
+}
+
+Status Directory::CheckQuota(uint64_t owner, uint64_t object, uint64_t nbytes) const {
+  return usage_.Check(owner, !HoldsMemory(object), nbytes);
+}
+
 void Directory::AddShard(uint64_t object, uint32_t shard, uint64_t owner, ShardInfo info) {
   if (owner != 0 && clients_.count(owner) == 0) clients_.emplace(owner, Client{clock_.Now()});
+  if (info.allocated) usage_.Add(owner, !HoldsMemory(object), info.nbytes);
   const bool is_new = objects_.count(object) == 0;
   Object& entry = objects_[object];  // a new object starts with refcount 1
   entry.owner = owner;
@@ -92,6 +111,7 @@ Result<ShardInfo> Directory::Create(uint64_t object, uint32_t shard, uint64_t ow
   ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, ShardBytes(dtype, shape));
   ATOLL_RETURN_IF_ERROR(pools_.Check(pool));
   ATOLL_RETURN_IF_ERROR(CheckNewShard(object, shard, owner));
+  ATOLL_RETURN_IF_ERROR(CheckQuota(owner, object, nbytes));
   auto offset = pools_.Allocate(pool, nbytes);
   if (!offset.ok()) return offset.status().WithContext(ShardName(object, shard));
   ShardInfo info{dtype,       shape, pool, *offset, nbytes, /*sealed=*/false, /*allocated=*/true,
@@ -213,11 +233,16 @@ bool Directory::FreeIfReleased(uint64_t object) {
 }
 
 void Directory::FreeObject(std::map<uint64_t, Object>::iterator it) {
+  bool held = false;
+  uint64_t bytes = 0;
   for (const auto& [index, shard] : it->second.shards) {
     if (!shard.allocated) continue;
     [[maybe_unused]] const Status freed = pools_.Free(shard.pool, shard.offset);
     assert(freed.ok() && "a shard's block was not allocated");
+    held = true;
+    bytes += shard.nbytes;
   }
+  if (held) usage_.Remove(it->second.owner, bytes);
   auto owned = objects_by_owner_.find(it->second.owner);
   if (owned != objects_by_owner_.end()) {
     owned->second.erase(it->first);

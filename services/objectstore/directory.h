@@ -26,6 +26,11 @@
 // Goodbye, creating objects for that client is refused (Cancelled) until `client_timeout`
 // has passed, so that late outputs of its programs do not leak.
 //
+// Quotas. What each owner holds here (objects with memory, their bytes) is counted
+// (OwnerUsage) as shards are created and objects freed, collections included; Create refuses
+// a shard that would take its owner over its quota (ResourceExhausted) before it looks for
+// memory, so a request over quota never waits for room either.
+//
 // Not thread-safe: the object store's event loop owns it.
 #pragma once
 
@@ -41,6 +46,7 @@
 #include "atoll/tensor.h"
 #include "services/objectstore/clock.h"
 #include "services/objectstore/memory_pools.h"
+#include "services/objectstore/owner_usage.h"
 
 namespace atl::store {
 
@@ -91,8 +97,9 @@ class Directory {
   // `arena_bytes`: the arena's size. `client_timeout`: silence after which a client's
   // objects are collected (heartbeat period * liveness). `clock` must outlive the directory.
   // `device_bytes`: the memory of each local device, for device-resident shards.
+  // `quota`: what each owner may hold here (OwnerUsage; none by default).
   Directory(uint64_t arena_bytes, std::chrono::milliseconds client_timeout, const Clock& clock,
-            const std::vector<uint64_t>& device_bytes = {});
+            const std::vector<uint64_t>& device_bytes = {}, StoreQuota quota = {});
 
   // Bytes a shard of `dtype` and `shape` takes: InvalidArgument for an unknown dtype, a
   // negative dimension or a size beyond 2^62 bytes.
@@ -101,6 +108,7 @@ class Directory {
   // Reserves space in `pool` (the host arena or a local device) for an unsealed shard.
   // Errors: InvalidArgument (bad dtype, shape or pool, or the object exists with another
   // owner), FailedPrecondition (this shard exists), Cancelled (the owner said goodbye),
+  // ResourceExhausted (over the owner's quota here, whatever the memory: CheckQuota),
   // OutOfMemory (never fits, or no room now; CanEverFit tells which, the message names the
   // sizes). Nothing changes on error.
   [[nodiscard]] Result<ShardInfo> Create(uint64_t object, uint32_t shard, uint64_t owner,
@@ -112,6 +120,12 @@ class Directory {
   // Errors as Create, except OutOfMemory.
   [[nodiscard]] Status Reject(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
                               const Shape& shape, Status error);
+
+  // OK when `owner` may reserve `nbytes` more for `object` here within its quota (a first
+  // shard holding memory makes the object count); ResourceExhausted otherwise.
+  [[nodiscard]] Status CheckQuota(uint64_t owner, uint64_t object, uint64_t nbytes) const;
+  // What `owner` holds here, as its quota counts it.
+  OwnerUsage::Use UsageOf(uint64_t owner) const { return usage_.Of(owner); }
 
   // True when a shard of `nbytes` fits in `pool` once enough else is freed.
   bool CanEverFit(int32_t pool, uint64_t nbytes) const { return pools_.CanEverFit(pool, nbytes); }
@@ -182,6 +196,8 @@ class Directory {
   // True once a released object has every shard it waited for, sealed.
   static bool AllSealed(const Object& object);
   ShardInfo* FindMutable(uint64_t object, uint32_t shard);
+  // True when a shard of `object` holds memory here.
+  bool HoldsMemory(uint64_t object) const;
   // Checks that `owner` may add `shard` to `object` (see Create's errors).
   Status CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner) const;
   void AddShard(uint64_t object, uint32_t shard, uint64_t owner, ShardInfo info);
@@ -189,6 +205,7 @@ class Directory {
   const Clock& clock_;
   std::chrono::milliseconds client_timeout_;
   MemoryPools pools_;
+  OwnerUsage usage_;
   std::map<uint64_t, Object> objects_;
   std::map<uint64_t, std::set<uint64_t>> objects_by_owner_;  // owner -> object ids
   std::map<uint64_t, Client> clients_;

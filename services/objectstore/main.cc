@@ -25,6 +25,8 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
   store.heartbeat = std::chrono::milliseconds(config.heartbeat_ms);
   store.liveness = config.liveness;
   store.events_in = config.events_in_endpoint;
+  store.quota_objects = config.quotas.store_objects;
+  store.quota_bytes = config.quotas.store_bytes;
   store.rm_endpoint = rm_endpoint.empty() ? config.rm_endpoint : rm_endpoint;
   if (store.rm_endpoint.ends_with(":*")) {
     // The config lets the RM pick its port: only --rm says where it is.

@@ -80,7 +80,8 @@ StoreService::StoreService(zmq::context_t& context, StoreOptions options, ShmReg
     : options_(std::move(options)),
       arena_(std::move(arena)),
       directory_(options_.arena_bytes, options_.heartbeat * options_.liveness, clock_,
-                 options_.device_bytes),
+                 options_.device_bytes,
+                 {options_.quota_objects, options_.quota_bytes, "on host " + options_.host}),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       instance_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
       events_(context, "objectstore/" + options_.host),
@@ -165,6 +166,10 @@ Status StoreService::OnCreate(const proto::Incoming& in) {
     return Status::Ok();
   }
   if (!directory_.CanEverFit(req.device, nbytes)) return RejectForever(req, nbytes);
+  // Over quota now is refused now: queued, it would only be refused at its turn.
+  if (Status quota = directory_.CheckQuota(req.owner_client, req.object_id, nbytes); !quota.ok()) {
+    return Refuse(req, quota);
+  }
   auto& queue = pending_[req.device];
   if (queue.empty()) {
     auto created = directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype,
@@ -191,10 +196,14 @@ Status StoreService::OnCreate(const proto::Incoming& in) {
 }
 
 Status StoreService::RejectForever(const proto::CreateObject& req, uint64_t nbytes) {
-  const Status error = OutOfMemory(
-      ShardName(req.object_id, req.shard) + " needs " + std::to_string(nbytes) + " bytes but " +
-      MemoryPools::PoolName(req.device) + " of host " + options_.host + " has " +
-      std::to_string(directory_.pools().capacity(req.device)) + " bytes in all: it can never fit");
+  return Refuse(req, OutOfMemory(ShardName(req.object_id, req.shard) + " needs " +
+                                 std::to_string(nbytes) + " bytes but " +
+                                 MemoryPools::PoolName(req.device) + " of host " + options_.host +
+                                 " has " + std::to_string(directory_.pools().capacity(req.device)) +
+                                 " bytes in all: it can never fit"));
+}
+
+Status StoreService::Refuse(const proto::CreateObject& req, const Status& error) {
   ATOLL_RETURN_IF_ERROR(
       directory_.Reject(req.object_id, req.shard, req.owner_client, req.dtype, req.shape, error));
   events_.Publish(
@@ -218,17 +227,21 @@ void StoreService::AnswerCreated(const ReplyTo& to, const proto::CreateObject& r
 void StoreService::RetryPending() {
   for (auto& [device, queue] : pending_) {
     while (!queue.empty()) {
-      const PendingCreate& head = queue.front();
-      const proto::CreateObject& req = head.request;
+      const proto::CreateObject& req = queue.front().request;
       auto created = directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype,
                                        req.shape, req.device);
       if (!created.ok() && created.status().code() == Code::kOutOfMemory) break;  // still full
+      // Out of the queue first: a refusal may free an object and so retry the queues.
+      const PendingCreate head = std::move(queue.front());
+      queue.pop_front();
       if (created.ok()) {
-        AnswerCreated(head.to, req, *created);
+        AnswerCreated(head.to, head.request, *created);
+      } else if (created.status().code() == Code::kResourceExhausted) {
+        // Its owner's other reservations took the quota while it waited.
+        SendError(head.to, Refuse(head.request, created.status()));
       } else {
         SendError(head.to, created.status());
       }
-      queue.pop_front();
     }
   }
 }

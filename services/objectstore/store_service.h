@@ -19,6 +19,11 @@
 // that can never fit is refused at once, and the shard is recorded as failed with that
 // error, so that its readers fail at once too. Host-arena requests never wait.
 //
+// Quotas. A CreateObject or PutObject that would take its owner over its per-store quota
+// (StoreOptions::quota_objects, quota_bytes; Directory, "Quotas") is refused with
+// ResourceExhausted, a device reservation at once (not queued) and recorded as failed like
+// one that can never fit.
+//
 // Releases. A release of an object still being written frees it once its shards are sealed;
 // one of an object not created yet is remembered until it is (Directory, "Releases"), so
 // that a run dropped or cancelled before its outputs exist leaks nothing and reports no
@@ -68,6 +73,10 @@ struct StoreOptions {
   uint32_t liveness = 4;                     // missed heartbeats before collection; > 0
   std::string events_in;                     // empty: publish nothing
   std::string rm_endpoint;                   // empty: heartbeat no RM
+  // What each client may hold in this store ([quotas] store_objects, store_bytes); 0:
+  // unlimited.
+  uint64_t quota_objects = 0;
+  uint64_t quota_bytes = 0;
 };
 
 class StoreService {
@@ -141,6 +150,11 @@ class StoreService {
   void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info);
   // Refuses a request that can never fit, recording the shard as failed with the error.
   Status RejectForever(const proto::CreateObject& req, uint64_t nbytes);
+  // Refuses a request for good with `error` (it can never fit, or is over its owner's
+  // quota), recording the shard as failed with it so that its readers fail at once: the
+  // executor that asked fails the shard, and the client's Wait gets `error`. Returns the
+  // error to reply with.
+  Status Refuse(const proto::CreateObject& req, const Status& error);
   // After a free: creates what now fits at the head of each device's queue.
   void RetryPending();
   // Refuses the queued requests of a client whose objects were collected.

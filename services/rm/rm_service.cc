@@ -12,6 +12,7 @@
 #include "common/net/sent_counters.h"
 #include "common/net/transport.h"
 #include "services/rm/elastic_core.h"
+#include "services/rm/slice_quota.h"
 #include "services/rm/state_file.h"
 
 namespace atl::rm {
@@ -218,6 +219,7 @@ Status RmService::OnCreateSlice(proto::Incoming& in) {
     return NotFound(fmt::format("client {} is unknown; say HelloClient first", req.client_id));
   }
   client->second.routing_id = RoutingId(in);
+  ATOLL_RETURN_IF_ERROR(CheckSliceQuota(state_, config_.quotas, req.client_id, req.num_devices));
   if (!req.island.empty() && !SchedulerAlive(req.island)) {
     return Unavailable("island '" + req.island + "' has no live scheduler" +
                        (state_.scheduler_by_island.count(req.island)

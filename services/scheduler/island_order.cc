@@ -80,6 +80,7 @@ Status IslandOrder::Submit(proto::SubmitProgram program) {
     gang->announce_to = std::move(cross.announce_to);
   }
   Unfinished& unfinished = unfinished_[program.run_id];
+  if (unfinished.gangs == 0) unfinished_runs_[program.client_id]++;  // a new run here
   unfinished.client = program.client_id;
   unfinished.gangs += run.gangs.size();
   unfinished.notify_done = unfinished.notify_done || program.notify_done;
@@ -247,6 +248,11 @@ std::vector<uint64_t> IslandOrder::UnfinishedRuns(uint64_t client) const {
   return runs;
 }
 
+size_t IslandOrder::UnfinishedRunCount(uint64_t client) const {
+  auto it = unfinished_runs_.find(client);
+  return it == unfinished_runs_.end() ? 0 : it->second;
+}
+
 bool IslandOrder::CancelRun(uint64_t client, uint64_t run, const Status& why) {
   auto unfinished = unfinished_.find(run);
   if (unfinished == unfinished_.end() || unfinished->second.client != client) return false;
@@ -324,6 +330,9 @@ void IslandOrder::Land(std::map<uint64_t, Flight>::iterator it) {
   if (--run_in_flight_[run] == 0) run_in_flight_.erase(run);
   if (auto u = unfinished_.find(run); u != unfinished_.end() && --u->second.gangs == 0) {
     finished_.push_back({u->second.client, run, u->second.notify_done});
+    if (auto n = unfinished_runs_.find(u->second.client); n != unfinished_runs_.end()) {
+      if (--n->second == 0) unfinished_runs_.erase(n);
+    }
     unfinished_.erase(u);
   }
   in_flight_.erase(it);

@@ -59,6 +59,8 @@ class IslandOrder {
   size_t DropClient(uint64_t client, const Status& why);
   // `client`'s runs not finished here (queued or in flight), in id order.
   std::vector<uint64_t> UnfinishedRuns(uint64_t client) const;
+  // How many those are (what its runs_in_flight quota counts); no scan.
+  size_t UnfinishedRunCount(uint64_t client) const;
 
   // The executor with control endpoint `executor` was lost (`why` names its host): every
   // queued run with a gang on it fails now (its gangs take their places at once with
@@ -158,11 +160,12 @@ class IslandOrder {
   std::unique_ptr<SchedulingPolicy> policy_;
   const size_t window_;
   std::map<uint64_t, ClientQueue> clients_;
-  std::map<uint64_t, Flight> in_flight_;       // by gang sequence number
-  std::map<uint64_t, size_t> run_in_flight_;   // gangs in flight per run
-  std::map<uint64_t, Unfinished> unfinished_;  // by run
-  std::vector<FinishedRun> finished_;          // until TakeFinishedRuns returns them
-  std::map<uint64_t, double> cost_us_;         // running mean device time per function
+  std::map<uint64_t, Flight> in_flight_;        // by gang sequence number
+  std::map<uint64_t, size_t> run_in_flight_;    // gangs in flight per run
+  std::map<uint64_t, Unfinished> unfinished_;   // by run
+  std::map<uint64_t, size_t> unfinished_runs_;  // by client, those with any (unfinished_)
+  std::vector<FinishedRun> finished_;           // until TakeFinishedRuns returns them
+  std::map<uint64_t, double> cost_us_;          // running mean device time per function
   // Nodes released on other islands, by run, until the run's last gang here is released
   // (or, for a run that never comes, until Expire gives up on it).
   struct PeerReleases {

@@ -8,6 +8,7 @@
 
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
+#include "common/service/quota.h"
 
 namespace atl::scheduler {
 
@@ -104,6 +105,11 @@ Status SchedulerService::OnSubmit(proto::Incoming& in) {
   const uint64_t client = program.client_id;
   last_heard_[client] = std::chrono::steady_clock::now();
   if (in.routing_id) client_routes_[client] = in.routing_id->to_string();
+  // A run counts until it finishes, fails or is cancelled here (IslandOrder's unfinished
+  // runs), or its client is dropped and its gangs are placed failed.
+  ATOLL_RETURN_IF_ERROR(
+      CheckQuota({client, "runs_in_flight", "on island " + options_.island, "runs",
+                  config_.quotas.runs_in_flight, order_->UnfinishedRunCount(client), 1}));
   const size_t queued_before = order_->queued();
   ATOLL_RETURN_IF_ERROR(order_->Submit(std::move(program)).WithContext("submit"));
   const auto gangs = static_cast<uint32_t>(order_->queued() - queued_before);
