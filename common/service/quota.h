@@ -20,7 +20,8 @@ struct QuotaRequest {
   uint64_t requested = 0;
 };
 
-// OK when the limit is 0 or in_use + requested <= limit. Otherwise ResourceExhausted:
+// OK when the limit is 0, nothing is requested, or in_use + requested <= limit. Otherwise
+// ResourceExhausted:
 // "client 3 over its store_bytes quota on host h0: 1048576 bytes in use + 4096 requested >
 // 1048576".
 Status CheckQuota(const QuotaRequest& request);

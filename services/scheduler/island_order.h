@@ -160,12 +160,13 @@ class IslandOrder {
   std::unique_ptr<SchedulingPolicy> policy_;
   const size_t window_;
   std::map<uint64_t, ClientQueue> clients_;
-  std::map<uint64_t, Flight> in_flight_;        // by gang sequence number
-  std::map<uint64_t, size_t> run_in_flight_;    // gangs in flight per run
-  std::map<uint64_t, Unfinished> unfinished_;   // by run
-  std::map<uint64_t, size_t> unfinished_runs_;  // by client, those with any (unfinished_)
-  std::vector<FinishedRun> finished_;           // until TakeFinishedRuns returns them
-  std::map<uint64_t, double> cost_us_;          // running mean device time per function
+  std::map<uint64_t, Flight> in_flight_;       // by gang sequence number
+  std::map<uint64_t, size_t> run_in_flight_;   // gangs in flight per run
+  std::map<uint64_t, Unfinished> unfinished_;  // by run
+  std::vector<FinishedRun> finished_;          // until TakeFinishedRuns returns them
+  std::map<uint64_t, double> cost_us_;         // running mean device time per function
+  // By client: how many of its runs unfinished_ holds.
+  std::map<uint64_t, size_t> unfinished_runs_;
   // Nodes released on other islands, by run, until the run's last gang here is released
   // (or, for a run that never comes, until Expire gives up on it).
   struct PeerReleases {

@@ -77,5 +77,39 @@ TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
   }
 }
 
+TEST(QuotaConfig, EveryQuotaIsUnlimitedByDefault) {
+  auto c = Parse("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->quotas.slices, 0u);
+  EXPECT_EQ(c->quotas.devices, 0u);
+  EXPECT_EQ(c->quotas.store_objects, 0u);
+  EXPECT_EQ(c->quotas.store_bytes, 0u);
+  EXPECT_EQ(c->quotas.runs_in_flight, 0u);
+}
+
+TEST(QuotaConfig, ReadsEveryQuota) {
+  auto c = Parse(
+      "[quotas]\nslices = 2\ndevices = 4\nstore_objects = 100\nstore_bytes = 1048576\n"
+      "runs_in_flight = 8\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->quotas.slices, 2u);
+  EXPECT_EQ(c->quotas.devices, 4u);
+  EXPECT_EQ(c->quotas.store_objects, 100u);
+  EXPECT_EQ(c->quotas.store_bytes, 1048576u);
+  EXPECT_EQ(c->quotas.runs_in_flight, 8u);
+}
+
+TEST(QuotaConfig, RefusesValuesOutOfRangeAndUnknownQuotasNamingThem) {
+  for (const char* bad : {"slices = -1", "devices = 4294967297", "store_objects = -3",
+                          "store_bytes = 4611686018427387905", "runs_in_flight = -1",
+                          "store_byte = 4096", "runs_in_flight = \"many\""}) {
+    auto c = Parse(std::string("[quotas]\n") + bad + "\n");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument) << bad;
+    const std::string key = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace atl

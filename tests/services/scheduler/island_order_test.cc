@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -226,6 +227,71 @@ TEST(IslandOrderTest, AClientsUnfinishedRunsAreThoseQueuedOrInFlight) {
   EXPECT_EQ(order.UnfinishedRuns(1), (std::vector<uint64_t>{2}));
   EXPECT_EQ(order.UnfinishedRuns(2), (std::vector<uint64_t>{3}));
   EXPECT_TRUE(order.UnfinishedRuns(9).empty());
+  EXPECT_EQ(order.UnfinishedRunCount(1), 1u);
+  EXPECT_EQ(order.UnfinishedRunCount(2), 1u);
+  EXPECT_EQ(order.UnfinishedRunCount(9), 0u);
+}
+
+// What the runs_in_flight quota counts: a run from its submission until it finishes here,
+// whether it ran, failed, was cancelled, was dropped with its client or needed a lost
+// executor. Random interleavings of all of those, checked against UnfinishedRuns.
+TEST(IslandOrderTest, AClientsUnfinishedRunCountFollowsEveryWayARunEnds) {
+  for (size_t window : {size_t{0}, size_t{2}}) {
+    IslandOrder order(MakeFifoPolicy(), window);
+    std::mt19937 rng(5);
+    const std::vector<Device> all = {{"e0", 0}, {"e1", 0}, {"e2", 0}};
+    std::vector<std::pair<std::string, proto::GangDone>> reports;  // released, not reported
+    uint64_t run = 1;
+    for (int step = 0; step < 2000; ++step) {
+      const uint64_t client = 1 + rng() % 3;
+      switch (rng() % 8) {
+        case 0:
+        case 1:
+        case 2: {
+          const unsigned mask = 1 + rng() % 7;  // a nonempty subset of the three devices
+          std::vector<Device> subset;
+          for (size_t d = 0; d < all.size(); ++d) {
+            if (mask & (1u << d)) subset.push_back(all[d]);
+          }
+          ASSERT_TRUE(order.Submit(MakeProgram(client, run++, subset, 1 + rng() % 3)).ok());
+          break;
+        }
+        case 3:
+        case 4:  // executors report in any order
+          if (!reports.empty()) {
+            const size_t i = rng() % reports.size();
+            order.OnGangDone(reports[i].first, reports[i].second);
+            reports.erase(reports.begin() + static_cast<std::ptrdiff_t>(i));
+          }
+          break;
+        case 5:
+          if (run > 1) (void)order.CancelRun(client, 1 + rng() % (run - 1), Cancelled("cancel"));
+          break;
+        case 6:
+          if (rng() % 4 == 0) (void)order.DropClient(client, Cancelled("goodbye"));
+          break;
+        case 7:
+          if (rng() % 8 == 0) {
+            const std::string executor = all[rng() % all.size()].first;
+            (void)order.ExecutorLost(executor, Unavailable("lost"));
+            std::erase_if(reports, [&](const auto& r) { return r.first == executor; });
+            order.ExecutorBack(executor);
+          }
+          break;
+      }
+      for (const auto& report : AllDone(order.Release())) reports.push_back(report);
+      for (uint64_t c = 1; c <= 3; ++c) {
+        ASSERT_EQ(order.UnfinishedRunCount(c), order.UnfinishedRuns(c).size())
+            << "client " << c << " at step " << step << ", window " << window;
+      }
+    }
+    // Everything reported: nothing is in flight any more.
+    for (int i = 0; i < 10000 && (!reports.empty() || order.queued() > 0); ++i) {
+      for (const auto& [exec, done] : std::exchange(reports, {})) order.OnGangDone(exec, done);
+      for (const auto& report : AllDone(order.Release())) reports.push_back(report);
+    }
+    for (uint64_t c = 1; c <= 3; ++c) EXPECT_EQ(order.UnfinishedRunCount(c), 0u) << c;
+  }
 }
 
 TEST(IslandOrderTest, ARunFinishesWhenEveryGangOfItLeftTheFlight) {
