@@ -80,8 +80,10 @@ Status IslandOrder::Submit(proto::SubmitProgram program) {
     gang->announce_to = std::move(cross.announce_to);
   }
   Unfinished& unfinished = unfinished_[program.run_id];
-  if (unfinished.gangs == 0) unfinished_runs_[program.client_id]++;  // a new run here
-  unfinished.client = program.client_id;
+  if (unfinished.gangs == 0) {  // a new run here
+    unfinished.client = program.client_id;
+    unfinished_runs_[program.client_id]++;
+  }
   unfinished.gangs += run.gangs.size();
   unfinished.notify_done = unfinished.notify_done || program.notify_done;
   ClientQueue& queue = clients_[program.client_id];
