@@ -196,11 +196,11 @@ Status StoreService::OnCreate(const proto::Incoming& in) {
 }
 
 Status StoreService::RejectForever(const proto::CreateObject& req, uint64_t nbytes) {
-  return Refuse(req, OutOfMemory(ShardName(req.object_id, req.shard) + " needs " +
-                                 std::to_string(nbytes) + " bytes but " +
-                                 MemoryPools::PoolName(req.device) + " of host " + options_.host +
-                                 " has " + std::to_string(directory_.pools().capacity(req.device)) +
-                                 " bytes in all: it can never fit"));
+  const Status error = OutOfMemory(
+      ShardName(req.object_id, req.shard) + " needs " + std::to_string(nbytes) + " bytes but " +
+      MemoryPools::PoolName(req.device) + " of host " + options_.host + " has " +
+      std::to_string(directory_.pools().capacity(req.device)) + " bytes in all: it can never fit");
+  return Refuse(req, error);
 }
 
 Status StoreService::Refuse(const proto::CreateObject& req, const Status& error) {
