@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
+#include "common/net/handshake_watch.h"
+#include "common/net/security.h"
 #include "common/net/sent_counters.h"
 #include "common/proto/codec.h"
 
@@ -25,11 +28,17 @@ using Frames = std::vector<zmq::message_t>;
 inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{1} << 30;
 
 // Makes a socket with atoll's defaults: no linger on close, mandatory routing on ROUTER
-// sockets (an unknown peer is an error, not a silent drop), a bounded send wait.
+// sockets (an unknown peer is an error, not a silent drop), a bounded send wait, and the
+// CURVE keys the context was given (security.h), if any.
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type);
 
 // Binds to `endpoint`; a port of "*" or "0" picks a free port. Returns the bound address.
-Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint);
+// A socket with CURVE keys becomes a CURVE server whose peers the process's ZAP handler
+// checks against `audience`. ZeroMQ 4.3 accepts every key when the context has no ZAP
+// handler (enforcing one is a draft option), so a service starts its handler before it
+// binds anything (SecureService, common/service/service_main.h).
+Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint,
+                         Audience audience = Audience::kEveryone);
 Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 
 // Sends all frames as one multipart message.
@@ -85,7 +94,9 @@ class DealerPool {
 class Requester {
  public:
   Requester(zmq::context_t& context, std::string endpoint);
-  Status Connect();
+  // Connects; with `watch_handshakes`, a failed security handshake (the peer refused this
+  // process's key) ends each Call at once with PermissionDenied instead of its timeout.
+  Status Connect(bool watch_handshakes = false);
   const std::string& endpoint() const { return endpoint_; }
   // The DEALER itself, for a service that polls it in its loop once setup calls are done.
   zmq::socket_t& socket() { return socket_; }
@@ -133,8 +144,10 @@ class Requester {
   std::vector<Status> TakeErrors();
 
  private:
+  zmq::context_t& context_;
   std::string endpoint_;
   zmq::socket_t socket_;
+  std::unique_ptr<HandshakeWatch> handshakes_;  // null: not watched
   uint64_t next_request_id_ = 0;
   std::vector<proto::Incoming> notices_;
 };

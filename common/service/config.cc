@@ -74,6 +74,15 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     c.dataplane.batch_bytes = static_cast<uint64_t>(bytes);
     c.dataplane.batch_window_us = static_cast<uint32_t>(window);
   }
+  if (root.contains("security")) {
+    const auto& t = toml::find(root, "security");
+    c.security.mode = Get(t, "mode", c.security.mode);
+    c.security.keys_dir = Get(t, "keys_dir", c.security.keys_dir);
+  }
+  if (c.security.mode != "curve" && c.security.mode != "plain") {
+    return InvalidArgument("security.mode must be \"curve\" or \"plain\", not \"" +
+                           c.security.mode + "\"");
+  }
   if (c.scheduler_policy != "fifo" && c.scheduler_policy != "share") {
     return InvalidArgument("scheduler.policy must be \"fifo\" or \"share\", not \"" +
                            c.scheduler_policy + "\"");

@@ -29,6 +29,18 @@ struct DataPlaneConfig {
   uint32_t batch_window_us = 0;
 };
 
+// Who may talk to the cluster. "curve": every socket is encrypted and every peer
+// authenticated with CURVE keys (`atoll keygen`): services hold the cluster's key pair,
+// clients keys the cluster allows. "plain": plain text, and every peer is believed (for
+// tests that say so, and for benchmarks' plain-text series).
+struct SecurityConfig {
+  std::string mode = "curve";
+  // Where the keys are (see common/net/curve_keys.h). Empty: the launcher's
+  // <state dir>/keys, made on first start; a service needs --keys then.
+  std::string keys_dir;
+  bool curve() const { return mode == "curve"; }
+};
+
 struct IslandConfig {
   std::string name;
   std::vector<HostConfig> hosts;
@@ -60,6 +72,7 @@ struct ClusterConfig {
   // device for ever: milliseconds, 1..86400000. Long: a producer may compute for minutes.
   uint32_t input_wait_ms = 600000;
   DataPlaneConfig dataplane;
+  SecurityConfig security;
   std::vector<IslandConfig> islands;
 };
 

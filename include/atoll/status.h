@@ -20,6 +20,8 @@ enum class Code : int {
   kCancelled = 6,           // the work was cancelled or its owner went away
   kFailedPrecondition = 7,  // the system is not in a state that allows the request
   kInternal = 8,            // a bug: an invariant did not hold
+  kPermissionDenied = 9,    // the sender may not do this (not its object, not a member)
+  kLastCode = kPermissionDenied,
 };
 
 std::string_view CodeName(Code code);
@@ -53,6 +55,7 @@ inline Status FailedPrecondition(std::string m) {
   return {Code::kFailedPrecondition, std::move(m)};
 }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 
 // Either a value or a non-OK Status.
 template <typename T>

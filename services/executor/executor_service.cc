@@ -50,9 +50,11 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   const std::string any_port = "tcp://" + config_.bind_host + ":*";
   ATOLL_ASSIGN_OR_RETURN(
       control_endpoint_,
-      net::Bind(control_, control_endpoint_.empty() ? any_port : control_endpoint_));
+      net::Bind(control_, control_endpoint_.empty() ? any_port : control_endpoint_,
+                net::Audience::kMembers));
   ATOLL_ASSIGN_OR_RETURN(data_endpoint_,
-                         net::Bind(data_, data_endpoint_.empty() ? any_port : data_endpoint_));
+                         net::Bind(data_, data_endpoint_.empty() ? any_port : data_endpoint_,
+                                   net::Audience::kMembers));
   ATOLL_RETURN_IF_ERROR(completions_.Open());
   ATOLL_RETURN_IF_ERROR(outbox_.Start());
   events_ = std::make_unique<EventPublisher>(context_, "executor/" + host_);

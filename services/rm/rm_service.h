@@ -83,6 +83,9 @@ class RmService {
   Status OnRegisterFunction(proto::Incoming& in);
   Status OnCompileReply(proto::Incoming& in);
   Status OnClusterStatus(proto::Incoming& in);
+  Status OnLookupOwners(proto::Incoming& in);
+  // PermissionDenied unless the sender of `in` may act for `client_id` (authorization.cc).
+  Status CheckClient(const proto::Incoming& in, uint64_t client_id, std::string_view action) const;
 
   // Liveness of every service (liveness.cc): executors, object stores and schedulers
   // heartbeat; one silent for `liveness` periods is declared lost, published, taken out of

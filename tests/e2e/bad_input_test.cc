@@ -6,6 +6,7 @@
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 namespace {
@@ -77,7 +78,7 @@ class BadInputTest : public ClusterTest {
     EXPECT_EQ(out->at(0), Tensor::F32({2}, {3, 4}));
   }
 
-  zmq::context_t context_;
+  MemberContext context_;
   uint64_t client_id_ = 0;
   Endpoints endpoints_;
 };
