@@ -22,8 +22,7 @@ void RunKeygen(const std::string& dir, const std::vector<std::string>& clients) 
     std::cout << (*made ? "made " : "kept ") << net::ClientKeyPath(dir, name) << " (allowed by "
               << net::AllowedKeyPath(dir, name) << ")\n";
   }
-  std::cout << "clients use them with ATOLL_KEYS=" << dir << " ATOLL_CLIENT_KEY=NAME"
-            << std::endl;
+  std::cout << "clients use them with ATOLL_KEYS=" << dir << " ATOLL_CLIENT_KEY=NAME" << std::endl;
 }
 
 }  // namespace

@@ -80,10 +80,9 @@ void Submit(const SubmitCommandOptions& options, const GlobalOptions& global) {
   if (options.steps > 0) job->steps = options.steps;
   auto cluster = ResolveCluster(global);
   if (!cluster.ok()) Fail(cluster.status());
-  auto client =
-      Client::Connect({.rm_endpoint = cluster->rm_endpoint,
-                       .name = "submit:" + job->name,
-                       .keys_dir = KeysDir(global)});
+  auto client = Client::Connect({.rm_endpoint = cluster->rm_endpoint,
+                                 .name = "submit:" + job->name,
+                                 .keys_dir = KeysDir(global)});
   if (!client.ok()) Fail(client.status().WithContext("connect to " + cluster->rm_endpoint));
   StepCallback on_step;
   std::shared_ptr<Progress> progress;

@@ -77,8 +77,8 @@ void PrintSummary(const ClusterInfo& info, const ClusterConfig& config) {
   std::cout << fmt::format("  {:<10} {} (logs in {}/logs)\n", "state", info.state_dir,
                            info.state_dir);
   if (config.security.curve()) {
-    const std::string keys = config.security.keys_dir.empty() ? info.state_dir + "/keys"
-                                                              : config.security.keys_dir;
+    const std::string keys =
+        config.security.keys_dir.empty() ? info.state_dir + "/keys" : config.security.keys_dir;
     std::cout << fmt::format(
         "  {:<10} CURVE, keys in {} (clients: key \"default\"; more: atoll keygen --client NAME)\n",
         "security", keys);

@@ -59,7 +59,6 @@ struct ClusterInfo {
   const ProcessInfo* Find(std::string_view name) const;
 };
 
-
 // <state_dir>/cluster.toml
 std::string ClusterInfoPath(const std::string& state_dir);
 

@@ -83,8 +83,8 @@ class Bench {
       : hosts_(hosts), sweep_(sweep), security_(std::move(security)) {}
 
   Status Start(const std::string& dir) {
-    ATOLL_ASSIGN_OR_RETURN(
-        cluster_, StartBenchCluster(dir, ClusterToml(hosts_, security_), ATOLL_BIN_DIR));
+    ATOLL_ASSIGN_OR_RETURN(cluster_,
+                           StartBenchCluster(dir, ClusterToml(hosts_, security_), ATOLL_BIN_DIR));
     ATOLL_ASSIGN_OR_RETURN(client_, Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint,
                                                      .name = "bench-dispatch",
                                                      .keys_dir = cluster_->keys_dir()}));

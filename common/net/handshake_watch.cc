@@ -18,8 +18,7 @@ std::string NewMonitorEndpoint() {
 
 }  // namespace
 
-HandshakeWatch::HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket,
-                               std::string endpoint)
+HandshakeWatch::HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string endpoint)
     : events_(context, zmq::socket_type::pair), endpoint_(std::move(endpoint)) {
   const std::string monitor = NewMonitorEndpoint();
   if (zmq_socket_monitor(socket.handle(), monitor.c_str(), kWatchedEvents) != 0) return;

@@ -11,7 +11,7 @@ namespace atl::net {
 namespace {
 constexpr int kSendTimeoutMs = 5000;
 constexpr auto kHandshakeCheck = std::chrono::milliseconds(20);
-}
+}  // namespace
 
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
   zmq::socket_t socket(context, type);
@@ -137,7 +137,8 @@ Requester::Requester(zmq::context_t& context, std::string endpoint)
       socket_(MakeSocket(context, zmq::socket_type::dealer)) {}
 
 Status Requester::Connect(bool watch_handshakes) {
-  if (watch_handshakes) handshakes_ = std::make_unique<HandshakeWatch>(context_, socket_, endpoint_);
+  if (watch_handshakes)
+    handshakes_ = std::make_unique<HandshakeWatch>(context_, socket_, endpoint_);
   return net::Connect(socket_, endpoint_);
 }
 

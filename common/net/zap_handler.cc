@@ -84,13 +84,14 @@ void ZapHandler::Loop() {
     // A refused peer reconnects every 100 ms or so: one line per key is enough.
     const std::string key = request.size() >= 7 ? Z85(request[6]) : "";
     if (!ok && refused_keys_.insert(key).second) {
-      spdlog::warn("refused connections from {} (and later ones with its key): key {} is not "
-                   "allowed",
-                   request.size() > 3 ? Text(request[3]) : "?", key.empty() ? "(none)" : key);
+      spdlog::warn(
+          "refused connections from {} (and later ones with its key): key {} is not "
+          "allowed",
+          request.size() > 3 ? Text(request[3]) : "?", key.empty() ? "(none)" : key);
     }
     const std::string request_id = request.size() > 1 ? Text(request[1]) : "";
-    const std::vector<std::string> reply = {"1.0", request_id, ok ? "200" : "400",
-                                            ok ? "OK" : "key not allowed", user_id, ""};
+    const std::vector<std::string> reply = {
+        "1.0", request_id, ok ? "200" : "400", ok ? "OK" : "key not allowed", user_id, ""};
     try {
       for (size_t i = 0; i < reply.size(); ++i) {
         socket_.send(zmq::buffer(reply[i]),

@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/net/request_server.h"
-#include "common/proto/ids.h"
 #include "common/net/sent_counters.h"
+#include "common/proto/ids.h"
 
 namespace atl::store {
 

@@ -175,7 +175,7 @@ class StoreService {
   std::string endpoint_;
   std::unique_ptr<net::Requester> rm_;  // null without an RM
   OwnerCache owners_{nullptr, kOwnerLookupTimeout};
-  const uint64_t instance_;             // random, per process (StoreHelloReply)
+  const uint64_t instance_;  // random, per process (StoreHelloReply)
   EventPublisher events_;
   EventLoop loop_;
   std::multimap<ShardKey, Waiter> waiters_;

@@ -26,9 +26,8 @@ Status CheckObject(uint64_t object_id, uint64_t client, const char* use) {
 Status CheckEntry(const proto::Entry& entry, const proto::SubmitProgram& program) {
   const uint64_t client = program.client_id;
   if (entry.run_id != program.run_id || entry.owner_client != client) {
-    return PermissionDenied(fmt::format(
-        "an entry of run {} (client {}) names run {} of client {}", program.run_id, client,
-        entry.run_id, entry.owner_client));
+    return PermissionDenied(fmt::format("an entry of run {} (client {}) names run {} of client {}",
+                                        program.run_id, client, entry.run_id, entry.owner_client));
   }
   for (const auto& input : entry.inputs) {
     if (input.kind == proto::InputSource::kStore) {

@@ -223,8 +223,9 @@ TEST_P(CliTest, UpRestartsACrashedServiceAndStatusCountsIt) {
     }
   }
   // --rm bypasses the state dir: no services to show.
-  const CommandResult direct = RunCommand(
-      {kAtoll, "--state-dir", dir_.path() + "/elsewhere", "--rm", info->rm_endpoint, "status"});
+  const CommandResult direct =
+      RunCommand({kAtoll, "--state-dir", dir_.path() + "/elsewhere", "--rm", info->rm_endpoint,
+                  "--keys", state_dir_ + "/keys", "status"});
   ASSERT_EQ(direct.exit_code, 0) << direct.Describe();
   EXPECT_THAT(direct.out, ::testing::Not(HasSubstr("restarts:")));
 
@@ -259,9 +260,8 @@ TEST_P(CliTest, LocalClusterQueriedThroughTheCli) {
   ExpectStatusShowsTheTestTopology();
   // --rm bypasses the state dir.
   const std::string elsewhere = dir_.path() + "/elsewhere";
-  const CommandResult r =
-      RunCommand({kAtoll, "--state-dir", elsewhere, "--rm", info->rm_endpoint, "--keys",
-                  cluster.keys_dir(), "status"});
+  const CommandResult r = RunCommand({kAtoll, "--state-dir", elsewhere, "--rm", info->rm_endpoint,
+                                      "--keys", cluster.keys_dir(), "status"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   ExpectWatchSeesAnEvent(info->events_in);
 

@@ -14,8 +14,8 @@
 
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
-#include "tests/e2e/store_stats.h"
 #include "tests/e2e/member_context.h"
+#include "tests/e2e/store_stats.h"
 
 namespace atl::testing {
 namespace {

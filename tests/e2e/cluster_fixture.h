@@ -61,9 +61,8 @@ class ClusterTest : public ::testing::Test {
 
   // The argv of an `atoll` command aimed at this cluster.
   static std::vector<std::string> AtollCommand(std::vector<std::string> args) {
-    std::vector<std::string> argv = {ATOLL_BIN_DIR "/atoll", "--rm",   RmEndpoint(),
-                                     "--events",            EventsEndpoint(), "--keys",
-                                     KeysDir()};
+    std::vector<std::string> argv = {ATOLL_BIN_DIR "/atoll", "--rm",   RmEndpoint(), "--events",
+                                     EventsEndpoint(),       "--keys", KeysDir()};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }

@@ -8,9 +8,9 @@
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/member_context.h"
 #include "tests/e2e/store_stats.h"
 #include "tests/launcher/subprocess.h"
-#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 namespace {

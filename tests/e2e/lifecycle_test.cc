@@ -13,8 +13,8 @@
 #include "common/net/events.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
-#include "tests/e2e/store_stats.h"
 #include "tests/e2e/member_context.h"
+#include "tests/e2e/store_stats.h"
 
 namespace atl::testing {
 namespace {

@@ -90,8 +90,8 @@ class SecurityTest : public ClusterTest {
 
 TEST_F(SecurityTest, AClientWithoutKeysIsRefusedAtConnect) {
   const auto started = std::chrono::steady_clock::now();
-  auto client = Client::Connect(
-      {.rm_endpoint = RmEndpoint(), .request_timeout = 10s, .keys_dir = "plain"});
+  auto client =
+      Client::Connect({.rm_endpoint = RmEndpoint(), .request_timeout = 10s, .keys_dir = "plain"});
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), Code::kPermissionDenied) << client.status().ToString();
   EXPECT_THAT(client.status().message(), HasSubstr("plain text"));
@@ -166,9 +166,7 @@ TEST_F(SecurityTest, AClientTouchesOnlyItsOwnThings) {
   // Each refusal is an error event too.
   auto event = events.WaitFor(
       "error.store",
-      [](const Event& e) {
-        return e.fields.dump().find("PermissionDenied") != std::string::npos;
-      },
+      [](const Event& e) { return e.fields.dump().find("PermissionDenied") != std::string::npos; },
       10s);
   EXPECT_TRUE(event.has_value()) << "no error.store event for a refused request";
 
@@ -203,8 +201,8 @@ TEST_F(SecurityTest, OnlyMembersSendTuplesAndStoreWrites) {
   // Executors accept no client key at all: the handshake is refused.
   for (const char* key : {"data", "control"}) {
     auto sent = Ask<proto::Ok>(bob, Endpoint("executor-i0h0", key), proto::TupleBatch{});
-    EXPECT_EQ(sent.status().code(), Code::kPermissionDenied) << key << ": "
-                                                             << sent.status().ToString();
+    EXPECT_EQ(sent.status().code(), Code::kPermissionDenied)
+        << key << ": " << sent.status().ToString();
   }
   // Stores take reservations and seals only from members, even for the client's own objects.
   const std::string store = Endpoint("objectstore-i0h0", "endpoint");
@@ -219,10 +217,9 @@ TEST_F(SecurityTest, OnlyMembersSendTuplesAndStoreWrites) {
 TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
   net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
   const uint64_t ghost = 1'000'000;
-  auto put = Ask<proto::Ok>(bob, Endpoint("objectstore-i0h0", "endpoint"),
-                            proto::PutObject{proto::MakeObjectId(ghost, 1), 0, ghost,
-                                             DType::kF32, {2}},
-                            Bytes({1, 2}));
+  auto put = Ask<proto::Ok>(
+      bob, Endpoint("objectstore-i0h0", "endpoint"),
+      proto::PutObject{proto::MakeObjectId(ghost, 1), 0, ghost, DType::kF32, {2}}, Bytes({1, 2}));
   EXPECT_EQ(put.status().code(), Code::kNotFound) << put.status().ToString();
   EXPECT_THAT(put.status().message(), HasSubstr("not connected"));
 }

@@ -76,6 +76,7 @@ class StoreProcessTest : public ::testing::Test {
       out << "[cluster]\nbind_host = \"127.0.0.1\"\nheartbeat_ms = " << heartbeat_ms
           << "\nliveness = 4\nlog_level = \"info\"\n"
           << "[rm]\nevents_in = \"" << events_endpoint_ << "\"\n"
+          << "[security]\nmode = \"plain\"\n"  // the store alone, spoken to in plain text
           << "[[islands]]\nname = \"i0\"\n"
           << "[[islands.hosts]]\nname = \"h0\"\narena_mb = 4\n";
     }
