@@ -13,9 +13,14 @@ std::optional<Result<Tensor>> PieceAssembler::Add(const InputKey& key, const pro
   Partial& p = it->second;
   if (fresh) {
     p.left = h.pieces;
-    if (rows) {
+    if (h.pieces > kMaxPieces) {
+      p.failure = InvalidArgument(
+          fmt::format("a shard made of {} pieces (at most {})", h.pieces, kMaxPieces));
+    } else if (rows) {
       p.rows.resize(h.pieces);
-    } else if (NumElements(h.dst_shape) < 0 || h.dst_shape.size() != h.dst_begin.size()) {
+    } else if (auto bytes = CheckedNumBytes(h.dtype, h.dst_shape); !bytes.ok()) {
+      p.failure = bytes.status().WithContext("a piece's destination shard");
+    } else if (h.dst_shape.size() != h.dst_begin.size()) {
       p.failure = InvalidArgument(fmt::format("a piece names a bad destination shard {} at {}",
                                               ShapeString(h.dst_shape), ShapeString(h.dst_begin)));
     } else {
