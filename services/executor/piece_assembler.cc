@@ -8,15 +8,17 @@ namespace atl::executor {
 
 std::optional<Result<Tensor>> PieceAssembler::Add(const InputKey& key, const proto::TupleHeader& h,
                                                   Result<Tensor> value) {
+  if (h.pieces > kMaxPieces) {
+    // Not kept: a shard waiting for billions of pieces would be held for ever.
+    return InvalidArgument(
+        fmt::format("a shard made of {} pieces (at most {})", h.pieces, kMaxPieces));
+  }
   const bool rows = h.kind == proto::TupleHeader::kRows;
   auto [it, fresh] = partial_.try_emplace(key);
   Partial& p = it->second;
   if (fresh) {
     p.left = h.pieces;
-    if (h.pieces > kMaxPieces) {
-      p.failure = InvalidArgument(
-          fmt::format("a shard made of {} pieces (at most {})", h.pieces, kMaxPieces));
-    } else if (rows) {
+    if (rows) {
       p.rows.resize(h.pieces);
     } else if (auto bytes = CheckedNumBytes(h.dtype, h.dst_shape); !bytes.ok()) {
       p.failure = bytes.status().WithContext("a piece's destination shard");
