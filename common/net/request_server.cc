@@ -8,7 +8,13 @@ namespace atl::net {
 
 namespace {
 
-std::string PeerName(std::string_view routing_id) { return "peer " + HexBytes(routing_id); }
+// A routing id is 5 bytes unless the peer chose one (up to 255): a longer one is cut short,
+// so that a line stays readable (peers alike in their first 16 bytes are counted together).
+std::string PeerName(std::string_view routing_id) {
+  constexpr size_t kShown = 16;
+  if (routing_id.size() <= kShown) return "peer " + HexBytes(routing_id);
+  return "peer " + HexBytes(routing_id.substr(0, kShown)) + "...";
+}
 
 }  // namespace
 
