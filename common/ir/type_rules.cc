@@ -81,10 +81,8 @@ Status CheckCountable(const TensorType& t) {
   Shape known = t.shape;
   std::replace(known.begin(), known.end(), kDynamicDim, int64_t{1});
   if (CheckedNumBytes(t.dtype, known).ok()) return Status::Ok();
-  return InvalidArgument(
-      fmt::format("{} has a negative dimension or more bytes than an int64 "
-                  "can count",
-                  Describe(t)));
+  return InvalidArgument(fmt::format(
+      "{} has a negative dimension or more bytes than an int64 can count", Describe(t)));
 }
 
 Status NeedWholeRows(const Op& op, const TensorType& t) {
