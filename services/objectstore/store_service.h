@@ -57,6 +57,7 @@
 #include "common/base/shm_arena.h"
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/owner_cache.h"
@@ -177,6 +178,7 @@ class StoreService {
   OwnerCache owners_{nullptr, kOwnerLookupTimeout};
   const uint64_t instance_;  // random, per process (StoreHelloReply)
   EventPublisher events_;
+  net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   EventLoop loop_;
   std::multimap<ShardKey, Waiter> waiters_;
   std::map<int32_t, std::deque<PendingCreate>> pending_;  // by device, in arrival order
