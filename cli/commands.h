@@ -17,5 +17,6 @@ void AddWatchCommand(CLI::App& app, const GlobalOptions& global);      // watch.
 void AddTopCommand(CLI::App& app, const GlobalOptions& global);        // top.cc
 void AddDashboardCommand(CLI::App& app, const GlobalOptions& global);  // dashboard.cc
 void AddExampleCommand(CLI::App& app, const GlobalOptions& global);    // example.cc
+void AddKeygenCommand(CLI::App& app, const GlobalOptions& global);     // keygen.cc
 
 }  // namespace atl

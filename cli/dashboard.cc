@@ -134,6 +134,7 @@ void RunDashboard(const DashboardOptions& opts, const GlobalOptions& global) {
   InstallShutdownSignals();
   signal(SIGPIPE, SIG_IGN);  // a browser that goes away must not end the dashboard
   zmq::context_t context(1);
+  if (Status s = SecureContext(context, global); !s.ok()) Fail(s.WithContext("dashboard"));
   LiveFeed feed(context, *info);
   if (Status s = feed.Connect(); !s.ok()) Fail(s.WithContext("dashboard"));
   SharedView shared(info->rm_endpoint);

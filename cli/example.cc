@@ -62,6 +62,8 @@ bool NamesCluster(const std::vector<std::string>& args) {
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::cout.flush();
+  // The example connects as a client of this command's cluster, with this command's keys.
+  setenv("ATOLL_KEYS", KeysDir(global).c_str(), 1);
   execv(program.c_str(), argv.data());
   Fail(fmt::format("cannot run {}: {}", program, std::strerror(errno)));
 }

@@ -23,6 +23,7 @@ void FollowEvents(const GlobalOptions& global, const FollowOptions& options,
   }
   InstallShutdownSignals();
   zmq::context_t context(1);
+  if (Status s = SecureContext(context, global); !s.ok()) Fail(s.WithContext(options.command));
   zmq::socket_t sub = net::MakeSocket(context, zmq::socket_type::sub);
   try {
     if (options.topics.empty()) sub.set(zmq::sockopt::subscribe, "");

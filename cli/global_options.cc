@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/net/security.h"
 #include "launcher/process.h"
 
 namespace atl {
@@ -44,6 +45,20 @@ Result<ClusterInfo> ResolveCluster(const GlobalOptions& global) {
   }
   if (!global.events_endpoint.empty()) recorded->events_out = global.events_endpoint;
   return recorded;
+}
+
+std::string KeysDir(const GlobalOptions& global) {
+  if (!global.keys_dir.empty()) return global.keys_dir;
+  const std::string state_dir = global.state_dir.empty() ? DefaultStateDir() : global.state_dir;
+  const std::string keys = state_dir + "/keys";
+  return std::filesystem::exists(net::ClusterPublicKeyPath(keys)) ? keys : "plain";
+}
+
+Status SecureContext(zmq::context_t& context, const GlobalOptions& global) {
+  ATOLL_ASSIGN_OR_RETURN(net::Credentials credentials,
+                         net::FindClientCredentials(KeysDir(global), ""));
+  net::SetCredentials(context, std::move(credentials));
+  return Status::Ok();
 }
 
 void Fail(std::string_view message, int exit_code) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include <zmq.hpp>
+
 #include "atoll/status.h"
 #include "launcher/cluster_info.h"
 
@@ -23,7 +25,17 @@ struct GlobalOptions {
   // The event bus's subscriber endpoint; empty: the one recorded in the state dir
   // (--events EP).
   std::string events_endpoint;
+  // The CURVE keys directory (--keys, $ATOLL_KEYS) or "plain"; empty: <state dir>/keys
+  // when it holds the cluster's public key, else plain text. The client key is
+  // $ATOLL_CLIENT_KEY, else "default".
+  std::string keys_dir;
 };
+
+// The keys directory the command connects with, resolved as GlobalOptions::keys_dir says
+// ("plain" for plain text).
+std::string KeysDir(const GlobalOptions& global);
+// Gives `context`'s sockets the command's client keys (net::SetCredentials).
+Status SecureContext(zmq::context_t& context, const GlobalOptions& global);
 
 // The cluster to talk to. With --rm, a ClusterInfo holding that endpoint (and --events, or
 // the state dir's events_out when it records a cluster); otherwise the state dir's

@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
   app.add_option("--events", global.events_endpoint,
                  "Watch the event bus at this endpoint instead of the recorded one")
       ->envname("ATOLL_EVENTS");
+  app.add_option("--keys", global.keys_dir,
+                 "The CURVE keys directory to connect with, or \"plain\" (default: "
+                 "<state dir>/keys when it exists, else plain text)")
+      ->envname("ATOLL_KEYS");
 
   atl::AddUpCommand(app, global);
   atl::AddSuperviseCommand(app, global);
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
   atl::AddTopCommand(app, global);
   atl::AddDashboardCommand(app, global);
   atl::AddExampleCommand(app, global);
+  atl::AddKeygenCommand(app, global);
 #ifdef ATOLL_HAVE_SUBMIT
   atl::AddSubmitCommand(app, global);
 #endif

@@ -194,8 +194,9 @@ void RunStatus(const StatusOptions& opts, const GlobalOptions& global) {
   auto info = ResolveCluster(global);
   if (!info.ok()) Fail(info.status());
   zmq::context_t context(1);
+  if (Status s = SecureContext(context, global); !s.ok()) Fail(s.WithContext("status"));
   net::Requester rm(context, info->rm_endpoint);
-  if (Status s = rm.Connect(); !s.ok()) Fail(s.WithContext("status"));
+  if (Status s = rm.Connect(/*watch_handshakes=*/true); !s.ok()) Fail(s.WithContext("status"));
   auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{},
                                               std::chrono::milliseconds(opts.timeout_ms));
   if (!status.ok()) {

@@ -108,6 +108,7 @@ void RunTop(const TopOptions& opts, const GlobalOptions& global) {
   if (!info.ok()) Fail(info.status());
   InstallShutdownSignals();
   zmq::context_t context(1);
+  if (Status s = SecureContext(context, global); !s.ok()) Fail(s.WithContext("top"));
   LiveFeed feed(context, *info);
   if (Status s = feed.Connect(); !s.ok()) Fail(s.WithContext("top"));
   ClusterView view;

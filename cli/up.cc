@@ -76,6 +76,16 @@ void PrintSummary(const ClusterInfo& info, const ClusterConfig& config) {
                            info.supervisor.pid, info.supervisor.log);
   std::cout << fmt::format("  {:<10} {} (logs in {}/logs)\n", "state", info.state_dir,
                            info.state_dir);
+  if (config.security.curve()) {
+    const std::string keys =
+        config.security.keys_dir.empty() ? info.state_dir + "/keys" : config.security.keys_dir;
+    std::cout << fmt::format(
+        "  {:<10} CURVE, keys in {} (clients: key \"default\"; more: atoll keygen --client NAME)\n",
+        "security", keys);
+  } else {
+    std::cout << fmt::format("  {:<10} plain text: every peer that reaches a port is believed\n",
+                             "security");
+  }
   std::string stop = "atoll down";
   if (info.state_dir != std::filesystem::absolute(DefaultStateDir()).lexically_normal().string()) {
     stop += " --state-dir " + info.state_dir;

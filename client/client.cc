@@ -16,10 +16,13 @@
 #include "client/run_state.h"
 #include "client/sharding.h"
 #include "common/net/transport.h"
+#include "common/proto/ids.h"
 
 namespace atl {
 
 struct Client::Impl {
+  ~Impl() { net::ForgetCredentials(context); }
+
   ClientOptions options;
   zmq::context_t context;
   std::unique_ptr<net::Requester> rm;
@@ -166,8 +169,8 @@ struct Client::Impl {
   }
 
   // Ids the client makes itself: unique per client, no round trip.
-  uint64_t NextObjectId() { return (id << 40) | next_object++; }
-  uint64_t NextRunId() { return (id << 32) | next_run++; }
+  uint64_t NextObjectId() { return proto::MakeObjectId(id, next_object++); }
+  uint64_t NextRunId() { return proto::MakeRunId(id, next_run++); }
 };
 
 void RunState::ReleaseObjects() {
@@ -206,12 +209,15 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   if (options.rm_endpoint.empty()) return InvalidArgument("no RM endpoint given");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  ATOLL_ASSIGN_OR_RETURN(net::Credentials credentials,
+                         net::FindClientCredentials(options.keys_dir, options.key_name));
+  net::SetCredentials(impl->context, std::move(credentials));
   impl->rm = std::make_unique<net::Requester>(impl->context, options.rm_endpoint);
   // Named by the client, not by the RM's socket: a restarted RM still reaches it with notices.
   std::random_device random;
   impl->rm->socket().set(zmq::sockopt::routing_id,
                          fmt::format("client-{:08x}{:08x}", random(), random()));
-  ATOLL_RETURN_IF_ERROR(impl->rm->Connect());
+  ATOLL_RETURN_IF_ERROR(impl->rm->Connect(/*watch_handshakes=*/true));
   ATOLL_ASSIGN_OR_RETURN(auto hello,
                          impl->rm->Call<proto::HelloClientReply>(proto::HelloClient{options.name},
                                                                  options.request_timeout));

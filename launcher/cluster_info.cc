@@ -105,16 +105,6 @@ const ProcessInfo* ClusterInfo::Find(std::string_view name) const {
   return nullptr;
 }
 
-std::string DefaultStateDir() {
-  if (const char* home = std::getenv("ATOLL_HOME"); home != nullptr && *home != '\0') {
-    return home;
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    return std::string(home) + "/.atoll";
-  }
-  return "/tmp/atoll-" + std::to_string(getuid());
-}
-
 std::string ClusterInfoPath(const std::string& state_dir) { return state_dir + "/cluster.toml"; }
 
 Status WriteClusterInfo(const ClusterInfo& info) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "atoll/status.h"
+#include "common/base/state_dir.h"
 
 namespace atl {
 
@@ -57,10 +58,6 @@ struct ClusterInfo {
   // The process called `name`, or nullptr.
   const ProcessInfo* Find(std::string_view name) const;
 };
-
-// The default state directory: $ATOLL_HOME if set and not empty, else $HOME/.atoll, else
-// /tmp/atoll-<uid>.
-std::string DefaultStateDir();
 
 // <state_dir>/cluster.toml
 std::string ClusterInfoPath(const std::string& state_dir);

@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/net/curve_keys.h"
 #include "common/net/events.h"
 #include "common/service/ready_file.h"
 
@@ -185,6 +186,7 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
     auto it = p.endpoints.find(key);
     if (it != p.endpoints.end()) argv.insert(argv.end(), {option, it->second});
   }
+  if (!keys_dir_.empty()) argv.insert(argv.end(), {"--keys", keys_dir_});
   argv.insert(argv.end(), {"--ready-file", child.ready_path});
   if (!options_.log_level.empty()) argv.insert(argv.end(), {"--log-level", options_.log_level});
   return argv;
@@ -212,6 +214,7 @@ Status LocalCluster::Start() {
     }
   }
 
+  ATOLL_RETURN_IF_ERROR(MakeKeys());
   // A new cluster starts from nothing, whatever an earlier one in this dir left.
   fs::remove(options_.state_dir + "/rm.state", ec);
   info_ = ClusterInfo{};
@@ -254,6 +257,14 @@ Status LocalCluster::Start() {
     return status;
   }
   return Status::Ok();
+}
+
+Status LocalCluster::MakeKeys() {
+  if (!config_.security.curve()) return Status::Ok();
+  keys_dir_ = Absolute(config_.security.keys_dir.empty() ? options_.state_dir + "/keys"
+                                                         : config_.security.keys_dir);
+  ATOLL_RETURN_IF_ERROR(net::EnsureClusterKeys(keys_dir_).status().WithContext("cluster keys"));
+  return net::EnsureClientKey(keys_dir_, "default").status().WithContext("client keys");
 }
 
 Status LocalCluster::StartStage(const std::vector<ProcessInfo>& stage) {

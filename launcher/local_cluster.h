@@ -13,6 +13,8 @@
 //   <state_dir>/logs/<name>.log     each service's stdout and stderr
 //   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
 //   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart)
+//   <state_dir>/keys/               the CURVE keys, unless the config names another place
+//                                   (common/net/curve_keys.h); kept across starts
 // Service names: "rm", "objectstore-<host>", "executor-<host>", "scheduler-<island>".
 //
 // Example (a test):
@@ -94,6 +96,11 @@ class LocalCluster {
   // Valid after a successful Start().
   const ClusterInfo& info() const { return info_; }
   const ClusterConfig& config() const { return config_; }
+  // The CURVE keys directory every service was given (security.keys_dir, else
+  // <state_dir>/keys, made with a "default" client key on first start), or "plain" when the
+  // config's security.mode is: what a client of this cluster passes as
+  // ClientOptions::keys_dir (or $ATOLL_KEYS).
+  std::string keys_dir() const { return keys_dir_.empty() ? "plain" : keys_dir_; }
 
   // The pid of the service `name`; NotFound if there is no such service or it has been
   // reaped. For fault-injection tests: Signal(name, SIGKILL) kills one service.
@@ -134,6 +141,8 @@ class LocalCluster {
     bool awaiting_ready = false;                  // restarted; its ready file not read yet
   };
 
+  // Makes the keys the config's security needs, unless they exist (keys_dir_).
+  Status MakeKeys();
   Status StartStage(const std::vector<ProcessInfo>& stage);
   // Starts (or starts again) `child` with Argv(child), its old ready file removed.
   Status SpawnChild(Child& child);
@@ -158,6 +167,7 @@ class LocalCluster {
   LocalClusterOptions options_;
   ClusterConfig config_;
   ClusterInfo info_;
+  std::string keys_dir_;
   std::vector<Child> children_;  // in start order
   bool detached_ = false;
   bool wrote_info_ = false;

@@ -1,5 +1,7 @@
 #include "bench/common/bench_cluster.h"
 
+#include <stdlib.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -17,8 +19,10 @@ log_level = "warn"
 endpoint = "tcp://127.0.0.1:*"
 events_in = "tcp://127.0.0.1:*"
 events_out = "tcp://127.0.0.1:*"
+[security]
+mode = "{}"
 {})",
-                                 t.heartbeat_ms, t.liveness, t.extra_toml);
+                                 t.heartbeat_ms, t.liveness, t.security, t.extra_toml);
   for (int i = 0; i < t.islands; ++i) {
     toml += fmt::format("[[islands]]\nname = \"island{}\"\n", i);
     for (int h = i * t.hosts; h < (i + 1) * t.hosts; ++h) {
@@ -45,6 +49,8 @@ Result<std::unique_ptr<LocalCluster>> StartBenchCluster(const std::string& dir,
   std::ofstream(options.config_path) << config_toml;
   auto cluster = std::make_unique<LocalCluster>(options);
   ATOLL_RETURN_IF_ERROR(cluster->Start());
+  // The benchmark's clients connect with the cluster's keys (or in plain text).
+  setenv("ATOLL_KEYS", cluster->keys_dir().c_str(), 1);
   return cluster;
 }
 

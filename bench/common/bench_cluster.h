@@ -1,6 +1,7 @@
 // A benchmark's cluster, started the way `atoll up` starts one: the given configuration is
-// written to <dir>/cluster.toml, the state (logs, ready files) goes under <dir>/state, and
-// the service binaries come from `bin_dir`. The cluster stops when the result is destroyed.
+// written to <dir>/cluster.toml, the state (logs, ready files, keys) goes under <dir>/state,
+// and the service binaries come from `bin_dir`. The cluster stops when the result is
+// destroyed. Starting one points $ATOLL_KEYS at its keys, for the benchmark's clients.
 #pragma once
 
 #include <memory>
@@ -23,7 +24,9 @@ struct BenchTopology {
   int liveness = 10;
   int device_memory_mb = 0;  // 0: the config's default
   int arena_mb = 0;          // 0: the config's default
-  std::string extra_toml;    // more tables, e.g. "[scheduler]\npolicy = \"share\"\n"
+  // "plain" (every series unless it says otherwise) or "curve" (authenticated, encrypted).
+  std::string security = "plain";
+  std::string extra_toml;  // more tables, e.g. "[scheduler]\npolicy = \"share\"\n"
 };
 std::string ClusterToml(const BenchTopology& topology);
 

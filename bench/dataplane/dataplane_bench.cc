@@ -17,6 +17,9 @@
 //   batched      TupleOutbox with a time window (kBatchedWindowUs) and 64 KiB batches
 //   unbatched    TupleOutbox without a window, flushed after every tuple: one TupleBatch
 //                per tuple, as when every loop turn of an executor finishes one shard
+//   batched_curve  batched, into the executor of a second cluster whose sockets all speak
+//                CURVE (this process sends as one of its members): what encryption and
+//                authentication cost the data plane
 // Throughput: N tuples sent back to back, from the first send to the last arrival (wall
 // clock, one machine). Latency: one tuple at a time, send to arrival.
 #include <poll.h>
@@ -33,6 +36,7 @@
 #include "bench/common/bench_result.h"
 #include "common/net/event_reader.h"
 #include "common/net/events.h"
+#include "common/net/security.h"
 #include "common/service/ready_file.h"
 #include "launcher/local_cluster.h"
 #include "launcher/process.h"
@@ -50,8 +54,9 @@ constexpr uint64_t kNoRun = ~uint64_t{0};
 
 // Heartbeats (and so dataplane.stats) every 10 ms: a figure waits at most that long for its
 // report, which carries the arrival time itself.
-BenchTopology ClusterTopology() {
+BenchTopology ClusterTopology(const std::string& security = "plain") {
   BenchTopology topology;
+  topology.security = security;
   topology.heartbeat_ms = 10;
   topology.liveness = 100;
   topology.device_memory_mb = 64;
@@ -223,7 +228,16 @@ Status MeasureAll(const BenchOptions& options, BenchResult& result) {
   ATOLL_ASSIGN_OR_RETURN(auto ready, ReadReadyFile(dir + "/state/run/executor-h0.ready"));
   const std::string data_endpoint = ready["data"];
 
+  ATOLL_ASSIGN_OR_RETURN(
+      std::unique_ptr<LocalCluster> curve_cluster,
+      StartBenchCluster(dir + "/curve", ClusterToml(ClusterTopology("curve")), ATOLL_BIN_DIR));
+  ATOLL_ASSIGN_OR_RETURN(auto curve_ready,
+                         ReadReadyFile(dir + "/curve/state/run/executor-h0.ready"));
+  ATOLL_ASSIGN_OR_RETURN(net::Credentials member,
+                         net::ServiceCredentials(curve_cluster->keys_dir()));
+
   zmq::context_t context;
+  net::KeyedContext curve_context(member);
   RawZmq zmq(context);
   ATOLL_RETURN_IF_ERROR(zmq.Start(dir + "/zmq-sink.log"));
   ExecutorReports reports(context, cluster->info().events_out);
@@ -233,8 +247,16 @@ Status MeasureAll(const BenchOptions& options, BenchResult& result) {
   Executor unbatched(context, data_endpoint, 0, reports, received);
   ATOLL_RETURN_IF_ERROR(batched.Start());
   ATOLL_RETURN_IF_ERROR(unbatched.Start());
-  const std::vector<std::pair<std::string, Receiver*>> series = {
-      {"zmq", &zmq}, {"batched", &batched}, {"unbatched", &unbatched}};
+  ExecutorReports curve_reports(curve_context, curve_cluster->info().events_out);
+  ATOLL_RETURN_IF_ERROR(curve_reports.Start());
+  uint64_t curve_received = 0;
+  Executor batched_curve(curve_context, curve_ready["data"], kBatchedWindowUs, curve_reports,
+                         curve_received);
+  ATOLL_RETURN_IF_ERROR(batched_curve.Start());
+  const std::vector<std::pair<std::string, Receiver*>> series = {{"zmq", &zmq},
+                                                                 {"batched", &batched},
+                                                                 {"unbatched", &unbatched},
+                                                                 {"batched_curve", &batched_curve}};
 
   // [series][size] -> samples
   std::map<std::pair<std::string, uint64_t>, std::vector<double>> rate, bandwidth, latency;
@@ -281,6 +303,13 @@ Status MeasureAll(const BenchOptions& options, BenchResult& result) {
   result.Derive("batched_over_unbatched_throughput_64B",
                 median("batched", 64) / median("unbatched", 64));
   result.Derive("batched_over_zmq_throughput_64B", median("batched", 64) / median("zmq", 64));
+  for (uint64_t bytes : {uint64_t{64}, uint64_t{64} << 10, uint64_t{16} << 20}) {
+    result.Derive(fmt::format("batched_curve_over_batched_throughput_{}B", bytes),
+                  median("batched_curve", bytes) / median("batched", bytes));
+    result.Derive(fmt::format("batched_curve_over_batched_latency_{}B", bytes),
+                  Summarize(latency[{"batched_curve", bytes}]).value().median /
+                      Summarize(latency[{"batched", bytes}]).value().median);
+  }
   return Status::Ok();
 }
 

@@ -9,6 +9,9 @@
 //                     trip between computations)
 //   multi_controller  each executor drives its own devices for 128 steps, synchronised
 //                     only by the all-reduces (the stand-in for multi-controller JAX)
+//   op_by_op_curve,   op_by_op and chained on a second cluster of the same size whose
+//   chained_curve     sockets all speak CURVE (authenticated, encrypted), measured in the
+//                     same sweep, alternating with the plain-text cluster
 // Devices are `sim` devices: compute time is slept, so the figures measure the runtime.
 #include <chrono>
 #include <cmath>
@@ -38,10 +41,11 @@ struct Sweep {
   int runs = 5;
 };
 
-std::string ClusterToml(int hosts) {
+std::string ClusterToml(int hosts, const std::string& security) {
   BenchTopology topology;
   topology.hosts = hosts;
   topology.devices_per_host = kDevicesPerHost;
+  topology.security = security;
   return ClusterToml(topology);
 }
 
@@ -74,12 +78,16 @@ double Rate(int computations, Clock::time_point start) {
 // One cluster of `hosts` hosts, one slice over all its devices.
 class Bench {
  public:
-  Bench(int hosts, const Sweep& sweep) : hosts_(hosts), sweep_(sweep) {}
+  // `security`: the cluster's security.mode, "plain" or "curve".
+  Bench(int hosts, const Sweep& sweep, std::string security)
+      : hosts_(hosts), sweep_(sweep), security_(std::move(security)) {}
 
   Status Start(const std::string& dir) {
-    ATOLL_ASSIGN_OR_RETURN(cluster_, StartBenchCluster(dir, ClusterToml(hosts_), ATOLL_BIN_DIR));
+    ATOLL_ASSIGN_OR_RETURN(cluster_,
+                           StartBenchCluster(dir, ClusterToml(hosts_, security_), ATOLL_BIN_DIR));
     ATOLL_ASSIGN_OR_RETURN(client_, Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint,
-                                                     .name = "bench-dispatch"}));
+                                                     .name = "bench-dispatch",
+                                                     .keys_dir = cluster_->keys_dir()}));
     ATOLL_ASSIGN_OR_RETURN(slice_, client_->CreateSlice(hosts_ * kDevicesPerHost));
     return Status::Ok();
   }
@@ -194,6 +202,7 @@ class Bench {
 
   int hosts_;
   Sweep sweep_;
+  std::string security_;
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<Client> client_;
   Slice slice_;
@@ -234,9 +243,12 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   // medians[series][hosts][compute_us]
   std::map<std::string, std::map<int, std::map<int, double>>> medians;
   for (int hosts : sweep.hosts) {
-    Bench bench(hosts, sweep);
-    Status started = bench.Start(fmt::format("{}/h{}", dir, hosts));
-    ATOLL_RETURN_IF_ERROR(started.WithContext(fmt::format("cluster of {} hosts", hosts)));
+    Bench bench(hosts, sweep, "plain");
+    Bench curve(hosts, sweep, "curve");
+    ATOLL_RETURN_IF_ERROR(bench.Start(fmt::format("{}/h{}", dir, hosts))
+                              .WithContext(fmt::format("cluster of {} hosts", hosts)));
+    ATOLL_RETURN_IF_ERROR(curve.Start(fmt::format("{}/h{}-curve", dir, hosts))
+                              .WithContext(fmt::format("CURVE cluster of {} hosts", hosts)));
     for (int compute : sweep.compute_us) {
       const std::vector<std::pair<std::string, std::function<Result<double>()>>> series = {
           {"op_by_op", [&] { return bench.OpByOp(compute); }},
@@ -244,6 +256,8 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
           {"fused", [&] { return bench.Fused(compute); }},
           {"sequential", [&] { return bench.Chained(compute, true); }},
           {"multi_controller", [&] { return bench.MultiController(compute); }},
+          {"op_by_op_curve", [&] { return curve.OpByOp(compute); }},
+          {"chained_curve", [&] { return curve.Chained(compute, false); }},
       };
       for (const auto& [name, measure] : series) {
         std::vector<double> samples;
@@ -261,8 +275,10 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
                    samples);
       }
     }
-    Status stopped = bench.Stop();
-    if (!stopped.ok()) fmt::print(stderr, "dispatch: stopping: {}\n", stopped.ToString());
+    for (Bench* b : {&bench, &curve}) {
+      Status stopped = b->Stop();
+      if (!stopped.ok()) fmt::print(stderr, "dispatch: stopping: {}\n", stopped.ToString());
+    }
   }
   for (int hosts : sweep.hosts) {
     const double breakeven =
@@ -274,6 +290,11 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
                   chained0 / medians["sequential"][hosts][0]);
     result.Derive(fmt::format("chained_over_multi_controller_hosts_{}_compute_0", hosts),
                   chained0 / medians["multi_controller"][hosts][0]);
+    // What CURVE costs: the rate with it over the rate without, same sweep.
+    result.Derive(fmt::format("chained_curve_over_plain_hosts_{}_compute_0", hosts),
+                  medians["chained_curve"][hosts][0] / chained0);
+    result.Derive(fmt::format("op_by_op_curve_over_plain_hosts_{}_compute_0", hosts),
+                  medians["op_by_op_curve"][hosts][0] / medians["op_by_op"][hosts][0]);
   }
   std::filesystem::remove_all(dir);
   return Status::Ok();

@@ -22,6 +22,8 @@ std::string_view CodeName(Code code) {
       return "FailedPrecondition";
     case Code::kInternal:
       return "Internal";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
     case Code::kResourceExhausted:
       return "ResourceExhausted";
   }

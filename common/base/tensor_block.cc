@@ -12,7 +12,8 @@ namespace {
 Status CheckInside(const Shape& whole, const Shape& begin, const Shape& size) {
   bool inside = begin.size() == whole.size() && size.size() == whole.size();
   for (size_t d = 0; inside && d < whole.size(); ++d) {
-    inside = begin[d] >= 0 && size[d] >= 0 && begin[d] + size[d] <= whole[d];
+    // Not begin + size <= whole: a begin that came off the wire could make that wrap.
+    inside = begin[d] >= 0 && size[d] >= 0 && size[d] <= whole[d] && begin[d] <= whole[d] - size[d];
   }
   if (inside) return Status::Ok();
   return InvalidArgument(fmt::format("a block {} at {} does not lie inside {}", ShapeString(size),

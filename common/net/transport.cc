@@ -1,15 +1,15 @@
 #include "common/net/transport.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 namespace atl::net {
 
 namespace {
 constexpr int kSendTimeoutMs = 5000;
-}
+constexpr auto kHandshakeCheck = std::chrono::milliseconds(20);
+}  // namespace
 
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
   zmq::socket_t socket(context, type);
@@ -17,10 +17,20 @@ zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
   socket.set(zmq::sockopt::sndtimeo, kSendTimeoutMs);
   socket.set(zmq::sockopt::maxmsgsize, kDefaultMaxMessageBytes);
   if (type == zmq::socket_type::router) socket.set(zmq::sockopt::router_mandatory, 1);
+  if (const Credentials credentials = CredentialsOf(context); credentials.curve()) {
+    socket.set(zmq::sockopt::curve_publickey, credentials.own.public_key);
+    socket.set(zmq::sockopt::curve_secretkey, credentials.own.secret_key);
+    socket.set(zmq::sockopt::curve_serverkey, credentials.server_key);
+  }
   return socket;
 }
 
-Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint) {
+Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint, Audience audience) {
+  if (socket.get(zmq::sockopt::mechanism) == ZMQ_CURVE) {
+    socket.set(zmq::sockopt::curve_server, 1);
+    socket.set(zmq::sockopt::zap_domain,
+               audience == Audience::kMembers ? kZapDomainMembers : kZapDomainEveryone);
+  }
   std::string target = endpoint;
   if (target.size() > 2 && target.compare(target.size() - 2, 2, ":0") == 0) {
     target.replace(target.size() - 1, 1, "*");
@@ -94,9 +104,10 @@ Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status
   return Reply(socket, to, proto::ToError(status));
 }
 
-Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router) {
+Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router, std::string* sender) {
   ATOLL_ASSIGN_OR_RETURN(auto frames, RecvFrames(router, std::chrono::milliseconds(0)));
   if (!frames) return std::optional<proto::Incoming>{};
+  if (sender != nullptr) *sender = (*frames)[0].to_string();
   if (frames->size() < 2) return InvalidArgument("message without routing id and header");
   zmq::message_t routing_id;
   routing_id.copy((*frames)[0]);
@@ -120,9 +131,15 @@ Result<zmq::socket_t*> DealerPool::Get(const std::string& endpoint) {
 }
 
 Requester::Requester(zmq::context_t& context, std::string endpoint)
-    : endpoint_(std::move(endpoint)), socket_(MakeSocket(context, zmq::socket_type::dealer)) {}
+    : context_(context),
+      endpoint_(std::move(endpoint)),
+      socket_(MakeSocket(context, zmq::socket_type::dealer)) {}
 
-Status Requester::Connect() { return net::Connect(socket_, endpoint_); }
+Status Requester::Connect(bool watch_handshakes) {
+  if (watch_handshakes)
+    handshakes_ = std::make_unique<HandshakeWatch>(context_, socket_, endpoint_);
+  return net::Connect(socket_, endpoint_);
+}
 
 Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t header, Frames data,
                                         std::chrono::milliseconds timeout, proto::Kind kind) {
@@ -138,7 +155,12 @@ Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t head
       return DeadlineExceeded("no reply from " + endpoint_ + " within " +
                               std::to_string(timeout.count()) + " ms");
     }
-    ATOLL_ASSIGN_OR_RETURN(auto got, RecvFrames(socket_, left));
+    if (handshakes_) {
+      if (auto failed = handshakes_->Failure()) return *failed;
+    }
+    // Watching handshakes: look again every kHandshakeCheck.
+    const auto wait = handshakes_ ? std::min(left, kHandshakeCheck) : left;
+    ATOLL_ASSIGN_OR_RETURN(auto got, RecvFrames(socket_, wait));
     if (!got) continue;
     auto in = proto::ParseIncoming(std::move(*got), /*routed=*/false);
     if (!in.ok()) return in.status().WithContext("reply from " + endpoint_);
@@ -169,9 +191,12 @@ std::vector<Status> Requester::TakeErrors() {
     if (!in.ok() || in->header.kind() != proto::Kind::kError) continue;
     auto error = in->header.As<proto::Error>();
     errors.push_back(error.ok() ? proto::FromError(*error) : error.status());
-    spdlog::warn("{} says: {}", endpoint_, errors.back().ToString());
+    LogError(errors.back());
   }
+  errors_.Flush();
   return errors;
 }
+
+void Requester::LogError(const Status& error) { errors_.Reject(endpoint_, error); }
 
 }  // namespace atl::net

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
+#include "common/net/handshake_watch.h"
+#include "common/net/rejection_log.h"
+#include "common/net/security.h"
 #include "common/net/sent_counters.h"
 #include "common/proto/codec.h"
 
@@ -25,11 +29,17 @@ using Frames = std::vector<zmq::message_t>;
 inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{1} << 30;
 
 // Makes a socket with atoll's defaults: no linger on close, mandatory routing on ROUTER
-// sockets (an unknown peer is an error, not a silent drop), a bounded send wait.
+// sockets (an unknown peer is an error, not a silent drop), a bounded send wait, and the
+// CURVE keys the context was given (security.h), if any.
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type);
 
 // Binds to `endpoint`; a port of "*" or "0" picks a free port. Returns the bound address.
-Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint);
+// A socket with CURVE keys becomes a CURVE server whose peers the process's ZAP handler
+// checks against `audience`. ZeroMQ 4.3 accepts every key when the context has no ZAP
+// handler (enforcing one is a draft option), so a service starts its handler before it
+// binds anything (SecureService, common/service/service_main.h).
+Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint,
+                         Audience audience = Audience::kEveryone);
 Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 
 // Sends all frames as one multipart message.
@@ -65,7 +75,9 @@ Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status
 // Receives one request from a ROUTER socket without waiting. A message that does not parse
 // (garbage, truncated, unknown kind or version) is answered with an Error reply to its
 // sender and comes back as that Status; an empty optional means nothing was waiting.
-Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router);
+// `sender`, when given, is set to the routing id of the message received, parsed or not.
+Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router,
+                                                   std::string* sender = nullptr);
 
 // DEALER sockets to peers (executors, schedulers, object stores) by endpoint, each
 // connected on first use and kept. Used from one thread.
@@ -85,7 +97,9 @@ class DealerPool {
 class Requester {
  public:
   Requester(zmq::context_t& context, std::string endpoint);
-  Status Connect();
+  // Connects; with `watch_handshakes`, a failed security handshake (the peer refused this
+  // process's key) ends each Call at once with PermissionDenied instead of its timeout.
+  Status Connect(bool watch_handshakes = false);
   const std::string& endpoint() const { return endpoint_; }
   // The DEALER itself, for a service that polls it in its loop once setup calls are done.
   zmq::socket_t& socket() { return socket_; }
@@ -129,14 +143,20 @@ class Requester {
   // socket. Never waits; late replies to old requests are dropped.
   std::vector<proto::Incoming> TakeNotices();
   // The errors the peer answered since the last call (for a service that only posts to it,
-  // such as heartbeats), each logged as a warning; never waits. Other messages are dropped.
+  // such as heartbeats), each logged by LogError; never waits. Other messages are dropped.
   std::vector<Status> TakeErrors();
+  // Logs an error the peer answered as a warning, at most one line a second (the rest
+  // counted, see rejection_log.h): a peer refusing every heartbeat does not flood the log.
+  void LogError(const Status& error);
 
  private:
+  zmq::context_t& context_;
   std::string endpoint_;
   zmq::socket_t socket_;
+  std::unique_ptr<HandshakeWatch> handshakes_;  // null: not watched
   uint64_t next_request_id_ = 0;
   std::vector<proto::Incoming> notices_;
+  RejectionLog errors_{{.verb = "got", .one = "error reply", .many = "error replies"}};
 };
 
 }  // namespace atl::net

@@ -49,6 +49,7 @@ Result<Incoming> ParseIncoming(std::vector<zmq::message_t> frames, bool routed) 
   }
   if (frames.size() <= next) return InvalidArgument("message has no header frame");
   ATOLL_ASSIGN_OR_RETURN(in.header, DecodeHeader(frames[next].data(), frames[next].size()));
+  in.sender = PeerOf(frames[next]);
   for (size_t i = next + 1; i < frames.size(); ++i) in.data.push_back(std::move(frames[i]));
   return in;
 }
@@ -58,7 +59,7 @@ Error ToError(const Status& status) {
 }
 
 Status FromError(const Error& error) {
-  if (error.code <= 0 || error.code > static_cast<int32_t>(Code::kResourceExhausted)) {
+  if (error.code <= 0 || error.code > static_cast<int32_t>(Code::kLastCode)) {
     return Internal("peer sent error with unknown code " + std::to_string(error.code) + ": " +
                     error.message);
   }
@@ -103,6 +104,10 @@ std::string_view KindName(Kind kind) {
       return "ServiceChanged";
     case Kind::kSliceRemapped:
       return "SliceRemapped";
+    case Kind::kLookupOwners:
+      return "LookupOwners";
+    case Kind::kOwners:
+      return "Owners";
     case Kind::kCompile:
       return "Compile";
     case Kind::kDispatch:

@@ -10,6 +10,7 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
+#include "common/proto/peer.h"
 #include "common/proto/protocol.h"
 
 namespace atl::proto {
@@ -70,6 +71,7 @@ struct Incoming {
   std::optional<zmq::message_t> routing_id;
   Header header;
   std::vector<zmq::message_t> data;
+  Peer sender;  // who sent it, as authenticated by the receiving process
 };
 
 // Splits received frames into an Incoming; `routed` says the first frame is a routing id.

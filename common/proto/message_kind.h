@@ -36,6 +36,8 @@ enum class Kind : uint16_t {
   kHostChanged = 23,
   kSliceRemapped = 24,
   kServiceChanged = 25,
+  kLookupOwners = 26,
+  kOwners = 27,
   // Executor.
   kCompile = 40,
   kDispatch = 41,

@@ -132,6 +132,29 @@ struct ServiceChanged {
   MSGPACK_DEFINE(role, name, endpoint, lost, reason);
 };
 
+// A scheduler or object store -> RM: whom do these clients and functions belong to? For
+// checking that a request's sender may act for the client it names (the authenticated
+// sender is the key, never a field of the request). Members only. Answered with Owners.
+struct LookupOwners {
+  static constexpr Kind kKind = Kind::kLookupOwners;
+  std::vector<uint64_t> clients;
+  std::vector<uint64_t> functions;
+  bool operator==(const LookupOwners&) const = default;
+  MSGPACK_DEFINE(clients, functions);
+};
+
+struct Owners {
+  static constexpr Kind kKind = Kind::kOwners;
+  // Per client asked: the ZAP user id it connected with ("" on plain text), and whether it
+  // is connected now. A client the RM does not know is not alive.
+  std::vector<std::string> client_users;
+  std::vector<bool> clients_alive;
+  // Per function asked: the client that registered it; 0 when the RM knows no such function.
+  std::vector<uint64_t> function_clients;
+  bool operator==(const Owners&) const = default;
+  MSGPACK_DEFINE(client_users, clients_alive, function_clients);
+};
+
 struct CreateSlice {
   static constexpr Kind kKind = Kind::kCreateSlice;
   uint64_t client_id = 0;

@@ -9,16 +9,25 @@
 #include <fmt/ranges.h>
 #include <toml.hpp>
 
+#include "common/service/toml_int.h"
+
 namespace atl {
 
 namespace {
 
-// A batch is one ZeroMQ message, which services cap at 1 GiB (net::kDefaultMaxMessageBytes);
-// a window longer than a second would hold tuples longer than any heartbeat.
+// The range of every numeric key (config/local.toml documents them). A batch is one ZeroMQ
+// message, which services cap at 1 GiB (net::kDefaultMaxMessageBytes); a window longer than a
+// second would hold tuples longer than any heartbeat. Sizes stop at 1 TiB, far beyond any
+// host, so that a typo (an extra digit or three) is refused instead of mapped.
+constexpr int64_t kMaxHeartbeatMs = 600'000;
+constexpr int64_t kMaxLiveness = 1'000;
+constexpr int64_t kMaxSchedulerWindow = 1 << 20;
 constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
 constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
+constexpr int64_t kMaxDevicesPerHost = 1 << 16;
+constexpr int64_t kMaxMiB = int64_t{1} << 20;
 
 // The [quotas] keys, each with its largest value: beyond these a quota means nothing on
 // any machine (2^62 bytes; ids and counters are 32 or 64 bits wide).
@@ -41,13 +50,23 @@ T Get(const toml::value& table, const char* key, T fallback) {
   return toml::find<T>(table, key);
 }
 
+// A host's size in MiB at `key`, as bytes.
+Status ReadMiB(const toml::value& table, const std::string& key, const std::string& name,
+               uint64_t& bytes) {
+  uint64_t mib = bytes >> 20;
+  ATOLL_RETURN_IF_ERROR(ReadInt(table, key, name, 1, kMaxMiB, mib));
+  bytes = mib << 20;
+  return Status::Ok();
+}
+
 Result<ClusterConfig> FromToml(const toml::value& root) {
   ClusterConfig c;
   if (root.contains("cluster")) {
     const auto& t = toml::find(root, "cluster");
     c.bind_host = Get(t, "bind_host", c.bind_host);
-    c.heartbeat_ms = Get(t, "heartbeat_ms", c.heartbeat_ms);
-    c.liveness = Get(t, "liveness", c.liveness);
+    ATOLL_RETURN_IF_ERROR(
+        ReadInt(t, "heartbeat_ms", "cluster.heartbeat_ms", 1, kMaxHeartbeatMs, c.heartbeat_ms));
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "liveness", "cluster.liveness", 1, kMaxLiveness, c.liveness));
     c.log_level = Get(t, "log_level", c.log_level);
   }
   if (root.contains("rm")) {
@@ -59,38 +78,31 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
   if (root.contains("scheduler")) {
     const auto& t = toml::find(root, "scheduler");
     c.scheduler_policy = Get(t, "policy", c.scheduler_policy);
-    c.scheduler_window = Get(t, "window", c.scheduler_window);
-    const auto wait = Get<int64_t>(t, "cross_island_wait_ms", c.cross_island_wait_ms);
-    if (wait <= 0 || wait > kMaxCrossIslandWaitMs) {
-      return InvalidArgument(fmt::format("scheduler.cross_island_wait_ms must be in 1..{}, not {}",
-                                         kMaxCrossIslandWaitMs, wait));
-    }
-    c.cross_island_wait_ms = static_cast<uint32_t>(wait);
+    ATOLL_RETURN_IF_ERROR(
+        ReadInt(t, "window", "scheduler.window", 0, kMaxSchedulerWindow, c.scheduler_window));
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "cross_island_wait_ms", "scheduler.cross_island_wait_ms", 1,
+                                  kMaxCrossIslandWaitMs, c.cross_island_wait_ms));
   }
   if (root.contains("executor")) {
     const auto& t = toml::find(root, "executor");
-    const auto wait = Get<int64_t>(t, "input_wait_ms", c.input_wait_ms);
-    if (wait <= 0 || wait > kMaxInputWaitMs) {
-      return InvalidArgument(
-          fmt::format("executor.input_wait_ms must be in 1..{}, not {}", kMaxInputWaitMs, wait));
-    }
-    c.input_wait_ms = static_cast<uint32_t>(wait);
+    ATOLL_RETURN_IF_ERROR(
+        ReadInt(t, "input_wait_ms", "executor.input_wait_ms", 1, kMaxInputWaitMs, c.input_wait_ms));
   }
   if (root.contains("dataplane")) {
     const auto& t = toml::find(root, "dataplane");
-    // Read as signed so that a negative value is refused by name, not wrapped around.
-    const auto bytes = Get<int64_t>(t, "batch_bytes", int64_t(c.dataplane.batch_bytes));
-    const auto window = Get<int64_t>(t, "batch_window_us", c.dataplane.batch_window_us);
-    if (bytes <= 0 || bytes > kMaxBatchBytes) {
-      return InvalidArgument(
-          fmt::format("dataplane.batch_bytes must be in 1..{}, not {}", kMaxBatchBytes, bytes));
-    }
-    if (window < 0 || window > kMaxBatchWindowUs) {
-      return InvalidArgument(fmt::format("dataplane.batch_window_us must be in 0..{}, not {}",
-                                         kMaxBatchWindowUs, window));
-    }
-    c.dataplane.batch_bytes = static_cast<uint64_t>(bytes);
-    c.dataplane.batch_window_us = static_cast<uint32_t>(window);
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "batch_bytes", "dataplane.batch_bytes", 1, kMaxBatchBytes,
+                                  c.dataplane.batch_bytes));
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "batch_window_us", "dataplane.batch_window_us", 0,
+                                  kMaxBatchWindowUs, c.dataplane.batch_window_us));
+  }
+  if (root.contains("security")) {
+    const auto& t = toml::find(root, "security");
+    c.security.mode = Get(t, "mode", c.security.mode);
+    c.security.keys_dir = Get(t, "keys_dir", c.security.keys_dir);
+  }
+  if (c.security.mode != "curve" && c.security.mode != "plain") {
+    return InvalidArgument("security.mode must be \"curve\" or \"plain\", not \"" +
+                           c.security.mode + "\"");
   }
   if (root.contains("quotas")) {
     const auto& t = toml::find(root, "quotas");
@@ -106,21 +118,14 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
       }
     }
     for (const QuotaKey& key : kQuotaKeys) {
-      // Signed, so that a negative value is refused by name, not wrapped around.
-      const auto limit = Get<int64_t>(t, key.name, 0);
-      if (limit < 0 || limit > key.max) {
-        return InvalidArgument(fmt::format("quotas.{} must be in 0..{} (0: unlimited), not {}",
-                                           key.name, key.max, limit));
-      }
-      c.quotas.*key.limit = static_cast<uint64_t>(limit);
+      ATOLL_RETURN_IF_ERROR(
+          ReadInt(t, key.name, std::string("quotas.") + key.name, 0, key.max, c.quotas.*key.limit));
     }
   }
   if (c.scheduler_policy != "fifo" && c.scheduler_policy != "share") {
     return InvalidArgument("scheduler.policy must be \"fifo\" or \"share\", not \"" +
                            c.scheduler_policy + "\"");
   }
-  if (c.heartbeat_ms == 0) return InvalidArgument("cluster.heartbeat_ms must be > 0");
-  if (c.liveness == 0) return InvalidArgument("cluster.liveness must be > 0");
   std::set<std::string> names;
   for (const auto& it : toml::find_or<std::vector<toml::value>>(root, "islands", {})) {
     IslandConfig island;
@@ -128,12 +133,13 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     for (const auto& ht : toml::find_or<std::vector<toml::value>>(it, "hosts", {})) {
       HostConfig h;
       h.name = toml::find<std::string>(ht, "name");
-      h.devices = Get(ht, "devices", h.devices);
+      const std::string where = "host " + h.name + ": ";
+      ATOLL_RETURN_IF_ERROR(
+          ReadInt(ht, "devices", where + "devices", 1, kMaxDevicesPerHost, h.devices));
       h.kind = Get(ht, "kind", h.kind);
-      h.device_memory_bytes = Get<uint64_t>(ht, "device_memory_mb", h.device_memory_bytes >> 20)
-                              << 20;
-      h.arena_bytes = Get<uint64_t>(ht, "arena_mb", h.arena_bytes >> 20) << 20;
-      if (h.devices == 0) return InvalidArgument("host " + h.name + ": devices must be > 0");
+      ATOLL_RETURN_IF_ERROR(
+          ReadMiB(ht, "device_memory_mb", where + "device_memory_mb", h.device_memory_bytes));
+      ATOLL_RETURN_IF_ERROR(ReadMiB(ht, "arena_mb", where + "arena_mb", h.arena_bytes));
       if (h.kind != "cpu" && h.kind != "sim") {
         return InvalidArgument("host " + h.name + ": unknown device kind '" + h.kind +
                                "' (known: cpu, sim)");

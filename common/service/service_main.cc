@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "common/net/event_loop.h"
+#include "common/net/security.h"
 #include "common/service/log.h"
 
 namespace atl {
@@ -12,6 +13,7 @@ void AddServiceOptions(CLI::App& app, ServiceOptions& options) {
   app.add_option("--ready-file", options.ready_file, "write the bound endpoints here once serving");
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error or off");
   app.add_option("--events-in", options.events_in, "the RM's event input endpoint");
+  app.add_option("--keys", options.keys_dir, "the CURVE keys directory (atoll keygen)");
 }
 
 Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptions& options) {
@@ -21,6 +23,7 @@ Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptio
                                                        : "info");
   if (!config.ok()) return config.status();
   if (!options.events_in.empty()) config->events_in_endpoint = options.events_in;
+  if (!options.keys_dir.empty()) config->security.keys_dir = options.keys_dir;
   // Containers: the address to bind and advertise is known only where the service runs
   // (a pod's IP, a container's interface), so the environment may override the config's.
   if (const char* bind_host = std::getenv("ATOLL_BIND_HOST"); bind_host && *bind_host) {
@@ -28,6 +31,23 @@ Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptio
   }
   InstallShutdownSignals();
   return config;
+}
+
+Result<std::unique_ptr<net::ZapHandler>> SecureService(zmq::context_t& context,
+                                                       const ClusterConfig& config) {
+  if (!config.security.curve()) {
+    spdlog::warn("security.mode is \"plain\": every peer that reaches a port is believed");
+    return std::unique_ptr<net::ZapHandler>();
+  }
+  if (config.security.keys_dir.empty()) {
+    return FailedPrecondition(
+        "security.mode is \"curve\" but no keys directory is given (--keys or "
+        "security.keys_dir; `atoll keygen` makes one)");
+  }
+  ATOLL_ASSIGN_OR_RETURN(net::Credentials credentials,
+                         net::ServiceCredentials(config.security.keys_dir));
+  net::SetCredentials(context, credentials);
+  return net::ZapHandler::Start(context, credentials.own.public_key, config.security.keys_dir);
 }
 
 int ExitCode(const Status& status) {

@@ -2,11 +2,13 @@
 // cluster configuration, logging and signal setup.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "atoll/status.h"
+#include "common/net/zap_handler.h"
 #include "common/service/config.h"
 
 namespace atl {
@@ -16,9 +18,10 @@ struct ServiceOptions {
   std::string ready_file;  // empty: write none
   std::string log_level;   // empty: the config's cluster.log_level
   std::string events_in;   // empty: the config's rm.events_in
+  std::string keys_dir;    // empty: the config's security.keys_dir
 };
 
-// Adds --config, --ready-file, --log-level and --events-in to `app`.
+// Adds --config, --ready-file, --log-level, --events-in and --keys to `app`.
 void AddServiceOptions(CLI::App& app, ServiceOptions& options);
 
 // Loads the configuration named by --config, applies the overrides in `options` and the
@@ -26,6 +29,13 @@ void AddServiceOptions(CLI::App& app, ServiceOptions& options);
 // IP address or interface name such as "eth0", for containers), starts logging as
 // `service_name` and installs the shutdown signal handlers.
 Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptions& options);
+
+// Secures `context` as the config says: with security.mode "curve", gives its sockets the
+// cluster's key pair from the keys directory and starts the process's ZAP handler (kept
+// alive by the returned pointer); with "plain", does nothing and returns null.
+// FailedPrecondition when "curve" names no keys directory.
+Result<std::unique_ptr<net::ZapHandler>> SecureService(zmq::context_t& context,
+                                                       const ClusterConfig& config);
 
 // Runs `body` and turns its Status into an exit code, logging the error.
 int ExitCode(const Status& status);

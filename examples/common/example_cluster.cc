@@ -21,6 +21,7 @@ void ExampleCluster::AddOptions(CLI::App& app) {
 
 Result<std::unique_ptr<Client>> ExampleCluster::Connect(const std::string& name) {
   std::string endpoint = rm_;
+  std::string keys_dir;  // a running cluster's: the client finds them ($ATOLL_KEYS, ~/.atoll)
   if (endpoint.empty()) {
     char pattern[] = "/tmp/atoll-example-XXXXXX";
     if (mkdtemp(pattern) == nullptr) return Unavailable("cannot make a temporary directory");
@@ -32,8 +33,9 @@ Result<std::unique_ptr<Client>> ExampleCluster::Connect(const std::string& name)
     ATOLL_RETURN_IF_ERROR(
         cluster_->Start().WithContext("starting a local cluster from " + config_));
     endpoint = cluster_->info().rm_endpoint;
+    keys_dir = cluster_->keys_dir();
   }
-  return Client::Connect({.rm_endpoint = endpoint, .name = name});
+  return Client::Connect({.rm_endpoint = endpoint, .name = name, .keys_dir = keys_dir});
 }
 
 }  // namespace atl::examples

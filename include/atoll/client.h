@@ -35,6 +35,12 @@ struct ClientOptions {
   // This client's share of devices, relative to other clients', when island schedulers
   // use proportional share.
   double weight = 1.0;
+  // CURVE keys (made by `atoll keygen` or `atoll up`): the keys directory, "plain" for a
+  // cluster whose security.mode is "plain", or empty: $ATOLL_KEYS (the same), else
+  // $ATOLL_HOME (or ~/.atoll)/keys when it exists, else plain text.
+  std::string keys_dir = "";
+  // Which client key of the directory: empty: $ATOLL_CLIENT_KEY, else "default".
+  std::string key_name = "";
 };
 
 struct SubmitOptions {

@@ -22,7 +22,9 @@ enum class Code : int {
   kCancelled = 6,           // the work was cancelled or its owner went away
   kFailedPrecondition = 7,  // the system is not in a state that allows the request
   kInternal = 8,            // a bug: an invariant did not hold
-  kResourceExhausted = 9,   // over a quota (the message names it, its limit and the use)
+  kPermissionDenied = 9,    // the sender may not do this (not its object, not a member)
+  kResourceExhausted = 10,  // over a quota (the message names it, its limit and the use)
+  kLastCode = kResourceExhausted,
 };
 
 std::string_view CodeName(Code code);
@@ -56,6 +58,7 @@ inline Status FailedPrecondition(std::string m) {
   return {Code::kFailedPrecondition, std::move(m)};
 }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 
 // Either a value or a non-OK Status.

@@ -16,6 +16,8 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
   ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config, atl::StartService("executor/" + host, options));
   if (!rm_endpoint.empty()) config.rm_endpoint = rm_endpoint;
   zmq::context_t context;
+  // Before any socket: each socket takes the keys its context has when it is made.
+  ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   atl::executor::ExecutorService executor(context, std::move(config), host, store_endpoint);
   executor.BindOn(control_endpoint, data_endpoint);
   ATOLL_RETURN_IF_ERROR(executor.Start(kStartTimeout));

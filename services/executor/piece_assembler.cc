@@ -8,6 +8,11 @@ namespace atl::executor {
 
 std::optional<Result<Tensor>> PieceAssembler::Add(const InputKey& key, const proto::TupleHeader& h,
                                                   Result<Tensor> value) {
+  if (h.pieces > kMaxPieces) {
+    // Not kept: a shard waiting for billions of pieces would be held for ever.
+    return InvalidArgument(
+        fmt::format("a shard made of {} pieces (at most {})", h.pieces, kMaxPieces));
+  }
   const bool rows = h.kind == proto::TupleHeader::kRows;
   auto [it, fresh] = partial_.try_emplace(key);
   Partial& p = it->second;
@@ -15,7 +20,9 @@ std::optional<Result<Tensor>> PieceAssembler::Add(const InputKey& key, const pro
     p.left = h.pieces;
     if (rows) {
       p.rows.resize(h.pieces);
-    } else if (NumElements(h.dst_shape) < 0 || h.dst_shape.size() != h.dst_begin.size()) {
+    } else if (auto bytes = CheckedNumBytes(h.dtype, h.dst_shape); !bytes.ok()) {
+      p.failure = bytes.status().WithContext("a piece's destination shard");
+    } else if (h.dst_shape.size() != h.dst_begin.size()) {
       p.failure = InvalidArgument(fmt::format("a piece names a bad destination shard {} at {}",
                                               ShapeString(h.dst_shape), ShapeString(h.dst_begin)));
     } else {

@@ -36,6 +36,8 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
   }
 
   zmq::context_t context;
+  // Before any socket: each socket takes the keys its context has when it is made.
+  ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   ATOLL_ASSIGN_OR_RETURN(auto service, atl::store::StoreService::Create(context, store));
   ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(
       options.ready_file, {{"endpoint", service->endpoint()}, {"arena", service->arena_name()}}));

@@ -8,6 +8,7 @@
 
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
+#include "common/proto/ids.h"
 
 namespace atl::store {
 
@@ -67,6 +68,7 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   if (!service->options_.rm_endpoint.empty()) {
     service->rm_ = std::make_unique<net::Requester>(context, service->options_.rm_endpoint);
     ATOLL_RETURN_IF_ERROR(service->rm_->Connect());
+    service->owners_ = OwnerCache(service->rm_.get(), kOwnerLookupTimeout);
     service->loop_.AddSocket("store.rm", service->rm_->socket(),
                              [s = service.get()] { s->OnRm(); });
     service->loop_.AddTimer("store.heartbeat", service->options_.heartbeat,
@@ -111,7 +113,7 @@ void StoreService::Run() {
 // Receiving and dispatching.
 
 void StoreService::OnReadable() {
-  net::ServeRequests(socket_, events_, "error.store",
+  net::ServeRequests(socket_, events_, "error.store", rejected_,
                      [this](proto::Incoming& in) { return Dispatch(in); });
 }
 
@@ -154,8 +156,30 @@ Status StoreService::OnStoreHello(const proto::Incoming& in) {
   return Status::Ok();
 }
 
+Status StoreService::CheckObjectOwner(const proto::Incoming& in, uint64_t object,
+                                      std::string_view action) {
+  if (in.sender.member()) return Status::Ok();
+  return owners_.CheckClient(in.sender, proto::ClientOfObject(object),
+                             std::string(action) + " object " + std::to_string(object));
+}
+
+Status StoreService::CheckNewObject(const proto::Incoming& in, uint64_t object,
+                                    uint64_t owner_client) {
+  // Objects without a live owner are never made: nothing would ever collect them.
+  ATOLL_ASSIGN_OR_RETURN(const std::string owner_user, owners_.ClientUser(owner_client));
+  if (in.sender.member()) return Status::Ok();
+  if (proto::ClientOfObject(object) != owner_client) {
+    return PermissionDenied("object " + std::to_string(object) + " is client " +
+                            std::to_string(proto::ClientOfObject(object)) +
+                            "'s, not its owner's (" + std::to_string(owner_client) + ")");
+  }
+  return proto::RequireClient(in.sender, owner_client, owner_user, "write");
+}
+
 Status StoreService::OnCreate(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
+  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "reserve store memory (CreateObject)"));
+  ATOLL_RETURN_IF_ERROR(CheckNewObject(in, req.object_id, req.owner_client));
   ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(req.dtype, req.shape));
   ATOLL_RETURN_IF_ERROR(directory_.pools().Check(req.device));
   if (req.device == proto::CreateObject::kHost) {
@@ -262,6 +286,7 @@ void StoreService::DropPending(uint64_t client, const std::string& why) {
 
 Status StoreService::OnSeal(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::SealObject>());
+  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "seal an object"));
   const Status error = req.error_code == 0
                            ? Status::Ok()
                            : proto::FromError(proto::Error{req.error_code, req.error});
@@ -281,6 +306,7 @@ Status StoreService::OnPut(const proto::Incoming& in) {
     return InvalidArgument("PutObject for " + ShardName(req.object_id, req.shard) +
                            " needs exactly one data frame, got " + std::to_string(in.data.size()));
   }
+  ATOLL_RETURN_IF_ERROR(CheckNewObject(in, req.object_id, req.owner_client));
   const auto& frame = in.data[0];
   ATOLL_ASSIGN_OR_RETURN(
       ShardInfo info,
@@ -300,6 +326,7 @@ Status StoreService::OnPut(const proto::Incoming& in) {
 
 Status StoreService::OnGet(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetObject>());
+  ATOLL_RETURN_IF_ERROR(CheckObjectOwner(in, req.object_id, "read"));
   auto found = directory_.Find(req.object_id, req.shard);
   if (found.ok() && (*found)->sealed) {
     AnswerSealed(ReplyToOf(in), **found, req.inline_data);
@@ -317,6 +344,12 @@ Status StoreService::OnGet(const proto::Incoming& in) {
 
 Status StoreService::OnRelease(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::ReleaseObject>());
+  ATOLL_RETURN_IF_ERROR(CheckObjectOwner(in, req.object_id, "release"));
+  if (!in.sender.member() && req.owner_client != proto::ClientOfObject(req.object_id)) {
+    return PermissionDenied("release object " + std::to_string(req.object_id) + " as client " +
+                            std::to_string(req.owner_client) + ": it is client " +
+                            std::to_string(proto::ClientOfObject(req.object_id)) + "'s");
+  }
   ATOLL_ASSIGN_OR_RETURN(const ReleaseOutcome outcome,
                          directory_.Release(req.object_id, req.owner_client, req.shards));
   Send(ReplyToOf(in), proto::Ok{});
@@ -351,12 +384,14 @@ Status StoreService::OnHeartbeat(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
   if (req.role == proto::Heartbeat::kExecutor) return Status::Ok();  // not tracked here
   ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(req));
+  ATOLL_RETURN_IF_ERROR(owners_.CheckClient(in.sender, client, "heartbeat"));
   directory_.Heartbeat(client);
   return Status::Ok();
 }
 
 Status StoreService::OnGoodbye(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
+  ATOLL_RETURN_IF_ERROR(owners_.CheckClient(in.sender, req.client_id, "say goodbye"));
   const Collected collected = directory_.Goodbye(req.client_id);
   Send(ReplyToOf(in), proto::Ok{});
   PublishCollected(collected);
@@ -365,6 +400,7 @@ Status StoreService::OnGoodbye(const proto::Incoming& in) {
 
 Status StoreService::OnHostChanged(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HostChanged>());
+  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "report a host change"));
   if (!req.lost || req.host != options_.host) return Status::Ok();  // not a reply: no answer
   const Status error = Unavailable(req.reason);
   std::vector<ShardKey> failed;
@@ -486,6 +522,7 @@ void StoreService::PublishCollected(const Collected& collected) {
   spdlog::info("client {} ({}): collected {} objects", collected.client, reason,
                collected.objects.size());
   DropPending(collected.client, "client " + std::to_string(collected.client) + ": " + reason);
+  owners_.ForgetClient(collected.client);
   if (collected.objects.empty()) return;
   events_.Publish("object.collected", {{"client", collected.client},
                                        {"count", uint64_t{collected.objects.size()}},

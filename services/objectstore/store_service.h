@@ -33,6 +33,13 @@
 // heartbeat * liveness and frees their objects ("object.collected"), and the store publishes
 // "store.stats" {host, objects, bytes_in_use, arena_bytes}: the arena's memory in use.
 //
+// Security. The sender of a request is its authenticated key (proto::Peer), never a field
+// of the request. Only the cluster's members (executors) reserve, seal and report; a client
+// may put, read and release only its own objects (an object's id names its client) and
+// heartbeat or say goodbye only as itself. An object whose owner the RM does not know as a
+// live client is never created (OwnerCache asks the RM once per client), so nothing is
+// left that no collection would free. Refusals are PermissionDenied or NotFound.
+//
 // Liveness. The store heartbeats the RM every heartbeat period (when it has an RM), so that
 // the RM can declare it lost when it falls silent and stop placing work on its host.
 //
@@ -55,8 +62,10 @@
 #include "common/base/shm_arena.h"
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
+#include "common/service/owner_cache.h"
 #include "services/objectstore/clock.h"
 #include "services/objectstore/deadline_timer.h"
 #include "services/objectstore/directory.h"
@@ -81,6 +90,9 @@ struct StoreOptions {
 
 class StoreService {
  public:
+  // How long a request waits for the RM to say whose a client is (once per client).
+  static constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
+
   // Creates the arena, binds the socket and connects the publisher. Unavailable when the
   // arena or the socket cannot be made, InvalidArgument for bad options.
   [[nodiscard]] static Result<std::unique_ptr<StoreService>> Create(zmq::context_t& context,
@@ -126,6 +138,11 @@ class StoreService {
   Status OnHeartbeat(const proto::Incoming& in);
   Status OnGoodbye(const proto::Incoming& in);
   Status OnStats(const proto::Incoming& in);
+  // PermissionDenied unless the sender is a member or the client whose `object` it is.
+  Status CheckObjectOwner(const proto::Incoming& in, uint64_t object, std::string_view action);
+  // NotFound unless `owner_client` is a live client; PermissionDenied unless the sender is a
+  // member, or that client writing an object of its own.
+  Status CheckNewObject(const proto::Incoming& in, uint64_t object, uint64_t owner_client);
   // The RM says this host's executor was lost: what it reserved and never wrote fails.
   Status OnHostChanged(const proto::Incoming& in);
 
@@ -172,8 +189,10 @@ class StoreService {
   zmq::socket_t socket_;
   std::string endpoint_;
   std::unique_ptr<net::Requester> rm_;  // null without an RM
-  const uint64_t instance_;             // random, per process (StoreHelloReply)
+  OwnerCache owners_{nullptr, kOwnerLookupTimeout};
+  const uint64_t instance_;  // random, per process (StoreHelloReply)
   EventPublisher events_;
+  net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   EventLoop loop_;
   std::multimap<ShardKey, Waiter> waiters_;
   std::map<int32_t, std::deque<PendingCreate>> pending_;  // by device, in arrival order

@@ -14,11 +14,12 @@ Status EventProxy::Start(const std::string& in_endpoint, const std::string& out_
   std::promise<Status> bound;
   auto bound_future = bound.get_future();
   thread_ = std::thread([this, in_endpoint, out_endpoint, &bound] {
-    zmq::socket_t in(context_, zmq::socket_type::xsub);
-    zmq::socket_t out(context_, zmq::socket_type::xpub);
+    zmq::socket_t in = net::MakeSocket(context_, zmq::socket_type::xsub);
+    zmq::socket_t out = net::MakeSocket(context_, zmq::socket_type::xpub);
     zmq::socket_t control(context_, zmq::socket_type::pair);
-    for (auto* s : {&in, &out, &control}) s->set(zmq::sockopt::linger, 0);
-    auto in_bound = net::Bind(in, in_endpoint);
+    control.set(zmq::sockopt::linger, 0);
+    // Only the cluster's services publish; clients may watch.
+    auto in_bound = net::Bind(in, in_endpoint, net::Audience::kMembers);
     auto out_bound = net::Bind(out, out_endpoint);
     if (!in_bound.ok() || !out_bound.ok()) {
       bound.set_value(!in_bound.ok() ? in_bound.status() : out_bound.status());

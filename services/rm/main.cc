@@ -14,6 +14,8 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& endpoint,
   if (!endpoint.empty()) config.rm_endpoint = endpoint;
   if (!events_out.empty()) config.events_out_endpoint = events_out;
   zmq::context_t context;
+  // Before any socket: each socket takes the keys its context has when it is made.
+  ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   atl::rm::RmService rm(context, std::move(config), state_file);
   ATOLL_RETURN_IF_ERROR(rm.Bind());
   ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(options.ready_file, {{"endpoint", rm.endpoint()},

@@ -49,11 +49,23 @@ void RmService::Run() {
 }
 
 void RmService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.rm",
+  net::ServeRequests(socket_, *events_, "error.rm", rejected_,
                      [this](proto::Incoming& in) { return Handle(in); });
 }
 
 Status RmService::Handle(proto::Incoming& in) {
+  switch (in.header.kind()) {
+    case proto::Kind::kRegisterExecutor:
+    case proto::Kind::kRegisterScheduler:
+    case proto::Kind::kLookupOwners:
+    case proto::Kind::kOk:
+    case proto::Kind::kError:
+      ATOLL_RETURN_IF_ERROR(proto::RequireMember(
+          in.sender, fmt::format("send the RM {}", proto::KindName(in.header.kind()))));
+      break;
+    default:
+      break;
+  }
   switch (in.header.kind()) {
     case proto::Kind::kRegisterExecutor:
       return OnRegisterExecutor(in);
@@ -71,6 +83,8 @@ Status RmService::Handle(proto::Incoming& in) {
       return OnRegisterFunction(in);
     case proto::Kind::kGetClusterStatus:
       return OnClusterStatus(in);
+    case proto::Kind::kLookupOwners:
+      return OnLookupOwners(in);
     case proto::Kind::kOk:
     case proto::Kind::kError:
       return OnCompileReply(in);
@@ -133,7 +147,10 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
 
 Status RmService::OnHeartbeat(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
-  if (req.role != proto::Heartbeat::kClient) return OnServiceHeartbeat(req, in);
+  if (req.role != proto::Heartbeat::kClient) {
+    ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "heartbeat as a service"));
+    return OnServiceHeartbeat(req, in);
+  }
   ATOLL_ASSIGN_OR_RETURN(const uint64_t id, proto::HeartbeatClientId(req));
   auto it = state_.clients.find(id);
   if (it == state_.clients.end()) {
@@ -142,6 +159,7 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
     spdlog::debug("heartbeat of client {}, which is gone", id);
     return Status::Ok();
   }
+  ATOLL_RETURN_IF_ERROR(CheckClient(in, id, "heartbeat"));
   it->second.last_heard = Clock::now();
   return Status::Ok();
 }
@@ -180,7 +198,7 @@ Status RmService::OnRegisterScheduler(proto::Incoming& in) {
 Status RmService::OnHelloClient(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HelloClient>());
   const uint64_t id = state_.next_client_id++;
-  state_.clients[id] = {req.name, Clock::now(), RoutingId(in)};
+  state_.clients[id] = {req.name, Clock::now(), RoutingId(in), in.sender.user_id};
   events_->Publish("client.connected", {{"client", id}, {"name", req.name}});
   SaveState();
   return net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
@@ -191,6 +209,7 @@ Status RmService::OnGoodbye(proto::Incoming& in) {
   if (!state_.clients.count(req.client_id)) {
     return NotFound(fmt::format("client {} is unknown", req.client_id));
   }
+  ATOLL_RETURN_IF_ERROR(CheckClient(in, req.client_id, "say goodbye"));
   DropClient(req.client_id, "goodbye");
   return net::Reply(socket_, in, proto::Ok{});
 }
@@ -218,6 +237,7 @@ Status RmService::OnCreateSlice(proto::Incoming& in) {
   if (client == state_.clients.end()) {
     return NotFound(fmt::format("client {} is unknown; say HelloClient first", req.client_id));
   }
+  ATOLL_RETURN_IF_ERROR(CheckClient(in, req.client_id, "create a slice"));
   client->second.routing_id = RoutingId(in);
   ATOLL_RETURN_IF_ERROR(CheckSliceQuota(state_, config_.quotas, req.client_id, req.num_devices));
   if (!req.island.empty() && !SchedulerAlive(req.island)) {
@@ -266,6 +286,7 @@ proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
 
 Status RmService::OnRegisterFunction(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterFunction>());
+  ATOLL_RETURN_IF_ERROR(CheckClient(in, req.client_id, "register a function"));
   auto slice_it = state_.slices.find(req.slice_id);
   if (slice_it == state_.slices.end()) {
     return NotFound(fmt::format("slice {} is unknown", req.slice_id));
@@ -396,6 +417,28 @@ Status RmService::OnClusterStatus(proto::Incoming& in) {
   status.functions = static_cast<uint32_t>(state_.functions.size());
   status.clients = static_cast<uint32_t>(state_.clients.size());
   return net::Reply(socket_, in, status);
+}
+
+Status RmService::OnLookupOwners(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::LookupOwners>());
+  proto::Owners owners;
+  for (uint64_t id : req.clients) {
+    auto it = state_.clients.find(id);
+    owners.client_users.push_back(it != state_.clients.end() ? it->second.user_id : "");
+    owners.clients_alive.push_back(it != state_.clients.end());
+  }
+  for (uint64_t id : req.functions) {
+    auto it = state_.functions.find(id);
+    owners.function_clients.push_back(it != state_.functions.end() ? it->second.client : 0);
+  }
+  return net::Reply(socket_, in, owners);
+}
+
+Status RmService::CheckClient(const proto::Incoming& in, uint64_t client_id,
+                              std::string_view action) const {
+  auto it = state_.clients.find(client_id);
+  return proto::RequireClient(in.sender, client_id,
+                              it != state_.clients.end() ? it->second.user_id : "", action);
 }
 
 void RmService::SaveState() {

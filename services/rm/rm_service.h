@@ -16,6 +16,7 @@
 
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/config.h"
@@ -83,6 +84,9 @@ class RmService {
   Status OnRegisterFunction(proto::Incoming& in);
   Status OnCompileReply(proto::Incoming& in);
   Status OnClusterStatus(proto::Incoming& in);
+  Status OnLookupOwners(proto::Incoming& in);
+  // PermissionDenied unless the sender of `in` may act for `client_id` (authorization.cc).
+  Status CheckClient(const proto::Incoming& in, uint64_t client_id, std::string_view action) const;
 
   // Liveness of every service (liveness.cc): executors, object stores and schedulers
   // heartbeat; one silent for `liveness` periods is declared lost, published, taken out of
@@ -141,6 +145,7 @@ class RmService {
   zmq::socket_t socket_;
   EventProxy proxy_;
   std::unique_ptr<EventPublisher> events_;
+  net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   std::unique_ptr<PlacementPolicy> placement_;
   EventLoop loop_;
   std::string endpoint_;

@@ -67,8 +67,11 @@ struct RmState {
     // Of the client's request DEALER: where notices go. Clients name their DEALER
     // themselves, so that a restarted RM still reaches them.
     std::string routing_id;
+    // The ZAP user id it said HelloClient with ("" on plain text): only that key (or a
+    // member) may act for it.
+    std::string user_id;
     bool operator==(const Client&) const = default;
-    MSGPACK_DEFINE(name, routing_id);
+    MSGPACK_DEFINE(name, routing_id, user_id);
   };
   struct Function {
     uint64_t client = 0;

@@ -19,6 +19,8 @@ atl::Status Serve(atl::ServiceOptions& options, atl::scheduler::SchedulerOptions
   if (scheduling.window == 0) scheduling.window = config.scheduler_window;
   const std::string island = scheduling.island;
   zmq::context_t context;
+  // Before any socket: each socket takes the keys its context has when it is made.
+  ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   atl::scheduler::SchedulerService scheduler(context, std::move(config), std::move(scheduling));
   ATOLL_RETURN_IF_ERROR(scheduler.Start(kRegisterTimeout));
   ATOLL_RETURN_IF_ERROR(

@@ -9,6 +9,7 @@
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/service/quota.h"
+#include "services/scheduler/submission_check.h"
 
 namespace atl::scheduler {
 
@@ -32,6 +33,7 @@ Status SchedulerService::Start(std::chrono::milliseconds timeout) {
 
   rm_ = std::make_unique<net::Requester>(context_, config_.rm_endpoint);
   ATOLL_RETURN_IF_ERROR(rm_->Connect());
+  owners_ = std::make_unique<OwnerCache>(rm_.get(), kOwnerLookupTimeout);
   auto reply = rm_->Call<proto::Ok>(proto::RegisterScheduler{options_.island, endpoint_}, timeout);
   return reply.status().WithContext("register with the RM at " + config_.rm_endpoint);
 }
@@ -67,13 +69,14 @@ void SchedulerService::Run() {
 }
 
 void SchedulerService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.scheduler", [this](proto::Incoming& in) {
+  net::ServeRequests(socket_, *events_, "error.scheduler", rejected_, [this](proto::Incoming& in) {
     switch (in.header.kind()) {
       case proto::Kind::kSubmitProgram:
         return OnSubmit(in);
       case proto::Kind::kCancelRun:
         return OnCancelRun(in);
       case proto::Kind::kNodeReleased: {
+        ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "release a node"));
         ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
         order_->OnPeerReleased(released.run_id, released.node);
         return Status::Ok();  // a notice: no reply
@@ -81,13 +84,16 @@ void SchedulerService::OnRequest() {
       case proto::Kind::kHeartbeat: {
         ATOLL_ASSIGN_OR_RETURN(auto beat, in.header.As<proto::Heartbeat>());
         ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
+        ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, client, "heartbeat"));
         last_heard_[client] = std::chrono::steady_clock::now();
         return Status::Ok();  // no reply
       }
       case proto::Kind::kHostChanged:
+        ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "report a host change"));
         return OnHostChanged(in);  // a notice from the RM: no reply
       case proto::Kind::kGoodbye: {
         ATOLL_ASSIGN_OR_RETURN(auto bye, in.header.As<proto::Goodbye>());
+        ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, bye.client_id, "say goodbye"));
         DropClient(bye.client_id, "said goodbye");
         return net::Reply(socket_, in, proto::Ok{});
       }
@@ -101,6 +107,7 @@ void SchedulerService::OnRequest() {
 
 Status SchedulerService::OnSubmit(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::SubmitProgram program, in.header.As<proto::SubmitProgram>());
+  ATOLL_RETURN_IF_ERROR(CheckSubmission(in.sender, program, *owners_));
   const uint64_t run = program.run_id;
   const uint64_t client = program.client_id;
   last_heard_[client] = std::chrono::steady_clock::now();
@@ -123,6 +130,7 @@ Status SchedulerService::OnSubmit(proto::Incoming& in) {
 
 Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::CancelRun cancel, in.header.As<proto::CancelRun>());
+  ATOLL_RETURN_IF_ERROR(CheckCancel(in.sender, cancel, *owners_));
   const Status why =
       Cancelled(fmt::format("run {} was cancelled by client {}", cancel.run_id, cancel.client_id));
   if (!order_->CancelRun(cancel.client_id, cancel.run_id, why)) {
@@ -193,6 +201,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
 void SchedulerService::DropClient(uint64_t client, const std::string& why) {
   last_heard_.erase(client);
   client_routes_.erase(client);
+  owners_->ForgetClient(client);
   const Status dropped = Cancelled(fmt::format("client {} {}", client, why));
   // Its shards already at executors stop too: nobody waits for what they make.
   const std::vector<uint64_t> unfinished = order_->UnfinishedRuns(client);

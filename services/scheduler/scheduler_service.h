@@ -23,9 +23,11 @@
 
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/config.h"
+#include "common/service/owner_cache.h"
 #include "services/scheduler/island_order.h"
 
 namespace atl::scheduler {
@@ -83,10 +85,14 @@ class SchedulerService {
   SchedulerOptions options_;
   zmq::socket_t socket_;
   std::unique_ptr<EventPublisher> events_;
+  net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   std::unique_ptr<IslandOrder> order_;
   EventLoop loop_;
   std::string endpoint_;
   std::unique_ptr<net::Requester> rm_;
+  std::unique_ptr<OwnerCache> owners_;  // asks rm_
+  // How long a submission waits for the RM to say whose a client or function is (once each).
+  static constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
   net::DealerPool executors_;  // to executors' control endpoints
   net::DealerPool peers_;      // to other islands' schedulers
   // When each client was last heard from (a heartbeat or a submission).

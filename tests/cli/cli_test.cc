@@ -15,6 +15,7 @@
 #include "common/net/transport.h"
 #include "common/service/ready_file.h"
 #include "launcher/local_cluster.h"
+#include "tests/e2e/member_context.h"
 #include "tests/launcher/cluster_test_util.h"
 #include "tests/launcher/subprocess.h"
 
@@ -96,7 +97,9 @@ class CliTest : public ::testing::TestWithParam<Services> {
   void ExpectWatchSeesAnEvent(const std::string& events_in) {
     testing::Subprocess watch({kAtoll, "--state-dir", state_dir_, "watch", "--json", "--count", "1",
                                "--timeout-s", "20", "--topic", "test."});
-    zmq::context_t context(1);
+    // Publishing takes a member's key on a cluster with CURVE keys.
+    const std::string keys = state_dir_ + "/keys";
+    testing::MemberContext context(std::filesystem::exists(keys) ? keys : "plain");
     EventPublisher publisher(context, "cli_test");
     ASSERT_TRUE(publisher.Connect(events_in).ok());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(25);
@@ -220,8 +223,9 @@ TEST_P(CliTest, UpRestartsACrashedServiceAndStatusCountsIt) {
     }
   }
   // --rm bypasses the state dir: no services to show.
-  const CommandResult direct = RunCommand(
-      {kAtoll, "--state-dir", dir_.path() + "/elsewhere", "--rm", info->rm_endpoint, "status"});
+  const CommandResult direct =
+      RunCommand({kAtoll, "--state-dir", dir_.path() + "/elsewhere", "--rm", info->rm_endpoint,
+                  "--keys", state_dir_ + "/keys", "status"});
   ASSERT_EQ(direct.exit_code, 0) << direct.Describe();
   EXPECT_THAT(direct.out, ::testing::Not(HasSubstr("restarts:")));
 
@@ -256,8 +260,8 @@ TEST_P(CliTest, LocalClusterQueriedThroughTheCli) {
   ExpectStatusShowsTheTestTopology();
   // --rm bypasses the state dir.
   const std::string elsewhere = dir_.path() + "/elsewhere";
-  const CommandResult r =
-      RunCommand({kAtoll, "--state-dir", elsewhere, "--rm", info->rm_endpoint, "status"});
+  const CommandResult r = RunCommand({kAtoll, "--state-dir", elsewhere, "--rm", info->rm_endpoint,
+                                      "--keys", cluster.keys_dir(), "status"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   ExpectWatchSeesAnEvent(info->events_in);
 

@@ -14,6 +14,7 @@
 
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/member_context.h"
 #include "tests/e2e/store_stats.h"
 
 namespace atl::testing {
@@ -116,7 +117,7 @@ void RunClient(Workload& w, const std::atomic<bool>& stop, Tally& tally) {
 
 // True when the RM answers and sees every executor, store and scheduler alive.
 bool AllAlive(const std::string& rm) {
-  zmq::context_t context;
+  MemberContext context;
   net::Requester rm_peer(context, rm);
   if (!rm_peer.Connect().ok()) return false;
   auto status = rm_peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 1s);
@@ -183,7 +184,7 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
   // Objects go with their owners: at once on goodbye, or after the liveness window of a
   // client whose goodbye a restarting store missed.
   std::map<std::string, uint64_t> left;
-  zmq::context_t context;
+  MemberContext context;
   const auto gone = Clock::now() + 30s;
   do {
     ASSERT_TRUE(cluster_->Supervise().ok());

@@ -1,6 +1,7 @@
 // A gtest fixture that starts one real local cluster (config/test.toml unless the suite
 // names another: every port chosen freely, so test runs never collide) for a whole test
-// suite, and stops it afterwards.
+// suite, and stops it afterwards. Its clients connect with the cluster's CURVE keys (or in
+// plain text, when the config says so), which the fixture also puts in $ATOLL_KEYS.
 #pragma once
 
 #include <stdlib.h>
@@ -33,6 +34,8 @@ class ClusterTest : public ::testing::Test {
     cluster_ = new LocalCluster(options);
     Status started = cluster_->Start();
     ASSERT_TRUE(started.ok()) << started.ToString();
+    // Clients this test makes, and commands it runs, connect with the cluster's keys.
+    setenv("ATOLL_KEYS", cluster_->keys_dir().c_str(), 1);
   }
 
   static void TearDownTestSuite() {
@@ -53,17 +56,20 @@ class ClusterTest : public ::testing::Test {
 
   static std::string RmEndpoint() { return cluster_->info().rm_endpoint; }
   static std::string EventsEndpoint() { return cluster_->info().events_out; }
+  // The cluster's CURVE keys directory, or "plain" (ClientOptions::keys_dir).
+  static std::string KeysDir() { return cluster_->keys_dir(); }
 
   // The argv of an `atoll` command aimed at this cluster.
   static std::vector<std::string> AtollCommand(std::vector<std::string> args) {
-    std::vector<std::string> argv = {ATOLL_BIN_DIR "/atoll", "--rm", RmEndpoint(), "--events",
-                                     EventsEndpoint()};
+    std::vector<std::string> argv = {ATOLL_BIN_DIR "/atoll", "--rm",   RmEndpoint(), "--events",
+                                     EventsEndpoint(),       "--keys", KeysDir()};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
 
   static std::unique_ptr<Client> Connect(const std::string& name = "test") {
-    auto client = Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint, .name = name});
+    auto client = Client::Connect(
+        {.rm_endpoint = cluster_->info().rm_endpoint, .name = name, .keys_dir = KeysDir()});
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     return client.ok() ? std::move(client).value() : nullptr;
   }

@@ -9,6 +9,7 @@
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 namespace {
@@ -27,7 +28,7 @@ struct Topology {
 };
 
 Topology AskRm(const std::string& rm) {
-  zmq::context_t context;
+  MemberContext context;
   net::Requester peer(context, rm);
   EXPECT_TRUE(peer.Connect().ok());
   auto status = peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);

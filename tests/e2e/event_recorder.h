@@ -12,6 +12,7 @@
 
 #include "common/net/event_reader.h"
 #include "common/net/transport.h"
+#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 
@@ -63,7 +64,7 @@ class EventRecorder {
   }
 
  private:
-  zmq::context_t context_;
+  MemberContext context_;
   zmq::socket_t socket_;
 };
 

@@ -8,6 +8,7 @@
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/member_context.h"
 #include "tests/e2e/store_stats.h"
 #include "tests/launcher/subprocess.h"
 
@@ -58,7 +59,7 @@ TEST_F(GcTest, KilledClientProcessLosesItsObjectsOnEveryHostOthersKeepTheirs) {
   const std::optional<uint64_t> doomed_id = StartDoomedClient(doomed);
   ASSERT_TRUE(doomed_id.has_value());
 
-  zmq::context_t context;
+  MemberContext context;
   const auto before = StoreStatsByHost(context, RmEndpoint());
   ASSERT_EQ(before.size(), 2u);
   for (const auto& [host, stats] : before) {

@@ -13,6 +13,7 @@
 #include "common/net/events.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/member_context.h"
 #include "tests/e2e/store_stats.h"
 
 namespace atl::testing {
@@ -44,7 +45,7 @@ Value SumInc(FunctionBuilder& b, Value x) { return b.Add(b.AllReduceSum(x), 1.0)
 // made, would stay a tombstone until the client goes). Waits (bounded) for the outputs of
 // dropped or cancelled runs to be made, which consumes their tombstones.
 Status NoTombstonesLeft(const std::string& rm, const Client& client) {
-  zmq::context_t context;
+  MemberContext context;
   const auto deadline = Clock::now() + 10s;
   uint64_t left = 0;
   while (Clock::now() < deadline) {
@@ -79,7 +80,7 @@ class LifecycleTest : public ClusterTest {
     return n;
   }
 
-  zmq::context_t context_;
+  MemberContext context_;
 };
 
 TEST_F(LifecycleTest, AFuturesLoopHoldsOnlyItsLastStepsObjects) {

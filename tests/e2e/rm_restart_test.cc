@@ -6,6 +6,7 @@
 
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 namespace {
@@ -18,7 +19,7 @@ class RmRestartTest : public ClusterTest {
 };
 
 Result<proto::ClusterStatus> AskStatus(const std::string& rm) {
-  zmq::context_t context;
+  MemberContext context;
   net::Requester peer(context, rm);
   ATOLL_RETURN_IF_ERROR(peer.Connect());
   return peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);

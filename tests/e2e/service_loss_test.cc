@@ -10,6 +10,7 @@
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 namespace {
@@ -143,7 +144,7 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
   auto elsewhere = client->CreateSlice(2, "island1");
   ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
   {
-    zmq::context_t context;
+    MemberContext context;
     net::Requester rm(context, RmEndpoint());
     ASSERT_TRUE(rm.Connect().ok());
     auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);

@@ -32,6 +32,7 @@
 #include "common/proto/codec.h"
 #include "common/service/config.h"
 #include "common/service/ready_file.h"
+#include "common/service/service_main.h"
 
 namespace {
 
@@ -78,6 +79,13 @@ int RunRm(atl::ClusterConfig config, std::map<std::string, std::string>& flags,
     if (!flags[flag].empty()) *address = flags[flag];
   }
   zmq::context_t context(1);
+  // Secured as the real RM is, so that the CLI's keys work against it.
+  config.security.keys_dir = flags["--keys"];
+  auto zap = atl::SecureService(context, config);
+  if (!zap.ok()) {
+    std::cerr << "fake rm: " << zap.status().ToString() << std::endl;
+    return 1;
+  }
   auto router = atl::net::MakeSocket(context, zmq::socket_type::router);
   auto xsub = atl::net::MakeSocket(context, zmq::socket_type::xsub);
   auto xpub = atl::net::MakeSocket(context, zmq::socket_type::xpub);

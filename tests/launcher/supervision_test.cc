@@ -17,6 +17,7 @@
 #include "common/proto/protocol.h"
 #include "common/service/ready_file.h"
 #include "launcher/local_cluster.h"
+#include "tests/e2e/member_context.h"
 #include "tests/launcher/cluster_test_util.h"
 
 namespace atl {
@@ -206,7 +207,7 @@ TEST_F(SupervisionTest, RealServicesComeBackOnTheirEndpoints) {
   EXPECT_TRUE(std::filesystem::exists("/dev/shm" + new_arena));
 
   // The RM answers where it was, and the restarted scheduler registered there again.
-  zmq::context_t context(1);
+  testing::MemberContext context(cluster.keys_dir());
   net::Requester rm(context, before.rm_endpoint);
   ASSERT_TRUE(rm.Connect().ok());
   bool registered = false;

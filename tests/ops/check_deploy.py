@@ -5,11 +5,14 @@
     check_deploy.py k8s SOURCE_DIR       docker/k8s/
 
 Both check that the files describe the topology of config/local.toml (the same islands and
-hosts), that services reach each other by name rather than loopback, and that a host's
-object store and executor share what they must (IPC / /dev/shm, the run directory). The
-compose check also runs Debian's `docker-compose config`; the Kubernetes check runs
-yamllint and, where kubectl is installed (it is not a Debian package), `kubectl kustomize`.
-No docker engine or Kubernetes API server is needed or contacted.
+hosts), that services reach each other by name rather than loopback, that a host's object
+store and executor share what they must (IPC / /dev/shm, the run directory), and that the
+deployment is secure by default: the config says CURVE with its keys in /etc/atoll/keys,
+and every container mounts the keys there read-only (compose: the volume the one-shot
+`keys` service fills; Kubernetes: the Secret atoll-keys, client pods without the cluster's
+secret key). The compose check also runs Debian's `docker-compose config`; the Kubernetes
+check runs yamllint and, where kubectl is installed (it is not a Debian package),
+`kubectl kustomize`. No docker engine or Kubernetes API server is needed or contacted.
 
 Exit status: 0 when everything holds, 1 with one line per problem otherwise.
 """
@@ -19,11 +22,17 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 
 import yaml
 
 problems = []
+
+# Where every container finds the CURVE keys (security.keys_dir of both configs).
+KEYS_DIR = "/etc/atoll/keys"
+# The service roles of docker/atoll-container: containers that hold the cluster's key pair.
+MEMBER_ROLES = ("rm", "objectstore", "executor", "scheduler")
 
 
 def check(condition, message):
@@ -75,6 +84,13 @@ def check_config_matches(name, path, local_topology, rm_host):
     check(bind not in ("127.0.0.1", "localhost", "::1"),
           f"{name}: cluster.bind_host '{bind}' is loopback: peers in other containers "
           "could not reach what it registers")
+    security = config.get("security", {})
+    check(security.get("mode", "curve") == "curve",
+          f"{name}: security.mode should be \"curve\" (secure by default), not "
+          f"\"{security.get('mode')}\"")
+    check(security.get("keys_dir") == KEYS_DIR,
+          f"{name}: security.keys_dir should be {KEYS_DIR}, where the keys are mounted, "
+          f"not {security.get('keys_dir')}")
     return config
 
 
@@ -83,6 +99,41 @@ def env_of(service):
     if isinstance(env, list):
         env = dict(e.split("=", 1) for e in env)
     return env
+
+
+def mounts_of(service):
+    """[(source, target, read_only)] of a compose service's volumes, short or long syntax."""
+    out = []
+    for v in service.get("volumes", []):
+        if isinstance(v, dict):
+            out.append((v.get("source"), v.get("target"), bool(v.get("read_only"))))
+        else:
+            parts = v.split(":")
+            mode = parts[2].split(",") if len(parts) > 2 else []
+            out.append((parts[0], parts[1] if len(parts) > 1 else parts[0], "ro" in mode))
+    return out
+
+
+def check_compose_keys(services, volumes):
+    """The one-shot `keys` service fills a volume that every other service mounts read-only
+    at KEYS_DIR, and each starts only once `keys` has completed."""
+    keys = services.get("keys", {})
+    check(keys.get("command") == ["atoll", "keygen", "--dir", KEYS_DIR],
+          f"compose keys: command should be atoll keygen --dir {KEYS_DIR}")
+    made = [src for (src, target, ro) in mounts_of(keys) if target == KEYS_DIR and not ro]
+    if not check(len(made) == 1 and made[0] in volumes,
+                 f"compose keys: should mount a named volume at {KEYS_DIR}, writable"):
+        return
+    for name, svc in services.items():
+        if name == "keys":
+            continue
+        check((made[0], KEYS_DIR, True) in mounts_of(svc),
+              f"compose {name}: should mount the keys volume {made[0]} at {KEYS_DIR} read-only")
+        depends = svc.get("depends_on", {})
+        check(isinstance(depends, dict) and depends.get("keys", {}).get("condition") ==
+              "service_completed_successfully",
+              f"compose {name}: should depend on keys with condition "
+              "service_completed_successfully")
 
 
 def check_compose(root):
@@ -94,7 +145,7 @@ def check_compose(root):
         compose = yaml.safe_load(f)
     services = compose.get("services", {})
 
-    expected = {"rm", "client", "dashboard"}
+    expected = {"keys", "rm", "client", "dashboard"}
     for island, hosts in local.items():
         expected.add(f"scheduler-{island}")
         for (host, *_rest) in hosts:
@@ -105,13 +156,13 @@ def check_compose(root):
     volumes = set(compose.get("volumes", {}) or {})
     for name, svc in services.items():
         env = env_of(svc)
-        if name not in ("client", "dashboard"):
+        if name not in ("keys", "client", "dashboard"):
             check(env.get("ATOLL_CONFIG") == "/etc/atoll/docker.toml",
                   f"compose {name}: ATOLL_CONFIG should be /etc/atoll/docker.toml")
         check(svc.get("image") == "atoll:latest", f"compose {name}: image should be atoll:latest")
-        for mount in svc.get("volumes", []):
-            source = mount.split(":", 1)[0]
+        for (source, _target, _ro) in mounts_of(svc):
             check(source in volumes, f"compose {name}: volume {source} is not declared")
+    check_compose_keys(services, volumes)
 
     for island, hosts in local.items():
         sched = services.get(f"scheduler-{island}", {})
@@ -134,10 +185,8 @@ def check_compose(root):
             check(megabytes(store.get("shm_size", "64m")) >= arena_mb,
                   f"compose objectstore-{host}: shm_size {store.get('shm_size')} cannot hold "
                   f"the {arena_mb} MiB arena")
-            store_run = [v.split(":")[0] for v in store.get("volumes", [])
-                         if v.split(":")[1] == "/run/atoll"]
-            exec_run = [v.split(":")[0] for v in execu.get("volumes", [])
-                        if v.split(":")[1] == "/run/atoll"]
+            store_run = [src for (src, target, _ro) in mounts_of(store) if target == "/run/atoll"]
+            exec_run = [src for (src, target, _ro) in mounts_of(execu) if target == "/run/atoll"]
             check(store_run and store_run == exec_run,
                   f"compose {host}: object store and executor must mount one volume at /run/atoll")
             check(f"objectstore-{host}" in execu.get("depends_on", {}),
@@ -159,6 +208,8 @@ def check_compose(root):
               f"compose {name}: ATOLL_RM should be {docker['rm']['endpoint']}")
         check(env.get("ATOLL_EVENTS") == docker["rm"]["events_out"],
               f"compose {name}: ATOLL_EVENTS should be {docker['rm']['events_out']}")
+        check(env.get("ATOLL_KEYS") == KEYS_DIR,
+              f"compose {name}: ATOLL_KEYS should be {KEYS_DIR} (its client key)")
     for port in services.get("dashboard", {}).get("ports", []):
         check(str(port).startswith("127.0.0.1:"),
               f"compose dashboard: publish {port} on the docker host's loopback only")
@@ -204,6 +255,67 @@ def pod_spec(obj):
     return obj.get("spec", {}).get("template", {}).get("spec", {})
 
 
+def keys_path(secret_key):
+    """Where a key of the Secret atoll-keys belongs in a keys folder: the Secret's keys are
+    flat, so "clients.NAME.key" stands for clients/NAME.key, "allowed.NAME.pub" for
+    allowed/NAME.pub (common/net/curve_keys.h)."""
+    for folder in ("clients", "allowed"):
+        if secret_key.startswith(folder + "."):
+            return folder + "/" + secret_key[len(folder) + 1:]
+    return secret_key
+
+
+def secret_keys(kustomization):
+    """{key: file} of the kustomization's Secret atoll-keys, checked against the layout."""
+    generators = {g["name"]: g for g in kustomization.get("secretGenerator", [])}
+    if not check("atoll-keys" in generators, "k8s: kustomization makes no Secret atoll-keys"):
+        return {}
+    keys = {}
+    for entry in generators["atoll-keys"].get("files", []):
+        key, _, path = entry.partition("=")
+        keys[key] = path
+        check(path == "keys/" + keys_path(key),
+              f"k8s: Secret atoll-keys' {key} should come from keys/{keys_path(key)} "
+              f"(what `atoll keygen --dir docker/k8s/keys` makes), not {path}")
+    for needed in ("cluster.key", "cluster.pub", "clients.default.key", "allowed.default.pub"):
+        check(needed in keys, f"k8s: Secret atoll-keys lacks {needed}")
+    return keys
+
+
+def check_pod_keys(name, spec, keys):
+    """Every container of a pod mounts the Secret atoll-keys read-only at KEYS_DIR: a member
+    (a service) gets the cluster's key pair and every allowed client key, a client the
+    cluster's public key and the client key "default", never the cluster's secret key."""
+    volumes = [v for v in spec.get("volumes", [])
+               if v.get("secret", {}).get("secretName") == "atoll-keys"]
+    if not check(len(volumes) == 1, f"k8s {name}: the pod should have one volume of the "
+                                    "Secret atoll-keys"):
+        return
+    volume = volumes[0]
+    member = any(c.get("command", [])[:1] == ["atoll-container"] and
+                 c["command"][1:2] and c["command"][1] in MEMBER_ROLES
+                 for c in spec.get("containers", []))
+    for c in spec.get("containers", []):
+        check(any(m["name"] == volume["name"] and m["mountPath"] == KEYS_DIR and
+                  m.get("readOnly") for m in c.get("volumeMounts", [])),
+              f"k8s {name}/{c['name']}: should mount the keys at {KEYS_DIR} read-only")
+        if not member:
+            env = {e["name"]: e.get("value") for e in c.get("env", [])}
+            check(env.get("ATOLL_KEYS") == KEYS_DIR,
+                  f"k8s {name}/{c['name']}: ATOLL_KEYS should be {KEYS_DIR}")
+    items = {i["key"]: i["path"] for i in volume["secret"].get("items", [])}
+    for key, path in items.items():
+        check(key in keys and path == keys_path(key),
+              f"k8s {name}: key {key} of atoll-keys should exist and be put at {keys_path(key)}")
+    if member:
+        needed = {"cluster.key"} | {k for k in keys if k.startswith("allowed.")}
+    else:
+        needed = {"cluster.pub", "clients.default.key"}
+        check("cluster.key" not in items,
+              f"k8s {name}: a client pod must not hold the cluster's secret key")
+    check(needed <= set(items), f"k8s {name}: the keys volume lacks {sorted(needed - set(items))}")
+
+
 def check_k8s(root):
     _, local = topology(os.path.join(root, "config/local.toml"))
     base, kustomization, objects = load_k8s(root)
@@ -213,6 +325,7 @@ def check_k8s(root):
     check(files == ["cluster.toml"], "k8s: atoll-config should hold cluster.toml")
     config = check_config_matches("docker/k8s/cluster.toml", os.path.join(base, "cluster.toml"),
                                   local, "atoll-rm")
+    keys = secret_keys(kustomization)
 
     by_kind = {}
     for obj in objects:
@@ -246,6 +359,7 @@ def check_k8s(root):
             if "configMap" in v:
                 check(v["configMap"]["name"] in generators,
                       f"k8s {name}: ConfigMap {v['configMap']['name']} is not generated")
+        check_pod_keys(name, spec, keys)
 
     for svc in by_kind.get("Service", {}).values():
         selector = svc["spec"].get("selector", {})
@@ -328,15 +442,37 @@ def check_k8s(root):
         print("kubectl is not installed (no Debian package): skipped `kubectl kustomize`; "
               "checked the manifests' structure here instead")
     else:
-        # `kubectl apply --dry-run=client` needs an API server for discovery; `kustomize`
-        # renders offline.
-        r = run([kubectl, "kustomize", base], root)
-        if check(r.returncode == 0, f"kubectl kustomize: {r.stderr.strip()}"):
-            rendered = [d for d in yaml.safe_load_all(r.stdout) if d]
-            check(len(rendered) == len(objects) + 1,
-                  f"kubectl kustomize rendered {len(rendered)} objects, expected "
-                  f"{len(objects) + 1} (resources + the ConfigMap)")
-            print(f"kubectl kustomize: {len(rendered)} objects")
+        check_kustomize(kubectl, base, kustomization, len(objects))
+
+
+def check_kustomize(kubectl, base, kustomization, resources):
+    """Renders the manifests with `kubectl kustomize` (offline: `kubectl apply --dry-run=client`
+    needs an API server for discovery), from a copy whose keys/ holds placeholders: the real
+    keys are made by whoever deploys, and are not in the repository."""
+    with tempfile.TemporaryDirectory() as work:
+        copy = os.path.join(work, "k8s")
+        shutil.copytree(base, copy, ignore=shutil.ignore_patterns("keys"))
+        for g in kustomization.get("secretGenerator", []):
+            for entry in g.get("files", []):
+                path = os.path.join(copy, entry.partition("=")[2] or entry)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    f.write('public = "placeholder"\n')
+        r = run([kubectl, "kustomize", copy], work)
+    if not check(r.returncode == 0, f"kubectl kustomize: {r.stderr.strip()}"):
+        return
+    rendered = [d for d in yaml.safe_load_all(r.stdout) if d]
+    check(len(rendered) == resources + 2,
+          f"kubectl kustomize rendered {len(rendered)} objects, expected {resources + 2} "
+          "(resources + the ConfigMap and the Secret)")
+    secrets = [d["metadata"]["name"] for d in rendered if d["kind"] == "Secret"]
+    for d in rendered:
+        for v in pod_spec(d).get("volumes", []):
+            if "secret" in v:
+                check(v["secret"]["secretName"] in secrets,
+                      f"kubectl kustomize: {d['metadata']['name']} mounts Secret "
+                      f"{v['secret']['secretName']}, which it does not make")
+    print(f"kubectl kustomize: {len(rendered)} objects")
 
 
 def main():

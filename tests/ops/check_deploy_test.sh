@@ -67,6 +67,36 @@ sed -i '/^  selector:/s/component: dashboard}/component: dashbord}/' \
   "$work/tree/docker/k8s/dashboard.yaml"
 expect_failure k8s "a Service selects no pod" "selects no pod"
 
+fresh  # plain text in the containers' config
+sed -i 's/^mode = "curve"/mode = "plain"/' "$work/tree/config/docker.toml"
+expect_failure compose "docker.toml turns CURVE off" 'security.mode should be "curve"'
+
+fresh  # an executor without the keys
+sed -i 's|\["keys:/etc/atoll/keys:ro", "i1h1-run|["i1h1-run|' "$work/tree/docker/compose.yaml"
+expect_failure compose "executor-i1h1 lacks the keys" "executor-i1h1: should mount the keys volume"
+
+fresh  # the rm starting before the keys exist
+sed -i '/^    depends_on: \*after-keys$/d' "$work/tree/docker/compose.yaml"
+expect_failure compose "the rm does not wait for keys" "rm: should depend on keys"
+
+fresh  # the keys somewhere the pods do not mount them
+sed -i 's|^keys_dir = .*|keys_dir = "/keys"|' "$work/tree/docker/k8s/cluster.toml"
+expect_failure k8s "cluster.toml's keys_dir is not the mount" "security.keys_dir should be"
+
+fresh  # the rm pod without the keys
+sed -i '/name: keys, mountPath/d' "$work/tree/docker/k8s/rm.yaml"
+expect_failure k8s "the rm does not mount the keys" "atoll-rm/rm: should mount the keys"
+
+fresh  # the demo client given the cluster's secret key
+sed -i 's/{key: cluster.pub, path: cluster.pub}/{key: cluster.key, path: cluster.key}/' \
+  "$work/tree/docker/k8s/demo-job.yaml"
+expect_failure k8s "a client pod holds cluster.key" "must not hold the cluster's secret key"
+
+fresh  # a client allowed in the Secret but not given to the services
+sed -i 's|^      - allowed.default.pub=keys/allowed/default.pub|&\n      - allowed.alice.pub=keys/allowed/alice.pub|' \
+  "$work/tree/docker/k8s/kustomization.yaml"
+expect_failure k8s "services lack an allowed key" "lacks \['allowed.alice.pub'\]"
+
 fresh  # bad YAML style
 echo "extra:   [a,b]   " >>"$work/tree/docker/k8s/namespace.yaml"
 expect_failure k8s "yamllint finds problems" "yamllint"

@@ -3,7 +3,8 @@
 # compose topology (config/docker.toml's islands and hosts) as processes started the way
 # compose starts them, one run directory per host as the host's shared volume, the rm on
 # loopback ports instead of the name "rm", every other service binding the address that
-# ATOLL_BIND_HOST names. Then the compose file's client command runs the Figure 2 program.
+# ATOLL_BIND_HOST names, all with CURVE keys that the `keys` service's command made. Then the
+# compose file's client command runs the Figure 2 program with the client key "default".
 source "$(dirname "$0")/lib.sh"
 entry="$ATOLL_SOURCE_DIR/docker/atoll-container"
 export PATH="$ATOLL_BIN_DIR:$PATH"
@@ -23,9 +24,13 @@ for _ in range(50):
 PY
 )
 [ -n "$port" ] || fail "no free ports"
+# The compose file's `keys` service, with $work/keys for its volume.
+"$entry" atoll keygen --dir "$work/keys" >/dev/null || fail "keygen"
 sed -e "s|tcp://rm:5550|tcp://127.0.0.1:$port|" -e "s|tcp://rm:5551|tcp://127.0.0.1:$((port + 1))|" \
     -e "s|tcp://rm:5552|tcp://127.0.0.1:$((port + 2))|" -e 's/heartbeat_ms = 500/heartbeat_ms = 100/' \
+    -e "s|^keys_dir = \"/etc/atoll/keys\"|keys_dir = \"$work/keys\"|" \
     "$ATOLL_SOURCE_DIR/config/docker.toml" >"$work/docker.toml"
+grep -q "^keys_dir = \"$work/keys\"" "$work/docker.toml" || fail "docker.toml names no keys_dir"
 export ATOLL_CONFIG="$work/docker.toml" ATOLL_RM_PORT=$port
 # As in a container, services bind the interface eth0 (config/docker.toml's bind_host) and
 # register its address; where this machine has no eth0, ATOLL_BIND_HOST says loopback.
@@ -70,10 +75,14 @@ for island in island0 island1; do
 done
 
 # The compose file's client, with the environment compose gives it.
+export ATOLL_KEYS="$work/keys"
 out=$(ATOLL_RM="tcp://127.0.0.1:$port" ATOLL_EVENTS="tcp://127.0.0.1:$((port + 2))" \
       "$entry" atoll submit "$ATOLL_SOURCE_DIR/examples/figure2.toml") || fail "submit: $out"
 echo "$out"
 [ "$out" = $'y = f32[2] {2, 3}\nz = f32[2] {2, 4}' ] || fail "wrong results"
+# Without a client key the cluster refuses the connection.
+ATOLL_KEYS=plain ATOLL_RM="tcp://127.0.0.1:$port" timeout 30 "$ATOLL_BIN_DIR/atoll" status \
+  >"$work/plain.out" 2>&1 && fail "a plain-text client was served: $(cat "$work/plain.out")"
 status=$(ATOLL_RM="tcp://127.0.0.1:$port" "$ATOLL_BIN_DIR/atoll" status)
 echo "$status"
 [ "$(grep -c '^  host .* alive ' <<<"$status")" = 4 ] || fail "not 4 live hosts"

@@ -265,14 +265,14 @@ TEST(ParseIncomingTest, SplitsRoutingIdHeaderAndData) {
 TEST(ErrorConversionTest, StatusSurvivesAnErrorMessage) {
   for (Code code : {Code::kInvalidArgument, Code::kNotFound, Code::kOutOfMemory, Code::kUnavailable,
                     Code::kDeadlineExceeded, Code::kCancelled, Code::kFailedPrecondition,
-                    Code::kInternal, Code::kResourceExhausted}) {
+                    Code::kInternal, Code::kPermissionDenied, Code::kResourceExhausted}) {
     const Status s(code, "what went wrong");
     const Status back = FromError(ToError(s));
     EXPECT_EQ(back.code(), code);
     EXPECT_EQ(back.message(), "what went wrong");
   }
   // Codes this side does not know (or OK, which an Error must never carry) become Internal.
-  for (int32_t code : {0, -1, 10, 1000}) {
+  for (int32_t code : {0, -1, static_cast<int32_t>(Code::kLastCode) + 1, 1000}) {
     EXPECT_EQ(FromError(Error{code, "x"}).code(), Code::kInternal) << code;
   }
 }

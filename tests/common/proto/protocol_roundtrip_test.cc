@@ -21,10 +21,10 @@ using samples::Sample;
 using AllMessages = ::testing::Types<
     Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
     HelloClientReply, Goodbye, HostChanged, CreateSlice, SliceInfo, SliceRemapped, ServiceChanged,
-    RegisterFunction, RegisterFunctionReply, GetClusterStatus, ClusterStatus, Compile, Dispatch,
-    TupleBatch, RunLoop, SubmitProgram, SubmitReply, GangDone, NodeReleased, CancelRun, RunDone,
-    StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
-    GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
+    LookupOwners, Owners, RegisterFunction, RegisterFunctionReply, GetClusterStatus, ClusterStatus,
+    Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram, SubmitReply, GangDone, NodeReleased,
+    CancelRun, RunDone, StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject,
+    PutObject, GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =

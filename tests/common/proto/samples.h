@@ -144,6 +144,14 @@ inline SliceRemapped Sample<SliceRemapped>() {
 }
 
 template <>
+inline LookupOwners Sample<LookupOwners>() {
+  return {{3, 4}, {17}};
+}
+template <>
+inline Owners Sample<Owners>() {
+  return {{"client:alice", ""}, {true, false}, {3}};
+}
+template <>
 inline ServiceChanged Sample<ServiceChanged>() {
   return {Heartbeat::kStore, "host-1", "tcp://10.0.0.1:5001", false, "it came back"};
 }

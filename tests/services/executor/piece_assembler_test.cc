@@ -72,6 +72,24 @@ TEST(PieceAssemblerTest, APieceThatDoesNotFitFailsTheShard) {
   EXPECT_EQ(bad->status().code(), Code::kInvalidArgument);
 }
 
+TEST(PieceAssemblerTest, HeadersThatWouldSizeAHugeShardAreRefusedBeforeAnythingIsSized) {
+  PieceAssembler pieces;
+  // A destination whose bytes wrap around in 64 bits (2^32 * 2^32 * 4).
+  const int64_t big = int64_t{1} << 32;
+  auto wraps = pieces.Add({7, 3, 0, 0}, Block({0, 0}, {big, big}, 1), Tensor::F32({1}, {1}));
+  ASSERT_TRUE(wraps.has_value());
+  EXPECT_EQ(wraps->status().code(), Code::kInvalidArgument);
+  EXPECT_NE(wraps->status().message().find("[4294967296,4294967296]"), std::string::npos)
+      << wraps->status().ToString();
+  // More pieces than any shard has producers: refused at once, not a vector of 4 billion
+  // slots, nor a shard waiting for ever for the rest.
+  auto many = pieces.Add({7, 3, 0, 1}, Rows(0, 0xFFFFFFFF), Tensor::F32({1}, {1}));
+  ASSERT_TRUE(many.has_value());
+  EXPECT_EQ(many->status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(many->status().message(), "a shard made of 4294967295 pieces (at most 65536)");
+  EXPECT_EQ(pieces.partial(), 0u);
+}
+
 TEST(PieceAssemblerTest, RoutedRowsAreJoinedInProducerOrder) {
   PieceAssembler pieces;
   const InputKey key{7, 3, 0, 0};

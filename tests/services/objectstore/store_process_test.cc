@@ -75,7 +75,9 @@ class StoreProcessTest : public ::testing::Test {
       std::ofstream out(config);
       out << "[cluster]\nbind_host = \"127.0.0.1\"\nheartbeat_ms = " << heartbeat_ms
           << "\nliveness = 4\nlog_level = \"info\"\n"
-          << "[rm]\nevents_in = \"" << events_endpoint_ << "\"\n"
+          // No RM: the store alone, which then takes every client as live.
+          << "[rm]\nendpoint = \"tcp://127.0.0.1:*\"\nevents_in = \"" << events_endpoint_ << "\"\n"
+          << "[security]\nmode = \"plain\"\n"  // the store alone, spoken to in plain text
           << "[[islands]]\nname = \"i0\"\n"
           << "[[islands.hosts]]\nname = \"h0\"\narena_mb = 4\n";
     }

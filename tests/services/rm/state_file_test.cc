@@ -127,6 +127,7 @@ RmState LayoutState() {
   state.devices.push_back({0, "h0", 0, {"cpu", 1024}, 1});
   state.clients[3].name = "trainer";
   state.clients[3].routing_id = "client-3";
+  state.clients[3].user_id = "client:alice";
   state.slices[2] = {2, 3, "a", {0}};
   state.next_slice_id = 3;
   state.next_client_id = 4;
@@ -156,11 +157,12 @@ std::string LayoutBytes(bool appended) {
   pack.pack(1024);
   pack.pack(1);
   pack.pack(std::map<std::string, std::string>{{"a", "tcp://s"}});  // schedulers
-  pack.pack_map(1);                                                 // clients: name, routing id
+  pack.pack_map(1);  // clients: name, routing id, user id
   pack.pack(3);
-  pack.pack_array(appended ? 2 : 1);
+  pack.pack_array(appended ? 3 : 1);
   pack.pack(std::string("trainer"));
   if (appended) pack.pack(std::string("client-3"));
+  if (appended) pack.pack(std::string("client:alice"));
   pack.pack_map(1);  // slices: id, client, island, devices
   pack.pack(2);
   pack.pack_array(4);
@@ -192,6 +194,7 @@ TEST_F(StateFileTest, AVersionOneFileWithoutTheAppendedFieldsReadsThemAsDefaults
   RmState want = LayoutState();
   want.hosts.at("h0").store_instance = 0;
   want.clients.at(3).routing_id.clear();
+  want.clients.at(3).user_id.clear();
   EXPECT_TRUE(*read == want);
 }
 

@@ -1,0 +1,56 @@
+#include "common/net/handshake_watch.h"
+
+#include <atomic>
+#include <cstring>
+
+namespace atl::net {
+
+namespace {
+
+constexpr int kWatchedEvents = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+
+std::string NewMonitorEndpoint() {
+  static std::atomic<uint64_t> next{0};
+  return "inproc://handshake-watch-" + std::to_string(next.fetch_add(1));
+}
+
+}  // namespace
+
+HandshakeWatch::HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string endpoint)
+    : events_(context, zmq::socket_type::pair), endpoint_(std::move(endpoint)) {
+  const std::string monitor = NewMonitorEndpoint();
+  if (zmq_socket_monitor(socket.handle(), monitor.c_str(), kWatchedEvents) != 0) return;
+  events_.set(zmq::sockopt::linger, 0);
+  events_.connect(monitor);
+}
+
+std::optional<Status> HandshakeWatch::Failure() {
+  while (!failure_) {
+    // Each event is two frames: [uint16 event, uint32 value] and the endpoint.
+    zmq::message_t event, address;
+    try {
+      if (!events_.recv(event, zmq::recv_flags::dontwait)) break;
+      if (event.more()) (void)events_.recv(address, zmq::recv_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      break;
+    }
+    if (event.size() < 6) continue;
+    uint16_t kind = 0;
+    std::memcpy(&kind, event.data(), sizeof(kind));
+    if (kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+      failure_ = PermissionDenied(endpoint_ +
+                                  " refused this process's key: it is not one the cluster "
+                                  "allows (see `atoll keygen --client` and $ATOLL_KEYS)");
+    } else {
+      failure_ = PermissionDenied(
+          "the security handshake with " + endpoint_ +
+          " failed: one side uses CURVE keys and the other plain text, or the keys do not "
+          "match the cluster's (see $ATOLL_KEYS and the config's security.mode)");
+    }
+  }
+  return failure_;
+}
+
+}  // namespace atl::net

@@ -1,0 +1,33 @@
+// Watches a connecting socket's security handshakes (a ZeroMQ socket monitor), so that a
+// peer refusing this process's key, or speaking another mechanism (CURVE against plain
+// text), is told at once with a clear error instead of as a silent timeout: ZeroMQ itself
+// just retries the connection.
+//
+// Not thread-safe: use it on the thread that uses the socket.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "atoll/status.h"
+
+namespace atl::net {
+
+class HandshakeWatch {
+ public:
+  // Starts watching `socket` (before it connects to `endpoint`, so no handshake is missed).
+  HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string endpoint);
+
+  // The first failed handshake since the watch started, if any: PermissionDenied when the
+  // peer refused this process's key or mechanism. Never waits.
+  std::optional<Status> Failure();
+
+ private:
+  zmq::socket_t events_;
+  std::string endpoint_;
+  std::optional<Status> failure_;
+};
+
+}  // namespace atl::net

@@ -1,0 +1,65 @@
+#include "common/service/owner_cache.h"
+
+#include <fmt/format.h>
+
+namespace atl {
+
+Result<proto::Owners> OwnerCache::Ask(proto::LookupOwners request) {
+  auto owners = rm_->Call<proto::Owners>(request, timeout_);
+  if (!owners.ok()) return owners.status().WithContext("asking the RM who owns what");
+  if (owners->client_users.size() != request.clients.size() ||
+      owners->clients_alive.size() != request.clients.size() ||
+      owners->function_clients.size() != request.functions.size()) {
+    return Internal("the RM answered LookupOwners with lists of the wrong lengths");
+  }
+  return owners;
+}
+
+Result<std::string> OwnerCache::ClientUser(uint64_t client) {
+  if (rm_ == nullptr) return std::string();
+  if (auto it = client_users_.find(client); it != client_users_.end()) return it->second;
+  if (gone_clients_.count(client) == 0) {
+    ATOLL_ASSIGN_OR_RETURN(proto::Owners owners, Ask({{client}, {}}));
+    if (owners.clients_alive[0]) return client_users_[client] = owners.client_users[0];
+    if (gone_clients_.size() >= kMaxGoneClients) gone_clients_.clear();
+    gone_clients_.insert(client);
+  }
+  return NotFound(fmt::format("client {} is not connected to the cluster", client));
+}
+
+Status OwnerCache::CheckClient(const proto::Peer& sender, uint64_t client,
+                               std::string_view action) {
+  if (sender.member()) return Status::Ok();
+  ATOLL_ASSIGN_OR_RETURN(std::string user, ClientUser(client));
+  return proto::RequireClient(sender, client, user, action);
+}
+
+Result<std::map<uint64_t, uint64_t>> OwnerCache::FunctionClients(
+    const std::vector<uint64_t>& functions) {
+  proto::LookupOwners unknown;
+  for (uint64_t f : functions) {
+    if (function_clients_.count(f) == 0) unknown.functions.push_back(f);
+  }
+  if (!unknown.functions.empty() && rm_ != nullptr) {
+    ATOLL_ASSIGN_OR_RETURN(proto::Owners owners, Ask(unknown));
+    for (size_t i = 0; i < unknown.functions.size(); ++i) {
+      // Only known functions are kept: an unknown id may be registered later.
+      if (owners.function_clients[i] != 0) {
+        function_clients_[unknown.functions[i]] = owners.function_clients[i];
+      }
+    }
+  }
+  std::map<uint64_t, uint64_t> out;
+  for (uint64_t f : functions) {
+    auto it = function_clients_.find(f);
+    out[f] = it != function_clients_.end() ? it->second : 0;
+  }
+  return out;
+}
+
+void OwnerCache::ForgetClient(uint64_t client) {
+  client_users_.erase(client);
+  std::erase_if(function_clients_, [&](const auto& kv) { return kv.second == client; });
+}
+
+}  // namespace atl

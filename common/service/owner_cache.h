@@ -1,0 +1,57 @@
+// Whose clients and functions are, as the RM says (LookupOwners), remembered: the key a
+// client connected with and the client a function belongs to never change. For services
+// (object stores, schedulers) that check that a request's sender may act for the client it
+// names, and that an object's owner is a live client before creating it.
+//
+// A client the RM does not know is remembered as gone (ids are never reused); that memory
+// is bounded, dropped whole when it grows past kMaxGoneClients, so that a flood of made-up
+// ids cannot grow it.
+//
+// Not thread-safe: one per service loop. A lookup blocks that loop for one RM round trip.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "atoll/status.h"
+#include "common/net/transport.h"
+#include "common/proto/peer.h"
+
+namespace atl {
+
+class OwnerCache {
+ public:
+  static constexpr size_t kMaxGoneClients = 4096;
+
+  // `rm` null: no RM to ask (a store started alone, in tests): every client counts as live,
+  // with no key.
+  OwnerCache(net::Requester* rm, std::chrono::milliseconds timeout) : rm_(rm), timeout_(timeout) {}
+
+  // The user id client `client` connected with. NotFound when it is not connected;
+  // Unavailable when the RM cannot be asked.
+  Result<std::string> ClientUser(uint64_t client);
+  // PermissionDenied unless `sender` may act for `client` (proto::RequireClient); NotFound
+  // when `client` is not connected. A member passes without a lookup.
+  Status CheckClient(const proto::Peer& sender, uint64_t client, std::string_view action);
+  // The client of each function of `functions` (0: no such function), asking the RM once
+  // for those not known yet.
+  Result<std::map<uint64_t, uint64_t>> FunctionClients(const std::vector<uint64_t>& functions);
+
+  // The client has gone (collected, said goodbye): ask again if it is named later.
+  void ForgetClient(uint64_t client);
+
+ private:
+  Result<proto::Owners> Ask(proto::LookupOwners request);
+
+  net::Requester* rm_;
+  std::chrono::milliseconds timeout_;
+  std::map<uint64_t, std::string> client_users_;
+  std::set<uint64_t> gone_clients_;
+  std::map<uint64_t, uint64_t> function_clients_;
+};
+
+}  // namespace atl

@@ -1,0 +1,140 @@
+// CURVE keys on disk, the ZAP handler and handshake watching, on real sockets over loopback:
+// who gets in on which audience, under which user id, and what a refused peer is told.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/net/curve_keys.h"
+#include "common/net/security.h"
+#include "common/net/transport.h"
+#include "common/net/zap_handler.h"
+#include "tests/launcher/cluster_test_util.h"
+
+namespace atl::net {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+TEST(CurveKeysTest, KeyFilesRoundTripAndSecretsAreTheOwnersOnly) {
+  TempDir dir;
+  auto made = EnsureClusterKeys(dir.path());
+  ASSERT_TRUE(made.ok() && *made) << made.status().ToString();
+  auto again = EnsureClusterKeys(dir.path());
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again) << "existing keys are kept";
+  auto pair = ReadKeyPair(ClusterKeyPath(dir.path()));
+  ASSERT_TRUE(pair.ok()) << pair.status().ToString();
+  EXPECT_EQ(*ReadPublicKey(ClusterPublicKeyPath(dir.path())), pair->public_key);
+  struct stat info {};
+  ASSERT_EQ(stat(ClusterKeyPath(dir.path()).c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+
+  ASSERT_TRUE(EnsureClientKey(dir.path(), "alice").ok());
+  const auto allowed = ReadAllowedKeys(dir.path());
+  ASSERT_EQ(allowed.size(), 1u);
+  EXPECT_EQ(allowed.begin()->first, ReadKeyPair(ClientKeyPath(dir.path(), "alice"))->public_key);
+  EXPECT_EQ(allowed.begin()->second, "alice");
+}
+
+TEST(CurveKeysTest, BadKeysAndNamesAreRefusedByName) {
+  TempDir dir;
+  const std::string path = dir.path() + "/broken.key";
+  std::ofstream(path) << "public = \"too short\"\n";
+  auto read = ReadKeyPair(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(read.status().message(), HasSubstr(path));
+  EXPECT_EQ(EnsureClientKey(dir.path(), "alice").status().code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(EnsureClusterKeys(dir.path()).ok());
+  EXPECT_EQ(EnsureClientKey(dir.path(), "../escape").status().code(), Code::kInvalidArgument);
+}
+
+// A server process in miniature: a context with the cluster's keys and a ZAP handler, a
+// ROUTER bound for `audience`.
+class Server {
+ public:
+  Server(const std::string& keys, Audience audience)
+      : context_(*ServiceCredentials(keys)),
+        zap_(ZapHandler::Start(context_, CredentialsOf(context_).own.public_key, keys).value()),
+        router_(MakeSocket(context_, zmq::socket_type::router)) {
+    endpoint_ = *Bind(router_, "tcp://127.0.0.1:*", audience);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Answers one request with Ok; returns its sender's user id.
+  Result<std::string> ServeOne() {
+    ATOLL_ASSIGN_OR_RETURN(auto frames, RecvFrames(router_, 5000ms));
+    if (!frames) return DeadlineExceeded("no request");
+    ATOLL_ASSIGN_OR_RETURN(auto in, proto::ParseIncoming(std::move(*frames), true));
+    ATOLL_RETURN_IF_ERROR(Reply(router_, in, proto::Ok{}));
+    return in.sender.user_id;
+  }
+
+ private:
+  KeyedContext context_;
+  std::unique_ptr<ZapHandler> zap_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+};
+
+class ZapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(EnsureClusterKeys(dir_.path()).ok());
+    ASSERT_TRUE(EnsureClientKey(dir_.path(), "alice").ok());
+  }
+
+  // Sends one request with `credentials` and returns the reply's status.
+  Status Call(const Credentials& credentials, const std::string& endpoint) {
+    KeyedContext context(credentials);
+    Requester requester(context, endpoint);
+    ATOLL_RETURN_IF_ERROR(requester.Connect(/*watch_handshakes=*/true));
+    return requester.Call<proto::Ok>(proto::Ok{}, 5000ms).status();
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(ZapTest, MembersAndAllowedClientsGetInUnderTheirNames) {
+  Server server(dir_.path(), Audience::kEveryone);
+  for (const auto& [credentials, user] :
+       {std::pair{*ServiceCredentials(dir_.path()), std::string("member")},
+        std::pair{*ClientCredentials(dir_.path(), "alice"), std::string("client:alice")}}) {
+    auto served = std::async(std::launch::async, [&] { return server.ServeOne(); });
+    EXPECT_TRUE(Call(credentials, server.endpoint()).ok()) << user;
+    auto seen = served.get();
+    ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+    EXPECT_EQ(*seen, user);
+  }
+}
+
+TEST_F(ZapTest, UnknownKeysAndPlainTextAreRefusedAtTheHandshake) {
+  Server server(dir_.path(), Audience::kEveryone);
+  Credentials stranger = *ClientCredentials(dir_.path(), "alice");
+  stranger.own = *NewKeyPair();
+  Status refused = Call(stranger, server.endpoint());
+  EXPECT_EQ(refused.code(), Code::kPermissionDenied) << refused.ToString();
+  EXPECT_THAT(refused.message(), HasSubstr("refused this process's key"));
+  Status plain = Call(Credentials{}, server.endpoint());
+  EXPECT_EQ(plain.code(), Code::kPermissionDenied) << plain.ToString();
+  EXPECT_THAT(plain.message(), HasSubstr("plain text"));
+}
+
+TEST_F(ZapTest, AMembersOnlySocketRefusesClientKeys) {
+  Server server(dir_.path(), Audience::kMembers);
+  Status refused = Call(*ClientCredentials(dir_.path(), "alice"), server.endpoint());
+  EXPECT_EQ(refused.code(), Code::kPermissionDenied) << refused.ToString();
+  auto served = std::async(std::launch::async, [&] { return server.ServeOne(); });
+  EXPECT_TRUE(Call(*ServiceCredentials(dir_.path()), server.endpoint()).ok());
+  EXPECT_TRUE(served.get().ok());
+}
+
+}  // namespace
+}  // namespace atl::net

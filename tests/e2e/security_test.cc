@@ -1,0 +1,228 @@
+// CURVE authentication and tenant isolation on a real cluster (config/test.toml, whose
+// security.mode is "curve"): who may connect at all, and what an authenticated client may
+// touch. Client A holds key "alice", client B key "bob"; B's raw requests carry B's key, as
+// an attacker's would, whatever ids they name.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+
+#include "common/net/curve_keys.h"
+#include "common/net/transport.h"
+#include "common/proto/codec.h"
+#include "common/proto/ids.h"
+#include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/event_recorder.h"
+
+namespace atl::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+// A context whose sockets hold client key `name` of the cluster's keys directory.
+net::Credentials ClientKey(const std::string& keys_dir, const std::string& name) {
+  auto credentials = net::ClientCredentials(keys_dir, name);
+  EXPECT_TRUE(credentials.ok()) << credentials.status().ToString();
+  return credentials.ok() ? *credentials : net::Credentials{};
+}
+
+class SecurityTest : public ClusterTest {
+ public:
+  static void SetUpTestSuite() {
+    ClusterTest::SetUpTestSuite();
+    for (const char* name : {"alice", "bob"}) {
+      ASSERT_TRUE(net::EnsureClientKey(KeysDir(), name).ok());
+    }
+  }
+
+ protected:
+  static std::unique_ptr<Client> ConnectAs(const std::string& key) {
+    auto client = Client::Connect({.rm_endpoint = RmEndpoint(),
+                                   .name = key,
+                                   .request_timeout = 5s,
+                                   .keys_dir = KeysDir(),
+                                   .key_name = key});
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  static std::string Endpoint(const std::string& process, const std::string& key) {
+    const ProcessInfo* p = cluster_->info().Find(process);
+    return p != nullptr && p->endpoints.count(key) ? p->endpoints.at(key) : "";
+  }
+
+  // A request from `context`, the status of its reply (handshake failures included).
+  template <typename Reply, typename Request>
+  static Result<Reply> Ask(zmq::context_t& context, const std::string& endpoint,
+                           const Request& request, net::Frames data = {}) {
+    net::Requester requester(context, endpoint);
+    ATOLL_RETURN_IF_ERROR(requester.Connect(/*watch_handshakes=*/true));
+    return requester.Call<Reply>(request, 5s, std::move(data));
+  }
+
+  static net::Frames Bytes(const std::vector<float>& values) {
+    net::Frames frames;
+    frames.emplace_back(values.data(), values.size() * sizeof(float));
+    return frames;
+  }
+
+  // A one-op function on a one-device slice of `client`, and a program calling it.
+  static Result<Program> Doubling(Client& client) {
+    ATOLL_ASSIGN_OR_RETURN(Slice slice, client.CreateSlice(1));
+    FunctionBuilder b("double");
+    b.Output(b.Mul(b.Input(DType::kF32, {2}), 2.0));
+    ATOLL_ASSIGN_OR_RETURN(Function f, client.Register(b, slice));
+    ProgramBuilder p;
+    p.Return({p.Call(f, {p.Arg(DType::kF32, {2})})[0]});
+    return p.Build();
+  }
+
+  static void ExpectRunsCorrectly(Client& client, const Program& program) {
+    auto run = client.Submit(program, {Tensor::F32({2}, {1, 2})});
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    auto out = run->Wait(20s);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at(0).ToString(), Tensor::F32({2}, {2, 4}).ToString());
+  }
+};
+
+TEST_F(SecurityTest, AClientWithoutKeysIsRefusedAtConnect) {
+  const auto started = std::chrono::steady_clock::now();
+  auto client =
+      Client::Connect({.rm_endpoint = RmEndpoint(), .request_timeout = 10s, .keys_dir = "plain"});
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), Code::kPermissionDenied) << client.status().ToString();
+  EXPECT_THAT(client.status().message(), HasSubstr("plain text"));
+  // Told by the handshake, not by the request's timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+}
+
+TEST_F(SecurityTest, AClientWhoseKeyIsNotAllowedIsRefused) {
+  auto pair = net::NewKeyPair();
+  ASSERT_TRUE(pair.ok());
+  ASSERT_TRUE(net::WriteKeyPair(net::ClientKeyPath(KeysDir(), "mallory"), *pair).ok());
+  auto client = Client::Connect({.rm_endpoint = RmEndpoint(),
+                                 .request_timeout = 10s,
+                                 .keys_dir = KeysDir(),
+                                 .key_name = "mallory"});
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), Code::kPermissionDenied) << client.status().ToString();
+  EXPECT_THAT(client.status().message(), HasSubstr("refused this process's key"));
+}
+
+TEST_F(SecurityTest, AllowedKeysAreReadAgainWhenTheFolderChanges) {
+  auto pair = net::NewKeyPair();
+  ASSERT_TRUE(pair.ok());
+  ASSERT_TRUE(net::WriteKeyPair(net::ClientKeyPath(KeysDir(), "carol"), *pair).ok());
+  const ClientOptions carol{.rm_endpoint = RmEndpoint(),
+                            .request_timeout = 10s,
+                            .keys_dir = KeysDir(),
+                            .key_name = "carol"};
+  EXPECT_FALSE(Client::Connect(carol).ok());
+  // Allowed from the next connection on, without a restart ...
+  const std::string allowed = net::AllowedKeyPath(KeysDir(), "carol");
+  ASSERT_TRUE(net::WritePublicKey(allowed, pair->public_key).ok());
+  auto admitted = Client::Connect(carol);
+  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  // ... and refused again once its file is gone.
+  std::filesystem::remove(allowed);
+  auto refused = Client::Connect(carol);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kPermissionDenied) << refused.status().ToString();
+}
+
+TEST_F(SecurityTest, AClientTouchesOnlyItsOwnThings) {
+  auto a = ConnectAs("alice");
+  auto b = ConnectAs("bob");
+  ASSERT_TRUE(a && b);
+  auto a_program = Doubling(*a);
+  ASSERT_TRUE(a_program.ok()) << a_program.status().ToString();
+  net::KeyedContext alice(ClientKey(KeysDir(), "alice"));
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  EventRecorder events(EventsEndpoint());
+
+  // A's object in a store, put by A.
+  const std::string store = Endpoint("objectstore-i0h0", "endpoint");
+  const uint64_t object = proto::MakeObjectId(a->id(), uint64_t{1} << 39);
+  const proto::PutObject put{object, 0, a->id(), DType::kF32, {2}};
+  ASSERT_TRUE(Ask<proto::Ok>(alice, store, put, Bytes({7, 8})).ok());
+
+  auto expect_denied = [](const auto& result, const std::string& what) {
+    EXPECT_EQ(result.status().code(), Code::kPermissionDenied)
+        << what << ": " << result.status().ToString();
+  };
+  // B may not read, release or overwrite it, whatever owner it names.
+  expect_denied(Ask<proto::GetObjectReply>(bob, store, proto::GetObject{object, 0, 0, true}),
+                "read");
+  expect_denied(Ask<proto::Ok>(bob, store, proto::ReleaseObject{object, a->id(), 1}), "release");
+  expect_denied(Ask<proto::Ok>(bob, store, proto::ReleaseObject{object, b->id(), 1}),
+                "release as itself");
+  expect_denied(Ask<proto::Ok>(bob, store, put, Bytes({0, 0})), "overwrite as A");
+  expect_denied(Ask<proto::Ok>(bob, store, proto::PutObject{object, 0, b->id(), DType::kF32, {2}},
+                               Bytes({0, 0})),
+                "overwrite as itself");
+  // Each refusal is an error event too.
+  auto event = events.WaitFor(
+      "error.store",
+      [](const Event& e) { return e.fields.dump().find("PermissionDenied") != std::string::npos; },
+      10s);
+  EXPECT_TRUE(event.has_value()) << "no error.store event for a refused request";
+
+  // B may not act as A at the RM or the scheduler, nor call A's functions.
+  const std::string rm = RmEndpoint();
+  expect_denied(Ask<proto::Ok>(bob, rm, proto::Goodbye{a->id()}), "goodbye as A");
+  expect_denied(Ask<proto::SliceInfo>(bob, rm, proto::CreateSlice{a->id(), 1, "", ""}),
+                "a slice for A");
+  const std::string scheduler = Endpoint("scheduler-island0", "endpoint");
+  proto::SubmitProgram as_a;
+  as_a.client_id = a->id();
+  as_a.run_id = proto::MakeRunId(a->id(), 999);
+  expect_denied(Ask<proto::SubmitReply>(bob, scheduler, as_a), "submit as A");
+  auto on_a_slice = b->Submit(*a_program, {Tensor::F32({2}, {1, 2})});
+  Status submitted = on_a_slice.ok() ? on_a_slice->Wait(20s).status() : on_a_slice.status();
+  EXPECT_EQ(submitted.code(), Code::kPermissionDenied) << submitted.ToString();
+  EXPECT_THAT(submitted.message(), HasSubstr("may not call function"));
+
+  // A's object and A's runs are untouched.
+  auto read = Ask<proto::GetObjectReply>(alice, store, proto::GetObject{object, 0, 0, true});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectRunsCorrectly(*a, *a_program);
+  auto b_program = Doubling(*b);
+  ASSERT_TRUE(b_program.ok()) << b_program.status().ToString();
+  ExpectRunsCorrectly(*b, *b_program);
+}
+
+TEST_F(SecurityTest, OnlyMembersSendTuplesAndStoreWrites) {
+  auto b = ConnectAs("bob");
+  ASSERT_NE(b, nullptr);
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  // Executors accept no client key at all: the handshake is refused.
+  for (const char* key : {"data", "control"}) {
+    auto sent = Ask<proto::Ok>(bob, Endpoint("executor-i0h0", key), proto::TupleBatch{});
+    EXPECT_EQ(sent.status().code(), Code::kPermissionDenied)
+        << key << ": " << sent.status().ToString();
+  }
+  // Stores take reservations and seals only from members, even for the client's own objects.
+  const std::string store = Endpoint("objectstore-i0h0", "endpoint");
+  const uint64_t own = proto::MakeObjectId(b->id(), uint64_t{1} << 39);
+  auto reserved = Ask<proto::CreateObjectReply>(
+      bob, store, proto::CreateObject{own, 0, b->id(), DType::kF32, {2}, 0});
+  EXPECT_EQ(reserved.status().code(), Code::kPermissionDenied) << reserved.status().ToString();
+  auto sealed = Ask<proto::Ok>(bob, store, proto::SealObject{own, 0, 0, ""});
+  EXPECT_EQ(sealed.status().code(), Code::kPermissionDenied) << sealed.status().ToString();
+}
+
+TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  const uint64_t ghost = 1'000'000;
+  auto put = Ask<proto::Ok>(
+      bob, Endpoint("objectstore-i0h0", "endpoint"),
+      proto::PutObject{proto::MakeObjectId(ghost, 1), 0, ghost, DType::kF32, {2}}, Bytes({1, 2}));
+  EXPECT_EQ(put.status().code(), Code::kNotFound) << put.status().ToString();
+  EXPECT_THAT(put.status().message(), HasSubstr("not connected"));
+}
+
+}  // namespace
+}  // namespace atl::testing
