@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/base/tensor_block.h"
+
 namespace atl {
 
 std::string_view DTypeName(DType dtype) {
@@ -51,13 +53,16 @@ Tensor::Tensor(DType dtype, Shape shape)
 
 Tensor Tensor::F32(Shape shape, std::vector<float> values) {
   Tensor t(DType::kF32, std::move(shape));
-  std::memcpy(t.data(), values.data(), std::min(t.nbytes(), values.size() * sizeof(float)));
+  // std::copy_n, not memcpy: an empty tensor's data() may be null.
+  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(float), values.size()),
+              reinterpret_cast<float*>(t.data()));
   return t;
 }
 
 Tensor Tensor::I32(Shape shape, std::vector<int32_t> values) {
   Tensor t(DType::kI32, std::move(shape));
-  std::memcpy(t.data(), values.data(), std::min(t.nbytes(), values.size() * sizeof(int32_t)));
+  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(int32_t), values.size()),
+              reinterpret_cast<int32_t*>(t.data()));
   return t;
 }
 
@@ -68,7 +73,15 @@ Status CheckSize(DType dtype, const Shape& shape, size_t size) {
   for (auto d : shape) {
     if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeString(shape));
   }
-  const size_t want = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+  // Counted with overflow checks: the shape may come from the wire, and a count that wraps
+  // around could match a small buffer.
+  const std::optional<int64_t> elements = CountElements(shape);
+  size_t want = 0;
+  if (!elements ||
+      __builtin_mul_overflow(static_cast<size_t>(*elements), DTypeSize(dtype), &want)) {
+    return InvalidArgument(
+        fmt::format("{}{} has more bytes than memory", DTypeName(dtype), ShapeString(shape)));
+  }
   if (size != want) {
     return InvalidArgument(fmt::format("{}{} needs {} bytes, got {}", DTypeName(dtype),
                                        ShapeString(shape), want, size));

@@ -23,6 +23,23 @@ T Get(const toml::value& table, const char* key, T fallback) {
   return toml::find<T>(table, key);
 }
 
+// The array under `key`, or an empty one. Not toml::find_or: with a fallback of `{}` it
+// returns a reference to that temporary, gone before a range-for over it begins.
+std::vector<toml::value> Array(const toml::value& table, const char* key) {
+  if (!table.is_table() || !table.contains(key)) return {};
+  return toml::find<std::vector<toml::value>>(table, key);
+}
+
+// A size given in MiB, in bytes; InvalidArgument when the bytes do not fit in 64 bits.
+Result<uint64_t> MebibytesAt(const toml::value& table, const char* key, uint64_t fallback_bytes,
+                             const std::string& host) {
+  const auto mb = Get<uint64_t>(table, key, fallback_bytes >> 20);
+  if (mb > (UINT64_MAX >> 20)) {
+    return InvalidArgument(fmt::format("host {}: {} = {} MiB is too large", host, key, mb));
+  }
+  return mb << 20;
+}
+
 Result<ClusterConfig> FromToml(const toml::value& root) {
   ClusterConfig c;
   if (root.contains("cluster")) {
@@ -81,17 +98,17 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
   if (c.heartbeat_ms == 0) return InvalidArgument("cluster.heartbeat_ms must be > 0");
   if (c.liveness == 0) return InvalidArgument("cluster.liveness must be > 0");
   std::set<std::string> names;
-  for (const auto& it : toml::find_or<std::vector<toml::value>>(root, "islands", {})) {
+  for (const auto& it : Array(root, "islands")) {
     IslandConfig island;
     island.name = toml::find<std::string>(it, "name");
-    for (const auto& ht : toml::find_or<std::vector<toml::value>>(it, "hosts", {})) {
+    for (const auto& ht : Array(it, "hosts")) {
       HostConfig h;
       h.name = toml::find<std::string>(ht, "name");
       h.devices = Get(ht, "devices", h.devices);
       h.kind = Get(ht, "kind", h.kind);
-      h.device_memory_bytes = Get<uint64_t>(ht, "device_memory_mb", h.device_memory_bytes >> 20)
-                              << 20;
-      h.arena_bytes = Get<uint64_t>(ht, "arena_mb", h.arena_bytes >> 20) << 20;
+      ATOLL_ASSIGN_OR_RETURN(h.device_memory_bytes,
+                             MebibytesAt(ht, "device_memory_mb", h.device_memory_bytes, h.name));
+      ATOLL_ASSIGN_OR_RETURN(h.arena_bytes, MebibytesAt(ht, "arena_mb", h.arena_bytes, h.name));
       if (h.devices == 0) return InvalidArgument("host " + h.name + ": devices must be > 0");
       if (h.kind != "cpu" && h.kind != "sim") {
         return InvalidArgument("host " + h.name + ": unknown device kind '" + h.kind +

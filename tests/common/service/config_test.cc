@@ -77,5 +77,25 @@ TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
   }
 }
 
+// Found by fuzzing (tests/fuzz/config_fuzzer.cc): a config without [[islands]] read a
+// destroyed temporary (an AddressSanitizer build stops there).
+TEST(ClusterConfigTest, NoIslandsIsInvalidArgument) {
+  for (const char* text : {"", "[cluster]\nheartbeat_ms = 50\n", "[[islands]]\nname = \"i\"\n"}) {
+    auto c = ParseClusterConfig(text, "test");
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument) << text;
+  }
+}
+
+TEST(ClusterConfigTest, SizesThatOverflowInBytesAreRefused) {
+  for (const char* key : {"device_memory_mb", "arena_mb"}) {
+    auto c =
+        ParseClusterConfig(std::string(kIsland) + "  " + key + " = 9223372036854775807\n", "test");
+    ASSERT_FALSE(c.ok()) << key;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace atl
