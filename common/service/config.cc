@@ -1,10 +1,13 @@
 #include "common/service/config.h"
 
+#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <toml.hpp>
+
+#include "common/base/utf8.h"
 
 namespace atl {
 
@@ -129,6 +132,11 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
 }  // namespace
 
 Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text, const std::string& origin) {
+  // TOML is UTF-8, and toml11 3.7 reads out of bounds on some invalid sequences: refused
+  // before it sees them.
+  if (auto bad = FirstInvalidUtf8(toml_text)) {
+    return InvalidArgument(fmt::format("{}: not UTF-8 at byte {}", origin, *bad));
+  }
   try {
     std::istringstream in(toml_text);
     return FromToml(toml::parse(in, origin));
@@ -138,11 +146,11 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text, const std
 }
 
 Result<ClusterConfig> LoadClusterConfig(const std::string& path) {
-  try {
-    return FromToml(toml::parse(path));
-  } catch (const std::exception& e) {
-    return InvalidArgument(path + ": " + e.what());
-  }
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("cannot read config file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseClusterConfig(text.str(), path);
 }
 
 Result<HostLocation> FindHost(const ClusterConfig& config, const std::string& host) {

@@ -1,6 +1,7 @@
 // The event stream as watchers read it (`atoll watch`, `top`, `dashboard`): any topic and
 // body given to DecodeEvent come back as an event or InvalidArgument, and every event that
-// decodes can be printed. Anyone who can publish to the RM's event input reaches them.
+// decodes can be printed as a line and written as JSON (`atoll watch --json`, the
+// dashboard). Anyone who can publish to the RM's event input reaches them.
 #include <cstdint>
 #include <cstdlib>
 
@@ -16,5 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   (void)atl::FormatEventLine(*event);
+  nlohmann::json json = event->fields;
+  json["topic"] = event->topic;
+  (void)json.dump();  // throws on strings that are not UTF-8
   return 0;
 }

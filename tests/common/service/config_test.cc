@@ -87,6 +87,13 @@ TEST(ClusterConfigTest, NoIslandsIsInvalidArgument) {
   }
 }
 
+TEST(ClusterConfigTest, TextThatIsNotUtf8IsInvalidArgument) {
+  auto c = ParseClusterConfig(std::string(kIsland) + "  kind = 'c\xffpu'\n", "test");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("not UTF-8"), std::string::npos) << c.status().ToString();
+}
+
 TEST(ClusterConfigTest, SizesThatOverflowInBytesAreRefused) {
   for (const char* key : {"device_memory_mb", "arena_mb"}) {
     auto c =
