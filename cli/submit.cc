@@ -116,7 +116,8 @@ void AddSubmitCommand(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("job", options->job_path, "the job file, e.g. examples/figure2.toml")->required();
   cmd->add_flag("--json", options->json, "print the results as one JSON object");
   cmd->add_option("--timeout-s", options->timeout_s,
-                  "how long to wait for the results of each step (seconds)");
+                  "how long to wait for the results of each step (seconds)")
+      ->check(CLI::Range(int64_t{1}, int64_t{7} * 24 * 3600));
   cmd->add_option("--steps", options->steps,
                   "run the program this many times (default: the job's `steps`, else 1)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));

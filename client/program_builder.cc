@@ -36,9 +36,15 @@ const ir::TensorType* TypeOf(const Program::Impl& p, const Traced& t) {
 
 }  // namespace
 
+const Status& ProgramBuilder::status() const { return status_; }
+
 Traced ProgramBuilder::Arg(DType dtype, Shape shape) {
+  const int index = static_cast<int>(impl_->args.size());
+  if (auto bytes = CheckedNumBytes(dtype, shape); !bytes.ok() && status_.ok()) {
+    status_ = bytes.status().WithContext(fmt::format("argument {}", index));
+  }
   impl_->args.push_back(ir::SplitType(dtype, std::move(shape), -1));
-  return {kTracedArg, static_cast<int>(impl_->args.size()) - 1, 0};
+  return {kTracedArg, index, 0};
 }
 
 Traced ProgramBuilder::Route(Traced values, Traced destinations) {
@@ -69,31 +75,31 @@ Traced ProgramBuilder::Route(Traced values, Traced destinations) {
 
 std::vector<Traced> ProgramBuilder::Call(const Function& fn, const std::vector<Traced>& args) {
   if (!status_.ok()) return {};
+  // The call is node `call` of the program: errors name it so, with the function's name.
+  const size_t call = impl_->calls.size();
   if (!fn.impl_) {
-    status_ = InvalidArgument("call of an unregistered function");
+    status_ = InvalidArgument(fmt::format("call {}: the function is not registered", call));
     return {};
   }
   const auto& inputs = fn.impl_->def.inputs;
   if (args.size() != inputs.size()) {
-    status_ =
-        InvalidArgument(fmt::format("call {} of '{}': {} arguments for {} inputs",
-                                    impl_->calls.size(), fn.name(), args.size(), inputs.size()));
+    status_ = InvalidArgument(fmt::format("call {} of '{}': expected {} argument{}, got {}", call,
+                                          fn.name(), inputs.size(), inputs.size() == 1 ? "" : "s",
+                                          args.size()));
     return {};
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::TensorType* t = TypeOf(*impl_, args[i]);
     if (t == nullptr) {
-      status_ =
-          InvalidArgument(fmt::format("call of '{}': argument {} is not a value of this "
-                                      "program",
-                                      fn.name(), i));
+      status_ = InvalidArgument(fmt::format(
+          "call {} of '{}': argument {} is not a value of this program", call, fn.name(), i));
       return {};
     }
     if (t->dtype != inputs[i].dtype || t->shape != inputs[i].shape) {
-      status_ =
-          InvalidArgument(fmt::format("call of '{}': argument {} is {}{}, the function takes {}{}",
-                                      fn.name(), i, DTypeName(t->dtype), ShapeString(t->shape),
-                                      DTypeName(inputs[i].dtype), ShapeString(inputs[i].shape)));
+      status_ = InvalidArgument(fmt::format("call {} of '{}': argument {}: expected {}{}, got {}{}",
+                                            call, fn.name(), i, DTypeName(inputs[i].dtype),
+                                            ShapeString(inputs[i].shape), DTypeName(t->dtype),
+                                            ShapeString(t->shape)));
       return {};
     }
   }

@@ -1,7 +1,9 @@
 #include "job/job.h"
 
 #include <charconv>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,10 +13,16 @@
 #include <toml.hpp>
 
 #include "common/base/utf8.h"
+#include "common/service/toml_int.h"
 
 namespace atl {
 
 namespace {
+
+// The ranges of a job's counts: a slice of more devices than this is surely a typo, and a
+// job of more steps would run for years.
+constexpr int64_t kMaxSliceDevices = 1 << 16;
+constexpr int64_t kMaxSteps = int64_t{1} << 32;
 
 // toml11 reports problems by throwing; ParseJob turns them into InvalidArgument.
 template <typename T>
@@ -46,16 +54,52 @@ std::string Scalar(const toml::value& v) {
   throw std::runtime_error("an op argument must be a string or a number");
 }
 
-Result<Sharding> ParseSharding(const std::string& text) {
+// A dtype and shape at `table`: every dimension at least 1, and a tensor of them small
+// enough that its size in bytes can be counted.
+Result<std::pair<DType, Shape>> ParseType(const toml::value& table) {
+  ATOLL_ASSIGN_OR_RETURN(DType dtype, ParseDType(Required<std::string>(table, "dtype")));
+  Shape shape = Required<Shape>(table, "shape");
+  for (int64_t d : shape) {
+    if (d < 1) {
+      return InvalidArgument(fmt::format("shape {} has dimension {}: every one must be at least 1",
+                                         ShapeString(shape), d));
+    }
+  }
+  ATOLL_RETURN_IF_ERROR(CheckedNumBytes(dtype, shape).status());
+  return std::pair{dtype, std::move(shape)};
+}
+
+// "replicated" or "split:D", D a dimension of a tensor of rank `rank` (0 for a scalar).
+Result<Sharding> ParseSharding(const std::string& text, size_t rank) {
   if (text == "replicated") return Sharding::Replicated();
   int dim = 0;
   if (text.rfind("split:", 0) == 0) {
     const char* begin = text.data() + 6;
     const char* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(begin, end, dim);
-    if (ec == std::errc() && ptr == end && dim >= 0) return Sharding::Split(dim);
+    if (ec == std::errc() && ptr == end) {
+      if (dim >= 0 && static_cast<size_t>(dim) < std::max<size_t>(rank, 1)) {
+        return Sharding::Split(dim);
+      }
+      return InvalidArgument(fmt::format("sharding '{}' must split a dimension in 0..{}", text,
+                                         std::max<size_t>(rank, 1) - 1));
+    }
   }
   return InvalidArgument("sharding '" + text + "' is neither \"replicated\" nor \"split:D\"");
+}
+
+// Value `index` of an input, as its dtype holds it: an i32 must be a whole number in int32's
+// range and an f32 a finite number in float's (a cast of anything else would be undefined).
+Result<double> InputValue(DType dtype, const toml::value& v, size_t index) {
+  const double x = Number(v);
+  const bool fits = dtype == DType::kI32
+                        ? x >= std::numeric_limits<int32_t>::min() &&
+                              x <= std::numeric_limits<int32_t>::max() && x == std::trunc(x)
+                        : std::isfinite(x) && std::abs(x) <= std::numeric_limits<float>::max();
+  if (fits) return x;
+  return InvalidArgument(
+      fmt::format("value {} ({}) is not {}", index, x,
+                  dtype == DType::kI32 ? "a whole number in i32's range" : "a finite f32"));
 }
 
 Result<Tensor> MakeTensor(DType dtype, const Shape& shape, const std::vector<double>& values) {
@@ -72,15 +116,13 @@ Result<Tensor> MakeTensor(DType dtype, const Shape& shape, const std::vector<dou
 Result<JobSpec> FromToml(const toml::value& root) {
   JobSpec job;
   job.name = Optional<std::string>(root, "name", "job");
-  const int64_t steps = Optional<int64_t>(root, "steps", 1);
-  if (steps < 1 || steps > int64_t{1} << 32) {
-    return InvalidArgument(fmt::format("steps must be between 1 and 2^32, got {}", steps));
-  }
-  job.steps = static_cast<uint64_t>(steps);
+  ATOLL_RETURN_IF_ERROR(ReadInt(root, "steps", "steps", 1, kMaxSteps, job.steps));
   std::set<std::string> slice_names, function_names;
   for (const auto& s : Array(root, "slices")) {
-    JobSpec::SliceSpec spec{Required<std::string>(s, "name"), Optional<uint32_t>(s, "devices", 1),
+    JobSpec::SliceSpec spec{Required<std::string>(s, "name"), 1,
                             Optional<std::string>(s, "island", "")};
+    ATOLL_RETURN_IF_ERROR(ReadInt(s, "devices", "slice '" + spec.name + "' devices", 1,
+                                  kMaxSliceDevices, spec.devices));
     if (!slice_names.insert(spec.name).second) {
       return InvalidArgument("slice '" + spec.name + "' is defined twice");
     }
@@ -95,10 +137,13 @@ Result<JobSpec> FromToml(const toml::value& root) {
                              "'");
     }
     for (const auto& in : Array(f, "inputs")) {
-      ATOLL_ASSIGN_OR_RETURN(DType dtype, ParseDType(Required<std::string>(in, "dtype")));
-      ATOLL_ASSIGN_OR_RETURN(Sharding sharding,
-                             ParseSharding(Optional<std::string>(in, "sharding", "split:0")));
-      spec.inputs.push_back({dtype, Required<Shape>(in, "shape"), sharding});
+      const std::string what = fmt::format("function '{}' input {}", spec.name, spec.inputs.size());
+      auto type = ParseType(in);
+      if (!type.ok()) return type.status().WithContext(what);
+      auto& [dtype, shape] = *type;
+      auto sharding = ParseSharding(Optional<std::string>(in, "sharding", "split:0"), shape.size());
+      if (!sharding.ok()) return sharding.status().WithContext(what);
+      spec.inputs.push_back({dtype, std::move(shape), std::move(sharding).value()});
     }
     for (const auto& op : Array(f, "ops")) {
       JobSpec::OpSpec o{Required<std::string>(op, "op"), {}};
@@ -115,8 +160,10 @@ Result<JobSpec> FromToml(const toml::value& root) {
   const auto& program = toml::find(root, "program");
   std::set<std::string> values;
   for (const auto& a : Array(program, "args")) {
-    ATOLL_ASSIGN_OR_RETURN(DType dtype, ParseDType(Required<std::string>(a, "dtype")));
-    job.args.push_back({Required<std::string>(a, "name"), dtype, Required<Shape>(a, "shape")});
+    const auto name = Required<std::string>(a, "name");
+    auto type = ParseType(a);
+    if (!type.ok()) return type.status().WithContext("argument '" + name + "'");
+    job.args.push_back({name, type->first, std::move(type->second)});
     if (!values.insert(job.args.back().name).second) {
       return InvalidArgument("value '" + job.args.back().name + "' is defined twice");
     }
@@ -149,7 +196,9 @@ Result<JobSpec> FromToml(const toml::value& root) {
     }
     std::vector<double> numbers;
     for (const auto& v : toml::find<std::vector<toml::value>>(inputs, a.name)) {
-      numbers.push_back(Number(v));
+      auto number = InputValue(a.dtype, v, numbers.size());
+      if (!number.ok()) return number.status().WithContext("input '" + a.name + "'");
+      numbers.push_back(*number);
     }
     auto tensor = MakeTensor(a.dtype, a.shape, numbers);
     if (!tensor.ok()) return tensor.status().WithContext("input '" + a.name + "'");
@@ -279,8 +328,44 @@ Result<FunctionBuilder> BuildJobFunction(const JobSpec::FunctionSpec& spec) {
   return b;
 }
 
+namespace {
+
+// The job's program over its registered `functions`. A call whose arguments do not fit its
+// function ends the tracing there, with the builder's error: it names the call by its index
+// (the call's place in [program] calls) and its function, the argument and both types.
+Result<Program> TraceJob(const JobSpec& job, const std::map<std::string, Function>& functions) {
+  ProgramBuilder p;
+  std::map<std::string, Traced> values;
+  for (const auto& a : job.args) values[a.name] = p.Arg(a.dtype, a.shape);
+  for (size_t k = 0; k < job.calls.size(); ++k) {
+    const JobSpec::CallSpec& c = job.calls[k];
+    std::vector<Traced> args;
+    for (const auto& a : c.args) args.push_back(values.at(a));  // ParseJob checked every name
+    std::vector<Traced> outs = p.Call(functions.at(c.fn), args);
+    ATOLL_RETURN_IF_ERROR(p.status());
+    if (outs.size() != c.outs.size()) {
+      return InvalidArgument(fmt::format("call {} of '{}' names {} outputs; the function has {}", k,
+                                         c.fn, c.outs.size(), outs.size()));
+    }
+    for (size_t o = 0; o < outs.size(); ++o) values[c.outs[o]] = outs[o];
+  }
+  std::vector<Traced> returns;
+  for (const auto& r : job.returns) returns.push_back(values.at(r));
+  p.Return(returns);
+  return p.Build();
+}
+
+}  // namespace
+
 Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout,
                          const StepCallback& on_step) {
+  // Every function is built before the cluster is asked for anything, so that a mistake in
+  // one costs no slice.
+  std::vector<FunctionBuilder> builders;
+  for (const auto& f : job.functions) {
+    ATOLL_ASSIGN_OR_RETURN(FunctionBuilder builder, BuildJobFunction(f));
+    builders.push_back(std::move(builder));
+  }
   std::map<std::string, Slice> slices;
   for (const auto& s : job.slices) {
     auto slice = client.CreateSlice(s.devices, s.island);
@@ -288,28 +373,13 @@ Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::millis
     slices.emplace(s.name, *slice);
   }
   std::map<std::string, Function> functions;
-  for (const auto& f : job.functions) {
-    ATOLL_ASSIGN_OR_RETURN(FunctionBuilder builder, BuildJobFunction(f));
-    ATOLL_ASSIGN_OR_RETURN(Function fn, client.Register(builder, slices.at(f.slice)));
-    functions.emplace(f.name, fn);
+  for (size_t i = 0; i < job.functions.size(); ++i) {
+    const auto& f = job.functions[i];
+    auto fn = client.Register(builders[i], slices.at(f.slice));
+    if (!fn.ok()) return fn.status().WithContext("function '" + f.name + "'");
+    functions.emplace(f.name, *fn);
   }
-  ProgramBuilder p;
-  std::map<std::string, Traced> values;
-  for (const auto& a : job.args) values[a.name] = p.Arg(a.dtype, a.shape);
-  for (const auto& c : job.calls) {
-    std::vector<Traced> args;
-    for (const auto& a : c.args) args.push_back(values.at(a));
-    std::vector<Traced> outs = p.Call(functions.at(c.fn), args);
-    if (!outs.empty() && outs.size() != c.outs.size()) {
-      return InvalidArgument(fmt::format("call of '{}' names {} outputs; the function has {}", c.fn,
-                                         c.outs.size(), outs.size()));
-    }
-    for (size_t o = 0; o < outs.size(); ++o) values[c.outs[o]] = outs[o];
-  }
-  std::vector<Traced> returns;
-  for (const auto& r : job.returns) returns.push_back(values.at(r));
-  p.Return(returns);
-  ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
+  ATOLL_ASSIGN_OR_RETURN(Program program, TraceJob(job, functions));
   std::vector<Tensor> outputs;
   for (uint64_t step = 1; step <= job.steps; ++step) {
     auto ran = [&]() -> Status {

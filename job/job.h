@@ -47,7 +47,7 @@ struct JobSpec {
 
   std::string name;
   // How many times the program runs, one run after the other, each with the same inputs
-  // (key `steps`, default 1); the results are those of the last run.
+  // (key `steps`, 1..2^32, default 1); the results are those of the last run.
   uint64_t steps = 1;
   std::vector<SliceSpec> slices;
   std::vector<FunctionSpec> functions;
@@ -57,8 +57,10 @@ struct JobSpec {
   std::vector<Tensor> inputs;  // one per arg, in order
 };
 
-// Parses and checks a job: every name it uses must be defined before use, every input
-// value must match its argument's shape. Errors name the file and what is wrong.
+// Parses and checks a job: every name it uses must be defined before use, every count in
+// its range (steps 1..2^32, a slice's devices 1..65536), every shape's dimensions at least 1
+// and its size countable in int64, every input value fit for its dtype and the values as many
+// as its argument's shape holds. Errors name the file, the field, and what is wrong.
 Result<JobSpec> ParseJob(const std::string& toml_text, const std::string& origin);
 Result<JobSpec> LoadJob(const std::string& path);
 
@@ -78,9 +80,12 @@ struct JobResult {
 // Called after each step with (steps done, steps in all).
 using StepCallback = std::function<void(uint64_t done, uint64_t total)>;
 
-// Creates the slices, registers the functions (BuildJobFunction), traces the program, then
-// `job.steps` times submits it and waits (at most `timeout` per step) for its results, calling
-// `on_step` (may be empty) after each. A failing step ends the job with its error.
+// Builds the functions (BuildJobFunction), creates the slices, registers the functions,
+// traces the program, then `job.steps` times submits it and waits (at most `timeout` per step)
+// for its results, calling `on_step` (may be empty) after each. A call whose arguments do not
+// fit its function ends the job before anything runs, with ProgramBuilder::Call's error
+// ("call 1 of 'b': argument 0: expected f32[4], got f32[2]"). A failing step ends the job
+// with its error.
 Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::milliseconds timeout,
                          const StepCallback& on_step = {});
 

@@ -1,6 +1,5 @@
 #include "kernels/check.h"
 
-#include <limits>
 #include <new>
 #include <utility>
 
@@ -13,20 +12,8 @@ std::string Describe(const Tensor& t) {
 }
 
 Status CheckShape(const Shape& shape, std::string_view what) {
-  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) {
-      return InvalidArgument(
-          fmt::format("{}: shape {} has a negative dimension", what, ShapeString(shape)));
-    }
-    if (d != 0 && n > kMaxElements / d) {
-      return InvalidArgument(
-          fmt::format("{}: shape {} has too many elements", what, ShapeString(shape)));
-    }
-    n *= d;
-  }
-  return Status::Ok();
+  // The widest dtype's bytes (f32 and i32 both take 4) must be countable.
+  return CheckedNumBytes(DType::kF32, shape).status().WithContext(what);
 }
 
 Status CheckWellFormed(const Tensor& t, std::string_view what) {
@@ -34,8 +21,9 @@ Status CheckWellFormed(const Tensor& t, std::string_view what) {
     return InvalidArgument(
         fmt::format("{} has unknown dtype {}", what, static_cast<int>(t.dtype())));
   }
-  ATOLL_RETURN_IF_ERROR(CheckShape(t.shape(), what));
-  const auto want = static_cast<size_t>(t.num_elements()) * DTypeSize(t.dtype());
+  auto bytes = CheckedNumBytes(t.dtype(), t.shape());
+  if (!bytes.ok()) return bytes.status().WithContext(what);
+  const uint64_t want = *bytes;
   if (t.nbytes() != want) {
     return InvalidArgument(fmt::format("{} {} is malformed: it holds {} bytes, not {}", what,
                                        Describe(t), t.nbytes(), want));

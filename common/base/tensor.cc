@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
-#include "common/base/tensor_block.h"
+#include "common/base/checked_math.h"
 
 namespace atl {
 
@@ -34,10 +35,37 @@ size_t DTypeSize(DType dtype) {
   return 0;
 }
 
-int64_t NumElements(const Shape& shape) {
+Result<int64_t> CheckedNumElements(const Shape& shape) {
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgument("shape " + ShapeString(shape) + " has a negative dimension");
+    const std::optional<int64_t> product = CheckedMul(n, d);
+    if (!product) {
+      return InvalidArgument("shape " + ShapeString(shape) +
+                             " has more elements than an int64 can count");
+    }
+    n = *product;
+  }
   return n;
+}
+
+Result<uint64_t> CheckedNumBytes(DType dtype, const Shape& shape) {
+  const auto item = static_cast<int64_t>(DTypeSize(dtype));
+  if (item == 0) {
+    return InvalidArgument("unknown dtype code " + std::to_string(static_cast<int>(dtype)));
+  }
+  ATOLL_ASSIGN_OR_RETURN(const int64_t elements, CheckedNumElements(shape));
+  const std::optional<int64_t> bytes = CheckedMul(elements, item);
+  if (!bytes) {
+    return InvalidArgument(fmt::format("{}{} takes more bytes than an int64 can count",
+                                       DTypeName(dtype), ShapeString(shape)));
+  }
+  return static_cast<uint64_t>(*bytes);
+}
+
+int64_t NumElements(const Shape& shape) {
+  auto n = CheckedNumElements(shape);
+  return n.ok() ? *n : -1;
 }
 
 std::string ShapeString(const Shape& shape) {
@@ -46,10 +74,9 @@ std::string ShapeString(const Shape& shape) {
   return fmt::format("[{}]", fmt::join(dims, ","));
 }
 
-Tensor::Tensor(DType dtype, Shape shape)
-    : dtype_(dtype),
-      shape_(std::move(shape)),
-      bytes_(static_cast<size_t>(NumElements(shape_)) * DTypeSize(dtype)) {}
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  if (auto bytes = CheckedNumBytes(dtype_, shape_); bytes.ok()) bytes_.resize(*bytes);
+}
 
 Tensor Tensor::F32(Shape shape, std::vector<float> values) {
   Tensor t(DType::kF32, std::move(shape));
@@ -70,18 +97,7 @@ namespace {
 
 // What FromBytes and Adopt check: the same rules, whoever holds the bytes.
 Status CheckSize(DType dtype, const Shape& shape, size_t size) {
-  for (auto d : shape) {
-    if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeString(shape));
-  }
-  // Counted with overflow checks: the shape may come from the wire, and a count that wraps
-  // around could match a small buffer.
-  const std::optional<int64_t> elements = CountElements(shape);
-  size_t want = 0;
-  if (!elements ||
-      __builtin_mul_overflow(static_cast<size_t>(*elements), DTypeSize(dtype), &want)) {
-    return InvalidArgument(
-        fmt::format("{}{} has more bytes than memory", DTypeName(dtype), ShapeString(shape)));
-  }
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t want, CheckedNumBytes(dtype, shape));
   if (size != want) {
     return InvalidArgument(fmt::format("{}{} needs {} bytes, got {}", DTypeName(dtype),
                                        ShapeString(shape), want, size));

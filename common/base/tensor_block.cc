@@ -7,20 +7,12 @@
 
 namespace atl {
 
-std::optional<int64_t> CountElements(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
-  }
-  return n;
-}
-
 namespace {
 
 Status CheckInside(const Shape& whole, const Shape& begin, const Shape& size) {
   bool inside = begin.size() == whole.size() && size.size() == whole.size();
   for (size_t d = 0; inside && d < whole.size(); ++d) {
-    // begin <= whole - size: no sum that could overflow.
+    // Not begin + size <= whole: a begin that came off the wire could make that wrap.
     inside = begin[d] >= 0 && size[d] >= 0 && size[d] <= whole[d] && begin[d] <= whole[d] - size[d];
   }
   if (inside) return Status::Ok();

@@ -2,18 +2,12 @@
 // sharding a tensor, assembling shards and resharding between layouts are made of.
 #pragma once
 
-#include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
 
 namespace atl {
-
-// How many elements `shape` has; nullopt when a dimension is negative (or dynamic) or the
-// count does not fit in int64. For shapes from the wire, where NumElements could overflow.
-std::optional<int64_t> CountElements(const Shape& shape);
 
 // A copy of the block of `src` that starts at `begin` and has shape `size`.
 // InvalidArgument when the block does not lie inside `src`.

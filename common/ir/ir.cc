@@ -172,6 +172,7 @@ Status CheckType(const std::string& what, const TensorType& t, const Shape& mesh
     if (d <= 0 && d != kDynamicDim)
       return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
   }
+  ATOLL_RETURN_IF_ERROR(internal::CheckCountable(t).WithContext(what));
   if (t.split.size() != t.shape.size()) {
     return InvalidArgument(fmt::format("{} {} has a split for {} dimensions", what,
                                        ShapeString(t.shape), t.split.size()));
@@ -248,21 +249,24 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
     return InvalidArgument(fmt::format("{} takes {} operand{}, got {}", row->name, row->operands,
                                        row->operands == 1 ? "" : "s", op.operands.size()));
   }
-  return row->type_rule(fn, op);
+  ATOLL_ASSIGN_OR_RETURN(TensorType type, row->type_rule(fn, op));
+  // Operands of countable size can still make a result that is not ([m,1] x [1,n]).
+  ATOLL_RETURN_IF_ERROR(internal::CheckCountable(type).WithContext(std::string(row->name)));
+  return type;
 }
 
 Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
   if (num_shards <= 0) return InvalidArgument("a function needs at least one device");
   if (fn.outputs.empty()) return InvalidArgument("function '" + fn.name + "' has no outputs");
   const Shape mesh = MeshOf(fn, num_shards);
-  int64_t devices = 1;
   for (int64_t extent : mesh) {
     if (extent <= 0) return InvalidArgument("mesh " + ShapeString(mesh) + " has an empty axis");
-    devices *= extent;
   }
-  if (devices != num_shards) {
+  auto devices = CheckedNumElements(mesh);
+  if (!devices.ok()) return devices.status().WithContext("mesh");
+  if (*devices != num_shards) {
     return InvalidArgument(fmt::format("mesh {} holds {} devices, the slice has {}",
-                                       ShapeString(mesh), devices, num_shards));
+                                       ShapeString(mesh), *devices, num_shards));
   }
   for (size_t i = 0; i < fn.inputs.size(); ++i) {
     ATOLL_RETURN_IF_ERROR(CheckType(fmt::format("input {}", i), fn.inputs[i], mesh));

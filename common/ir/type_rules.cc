@@ -1,5 +1,6 @@
 #include "common/ir/type_rules.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -68,6 +69,22 @@ Status NeedF32(const Op& op, const TensorType& t) {
   return InvalidArgument(fmt::format("{} is f32 only, got {}", OpName(op.code), Describe(t)));
 }
 
+std::optional<int64_t> WholeAttr(double attr) {
+  // [-2^63, 2^63): the doubles whose integer part int64 holds; NaN fails both comparisons.
+  if (!(attr >= -0x1p63 && attr < 0x1p63)) return std::nullopt;
+  const auto whole = static_cast<int64_t>(attr);
+  if (static_cast<double>(whole) != attr) return std::nullopt;
+  return whole;
+}
+
+Status CheckCountable(const TensorType& t) {
+  Shape known = t.shape;
+  std::replace(known.begin(), known.end(), kDynamicDim, int64_t{1});
+  if (CheckedNumBytes(t.dtype, known).ok()) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "{} has a negative dimension or more bytes than an int64 can count", Describe(t)));
+}
+
 Status NeedWholeRows(const Op& op, const TensorType& t) {
   if (t.shape.empty()) {
     return InvalidArgument(fmt::format("{} needs rank >= 1, got {}", OpName(op.code), Describe(t)));
@@ -96,7 +113,10 @@ Result<TensorType> InferArithmetic(const FunctionDef& fn, const Op& op) {
 
 Result<TensorType> InferSpin(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kAny));
-  if (op.attr < 0) return InvalidArgument("spin time must be >= 0 us");
+  if (!(std::isfinite(op.attr) && op.attr >= 0)) {
+    return InvalidArgument(
+        fmt::format("spin time must be a finite number >= 0 us, got {}", op.attr));
+  }
   return *t[0];
 }
 
@@ -194,14 +214,13 @@ Result<TensorType> InferReduceSum(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   TensorType out = *t[0];
   ATOLL_RETURN_IF_ERROR(NeedF32(op, out));
-  const auto axis = static_cast<int64_t>(op.attr);
-  if (static_cast<double>(axis) != op.attr || axis < 0 ||
-      axis >= static_cast<int64_t>(out.shape.size())) {
+  const std::optional<int64_t> axis = WholeAttr(op.attr);
+  if (!axis || *axis < 0 || *axis >= static_cast<int64_t>(out.shape.size())) {
     return InvalidArgument(
         fmt::format("reduce_sum over dimension {} of {}", op.attr, Describe(out)));
   }
-  out.shape.erase(out.shape.begin() + axis);
-  out.split.erase(out.split.begin() + axis);  // a cut axis: partial
+  out.shape.erase(out.shape.begin() + *axis);
+  out.split.erase(out.split.begin() + *axis);  // a cut axis: partial
   return out;
 }
 

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +65,12 @@ Result<std::vector<const TensorType*>> Tensors(const FunctionDef& fn, const Op& 
                                                Dims dims = Dims::kStatic);
 
 Status NeedF32(const Op& op, const TensorType& t);
+// An attr that counts or indexes (a group count, a row count, k, an axis) as an integer: nullopt
+// unless it is a whole number that int64 holds, since casting any other double is undefined.
+std::optional<int64_t> WholeAttr(double attr);
+// A type's size in bytes must fit in int64 (a dynamic dimension counts as 1 here: its data
+// is checked when it exists), so that no shard's size computed from it wraps around.
+Status CheckCountable(const TensorType& t);
 // The last dimension is where softmax, layer norm, cross-entropy and top-k compute row
 // statistics: a row must be whole on every device.
 Status NeedWholeRows(const Op& op, const TensorType& t);

@@ -61,8 +61,8 @@ Result<TensorType> InferGroupedWeightGrad(const FunctionDef& fn, const Op& op) {
     return InvalidArgument(fmt::format("{}: x and dy need the same rows, cut alike; got {} and {}",
                                        OpName(op.code), Describe(*t[0]), Describe(*t[1])));
   }
-  const auto groups = static_cast<int64_t>(op.attr);
-  if (static_cast<double>(groups) != op.attr || groups < 1) {
+  const int64_t groups = WholeAttr(op.attr).value_or(0);
+  if (groups < 1) {
     return InvalidArgument(
         fmt::format("{}: attr must be the group count G >= 1, got {}", OpName(op.code), op.attr));
   }
@@ -78,8 +78,8 @@ Result<TensorType> InferScatterAddRows(const FunctionDef& fn, const Op& op) {
                                        OpName(op.code), Describe(v)));
   }
   ATOLL_RETURN_IF_ERROR(NeedRowIds(op, *t[1], v.shape[0], v.split[0]));
-  const auto rows = static_cast<int64_t>(op.attr);
-  if (static_cast<double>(rows) != op.attr || rows < 1) {
+  const int64_t rows = WholeAttr(op.attr).value_or(0);
+  if (rows < 1) {
     return InvalidArgument(fmt::format("{}: attr must be the result's row count >= 1, got {}",
                                        OpName(op.code), op.attr));
   }
@@ -109,8 +109,8 @@ Result<TensorType> InferTopK(const FunctionDef& fn, const Op& op) {
   ATOLL_RETURN_IF_ERROR(NeedF32(op, out));
   ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, out));
   const int64_t n = out.shape.back();
-  const auto k = static_cast<int64_t>(op.attr);
-  if (n == kDynamicDim || static_cast<double>(k) != op.attr || k < 1 || k > n) {
+  const int64_t k = WholeAttr(op.attr).value_or(0);
+  if (n == kDynamicDim || k < 1 || k > n) {
     return InvalidArgument(fmt::format("{}: attr must be k in [1, n] for x {}, got {}",
                                        OpName(op.code), Describe(out), op.attr));
   }
@@ -128,8 +128,8 @@ Result<TensorType> InferColumn(const FunctionDef& fn, const Op& op) {
         fmt::format("{} needs x f32 or i32 [m,n], got {}", OpName(op.code), Describe(x)));
   }
   ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, x));
-  const auto j = static_cast<int64_t>(op.attr);
-  if (static_cast<double>(j) != op.attr || j < 0 || j >= x.shape[1]) {
+  const int64_t j = WholeAttr(op.attr).value_or(-1);
+  if (j < 0 || j >= x.shape[1]) {
     return InvalidArgument(fmt::format("{}: attr must be a column in [0, {}) of {}, got {}",
                                        OpName(op.code), x.shape[1], Describe(x), op.attr));
   }

@@ -6,13 +6,26 @@
 
 namespace atl::net {
 
+namespace {
+
+// A routing id is 5 bytes unless the peer chose one (up to 255): a longer one is cut short,
+// so that a line stays readable (peers alike in their first 16 bytes are counted together).
+std::string PeerName(std::string_view routing_id) {
+  constexpr size_t kShown = 16;
+  if (routing_id.size() <= kShown) return "peer " + HexBytes(routing_id);
+  return "peer " + HexBytes(routing_id.substr(0, kShown)) + "...";
+}
+
+}  // namespace
+
 int ServeRequests(zmq::socket_t& router, EventPublisher& events, const std::string& error_topic,
-                  const RequestHandler& handle, int max_messages) {
+                  RejectionLog& rejected, const RequestHandler& handle, int max_messages) {
   int handled = 0;
   for (; handled < max_messages; ++handled) {
-    auto in = RecvRequest(router);  // answers unparseable messages itself
+    std::string sender;
+    auto in = RecvRequest(router, &sender);  // answers unparseable messages itself
     if (!in.ok()) {
-      spdlog::warn("rejected a message: {}", in.status().ToString());
+      rejected.Reject(PeerName(sender), in.status());
       events.Publish(error_topic, {{"kind", std::string("unreadable")},
                                    {"code", std::string(CodeName(in.status().code()))},
                                    {"error", in.status().message()}});
@@ -23,13 +36,15 @@ int ServeRequests(zmq::socket_t& router, EventPublisher& events, const std::stri
     const Status status = handle(request);
     if (status.ok()) continue;
     const std::string kind(proto::KindName(request.header.kind()));
-    spdlog::debug("{} {}: {}", kind, request.header.request_id(), status.ToString());
+    rejected.Reject(PeerName(request.routing_id ? request.routing_id->to_string_view() : ""),
+                    status.WithContext(kind));
     events.Publish(error_topic, {{"kind", kind},
                                  {"code", std::string(CodeName(status.code()))},
                                  {"error", status.message()}});
     const Status sent = ReplyError(router, request, status);
     if (!sent.ok()) spdlog::debug("error reply to {} not sent: {}", kind, sent.ToString());
   }
+  rejected.Flush();
   return handled;
 }
 

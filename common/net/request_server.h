@@ -1,7 +1,9 @@
 // Serving requests on a ROUTER socket, the same way in every service: drain what is
 // waiting, parse it, hand it to the service's handler. A message that does not parse, or a
 // request whose handler returns an error, is answered with an Error reply naming what was
-// wrong and published as an `error.<service>` event; the service goes on serving.
+// wrong and published as an `error.<service>` event, one per message; the service goes on
+// serving. Its log gets the rejections rate-limited per peer (a RejectionLog of the service's,
+// naming each peer by its routing id in hex), so that a flood of bad messages cannot flood it.
 #pragma once
 
 #include <functional>
@@ -10,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/proto/codec.h"
 
 namespace atl::net {
@@ -20,6 +23,6 @@ using RequestHandler = std::function<Status(proto::Incoming&)>;
 
 // Handles at most `max_messages` waiting messages without blocking; returns how many.
 int ServeRequests(zmq::socket_t& router, EventPublisher& events, const std::string& error_topic,
-                  const RequestHandler& handle, int max_messages = 256);
+                  RejectionLog& rejected, const RequestHandler& handle, int max_messages = 256);
 
 }  // namespace atl::net

@@ -3,8 +3,6 @@
 #include <string>
 #include <utility>
 
-#include <spdlog/spdlog.h>
-
 namespace atl::net {
 
 namespace {
@@ -94,9 +92,10 @@ Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status
   return Reply(socket, to, proto::ToError(status));
 }
 
-Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router) {
+Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router, std::string* sender) {
   ATOLL_ASSIGN_OR_RETURN(auto frames, RecvFrames(router, std::chrono::milliseconds(0)));
   if (!frames) return std::optional<proto::Incoming>{};
+  if (sender != nullptr) *sender = (*frames)[0].to_string();
   if (frames->size() < 2) return InvalidArgument("message without routing id and header");
   zmq::message_t routing_id;
   routing_id.copy((*frames)[0]);
@@ -169,9 +168,12 @@ std::vector<Status> Requester::TakeErrors() {
     if (!in.ok() || in->header.kind() != proto::Kind::kError) continue;
     auto error = in->header.As<proto::Error>();
     errors.push_back(error.ok() ? proto::FromError(*error) : error.status());
-    spdlog::warn("{} says: {}", endpoint_, errors.back().ToString());
+    LogError(errors.back());
   }
+  errors_.Flush();
   return errors;
 }
+
+void Requester::LogError(const Status& error) { errors_.Reject(endpoint_, error); }
 
 }  // namespace atl::net

@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
+#include "common/net/rejection_log.h"
 #include "common/net/sent_counters.h"
 #include "common/proto/codec.h"
 
@@ -65,7 +66,9 @@ Status ReplyError(zmq::socket_t& socket, const proto::Incoming& to, const Status
 // Receives one request from a ROUTER socket without waiting. A message that does not parse
 // (garbage, truncated, unknown kind or version) is answered with an Error reply to its
 // sender and comes back as that Status; an empty optional means nothing was waiting.
-Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router);
+// `sender`, when given, is set to the routing id of the message received, parsed or not.
+Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router,
+                                                   std::string* sender = nullptr);
 
 // DEALER sockets to peers (executors, schedulers, object stores) by endpoint, each
 // connected on first use and kept. Used from one thread.
@@ -129,14 +132,18 @@ class Requester {
   // socket. Never waits; late replies to old requests are dropped.
   std::vector<proto::Incoming> TakeNotices();
   // The errors the peer answered since the last call (for a service that only posts to it,
-  // such as heartbeats), each logged as a warning; never waits. Other messages are dropped.
+  // such as heartbeats), each logged by LogError; never waits. Other messages are dropped.
   std::vector<Status> TakeErrors();
+  // Logs an error the peer answered as a warning, at most one line a second (the rest
+  // counted, see rejection_log.h): a peer refusing every heartbeat does not flood the log.
+  void LogError(const Status& error);
 
  private:
   std::string endpoint_;
   zmq::socket_t socket_;
   uint64_t next_request_id_ = 0;
   std::vector<proto::Incoming> notices_;
+  RejectionLog errors_{{.verb = "got", .one = "error reply", .many = "error replies"}};
 };
 
 }  // namespace atl::net

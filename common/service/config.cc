@@ -8,17 +8,25 @@
 #include <toml.hpp>
 
 #include "common/base/utf8.h"
+#include "common/service/toml_int.h"
 
 namespace atl {
 
 namespace {
 
-// A batch is one ZeroMQ message, which services cap at 1 GiB (net::kDefaultMaxMessageBytes);
-// a window longer than a second would hold tuples longer than any heartbeat.
+// The range of every numeric key (config/local.toml documents them). A batch is one ZeroMQ
+// message, which services cap at 1 GiB (net::kDefaultMaxMessageBytes); a window longer than a
+// second would hold tuples longer than any heartbeat. Sizes stop at 1 TiB, far beyond any
+// host, so that a typo (an extra digit or three) is refused instead of mapped.
+constexpr int64_t kMaxHeartbeatMs = 600'000;
+constexpr int64_t kMaxLiveness = 1'000;
+constexpr int64_t kMaxSchedulerWindow = 1 << 20;
 constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
 constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
+constexpr int64_t kMaxDevicesPerHost = 1 << 16;
+constexpr int64_t kMaxMiB = int64_t{1} << 20;
 
 template <typename T>
 T Get(const toml::value& table, const char* key, T fallback) {
@@ -33,14 +41,13 @@ std::vector<toml::value> Array(const toml::value& table, const char* key) {
   return toml::find<std::vector<toml::value>>(table, key);
 }
 
-// A size given in MiB, in bytes; InvalidArgument when the bytes do not fit in 64 bits.
-Result<uint64_t> MebibytesAt(const toml::value& table, const char* key, uint64_t fallback_bytes,
-                             const std::string& host) {
-  const auto mb = Get<uint64_t>(table, key, fallback_bytes >> 20);
-  if (mb > (UINT64_MAX >> 20)) {
-    return InvalidArgument(fmt::format("host {}: {} = {} MiB is too large", host, key, mb));
-  }
-  return mb << 20;
+// A host's size in MiB at `key`, as bytes.
+Status ReadMiB(const toml::value& table, const std::string& key, const std::string& name,
+               uint64_t& bytes) {
+  uint64_t mib = bytes >> 20;
+  ATOLL_RETURN_IF_ERROR(ReadInt(table, key, name, 1, kMaxMiB, mib));
+  bytes = mib << 20;
+  return Status::Ok();
 }
 
 Result<ClusterConfig> FromToml(const toml::value& root) {
@@ -48,8 +55,9 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
   if (root.contains("cluster")) {
     const auto& t = toml::find(root, "cluster");
     c.bind_host = Get(t, "bind_host", c.bind_host);
-    c.heartbeat_ms = Get(t, "heartbeat_ms", c.heartbeat_ms);
-    c.liveness = Get(t, "liveness", c.liveness);
+    ATOLL_RETURN_IF_ERROR(
+        ReadInt(t, "heartbeat_ms", "cluster.heartbeat_ms", 1, kMaxHeartbeatMs, c.heartbeat_ms));
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "liveness", "cluster.liveness", 1, kMaxLiveness, c.liveness));
     c.log_level = Get(t, "log_level", c.log_level);
   }
   if (root.contains("rm")) {
@@ -61,45 +69,27 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
   if (root.contains("scheduler")) {
     const auto& t = toml::find(root, "scheduler");
     c.scheduler_policy = Get(t, "policy", c.scheduler_policy);
-    c.scheduler_window = Get(t, "window", c.scheduler_window);
-    const auto wait = Get<int64_t>(t, "cross_island_wait_ms", c.cross_island_wait_ms);
-    if (wait <= 0 || wait > kMaxCrossIslandWaitMs) {
-      return InvalidArgument(fmt::format("scheduler.cross_island_wait_ms must be in 1..{}, not {}",
-                                         kMaxCrossIslandWaitMs, wait));
-    }
-    c.cross_island_wait_ms = static_cast<uint32_t>(wait);
+    ATOLL_RETURN_IF_ERROR(
+        ReadInt(t, "window", "scheduler.window", 0, kMaxSchedulerWindow, c.scheduler_window));
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "cross_island_wait_ms", "scheduler.cross_island_wait_ms", 1,
+                                  kMaxCrossIslandWaitMs, c.cross_island_wait_ms));
   }
   if (root.contains("executor")) {
     const auto& t = toml::find(root, "executor");
-    const auto wait = Get<int64_t>(t, "input_wait_ms", c.input_wait_ms);
-    if (wait <= 0 || wait > kMaxInputWaitMs) {
-      return InvalidArgument(
-          fmt::format("executor.input_wait_ms must be in 1..{}, not {}", kMaxInputWaitMs, wait));
-    }
-    c.input_wait_ms = static_cast<uint32_t>(wait);
+    ATOLL_RETURN_IF_ERROR(
+        ReadInt(t, "input_wait_ms", "executor.input_wait_ms", 1, kMaxInputWaitMs, c.input_wait_ms));
   }
   if (root.contains("dataplane")) {
     const auto& t = toml::find(root, "dataplane");
-    // Read as signed so that a negative value is refused by name, not wrapped around.
-    const auto bytes = Get<int64_t>(t, "batch_bytes", int64_t(c.dataplane.batch_bytes));
-    const auto window = Get<int64_t>(t, "batch_window_us", c.dataplane.batch_window_us);
-    if (bytes <= 0 || bytes > kMaxBatchBytes) {
-      return InvalidArgument(
-          fmt::format("dataplane.batch_bytes must be in 1..{}, not {}", kMaxBatchBytes, bytes));
-    }
-    if (window < 0 || window > kMaxBatchWindowUs) {
-      return InvalidArgument(fmt::format("dataplane.batch_window_us must be in 0..{}, not {}",
-                                         kMaxBatchWindowUs, window));
-    }
-    c.dataplane.batch_bytes = static_cast<uint64_t>(bytes);
-    c.dataplane.batch_window_us = static_cast<uint32_t>(window);
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "batch_bytes", "dataplane.batch_bytes", 1, kMaxBatchBytes,
+                                  c.dataplane.batch_bytes));
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "batch_window_us", "dataplane.batch_window_us", 0,
+                                  kMaxBatchWindowUs, c.dataplane.batch_window_us));
   }
   if (c.scheduler_policy != "fifo" && c.scheduler_policy != "share") {
     return InvalidArgument("scheduler.policy must be \"fifo\" or \"share\", not \"" +
                            c.scheduler_policy + "\"");
   }
-  if (c.heartbeat_ms == 0) return InvalidArgument("cluster.heartbeat_ms must be > 0");
-  if (c.liveness == 0) return InvalidArgument("cluster.liveness must be > 0");
   std::set<std::string> names;
   for (const auto& it : Array(root, "islands")) {
     IslandConfig island;
@@ -107,12 +97,13 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     for (const auto& ht : Array(it, "hosts")) {
       HostConfig h;
       h.name = toml::find<std::string>(ht, "name");
-      h.devices = Get(ht, "devices", h.devices);
+      const std::string where = "host " + h.name + ": ";
+      ATOLL_RETURN_IF_ERROR(
+          ReadInt(ht, "devices", where + "devices", 1, kMaxDevicesPerHost, h.devices));
       h.kind = Get(ht, "kind", h.kind);
-      ATOLL_ASSIGN_OR_RETURN(h.device_memory_bytes,
-                             MebibytesAt(ht, "device_memory_mb", h.device_memory_bytes, h.name));
-      ATOLL_ASSIGN_OR_RETURN(h.arena_bytes, MebibytesAt(ht, "arena_mb", h.arena_bytes, h.name));
-      if (h.devices == 0) return InvalidArgument("host " + h.name + ": devices must be > 0");
+      ATOLL_RETURN_IF_ERROR(
+          ReadMiB(ht, "device_memory_mb", where + "device_memory_mb", h.device_memory_bytes));
+      ATOLL_RETURN_IF_ERROR(ReadMiB(ht, "arena_mb", where + "arena_mb", h.arena_bytes));
       if (h.kind != "cpu" && h.kind != "sim") {
         return InvalidArgument("host " + h.name + ": unknown device kind '" + h.kind +
                                "' (known: cpu, sim)");

@@ -10,14 +10,16 @@
 
 namespace atl {
 
+// Every number below is read range-checked (config/local.toml gives each range): a value
+// outside it is InvalidArgument naming the key, never wrapped into an unsigned field.
 struct HostConfig {
   std::string name;
-  uint32_t devices = 1;
+  uint32_t devices = 1;  // 1..65536
   // "cpu": real kernels on host threads; "sim": `spin` sleeps for its time instead of
   // burning a core (so many simulated devices share a small machine honestly).
   std::string kind = "cpu";
-  uint64_t device_memory_bytes = 256ull << 20;  // per device
-  uint64_t arena_bytes = 256ull << 20;          // the object store's shared-memory arena
+  uint64_t device_memory_bytes = 256ull << 20;  // per device; device_memory_mb, 1 MiB..1 TiB
+  uint64_t arena_bytes = 256ull << 20;  // the object store's shared-memory arena; arena_mb, alike
 };
 
 // The executors' data plane (tuples between executors). Tuples bound for one host are
@@ -43,12 +45,12 @@ struct ClusterConfig {
   // Address that executors, schedulers and object stores bind their own sockets on; their
   // ports are always chosen freely and registered with the RM.
   std::string bind_host = "127.0.0.1";
-  uint32_t heartbeat_ms = 500;  // period of every heartbeat
-  uint32_t liveness = 4;        // missed heartbeats before a peer is declared dead
+  uint32_t heartbeat_ms = 500;  // period of every heartbeat: 1..600000
+  uint32_t liveness = 4;        // missed heartbeats before a peer is declared dead: 1..1000
   std::string log_level = "info";
   // Island schedulers: "fifo" (first come, first served) or "share" (proportional share
   // between clients by their weights), and how many gangs each keeps in flight (0: no
-  // limit; "share" needs a limit to have anything to reorder).
+  // limit; "share" needs a limit to have anything to reorder), at most 2^20.
   std::string scheduler_policy = "fifo";
   uint32_t scheduler_window = 0;
   // How long a gang fed by other islands may wait for their schedulers to place its

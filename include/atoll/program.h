@@ -51,6 +51,8 @@ class ProgramBuilder {
   ProgramBuilder();
   ~ProgramBuilder();
 
+  // An argument of the program. A shape with a negative dimension, or too many elements or
+  // bytes to count in int64, is an error (status()).
   Traced Arg(DType dtype, Shape shape);
   // Sparse, data-dependent exchange (mixture-of-experts routing): row i of `values` goes to
   // the shard `destinations[i]` of whichever call takes the result, and nowhere else. Both
@@ -58,10 +60,15 @@ class ProgramBuilder {
   // input is [kDynamicDim, ...] split along dimension 0: each shard gets the rows sent to
   // it, in producer-shard then row order, possibly none. Irregular: dispatched sequentially.
   Traced Route(Traced values, Traced destinations);
-  // Records a call; returns one Traced per output of `fn`.
+  // Records a call; returns one Traced per output of `fn`. Arguments that do not fit `fn`
+  // (their count, or one's dtype or shape) record nothing and return no values: the error
+  // (status()) names the call by its index among the calls and its function, the argument by
+  // its index, and both types: "call 2 of 'a': argument 0: expected f32[2,3], got f32[4]".
   std::vector<Traced> Call(const Function& fn, const std::vector<Traced>& args);
   void Return(const std::vector<Traced>& results);
 
+  // The first error met while tracing, or OK; after an error nothing more is recorded.
+  const Status& status() const;
   // The traced program, or the first error met while tracing.
   Result<Program> Build() const;
 

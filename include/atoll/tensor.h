@@ -25,13 +25,21 @@ using Shape = std::vector<int64_t>;
 // In a function's declared shape: a dimension whose size is known only once the function
 // has run (it depends on the data, see FunctionBuilder::Filter). Tensors never have one.
 inline constexpr int64_t kDynamicDim = -1;
+// The number of elements of `shape`; -1 when a dimension is negative (dynamic) or the count
+// does not fit in int64.
 int64_t NumElements(const Shape& shape);
+// The same and the bytes a tensor of `dtype` takes, checked: InvalidArgument naming the shape
+// when a dimension is negative or the count or the size in bytes does not fit in int64, so
+// that a size computed from a shape a user or a peer sent never wraps around.
+Result<int64_t> CheckedNumElements(const Shape& shape);
+Result<uint64_t> CheckedNumBytes(DType dtype, const Shape& shape);
 std::string ShapeString(const Shape& shape);  // "[2,3]", "[?]" for a dynamic dimension
 
 class Tensor {
  public:
   Tensor() = default;
-  // A zero-filled tensor.
+  // A zero-filled tensor. `shape` must pass CheckedNumBytes; one that does not gives a
+  // tensor without bytes (which no kernel accepts) rather than a wrapped-around size.
   Tensor(DType dtype, Shape shape);
   static Tensor F32(Shape shape, std::vector<float> values);
   static Tensor I32(Shape shape, std::vector<int32_t> values);

@@ -173,7 +173,7 @@ void ExecutorService::Heartbeat() {
 // Control plane.
 
 void ExecutorService::OnControl() {
-  net::ServeRequests(control_, *events_, "error.executor", [this](proto::Incoming& in) {
+  net::ServeRequests(control_, *events_, "error.executor", rejected_, [this](proto::Incoming& in) {
     if (in.header.kind() == proto::Kind::kRunLoop) return OnRunLoop(in);
     if (in.header.kind() == proto::Kind::kCancelRun) return OnCancelRun(in);
     if (in.header.kind() != proto::Kind::kDispatch) {
@@ -264,7 +264,7 @@ void ExecutorService::OnRm() {
     if (!frames.ok() || !frames->has_value()) return;
     auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
     if (!in.ok()) {
-      spdlog::warn("bad message from the RM: {}", in.status().ToString());
+      rejected_.Reject("the RM at " + rm_.endpoint(), in.status());
       continue;
     }
     switch (in->header.kind()) {
@@ -279,7 +279,7 @@ void ExecutorService::OnRm() {
         break;
       case proto::Kind::kError: {
         auto err = in->header.As<proto::Error>();
-        spdlog::warn("the RM says: {}", err.ok() ? err->message : err.status().ToString());
+        rm_.LogError(err.ok() ? proto::FromError(*err) : err.status());
         break;
       }
       default:
@@ -322,7 +322,7 @@ void ExecutorService::OnHostChanged(const proto::Incoming& in) {
 // Data plane.
 
 void ExecutorService::OnData() {
-  net::ServeRequests(data_, *events_, "error.executor", [this](proto::Incoming& in) {
+  net::ServeRequests(data_, *events_, "error.executor", rejected_, [this](proto::Incoming& in) {
     if (in.header.kind() != proto::Kind::kTupleBatch) {
       return InvalidArgument("the data plane takes only TupleBatch messages");
     }
@@ -412,7 +412,7 @@ void ExecutorService::OnStore() {
     if (!frames.ok() || !frames->has_value()) break;
     auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
     if (!in.ok()) {
-      spdlog::warn("bad reply from the object store: {}", in.status().ToString());
+      rejected_.Reject("the object store at " + store_.endpoint(), in.status());
       continue;
     }
     store_link_->OnReply(*in);

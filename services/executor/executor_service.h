@@ -27,6 +27,7 @@
 #include "common/base/shm_arena.h"
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/config.h"
@@ -108,6 +109,8 @@ class ExecutorService {
   // A store reply came from a new store process, or the store came back: AttachStore is due.
   bool store_restarted_ = false;
   std::unique_ptr<EventPublisher> events_;
+  // Messages refused on every socket (requests, tuples, bad replies), logged rate-limited.
+  net::RejectionLog rejected_;
   EventLoop loop_;
   std::string control_endpoint_;
   std::string data_endpoint_;

@@ -8,6 +8,11 @@ namespace atl::executor {
 
 std::optional<Result<Tensor>> PieceAssembler::Add(const InputKey& key, const proto::TupleHeader& h,
                                                   Result<Tensor> value) {
+  if (h.pieces > kMaxPieces) {
+    // Not kept: a shard waiting for billions of pieces would be held for ever.
+    return InvalidArgument(
+        fmt::format("a shard made of {} pieces (at most {})", h.pieces, kMaxPieces));
+  }
   const bool rows = h.kind == proto::TupleHeader::kRows;
   auto [it, fresh] = partial_.try_emplace(key);
   Partial& p = it->second;
@@ -61,8 +66,9 @@ Result<Tensor> PieceAssembler::Finish(Partial& p) {
     if (!joined.ok()) return joined.status().WithContext("join routed rows");
     return joined;
   }
-  const std::optional<int64_t> elements = CountElements(p.shape);
-  if (elements != p.block_elements) {
+  const Result<int64_t> elements = CheckedNumElements(p.shape);
+  if (!elements.ok()) return elements.status().WithContext("a piece's destination shard");
+  if (*elements != p.block_elements) {
     return InvalidArgument(fmt::format("the pieces of a {} shard hold {} elements",
                                        ShapeString(p.shape), p.block_elements));
   }

@@ -22,6 +22,10 @@ namespace atl::executor {
 
 class PieceAssembler {
  public:
+  // A shard is made of at most one piece per producer shard; a header naming more is
+  // refused, before anything is sized by it.
+  static constexpr uint32_t kMaxPieces = 1 << 16;
+
   // Adds the piece `h` carries (`value`, or the producer's error) to the shard `key`.
   // Returns the whole shard once its last piece came, or the first error a piece carried
   // or met; nullopt while pieces are missing.

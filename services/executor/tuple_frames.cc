@@ -17,18 +17,15 @@ zmq::message_t BorrowedFrame(Tensor tensor) {
       owner);
 }
 
-// The bytes a packed tuple takes in the packed frame; nullopt when its shape is negative or
-// needs more than `limit` (the whole frame), which also keeps the product from overflowing.
-std::optional<size_t> PackedBytes(const proto::TupleHeader& h, size_t limit) {
-  if (h.error_code != 0) return 0;
-  size_t bytes = DTypeSize(h.dtype);
-  for (int64_t d : h.shape) {
-    if (d < 0) return std::nullopt;
-    if (d != 0 && bytes > limit / static_cast<size_t>(d)) return std::nullopt;
-    bytes *= static_cast<size_t>(d);
+// The bytes a packed tuple takes in the packed frame, at most `limit` (what is left of it).
+Result<size_t> PackedBytes(const proto::TupleHeader& h, size_t limit) {
+  if (h.error_code != 0) return size_t{0};
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t bytes, CheckedNumBytes(h.dtype, h.shape));
+  if (bytes > limit) {
+    return InvalidArgument(fmt::format("packed tuple {}{} does not fit in the {} bytes left",
+                                       DTypeName(h.dtype), ShapeString(h.shape), limit));
   }
-  if (bytes > limit) return std::nullopt;
-  return bytes;
+  return static_cast<size_t>(bytes);
 }
 
 // The tensor in an unpacked frame, adopted when its address suits the dtype (a frame of
@@ -93,12 +90,8 @@ Result<std::vector<Result<Tensor>>> TupleValues(const proto::TupleBatch& batch,
   offsets.push_back(0);
   for (const auto& h : batch.tuples) {
     if (!h.packed) continue;
-    auto bytes = PackedBytes(h, packed_size - offsets.back());
-    if (!bytes) {
-      return InvalidArgument(fmt::format("packed tuple {}{} does not fit in the {} bytes packed",
-                                         DTypeName(h.dtype), ShapeString(h.shape), packed_size));
-    }
-    offsets.push_back(offsets.back() + *bytes);
+    ATOLL_ASSIGN_OR_RETURN(const size_t bytes, PackedBytes(h, packed_size - offsets.back()));
+    offsets.push_back(offsets.back() + bytes);
   }
   if (offsets.back() != packed_size) {
     return InvalidArgument(

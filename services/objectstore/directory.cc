@@ -8,8 +8,6 @@ namespace atl::store {
 
 namespace {
 
-constexpr uint64_t kMaxShardBytes = uint64_t{1} << 62;
-
 std::string ObjectName(uint64_t object) { return "object " + std::to_string(object); }
 std::string ShardName(uint64_t object, uint32_t shard) {
   return ObjectName(object) + " shard " + std::to_string(shard);
@@ -32,20 +30,7 @@ Directory::Directory(uint64_t arena_bytes, std::chrono::milliseconds client_time
     : clock_(clock), client_timeout_(client_timeout), pools_(arena_bytes, device_bytes) {}
 
 Result<uint64_t> Directory::ShardBytes(DType dtype, const Shape& shape) {
-  const uint64_t item = DTypeSize(dtype);
-  if (item == 0) {
-    return InvalidArgument("unknown dtype code " + std::to_string(static_cast<int>(dtype)));
-  }
-  uint64_t bytes = item;
-  for (int64_t d : shape) {
-    if (d < 0) return InvalidArgument("negative dimension in shape " + ShapeString(shape));
-    if (d != 0 && bytes > kMaxShardBytes / static_cast<uint64_t>(d)) {
-      return InvalidArgument("shape " + ShapeString(shape) + " of " +
-                             std::string(DTypeName(dtype)) + " is too large");
-    }
-    bytes *= static_cast<uint64_t>(d);
-  }
-  return bytes;
+  return CheckedNumBytes(dtype, shape);
 }
 
 Status Directory::CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner) const {

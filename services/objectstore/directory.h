@@ -95,7 +95,7 @@ class Directory {
             const std::vector<uint64_t>& device_bytes = {});
 
   // Bytes a shard of `dtype` and `shape` takes: InvalidArgument for an unknown dtype, a
-  // negative dimension or a size beyond 2^62 bytes.
+  // negative dimension or a size that does not fit in int64 (CheckedNumBytes).
   [[nodiscard]] static Result<uint64_t> ShardBytes(DType dtype, const Shape& shape);
 
   // Reserves space in `pool` (the host arena or a local device) for an unsealed shard.

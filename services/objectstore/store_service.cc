@@ -110,7 +110,7 @@ void StoreService::Run() {
 // Receiving and dispatching.
 
 void StoreService::OnReadable() {
-  net::ServeRequests(socket_, events_, "error.store",
+  net::ServeRequests(socket_, events_, "error.store", rejected_,
                      [this](proto::Incoming& in) { return Dispatch(in); });
 }
 

@@ -50,6 +50,7 @@
 #include "common/base/shm_arena.h"
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "services/objectstore/clock.h"
@@ -160,6 +161,7 @@ class StoreService {
   std::unique_ptr<net::Requester> rm_;  // null without an RM
   const uint64_t instance_;             // random, per process (StoreHelloReply)
   EventPublisher events_;
+  net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   EventLoop loop_;
   std::multimap<ShardKey, Waiter> waiters_;
   std::map<int32_t, std::deque<PendingCreate>> pending_;  // by device, in arrival order

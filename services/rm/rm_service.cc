@@ -48,7 +48,7 @@ void RmService::Run() {
 }
 
 void RmService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.rm",
+  net::ServeRequests(socket_, *events_, "error.rm", rejected_,
                      [this](proto::Incoming& in) { return Handle(in); });
 }
 

@@ -16,6 +16,7 @@
 
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/config.h"
@@ -141,6 +142,7 @@ class RmService {
   zmq::socket_t socket_;
   EventProxy proxy_;
   std::unique_ptr<EventPublisher> events_;
+  net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   std::unique_ptr<PlacementPolicy> placement_;
   EventLoop loop_;
   std::string endpoint_;

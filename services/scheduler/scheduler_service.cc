@@ -66,7 +66,7 @@ void SchedulerService::Run() {
 }
 
 void SchedulerService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.scheduler", [this](proto::Incoming& in) {
+  net::ServeRequests(socket_, *events_, "error.scheduler", rejected_, [this](proto::Incoming& in) {
     switch (in.header.kind()) {
       case proto::Kind::kSubmitProgram:
         return OnSubmit(in);

@@ -23,6 +23,7 @@
 
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
+#include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/config.h"
@@ -83,6 +84,7 @@ class SchedulerService {
   SchedulerOptions options_;
   zmq::socket_t socket_;
   std::unique_ptr<EventPublisher> events_;
+  net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   std::unique_ptr<IslandOrder> order_;
   EventLoop loop_;
   std::string endpoint_;

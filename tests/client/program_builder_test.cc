@@ -104,7 +104,7 @@ TEST_F(ProgramBuilderTest, WrongArityNamesTheCall) {
   EXPECT_TRUE(p.Call(b_, {v, v}).empty());
   Status error = BuildError(p);
   EXPECT_EQ(error.code(), Code::kInvalidArgument);
-  EXPECT_EQ(error.message(), "call 1 of 'b': 2 arguments for 1 inputs");
+  EXPECT_EQ(error.message(), "call 1 of 'b': expected 1 argument, got 2");
 }
 
 TEST_F(ProgramBuilderTest, UnknownValuesNameTheCall) {
@@ -118,13 +118,13 @@ TEST_F(ProgramBuilderTest, UnknownValuesNameTheCall) {
     EXPECT_TRUE(p.Call(c_, {unknown}).empty());
     Status error = BuildError(p);
     EXPECT_EQ(error.code(), Code::kInvalidArgument);
-    EXPECT_EQ(error.message(), "call of 'c': argument 0 is not a value of this program");
+    EXPECT_EQ(error.message(), "call 0 of 'c': argument 0 is not a value of this program");
   }
   ProgramBuilder p;
   Traced v = p.Arg(DType::kF32, {4});
   Traced x = p.Call(a_, {v})[0];
   p.Call(b_, {{kTracedCall, x.index, 1}});  // a has one output only
-  EXPECT_THAT(BuildError(p).message(), HasSubstr("call of 'b': argument 0 is not a value"));
+  EXPECT_THAT(BuildError(p).message(), HasSubstr("call 1 of 'b': argument 0 is not a value"));
 }
 
 TEST_F(ProgramBuilderTest, MismatchedTypesNameTheCall) {
@@ -132,13 +132,36 @@ TEST_F(ProgramBuilderTest, MismatchedTypesNameTheCall) {
   wrong_dtype.Call(a_, {wrong_dtype.Arg(DType::kI32, {4})});
   Status error = BuildError(wrong_dtype);
   EXPECT_EQ(error.code(), Code::kInvalidArgument);
-  EXPECT_EQ(error.message(), "call of 'a': argument 0 is i32[4], the function takes f32[4]");
+  EXPECT_EQ(error.message(), "call 0 of 'a': argument 0: expected f32[4], got i32[4]");
 
   ProgramBuilder wrong_shape;
   wrong_shape.Call(gate_,
                    {wrong_shape.Arg(DType::kF32, {4, 2}), wrong_shape.Arg(DType::kI32, {5})});
   EXPECT_EQ(BuildError(wrong_shape).message(),
-            "call of 'gate': argument 1 is i32[5], the function takes i32[4]");
+            "call 0 of 'gate': argument 1: expected i32[4], got i32[5]");
+}
+
+TEST_F(ProgramBuilderTest, TheErrorIsKnownAtTheCallThatMadeIt) {
+  ProgramBuilder p;
+  Traced v = p.Arg(DType::kF32, {4});
+  p.Call(a_, {v});
+  EXPECT_TRUE(p.status().ok());
+  EXPECT_TRUE(p.Call(b_, {p.Arg(DType::kF32, {2, 3})}).empty());
+  EXPECT_EQ(p.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(p.status().message(), "call 1 of 'b': argument 0: expected f32[4], got f32[2,3]");
+}
+
+TEST_F(ProgramBuilderTest, ArgumentsWhoseSizeCannotBeCountedAreRefused) {
+  const int64_t big = int64_t{1} << 32;
+  for (const Shape& shape : {Shape{4, -3}, Shape{big, big}, Shape{big, big / 8}}) {
+    ProgramBuilder p;
+    p.Arg(DType::kF32, {4});
+    p.Arg(DType::kF32, shape);
+    Status error = BuildError(p);
+    EXPECT_EQ(error.code(), Code::kInvalidArgument) << ShapeString(shape);
+    EXPECT_THAT(error.message(), HasSubstr("argument 1: "));
+    EXPECT_THAT(error.message(), HasSubstr(ShapeString(shape)));
+  }
 }
 
 TEST_F(ProgramBuilderTest, AnUnregisteredFunctionIsRefused) {
@@ -146,7 +169,7 @@ TEST_F(ProgramBuilderTest, AnUnregisteredFunctionIsRefused) {
   EXPECT_TRUE(p.Call(Function{}, {p.Arg(DType::kF32, {4})}).empty());
   Status error = BuildError(p);
   EXPECT_EQ(error.code(), Code::kInvalidArgument);
-  EXPECT_EQ(error.message(), "call of an unregistered function");
+  EXPECT_EQ(error.message(), "call 0: the function is not registered");
 }
 
 TEST_F(ProgramBuilderTest, TheFirstErrorStaysAndLaterCallsAreNotRecorded) {
@@ -156,7 +179,7 @@ TEST_F(ProgramBuilderTest, TheFirstErrorStaysAndLaterCallsAreNotRecorded) {
   EXPECT_TRUE(p.Call(a_, {v}).empty()) << "a valid call after an error records nothing";
   p.Call(Function{}, {v});
   p.Return({v});
-  EXPECT_EQ(BuildError(p).message(), "call 0 of 'a': 2 arguments for 1 inputs");
+  EXPECT_EQ(BuildError(p).message(), "call 0 of 'a': expected 1 argument, got 2");
 }
 
 TEST_F(ProgramBuilderTest, BadResultsAreRefused) {

@@ -1,7 +1,14 @@
 // Every service answers garbage, truncated messages and requests naming unknown ids with
-// an error, and keeps serving afterwards.
+// an error, and keeps serving afterwards; a flood of garbage is answered message by message
+// but logged once per peer per second, with a count.
+#include <filesystem>
+#include <fstream>
+#include <regex>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "common/net/rejection_log.h"
 
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
@@ -134,6 +141,82 @@ TEST_F(BadInputTest, UnknownIdsAreNamedInTheError) {
   s = RawCall(context_, endpoints_.data,
               {Encoded(proto::TupleBatch{{proto::TupleHeader{}, proto::TupleHeader{}}}), "x"});
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  ExpectStillServing();
+}
+
+// The rejections from `peer` that the services' logs report: the sum of the counts of every
+// line naming it, and how many lines.
+struct LoggedRejections {
+  uint64_t messages = 0;
+  int lines = 0;
+};
+LoggedRejections RejectionsInLogs(const std::string& logs_dir, const std::string& peer) {
+  const std::regex line_re("rejected ([0-9]+) messages? from " + peer + "[: ]");
+  LoggedRejections found;
+  for (const auto& entry : std::filesystem::directory_iterator(logs_dir)) {
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, line_re)) continue;
+      found.messages += std::stoull(m[1].str());
+      ++found.lines;
+    }
+  }
+  return found;
+}
+
+TEST_F(BadInputTest, AFloodOfGarbageIsAnsweredEachTimeButLoggedOncePerSecondWithACount) {
+  constexpr int kRounds = 10;
+  constexpr int kPerRound = 200;  // under every socket's high-water mark
+  const std::string logs = *state_dir_ + "/logs";
+  const auto services = All();
+  for (size_t s = 0; s < services.size(); ++s) {
+    const auto& [name, endpoint] = services[s];
+    SCOPED_TRACE(name);
+    // A routing id of our choosing (short: a long one is cut short in the log), so that the
+    // logs' lines about this peer can be found.
+    const std::string id = "flood" + std::to_string(s);
+    const std::string peer = "peer " + net::HexBytes(id);
+    zmq::socket_t dealer = net::MakeSocket(context_, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::routing_id, id);
+    ASSERT_TRUE(net::Connect(dealer, endpoint).ok());
+    const auto start = std::chrono::steady_clock::now();
+    int replies = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      for (int i = 0; i < kPerRound; ++i) {
+        net::Frames garbage;
+        garbage.emplace_back("\xc1\xff garbage", 10);
+        ASSERT_TRUE(net::SendFrames(dealer, garbage).ok());
+      }
+      for (int i = 0; i < kPerRound; ++i) {
+        auto reply = net::RecvFrames(dealer, 10s);
+        ASSERT_TRUE(reply.ok() && reply->has_value()) << "reply " << replies << " missing";
+        ++replies;
+      }
+    }
+    const double flood_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(replies, kRounds * kPerRound);
+    // Once a whole interval has passed, one more rejection logs the count of all before it.
+    std::this_thread::sleep_for(1100ms);
+    net::Frames last;
+    last.emplace_back("\xc1\xff garbage", 10);
+    ASSERT_TRUE(net::SendFrames(dealer, last).ok());
+    auto reply = net::RecvFrames(dealer, 10s);
+    ASSERT_TRUE(reply.ok() && reply->has_value());
+    const uint64_t sent = kRounds * kPerRound + 1;
+    // The service writes the line as it replies: wait for it, bounded.
+    LoggedRejections logged;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while ((logged = RejectionsInLogs(logs, peer)).messages < sent &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(logged.messages, sent) << "every rejection counted once, in some line";
+    // The first at once, then at most one line per second of flood, and the last count.
+    EXPECT_GE(logged.lines, 2);
+    EXPECT_LE(logged.lines, 3 + static_cast<int>(flood_s)) << "flood took " << flood_s << " s";
+  }
   ExpectStillServing();
 }
 

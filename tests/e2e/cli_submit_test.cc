@@ -1,5 +1,7 @@
 // The Figure 2 program as a TOML job through `atoll submit`, and its events through
-// `atoll watch --json`, against the real services.
+// `atoll watch --json`, against the real services; and jobs with mistakes, which fail
+// naming the mistake.
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -52,6 +54,52 @@ TEST_F(CliSubmitTest, WatchShowsTheProgramsEventsWhileItRuns) {
   }
   EXPECT_TRUE(topics.count("program.scheduled")) << w.out;
   EXPECT_TRUE(topics.count("gang.done")) << w.out;
+}
+
+// Figure 2 with `from` replaced by `to`, written to the cluster's state directory as `name`;
+// returns its path.
+std::string Figure2With(const std::string& name, const std::string& from, const std::string& to) {
+  std::ifstream in(kJob);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string job = text.str();
+  const auto at = job.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) job.replace(at, from.size(), to);
+  const std::string path = *ClusterTest::state_dir_ + "/" + name;
+  std::ofstream(path) << job;
+  return path;
+}
+
+// A call whose arguments do not fit its function used to end in "internal error: map::at"
+// (the failed call left its outputs undefined); it is the call's own error now.
+TEST_F(CliSubmitTest, ACallThatDoesNotFitItsFunctionIsNamedWithBothTypes) {
+  struct Case {
+    std::string name, from, to, error;
+  };
+  const Case cases[] = {
+      {"wrong_shape.toml", "inputs = [{ dtype = \"f32\", shape = [2] }]\nops = [{ op = \"add\"",
+       "inputs = [{ dtype = \"f32\", shape = [4] }]\nops = [{ op = \"add\"",
+       "call 1 of 'b': argument 0: expected f32[4], got f32[2]"},
+      {"wrong_count.toml", "{ fn = \"c\", args = [\"x\"]", "{ fn = \"c\", args = [\"x\", \"v\"]",
+       "call 2 of 'c': expected 1 argument, got 2"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r = RunCommand(AtollCommand({"submit", Figure2With(c.name, c.from, c.to)}), 60s);
+    EXPECT_EQ(r.exit_code, 1) << c.name << ": " << r.Describe();
+    EXPECT_NE(r.err.find(c.error), std::string::npos) << c.name << ": " << r.Describe();
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << c.name << ": " << r.Describe();
+  }
+}
+
+TEST_F(CliSubmitTest, ANegativeCountIsRefusedNamingItsField) {
+  CommandResult r =
+      RunCommand(AtollCommand({"submit", Figure2With("negative.toml", "name = \"A\"\ndevices = 2",
+                                                     "name = \"A\"\ndevices = -1")}),
+                 60s);
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_NE(r.err.find("slice 'A' devices must be in 1..65536, not -1"), std::string::npos)
+      << r.Describe();
 }
 
 }  // namespace

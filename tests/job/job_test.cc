@@ -73,6 +73,60 @@ INSTANTIATE_TEST_SUITE_P(
         // Found by fuzzing: toml11 3.7 reads past its buffer on some invalid UTF-8.
         BadJob{"The Pathways", "The Pat\xffways", "not UTF-8 at byte"}));
 
+// Numbers out of range: each refused naming its field, the value and what is allowed, never
+// wrapped into an unsigned count or cast into a dtype that cannot hold it.
+INSTANTIATE_TEST_SUITE_P(
+    OutOfRange, BadJobTest,
+    ::testing::Values(
+        BadJob{"name = \"figure2\"", "name = \"figure2\"\nsteps = -3",
+               "steps must be in 1..4294967296, not -3"},
+        BadJob{"name = \"figure2\"", "name = \"figure2\"\nsteps = 0",
+               "steps must be in 1..4294967296, not 0"},
+        BadJob{"name = \"A\"\ndevices = 2", "name = \"A\"\ndevices = -1",
+               "slice 'A' devices must be in 1..65536, not -1"},
+        BadJob{"name = \"A\"\ndevices = 2", "name = \"A\"\ndevices = 0",
+               "slice 'A' devices must be in 1..65536, not 0"},
+        BadJob{"name = \"A\"\ndevices = 2", "name = \"A\"\ndevices = 4294967298",
+               "slice 'A' devices must be in 1..65536, not 4294967298"},
+        BadJob{"inputs = [{ dtype = \"f32\", shape = [2] }]",
+               "inputs = [{ dtype = \"f32\", shape = [2, -3] }]",
+               "function 'a' input 0: shape [2,-3] has dimension -3: every one must be at least 1"},
+        BadJob{"inputs = [{ dtype = \"f32\", shape = [2] }]",
+               "inputs = [{ dtype = \"f32\", shape = [0] }]",
+               "function 'a' input 0: shape [0] has dimension 0"},
+        BadJob{"inputs = [{ dtype = \"f32\", shape = [2] }]",
+               "inputs = [{ dtype = \"f32\", shape = [4294967296, 1073741824] }]",
+               "function 'a' input 0: f32[4294967296,1073741824] takes more bytes than an int64 "
+               "can count"},
+        BadJob{"inputs = [{ dtype = \"f32\", shape = [2] }]",
+               "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"split:1\" }]",
+               "function 'a' input 0: sharding 'split:1' must split a dimension in 0..0"},
+        BadJob{"inputs = [{ dtype = \"f32\", shape = [2] }]",
+               "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"split:2147483647\" }]",
+               "must split a dimension in 0..0"},
+        BadJob{"dtype = \"f32\", shape = [2] }]\ncalls",
+               "dtype = \"f32\", shape = [4294967296, 4294967296] }]\ncalls",
+               "argument 'v': shape [4294967296,4294967296] has more elements than an int64 can "
+               "count"},
+        BadJob{"v = [1, 2]", "v = [1, 1e40]", "input 'v': value 1 (1e+40) is not a finite f32"},
+        BadJob{"v = [1, 2]", "v = [nan, 2]", "input 'v': value 0 (nan) is not a finite f32"}));
+
+TEST(JobTest, I32InputsMustBeWholeNumbersInRange) {
+  const std::string i32 = Replace(Example(), "dtype = \"f32\", shape = [2] }]\ncalls",
+                                  "dtype = \"i32\", shape = [2] }]\ncalls");
+  auto good = ParseJob(Replace(i32, "v = [1, 2]", "v = [-2147483648, 2147483647]"), "job.toml");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->inputs[0], Tensor::I32({2}, {-2147483648, 2147483647}));
+  for (const char* bad : {"v = [1, 2.5]", "v = [1, 2147483648]", "v = [-2147483649, 0]"}) {
+    auto job = ParseJob(Replace(i32, "v = [1, 2]", bad), "job.toml");
+    ASSERT_FALSE(job.ok()) << bad;
+    EXPECT_EQ(job.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(job.status().message().find("is not a whole number in i32's range"),
+              std::string::npos)
+        << job.status().ToString();
+  }
+}
+
 TEST(JobTest, ShardingsParse) {
   auto job =
       ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",

@@ -44,30 +44,8 @@ TEST(TensorBlockTest, BlocksOutsideTheTensorOrOfAnotherDtypeAreRefused) {
   EXPECT_EQ(InsertBlock(t, Tensor::F32({1, 2}, {1, 2}), {0, 1}).code(), Code::kInvalidArgument);
 }
 
-TEST(TensorBlockTest, BlocksWhoseEndOverflowsAreRefused) {
-  Tensor t(DType::kF32, {2});
-  const int64_t huge = INT64_MAX - 1;
-  EXPECT_EQ(InsertBlock(t, Tensor::F32({1}, {1}), {huge}).code(), Code::kInvalidArgument);
-  EXPECT_EQ(ExtractBlock(t, {huge}, {2}).status().code(), Code::kInvalidArgument);
-}
-
-TEST(CountElementsTest, CountsAndRefusesNegativeOrOverflowingShapes) {
-  EXPECT_EQ(CountElements({}), 1);
-  EXPECT_EQ(CountElements({2, 0, 5}), 0);
-  EXPECT_EQ(CountElements({3, 4}), 12);
-  EXPECT_EQ(CountElements({2, -1}), std::nullopt);
-  EXPECT_EQ(CountElements({int64_t{1} << 32, int64_t{1} << 32}), std::nullopt);
-}
-
-// A shape from the wire whose element count wraps around to what a small buffer holds.
-TEST(TensorFromBytesTest, ShapeWhoseCountOverflowsIsRefused) {
-  const Shape wraps = {int64_t{1} << 62, 4};  // 2^64 elements: 0 after wrapping around
-  auto t = Tensor::FromBytes(DType::kF32, wraps, {});
-  EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
-  auto bytes = Tensor::FromBytes(DType::kF32, {int64_t{1} << 62}, {});  // 2^64 bytes
-  EXPECT_EQ(bytes.status().code(), Code::kInvalidArgument);
-}
-
+// F32 and I32 of no values copied from a null pointer (undefined behaviour that UBSan in the
+// fuzz build stopped at).
 TEST(TensorTest, EmptyTensorsFromNoValues) {
   EXPECT_EQ(Tensor::F32({0, 2}, {}).nbytes(), 0u);
   EXPECT_EQ(Tensor::I32({0}, {}).nbytes(), 0u);

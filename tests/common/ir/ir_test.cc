@@ -219,6 +219,45 @@ std::vector<BadCase> BadCases() {
   add("spin of two tensors", [](FunctionDef& f) {
     f.ops[0] = Op{OpCode::kSpin, {Input(0), Input(1)}, 1.0, f.inputs[0]};
   });
+  // Sizes that int64 cannot count: an input's, and a result's from countable operands.
+  add(
+      "input of too many elements",
+      [](FunctionDef& f) {
+        f.inputs[0].shape = {int64_t{1} << 40, int64_t{1} << 40};
+        f.inputs[0].split = {-1, -1};
+      },
+      2, "f32[1099511627776,1099511627776] split [-1,-1] has a negative dimension or more bytes");
+  add(
+      "input of too many bytes",
+      [](FunctionDef& f) {
+        f.inputs[0].shape = {int64_t{1} << 31, int64_t{1} << 31};
+        f.inputs[0].split = {-1, -1};
+      },
+      2, "more bytes than an int64 can count");
+  add(
+      "matmul result of too many elements",
+      [](FunctionDef& f) {
+        const int64_t big = int64_t{1} << 40;
+        f.inputs = {Type(DType::kF32, {big, 1}), Type(DType::kF32, {1, big})};
+        f.ops[0] = Op{OpCode::kMatmul, {Input(0), Input(1)}, 0.0, Type(DType::kF32, {big, big})};
+      },
+      2, "matmul: f32[1099511627776,1099511627776]");
+  add(
+      "mesh of more devices than int64 counts",
+      [](FunctionDef& f) {
+        f.mesh = {int64_t{1} << 32, int64_t{1} << 32};
+      },
+      2, "mesh: shape [4294967296,4294967296] has more elements");
+  add(
+      "a group count no int64 holds",
+      [](FunctionDef& f) {
+        f.inputs = {Type(DType::kF32, {8, 4}, 0), Type(DType::kF32, {8, 5}, 0)};
+        f.ops[0] = Op{OpCode::kGroupedWeightGrad,
+                      {Input(0), Input(1)},
+                      1e300,
+                      Type(DType::kF32, {2, 4, 5}, 0)};
+      },
+      2, "group count");
   return cases;
 }
 

@@ -1,6 +1,7 @@
-// The cluster configuration: the [dataplane] table, and the bounds on waits that end in a
+// The cluster configuration: the [dataplane] table, the bounds on waits that end in a
 // clear error instead of a hang ([scheduler] cross_island_wait_ms, [executor]
-// input_wait_ms): defaults, values, and refusals that name the key.
+// input_wait_ms), and the range of every other numeric key: defaults, values, and refusals
+// that name the key.
 #include <gtest/gtest.h>
 
 #include "common/service/config.h"
@@ -94,13 +95,77 @@ TEST(ClusterConfigTest, TextThatIsNotUtf8IsInvalidArgument) {
   EXPECT_NE(c.status().message().find("not UTF-8"), std::string::npos) << c.status().ToString();
 }
 
-TEST(ClusterConfigTest, SizesThatOverflowInBytesAreRefused) {
-  for (const char* key : {"device_memory_mb", "arena_mb"}) {
-    auto c =
-        ParseClusterConfig(std::string(kIsland) + "  " + key + " = 9223372036854775807\n", "test");
-    ASSERT_FALSE(c.ok()) << key;
-    EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
-    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().ToString();
+// Every numeric key, out of its range each way it can be: negative (which an unsigned field
+// would have wrapped to a huge number), zero where zero means nothing, absurdly large. The
+// error names the key, the value and the range.
+struct OutOfRange {
+  std::string toml;  // the table and key = value
+  std::string message;
+};
+
+class ConfigRangeTest : public ::testing::TestWithParam<OutOfRange> {};
+
+TEST_P(ConfigRangeTest, IsRefusedNamingTheKeyTheValueAndTheRange) {
+  const OutOfRange& bad = GetParam();
+  const bool in_host = bad.toml.rfind("  ", 0) == 0;  // a key of the host table
+  auto c = ParseClusterConfig(in_host ? "[[islands]]\nname = \"i\"\n  [[islands.hosts]]\n  "
+                                        "name = \"h\"\n" +
+                                            bad.toml + "\n"
+                                      : bad.toml + "\n" + kIsland,
+                              "test");
+  ASSERT_FALSE(c.ok()) << bad.toml;
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument) << bad.toml;
+  EXPECT_EQ(c.status().message(), bad.message) << bad.toml;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryNumericKey, ConfigRangeTest,
+    ::testing::Values(
+        OutOfRange{"[cluster]\nheartbeat_ms = 0",
+                   "cluster.heartbeat_ms must be in 1..600000, not 0"},
+        OutOfRange{"[cluster]\nheartbeat_ms = -500",
+                   "cluster.heartbeat_ms must be in 1..600000, not -500"},
+        OutOfRange{"[cluster]\nheartbeat_ms = 4294967796",
+                   "cluster.heartbeat_ms must be in 1..600000, not 4294967796"},
+        OutOfRange{"[cluster]\nliveness = 0", "cluster.liveness must be in 1..1000, not 0"},
+        OutOfRange{"[cluster]\nliveness = -1", "cluster.liveness must be in 1..1000, not -1"},
+        OutOfRange{"[scheduler]\nwindow = -1", "scheduler.window must be in 0..1048576, not -1"},
+        OutOfRange{"[scheduler]\nwindow = 1048577",
+                   "scheduler.window must be in 0..1048576, not 1048577"},
+        OutOfRange{"  devices = 0", "host h: devices must be in 1..65536, not 0"},
+        OutOfRange{"  devices = -2", "host h: devices must be in 1..65536, not -2"},
+        OutOfRange{"  devices = 4294967297", "host h: devices must be in 1..65536, not 4294967297"},
+        OutOfRange{"  device_memory_mb = 0",
+                   "host h: device_memory_mb must be in 1..1048576, not 0"},
+        OutOfRange{"  device_memory_mb = -256",
+                   "host h: device_memory_mb must be in 1..1048576, not -256"},
+        // 2^44 MiB would be 2^64 bytes: shifted into bytes it wraps to 0.
+        OutOfRange{"  device_memory_mb = 17592186044416",
+                   "host h: device_memory_mb must be in 1..1048576, not 17592186044416"},
+        OutOfRange{"  arena_mb = -1", "host h: arena_mb must be in 1..1048576, not -1"},
+        OutOfRange{"  arena_mb = 1048577", "host h: arena_mb must be in 1..1048576, not 1048577"}));
+
+TEST(ConfigRangeTest, TheLimitsThemselvesAreAccepted) {
+  auto c = ParseClusterConfig(
+      "[cluster]\nheartbeat_ms = 600000\nliveness = 1\n[scheduler]\nwindow = 1048576\n"
+      "[[islands]]\nname = \"i\"\n  [[islands.hosts]]\n  name = \"h\"\n  devices = 65536\n"
+      "  device_memory_mb = 1048576\n  arena_mb = 1\n",
+      "test");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->heartbeat_ms, 600000u);
+  EXPECT_EQ(c->liveness, 1u);
+  EXPECT_EQ(c->scheduler_window, 1048576u);
+  const HostConfig& h = c->islands[0].hosts[0];
+  EXPECT_EQ(h.devices, 65536u);
+  EXPECT_EQ(h.device_memory_bytes, uint64_t{1} << 40);
+  EXPECT_EQ(h.arena_bytes, uint64_t{1} << 20);
+}
+
+TEST(ConfigRangeTest, TheShippedConfigurationsParse) {
+  for (const char* path :
+       {ATOLL_SOURCE_DIR "/config/local.toml", ATOLL_SOURCE_DIR "/config/test.toml"}) {
+    auto c = LoadClusterConfig(path);
+    EXPECT_TRUE(c.ok()) << path << ": " << c.status().ToString();
   }
 }
 

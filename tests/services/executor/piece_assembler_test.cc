@@ -72,6 +72,24 @@ TEST(PieceAssemblerTest, APieceThatDoesNotFitFailsTheShard) {
   EXPECT_EQ(bad->status().code(), Code::kInvalidArgument);
 }
 
+TEST(PieceAssemblerTest, HeadersThatWouldSizeAHugeShardAreRefusedBeforeAnythingIsSized) {
+  PieceAssembler pieces;
+  // A destination whose bytes wrap around in 64 bits (2^32 * 2^32 * 4).
+  const int64_t big = int64_t{1} << 32;
+  auto wraps = pieces.Add({7, 3, 0, 0}, Block({0, 0}, {big, big}, 1), Tensor::F32({1}, {1}));
+  ASSERT_TRUE(wraps.has_value());
+  EXPECT_EQ(wraps->status().code(), Code::kInvalidArgument);
+  EXPECT_NE(wraps->status().message().find("[4294967296,4294967296]"), std::string::npos)
+      << wraps->status().ToString();
+  // More pieces than any shard has producers: refused at once, not a vector of 4 billion
+  // slots, nor a shard waiting for ever for the rest.
+  auto many = pieces.Add({7, 3, 0, 1}, Rows(0, 0xFFFFFFFF), Tensor::F32({1}, {1}));
+  ASSERT_TRUE(many.has_value());
+  EXPECT_EQ(many->status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(many->status().message(), "a shard made of 4294967295 pieces (at most 65536)");
+  EXPECT_EQ(pieces.partial(), 0u);
+}
+
 TEST(PieceAssemblerTest, RoutedRowsAreJoinedInProducerOrder) {
   PieceAssembler pieces;
   const InputKey key{7, 3, 0, 0};
@@ -92,8 +110,9 @@ TEST(PieceAssemblerTest, RowsFromOneProducerTwiceAreAnError) {
   EXPECT_EQ(whole->status().code(), Code::kInvalidArgument);
 }
 
-// What a piece declares is not trusted with memory: a shard of 2^40 elements, or 4 billion
-// producers, costs only the pieces that came, and the shard fails once the last one did.
+// What a piece declares is not trusted with memory: a shard of 2^40 elements, or the most
+// producers a shard may have, costs only the pieces that came, and the shard fails once the
+// last one did.
 TEST(PieceAssemblerTest, HugeDeclaredShardsAndCountsAllocateNothingAhead) {
   PieceAssembler pieces;
   const InputKey key{7, 3, 0, 0};
@@ -102,7 +121,8 @@ TEST(PieceAssemblerTest, HugeDeclaredShardsAndCountsAllocateNothingAhead) {
   ASSERT_TRUE(whole.has_value());
   EXPECT_EQ(whole->status().code(), Code::kInvalidArgument) << whole->status().ToString();
 
-  EXPECT_FALSE(pieces.Add({7, 3, 0, 1}, Rows(0, UINT32_MAX), Tensor::F32({1}, {1})));
+  EXPECT_FALSE(
+      pieces.Add({7, 3, 0, 1}, Rows(0, PieceAssembler::kMaxPieces), Tensor::F32({1}, {1})));
   EXPECT_EQ(pieces.partial(), 1u);
 }
 
