@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <toml.hpp>
 
+#include "common/base/utf8.h"
 #include "common/service/toml_int.h"
 
 namespace atl {
@@ -209,6 +210,11 @@ Result<JobSpec> FromToml(const toml::value& root) {
 }  // namespace
 
 Result<JobSpec> ParseJob(const std::string& toml_text, const std::string& origin) {
+  // TOML is UTF-8, and toml11 3.7 reads out of bounds on some invalid sequences: refused
+  // before it sees them.
+  if (auto bad = FirstInvalidUtf8(toml_text)) {
+    return InvalidArgument(fmt::format("{}: not UTF-8 at byte {}", origin, *bad));
+  }
   try {
     std::istringstream in(toml_text);
     auto job = FromToml(toml::parse(in, origin));

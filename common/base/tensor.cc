@@ -80,13 +80,16 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
 
 Tensor Tensor::F32(Shape shape, std::vector<float> values) {
   Tensor t(DType::kF32, std::move(shape));
-  std::memcpy(t.data(), values.data(), std::min(t.nbytes(), values.size() * sizeof(float)));
+  // std::copy_n, not memcpy: an empty tensor's data() may be null.
+  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(float), values.size()),
+              reinterpret_cast<float*>(t.data()));
   return t;
 }
 
 Tensor Tensor::I32(Shape shape, std::vector<int32_t> values) {
   Tensor t(DType::kI32, std::move(shape));
-  std::memcpy(t.data(), values.data(), std::min(t.nbytes(), values.size() * sizeof(int32_t)));
+  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(int32_t), values.size()),
+              reinterpret_cast<int32_t*>(t.data()));
   return t;
 }
 

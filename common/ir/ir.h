@@ -12,8 +12,10 @@
 #include <msgpack.hpp>
 
 #include "atoll/tensor.h"
+#include "common/ir/msgpack_enum.h"
 
-MSGPACK_ADD_ENUM(atl::DType);
+// DType::kI32 is the last dtype.
+ATOLL_MSGPACK_ENUM(atl::DType, static_cast<size_t>(atl::DType::kI32) + 1)
 
 namespace atl::ir {
 
@@ -132,4 +134,4 @@ bool IsFirstReplica(const TensorType& type, const Shape& mesh, int shard);
 
 }  // namespace atl::ir
 
-MSGPACK_ADD_ENUM(atl::ir::OpCode);
+ATOLL_MSGPACK_ENUM(atl::ir::OpCode, atl::ir::kNumOpCodes)

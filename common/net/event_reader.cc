@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
+#include "common/base/utf8.h"
 #include "common/proto/codec.h"
 
 namespace atl {
@@ -25,7 +26,8 @@ nlohmann::json ToJson(const msgpack::object& o) {
     case msgpack::type::FLOAT64:
       return o.via.f64;
     case msgpack::type::STR:
-      return std::string(o.via.str.ptr, o.via.str.size);
+      // Made valid UTF-8 here, once, so that every watcher can write the event as JSON.
+      return ToValidUtf8({o.via.str.ptr, o.via.str.size});
     case msgpack::type::ARRAY: {
       auto arr = nlohmann::json::array();
       for (uint32_t i = 0; i < o.via.array.size; ++i) arr.push_back(ToJson(o.via.array.ptr[i]));
@@ -36,7 +38,7 @@ nlohmann::json ToJson(const msgpack::object& o) {
       for (uint32_t i = 0; i < o.via.map.size; ++i) {
         const auto& kv = o.via.map.ptr[i];
         if (kv.key.type != msgpack::type::STR) throw std::runtime_error("map key is not a string");
-        obj[std::string(kv.key.via.str.ptr, kv.key.via.str.size)] = ToJson(kv.val);
+        obj[ToValidUtf8({kv.key.via.str.ptr, kv.key.via.str.size})] = ToJson(kv.val);
       }
       return obj;
     }
@@ -49,7 +51,7 @@ nlohmann::json ToJson(const msgpack::object& o) {
 
 Result<Event> DecodeEvent(const zmq::message_t& topic, const zmq::message_t& body) {
   Event event;
-  event.topic = topic.to_string();
+  event.topic = ToValidUtf8(topic.to_string_view());
   try {
     auto handle = msgpack::unpack(static_cast<const char*>(body.data()), body.size(), nullptr,
                                   nullptr, proto::UntrustedLimit(body.size()));
@@ -65,7 +67,7 @@ Result<Event> DecodeEvent(const zmq::message_t& topic, const zmq::message_t& bod
 
 std::string FormatEventLine(const Event& event) {
   std::string when = "-";
-  if (event.fields.contains("ts_us") && event.fields["ts_us"].is_number()) {
+  if (event.fields.contains("ts_us") && event.fields["ts_us"].is_number_integer()) {
     const int64_t us = event.fields["ts_us"].get<int64_t>();
     const std::time_t secs = us / 1000000;
     std::tm tm{};

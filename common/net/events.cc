@@ -26,22 +26,26 @@ Status EventPublisher::Connect(const std::string& endpoint) {
   return Status::Ok();
 }
 
-void EventPublisher::Publish(std::string_view topic, const EventFields& fields) {
-  if (!connected_) return;
+zmq::message_t EncodeEventBody(std::string_view source, const EventFields& fields) {
   msgpack::sbuffer buffer;
   msgpack::packer<msgpack::sbuffer> packer(buffer);
   packer.pack_map(static_cast<uint32_t>(fields.size() + 2));
   packer.pack(std::string_view("ts_us"));
   packer.pack(NowMicros());
   packer.pack(std::string_view("src"));
-  packer.pack(source_);
+  packer.pack(source);
   for (const auto& [key, value] : fields) {
     packer.pack(key);
     std::visit([&](const auto& v) { packer.pack(v); }, value);
   }
+  return zmq::message_t(buffer.data(), buffer.size());
+}
+
+void EventPublisher::Publish(std::string_view topic, const EventFields& fields) {
+  if (!connected_) return;
   try {
     socket_.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    socket_.send(zmq::message_t(buffer.data(), buffer.size()), zmq::send_flags::dontwait);
+    socket_.send(EncodeEventBody(source_, fields), zmq::send_flags::dontwait);
   } catch (const zmq::error_t&) {
     // Dropped: see the class comment.
   }

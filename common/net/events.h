@@ -31,6 +31,9 @@ class EventPublisher {
   bool connected_ = false;
 };
 
+// An event's second frame: the msgpack map of "ts_us" (now), "src" (`source`) and `fields`.
+zmq::message_t EncodeEventBody(std::string_view source, const EventFields& fields);
+
 // Wall-clock microseconds since the epoch.
 int64_t NowMicros();
 

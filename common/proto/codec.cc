@@ -68,88 +68,11 @@ Status FromError(const Error& error) {
 
 std::string_view KindName(Kind kind) {
   switch (kind) {
-    case Kind::kOk:
-      return "Ok";
-    case Kind::kError:
-      return "Error";
-    case Kind::kRegisterExecutor:
-      return "RegisterExecutor";
-    case Kind::kRegisterExecutorReply:
-      return "RegisterExecutorReply";
-    case Kind::kHeartbeat:
-      return "Heartbeat";
-    case Kind::kRegisterScheduler:
-      return "RegisterScheduler";
-    case Kind::kHelloClient:
-      return "HelloClient";
-    case Kind::kHelloClientReply:
-      return "HelloClientReply";
-    case Kind::kCreateSlice:
-      return "CreateSlice";
-    case Kind::kSliceInfo:
-      return "SliceInfo";
-    case Kind::kRegisterFunction:
-      return "RegisterFunction";
-    case Kind::kRegisterFunctionReply:
-      return "RegisterFunctionReply";
-    case Kind::kGetClusterStatus:
-      return "GetClusterStatus";
-    case Kind::kClusterStatus:
-      return "ClusterStatus";
-    case Kind::kGoodbye:
-      return "Goodbye";
-    case Kind::kHostChanged:
-      return "HostChanged";
-    case Kind::kServiceChanged:
-      return "ServiceChanged";
-    case Kind::kSliceRemapped:
-      return "SliceRemapped";
-    case Kind::kLookupOwners:
-      return "LookupOwners";
-    case Kind::kOwners:
-      return "Owners";
-    case Kind::kCompile:
-      return "Compile";
-    case Kind::kDispatch:
-      return "Dispatch";
-    case Kind::kTupleBatch:
-      return "TupleBatch";
-    case Kind::kRunLoop:
-      return "RunLoop";
-    case Kind::kSubmitProgram:
-      return "SubmitProgram";
-    case Kind::kSubmitReply:
-      return "SubmitReply";
-    case Kind::kGangDone:
-      return "GangDone";
-    case Kind::kNodeReleased:
-      return "NodeReleased";
-    case Kind::kCancelRun:
-      return "CancelRun";
-    case Kind::kRunDone:
-      return "RunDone";
-    case Kind::kStoreHello:
-      return "StoreHello";
-    case Kind::kStoreHelloReply:
-      return "StoreHelloReply";
-    case Kind::kCreateObject:
-      return "CreateObject";
-    case Kind::kCreateObjectReply:
-      return "CreateObjectReply";
-    case Kind::kSealObject:
-      return "SealObject";
-    case Kind::kPutObject:
-      return "PutObject";
-    case Kind::kGetObject:
-      return "GetObject";
-    case Kind::kGetObjectReply:
-      return "GetObjectReply";
-    case Kind::kReleaseObject:
-      return "ReleaseObject";
-    case Kind::kGetStoreStats:
-      return "GetStoreStats";
-    case Kind::kStoreStats:
-      return "StoreStats";
+#define ATOLL_MESSAGE_KIND(name, number) \
+  case Kind::k##name:                    \
+    return #name;
+#include "common/proto/message_kinds.def"
+#undef ATOLL_MESSAGE_KIND
   }
   return "unknown";
 }

@@ -1,6 +1,7 @@
 #include "common/service/config.h"
 
 #include <algorithm>
+#include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <toml.hpp>
 
+#include "common/base/utf8.h"
 #include "common/service/toml_int.h"
 
 namespace atl {
@@ -48,6 +50,13 @@ template <typename T>
 T Get(const toml::value& table, const char* key, T fallback) {
   if (!table.is_table() || !table.contains(key)) return fallback;
   return toml::find<T>(table, key);
+}
+
+// The array under `key`, or an empty one. Not toml::find_or: with a fallback of `{}` it
+// returns a reference to that temporary, gone before a range-for over it begins.
+std::vector<toml::value> Array(const toml::value& table, const char* key) {
+  if (!table.is_table() || !table.contains(key)) return {};
+  return toml::find<std::vector<toml::value>>(table, key);
 }
 
 // A host's size in MiB at `key`, as bytes.
@@ -127,10 +136,10 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
                            c.scheduler_policy + "\"");
   }
   std::set<std::string> names;
-  for (const auto& it : toml::find_or<std::vector<toml::value>>(root, "islands", {})) {
+  for (const auto& it : Array(root, "islands")) {
     IslandConfig island;
     island.name = toml::find<std::string>(it, "name");
-    for (const auto& ht : toml::find_or<std::vector<toml::value>>(it, "hosts", {})) {
+    for (const auto& ht : Array(it, "hosts")) {
       HostConfig h;
       h.name = toml::find<std::string>(ht, "name");
       const std::string where = "host " + h.name + ": ";
@@ -159,6 +168,11 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
 }  // namespace
 
 Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text, const std::string& origin) {
+  // TOML is UTF-8, and toml11 3.7 reads out of bounds on some invalid sequences: refused
+  // before it sees them.
+  if (auto bad = FirstInvalidUtf8(toml_text)) {
+    return InvalidArgument(fmt::format("{}: not UTF-8 at byte {}", origin, *bad));
+  }
   try {
     std::istringstream in(toml_text);
     return FromToml(toml::parse(in, origin));
@@ -168,11 +182,11 @@ Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text, const std
 }
 
 Result<ClusterConfig> LoadClusterConfig(const std::string& path) {
-  try {
-    return FromToml(toml::parse(path));
-  } catch (const std::exception& e) {
-    return InvalidArgument(path + ": " + e.what());
-  }
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("cannot read config file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseClusterConfig(text.str(), path);
 }
 
 Result<HostLocation> FindHost(const ClusterConfig& config, const std::string& host) {

@@ -2,6 +2,11 @@
 // each saying where it goes in the shard, or the rows each producer shard of a sparse
 // exchange routed to it (joined in producer order; a producer with none sends an empty
 // piece, so the count tells when every producer was heard from). Used by the loop thread.
+//
+// Pieces come from the wire, so what they declare (the shard's shape, how many pieces make
+// it) is not trusted with memory: the pieces are kept as they came, and the shard is made
+// only once the last one came and the blocks add up to it, so a shard never costs more
+// than the bytes its pieces carried.
 #pragma once
 
 #include <map>
@@ -30,15 +35,25 @@ class PieceAssembler {
   size_t partial() const { return partial_.size(); }
 
  private:
+  struct Block {
+    Shape begin;  // in the shard
+    Tensor value;
+  };
+  // A shard some of whose pieces came; what it is comes from its first piece.
   struct Partial {
-    Tensor value;                             // blocks are written into it
-    std::vector<std::optional<Tensor>> rows;  // by producer part
-    uint32_t left = 0;
+    bool rows = false;  // routed rows, else blocks
+    DType dtype = DType::kF32;
+    Shape shape;
+    uint32_t pieces = 0;  // that make the shard
+    uint32_t left = 0;    // of them still to come
+    std::vector<Block> blocks;
+    int64_t block_elements = 0;  // in all the blocks
+    std::map<uint32_t, Tensor> rows_by_part;
     Status failure;
   };
-  Status AddBlock(Partial& p, const proto::TupleHeader& h, const Tensor& block);
-  Status AddRows(Partial& p, const proto::TupleHeader& h, Tensor rows);
-  static Result<Tensor> Finish(Partial& p, bool rows);
+  static Status AddBlock(Partial& p, const proto::TupleHeader& h, Tensor block);
+  static Status AddRows(Partial& p, const proto::TupleHeader& h, Tensor rows);
+  static Result<Tensor> Finish(Partial& p);
 
   std::map<InputKey, Partial> partial_;
 };

@@ -4,49 +4,12 @@
 #include <random>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/figure2_program.h"
 
 namespace atl::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct Figure2 {
-  Program program;
-};
-
-Result<Function> Unary(Client& client, const Slice& slice, const std::string& name, char op,
-                       double k, Shape shape) {
-  FunctionBuilder b(name);
-  Value x = b.Input(DType::kF32, shape);
-  switch (op) {
-    case '*':
-      b.Output(b.Mul(x, k));
-      break;
-    case '+':
-      b.Output(b.Add(x, k));
-      break;
-    case '/':
-      b.Output(b.Div(x, k));
-      break;
-  }
-  return client.Register(b, slice);
-}
-
-Result<Program> TraceFigure2(Client& client, Shape shape) {
-  ATOLL_ASSIGN_OR_RETURN(Slice sa, client.CreateSlice(2));
-  ATOLL_ASSIGN_OR_RETURN(Slice sb, client.CreateSlice(2));
-  ATOLL_ASSIGN_OR_RETURN(Slice sc, client.CreateSlice(2));
-  ATOLL_ASSIGN_OR_RETURN(Function a, Unary(client, sa, "a", '*', 2, shape));
-  ATOLL_ASSIGN_OR_RETURN(Function b, Unary(client, sb, "b", '+', 1, shape));
-  ATOLL_ASSIGN_OR_RETURN(Function c, Unary(client, sc, "c", '/', 2, shape));
-  ProgramBuilder p;
-  Traced v = p.Arg(DType::kF32, shape);
-  Traced x = p.Call(a, {v})[0];
-  Traced y = p.Call(b, {v})[0];
-  Traced z = p.Call(a, {p.Call(c, {x})[0]})[0];
-  p.Return({y, z});
-  return p.Build();
-}
 
 TEST_F(ClusterTest, Figure2ReturnsThePapersResult) {
   auto client = Connect("figure2");

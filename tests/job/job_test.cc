@@ -69,7 +69,9 @@ INSTANTIATE_TEST_SUITE_P(
                "dtype = \"f64\", shape = [2] }]\nops = [{ op = \"mul\"", "unknown dtype 'f64'"},
         BadJob{"[program]", "[programme]", "no [program]"},
         BadJob{"name = \"B\"", "name = \"A\"", "slice 'A' is defined twice"},
-        BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"}));
+        BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"},
+        // Found by fuzzing: toml11 3.7 reads past its buffer on some invalid UTF-8.
+        BadJob{"The Pathways", "The Pat\xffways", "not UTF-8 at byte"}));
 
 // Numbers out of range: each refused naming its field, the value and what is allowed, never
 // wrapped into an unsigned count or cast into a dtype that cannot hold it.

@@ -44,5 +44,12 @@ TEST(TensorBlockTest, BlocksOutsideTheTensorOrOfAnotherDtypeAreRefused) {
   EXPECT_EQ(InsertBlock(t, Tensor::F32({1, 2}, {1, 2}), {0, 1}).code(), Code::kInvalidArgument);
 }
 
+// F32 and I32 of no values copied from a null pointer (undefined behaviour that UBSan in the
+// fuzz build stopped at).
+TEST(TensorTest, EmptyTensorsFromNoValues) {
+  EXPECT_EQ(Tensor::F32({0, 2}, {}).nbytes(), 0u);
+  EXPECT_EQ(Tensor::I32({0}, {}).nbytes(), 0u);
+}
+
 }  // namespace
 }  // namespace atl

@@ -3,8 +3,10 @@
 #include "common/net/event_reader.h"
 
 #include <chrono>
+#include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <msgpack.hpp>
@@ -82,6 +84,17 @@ TEST(EventsTest, UnconnectedPublisherDropsEvents) {
   zmq::context_t context;
   EventPublisher publisher(context, "nobody");
   publisher.Publish("program.submitted", {{"run", uint64_t{1}}});  // must not block or crash
+}
+
+// Found by fuzzing: a string that is not UTF-8 made every JSON writer of the event throw
+// (`atoll watch --json`, the dashboard). Decoding makes strings valid.
+TEST(DecodeEventTest, StringsAreMadeValidUtf8) {
+  std::map<std::string, std::vector<std::string>> body{{"k\xff", {"v\xc3"}}};
+  auto event = DecodeEvent(Bytes("gang.\xfe"), Bytes(Packed(body)));
+  ASSERT_TRUE(event.ok()) << event.status().ToString();
+  EXPECT_EQ(event->topic, "gang.\xef\xbf\xbd");
+  nlohmann::json json = event->fields;
+  EXPECT_EQ(json.dump(), "{\"k\xef\xbf\xbd\":[\"v\xef\xbf\xbd\"]}");
 }
 
 TEST(DecodeEventTest, MalformedBodiesAreInvalidArgument) {

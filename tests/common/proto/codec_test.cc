@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <msgpack.hpp>
 
+#include "common/proto/message_types.h"
 #include "tests/common/proto/samples.h"
 
 namespace atl::proto {
@@ -43,45 +44,15 @@ void ExpectInvalid(const Status& s, const std::string& mentions = "") {
   }
 }
 
-// Converts a decoded header's body to every message type: each must either succeed or be
-// InvalidArgument (and, being called at all, must not throw or crash).
+// Converts a decoded header's body to every message type of the kind table: each must
+// either succeed or be InvalidArgument (and, being called at all, must not throw or crash).
 void ExpectEveryBodyConversionIsSafe(const Header& h) {
-  auto check = [&](const Status& s) {
+  ForEachMessageType([&]<typename T>() {
+    const Status s = h.As<T>().status();
     if (!s.ok()) {
       EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
     }
-  };
-  check(h.As<Ok>().status());
-  check(h.As<Error>().status());
-  check(h.As<RegisterExecutor>().status());
-  check(h.As<RegisterExecutorReply>().status());
-  check(h.As<Heartbeat>().status());
-  check(h.As<RegisterScheduler>().status());
-  check(h.As<HelloClient>().status());
-  check(h.As<HelloClientReply>().status());
-  check(h.As<Goodbye>().status());
-  check(h.As<CreateSlice>().status());
-  check(h.As<SliceInfo>().status());
-  check(h.As<RegisterFunction>().status());
-  check(h.As<RegisterFunctionReply>().status());
-  check(h.As<GetClusterStatus>().status());
-  check(h.As<ClusterStatus>().status());
-  check(h.As<Compile>().status());
-  check(h.As<Dispatch>().status());
-  check(h.As<TupleBatch>().status());
-  check(h.As<SubmitProgram>().status());
-  check(h.As<SubmitReply>().status());
-  check(h.As<StoreHello>().status());
-  check(h.As<StoreHelloReply>().status());
-  check(h.As<CreateObject>().status());
-  check(h.As<CreateObjectReply>().status());
-  check(h.As<SealObject>().status());
-  check(h.As<PutObject>().status());
-  check(h.As<GetObject>().status());
-  check(h.As<GetObjectReply>().status());
-  check(h.As<ReleaseObject>().status());
-  check(h.As<GetStoreStats>().status());
-  check(h.As<StoreStats>().status());
+  });
 }
 
 TEST(DecodeHeaderTest, EmptyBufferIsInvalidArgument) {
@@ -142,6 +113,32 @@ TEST(DecodeHeaderTest, BodyWithWrongFieldTypesIsInvalidArgument) {
   auto compile_header = DecodeHeader(compile.data(), compile.size());
   ASSERT_TRUE(compile_header.ok());
   ExpectInvalid(compile_header->As<Compile>().status());
+}
+
+// Enum fields decode only to the enum's values: a DType of 7 would make tensors of 0-byte
+// elements whatever their shape, an OpCode past the op table would index past it.
+TEST(DecodeHeaderTest, EnumValuesOutsideTheEnumAreInvalidArgument) {
+  // CreateObject is [object_id, shard, owner_client, dtype, shape, ...].
+  const std::string bytes =
+      PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateObject), uint64_t{1},
+                 std::make_tuple(1, 0, 42, 7, std::vector<int64_t>{2}));
+  auto header = DecodeHeader(bytes.data(), bytes.size());
+  ASSERT_TRUE(header.ok());
+  ExpectInvalid(header->As<CreateObject>().status(), "CreateObject");
+  const std::string good =
+      PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateObject), uint64_t{1},
+                 std::make_tuple(1, 0, 42, 1, std::vector<int64_t>{2}));
+  auto good_header = DecodeHeader(good.data(), good.size());
+  ASSERT_TRUE(good_header.ok());
+  auto create = good_header->As<CreateObject>();
+  ASSERT_TRUE(create.ok()) << create.status().ToString();
+  EXPECT_EQ(create->dtype, DType::kI32);
+
+  msgpack::sbuffer op;
+  msgpack::pack(op, std::make_tuple(static_cast<int>(ir::kNumOpCodes), std::vector<int>{}, 0.0,
+                                    ir::TensorType{}));
+  ir::Op decoded;
+  EXPECT_THROW(msgpack::unpack(op.data(), op.size()).get().convert(decoded), msgpack::type_error);
 }
 
 // A buffer that claims an array or map of 2^31 elements in five bytes. Refusing it must not

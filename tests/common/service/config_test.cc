@@ -78,6 +78,23 @@ TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
   }
 }
 
+// Found by fuzzing (tests/fuzz/config_fuzzer.cc): a config without [[islands]] read a
+// destroyed temporary (an AddressSanitizer build stops there).
+TEST(ClusterConfigTest, NoIslandsIsInvalidArgument) {
+  for (const char* text : {"", "[cluster]\nheartbeat_ms = 50\n", "[[islands]]\nname = \"i\"\n"}) {
+    auto c = ParseClusterConfig(text, "test");
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument) << text;
+  }
+}
+
+TEST(ClusterConfigTest, TextThatIsNotUtf8IsInvalidArgument) {
+  auto c = ParseClusterConfig(std::string(kIsland) + "  kind = 'c\xffpu'\n", "test");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("not UTF-8"), std::string::npos) << c.status().ToString();
+}
+
 // Every numeric key, out of its range each way it can be: negative (which an unsigned field
 // would have wrapped to a huge number), zero where zero means nothing, absurdly large. The
 // error names the key, the value and the range.

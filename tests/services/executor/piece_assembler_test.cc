@@ -110,5 +110,40 @@ TEST(PieceAssemblerTest, RowsFromOneProducerTwiceAreAnError) {
   EXPECT_EQ(whole->status().code(), Code::kInvalidArgument);
 }
 
+// What a piece declares is not trusted with memory: a shard of 2^40 elements, or the most
+// producers a shard may have, costs only the pieces that came, and the shard fails once the
+// last one did.
+TEST(PieceAssemblerTest, HugeDeclaredShardsAndCountsAllocateNothingAhead) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 0};
+  EXPECT_FALSE(pieces.Add(key, Block({0}, {int64_t{1} << 40}, 2), Tensor::F32({1}, {1})));
+  auto whole = pieces.Add(key, Block({1}, {int64_t{1} << 40}, 2), Tensor::F32({1}, {2}));
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status().code(), Code::kInvalidArgument) << whole->status().ToString();
+
+  EXPECT_FALSE(
+      pieces.Add({7, 3, 0, 1}, Rows(0, PieceAssembler::kMaxPieces), Tensor::F32({1}, {1})));
+  EXPECT_EQ(pieces.partial(), 1u);
+}
+
+TEST(PieceAssemblerTest, BlocksThatDoNotAddUpToTheShardFailIt) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 0};
+  // Two elements of a three-element shard.
+  EXPECT_FALSE(pieces.Add(key, Block({0}, {3}, 2), Tensor::F32({1}, {1})));
+  auto whole = pieces.Add(key, Block({1}, {3}, 2), Tensor::F32({1}, {2}));
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status().code(), Code::kInvalidArgument) << whole->status().ToString();
+}
+
+TEST(PieceAssemblerTest, RowsAndBlocksForOneShardFailIt) {
+  PieceAssembler pieces;
+  const InputKey key{7, 3, 0, 0};
+  EXPECT_FALSE(pieces.Add(key, Rows(0, 2), Tensor::F32({1}, {1})));
+  auto whole = pieces.Add(key, Block({0}, {2}, 2), Tensor::F32({1}, {2}));
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status().code(), Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace atl::executor
