@@ -4,9 +4,21 @@ target_compile_options(atoll_warnings INTERFACE -Wall -Wextra -Wshadow -Wno-unus
 if(ATOLL_WERROR)
   target_compile_options(atoll_warnings INTERFACE -Werror)
 endif()
-if(ATOLL_SANITIZE)
-  target_compile_options(atoll_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
-  target_link_options(atoll_warnings INTERFACE -fsanitize=address,undefined)
+# ATOLL_SANITIZE picks the sanitizers every atoll target is built with: `address` (ASan and
+# UBSan; ON, the option's old boolean form, means the same) or `thread` (TSan; it cannot be
+# combined with ASan). UBSan stops at its first report instead of printing and going on, so
+# that undefined behaviour fails a test rather than scrolling past in its log.
+string(TOLOWER "${ATOLL_SANITIZE}" atoll_sanitize)
+if(atoll_sanitize MATCHES "^(address|on|true|yes|1)$")
+  set(atoll_sanitize_flags -fsanitize=address,undefined -fno-sanitize-recover=all)
+elseif(atoll_sanitize STREQUAL "thread")
+  set(atoll_sanitize_flags -fsanitize=thread)
+elseif(NOT atoll_sanitize MATCHES "^(|off|false|no|0)$")
+  message(FATAL_ERROR "ATOLL_SANITIZE=${ATOLL_SANITIZE}: expected address, thread or OFF")
+endif()
+if(atoll_sanitize_flags)
+  target_compile_options(atoll_warnings INTERFACE ${atoll_sanitize_flags} -fno-omit-frame-pointer)
+  target_link_options(atoll_warnings INTERFACE ${atoll_sanitize_flags})
 endif()
 
 # atoll_library(NAME SOURCES ... DEPS ... [PRIVATE_DEPS ...]): a static library with the
