@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The tests under sanitizers, each sanitizer in a build of its own:
 #   scripts/sanitize.sh address          every test under ASan and UBSan (build-asan/)
+#   scripts/sanitize.sh address --quick  the part of that CI runs: all but the long
+#                                        end-to-end binaries (ASAN_LONG below)
 #   scripts/sanitize.sh thread           the threaded parts under TSan (build-tsan/): the
 #                                        executor's, object store's and client's unit tests
 #                                        and every end-to-end test
@@ -26,12 +28,19 @@ fi
 TSAN_QUICK=(executor_unit_test objectstore_unit_test objectstore_process_test client_test
             public_api_test e2e_test)
 TSAN_MORE=(e2e_elastic_test examples_e2e_test e2e_chaos_test)
+# The binaries whose tests take minutes even unsanitized: the whole ASan run only.
+ASAN_LONG=(e2e_elastic_test examples_e2e_test e2e_chaos_test e2e_wire_fuzz_test)
 
 build_args=()
 ctest_args=()
 case "$kind" in
   address)
     build_dir=${ATOLL_BUILD_DIR:-build-asan}
+    build_args+=(-DATOLL_BUILD_BENCH=OFF)
+    if [ "$quick" = 1 ]; then
+      labels=$(IFS='|'; echo "${ASAN_LONG[*]}")
+      ctest_args+=(-LE "^($labels)\$")
+    fi
     ;;
   thread)
     build_dir=${ATOLL_BUILD_DIR:-build-tsan}
@@ -47,6 +56,7 @@ case "$kind" in
     ;;
 esac
 
+bash scripts/setup.sh
 ATOLL_BUILD_DIR=$build_dir bash scripts/build.sh -DATOLL_SANITIZE="$kind" "${build_args[@]}"
 
 reports=$PWD/$build_dir/sanitizer-reports

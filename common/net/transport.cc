@@ -14,9 +14,16 @@ constexpr auto kHandshakeCheck = std::chrono::milliseconds(20);
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
   zmq::socket_t socket(context, type);
   socket.set(zmq::sockopt::linger, 0);
-  socket.set(zmq::sockopt::sndtimeo, kSendTimeoutMs);
   socket.set(zmq::sockopt::maxmsgsize, kDefaultMaxMessageBytes);
-  if (type == zmq::socket_type::router) socket.set(zmq::sockopt::router_mandatory, 1);
+  if (type == zmq::socket_type::router) {
+    // A service's ROUTER answers many peers from one thread: waiting on one peer that does
+    // not read would stall all the others, so a reply to a peer whose queue is full fails
+    // at once (and that peer's request times out on its side).
+    socket.set(zmq::sockopt::router_mandatory, 1);
+    socket.set(zmq::sockopt::sndtimeo, 0);
+  } else {
+    socket.set(zmq::sockopt::sndtimeo, kSendTimeoutMs);
+  }
   if (const Credentials credentials = CredentialsOf(context); credentials.curve()) {
     socket.set(zmq::sockopt::curve_publickey, credentials.own.public_key);
     socket.set(zmq::sockopt::curve_secretkey, credentials.own.secret_key);
@@ -57,7 +64,8 @@ Status SendFrames(zmq::socket_t& socket, Frames& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
       const auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
       if (!socket.send(frames[i], flags)) {
-        return Unavailable("send timed out after " + std::to_string(kSendTimeoutMs) +
+        return Unavailable("send timed out after " +
+                           std::to_string(socket.get(zmq::sockopt::sndtimeo)) +
                            " ms: peer not reading");
       }
     }

@@ -221,6 +221,30 @@ TEST_F(BadInputTest, AFloodOfGarbageIsAnsweredEachTimeButLoggedOncePerSecondWith
   ExpectStillServing();
 }
 
+TEST_F(BadInputTest, APeerThatNeverReadsItsRepliesDoesNotStallAServiceForOthers) {
+  // Far more requests than the queues between a service and this peer hold (a thousand
+  // messages each way by default; this peer takes at most one): were the service to wait
+  // for room, it would wait on every further reply and answer nobody else meanwhile.
+  constexpr int kUnread = 4000;
+  for (const auto& [name, endpoint] : All()) {
+    SCOPED_TRACE(name);
+    zmq::socket_t mute = net::MakeSocket(context_, zmq::socket_type::dealer);
+    mute.set(zmq::sockopt::rcvhwm, 1);
+    ASSERT_TRUE(net::Connect(mute, endpoint).ok());
+    int sent = 0;
+    for (; sent < kUnread; ++sent) {
+      net::Frames garbage;
+      garbage.emplace_back("\xc1\xff garbage", 10);
+      if (!net::SendFrames(mute, garbage).ok()) break;  // the service stopped reading: fails below
+    }
+    // Another peer's request behind all of those is still answered.
+    Status s = RawCall(context_, endpoint, {"\xc1\xff garbage \x00\x01"});
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_EQ(sent, kUnread);
+  }
+  ExpectStillServing();
+}
+
 TEST_F(BadInputTest, AProgramNamingAnUnknownFunctionFailsWithThatError) {
   // A well-formed program whose only node calls a function nobody registered: the
   // executor seals the result with the error, and a reader of the result gets it.

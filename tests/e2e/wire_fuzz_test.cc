@@ -44,6 +44,10 @@ constexpr uint64_t kSeed = 20240516;
 constexpr int64_t kRssGrowthBound = int64_t{64} << 20;
 // How long the test may send: the bound on its runtime, not a pace.
 constexpr auto kSendBudget = 60s;
+// How long the services may take, once the fuzzing stops, to work through the messages
+// still queued for them and notice what lapsed meanwhile: seconds under CURVE, more under
+// a sanitizer. A bound, not a pace: each wait ends as soon as what it awaits holds.
+constexpr auto kSettleBound = 60s;
 
 // A socket of a service to fuzz.
 struct Target {
@@ -163,19 +167,18 @@ class WireFuzzTest : public ClusterTest {
     return hosts;
   }
 
-  // Waits at most `timeout` for `done`, checking every heartbeat period.
+  // Waits at most `timeout` for `done`, checking every heartbeat period, and says how long
+  // it took.
   template <typename Done>
   bool AwaitUpTo(std::chrono::milliseconds timeout, Done done) {
-    const auto deadline = Clock::now() + timeout;
+    const auto start = Clock::now();
     while (!done()) {
-      if (Clock::now() >= deadline) return false;
+      if (Clock::now() >= start + timeout) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(cluster_->config().heartbeat_ms));
     }
+    std::cout << "settled after " << std::chrono::duration<double>(Clock::now() - start).count()
+              << " s\n";
     return true;
-  }
-
-  std::chrono::milliseconds LivenessWindow() const {
-    return std::chrono::milliseconds(cluster_->config().heartbeat_ms * cluster_->config().liveness);
   }
 
   MemberContext context_;  // fuzzing as a member reaches every socket, executors included
@@ -270,7 +273,7 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
   // ... and, once the hosts the fuzzing registered are lost (no heartbeats), a real
   // program runs as before.
   const std::set<std::string> configured = ConfiguredHosts();
-  EXPECT_TRUE(AwaitUpTo(LivenessWindow() * 4, [&] { return AliveHosts() == configured; }));
+  EXPECT_TRUE(AwaitUpTo(kSettleBound, [&] { return AliveHosts() == configured; }));
   Status after = RunFigure2(RmEndpoint());
   EXPECT_TRUE(after.ok()) << after.ToString();
 
@@ -287,7 +290,7 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
   // message (the Figure 2 clients said goodbye): no store keeps objects, and the RM counts
   // no client.
   std::set<uint64_t> owners;
-  const bool collected = AwaitUpTo(LivenessWindow() * 4, [&] {
+  const bool collected = AwaitUpTo(kSettleBound, [&] {
     owners = Owners();
     return owners.empty();
   });
@@ -298,7 +301,7 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
     EXPECT_EQ(stats.objects, 0u) << store;
   }
   uint32_t clients = 0;
-  EXPECT_TRUE(AwaitUpTo(LivenessWindow() * 4,
+  EXPECT_TRUE(AwaitUpTo(kSettleBound,
                         [&] {
                           auto status = ClusterStatus();
                           clients = status.ok() ? status->clients : ~0u;
