@@ -216,7 +216,9 @@ void RunDashboard(const DashboardOptions& opts, const GlobalOptions& global) {
 void AddDashboardCommand(CLI::App& app, const GlobalOptions& global) {
   auto opts = std::make_shared<DashboardOptions>();
   auto* cmd = app.add_subcommand(
-      "dashboard", "Serve a live web dashboard: cluster, programs, a gang timeline per device");
+      "dashboard",
+      "Serve a live web dashboard (cluster, programs, a gang timeline per device) and the "
+      "cluster's metrics for Prometheus on /metrics");
   cmd->add_option("--listen", opts->listen,
                   "HOST:PORT to serve on; port 0 picks a free one (printed on stdout)")
       ->capture_default_str();
