@@ -288,7 +288,8 @@ void ClusterView::OnNetStats(const nlohmann::json& f) {
   if (source.empty()) return;
   auto& kinds = sent_[source];
   // Fields "<Kind>.msgs" and "<Kind>.bytes" (common/net/sent_counters.h).
-  for (const auto& [key, value] : f.items()) {
+  for (const auto& item : f.items()) {
+    const std::string& key = item.key();
     const auto dot = key.rfind('.');
     if (dot == std::string::npos || dot == 0) continue;
     const std::string what = key.substr(dot + 1);

@@ -12,7 +12,7 @@
 //   store.stats {objects, bytes_in_use, arena_bytes}      memory in use per host
 //   dataplane.stats {tuples_out, bytes_out, ...}          tuples and bytes per host
 //   scheduler.stats {queued, in_flight}                   gangs per island scheduler
-//   net.stats {"<Kind>.msgs", "<Kind>.bytes"}              messages sent per service
+//   net.stats {"<Kind>.msgs", "<Kind>.bytes"}             messages sent per service
 //   slice.created/released                                slices (shards per gang)
 //   client.connected/gone                                 clients and their names
 //   program.scheduled, gang.done, error.gang              programs, their state and the
