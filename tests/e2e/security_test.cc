@@ -3,6 +3,7 @@
 // touch. Client A holds key "alice", client B key "bob"; B's raw requests carry B's key, as
 // an attacker's would, whatever ids they name.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "common/proto/ids.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 namespace {
@@ -222,6 +224,36 @@ TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
       proto::PutObject{proto::MakeObjectId(ghost, 1), 0, ghost, DType::kF32, {2}}, Bytes({1, 2}));
   EXPECT_EQ(put.status().code(), Code::kNotFound) << put.status().ToString();
   EXPECT_THAT(put.status().message(), HasSubstr("not connected"));
+}
+
+TEST_F(SecurityTest, ReadersOfAnObjectThatWillNeverBeCreatedAreAnsweredAtOnce) {
+  // A reader waits for a shard that an executor then fails to reserve, its owner not being
+  // connected: the reader hears so then, not when its own minute runs out. One connection,
+  // so that the store sees the read before the reservation.
+  MemberContext member;
+  zmq::socket_t socket = net::MakeSocket(member, zmq::socket_type::dealer);
+  ASSERT_TRUE(net::Connect(socket, Endpoint("objectstore-i0h0", "endpoint")).ok());
+  const uint64_t ghost = 1'000'001;
+  const uint64_t object = proto::MakeObjectId(ghost, 1);
+  net::Frames read;
+  read.push_back(proto::EncodeHeader(1, proto::GetObject{object, 0, 60'000, false}));
+  ASSERT_TRUE(net::SendFrames(socket, read).ok());
+  net::Frames reserve;
+  reserve.push_back(
+      proto::EncodeHeader(2, proto::CreateObject{object, 0, ghost, DType::kF32, {2}, 0}));
+  ASSERT_TRUE(net::SendFrames(socket, reserve).ok());
+  std::map<uint64_t, Status> answers;
+  while (answers.size() < 2) {
+    auto frames = net::RecvFrames(socket, 10s);
+    ASSERT_TRUE(frames.ok() && frames->has_value()) << "answered: " << answers.size() << " of 2";
+    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+    ASSERT_TRUE(in.ok()) << in.status().ToString();
+    ASSERT_EQ(in->header.kind(), proto::Kind::kError);
+    answers[in->header.request_id()] = proto::FromError(*in->header.As<proto::Error>());
+  }
+  EXPECT_EQ(answers[2].code(), Code::kNotFound) << answers[2].ToString();
+  EXPECT_EQ(answers[1].code(), Code::kCancelled) << answers[1].ToString();
+  EXPECT_THAT(answers[1].message(), HasSubstr("will not be created"));
 }
 
 }  // namespace
