@@ -295,7 +295,14 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
   const Status error = req.error_code == 0
                            ? Status::Ok()
                            : proto::FromError(proto::Error{req.error_code, req.error});
-  ATOLL_RETURN_IF_ERROR(directory_.Seal(req.object_id, req.shard, error));
+  if (Status sealed = directory_.Seal(req.object_id, req.shard, error); !sealed.ok()) {
+    // Unknown here (reserved from a store process before this one, or collected): what
+    // its readers wait for will never be sealed here.
+    if (sealed.code() == Code::kNotFound) {
+      CancelWaiters(req.object_id, "will not be sealed here: " + sealed.ToString());
+    }
+    return sealed;
+  }
   Send(ReplyToOf(in), proto::Ok{});
   EventFields fields{{"object", req.object_id}, {"shard", uint64_t{req.shard}}};
   if (!error.ok()) fields.emplace_back("error", error.ToString());

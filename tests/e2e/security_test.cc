@@ -226,34 +226,47 @@ TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
   EXPECT_THAT(put.status().message(), HasSubstr("not connected"));
 }
 
-TEST_F(SecurityTest, ReadersOfAnObjectThatWillNeverBeCreatedAreAnsweredAtOnce) {
-  // A reader waits for a shard that an executor then fails to reserve, its owner not being
-  // connected: the reader hears so then, not when its own minute runs out. One connection,
-  // so that the store sees the read before the reservation.
+TEST_F(SecurityTest, ReadersOfAShardThatWillNeverBeWrittenAreAnsweredAtOnce) {
+  // A reader waits for a shard that then cannot be written: its reservation is refused (the
+  // owner is not connected), or its seal names a shard this store never reserved (one a
+  // store process before a restart did). The reader hears so then, not when its own minute
+  // runs out. One connection, so that the store sees the read first.
   MemberContext member;
   zmq::socket_t socket = net::MakeSocket(member, zmq::socket_type::dealer);
   ASSERT_TRUE(net::Connect(socket, Endpoint("objectstore-i0h0", "endpoint")).ok());
-  const uint64_t ghost = 1'000'001;
-  const uint64_t object = proto::MakeObjectId(ghost, 1);
-  net::Frames read;
-  read.push_back(proto::EncodeHeader(1, proto::GetObject{object, 0, 60'000, false}));
-  ASSERT_TRUE(net::SendFrames(socket, read).ok());
-  net::Frames reserve;
-  reserve.push_back(
-      proto::EncodeHeader(2, proto::CreateObject{object, 0, ghost, DType::kF32, {2}, 0}));
-  ASSERT_TRUE(net::SendFrames(socket, reserve).ok());
+  uint64_t next_request = 1;
+  auto send = [&](const auto& body) {
+    net::Frames frames;
+    frames.push_back(proto::EncodeHeader(next_request++, body));
+    return net::SendFrames(socket, frames);
+  };
+  // The error answers to the requests sent so far, by request id.
   std::map<uint64_t, Status> answers;
-  while (answers.size() < 2) {
-    auto frames = net::RecvFrames(socket, 10s);
-    ASSERT_TRUE(frames.ok() && frames->has_value()) << "answered: " << answers.size() << " of 2";
-    auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
-    ASSERT_TRUE(in.ok()) << in.status().ToString();
-    ASSERT_EQ(in->header.kind(), proto::Kind::kError);
-    answers[in->header.request_id()] = proto::FromError(*in->header.As<proto::Error>());
-  }
+  auto await_answers = [&] {
+    while (answers.size() + 1 < next_request) {
+      auto frames = net::RecvFrames(socket, 10s);
+      ASSERT_TRUE(frames.ok() && frames->has_value()) << "answers so far: " << answers.size();
+      auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+      ASSERT_TRUE(in.ok()) << in.status().ToString();
+      ASSERT_EQ(in->header.kind(), proto::Kind::kError);
+      answers[in->header.request_id()] = proto::FromError(*in->header.As<proto::Error>());
+    }
+  };
+  const uint64_t ghost = 1'000'001;
+  const uint64_t refused = proto::MakeObjectId(ghost, 1);
+  ASSERT_TRUE(send(proto::GetObject{refused, 0, 60'000, false}).ok());
+  ASSERT_TRUE(send(proto::CreateObject{refused, 0, ghost, DType::kF32, {2}, 0}).ok());
+  const uint64_t orphan = proto::MakeObjectId(ghost, 2);
+  ASSERT_TRUE(send(proto::GetObject{orphan, 0, 60'000, false}).ok());
+  ASSERT_TRUE(send(proto::SealObject{orphan, 0, 0, ""}).ok());
+  await_answers();
+  if (HasFatalFailure()) return;
   EXPECT_EQ(answers[2].code(), Code::kNotFound) << answers[2].ToString();
   EXPECT_EQ(answers[1].code(), Code::kCancelled) << answers[1].ToString();
   EXPECT_THAT(answers[1].message(), HasSubstr("will not be created"));
+  EXPECT_EQ(answers[4].code(), Code::kNotFound) << answers[4].ToString();
+  EXPECT_EQ(answers[3].code(), Code::kCancelled) << answers[3].ToString();
+  EXPECT_THAT(answers[3].message(), HasSubstr("will not be sealed here"));
 }
 
 }  // namespace
