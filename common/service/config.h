@@ -55,6 +55,8 @@ struct QuotaConfig {
   uint64_t runs_in_flight = 0;  // runs submitted and not finished, on each island's scheduler
 };
 
+// The configuration's islands are a starting list: the RM admits islands and hosts that
+// register at run time too (`atoll start host`), and an island may list no hosts.
 struct IslandConfig {
   std::string name;
   std::vector<HostConfig> hosts;

@@ -103,6 +103,9 @@ class RmService {
   // Sends `notice` to the executor of `host`, when it is connected.
   void TellExecutor(const Host& host, const proto::ServiceChanged& notice);
   bool SchedulerAlive(const std::string& island) const;
+  // An island not heard of before (not configured, no scheduler or host registered for it)
+  // joins the cluster: logged and published (island.joined), named by `by`.
+  void AdmitIsland(const std::string& island, const std::string& by);
   // Tells the slice's client where the slice runs now, and why.
   void TellSliceMoved(const Slice& slice, const std::string& reason);
 
@@ -141,6 +144,7 @@ class RmService {
 
   zmq::context_t& context_;
   ClusterConfig config_;
+  std::vector<std::string> configured_islands_;  // the configuration's, a starting list
   std::string state_file_;
   zmq::socket_t socket_;
   EventProxy proxy_;

@@ -107,4 +107,11 @@ struct RmState {
 // `state.hosts`.
 std::vector<DeviceLoad> Loads(const RmState& state);
 
+// Every island the RM knows: `configured` (the configuration's islands, a starting list) in
+// its order, then, by name, those that joined at run time: a scheduler or an executor
+// registered for them. What the state file keeps of hosts and schedulers is all it takes
+// for a restarted RM to know them again.
+std::vector<std::string> IslandNames(const RmState& state,
+                                     const std::vector<std::string>& configured);
+
 }  // namespace atl::rm

@@ -110,6 +110,22 @@ TEST_F(StateFileTest, WhatIsWrittenIsReadBack) {
   EXPECT_FALSE(fs::exists(path_ + ".tmp"));
 }
 
+// Islands that joined at run time (a scheduler, or only an executor, registered for them)
+// are known to a restarted RM from what the file keeps, after the configuration's own.
+TEST_F(StateFileTest, IslandsThatJoinedAtRunTimeAreKnownAgainAfterARestart) {
+  RmState state = SampleState();
+  RmState::Host& joined = state.hosts["h9"];
+  joined.name = "h9";
+  joined.island = "c";  // no scheduler yet
+  joined.device_ids = {static_cast<uint32_t>(state.devices.size())};
+  state.devices.push_back({joined.device_ids[0], "h9", 0, {"cpu", 1 << 20}, 0});
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  auto read = ReadStateFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(IslandNames(*read, {"z", "b"}), (std::vector<std::string>{"z", "b", "a", "c"}));
+  EXPECT_EQ(IslandNames(RmState{}, {"z"}), (std::vector<std::string>{"z"}));
+}
+
 // The state of the layout tests, and its file written field by field. `appended`: with the
 // fields added at the end of records since version 1 (a host's store instance, a client's
 // routing id), which a file without them reads as their defaults.
