@@ -181,9 +181,11 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
                 {"--island", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
   }
   // Started before (its ready file was read): it comes back where the rest of the cluster
-  // knows it, so that their connections (ZeroMQ reconnects on its own) reach it again.
+  // knows it, so that their connections (ZeroMQ reconnects on its own) reach it again. It
+  // binds what it bound (bind_<key>, when that is not what it advertises, such as 0.0.0.0).
   for (const auto& [key, option] : RebindOptions(p.role)) {
-    auto it = p.endpoints.find(key);
+    auto it = p.endpoints.find("bind_" + key);
+    if (it == p.endpoints.end()) it = p.endpoints.find(key);
     if (it != p.endpoints.end()) argv.insert(argv.end(), {option, it->second});
   }
   if (!keys_dir_.empty()) argv.insert(argv.end(), {"--keys", keys_dir_});

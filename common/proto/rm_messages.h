@@ -264,8 +264,12 @@ struct ClusterStatus {
   std::vector<SliceStatus> slices;
   uint32_t functions = 0;
   uint32_t clients = 0;
+  // The RM's event bus, as it advertises it: where services publish (a host joining the
+  // cluster learns it here) and where watchers subscribe.
+  std::string events_in;
+  std::string events_out;
   bool operator==(const ClusterStatus&) const = default;
-  MSGPACK_DEFINE(islands, slices, functions, clients);
+  MSGPACK_DEFINE(islands, slices, functions, clients, events_in, events_out);
 };
 
 }  // namespace atl::proto

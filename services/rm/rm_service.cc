@@ -31,10 +31,14 @@ RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string 
 
 Status RmService::Bind() {
   ATOLL_RETURN_IF_ERROR(LoadState());
-  ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, config_.rm_endpoint));
+  ATOLL_ASSIGN_OR_RETURN(endpoint_, BindAndAdvertise(socket_, config_.rm_endpoint, config_));
   ATOLL_RETURN_IF_ERROR(proxy_.Start(config_.events_in_endpoint, config_.events_out_endpoint));
+  events_in_.bound = proxy_.in_endpoint();
+  events_out_.bound = proxy_.out_endpoint();
+  ATOLL_ASSIGN_OR_RETURN(events_in_.advertised, AdvertisedEndpoint(events_in_.bound, config_));
+  ATOLL_ASSIGN_OR_RETURN(events_out_.advertised, AdvertisedEndpoint(events_out_.bound, config_));
   events_ = std::make_unique<EventPublisher>(context_, "rm");
-  ATOLL_RETURN_IF_ERROR(events_->Connect(proxy_.in_endpoint()));
+  ATOLL_RETURN_IF_ERROR(events_->Connect(events_in_.advertised));
   return Status::Ok();
 }
 
@@ -433,6 +437,8 @@ Status RmService::OnClusterStatus(proto::Incoming& in) {
   }
   status.functions = static_cast<uint32_t>(state_.functions.size());
   status.clients = static_cast<uint32_t>(state_.clients.size());
+  status.events_in = events_in_.advertised;
+  status.events_out = events_out_.advertised;
   return net::Reply(socket_, in, status);
 }
 

@@ -19,6 +19,7 @@
 #include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
+#include "common/service/advertise.h"
 #include "common/service/config.h"
 #include "services/rm/event_proxy.h"
 #include "services/rm/placement.h"
@@ -45,9 +46,10 @@ class RmService {
   // Serves until SIGINT/SIGTERM.
   void Run();
 
-  const std::string& endpoint() const { return endpoint_; }
-  const std::string& events_in() const { return proxy_.in_endpoint(); }
-  const std::string& events_out() const { return proxy_.out_endpoint(); }
+  // Valid after Bind(): where peers reach the RM and its event bus, and what it bound.
+  const ServiceEndpoint& endpoint() const { return endpoint_; }
+  const ServiceEndpoint& events_in() const { return events_in_; }
+  const ServiceEndpoint& events_out() const { return events_out_; }
 
  private:
   using Host = RmState::Host;
@@ -152,7 +154,7 @@ class RmService {
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   std::unique_ptr<PlacementPolicy> placement_;
   EventLoop loop_;
-  std::string endpoint_;
+  ServiceEndpoint endpoint_, events_in_, events_out_;
 
   RmState state_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id

@@ -194,7 +194,8 @@ inline SliceStatus Sample<SliceStatus>() {
 
 template <>
 inline ClusterStatus Sample<ClusterStatus>() {
-  return {{Sample<IslandStatus>()}, {Sample<SliceStatus>()}, 3, 2};
+  return {{Sample<IslandStatus>()}, {Sample<SliceStatus>()}, 3, 2,
+          "tcp://10.0.0.9:5551",    "tcp://10.0.0.9:5552"};
 }
 
 // ---------------------------------------------------------------------------------------
