@@ -64,6 +64,7 @@ Status RmService::Handle(proto::Incoming& in) {
     case proto::Kind::kRegisterExecutor:
     case proto::Kind::kRegisterScheduler:
     case proto::Kind::kLookupOwners:
+    case proto::Kind::kDrainHost:
     case proto::Kind::kOk:
     case proto::Kind::kError:
       ATOLL_RETURN_IF_ERROR(proto::RequireMember(
@@ -91,6 +92,8 @@ Status RmService::Handle(proto::Incoming& in) {
       return OnClusterStatus(in);
     case proto::Kind::kLookupOwners:
       return OnLookupOwners(in);
+    case proto::Kind::kDrainHost:
+      return OnDrainHost(in);
     case proto::Kind::kOk:
     case proto::Kind::kError:
       return OnCompileReply(in);
@@ -119,6 +122,7 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   if (rejoin && host.alive) OnHostLost(host, "its executor restarted, and its queued work is gone");
   host.name = req.host;
   host.island = req.island;
+  host.drained = false;  // back, or a new process under a drained host's name
   host.control_endpoint = req.control_endpoint;
   host.data_endpoint = req.data_endpoint;
   host.store_endpoint = req.store_endpoint;

@@ -66,13 +66,21 @@ class RmService {
     size_t acks_missing = 0;
     Clock::time_point deadline;
   };
-  // A slice remapped off a lost host, waiting for its functions to compile on the new
-  // mapping before its client is told.
+  // A slice remapped off a lost or drained host, waiting for its functions to compile on
+  // the new mapping before its client is told.
   struct PendingRemap {
     uint64_t slice = 0;
     std::string reason;
     size_t acks_missing = 0;
     Clock::time_point deadline;
+    uint64_t drain = 0;  // the DrainHost (RM request id) that waits for it; 0: none
+  };
+  // A DrainHost, answered once every slice it moved was remapped (its client told).
+  struct PendingDrain {
+    std::string routing_id;  // of the member that asked
+    uint64_t request_id = 0;
+    size_t remaps_missing = 0;
+    proto::DrainHostReply reply;
   };
 
   void OnRequest();
@@ -134,9 +142,17 @@ class RmService {
   void BroadcastHostChanged(const Host& host, bool lost, const std::string& reason);
   // Sends `message` to every island's scheduler, as a notice (request id 0).
   void TellSchedulers(const proto::HostChanged& message);
-  void RemapSlicesOff(const Host& host, const std::string& reason);
+  // Moves every slice off `host`; `drain` (0: none) collects which moved and which could not,
+  // and waits for their remaps.
+  void RemapSlicesOff(const Host& host, const std::string& reason, uint64_t drain = 0);
   // The slice's functions compiled on its new mapping (or not): its client is told.
   void FinishRemap(uint64_t rm_request_id, const Status& status);
+  // A host about to leave (`atoll stop`): taken out of placement, its slices moved off it as
+  // for a lost host; answered once their clients were told (elastic.cc).
+  Status OnDrainHost(proto::Incoming& in);
+  // One remap of drain `drain` is done (or, for the count it starts with, the drain's own
+  // pass): the drain is answered when none is left.
+  void DrainStepDone(uint64_t drain);
 
   // Persistence (state_file.h): `state_` is saved after every change of what persists of
   // it; a failed write is logged and published, not fatal. LoadState() starts afresh when
@@ -159,6 +175,7 @@ class RmService {
   RmState state_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
+  std::map<uint64_t, PendingDrain> drains_;          // by the RM's own request id
   net::DealerPool stores_;                           // to object stores, for HostChanged
   net::DealerPool schedulers_;                       // to island schedulers, for HostChanged
   uint64_t next_request_id_ = 1;

@@ -128,7 +128,7 @@ TEST_F(StateFileTest, IslandsThatJoinedAtRunTimeAreKnownAgainAfterARestart) {
 
 // The state of the layout tests, and its file written field by field. `appended`: with the
 // fields added at the end of records since version 1 (a host's store instance, a client's
-// routing id), which a file without them reads as their defaults.
+// routing id, a host's drained mark), which a file without them reads as their defaults.
 RmState LayoutState() {
   RmState state;
   state.scheduler_by_island["a"] = "tcp://s";
@@ -140,6 +140,7 @@ RmState LayoutState() {
   host.store_endpoint = "tcp://h0:3";
   host.device_ids = {0};
   host.store_instance = 77;
+  host.drained = true;
   state.devices.push_back({0, "h0", 0, {"cpu", 1024}, 1});
   state.clients[3].name = "trainer";
   state.clients[3].routing_id = "client-3";
@@ -157,13 +158,14 @@ std::string LayoutBytes(bool appended) {
   pack.pack(1);      // the version
   pack.pack_map(1);  // hosts: name, island, control, data and store endpoints, devices
   pack.pack(std::string("h0"));
-  pack.pack_array(appended ? 7 : 6);
+  pack.pack_array(appended ? 8 : 6);
   for (const char* field : {"h0", "a", "tcp://h0:1", "tcp://h0:2", "tcp://h0:3"}) {
     pack.pack(std::string(field));
   }
   pack.pack(std::vector<uint32_t>{0});
-  if (appended) pack.pack(77);  // the store's instance
-  pack.pack_array(1);           // devices: id, host, local index, (kind, memory), slices
+  if (appended) pack.pack(77);    // the store's instance
+  if (appended) pack.pack(true);  // drained
+  pack.pack_array(1);             // devices: id, host, local index, (kind, memory), slices
   pack.pack_array(5);
   pack.pack(0);
   pack.pack(std::string("h0"));
@@ -209,6 +211,7 @@ TEST_F(StateFileTest, AVersionOneFileWithoutTheAppendedFieldsReadsThemAsDefaults
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   RmState want = LayoutState();
   want.hosts.at("h0").store_instance = 0;
+  want.hosts.at("h0").drained = false;
   want.clients.at(3).routing_id.clear();
   want.clients.at(3).user_id.clear();
   EXPECT_TRUE(*read == want);
