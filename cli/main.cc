@@ -38,8 +38,9 @@ int main(int argc, char** argv) {
       ->envname("ATOLL_KEYS");
 
   atl::AddUpCommand(app, global);
+  atl::AddStartCommand(app, global);
   atl::AddSuperviseCommand(app, global);
-  atl::AddDownCommand(app, global);
+  atl::AddStopCommands(app, global);
   atl::AddStatusCommand(app, global);
   atl::AddWatchCommand(app, global);
   atl::AddTraceCommand(app, global);
