@@ -37,8 +37,9 @@ void Drain(const ClusterInfo& info) {
                 << std::endl;
       continue;
     }
-    std::cout << fmt::format("drained host {}: {} slices moved off it", p.target,
-                             drained->moved.size());
+    const size_t moved = drained->moved.size();
+    std::cout << fmt::format("drained host {}: {} slice{} moved off it", p.target, moved,
+                             moved == 1 ? "" : "s");
     if (!drained->kept.empty()) {
       std::cout << fmt::format(
           "; slices {} found no other device and keep its devices, so their runs fail once "
