@@ -133,6 +133,11 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
   Topology t = AskRm(RmEndpoint());
   EXPECT_EQ(t.island_of["joiner"], "island0");
   EXPECT_TRUE(t.alive["joiner"]);
+  // The joined machine's commands find the cluster through the host's record.
+  const CommandResult status = RunCommand(
+      {ATOLL_BIN_DIR "/atoll", "--state-dir", machine.state_dir(), "--keys", KeysDir(), "status"});
+  ASSERT_EQ(status.exit_code, 0) << status.Describe();
+  EXPECT_THAT(status.out, HasSubstr("host joiner   alive"));
 
   // A program on a slice that needs the joined host's devices.
   auto tenant = Connect("tenant");
