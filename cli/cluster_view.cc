@@ -53,6 +53,12 @@ std::vector<uint32_t> ParseIdList(const std::string& text) {
   return ids;
 }
 
+// Upper bounds (seconds) of the run-duration buckets: from a few milliseconds (a small
+// program on an idle cluster) to minutes (a training step queued behind other clients).
+std::vector<double> RunSecondsBounds() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+}
+
 }  // namespace
 
 uint64_t ClusterView::Program::shards_expected() const {
@@ -61,7 +67,8 @@ uint64_t ClusterView::Program::shards_expected() const {
   return total;
 }
 
-ClusterView::ClusterView(ViewOptions options) : options_(options) {
+ClusterView::ClusterView(ViewOptions options)
+    : options_(options), run_seconds_(RunSecondsBounds()) {
   if (options_.busy_window_us <= 0) options_.busy_window_us = 1;
 }
 
@@ -125,6 +132,7 @@ void ClusterView::ApplyStatus(const proto::ClusterStatus& status) {
       }
     }
   }
+  rm_clients_ = status.clients;
   slices_.clear();
   for (const auto& s : status.slices) {
     slices_[s.slice_id] = Slice{s.slice_id, s.client_id, s.island, s.device_ids};
@@ -182,6 +190,25 @@ void ClusterView::Apply(const Event& event) {
     host.objects = U64(f, "objects");
     host.bytes_in_use = U64(f, "bytes_in_use");
     host.arena_bytes = U64(f, "arena_bytes");
+  } else if (topic == "dataplane.stats") {
+    const std::string name = Str(f, "host");
+    if (name.empty()) return;
+    Host& host = hosts_[name];
+    host.name = name;
+    host.has_dataplane_stats = true;
+    host.tuples_out = U64(f, "tuples_out");
+    host.bytes_out = U64(f, "bytes_out");
+    host.tuples_in = U64(f, "tuples_in");
+    host.bytes_in = U64(f, "bytes_in");
+  } else if (topic == "scheduler.stats") {
+    const std::string name = Str(f, "island");
+    if (name.empty()) return;
+    Island& island = IslandNamed(name);
+    island.has_scheduler_stats = true;
+    island.queued_gangs = U64(f, "queued");
+    island.gangs_in_flight = U64(f, "in_flight");
+  } else if (topic == "net.stats") {
+    OnNetStats(f);
   } else if (topic == "slice.created") {
     const uint64_t id = U64(f, "slice");
     if (slices_.count(id)) return;
@@ -244,6 +271,7 @@ void ClusterView::OnDeviceStats(const nlohmann::json& f) {
     if (ts <= d.samples.back().first && busy >= d.samples.back().second) return;  // reordered
     d.samples.clear();
   }
+  d.busy_us = busy;
   d.samples.emplace_back(ts, busy);
   while (d.samples.size() > 2 && ts - d.samples[1].first >= options_.busy_window_us) {
     d.samples.pop_front();
@@ -252,6 +280,22 @@ void ClusterView::OnDeviceStats(const nlohmann::json& f) {
     const auto& [t0, b0] = d.samples.front();
     const double pct = 100.0 * static_cast<double>(busy - b0) / static_cast<double>(ts - t0);
     d.busy_pct = std::clamp(pct, 0.0, 100.0);
+  }
+}
+
+void ClusterView::OnNetStats(const nlohmann::json& f) {
+  const std::string source = Str(f, "src");
+  if (source.empty()) return;
+  auto& kinds = sent_[source];
+  // Fields "<Kind>.msgs" and "<Kind>.bytes" (common/net/sent_counters.h).
+  for (const auto& item : f.items()) {
+    const std::string& key = item.key();
+    const auto dot = key.rfind('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    const std::string what = key.substr(dot + 1);
+    if (what != "msgs" && what != "bytes") continue;
+    SentCount& count = kinds[key.substr(0, dot)];
+    (what == "msgs" ? count.messages : count.bytes) = U64(f, key.c_str());
   }
 }
 
@@ -354,6 +398,15 @@ void ClusterView::UpdateState(Program& p) {
     p.state = p.closed_state;
   } else {
     p.state = p.shards_done > 0 ? "running" : "scheduled";
+  }
+  if (p.finished() && !p.counted) {
+    p.counted = true;
+    runs_finished_[p.state]++;
+    if (p.state == "done" && p.scheduled_us != 0 && p.last_end_us != 0) {
+      // Clocks of different hosts may disagree by a little: never a negative duration.
+      run_seconds_.Observe(
+          static_cast<double>(std::max<int64_t>(0, p.last_end_us - p.scheduled_us)) / 1e6);
+    }
   }
   // Clients count their finished programs for good (the view forgets old programs).
   if (p.client == 0 || p.state == before) return;

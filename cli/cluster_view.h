@@ -10,16 +10,22 @@
 //                                                         window, see ViewOptions) and
 //                                                         queued gangs per device
 //   store.stats {objects, bytes_in_use, arena_bytes}      memory in use per host
+//   dataplane.stats {tuples_out, bytes_out, ...}          tuples and bytes per host
+//   scheduler.stats {queued, in_flight}                   gangs per island scheduler
+//   net.stats {"<Kind>.msgs", "<Kind>.bytes"}             messages sent per service
 //   slice.created/released                                slices (shards per gang)
 //   client.connected/gone                                 clients and their names
 //   program.scheduled, gang.done, error.gang              programs, their state and the
-//                                                         timeline of gangs per device
+//                                                         timeline of gangs per device;
+//                                                         run durations
 //
 // A program's state: "scheduled" once an island scheduler queued its gangs, "running" once
 // a shard of it finished, "done" once as many gangs as the schedulers announced have as
 // many finished shards as the slice they ran on has devices (or its client said goodbye),
 // "failed" after an error.gang, "abandoned" when its client vanished (liveness) before it
-// finished. (No event says that a program finished; this is the view's inference.)
+// finished. (No event says that a program finished; this is the view's inference.) A
+// program's duration runs from its program.scheduled to the end of its last shard, and is
+// counted once, when the view first calls it finished.
 //
 // Example:
 //   ClusterView view;
@@ -41,6 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/histogram.h"
 #include "common/net/event_reader.h"
 #include "common/proto/protocol.h"
 
@@ -70,6 +77,7 @@ class ClusterView {
     bool has_stats = false;  // a device.stats report arrived
     uint64_t queued = 0;     // gangs queued on its stream at the last report
     double busy_pct = 0;     // 0..100 over the busy window
+    int64_t busy_us = 0;     // the executor's cumulative busy time at the last report
     uint64_t gangs_done = 0;
     uint64_t last_client = 0;                         // owner of the last gang it finished; 0: none
     std::deque<std::pair<int64_t, int64_t>> samples;  // (ts_us, cumulative busy_us)
@@ -84,12 +92,20 @@ class ClusterView {
     uint64_t objects = 0;
     uint64_t bytes_in_use = 0;
     uint64_t arena_bytes = 0;
+    bool has_dataplane_stats = false;  // its executor's tuples, cumulative
+    uint64_t tuples_out = 0;
+    uint64_t bytes_out = 0;
+    uint64_t tuples_in = 0;
+    uint64_t bytes_in = 0;
   };
   struct Island {
     std::string name;
     std::string scheduler_endpoint;
     bool scheduler_alive = true;
     std::vector<std::string> hosts;  // in registration (or status) order
+    bool has_scheduler_stats = false;
+    uint64_t queued_gangs = 0;  // gangs waiting in its scheduler at the last report
+    uint64_t gangs_in_flight = 0;
   };
   struct Slice {
     uint64_t id = 0;
@@ -121,11 +137,17 @@ class ClusterView {
     int64_t scheduled_us = 0;  // 0: not seen
     int64_t first_start_us = 0;
     int64_t last_end_us = 0;
+    bool counted = false;  // its first finish is in runs_finished() (and run_seconds())
     // (island, gang sequence number) -> progress, for the gangs that ran a shard so far.
     std::map<std::pair<std::string, uint64_t>, Gang> gang_progress;
     bool finished() const { return state == "done" || state == "failed" || state == "abandoned"; }
     // Shards expected over the gangs whose slice size is known; for a progress figure.
     uint64_t shards_expected() const;
+  };
+  // Messages a service sent of one kind, cumulative since the service started.
+  struct SentCount {
+    uint64_t messages = 0;
+    uint64_t bytes = 0;
   };
   struct Span {
     uint64_t seq = 0;  // 1, 2, ... in arrival order
@@ -158,6 +180,14 @@ class ClusterView {
   const std::map<uint64_t, Client>& clients() const { return clients_; }
   const std::map<uint64_t, Program>& programs() const { return programs_; }
   const std::deque<Span>& spans() const { return spans_; }
+  // By event source ("executor/i0h0", "rm", ...), then message kind ("Dispatch").
+  const std::map<std::string, std::map<std::string, SentCount>>& sent() const { return sent_; }
+  // Clients connected, as the RM counted them at the last status.
+  uint32_t rm_clients() const { return rm_clients_; }
+  // Programs by the state they first finished in ("done", "failed", "abandoned").
+  const std::map<std::string, uint64_t>& runs_finished() const { return runs_finished_; }
+  // The durations (seconds) of the programs that finished "done".
+  const Histogram& run_seconds() const { return run_seconds_; }
   // The newest event timestamp seen (wall-clock microseconds); 0 before any.
   int64_t now_us() const { return now_us_; }
   uint64_t events_seen() const { return events_seen_; }
@@ -172,6 +202,7 @@ class ClusterView {
   void OnGangDone(const nlohmann::json& f);
   void OnProgramScheduled(const nlohmann::json& f);
   void OnClientGone(const nlohmann::json& f);
+  void OnNetStats(const nlohmann::json& f);
   void UpdateState(Program& program);
   void Trim();
 
@@ -183,6 +214,10 @@ class ClusterView {
   std::map<uint64_t, Client> clients_;
   std::map<uint64_t, Program> programs_;  // by run id
   std::deque<Span> spans_;
+  std::map<std::string, std::map<std::string, SentCount>> sent_;
+  uint32_t rm_clients_ = 0;
+  std::map<std::string, uint64_t> runs_finished_;
+  Histogram run_seconds_;
   uint64_t next_span_seq_ = 1;
   int64_t now_us_ = 0;
   uint64_t events_seen_ = 0;

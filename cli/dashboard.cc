@@ -5,6 +5,8 @@
 //   GET /api/stream   Server-Sent Events: a "state" event (the same JSON, spans after the
 //                     previous push) every --push-interval-ms; its id is the newest span
 //                     seq, so a reconnecting browser (Last-Event-ID) resumes where it was
+//   GET /metrics      the cluster's metrics in Prometheus's text format (cluster_metrics.h),
+//                     for a Prometheus server to scrape
 //   GET /healthz      "ok"
 // on 127.0.0.1:8470 by default. Listening elsewhere (--listen 0.0.0.0:8470, e.g. in a
 // container) serves the cluster's state to whoever can reach the port: there is no login.
@@ -21,9 +23,11 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "cli/cluster_metrics.h"
 #include "cli/cluster_view.h"
 #include "cli/commands.h"
 #include "cli/live_feed.h"
+#include "cli/prometheus_text.h"
 #include "common/net/event_loop.h"
 
 namespace atl {
@@ -61,6 +65,12 @@ class SharedView {
     return j.dump();
   }
 
+  // The text of /metrics.
+  Result<std::string> Metrics() {
+    std::lock_guard lock(mu_);
+    return ClusterMetricsText(view_, notice_.empty());
+  }
+
  private:
   std::mutex mu_;
   ClusterView view_;    // guarded by mu_
@@ -94,6 +104,15 @@ void Serve(httplib::Server& server, SharedView& shared, const DashboardOptions& 
   server.Get("/api/state", [&shared](const httplib::Request& req, httplib::Response& res) {
     res.set_header("Cache-Control", "no-store");
     res.set_content(shared.Json(ParseSeq(req.get_param_value("since"))), "application/json");
+  });
+  server.Get("/metrics", [&shared](const httplib::Request&, httplib::Response& res) {
+    auto text = shared.Metrics();
+    if (!text.ok()) {
+      res.status = 500;
+      res.set_content(text.status().ToString() + "\n", "text/plain");
+      return;
+    }
+    res.set_content(*text, PrometheusText::kContentType);
   });
   server.Get("/api/stream", [&shared, &opts, &stopping](const httplib::Request& req,
                                                         httplib::Response& res) {
@@ -197,7 +216,9 @@ void RunDashboard(const DashboardOptions& opts, const GlobalOptions& global) {
 void AddDashboardCommand(CLI::App& app, const GlobalOptions& global) {
   auto opts = std::make_shared<DashboardOptions>();
   auto* cmd = app.add_subcommand(
-      "dashboard", "Serve a live web dashboard: cluster, programs, a gang timeline per device");
+      "dashboard",
+      "Serve a live web dashboard (cluster, programs, a gang timeline per device) and the "
+      "cluster's metrics for Prometheus on /metrics");
   cmd->add_option("--listen", opts->listen,
                   "HOST:PORT to serve on; port 0 picks a free one (printed on stdout)")
       ->capture_default_str();

@@ -8,9 +8,9 @@ LiveFeed::LiveFeed(zmq::context_t& context, const ClusterInfo& info)
       rm_(context, info.rm_endpoint) {}
 
 const std::vector<std::string>& LiveFeed::Topics() {
-  static const std::vector<std::string> topics = {"device.",     "host.",     "island.",
-                                                  "store.stats", "slice.",    "client.",
-                                                  "program.",    "gang.done", "error.gang"};
+  static const std::vector<std::string> topics = {
+      "device.", "host.",   "island.",  "store.stats",     "scheduler.stats", "net.stats",
+      "slice.",  "client.", "program.", "dataplane.stats", "gang.done",       "error.gang"};
   return topics;
 }
 

@@ -212,10 +212,10 @@ void StoreLink::Complete(const std::shared_ptr<Write>& write) {
   proto::SealObject seal{write->create.object_id, write->create.shard, 0, ""};
   if (write->value) {
     auto span = arena_.Slice(*write->offset, write->value->nbytes());
-    if (span.ok()) {
-      std::memcpy(span->data(), write->value->data(), write->value->nbytes());
-    } else {
+    if (!span.ok()) {
       write->failure = span.status();
+    } else if (write->value->nbytes() > 0) {  // an empty tensor's data() may be null
+      std::memcpy(span->data(), write->value->data(), write->value->nbytes());
     }
   }
   if (!write->failure.ok()) {

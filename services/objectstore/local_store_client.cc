@@ -33,7 +33,8 @@ Status LocalStoreClient::Put(uint64_t object, uint32_t shard, uint64_t owner, DT
                              const Shape& shape, std::span<const std::byte> bytes, int32_t device) {
   return CreateFilled({object, shard, owner, dtype, shape, device},
                       [&](std::byte* dst, uint64_t nbytes) {
-                        std::memcpy(dst, bytes.data(), std::min<uint64_t>(nbytes, bytes.size()));
+                        const uint64_t n = std::min<uint64_t>(nbytes, bytes.size());
+                        if (n > 0) std::memcpy(dst, bytes.data(), n);  // empty: data() may be null
                       });
 }
 
@@ -50,7 +51,7 @@ Status LocalStoreClient::Get(uint64_t object, uint32_t shard, std::span<std::byt
                            std::to_string(out.size()));
   }
   ATOLL_ASSIGN_OR_RETURN(auto span, std::as_const(*region_).Slice(reply.offset, reply.nbytes));
-  std::memcpy(out.data(), span.data(), span.size());
+  if (!span.empty()) std::memcpy(out.data(), span.data(), span.size());
   return Status::Ok();
 }
 
@@ -61,7 +62,8 @@ Status LocalStoreClient::Copy(uint64_t from, uint32_t shard, uint64_t to, uint64
   ATOLL_ASSIGN_OR_RETURN(auto source, std::as_const(*region_).Slice(reply.offset, reply.nbytes));
   return CreateFilled({to, shard, owner, reply.dtype, reply.shape, device},
                       [&](std::byte* dst, uint64_t nbytes) {
-                        std::memcpy(dst, source.data(), std::min<uint64_t>(nbytes, source.size()));
+                        const uint64_t n = std::min<uint64_t>(nbytes, source.size());
+                        if (n > 0) std::memcpy(dst, source.data(), n);
                       });
 }
 

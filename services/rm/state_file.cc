@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "common/proto/codec.h"
+
 namespace atl::rm {
 
 namespace {
@@ -82,7 +84,9 @@ Result<RmState> ReadStateFile(const std::string& path) {
   if (!in.good() && !in.eof()) return Unavailable("cannot read the state file " + path);
   RmState state;
   try {
-    msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size());
+    // Limits as for a message from the wire: a damaged length must not allocate gigabytes.
+    msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size(), nullptr, nullptr,
+                                                    proto::UntrustedLimit(bytes.size()));
     const msgpack::object& o = handle.get();
     if (o.type != msgpack::type::ARRAY || o.via.array.size != kStateFields ||
         o.via.array.ptr[0].as<uint32_t>() != kStateVersion) {

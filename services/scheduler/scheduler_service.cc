@@ -44,6 +44,13 @@ void SchedulerService::HeartbeatRm() {
   if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
 }
 
+void SchedulerService::PublishStats() {
+  events_->Publish("net.stats", net::SentCountFields());
+  events_->Publish("scheduler.stats", {{"island", options_.island},
+                                       {"queued", uint64_t{order_->queued()}},
+                                       {"in_flight", uint64_t{order_->in_flight()}}});
+}
+
 void SchedulerService::OnRm() {
   const std::vector<Status> errors = rm_->TakeErrors();
   const bool unknown = std::any_of(errors.begin(), errors.end(),
@@ -60,8 +67,8 @@ void SchedulerService::Run() {
   loop_.AddSocket("rm", rm_->socket(), [this] { OnRm(); });
   loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { HeartbeatRm(); });
-  loop_.AddTimer("net.stats", std::chrono::milliseconds(config_.heartbeat_ms),
-                 [this] { events_->Publish("net.stats", net::SentCountFields()); });
+  loop_.AddTimer("stats", std::chrono::milliseconds(config_.heartbeat_ms),
+                 [this] { PublishStats(); });
   loop_.AddTimer("cross-island waits", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { ExpireCrossIslandWaits(); });
   loop_.AddTimer("client liveness", std::chrono::milliseconds(config_.heartbeat_ms),

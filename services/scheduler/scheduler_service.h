@@ -79,6 +79,10 @@ class SchedulerService {
   // its host, and so do later ones until it is back (IslandOrder::ExecutorLost).
   Status OnHostChanged(proto::Incoming& in);
   void HeartbeatRm();
+  // Every heartbeat, for watchers (`atoll dashboard`'s metrics, bench/control): net.stats
+  // (messages sent) and scheduler.stats {island, queued, in_flight} (gangs waiting here and
+  // gangs dispatched and not finished).
+  void PublishStats();
   // The RM's answers: an Error to a heartbeat means it does not know this scheduler.
   void OnRm();
 

@@ -216,7 +216,8 @@ TEST_P(CliTest, UpRestartsACrashedServiceAndStatusCountsIt) {
   EXPECT_THAT(text.out, HasSubstr("scheduler-island0 1, scheduler-island1 0"));
   const CommandResult json = Atoll({"status", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.Describe();
-  for (const auto& s : nlohmann::json::parse(json.out).at("services")) {
+  const nlohmann::json status = nlohmann::json::parse(json.out);
+  for (const auto& s : status.at("services")) {
     EXPECT_EQ(s.at("restarts"), s.at("name") == "scheduler-island0" ? 1 : 0) << s;
     if (s.at("name") == "scheduler-island0") {
       EXPECT_EQ(s.at("pid"), new_pid);
