@@ -24,8 +24,8 @@ RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string 
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       proxy_(context),
       placement_(MakeSpreadEvenlyPolicy()),
-      stores_(context),
-      schedulers_(context) {
+      stores_(context, /*drop_when_full=*/true),
+      schedulers_(context, /*drop_when_full=*/true) {
   for (const auto& island : config_.islands) configured_islands_.push_back(island.name);
 }
 
@@ -410,10 +410,12 @@ void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status)
                     proto::ToError(status.WithContext("compile")));
     return;
   }
+  auto f = state_.functions.find(p.function_id);
+  if (f == state_.functions.end()) return;  // its client left while it compiled
   SaveState();
-  const Function& f = state_.functions.at(p.function_id);
-  events_->Publish("function.registered",
-                   {{"function", p.function_id}, {"name", f.def.name}, {"slice", f.slice}});
+  events_->Publish(
+      "function.registered",
+      {{"function", p.function_id}, {"name", f->second.def.name}, {"slice", f->second.slice}});
   (void)net::Send(socket_, &routing, p.client_request_id,
                   proto::RegisterFunctionReply{p.function_id});
 }

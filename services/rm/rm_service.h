@@ -176,8 +176,11 @@ class RmService {
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
   std::map<uint64_t, PendingDrain> drains_;          // by the RM's own request id
-  net::DealerPool stores_;                           // to object stores, for HostChanged
-  net::DealerPool schedulers_;                       // to island schedulers, for HostChanged
+  // To object stores and island schedulers, for HostChanged. A notice to one that is gone
+  // or not reading is dropped once its queue is full rather than stall the RM: any member
+  // may register a scheduler, for an island of its choosing.
+  net::DealerPool stores_;
+  net::DealerPool schedulers_;
   uint64_t next_request_id_ = 1;
 };
 
