@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # The tests under sanitizers, each sanitizer in a build of its own:
 #   scripts/sanitize.sh address          every test under ASan and UBSan (build-asan/)
-#   scripts/sanitize.sh address --quick  the part of that CI runs: all but the long
-#                                        end-to-end binaries (ASAN_LONG below)
+#   scripts/sanitize.sh address --quick  the part of that CI runs (ASAN_QUICK below)
 #   scripts/sanitize.sh thread           the threaded parts under TSan (build-tsan/): the
 #                                        executor's, object store's and client's unit tests
 #                                        and every end-to-end test
-#   scripts/sanitize.sh thread --quick   the part of that CI runs (see TSAN_QUICK below)
+#   scripts/sanitize.sh thread --quick   the part of that CI runs (TSAN_QUICK below)
 # Builds only what the tests need, then runs them; extra arguments go to ctest (-R REGEX).
 # ATOLL_BUILD_DIR overrides the build directory.
 #
@@ -24,37 +23,43 @@ if [ "${1:-}" = --quick ]; then
   shift
 fi
 
-# The threaded parts, by test binary: every test of a binary carries its name as its label.
-TSAN_QUICK=(executor_unit_test objectstore_unit_test objectstore_process_test client_test
-            public_api_test e2e_test)
-TSAN_MORE=(e2e_elastic_test examples_e2e_test e2e_chaos_test)
-# The binaries whose tests take minutes even unsanitized: the whole ASan run only.
-ASAN_LONG=(e2e_elastic_test examples_e2e_test e2e_chaos_test e2e_wire_fuzz_test)
+# What each run builds and runs, by test binary (every test carries its binary's name as its
+# label). The quick forms are what CI can afford on 2 cores: they build only their binaries.
+# ASan quick: the wire decoders, the services' cores, kernels, and one cluster end to end.
+ASAN_QUICK=(base_test ir_test protocol_test config_test quota_test job_test compute_test
+            kernel_lib_test state_file_test placement_test slice_quota_test island_order_test
+            executor_unit_test objectstore_unit_test objectstore_process_test client_test
+            e2e_test)
+# TSan quick: the threaded parts' own tests (device streams, the outbox over real ZeroMQ, the
+# store's timers); the whole TSan run adds every cluster test, whose services run sanitized.
+TSAN_QUICK=(executor_unit_test objectstore_unit_test objectstore_process_test client_test)
+TSAN_MORE=(public_api_test e2e_test e2e_elastic_test examples_e2e_test e2e_chaos_test
+           e2e_metrics_test)
 
 build_args=()
 ctest_args=()
+binaries=()
 case "$kind" in
   address)
     build_dir=${ATOLL_BUILD_DIR:-build-asan}
     build_args+=(-DATOLL_BUILD_BENCH=OFF)
-    if [ "$quick" = 1 ]; then
-      labels=$(IFS='|'; echo "${ASAN_LONG[*]}")
-      ctest_args+=(-LE "^($labels)\$")
-    fi
+    if [ "$quick" = 1 ]; then binaries=("${ASAN_QUICK[@]}"); fi
     ;;
   thread)
     build_dir=${ATOLL_BUILD_DIR:-build-tsan}
     binaries=("${TSAN_QUICK[@]}")
-    [ "$quick" = 1 ] || binaries+=("${TSAN_MORE[@]}")
-    for binary in "${binaries[@]}"; do build_args+=(--target "$binary"); done
-    labels=$(IFS='|'; echo "${binaries[*]}")
-    ctest_args+=(-L "^($labels)\$")
+    if [ "$quick" = 0 ]; then binaries+=("${TSAN_MORE[@]}"); fi
     ;;
   *)
     echo "usage: scripts/sanitize.sh address|thread [--quick] [ctest arguments]" >&2
     exit 2
     ;;
 esac
+if [ ${#binaries[@]} -gt 0 ]; then
+  for binary in "${binaries[@]}"; do build_args+=(--target "$binary"); done
+  labels=$(IFS='|'; echo "${binaries[*]}")
+  ctest_args+=(-L "^($labels)\$")
+fi
 
 bash scripts/setup.sh
 # -O1 and line tables only: the sanitizers' usual setting, and a build CI can afford.

@@ -115,7 +115,9 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
   if (root.contains("quotas")) {
     const auto& t = toml::find(root, "quotas");
     // A misspelt quota would silently be no quota at all.
-    for (const auto& [name, value] : t.as_table()) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    for (const auto& entry : t.as_table()) {
+      const std::string& name = entry.first;
       const bool known = std::any_of(std::begin(kQuotaKeys), std::end(kQuotaKeys),
                                      [&](const QuotaKey& key) { return name == key.name; });
       if (!known) {

@@ -179,7 +179,12 @@ Status StoreService::CheckNewObject(const proto::Incoming& in, uint64_t object,
 Status StoreService::OnCreate(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
   ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "reserve store memory (CreateObject)"));
-  ATOLL_RETURN_IF_ERROR(CheckNewObject(in, req.object_id, req.owner_client));
+  if (Status owner = CheckNewObject(in, req.object_id, req.owner_client); !owner.ok()) {
+    // Never made (its owner gone, or the RM not there to vouch for it): readers already
+    // waiting for it would otherwise wait out their whole timeout.
+    CancelWaiters(req.object_id, "will not be created: " + owner.ToString());
+    return owner;
+  }
   ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(req.dtype, req.shape));
   ATOLL_RETURN_IF_ERROR(directory_.pools().Check(req.device));
   if (req.device == proto::CreateObject::kHost) {
@@ -290,7 +295,14 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
   const Status error = req.error_code == 0
                            ? Status::Ok()
                            : proto::FromError(proto::Error{req.error_code, req.error});
-  ATOLL_RETURN_IF_ERROR(directory_.Seal(req.object_id, req.shard, error));
+  if (Status sealed = directory_.Seal(req.object_id, req.shard, error); !sealed.ok()) {
+    // Unknown here (reserved from a store process before this one, or collected): what
+    // its readers wait for will never be sealed here.
+    if (sealed.code() == Code::kNotFound) {
+      CancelWaiters(req.object_id, "will not be sealed here: " + sealed.ToString());
+    }
+    return sealed;
+  }
   Send(ReplyToOf(in), proto::Ok{});
   EventFields fields{{"object", req.object_id}, {"shard", uint64_t{req.shard}}};
   if (!error.ok()) fields.emplace_back("error", error.ToString());

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/doubling_program.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/launcher/subprocess.h"
 
@@ -17,25 +18,16 @@ using namespace std::chrono_literals;
 using MemoryTest = SmallMemoryClusterTest;
 
 // A one-device program doubling f32[n]; its output lives in the device's memory.
-Result<Program> Doubling(Client& client, int64_t n) {
+Result<Program> OneDeviceDoubling(Client& client, int64_t n) {
   ATOLL_ASSIGN_OR_RETURN(Slice slice, client.CreateSlice(1));
-  FunctionBuilder b("double");
-  b.Output(b.Mul(b.Input(DType::kF32, {n}), 2.0));
-  ATOLL_ASSIGN_OR_RETURN(Function f, client.Register(b, slice));
-  ProgramBuilder p;
-  p.Return({p.Call(f, {p.Arg(DType::kF32, {n})})[0]});
-  return p.Build();
-}
-
-Tensor Filled(int64_t n, float value) {
-  return Tensor::F32({n}, std::vector<float>(static_cast<size_t>(n), value));
+  return Doubling(client, slice, n);
 }
 
 TEST_F(MemoryTest, ComputationWaitsForDeviceMemoryUntilBuffersAreReleased) {
   constexpr int64_t kElems = 768 * 1024;  // 3 MiB: one result fits a 4 MiB device, two do not
   auto client = Connect("memory");
   ASSERT_NE(client, nullptr);
-  auto program = Doubling(*client, kElems);
+  auto program = OneDeviceDoubling(*client, kElems);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   EventRecorder events(EventsEndpoint());
 
@@ -73,7 +65,7 @@ TEST_F(MemoryTest, OutputThatCanNeverFitFailsAtOnceNamingTheDevice) {
   constexpr int64_t kElems = 2 * 1024 * 1024;  // 8 MiB on a 4 MiB device
   auto client = Connect("oversized");
   ASSERT_NE(client, nullptr);
-  auto program = Doubling(*client, kElems);
+  auto program = OneDeviceDoubling(*client, kElems);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   auto run = client->Submit(*program, {Filled(kElems, 1)});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
@@ -92,7 +84,7 @@ TEST_F(MemoryTest, StatusShowsDeviceMemoryInUseAndObjectsPerOwner) {
   constexpr int64_t kElems = 256 * 1024;  // 1 MiB
   auto client = Connect("status");
   ASSERT_NE(client, nullptr);
-  auto program = Doubling(*client, kElems);
+  auto program = OneDeviceDoubling(*client, kElems);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   auto run = client->Submit(*program, {Filled(kElems, 1)});
   ASSERT_TRUE(run.ok()) << run.status().ToString();

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/doubling_program.h"
 #include "tests/e2e/event_recorder.h"
 
 namespace atl::testing {
@@ -23,23 +24,8 @@ class QuotaTest : public ClusterTest {
 constexpr uint64_t kQuotaBytes = 1 << 20;  // quotas.toml's store_bytes
 constexpr int64_t kElems = 96 * 1024;      // f32: 384 KiB
 
-// A program doubling f32[n] on `slice`: its argument is put into h0's arena and its result
-// reserved in a device's memory on h0, so a run holds 8n bytes of its client's quota there.
-Result<Program> Doubling(Client& client, const Slice& slice, int64_t n) {
-  FunctionBuilder b("double");
-  b.Output(b.Mul(b.Input(DType::kF32, {n}), 2.0));
-  ATOLL_ASSIGN_OR_RETURN(Function f, client.Register(b, slice));
-  ProgramBuilder p;
-  p.Return({p.Call(f, {p.Arg(DType::kF32, {n})})[0]});
-  return p.Build();
-}
-
-Tensor Filled(int64_t n, float value) {
-  return Tensor::F32({n}, std::vector<float>(static_cast<size_t>(n), value));
-}
-
-// Runs `program` on f32[n] ones and checks the result; the Run is returned, holding its
-// objects.
+// Runs Doubling(n) (8n bytes of its client's quota on h0 while it holds them) on f32[n]
+// ones and checks the result; the Run is returned, holding its objects.
 std::optional<atl::Run> RunDoubling(Client& client, const Program& program, int64_t n) {
   auto run = client.Submit(program, {Filled(n, 1)});
   EXPECT_TRUE(run.ok()) << run.status().ToString();

@@ -3,6 +3,7 @@
 // touch. Client A holds key "alice", client B key "bob"; B's raw requests carry B's key, as
 // an attacker's would, whatever ids they name.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "common/proto/ids.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/e2e/member_context.h"
 
 namespace atl::testing {
 namespace {
@@ -222,6 +224,49 @@ TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
       proto::PutObject{proto::MakeObjectId(ghost, 1), 0, ghost, DType::kF32, {2}}, Bytes({1, 2}));
   EXPECT_EQ(put.status().code(), Code::kNotFound) << put.status().ToString();
   EXPECT_THAT(put.status().message(), HasSubstr("not connected"));
+}
+
+TEST_F(SecurityTest, ReadersOfAShardThatWillNeverBeWrittenAreAnsweredAtOnce) {
+  // A reader waits for a shard that then cannot be written: its reservation is refused (the
+  // owner is not connected), or its seal names a shard this store never reserved (one a
+  // store process before a restart did). The reader hears so then, not when its own minute
+  // runs out. One connection, so that the store sees the read first.
+  MemberContext member;
+  zmq::socket_t socket = net::MakeSocket(member, zmq::socket_type::dealer);
+  ASSERT_TRUE(net::Connect(socket, Endpoint("objectstore-i0h0", "endpoint")).ok());
+  uint64_t next_request = 1;
+  auto send = [&](const auto& body) {
+    net::Frames frames;
+    frames.push_back(proto::EncodeHeader(next_request++, body));
+    return net::SendFrames(socket, frames);
+  };
+  // The error answers to the requests sent so far, by request id.
+  std::map<uint64_t, Status> answers;
+  auto await_answers = [&] {
+    while (answers.size() + 1 < next_request) {
+      auto frames = net::RecvFrames(socket, 10s);
+      ASSERT_TRUE(frames.ok() && frames->has_value()) << "answers so far: " << answers.size();
+      auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+      ASSERT_TRUE(in.ok()) << in.status().ToString();
+      ASSERT_EQ(in->header.kind(), proto::Kind::kError);
+      answers[in->header.request_id()] = proto::FromError(*in->header.As<proto::Error>());
+    }
+  };
+  const uint64_t ghost = 1'000'001;
+  const uint64_t refused = proto::MakeObjectId(ghost, 1);
+  ASSERT_TRUE(send(proto::GetObject{refused, 0, 60'000, false}).ok());
+  ASSERT_TRUE(send(proto::CreateObject{refused, 0, ghost, DType::kF32, {2}, 0}).ok());
+  const uint64_t orphan = proto::MakeObjectId(ghost, 2);
+  ASSERT_TRUE(send(proto::GetObject{orphan, 0, 60'000, false}).ok());
+  ASSERT_TRUE(send(proto::SealObject{orphan, 0, 0, ""}).ok());
+  await_answers();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(answers[2].code(), Code::kNotFound) << answers[2].ToString();
+  EXPECT_EQ(answers[1].code(), Code::kCancelled) << answers[1].ToString();
+  EXPECT_THAT(answers[1].message(), HasSubstr("will not be created"));
+  EXPECT_EQ(answers[4].code(), Code::kNotFound) << answers[4].ToString();
+  EXPECT_EQ(answers[3].code(), Code::kCancelled) << answers[3].ToString();
+  EXPECT_THAT(answers[3].message(), HasSubstr("will not be sealed here"));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "services/objectstore/directory.h"
+#include "tests/services/objectstore/fake_clock.h"
 
 #include <cstring>
 #include <vector>
@@ -9,15 +10,6 @@ namespace atl::store {
 namespace {
 
 using std::chrono::milliseconds;
-
-class FakeClock final : public Clock {
- public:
-  TimePoint Now() const override { return now_; }
-  void Advance(milliseconds by) { now_ += by; }
-
- private:
-  TimePoint now_{};
-};
 
 constexpr uint64_t kArena = 64 * 1024;
 constexpr milliseconds kTimeout{200};

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "services/objectstore/directory.h"
+#include "tests/services/objectstore/fake_clock.h"
 
 namespace atl::store {
 namespace {
@@ -53,15 +54,6 @@ TEST(OwnerUsageTest, OwnerZeroAndZeroLimitsAreUnlimited) {
   unlimited.Add(7, true, uint64_t{1} << 40);
   EXPECT_TRUE(unlimited.Check(7, true, uint64_t{1} << 40).ok());
 }
-
-class FakeClock final : public Clock {
- public:
-  TimePoint Now() const override { return now_; }
-  void Advance(milliseconds by) { now_ += by; }
-
- private:
-  TimePoint now_{};
-};
 
 constexpr milliseconds kTimeout{200};
 constexpr uint64_t kQuotaBytes = 1024;  // 256 f32
