@@ -10,8 +10,9 @@
 namespace atl {
 
 void AddUpCommand(CLI::App& app, const GlobalOptions& global);         // up.cc
+void AddStartCommand(CLI::App& app, const GlobalOptions& global);      // start.cc
 void AddSuperviseCommand(CLI::App& app, const GlobalOptions& global);  // supervise.cc
-void AddDownCommand(CLI::App& app, const GlobalOptions& global);       // down.cc
+void AddStopCommands(CLI::App& app, const GlobalOptions& global);      // stop.cc: stop, down
 void AddStatusCommand(CLI::App& app, const GlobalOptions& global);     // status.cc
 void AddWatchCommand(CLI::App& app, const GlobalOptions& global);      // watch.cc
 void AddTopCommand(CLI::App& app, const GlobalOptions& global);        // top.cc

@@ -13,6 +13,11 @@ namespace atl {
 Result<ClusterInfo> ResolveCluster(const GlobalOptions& global) {
   const std::string state_dir = global.state_dir.empty() ? DefaultStateDir() : global.state_dir;
   auto recorded = ReadClusterInfo(state_dir);
+  if (!recorded.ok() && recorded.status().code() == Code::kNotFound) {
+    // A machine that only joined hosts to a cluster knows the RM they joined.
+    const std::vector<std::string> records = ClusterRecords(state_dir);
+    if (!records.empty()) recorded = ReadClusterInfo(state_dir, records.front());
+  }
   if (!global.rm_endpoint.empty()) {
     ClusterInfo info;
     info.state_dir = state_dir;

@@ -39,9 +39,10 @@ Status SecureContext(zmq::context_t& context, const GlobalOptions& global);
 
 // The cluster to talk to. With --rm, a ClusterInfo holding that endpoint (and --events, or
 // the state dir's events_out when it records a cluster); otherwise the state dir's
-// cluster.toml. Fails with Unavailable "no cluster running: ..." when the state dir records
-// no cluster or its RM process is gone, and with Unavailable "the RM is down and its
-// supervisor ... is starting it again" while a supervisor is bringing it back.
+// cluster.toml, or, on a machine that only joined hosts, the record of one of them. Fails with
+// Unavailable "no cluster running: ..." when the state dir records no cluster or its RM process is
+// gone, and with Unavailable "the RM is down and its supervisor ... is starting it again" while a
+// supervisor is bringing it back.
 Result<ClusterInfo> ResolveCluster(const GlobalOptions& global);
 
 // Prints "atoll: <message>" on stderr and throws CLI::RuntimeError(exit_code).

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   atl::GlobalOptions global;
   global.state_dir = atl::DefaultStateDir();
   app.add_option("--state-dir", global.state_dir,
-                 "Where `atoll up` records the cluster: cluster.toml, logs/ "
+                 "Where `atoll up` and `atoll start` record what they start: cluster.toml, "
+                 "host-<name>.toml, logs/ "
                  "(default: $ATOLL_HOME, else $HOME/.atoll, else /tmp/atoll-<uid>)")
       ->capture_default_str();
   app.add_option("--rm", global.rm_endpoint,
@@ -38,8 +39,9 @@ int main(int argc, char** argv) {
       ->envname("ATOLL_KEYS");
 
   atl::AddUpCommand(app, global);
+  atl::AddStartCommand(app, global);
   atl::AddSuperviseCommand(app, global);
-  atl::AddDownCommand(app, global);
+  atl::AddStopCommands(app, global);
   atl::AddStatusCommand(app, global);
   atl::AddWatchCommand(app, global);
   atl::AddTraceCommand(app, global);

@@ -1,17 +1,19 @@
-// `atoll supervise` (hidden; `atoll up` starts it): the process that owns a local cluster
-// started by `atoll up`. It starts every service as its own child (LocalCluster), writes
-// cluster.toml with itself recorded as the supervisor, tells `atoll up` through its
-// --ready-file whether the cluster came up ("state" = "ready", or "failed" with "error"),
-// then restarts services that exit with backoff (LocalCluster::Supervise) until SIGTERM or
-// SIGINT, when it stops them all and exits. Its log is <state dir>/logs/supervisor.log.
+// `atoll supervise` (hidden; `atoll up` and `atoll start` start it): the process that owns
+// the services one of them started on this machine. It starts every service of its plan
+// (--plan) as its own child (LocalCluster), writes the plan's record (cluster.toml, or
+// host-<name>.toml) with itself recorded as the supervisor, tells the command through its
+// --ready-file whether they came up ("state" = "ready", or "failed" with "error"), then
+// restarts services that exit with backoff (LocalCluster::Supervise) until SIGTERM or
+// SIGINT, when it stops them all and exits. Its log is SupervisorLog().
 //
-// The services run in their own session (detached): should the supervisor itself die, the
-// cluster keeps running unsupervised, and `atoll down` stops it all the same.
+// The services run in their own session (detached): should the supervisor itself die, they
+// keep running unsupervised, and `atoll stop` stops them all the same.
 #include <unistd.h>
 
 #include <thread>
 
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/supervise.h"
@@ -31,6 +33,8 @@ constexpr auto kSupervisePeriod = std::chrono::milliseconds(50);
 Status Supervise(const SuperviseOptions& opts, const GlobalOptions& global) {
   LocalClusterOptions options;
   options.config_path = opts.config;
+  options.plan = opts.plan;
+  options.keys_dir = opts.keys_dir;
   options.state_dir = global.state_dir;
   options.bin_dir = opts.bin_dir;
   options.log_level = opts.log_level;
@@ -41,7 +45,7 @@ Status Supervise(const SuperviseOptions& opts, const GlobalOptions& global) {
   options.supervisor.role = "supervisor";
   options.supervisor.program = proc::ExecutablePath();
   options.supervisor.pid = getpid();
-  options.supervisor.log = SupervisorLog(options.state_dir);
+  options.supervisor.log = SupervisorLog(options.state_dir, opts.plan.RecordName());
   InstallShutdownSignals();
   LocalCluster cluster(options);
   const Status started = cluster.Start();
@@ -52,32 +56,77 @@ Status Supervise(const SuperviseOptions& opts, const GlobalOptions& global) {
   if (!started.ok()) return started;
   if (!told.ok()) {
     static_cast<void>(cluster.Stop());
-    return told.WithContext("telling `atoll up` that the cluster is ready");
+    return told.WithContext("telling the command that started it that it is ready");
   }
-  spdlog::info("cluster up from {}; supervising {} services", cluster.info().state_dir,
-               cluster.info().processes.size());
+  spdlog::info("{} up from {}; supervising {} services", cluster.info().record,
+               cluster.info().state_dir, cluster.info().processes.size());
   while (!ShutdownRequested()) {
     const Status s = cluster.Supervise();
     if (!s.ok()) spdlog::error("supervise: {}", s.ToString());
     std::this_thread::sleep_for(kSupervisePeriod);
   }
-  spdlog::info("stopping the cluster");
+  spdlog::info("stopping {}", cluster.info().record);
   return cluster.Stop();
 }
 
 }  // namespace
 
-std::string SupervisorLog(const std::string& state_dir) {
-  return state_dir + "/logs/supervisor.log";
+std::string SupervisorLog(const std::string& state_dir, const std::string& record) {
+  return state_dir + "/logs/supervisor" + (record == kHeadRecord ? "" : "-" + record) + ".log";
+}
+
+std::string PlanToJson(const StartPlan& plan) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& planned : plan.hosts) {
+    hosts.push_back({{"name", planned.host.name},
+                     {"island", planned.island},
+                     {"devices", planned.host.devices},
+                     {"kind", planned.host.kind}});
+  }
+  return nlohmann::json{{"join_rm", plan.join_rm},
+                        {"events_in", plan.events_in},
+                        {"events_out", plan.events_out},
+                        {"schedulers", plan.schedulers},
+                        {"hosts", hosts},
+                        {"bind", plan.bind},
+                        {"advertise", plan.advertise}}
+      .dump();
+}
+
+Result<StartPlan> PlanFromJson(const std::string& json) {
+  try {
+    const auto j = nlohmann::json::parse(json);
+    StartPlan plan;
+    j.at("join_rm").get_to(plan.join_rm);
+    j.at("events_in").get_to(plan.events_in);
+    j.at("events_out").get_to(plan.events_out);
+    j.at("schedulers").get_to(plan.schedulers);
+    j.at("bind").get_to(plan.bind);
+    j.at("advertise").get_to(plan.advertise);
+    for (const auto& h : j.at("hosts")) {
+      HostPlacement planned;
+      h.at("name").get_to(planned.host.name);
+      h.at("island").get_to(planned.island);
+      h.at("devices").get_to(planned.host.devices);
+      h.at("kind").get_to(planned.host.kind);
+      plan.hosts.push_back(std::move(planned));
+    }
+    return plan;
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string("not a start plan: ") + e.what());
+  }
 }
 
 void AddSuperviseCommand(CLI::App& app, const GlobalOptions& global) {
   auto opts = std::make_shared<SuperviseOptions>();
+  auto plan_json = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("supervise",
-                                 "Run a local cluster in the foreground, restarting "
-                                 "services that exit (`atoll up` starts this)");
-  cmd->group("");  // hidden from --help: `atoll up` is the command to use
+                                 "Run services in the foreground, restarting those that exit "
+                                 "(`atoll up` and `atoll start` start this)");
+  cmd->group("");  // hidden from --help: `atoll up` and `atoll start` are the commands to use
   cmd->add_option("--config", opts->config, "Cluster config")->required();
+  cmd->add_option("--plan", *plan_json, "What to start: a StartPlan as JSON")->required();
+  cmd->add_option("--keys-dir", opts->keys_dir, "The services' CURVE keys directory");
   cmd->add_option("--bin-dir", opts->bin_dir, "Where atoll-rm and the other services are");
   cmd->add_option("--log-level", opts->log_level, "Log level of every service");
   cmd->add_option("--ready-timeout-s", opts->ready_timeout_s,
@@ -86,7 +135,10 @@ void AddSuperviseCommand(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--ready-file", opts->ready_file,
                   "Where to say whether the cluster came up (state = ready or failed)")
       ->required();
-  cmd->callback([opts, &global] {
+  cmd->callback([opts, plan_json, &global] {
+    auto plan = PlanFromJson(*plan_json);
+    if (!plan.ok()) Fail(plan.status().WithContext("supervise"));
+    opts->plan = *std::move(plan);
     const Status s = Supervise(*opts, global);
     if (!s.ok()) Fail(s.WithContext("supervise"));
   });

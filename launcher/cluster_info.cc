@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -59,8 +60,9 @@ std::string Key(std::string_view k) {
 std::string Serialize(const ClusterInfo& info) {
   std::string out =
       "# Written by atoll when it started this cluster; read by `atoll status`,\n"
-      "# `atoll watch`, `atoll submit` and `atoll down`. Do not edit.\n";
+      "# `atoll watch`, `atoll submit` and `atoll stop`. Do not edit.\n";
   out += "config = " + Quote(info.config_path) + "\n";
+  out += "keys_dir = " + Quote(info.keys_dir) + "\n";
   out += "rm_endpoint = " + Quote(info.rm_endpoint) + "\n";
   out += "events_in = " + Quote(info.events_in) + "\n";
   out += "events_out = " + Quote(info.events_out) + "\n";
@@ -105,10 +107,12 @@ const ProcessInfo* ClusterInfo::Find(std::string_view name) const {
   return nullptr;
 }
 
-std::string ClusterInfoPath(const std::string& state_dir) { return state_dir + "/cluster.toml"; }
+std::string ClusterInfoPath(const std::string& state_dir, const std::string& record) {
+  return state_dir + "/" + record + ".toml";
+}
 
 Status WriteClusterInfo(const ClusterInfo& info) {
-  const std::string path = ClusterInfoPath(info.state_dir);
+  const std::string path = ClusterInfoPath(info.state_dir, info.record);
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(tmp);
@@ -122,15 +126,17 @@ Status WriteClusterInfo(const ClusterInfo& info) {
   return Status::Ok();
 }
 
-Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir) {
-  const std::string path = ClusterInfoPath(state_dir);
+Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir, const std::string& record) {
+  const std::string path = ClusterInfoPath(state_dir, record);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return NotFound("no " + path);
   try {
     const auto root = toml::parse(path);
     ClusterInfo info;
     info.state_dir = state_dir;
+    info.record = record;
     info.config_path = Str(root, "config");
+    info.keys_dir = Str(root, "keys_dir");
     info.rm_endpoint = Str(root, "rm_endpoint");
     info.events_in = Str(root, "events_in");
     info.events_out = Str(root, "events_out");
@@ -168,11 +174,26 @@ Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir) {
   }
 }
 
-Status RemoveClusterInfo(const std::string& state_dir) {
+Status RemoveClusterInfo(const std::string& state_dir, const std::string& record) {
+  const std::string path = ClusterInfoPath(state_dir, record);
   std::error_code ec;
-  std::filesystem::remove(ClusterInfoPath(state_dir), ec);
-  if (ec) return Unavailable("cannot remove " + ClusterInfoPath(state_dir) + ": " + ec.message());
+  std::filesystem::remove(path, ec);
+  if (ec) return Unavailable("cannot remove " + path + ": " + ec.message());
   return Status::Ok();
+}
+
+std::vector<std::string> ClusterRecords(const std::string& state_dir) {
+  std::vector<std::string> hosts;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(state_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("host-") && name.ends_with(".toml")) {
+      hosts.push_back(name.substr(0, name.size() - 5));
+    }
+  }
+  std::sort(hosts.begin(), hosts.end());
+  if (std::filesystem::exists(ClusterInfoPath(state_dir), ec)) hosts.push_back(kHeadRecord);
+  return hosts;
 }
 
 }  // namespace atl

@@ -1,8 +1,12 @@
 // ClusterInfo: what a running local cluster looks like from outside, recorded by the process
-// that started it in <state dir>/cluster.toml so that other atoll commands (`status`,
-// `watch`, `submit`, `down`) can find it. The file is TOML:
+// that started it in <state dir>/<record>.toml so that other atoll commands (`status`,
+// `watch`, `submit`, `stop`) can find it. One state dir holds a record per `atoll start`
+// run on this machine: "cluster" (cluster.toml) for the one that started the RM (`atoll
+// start head`, `atoll up`), "host-<name>" for each host that joined (`atoll start host`).
+// The file is TOML:
 //
 //   config = "/abs/path/config/local.toml"
+//   keys_dir = "/home/me/.atoll/keys"  # the CURVE keys its services hold; "" for plain text
 //   rm_endpoint = "tcp://127.0.0.1:5550"
 //   events_in = "tcp://127.0.0.1:5551"
 //   events_out = "tcp://127.0.0.1:5552"
@@ -45,9 +49,14 @@ struct ProcessInfo {
   int64_t restarts = 0;  // starts after the first, by supervision
 };
 
+// The record of the part that started the RM.
+inline constexpr const char* kHeadRecord = "cluster";
+
 struct ClusterInfo {
-  std::string state_dir;  // where cluster.toml lives; not written to the file itself
+  std::string state_dir;             // where the record lives; not written to the file itself
+  std::string record = kHeadRecord;  // its name: <state_dir>/<record>.toml; not written either
   std::string config_path;
+  std::string keys_dir;
   std::string rm_endpoint;
   std::string events_in;
   std::string events_out;
@@ -59,18 +68,23 @@ struct ClusterInfo {
   const ProcessInfo* Find(std::string_view name) const;
 };
 
-// <state_dir>/cluster.toml
-std::string ClusterInfoPath(const std::string& state_dir);
+// <state_dir>/<record>.toml
+std::string ClusterInfoPath(const std::string& state_dir, const std::string& record = kHeadRecord);
 
-// Writes info.state_dir/cluster.toml atomically (write then rename), so that a reader never
-// sees half of it while a supervisor rewrites it after a restart.
+// Writes info.state_dir/info.record.toml atomically (write then rename), so that a reader
+// never sees half of it while a supervisor rewrites it after a restart.
 Status WriteClusterInfo(const ClusterInfo& info);
 
-// Reads <state_dir>/cluster.toml. NotFound when there is none; InvalidArgument when it
+// Reads <state_dir>/<record>.toml. NotFound when there is none; InvalidArgument when it
 // cannot be parsed.
-Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir);
+Result<ClusterInfo> ReadClusterInfo(const std::string& state_dir,
+                                    const std::string& record = kHeadRecord);
 
-// Removes <state_dir>/cluster.toml; OK when there is none.
-Status RemoveClusterInfo(const std::string& state_dir);
+// Removes <state_dir>/<record>.toml; OK when there is none.
+Status RemoveClusterInfo(const std::string& state_dir, const std::string& record = kHeadRecord);
+
+// The records in `state_dir`: the joined hosts' ("host-<name>") by name, then the head's
+// ("cluster") when there is one.
+std::vector<std::string> ClusterRecords(const std::string& state_dir);
 
 }  // namespace atl

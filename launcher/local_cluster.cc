@@ -17,6 +17,7 @@
 
 #include "common/net/curve_keys.h"
 #include "common/net/events.h"
+#include "common/net/security.h"
 #include "common/service/ready_file.h"
 
 namespace atl {
@@ -143,24 +144,27 @@ ProcessInfo LocalCluster::Plan(const std::string& role, const std::string& targe
 
 std::vector<ProcessInfo> LocalCluster::PlanObjectStores() const {
   std::vector<ProcessInfo> out;
-  for (const auto& island : config_.islands) {
-    for (const auto& host : island.hosts) out.push_back(Plan("objectstore", host.name));
-  }
+  for (const auto& planned : plan_.hosts) out.push_back(Plan("objectstore", planned.host.name));
   return out;
 }
 
 std::vector<ProcessInfo> LocalCluster::PlanExecutors() const {
   std::vector<ProcessInfo> out;
-  for (const auto& island : config_.islands) {
-    for (const auto& host : island.hosts) out.push_back(Plan("executor", host.name));
-  }
+  for (const auto& planned : plan_.hosts) out.push_back(Plan("executor", planned.host.name));
   return out;
 }
 
 std::vector<ProcessInfo> LocalCluster::PlanSchedulers() const {
   std::vector<ProcessInfo> out;
-  for (const auto& island : config_.islands) out.push_back(Plan("scheduler", island.name));
+  for (const auto& island : plan_.schedulers) out.push_back(Plan("scheduler", island));
   return out;
+}
+
+const HostPlacement* LocalCluster::PlannedHostNamed(const std::string& name) const {
+  for (const auto& planned : plan_.hosts) {
+    if (planned.host.name == name) return &planned;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> LocalCluster::Argv(const Child& child) const {
@@ -168,25 +172,35 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
   std::vector<std::string> argv = {p.program, "--config", options_.config_path};
   if (p.role == "rm") {
     argv.insert(argv.end(), {"--state-file", options_.state_dir + "/rm.state"});
-  } else if (p.role == "objectstore") {
+  } else if (p.role == "objectstore" || p.role == "executor") {
     argv.insert(argv.end(),
                 {"--host", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
-  } else if (p.role == "executor") {
-    const Child* store = FindChild("objectstore-" + p.target);
-    const std::string store_ep = store ? Connectable(store->info.endpoints.at("endpoint")) : "";
-    argv.insert(argv.end(), {"--host", p.target, "--store", store_ep, "--rm", info_.rm_endpoint,
-                             "--events-in", info_.events_in});
+    // Said in full, so that a host the config does not name can start.
+    if (const HostPlacement* planned = PlannedHostNamed(p.target)) {
+      argv.insert(argv.end(),
+                  {"--island", planned->island, "--devices", std::to_string(planned->host.devices),
+                   "--kind", planned->host.kind});
+    }
+    if (p.role == "executor") {
+      const Child* store = FindChild("objectstore-" + p.target);
+      argv.insert(argv.end(),
+                  {"--store", store ? Connectable(store->info.endpoints.at("endpoint")) : ""});
+    }
   } else if (p.role == "scheduler") {
     argv.insert(argv.end(),
                 {"--island", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
   }
   // Started before (its ready file was read): it comes back where the rest of the cluster
-  // knows it, so that their connections (ZeroMQ reconnects on its own) reach it again.
+  // knows it, so that their connections (ZeroMQ reconnects on its own) reach it again. It
+  // binds what it bound (bind_<key>, when that is not what it advertises, such as 0.0.0.0).
   for (const auto& [key, option] : RebindOptions(p.role)) {
-    auto it = p.endpoints.find(key);
+    auto it = p.endpoints.find("bind_" + key);
+    if (it == p.endpoints.end()) it = p.endpoints.find(key);
     if (it != p.endpoints.end()) argv.insert(argv.end(), {option, it->second});
   }
   if (!keys_dir_.empty()) argv.insert(argv.end(), {"--keys", keys_dir_});
+  if (!plan_.bind.empty()) argv.insert(argv.end(), {"--bind", plan_.bind});
+  if (!plan_.advertise.empty()) argv.insert(argv.end(), {"--advertise", plan_.advertise});
   argv.insert(argv.end(), {"--ready-file", child.ready_path});
   if (!options_.log_level.empty()) argv.insert(argv.end(), {"--log-level", options_.log_level});
   return argv;
@@ -196,6 +210,10 @@ Status LocalCluster::Start() {
   if (!children_.empty() || wrote_info_) return FailedPrecondition("LocalCluster::Start twice");
   if (options_.config_path.empty()) return InvalidArgument("no cluster config given");
   ATOLL_ASSIGN_OR_RETURN(config_, LoadClusterConfig(options_.config_path));
+  plan_ = options_.plan ? *options_.plan : WholeCluster(config_);
+  if (!plan_.starts_rm() && plan_.hosts.empty()) {
+    return InvalidArgument("a start that joins the RM at " + plan_.join_rm + " must start a host");
+  }
 
   std::error_code ec;
   for (const char* sub : {"", "/logs", "/run"}) {
@@ -204,8 +222,12 @@ Status LocalCluster::Start() {
   }
   StateDirLock lock;
   ATOLL_RETURN_IF_ERROR(lock.Acquire(options_.state_dir));
-  ATOLL_RETURN_IF_ERROR(CheckNoRunningCluster(options_.state_dir));
-  for (const char* role : {"rm", "objectstore", "executor", "scheduler"}) {
+  ATOLL_RETURN_IF_ERROR(CheckNoRunningCluster(options_.state_dir, plan_.RecordName()));
+  std::vector<const char*> roles;
+  if (plan_.starts_rm()) roles.push_back("rm");
+  if (!plan_.hosts.empty()) roles.insert(roles.end(), {"objectstore", "executor"});
+  if (!plan_.schedulers.empty()) roles.push_back("scheduler");
+  for (const char* role : roles) {
     const std::string program = options_.bin_dir + "/" + Program(role);
     if (access(program.c_str(), X_OK) != 0) {
       return NotFound(Program(role) + " not found in " + options_.bin_dir +
@@ -215,29 +237,18 @@ Status LocalCluster::Start() {
   }
 
   ATOLL_RETURN_IF_ERROR(MakeKeys());
-  // A new cluster starts from nothing, whatever an earlier one in this dir left.
-  fs::remove(options_.state_dir + "/rm.state", ec);
   info_ = ClusterInfo{};
   info_.state_dir = options_.state_dir;
+  info_.record = plan_.RecordName();
   info_.config_path = options_.config_path;
+  info_.keys_dir = keys_dir_;
   info_.started_at_us = NowMicros();
   info_.supervisor = options_.supervisor;
+  info_.rm_endpoint = plan_.join_rm;
+  info_.events_in = plan_.events_in;
+  info_.events_out = plan_.events_out;
 
-  Status status = StartStage({Plan("rm", "")});
-  if (status.ok()) {
-    const ProcessInfo& rm = children_.front().info;
-    auto endpoint = ReadyValue(rm, "endpoint");
-    auto events_in = ReadyValue(rm, "events_in");
-    auto events_out = ReadyValue(rm, "events_out");
-    if (!endpoint.ok()) status = endpoint.status();
-    if (!events_in.ok()) status = events_in.status();
-    if (!events_out.ok()) status = events_out.status();
-    if (status.ok()) {
-      info_.rm_endpoint = *endpoint;
-      info_.events_in = *events_in;
-      info_.events_out = *events_out;
-    }
-  }
+  Status status = plan_.starts_rm() ? StartRm() : Status::Ok();
   if (status.ok()) status = StartStage(PlanObjectStores());
   if (status.ok()) {
     for (const auto& c : children_) {
@@ -259,10 +270,31 @@ Status LocalCluster::Start() {
   return Status::Ok();
 }
 
+Status LocalCluster::StartRm() {
+  // A new cluster starts from nothing, whatever an earlier one in this dir left.
+  std::error_code ec;
+  fs::remove(options_.state_dir + "/rm.state", ec);
+  ATOLL_RETURN_IF_ERROR(StartStage({Plan("rm", "")}));
+  const ProcessInfo& rm = children_.front().info;
+  ATOLL_ASSIGN_OR_RETURN(info_.rm_endpoint, ReadyValue(rm, "endpoint"));
+  ATOLL_ASSIGN_OR_RETURN(info_.events_in, ReadyValue(rm, "events_in"));
+  ATOLL_ASSIGN_OR_RETURN(info_.events_out, ReadyValue(rm, "events_out"));
+  return Status::Ok();
+}
+
 Status LocalCluster::MakeKeys() {
   if (!config_.security.curve()) return Status::Ok();
-  keys_dir_ = Absolute(config_.security.keys_dir.empty() ? options_.state_dir + "/keys"
-                                                         : config_.security.keys_dir);
+  const std::string& named =
+      !options_.keys_dir.empty() ? options_.keys_dir : config_.security.keys_dir;
+  keys_dir_ = Absolute(named.empty() ? options_.state_dir + "/keys" : named);
+  if (!plan_.starts_rm()) {
+    // Services that join hold the keys of the cluster they join, which made them.
+    auto held = net::ServiceCredentials(keys_dir_);
+    if (held.ok()) return Status::Ok();
+    return FailedPrecondition("joining the cluster takes its key pair, and " + keys_dir_ +
+                              " holds none (" + held.status().message() +
+                              "); copy the head's keys folder here, or name it with --keys");
+  }
   ATOLL_RETURN_IF_ERROR(net::EnsureClusterKeys(keys_dir_).status().WithContext("cluster keys"));
   return net::EnsureClientKey(keys_dir_, "default").status().WithContext("client keys");
 }
@@ -462,7 +494,7 @@ Status LocalCluster::Stop() {
     std::error_code ec;
     fs::remove(c.ready_path, ec);
   }
-  if (wrote_info_) static_cast<void>(RemoveClusterInfo(options_.state_dir));
+  if (wrote_info_) static_cast<void>(RemoveClusterInfo(options_.state_dir, info_.record));
   stopped_ = true;
   stop_status_ =
       issues.empty() ? Status::Ok() : Internal("local cluster did not stop cleanly:" + issues);
@@ -529,14 +561,15 @@ Result<std::optional<proc::ExitInfo>> LocalCluster::ExitStatus(const std::string
   return c->exit;
 }
 
-Status CheckNoRunningCluster(const std::string& state_dir) {
-  auto existing = ReadClusterInfo(state_dir);
+Status CheckNoRunningCluster(const std::string& state_dir, const std::string& record) {
+  auto existing = ReadClusterInfo(state_dir, record);
   if (!existing.ok()) return Status::Ok();  // none, or unreadable: nothing we could stop
   const auto running = RunningProcesses(*existing);
   if (running.empty()) return Status::Ok();  // stale: every recorded process is gone
-  return FailedPrecondition("a cluster is already running from " + state_dir + " (rm " +
+  const std::string what = record == kHeadRecord ? "a cluster is" : record + " is";
+  return FailedPrecondition(what + " already running from " + state_dir + " (rm " +
                             existing->rm_endpoint + ", " + std::to_string(running.size()) +
-                            " processes alive); run `atoll down` first");
+                            " processes alive); run `atoll stop` first");
 }
 
 std::vector<ProcessInfo> RunningProcesses(const ClusterInfo& info) {
@@ -583,7 +616,7 @@ Result<StopSummary> StopRecordedCluster(const ClusterInfo& recorded,
   ATOLL_RETURN_IF_ERROR(StopSupervisor(recorded, timeout, summary));
   // A supervisor that could not finish (killed) may have restarted services since `recorded`
   // was read: its last cluster.toml names their pids. One that finished removed the file.
-  auto latest = ReadClusterInfo(recorded.state_dir);
+  auto latest = ReadClusterInfo(recorded.state_dir, recorded.record);
   const ClusterInfo& info = latest.ok() ? *latest : recorded;
 
   std::vector<ProcessInfo> targets;
@@ -635,7 +668,7 @@ Result<StopSummary> StopRecordedCluster(const ClusterInfo& recorded,
     std::error_code ec;
     fs::remove(info.state_dir + "/run/" + p.name + ".ready", ec);
   }
-  ATOLL_RETURN_IF_ERROR(RemoveClusterInfo(info.state_dir));
+  ATOLL_RETURN_IF_ERROR(RemoveClusterInfo(info.state_dir, info.record));
   return summary;
 }
 

@@ -1,7 +1,9 @@
-// LocalCluster: a whole atoll cluster as processes on this machine, started from a cluster
-// config (config/local.toml): the RM first, then one object store per host, one executor per
-// host (given its host's store), one scheduler per island. `atoll up` uses it, and so does
-// every end-to-end test.
+// LocalCluster: atoll services as processes on this machine, started from a cluster config
+// (config/local.toml) and a StartPlan (start_plan.h): the RM first (unless the plan joins a
+// running one), then one object store per host, one executor per host (given its host's
+// store), one scheduler per island. By default the plan is the whole config; `atoll up`,
+// `atoll start head` and `atoll start host` each run one under their supervisor, and every
+// end-to-end test starts one.
 //
 // Supervision: call Supervise() periodically (`atoll supervise`, cli/supervise.cc, does every
 // 50 ms) and a service that exits on its own is started again after a RestartBackoff delay
@@ -9,12 +11,16 @@
 // connection finds it again; its restart count and new pid go to cluster.toml.
 //
 // Files under the state directory:
-//   <state_dir>/cluster.toml        where everything listens, pids, restarts (cluster_info.h)
+//   <state_dir>/<record>.toml       where everything listens, pids, restarts (cluster_info.h):
+//                                   cluster.toml for a plan that starts the RM, else
+//                                   host-<name>.toml (StartPlan::RecordName)
 //   <state_dir>/logs/<name>.log     each service's stdout and stderr
 //   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
 //   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart)
-//   <state_dir>/keys/               the CURVE keys, unless the config names another place
-//                                   (common/net/curve_keys.h); kept across starts
+//   <state_dir>/keys/               the CURVE keys, unless the config or the options name
+//                                   another place (common/net/curve_keys.h); kept across
+//                                   starts; made by a plan that starts the RM, required
+//                                   (copied from the head) by one that joins
 // Service names: "rm", "objectstore-<host>", "executor-<host>", "scheduler-<island>".
 //
 // Example (a test):
@@ -43,14 +49,19 @@
 #include "launcher/cluster_info.h"
 #include "launcher/process.h"
 #include "launcher/restart_backoff.h"
+#include "launcher/start_plan.h"
 
 namespace atl {
 
 struct LocalClusterOptions {
   std::string config_path;  // required
-  std::string state_dir;    // empty: DefaultStateDir()
-  std::string bin_dir;      // where atoll-rm & co. are; empty: the running executable's dir
-  std::string log_level;    // passed to every service with --log-level; empty: the config's
+  // What to start; empty: WholeCluster(the config).
+  std::optional<StartPlan> plan;
+  // The CURVE keys directory; empty: the config's security.keys_dir, else <state_dir>/keys.
+  std::string keys_dir;
+  std::string state_dir;  // empty: DefaultStateDir()
+  std::string bin_dir;    // where atoll-rm & co. are; empty: the running executable's dir
+  std::string log_level;  // passed to every service with --log-level; empty: the config's
   // How long each service may take from its start to its ready file.
   std::chrono::milliseconds ready_timeout{20000};
   // How long Stop() waits after SIGTERM before it sends SIGKILL.
@@ -73,10 +84,13 @@ class LocalCluster {
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
 
-  // Starts every service and waits for each one's ready file, then writes cluster.toml.
-  // Fails, having stopped whatever it started, when:
-  //  - the config cannot be loaded or a binary is missing (InvalidArgument / NotFound);
-  //  - the state dir's cluster.toml names processes that still run (FailedPrecondition:
+  // Starts every service of the plan and waits for each one's ready file, then writes its
+  // record. Fails, having stopped whatever it started, when:
+  //  - the config cannot be loaded, a binary is missing or the plan joins an RM with no
+  //    host to start (InvalidArgument / NotFound);
+  //  - the plan joins an RM and the keys directory holds no cluster key pair
+  //    (FailedPrecondition);
+  //  - the state dir's record names processes that still run (FailedPrecondition:
   //    "a cluster is already running ...; run `atoll down`");
   //  - a service exits before it is ready (Unavailable) or is not ready within
   //    ready_timeout (DeadlineExceeded); the message names the service and its log file
@@ -143,6 +157,8 @@ class LocalCluster {
 
   // Makes the keys the config's security needs, unless they exist (keys_dir_).
   Status MakeKeys();
+  // Starts the RM (the first service) and records its endpoints.
+  Status StartRm();
   Status StartStage(const std::vector<ProcessInfo>& stage);
   // Starts (or starts again) `child` with Argv(child), its old ready file removed.
   Status SpawnChild(Child& child);
@@ -159,6 +175,8 @@ class LocalCluster {
   std::vector<ProcessInfo> PlanExecutors() const;
   std::vector<ProcessInfo> PlanSchedulers() const;
   ProcessInfo Plan(const std::string& role, const std::string& target) const;
+  // The plan's host `name`; nullptr when it has none of that name.
+  const HostPlacement* PlannedHostNamed(const std::string& name) const;
   std::vector<std::string> Argv(const Child& child) const;
   void ReapAll();
   Child* FindChild(const std::string& name);
@@ -166,6 +184,7 @@ class LocalCluster {
 
   LocalClusterOptions options_;
   ClusterConfig config_;
+  StartPlan plan_;
   ClusterInfo info_;
   std::string keys_dir_;
   std::vector<Child> children_;  // in start order
@@ -176,8 +195,9 @@ class LocalCluster {
 };
 
 // FailedPrecondition "a cluster is already running from <state_dir> ...; run `atoll down`
-// first" when the state dir's cluster.toml names processes that still run; OK otherwise.
-Status CheckNoRunningCluster(const std::string& state_dir);
+// first" (for a host's record: "host NAME already runs from ...") when the state dir's
+// record names processes that still run; OK otherwise.
+Status CheckNoRunningCluster(const std::string& state_dir, const std::string& record = kHeadRecord);
 
 // What StopRecordedCluster did.
 struct StopSummary {
@@ -187,14 +207,15 @@ struct StopSummary {
   std::vector<std::string> not_running;  // already gone, or its pid now runs something else
 };
 
-// Stops a cluster that another process started (`atoll down`). First its supervisor, if it
-// still runs, so that it restarts nothing that is being stopped: SIGTERM (it then stops its
-// services itself), SIGKILL after `timeout`; the services that ended meanwhile count as
-// stopped. Then, from cluster.toml as the supervisor left it (or `info` when it removed it):
+// Stops what another process started (`atoll stop`), as recorded in `info`'s record. First
+// its supervisor, if it still runs, so that it restarts nothing that is being stopped:
+// SIGTERM (it then stops its services itself), SIGKILL after `timeout`; the services that
+// ended meanwhile count as stopped. Then, from the record as the supervisor left it (or
+// `info` when it removed it):
 // SIGTERM to each recorded process that is still the recorded atoll program (checked
 // through /proc/PID/cmdline, so a recycled pid is never signalled), last started first;
-// waits up to `timeout`; SIGKILLs the rest and waits up to 2 s more. Removes cluster.toml
-// and the ready files once none of them runs. Fails with Unavailable naming the processes
+// waits up to `timeout`; SIGKILLs the rest and waits up to 2 s more. Removes the record and
+// the ready files once none of them runs. Fails with Unavailable naming the processes
 // that survived SIGKILL.
 Result<StopSummary> StopRecordedCluster(const ClusterInfo& info, std::chrono::milliseconds timeout);
 

@@ -83,11 +83,16 @@ Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router,
 // connected on first use and kept. Used from one thread.
 class DealerPool {
  public:
-  explicit DealerPool(zmq::context_t& context) : context_(context) {}
+  // Sends may wait for a peer whose queue is full as MakeSocket says (5 s), or, when
+  // `drop_when_full`, fail at once: for notices that must never stall the sender's loop
+  // on a peer that is gone or not reading.
+  explicit DealerPool(zmq::context_t& context, bool drop_when_full = false)
+      : context_(context), drop_when_full_(drop_when_full) {}
   Result<zmq::socket_t*> Get(const std::string& endpoint);
 
  private:
   zmq::context_t& context_;
+  bool drop_when_full_;
   std::map<std::string, zmq::socket_t> sockets_;
 };
 

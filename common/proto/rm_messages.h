@@ -155,6 +155,28 @@ struct Owners {
   MSGPACK_DEFINE(client_users, clients_alive, function_clients);
 };
 
+// A member (`atoll stop`) -> RM: host `host` is about to leave. The RM takes its devices
+// out of placement, moves every slice with a virtual device there onto other live devices
+// of its island as it does for a lost host (the reason says "drained"), publishes
+// host.drained, and answers DrainHostReply once each moved slice's client was told
+// (SliceRemapped). The host's running work goes on meanwhile. Members only.
+struct DrainHost {
+  static constexpr Kind kKind = Kind::kDrainHost;
+  std::string host;
+  bool operator==(const DrainHost&) const = default;
+  MSGPACK_DEFINE(host);
+};
+
+struct DrainHostReply {
+  static constexpr Kind kKind = Kind::kDrainHostReply;
+  std::vector<uint64_t> moved;  // slices now off the host
+  // Slices that found no device to take over: they keep the host's devices, and their
+  // runs fail naming them once it is gone.
+  std::vector<uint64_t> kept;
+  bool operator==(const DrainHostReply&) const = default;
+  MSGPACK_DEFINE(moved, kept);
+};
+
 struct CreateSlice {
   static constexpr Kind kKind = Kind::kCreateSlice;
   uint64_t client_id = 0;
@@ -264,8 +286,12 @@ struct ClusterStatus {
   std::vector<SliceStatus> slices;
   uint32_t functions = 0;
   uint32_t clients = 0;
+  // The RM's event bus, as it advertises it: where services publish (a host joining the
+  // cluster learns it here) and where watchers subscribe.
+  std::string events_in;
+  std::string events_out;
   bool operator==(const ClusterStatus&) const = default;
-  MSGPACK_DEFINE(islands, slices, functions, clients);
+  MSGPACK_DEFINE(islands, slices, functions, clients, events_in, events_out);
 };
 
 }  // namespace atl::proto

@@ -28,7 +28,6 @@ constexpr int64_t kMaxBatchBytes = int64_t{1} << 30;
 constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
-constexpr int64_t kMaxDevicesPerHost = 1 << 16;
 constexpr int64_t kMaxMiB = int64_t{1} << 20;
 
 // The [quotas] keys, each with its largest value: beyond these a quota means nothing on
@@ -151,23 +150,23 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
       ATOLL_RETURN_IF_ERROR(
           ReadMiB(ht, "device_memory_mb", where + "device_memory_mb", h.device_memory_bytes));
       ATOLL_RETURN_IF_ERROR(ReadMiB(ht, "arena_mb", where + "arena_mb", h.arena_bytes));
-      if (h.kind != "cpu" && h.kind != "sim") {
-        return InvalidArgument("host " + h.name + ": unknown device kind '" + h.kind +
-                               "' (known: cpu, sim)");
-      }
+      ATOLL_RETURN_IF_ERROR(CheckDeviceKind(h.kind).WithContext("host " + h.name));
       if (!names.insert(h.name).second) {
         return InvalidArgument("host name '" + h.name + "' is used twice");
       }
       island.hosts.push_back(std::move(h));
     }
-    if (island.hosts.empty()) return InvalidArgument("island " + island.name + " has no hosts");
     c.islands.push_back(std::move(island));
   }
-  if (c.islands.empty()) return InvalidArgument("the configuration names no [[islands]]");
   return c;
 }
 
 }  // namespace
+
+Status CheckDeviceKind(const std::string& kind) {
+  if (kind == "cpu" || kind == "sim") return Status::Ok();
+  return InvalidArgument("unknown device kind '" + kind + "' (known: cpu, sim)");
+}
 
 Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text, const std::string& origin) {
   // TOML is UTF-8, and toml11 3.7 reads out of bounds on some invalid sequences: refused

@@ -55,6 +55,8 @@ struct QuotaConfig {
   uint64_t runs_in_flight = 0;  // runs submitted and not finished, on each island's scheduler
 };
 
+// The configuration's islands are a starting list: the RM admits islands and hosts that
+// register at run time too (`atoll start host`), and an island may list no hosts.
 struct IslandConfig {
   std::string name;
   std::vector<HostConfig> hosts;
@@ -69,6 +71,11 @@ struct ClusterConfig {
   // Address that executors, schedulers and object stores bind their own sockets on; their
   // ports are always chosen freely and registered with the RM.
   std::string bind_host = "127.0.0.1";
+  // The address a service puts in the endpoints it registers and publishes (--advertise;
+  // not a config key: each machine has its own). Empty: the address it bound, or, when
+  // bind_host is a wildcard (0.0.0.0), that of the interface routing to the RM
+  // (common/service/advertise.h). Never a wildcard.
+  std::string advertise_host;
   uint32_t heartbeat_ms = 500;  // period of every heartbeat: 1..600000
   uint32_t liveness = 4;        // missed heartbeats before a peer is declared dead: 1..1000
   std::string log_level = "info";
@@ -90,6 +97,12 @@ struct ClusterConfig {
   QuotaConfig quotas;
   std::vector<IslandConfig> islands;
 };
+
+// The most devices a host may have.
+inline constexpr int64_t kMaxDevicesPerHost = 1 << 16;
+
+// InvalidArgument unless `kind` is a device kind: "cpu" or "sim".
+Status CheckDeviceKind(const std::string& kind);
 
 Result<ClusterConfig> LoadClusterConfig(const std::string& path);
 Result<ClusterConfig> ParseClusterConfig(const std::string& toml_text,

@@ -4,6 +4,7 @@
 
 #include "common/net/event_loop.h"
 #include "common/net/security.h"
+#include "common/service/advertise.h"
 #include "common/service/log.h"
 
 namespace atl {
@@ -14,6 +15,12 @@ void AddServiceOptions(CLI::App& app, ServiceOptions& options) {
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error or off");
   app.add_option("--events-in", options.events_in, "the RM's event input endpoint");
   app.add_option("--keys", options.keys_dir, "the CURVE keys directory (atoll keygen)");
+  app.add_option("--bind", options.bind,
+                 "the address to bind: an interface's address or name, or 0.0.0.0 for every "
+                 "one (overrides cluster.bind_host)");
+  app.add_option("--advertise", options.advertise,
+                 "the address peers reach this service at, put in the endpoints it registers "
+                 "(default: the bound one; for 0.0.0.0, the interface that routes to the RM)");
 }
 
 Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptions& options) {
@@ -29,6 +36,12 @@ Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptio
   if (const char* bind_host = std::getenv("ATOLL_BIND_HOST"); bind_host && *bind_host) {
     config->bind_host = bind_host;
   }
+  if (!options.bind.empty()) config->bind_host = options.bind;
+  if (IsWildcardHost(options.advertise) && !options.advertise.empty()) {
+    return InvalidArgument("--advertise " + options.advertise +
+                           " is no address a peer can connect to");
+  }
+  config->advertise_host = options.advertise;
   InstallShutdownSignals();
   return config;
 }

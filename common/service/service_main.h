@@ -19,15 +19,19 @@ struct ServiceOptions {
   std::string log_level;   // empty: the config's cluster.log_level
   std::string events_in;   // empty: the config's rm.events_in
   std::string keys_dir;    // empty: the config's security.keys_dir
+  std::string bind;        // empty: $ATOLL_BIND_HOST, else the config's cluster.bind_host
+  std::string advertise;   // empty: see ClusterConfig::advertise_host
 };
 
-// Adds --config, --ready-file, --log-level, --events-in and --keys to `app`.
+// Adds --config, --ready-file, --log-level, --events-in, --keys, --bind and --advertise to
+// `app`.
 void AddServiceOptions(CLI::App& app, ServiceOptions& options);
 
 // Loads the configuration named by --config, applies the overrides in `options` and the
 // environment's ATOLL_BIND_HOST (when set and not empty, it replaces cluster.bind_host: an
-// IP address or interface name such as "eth0", for containers), starts logging as
-// `service_name` and installs the shutdown signal handlers.
+// IP address or interface name such as "eth0", for containers; --bind replaces both),
+// starts logging as `service_name` and installs the shutdown signal handlers.
+// InvalidArgument when --advertise is a wildcard.
 Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptions& options);
 
 // Secures `context` as the config says: with security.mode "curve", gives its sockets the

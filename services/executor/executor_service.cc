@@ -18,11 +18,15 @@ constexpr auto kCollectiveTimeout = std::chrono::seconds(30);
 
 }  // namespace
 
-ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config, std::string host,
-                                 std::string store_endpoint)
+ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
+                                 const HostPlacement& where, std::string store_endpoint)
     : context_(context),
       config_(std::move(config)),
-      host_(std::move(host)),
+      host_(where.host.name),
+      island_(where.island),
+      device_kind_(where.host.kind),
+      num_devices_(where.host.devices),
+      device_memory_bytes_(where.host.device_memory_bytes),
       control_(net::MakeSocket(context, zmq::socket_type::router)),
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
@@ -36,25 +40,19 @@ ExecutorService::~ExecutorService() {
 }
 
 void ExecutorService::BindOn(std::string control_endpoint, std::string data_endpoint) {
-  // Until Start() they hold the addresses asked for; from then on the bound ones.
-  control_endpoint_ = std::move(control_endpoint);
-  data_endpoint_ = std::move(data_endpoint);
+  bind_control_ = std::move(control_endpoint);
+  bind_data_ = std::move(data_endpoint);
 }
 
 Status ExecutorService::Start(std::chrono::milliseconds timeout) {
-  ATOLL_ASSIGN_OR_RETURN(HostLocation where, FindHost(config_, host_));
-  island_ = where.island->name;
-  num_devices_ = where.host->devices;
-  device_memory_bytes_ = where.host->device_memory_bytes;
-
   const std::string any_port = "tcp://" + config_.bind_host + ":*";
   ATOLL_ASSIGN_OR_RETURN(
       control_endpoint_,
-      net::Bind(control_, control_endpoint_.empty() ? any_port : control_endpoint_,
-                net::Audience::kMembers));
-  ATOLL_ASSIGN_OR_RETURN(data_endpoint_,
-                         net::Bind(data_, data_endpoint_.empty() ? any_port : data_endpoint_,
-                                   net::Audience::kMembers));
+      BindAndAdvertise(control_, bind_control_.empty() ? any_port : bind_control_, config_,
+                       net::Audience::kMembers));
+  ATOLL_ASSIGN_OR_RETURN(
+      data_endpoint_, BindAndAdvertise(data_, bind_data_.empty() ? any_port : bind_data_, config_,
+                                       net::Audience::kMembers));
   ATOLL_RETURN_IF_ERROR(completions_.Open());
   ATOLL_RETURN_IF_ERROR(outbox_.Start());
   events_ = std::make_unique<EventPublisher>(context_, "executor/" + host_);
@@ -69,7 +67,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
       [this] { store_restarted_ = true; });
   ATOLL_RETURN_IF_ERROR(AttachStore(timeout));
   router_ = std::make_unique<OutputRouter>(
-      data_endpoint_, mailbox_,
+      data_endpoint_.advertised, mailbox_,
       [this](const std::string& endpoint, proto::TupleHeader h, Result<Tensor> value, bool urgent) {
         outbox_.Add(endpoint, std::move(h), std::move(value), urgent);
       },
@@ -77,7 +75,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
         store_link_->WriteOutput(dest.object_id, dest.shard, value);
       });
   hub_ = std::make_unique<CollectiveHub>(
-      data_endpoint_,
+      data_endpoint_.advertised,
       [this](const std::string& endpoint, const CollectiveKey& key, uint32_t from_host,
              const Result<Tensor>& partial) {
         proto::TupleHeader h;
@@ -89,7 +87,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
         completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), partial});
       },
       kCollectiveTimeout);
-  ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(where.host->kind));
+  ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(device_kind_));
   for (uint32_t i = 0; i < num_devices_; ++i) {
     devices_.Add(std::make_unique<DeviceStream>(*backend, *hub_, [this](Completion c) {
       // Consumers on this host get their inputs straight from the device thread: a chain
@@ -100,8 +98,9 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   }
 
   ATOLL_RETURN_IF_ERROR(rm_.Connect());
-  proto::RegisterExecutor reg{host_,          island_,           control_endpoint_,
-                              data_endpoint_, store_.endpoint(), {}};
+  proto::RegisterExecutor reg{
+      host_, island_, control_endpoint_.advertised, data_endpoint_.advertised, store_.endpoint(),
+      {}};
   for (uint32_t i = 0; i < num_devices_; ++i) reg.devices.push_back({"cpu", device_memory_bytes_});
   ATOLL_ASSIGN_OR_RETURN(auto registered, rm_.Call<proto::RegisterExecutorReply>(reg, timeout));
   spdlog::info("registered {} devices (ids {}) on island {}", num_devices_,
@@ -215,7 +214,7 @@ void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& sc
 Status ExecutorService::OnRunLoop(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::RunLoop loop, in.header.As<proto::RunLoop>());
   ATOLL_ASSIGN_OR_RETURN(std::vector<LoopShard> shards,
-                         admission_->LoopEntries(loop, in.data.size(), data_endpoint_));
+                         admission_->LoopEntries(loop, in.data.size(), data_endpoint_.advertised));
   std::vector<std::byte> bytes(in.data[0].size());
   if (!bytes.empty()) std::memcpy(bytes.data(), in.data[0].data(), bytes.size());
   ATOLL_ASSIGN_OR_RETURN(Tensor first, Tensor::FromBytes(loop.dtype, loop.shape, std::move(bytes)));

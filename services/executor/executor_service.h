@@ -30,7 +30,9 @@
 #include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
+#include "common/service/advertise.h"
 #include "common/service/config.h"
+#include "common/service/host_options.h"
 #include "services/executor/admission.h"
 #include "services/executor/collective_hub.h"
 #include "services/executor/completion_queue.h"
@@ -46,7 +48,7 @@ namespace atl::executor {
 
 class ExecutorService {
  public:
-  ExecutorService(zmq::context_t& context, ClusterConfig config, std::string host,
+  ExecutorService(zmq::context_t& context, ClusterConfig config, const HostPlacement& where,
                   std::string store_endpoint);
   ~ExecutorService();
 
@@ -57,8 +59,9 @@ class ExecutorService {
   Status Start(std::chrono::milliseconds timeout);
   void Run();
 
-  const std::string& control_endpoint() const { return control_endpoint_; }
-  const std::string& data_endpoint() const { return data_endpoint_; }
+  // Valid after Start(): where peers reach it (registered with the RM), and what it bound.
+  const ServiceEndpoint& control_endpoint() const { return control_endpoint_; }
+  const ServiceEndpoint& data_endpoint() const { return data_endpoint_; }
 
  private:
   void OnControl();
@@ -97,6 +100,7 @@ class ExecutorService {
   ClusterConfig config_;
   std::string host_;
   std::string island_;
+  std::string device_kind_;
   uint32_t num_devices_ = 0;
   uint64_t device_memory_bytes_ = 0;
   std::vector<uint32_t> device_ids_;  // cluster-wide ids of devices_, given by the RM
@@ -112,8 +116,9 @@ class ExecutorService {
   // Messages refused on every socket (requests, tuples, bad replies), logged rate-limited.
   net::RejectionLog rejected_;
   EventLoop loop_;
-  std::string control_endpoint_;
-  std::string data_endpoint_;
+  std::string bind_control_, bind_data_;  // asked for (BindOn); empty: a free port
+  ServiceEndpoint control_endpoint_;
+  ServiceEndpoint data_endpoint_;
 
   // Made by Start, once the host's devices, endpoints and arena are known.
   std::unique_ptr<AdmissionCore> admission_;

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "common/service/advertise.h"
+#include "common/service/host_options.h"
 #include "common/service/ready_file.h"
 #include "common/service/service_main.h"
 #include "services/objectstore/store_service.h"
@@ -13,21 +15,24 @@
 namespace {
 
 atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
-                  const std::string& rm_endpoint, const std::string& endpoint) {
+                  const atl::HostOptions& host_options, const std::string& rm_endpoint,
+                  const std::string& endpoint) {
   ATOLL_ASSIGN_OR_RETURN(atl::ClusterConfig config,
                          atl::StartService("objectstore/" + host, options));
-  ATOLL_ASSIGN_OR_RETURN(const atl::HostLocation where, atl::FindHost(config, host));
+  if (!rm_endpoint.empty()) config.rm_endpoint = rm_endpoint;
+  ATOLL_ASSIGN_OR_RETURN(const atl::HostPlacement where,
+                         atl::ResolveHost(config, host, host_options));
   atl::store::StoreOptions store;
   store.host = host;
   store.bind_endpoint = endpoint.empty() ? "tcp://" + config.bind_host + ":*" : endpoint;
-  store.arena_bytes = where.host->arena_bytes;
-  store.device_bytes.assign(where.host->devices, where.host->device_memory_bytes);
+  store.arena_bytes = where.host.arena_bytes;
+  store.device_bytes.assign(where.host.devices, where.host.device_memory_bytes);
   store.heartbeat = std::chrono::milliseconds(config.heartbeat_ms);
   store.liveness = config.liveness;
   store.events_in = config.events_in_endpoint;
   store.quota_objects = config.quotas.store_objects;
   store.quota_bytes = config.quotas.store_bytes;
-  store.rm_endpoint = rm_endpoint.empty() ? config.rm_endpoint : rm_endpoint;
+  store.rm_endpoint = config.rm_endpoint;
   if (store.rm_endpoint.ends_with(":*")) {
     // The config lets the RM pick its port: only --rm says where it is.
     spdlog::warn("no RM endpoint to heartbeat (rm.endpoint {} picks a free port; pass --rm)",
@@ -39,9 +44,13 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
   // Before any socket: each socket takes the keys its context has when it is made.
   ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   ATOLL_ASSIGN_OR_RETURN(auto service, atl::store::StoreService::Create(context, store));
-  ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(
-      options.ready_file, {{"endpoint", service->endpoint()}, {"arena", service->arena_name()}}));
-  spdlog::info("serving on {}, arena {}", service->endpoint(), service->arena_name());
+  atl::ServiceEndpoint served{service->endpoint(), ""};
+  ATOLL_ASSIGN_OR_RETURN(served.advertised, atl::AdvertisedEndpoint(served.bound, config));
+  std::map<std::string, std::string> ready = {{"arena", service->arena_name()}};
+  atl::AddReadyEndpoint(ready, "endpoint", served);
+  ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(options.ready_file, ready));
+  spdlog::info("serving on {} (bound {}), arena {}", served.advertised, served.bound,
+               service->arena_name());
   service->Run();
   spdlog::info("stopped");
   return atl::Status::Ok();  // `service` unlinks the arena as it goes out of scope
@@ -52,14 +61,16 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
 int main(int argc, char** argv) {
   CLI::App app{"atoll object store"};
   atl::ServiceOptions options;
+  atl::HostOptions host_options;
   std::string host;
   std::string rm_endpoint;
   std::string endpoint;
   atl::AddServiceOptions(app, options);
-  app.add_option("--host", host, "this host's name in the configuration")->required();
+  atl::AddHostOptions(app, host_options);
+  app.add_option("--host", host, "this host's name")->required();
   app.add_option("--rm", rm_endpoint, "the RM's request endpoint (overrides rm.endpoint)");
   app.add_option("--endpoint", endpoint,
                  "the address to serve on (default: a free port on cluster.bind_host)");
   CLI11_PARSE(app, argc, argv);
-  return atl::ExitCode(Serve(options, host, rm_endpoint, endpoint));
+  return atl::ExitCode(Serve(options, host, host_options, rm_endpoint, endpoint));
 }

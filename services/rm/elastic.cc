@@ -71,7 +71,7 @@ void RmService::TellSchedulers(const proto::HostChanged& message) {
   }
 }
 
-void RmService::RemapSlicesOff(const Host& host, const std::string& reason) {
+void RmService::RemapSlicesOff(const Host& host, const std::string& reason, uint64_t drain) {
   for (auto& [id, slice] : state_.slices) {
     auto moved = RemapSliceOff(state_, id, host.name, *placement_);
     if (!moved.ok()) {
@@ -80,9 +80,14 @@ void RmService::RemapSlicesOff(const Host& host, const std::string& reason) {
           moved.status().WithContext(fmt::format("remap slice {}", id)).ToString();
       spdlog::warn("{}", error);
       events_->Publish("error.rm", {{"slice", id}, {"error", error}});
+      if (drain != 0) drains_.at(drain).reply.kept.push_back(id);
       continue;
     }
     if (!*moved) continue;
+    if (drain != 0) {
+      drains_.at(drain).reply.moved.push_back(id);
+      drains_.at(drain).remaps_missing++;
+    }
 
     // The slice's functions are compiled on the new mapping (every host: the shard
     // endpoints that collectives meet at changed) before the client may use it.
@@ -95,7 +100,7 @@ void RmService::RemapSlicesOff(const Host& host, const std::string& reason) {
       if (hosts.ok()) acks += *hosts;
       sent = hosts.status();
     }
-    remaps_[rm_request] = {id, reason, acks, Clock::now() + kCompileTimeout};
+    remaps_[rm_request] = {id, reason, acks, Clock::now() + kCompileTimeout, drain};
     if (!sent.ok() || acks == 0) FinishRemap(rm_request, sent);
   }
   SaveState();
@@ -107,7 +112,10 @@ void RmService::FinishRemap(uint64_t rm_request_id, const Status& status) {
   const PendingRemap remap = std::move(it->second);
   remaps_.erase(it);
   auto slice = state_.slices.find(remap.slice);
-  if (slice == state_.slices.end()) return;  // its client left meanwhile
+  if (slice == state_.slices.end()) {  // its client left meanwhile
+    if (remap.drain != 0) DrainStepDone(remap.drain);
+    return;
+  }
   if (!status.ok()) {
     events_->Publish(
         "error.rm",
@@ -126,6 +134,38 @@ void RmService::FinishRemap(uint64_t rm_request_id, const Status& status) {
                     {"island", slice->second.island},
                     {"devices", fmt::format("{}", fmt::join(slice->second.device_ids, ","))},
                     {"reason", remap.reason}});
+  if (remap.drain != 0) DrainStepDone(remap.drain);
+}
+
+Status RmService::OnDrainHost(proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::DrainHost>());
+  auto it = state_.hosts.find(req.host);
+  if (it == state_.hosts.end()) return NotFound("host '" + req.host + "' is unknown");
+  Host& host = it->second;
+  host.drained = true;  // before the remaps: none of its devices may take a slice over
+  const std::string reason = DevicesOn(host.device_ids, host.name) + " drained";
+  spdlog::info("{}", reason);
+  const uint64_t drain = next_request_id_++;
+  // One step for this pass, so that remaps finishing within it cannot answer early.
+  drains_[drain] = {RoutingId(in), in.header.request_id(), 1, {}};
+  RemapSlicesOff(host, reason, drain);
+  const proto::DrainHostReply& reply = drains_.at(drain).reply;
+  events_->Publish("host.drained", {{"host", host.name},
+                                    {"island", host.island},
+                                    {"moved", fmt::format("{}", fmt::join(reply.moved, ","))},
+                                    {"kept", fmt::format("{}", fmt::join(reply.kept, ","))}});
+  DrainStepDone(drain);
+  return Status::Ok();  // answered once every moved slice's client was told
+}
+
+void RmService::DrainStepDone(uint64_t drain) {
+  auto it = drains_.find(drain);
+  if (it == drains_.end() || --it->second.remaps_missing > 0) return;
+  const PendingDrain done = std::move(it->second);
+  drains_.erase(it);
+  zmq::message_t routing(done.routing_id.data(), done.routing_id.size());
+  Status sent = net::Send(socket_, &routing, done.request_id, done.reply);
+  if (!sent.ok()) spdlog::warn("DrainHostReply: {}", sent.ToString());
 }
 
 void RmService::TellSliceMoved(const Slice& slice, const std::string& reason) {

@@ -62,7 +62,8 @@ void RmService::CheckLiveness() {
   const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
   const std::string missed = fmt::format("missed {} heartbeats", config_.liveness);
   for (const std::string& name : SilentHosts(state_, now, lapse)) {
-    OnHostLost(state_.hosts.at(name), "its executor " + missed);
+    Host& host = state_.hosts.at(name);
+    OnHostLost(host, host.drained ? "it was drained and has left" : "its executor " + missed);
   }
   for (const std::string& name : SilentStores(state_, now, lapse)) {
     OnStoreLost(state_.hosts.at(name), "it " + missed);

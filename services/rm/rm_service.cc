@@ -24,15 +24,21 @@ RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string 
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       proxy_(context),
       placement_(MakeSpreadEvenlyPolicy()),
-      stores_(context),
-      schedulers_(context) {}
+      stores_(context, /*drop_when_full=*/true),
+      schedulers_(context, /*drop_when_full=*/true) {
+  for (const auto& island : config_.islands) configured_islands_.push_back(island.name);
+}
 
 Status RmService::Bind() {
   ATOLL_RETURN_IF_ERROR(LoadState());
-  ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, config_.rm_endpoint));
+  ATOLL_ASSIGN_OR_RETURN(endpoint_, BindAndAdvertise(socket_, config_.rm_endpoint, config_));
   ATOLL_RETURN_IF_ERROR(proxy_.Start(config_.events_in_endpoint, config_.events_out_endpoint));
+  events_in_.bound = proxy_.in_endpoint();
+  events_out_.bound = proxy_.out_endpoint();
+  ATOLL_ASSIGN_OR_RETURN(events_in_.advertised, AdvertisedEndpoint(events_in_.bound, config_));
+  ATOLL_ASSIGN_OR_RETURN(events_out_.advertised, AdvertisedEndpoint(events_out_.bound, config_));
   events_ = std::make_unique<EventPublisher>(context_, "rm");
-  ATOLL_RETURN_IF_ERROR(events_->Connect(proxy_.in_endpoint()));
+  ATOLL_RETURN_IF_ERROR(events_->Connect(events_in_.advertised));
   return Status::Ok();
 }
 
@@ -58,6 +64,7 @@ Status RmService::Handle(proto::Incoming& in) {
     case proto::Kind::kRegisterExecutor:
     case proto::Kind::kRegisterScheduler:
     case proto::Kind::kLookupOwners:
+    case proto::Kind::kDrainHost:
     case proto::Kind::kOk:
     case proto::Kind::kError:
       ATOLL_RETURN_IF_ERROR(proto::RequireMember(
@@ -85,6 +92,8 @@ Status RmService::Handle(proto::Incoming& in) {
       return OnClusterStatus(in);
     case proto::Kind::kLookupOwners:
       return OnLookupOwners(in);
+    case proto::Kind::kDrainHost:
+      return OnDrainHost(in);
     case proto::Kind::kOk:
     case proto::Kind::kError:
       return OnCompileReply(in);
@@ -96,13 +105,11 @@ Status RmService::Handle(proto::Incoming& in) {
 
 Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterExecutor>());
-  const bool known_island =
-      std::any_of(config_.islands.begin(), config_.islands.end(),
-                  [&](const IslandConfig& i) { return i.name == req.island; });
-  if (!known_island) {
-    return NotFound("island '" + req.island + "' is not in the configuration");
-  }
+  if (req.island.empty()) return InvalidArgument("executor " + req.host + " names no island");
   if (req.devices.empty()) return InvalidArgument("executor has no devices");
+  // An island the RM has not heard of is admitted with it: its devices are numbered now,
+  // and slices there wait for its scheduler (OnCreateSlice).
+  AdmitIsland(req.island, "executor " + req.host);
 
   Host& host = state_.hosts[req.host];
   const bool rejoin = !host.name.empty();
@@ -115,6 +122,7 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   if (rejoin && host.alive) OnHostLost(host, "its executor restarted, and its queued work is gone");
   host.name = req.host;
   host.island = req.island;
+  host.drained = false;  // back, or a new process under a drained host's name
   host.control_endpoint = req.control_endpoint;
   host.data_endpoint = req.data_endpoint;
   host.store_endpoint = req.store_endpoint;
@@ -166,9 +174,8 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
 
 Status RmService::OnRegisterScheduler(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterScheduler>());
-  const bool configured = std::any_of(config_.islands.begin(), config_.islands.end(),
-                                      [&](const IslandConfig& i) { return i.name == req.island; });
-  if (!configured) return NotFound("island '" + req.island + "' is unknown");
+  if (req.island.empty()) return InvalidArgument("a scheduler must name its island");
+  AdmitIsland(req.island, "its scheduler at " + req.endpoint);
   auto was = state_.scheduler_by_island.find(req.island);
   const bool moved = was != state_.scheduler_by_island.end() && was->second != req.endpoint;
   const bool known = state_.schedulers.count(req.island) > 0;
@@ -193,6 +200,13 @@ Status RmService::OnRegisterScheduler(proto::Incoming& in) {
   }
   SaveState();
   return net::Reply(socket_, in, proto::Ok{});
+}
+
+void RmService::AdmitIsland(const std::string& island, const std::string& by) {
+  const std::vector<std::string> known = IslandNames(state_, configured_islands_);
+  if (std::find(known.begin(), known.end(), island) != known.end()) return;
+  spdlog::info("island {} joined at run time ({})", island, by);
+  events_->Publish("island.joined", {{"island", island}, {"by", by}});
 }
 
 Status RmService::OnHelloClient(proto::Incoming& in) {
@@ -248,9 +262,21 @@ Status RmService::OnCreateSlice(proto::Incoming& in) {
   }
   // Devices of islands without a live scheduler could run nothing.
   std::vector<DeviceLoad> loads = Loads(state_);
-  for (auto& load : loads) load.alive = load.alive && SchedulerAlive(load.island);
+  std::set<std::string> unscheduled;  // islands left out for that alone
+  for (auto& load : loads) {
+    if (load.alive && !SchedulerAlive(load.island)) {
+      unscheduled.insert(load.island);
+      load.alive = false;
+    }
+  }
   auto placed = placement_->Place({req.num_devices, req.island, req.kind}, loads);
-  if (!placed.ok()) return placed.status().WithContext("create slice");
+  if (!placed.ok()) {
+    std::string why = placed.status().message();
+    for (const std::string& island : unscheduled) {
+      why += "; island " + island + " has live devices but no live scheduler";
+    }
+    return Status(placed.status().code(), why).WithContext("create slice");
+  }
   const std::string island = state_.hosts.at(state_.devices[placed->front()].host).island;
   Slice slice{state_.next_slice_id++, req.client_id, island, *placed};
   for (uint32_t d : slice.device_ids) state_.devices[d].slices++;
@@ -384,24 +410,25 @@ void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status)
                     proto::ToError(status.WithContext("compile")));
     return;
   }
+  auto f = state_.functions.find(p.function_id);
+  if (f == state_.functions.end()) return;  // its client left while it compiled
   SaveState();
-  const Function& f = state_.functions.at(p.function_id);
-  events_->Publish("function.registered",
-                   {{"function", p.function_id}, {"name", f.def.name}, {"slice", f.slice}});
+  events_->Publish(
+      "function.registered",
+      {{"function", p.function_id}, {"name", f->second.def.name}, {"slice", f->second.slice}});
   (void)net::Send(socket_, &routing, p.client_request_id,
                   proto::RegisterFunctionReply{p.function_id});
 }
 
 Status RmService::OnClusterStatus(proto::Incoming& in) {
   proto::ClusterStatus status;
-  for (const auto& island : config_.islands) {
-    proto::IslandStatus is{island.name, "", {}, SchedulerAlive(island.name)};
-    if (auto s = state_.scheduler_by_island.find(island.name);
-        s != state_.scheduler_by_island.end()) {
+  for (const std::string& island : IslandNames(state_, configured_islands_)) {
+    proto::IslandStatus is{island, "", {}, SchedulerAlive(island)};
+    if (auto s = state_.scheduler_by_island.find(island); s != state_.scheduler_by_island.end()) {
       is.scheduler_endpoint = s->second;
     }
     for (const auto& [name, h] : state_.hosts) {
-      if (h.island != island.name) continue;
+      if (h.island != island) continue;
       proto::HostStatus hs{name, h.alive, h.control_endpoint, h.store_endpoint, {}, h.store_alive};
       for (uint32_t id : h.device_ids) {
         const Device& d = state_.devices[id];
@@ -416,6 +443,8 @@ Status RmService::OnClusterStatus(proto::Incoming& in) {
   }
   status.functions = static_cast<uint32_t>(state_.functions.size());
   status.clients = static_cast<uint32_t>(state_.clients.size());
+  status.events_in = events_in_.advertised;
+  status.events_out = events_out_.advertised;
   return net::Reply(socket_, in, status);
 }
 

@@ -19,6 +19,7 @@
 #include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
+#include "common/service/advertise.h"
 #include "common/service/config.h"
 #include "services/rm/event_proxy.h"
 #include "services/rm/placement.h"
@@ -45,9 +46,10 @@ class RmService {
   // Serves until SIGINT/SIGTERM.
   void Run();
 
-  const std::string& endpoint() const { return endpoint_; }
-  const std::string& events_in() const { return proxy_.in_endpoint(); }
-  const std::string& events_out() const { return proxy_.out_endpoint(); }
+  // Valid after Bind(): where peers reach the RM and its event bus, and what it bound.
+  const ServiceEndpoint& endpoint() const { return endpoint_; }
+  const ServiceEndpoint& events_in() const { return events_in_; }
+  const ServiceEndpoint& events_out() const { return events_out_; }
 
  private:
   using Host = RmState::Host;
@@ -64,13 +66,21 @@ class RmService {
     size_t acks_missing = 0;
     Clock::time_point deadline;
   };
-  // A slice remapped off a lost host, waiting for its functions to compile on the new
-  // mapping before its client is told.
+  // A slice remapped off a lost or drained host, waiting for its functions to compile on
+  // the new mapping before its client is told.
   struct PendingRemap {
     uint64_t slice = 0;
     std::string reason;
     size_t acks_missing = 0;
     Clock::time_point deadline;
+    uint64_t drain = 0;  // the DrainHost (RM request id) that waits for it; 0: none
+  };
+  // A DrainHost, answered once every slice it moved was remapped (its client told).
+  struct PendingDrain {
+    std::string routing_id;  // of the member that asked
+    uint64_t request_id = 0;
+    size_t remaps_missing = 0;
+    proto::DrainHostReply reply;
   };
 
   void OnRequest();
@@ -103,6 +113,9 @@ class RmService {
   // Sends `notice` to the executor of `host`, when it is connected.
   void TellExecutor(const Host& host, const proto::ServiceChanged& notice);
   bool SchedulerAlive(const std::string& island) const;
+  // An island not heard of before (not configured, no scheduler or host registered for it)
+  // joins the cluster: logged and published (island.joined), named by `by`.
+  void AdmitIsland(const std::string& island, const std::string& by);
   // Tells the slice's client where the slice runs now, and why.
   void TellSliceMoved(const Slice& slice, const std::string& reason);
 
@@ -129,9 +142,17 @@ class RmService {
   void BroadcastHostChanged(const Host& host, bool lost, const std::string& reason);
   // Sends `message` to every island's scheduler, as a notice (request id 0).
   void TellSchedulers(const proto::HostChanged& message);
-  void RemapSlicesOff(const Host& host, const std::string& reason);
+  // Moves every slice off `host`; `drain` (0: none) collects which moved and which could not,
+  // and waits for their remaps.
+  void RemapSlicesOff(const Host& host, const std::string& reason, uint64_t drain = 0);
   // The slice's functions compiled on its new mapping (or not): its client is told.
   void FinishRemap(uint64_t rm_request_id, const Status& status);
+  // A host about to leave (`atoll stop`): taken out of placement, its slices moved off it as
+  // for a lost host; answered once their clients were told (elastic.cc).
+  Status OnDrainHost(proto::Incoming& in);
+  // One remap of drain `drain` is done (or, for the count it starts with, the drain's own
+  // pass): the drain is answered when none is left.
+  void DrainStepDone(uint64_t drain);
 
   // Persistence (state_file.h): `state_` is saved after every change of what persists of
   // it; a failed write is logged and published, not fatal. LoadState() starts afresh when
@@ -141,6 +162,7 @@ class RmService {
 
   zmq::context_t& context_;
   ClusterConfig config_;
+  std::vector<std::string> configured_islands_;  // the configuration's, a starting list
   std::string state_file_;
   zmq::socket_t socket_;
   EventProxy proxy_;
@@ -148,13 +170,17 @@ class RmService {
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   std::unique_ptr<PlacementPolicy> placement_;
   EventLoop loop_;
-  std::string endpoint_;
+  ServiceEndpoint endpoint_, events_in_, events_out_;
 
   RmState state_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
-  net::DealerPool stores_;                           // to object stores, for HostChanged
-  net::DealerPool schedulers_;                       // to island schedulers, for HostChanged
+  std::map<uint64_t, PendingDrain> drains_;          // by the RM's own request id
+  // To object stores and island schedulers, for HostChanged. A notice to one that is gone
+  // or not reading is dropped once its queue is full rather than stall the RM: any member
+  // may register a scheduler, for an island of its choosing.
+  net::DealerPool stores_;
+  net::DealerPool schedulers_;
   uint64_t next_request_id_ = 1;
 };
 

@@ -40,9 +40,12 @@ struct RmState {
     // From its heartbeats, 0 until heard; kept across RM restarts, so that a store that
     // restarted while the RM was down is still noticed.
     uint64_t store_instance = 0;
+    // Drained (DrainHost): about to leave, so placement skips it; cleared when its executor
+    // registers again.
+    bool drained = false;
     bool operator==(const Host&) const = default;
     MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids,
-                   store_instance);
+                   store_instance, drained);
   };
   struct Device {
     uint32_t id = 0;
@@ -103,8 +106,15 @@ struct RmState {
 };
 
 // What the placement policy sees of every device, in device id order: a device is alive
-// while its host's executor and object store both are. Every device's host must be in
-// `state.hosts`.
+// while its host's executor and object store both are and the host is not drained. Every device's
+// host must be in `state.hosts`.
 std::vector<DeviceLoad> Loads(const RmState& state);
+
+// Every island the RM knows: `configured` (the configuration's islands, a starting list) in
+// its order, then, by name, those that joined at run time: a scheduler or an executor
+// registered for them. What the state file keeps of hosts and schedulers is all it takes
+// for a restarted RM to know them again.
+std::vector<std::string> IslandNames(const RmState& state,
+                                     const std::vector<std::string>& configured);
 
 }  // namespace atl::rm

@@ -23,9 +23,11 @@ atl::Status Serve(atl::ServiceOptions& options, atl::scheduler::SchedulerOptions
   ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   atl::scheduler::SchedulerService scheduler(context, std::move(config), std::move(scheduling));
   ATOLL_RETURN_IF_ERROR(scheduler.Start(kRegisterTimeout));
-  ATOLL_RETURN_IF_ERROR(
-      atl::WriteReadyFile(options.ready_file, {{"endpoint", scheduler.endpoint()}}));
-  spdlog::info("scheduling island {} on {}", island, scheduler.endpoint());
+  std::map<std::string, std::string> ready;
+  atl::AddReadyEndpoint(ready, "endpoint", scheduler.endpoint());
+  ATOLL_RETURN_IF_ERROR(atl::WriteReadyFile(options.ready_file, ready));
+  spdlog::info("scheduling island {} on {} (bound {})", island, scheduler.endpoint().advertised,
+               scheduler.endpoint().bound);
   scheduler.Run();
   spdlog::info("stopped");
   return atl::Status::Ok();

@@ -27,14 +27,15 @@ Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   order_ = std::make_unique<IslandOrder>(std::move(policy), options_.window);
   const std::string bind =
       options_.endpoint.empty() ? "tcp://" + config_.bind_host + ":*" : options_.endpoint;
-  ATOLL_ASSIGN_OR_RETURN(endpoint_, net::Bind(socket_, bind));
+  ATOLL_ASSIGN_OR_RETURN(endpoint_, BindAndAdvertise(socket_, bind, config_));
   events_ = std::make_unique<EventPublisher>(context_, "scheduler/" + options_.island);
   ATOLL_RETURN_IF_ERROR(events_->Connect(config_.events_in_endpoint));
 
   rm_ = std::make_unique<net::Requester>(context_, config_.rm_endpoint);
   ATOLL_RETURN_IF_ERROR(rm_->Connect());
   owners_ = std::make_unique<OwnerCache>(rm_.get(), kOwnerLookupTimeout);
-  auto reply = rm_->Call<proto::Ok>(proto::RegisterScheduler{options_.island, endpoint_}, timeout);
+  auto reply = rm_->Call<proto::Ok>(proto::RegisterScheduler{options_.island, endpoint_.advertised},
+                                    timeout);
   return reply.status().WithContext("register with the RM at " + config_.rm_endpoint);
 }
 
@@ -56,7 +57,7 @@ void SchedulerService::OnRm() {
                                    [](const Status& e) { return e.code() == Code::kNotFound; });
   if (unknown) {
     spdlog::info("registering again with the RM");
-    Status sent = rm_->Post(proto::RegisterScheduler{options_.island, endpoint_});
+    Status sent = rm_->Post(proto::RegisterScheduler{options_.island, endpoint_.advertised});
     if (!sent.ok()) spdlog::warn("register: {}", sent.ToString());
   }
 }

@@ -26,6 +26,7 @@
 #include "common/net/rejection_log.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
+#include "common/service/advertise.h"
 #include "common/service/config.h"
 #include "common/service/owner_cache.h"
 #include "services/scheduler/island_order.h"
@@ -50,7 +51,8 @@ class SchedulerService {
   Status Start(std::chrono::milliseconds timeout);
   void Run();
 
-  const std::string& endpoint() const { return endpoint_; }
+  // Where clients and executors reach it (registered with the RM), and what it bound.
+  const ServiceEndpoint& endpoint() const { return endpoint_; }
 
  private:
   void OnRequest();
@@ -92,7 +94,7 @@ class SchedulerService {
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   std::unique_ptr<IslandOrder> order_;
   EventLoop loop_;
-  std::string endpoint_;
+  ServiceEndpoint endpoint_;
   std::unique_ptr<net::Requester> rm_;
   std::unique_ptr<OwnerCache> owners_;  // asks rm_
   // How long a submission waits for the RM to say whose a client or function is (once each).

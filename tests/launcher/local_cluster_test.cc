@@ -248,7 +248,7 @@ TEST_F(LocalClusterTest, RefusesASecondClusterInTheSameStateDir) {
     const Status s = second.Start();
     EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
     EXPECT_THAT(s.message(), HasSubstr("a cluster is already running"));
-    EXPECT_THAT(s.message(), HasSubstr("atoll down"));
+    EXPECT_THAT(s.message(), HasSubstr("atoll stop"));
   }
   // The refusal did not disturb the running cluster.
   EXPECT_EQ(RunningProcesses(*ReadClusterInfo(Options().state_dir)).size(), 11u);

@@ -21,10 +21,11 @@ using samples::Sample;
 using AllMessages = ::testing::Types<
     Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
     HelloClientReply, Goodbye, HostChanged, CreateSlice, SliceInfo, SliceRemapped, ServiceChanged,
-    LookupOwners, Owners, RegisterFunction, RegisterFunctionReply, GetClusterStatus, ClusterStatus,
-    Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram, SubmitReply, GangDone, NodeReleased,
-    CancelRun, RunDone, StoreHello, StoreHelloReply, CreateObject, CreateObjectReply, SealObject,
-    PutObject, GetObject, GetObjectReply, ReleaseObject, GetStoreStats, StoreStats>;
+    LookupOwners, Owners, DrainHost, DrainHostReply, RegisterFunction, RegisterFunctionReply,
+    GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram,
+    SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, StoreHello, StoreHelloReply,
+    CreateObject, CreateObjectReply, SealObject, PutObject, GetObject, GetObjectReply,
+    ReleaseObject, GetStoreStats, StoreStats>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =

@@ -152,6 +152,14 @@ inline Owners Sample<Owners>() {
   return {{"client:alice", ""}, {true, false}, {3}};
 }
 template <>
+inline DrainHost Sample<DrainHost>() {
+  return {"host-2"};
+}
+template <>
+inline DrainHostReply Sample<DrainHostReply>() {
+  return {{3, 4}, {9}};
+}
+template <>
 inline ServiceChanged Sample<ServiceChanged>() {
   return {Heartbeat::kStore, "host-1", "tcp://10.0.0.1:5001", false, "it came back"};
 }
@@ -194,7 +202,8 @@ inline SliceStatus Sample<SliceStatus>() {
 
 template <>
 inline ClusterStatus Sample<ClusterStatus>() {
-  return {{Sample<IslandStatus>()}, {Sample<SliceStatus>()}, 3, 2};
+  return {{Sample<IslandStatus>()}, {Sample<SliceStatus>()}, 3, 2,
+          "tcp://10.0.0.9:5551",    "tcp://10.0.0.9:5552"};
 }
 
 // ---------------------------------------------------------------------------------------

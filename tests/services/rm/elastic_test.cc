@@ -120,6 +120,20 @@ TEST_F(ElasticCoreTest, ASliceLeavesTheLostHostForLiveDevicesOfItsIsland) {
   EXPECT_THAT(SliceLoads(state_), ElementsAre(0, 0, 1, 0, 1, 0, 0, 0));
 }
 
+// A drained host (about to leave, still alive) is left as a lost one is, and its other
+// devices, idle as they are, take nothing over.
+TEST_F(ElasticCoreTest, ASliceLeavesADrainedHostWhoseOtherDevicesTakeNothing) {
+  const uint64_t slice = AddSlice(state_, "a", {0, 2});  // a0 and a1
+  AddSlice(state_, "a", {4, 5});                         // a2 busier than a0's idle device 1
+  state_.hosts.at("a0").drained = true;
+  EXPECT_FALSE(Loads(state_)[1].alive);
+  auto moved = RemapSliceOff(state_, slice, "a0", *policy_);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_TRUE(*moved);
+  EXPECT_THAT(state_.slices.at(slice).device_ids, ElementsAre(3, 2));  // a1's other device
+  EXPECT_THAT(SliceLoads(state_), ElementsAre(0, 0, 1, 1, 1, 1, 0, 0));
+}
+
 TEST_F(ElasticCoreTest, SlicesNotOnTheLostHostStayAsTheyAre) {
   const uint64_t slice = AddSlice(state_, "a", {2, 4});
   Lose("a0");

@@ -110,9 +110,25 @@ TEST_F(StateFileTest, WhatIsWrittenIsReadBack) {
   EXPECT_FALSE(fs::exists(path_ + ".tmp"));
 }
 
+// Islands that joined at run time (a scheduler, or only an executor, registered for them)
+// are known to a restarted RM from what the file keeps, after the configuration's own.
+TEST_F(StateFileTest, IslandsThatJoinedAtRunTimeAreKnownAgainAfterARestart) {
+  RmState state = SampleState();
+  RmState::Host& joined = state.hosts["h9"];
+  joined.name = "h9";
+  joined.island = "c";  // no scheduler yet
+  joined.device_ids = {static_cast<uint32_t>(state.devices.size())};
+  state.devices.push_back({joined.device_ids[0], "h9", 0, {"cpu", 1 << 20}, 0});
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  auto read = ReadStateFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(IslandNames(*read, {"z", "b"}), (std::vector<std::string>{"z", "b", "a", "c"}));
+  EXPECT_EQ(IslandNames(RmState{}, {"z"}), (std::vector<std::string>{"z"}));
+}
+
 // The state of the layout tests, and its file written field by field. `appended`: with the
 // fields added at the end of records since version 1 (a host's store instance, a client's
-// routing id), which a file without them reads as their defaults.
+// routing id, a host's drained mark), which a file without them reads as their defaults.
 RmState LayoutState() {
   RmState state;
   state.scheduler_by_island["a"] = "tcp://s";
@@ -124,6 +140,7 @@ RmState LayoutState() {
   host.store_endpoint = "tcp://h0:3";
   host.device_ids = {0};
   host.store_instance = 77;
+  host.drained = true;
   state.devices.push_back({0, "h0", 0, {"cpu", 1024}, 1});
   state.clients[3].name = "trainer";
   state.clients[3].routing_id = "client-3";
@@ -141,13 +158,14 @@ std::string LayoutBytes(bool appended) {
   pack.pack(1);      // the version
   pack.pack_map(1);  // hosts: name, island, control, data and store endpoints, devices
   pack.pack(std::string("h0"));
-  pack.pack_array(appended ? 7 : 6);
+  pack.pack_array(appended ? 8 : 6);
   for (const char* field : {"h0", "a", "tcp://h0:1", "tcp://h0:2", "tcp://h0:3"}) {
     pack.pack(std::string(field));
   }
   pack.pack(std::vector<uint32_t>{0});
-  if (appended) pack.pack(77);  // the store's instance
-  pack.pack_array(1);           // devices: id, host, local index, (kind, memory), slices
+  if (appended) pack.pack(77);    // the store's instance
+  if (appended) pack.pack(true);  // drained
+  pack.pack_array(1);             // devices: id, host, local index, (kind, memory), slices
   pack.pack_array(5);
   pack.pack(0);
   pack.pack(std::string("h0"));
@@ -193,6 +211,7 @@ TEST_F(StateFileTest, AVersionOneFileWithoutTheAppendedFieldsReadsThemAsDefaults
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   RmState want = LayoutState();
   want.hosts.at("h0").store_instance = 0;
+  want.hosts.at("h0").drained = false;
   want.clients.at(3).routing_id.clear();
   want.clients.at(3).user_id.clear();
   EXPECT_TRUE(*read == want);
