@@ -10,6 +10,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
+#include "tests/e2e/rm_topology.h"
 
 namespace atl::testing {
 namespace {
@@ -20,29 +21,6 @@ class ElasticTest : public ClusterTest {
  public:
   static void SetUpTestSuite() { StartCluster(ATOLL_SOURCE_DIR "/tests/e2e/three_hosts.toml"); }
 };
-
-// Which host each device is on, and the RM's view of each slice's devices.
-struct Topology {
-  std::map<uint32_t, std::string> host_of;
-  std::map<uint64_t, std::vector<uint32_t>> slices;
-};
-
-Topology AskRm(const std::string& rm) {
-  MemberContext context;
-  net::Requester peer(context, rm);
-  EXPECT_TRUE(peer.Connect().ok());
-  auto status = peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
-  EXPECT_TRUE(status.ok()) << status.status().ToString();
-  Topology t;
-  if (!status.ok()) return t;
-  for (const auto& island : status->islands) {
-    for (const auto& host : island.hosts) {
-      for (const auto& d : host.devices) t.host_of[d.device_id] = host.name;
-    }
-  }
-  for (const auto& s : status->slices) t.slices[s.slice_id] = s.device_ids;
-  return t;
-}
 
 TEST_F(ElasticTest, KilledExecutorFailsItsProgramOthersGoOnTheSliceIsRemappedAndRunsAgain) {
   auto client = Connect("elastic");

@@ -18,6 +18,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
+#include "tests/e2e/rm_topology.h"
 #include "tests/launcher/cluster_test_util.h"
 #include "tests/launcher/subprocess.h"
 
@@ -28,43 +29,6 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
 const std::string kConfig = ATOLL_SOURCE_DIR "/config/test.toml";
-
-// Which host and island each device is on, each host's liveness, and each slice's devices,
-// as the RM says.
-struct Topology {
-  std::map<uint32_t, std::string> host_of;
-  std::map<std::string, std::string> island_of;  // by host
-  std::map<std::string, bool> alive;             // by host
-  std::map<std::string, bool> scheduled;         // by island: its scheduler is alive
-  std::map<uint64_t, std::vector<uint32_t>> slices;
-};
-
-Topology AskRm(const std::string& rm) {
-  MemberContext context;
-  net::Requester peer(context, rm);
-  EXPECT_TRUE(peer.Connect().ok());
-  auto status = peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
-  EXPECT_TRUE(status.ok()) << status.status().ToString();
-  Topology t;
-  if (!status.ok()) return t;
-  for (const auto& island : status->islands) {
-    t.scheduled[island.name] = island.scheduler_alive;
-    for (const auto& host : island.hosts) {
-      t.island_of[host.name] = island.name;
-      t.alive[host.name] = host.alive;
-      for (const auto& d : host.devices) t.host_of[d.device_id] = host.name;
-    }
-  }
-  for (const auto& s : status->slices) t.slices[s.slice_id] = s.device_ids;
-  return t;
-}
-
-// The hosts a slice's devices are on.
-std::set<std::string> HostsOf(const Topology& t, uint64_t slice) {
-  std::set<std::string> hosts;
-  for (uint32_t d : t.slices.at(slice)) hosts.insert(t.host_of.at(d));
-  return hosts;
-}
 
 // A state dir standing in for another machine's, whose services are stopped when the test
 // ends however it ends (they run detached, as `atoll start` leaves them).
