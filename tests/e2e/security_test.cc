@@ -14,6 +14,7 @@
 #include "common/proto/codec.h"
 #include "common/proto/ids.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/doubling_program.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
 
@@ -73,12 +74,7 @@ class SecurityTest : public ClusterTest {
   // A one-op function on a one-device slice of `client`, and a program calling it.
   static Result<Program> Doubling(Client& client) {
     ATOLL_ASSIGN_OR_RETURN(Slice slice, client.CreateSlice(1));
-    FunctionBuilder b("double");
-    b.Output(b.Mul(b.Input(DType::kF32, {2}), 2.0));
-    ATOLL_ASSIGN_OR_RETURN(Function f, client.Register(b, slice));
-    ProgramBuilder p;
-    p.Return({p.Call(f, {p.Arg(DType::kF32, {2})})[0]});
-    return p.Build();
+    return testing::Doubling(client, slice, 2);
   }
 
   static void ExpectRunsCorrectly(Client& client, const Program& program) {
