@@ -78,7 +78,10 @@ std::vector<pid_t> ProcessesIn(const std::string& netns) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    const bool a_pid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
+    if (!a_pid) continue;
     char link[64] = {};
     const std::string path = "/proc/" + name + "/ns/net";
     const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
@@ -134,7 +137,8 @@ Status VirtualNetwork::Ip(const std::vector<std::string>& args) const {
     }
     if (std::chrono::steady_clock::now() > deadline) {
       kill(*pid, SIGKILL);
-      while (true) {
+      // Reaped once it is gone (at once, unless stuck in the kernel: then left to init).
+      for (int i = 0; i < 1000; ++i) {
         auto reaped = proc::TryReap(*pid);
         if (!reaped.ok() || reaped->has_value()) break;
         std::this_thread::sleep_for(1ms);

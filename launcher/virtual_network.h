@@ -40,10 +40,11 @@ class VirtualNetwork {
     std::string port;     // its veth's end on the switch, which SetLink sets down or up
   };
 
-  // Machines with these names (letters, digits, '-' and '_'; at most 200), addressed
-  // 10.77.0.1, .2, ... in this order, each with its loopback up. FailedPrecondition when
-  // this machine cannot make network namespaces (no CAP_NET_ADMIN, no `ip`), with why;
-  // any other error is a failure to build the network once namespaces could be made.
+  // Machines with these names (letters, digits, '-' and '_', up to 64 each; at most 200
+  // machines), addressed 10.77.0.1, .2, ... in this order, each with its loopback up.
+  // FailedPrecondition when this machine cannot make network namespaces (no CAP_NET_ADMIN,
+  // no `ip`), with why; any other error is a failure to build the network once namespaces
+  // could be made.
   static Result<std::unique_ptr<VirtualNetwork>> Create(const std::vector<std::string>& machines);
 
   ~VirtualNetwork();
