@@ -21,9 +21,11 @@ packages=(
 
 # What tests/ops drives: `atoll top` in tmux, the dashboard in headless chromium, the
 # compose and Kubernetes files through docker-compose and yamllint; scripts/fuzz.sh's
-# compiler and libFuzzer.
+# compiler and libFuzzer; `ip`, which makes the network namespaces of the tests and
+# benchmarks across machines.
 if [ $build_only -eq 0 ]; then
-  packages+=(tmux chromium docker-compose yamllint python3-yaml clang-14 libfuzzer-14-dev)
+  packages+=(tmux chromium docker-compose yamllint python3-yaml clang-14 libfuzzer-14-dev
+             iproute2)
   # Node.js for playwright-core: Debian's, unless a node with npm is installed already.
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi
