@@ -20,15 +20,19 @@ Result<Tensor> TensorFromArray(py::handle object, size_t index) {
                            py::cast<std::string>(py::str(py::type::of(object).attr("__name__"))));
   }
   auto array = py::reinterpret_borrow<py::array>(object);
+  // By type number, which an array of the other byte order shares: that one is converted.
   DType dtype;
-  if (array.dtype().is(py::dtype::of<float>())) {
+  if (array.dtype().num() == py::dtype::of<float>().num()) {
     dtype = DType::kF32;
-  } else if (array.dtype().is(py::dtype::of<int32_t>())) {
+  } else if (array.dtype().num() == py::dtype::of<int32_t>().num()) {
     dtype = DType::kI32;
   } else {
     return InvalidArgument(argument + ": atoll tensors are float32 (f32) or int32 (i32), got a " +
                            py::cast<std::string>(py::str(array.dtype())) +
                            " array (convert it with .astype(numpy.float32) or numpy.int32)");
+  }
+  if (array.dtype().byteorder() == '>') {
+    array = array.attr("astype")(NumpyDType(dtype));  // this host is little-endian
   }
   constexpr int kUsable =
       py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;

@@ -11,6 +11,7 @@
 // EINTR) raises KeyboardInterrupt rather than the error it caused.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -72,13 +73,14 @@ class Session : public std::enable_shared_from_this<Session> {
   Result<T> Wait(std::optional<std::chrono::milliseconds> timeout, const std::string& what,
                  const std::function<Result<T>(Client&, std::chrono::milliseconds)>& attempt) {
     const auto start = std::chrono::steady_clock::now();
-    while (true) {
+    for (bool first = true;; first = false) {
       std::chrono::milliseconds slice = kWaitSlice;
       if (timeout) {
         const auto left = *timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
                                          std::chrono::steady_clock::now() - start);
-        if (left <= std::chrono::milliseconds(0)) return NotReady(what, *timeout);
-        slice = std::min(slice, left);
+        // A timeout of 0 still looks once.
+        if (left <= std::chrono::milliseconds(0) && !first) return NotReady(what, *timeout);
+        slice = std::clamp(left, std::chrono::milliseconds(1), slice);
       }
       Result<T> result = Call([&](Client& client) { return attempt(client, slice); });
       if (result.ok() || result.status().code() != Code::kDeadlineExceeded) return result;

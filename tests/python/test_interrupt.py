@@ -1,5 +1,5 @@
-"""Waiting releases the GIL and Ctrl-C interrupts it: SIGINT during a wait raises
-KeyboardInterrupt within a second, and other threads run while it waits."""
+"""Waiting is bounded, releases the GIL, and Ctrl-C interrupts it: SIGINT during a wait
+raises KeyboardInterrupt within a second, and other threads run while it waits."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ def test_sigint_interrupts_a_wait(client: atoll.Client) -> None:
         return ops.spin(x, 20e6)  # 20 s on the device
 
     run = client.run(slow, [1.0])
+    with pytest.raises(atoll.DeadlineExceeded, match=r"result 0 of run \d+ was not ready "
+                       r"within 0.2 s"):
+        run.result(timeout=0.2)
     ticks = 0
     sent_at = []
 

@@ -64,6 +64,8 @@ def test_sharded_matmul_over_a_2x2_mesh_equals_numpy(client: atoll.Client) -> No
     rng = np.random.default_rng(7)
     x = rng.standard_normal((8, 6), dtype=np.float32)
     w = rng.standard_normal((6, 4), dtype=np.float32)
+    # A layout that cannot be adopted as it is: column-major, big-endian (copied, converted).
+    w = np.asfortranarray(w).astype(">f4")
     got = client.run(matmul, x, w).result(timeout=30)
     np.testing.assert_allclose(got, np.maximum(x @ w, 0) - 0.5, rtol=1e-5, atol=1e-6)
 
