@@ -17,15 +17,16 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   python3 python3-matplotlib
+  python3-dev pybind11-dev python3-numpy   # the Python package atoll (python/)
 )
 
 # What tests/ops drives: `atoll top` in tmux, the dashboard in headless chromium, the
 # compose and Kubernetes files through docker-compose and yamllint; scripts/fuzz.sh's
-# compiler and libFuzzer; `ip`, which makes the network namespaces of the tests and
-# benchmarks across machines.
+# compiler and libFuzzer; pytest for tests/python; `ip`, which makes the network namespaces
+# of the tests and benchmarks across machines.
 if [ $build_only -eq 0 ]; then
   packages+=(tmux chromium docker-compose yamllint python3-yaml clang-14 libfuzzer-14-dev
-             iproute2)
+             python3-pytest iproute2)
   # Node.js for playwright-core: Debian's, unless a node with npm is installed already.
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi
