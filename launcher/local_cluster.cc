@@ -302,7 +302,11 @@ Status LocalCluster::MakeKeys() {
                               " holds none (" + held.status().message() +
                               "); copy the head's keys folder here, or name it with --keys");
   }
-  ATOLL_RETURN_IF_ERROR(net::EnsureClusterKeys(keys_dir_).status().WithContext("cluster keys"));
+  auto made = net::EnsureClusterKeys(keys_dir_);
+  if (!made.ok()) return made.status().WithContext("cluster keys");
+  // Keys made before (`atoll keygen`, an earlier start) are kept as they are: they may be
+  // read-only (a Kubernetes Secret), and a client key removed from them stays removed.
+  if (!*made) return Status::Ok();
   return net::EnsureClientKey(keys_dir_, "default").status().WithContext("client keys");
 }
 

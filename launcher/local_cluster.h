@@ -156,7 +156,8 @@ class LocalCluster {
     bool awaiting_ready = false;                  // restarted; its ready file not read yet
   };
 
-  // Makes the keys the config's security needs, unless they exist (keys_dir_).
+  // Makes the keys the config's security needs, unless they exist (keys_dir_): the
+  // cluster's key pair and, with it, the client key "default".
   Status MakeKeys();
   // Starts the RM (the first service) and records its endpoints.
   Status StartRm();

@@ -21,10 +21,7 @@ compose() {
   timeout 120 docker-compose -p "$project" -f "$ATOLL_SOURCE_DIR/docker/compose.yaml" "$@"
 }
 cleanups+=("compose down -v -t 2; podman rm -f \$(containers_labelled $label)")
-on_failure() {  # run by lib.sh's cleanup, whose $status is the script's exit status
-  [ "$status" -eq 0 ] || [ "$status" -eq 77 ] || dump_containers "$label"
-}
-cleanups+=(on_failure)
+report_on_failure dump_containers "$label"
 # The container of compose service $1.
 container() {
   podman ps -a --filter "label=$label" --filter "label=com.docker.compose.service=$1" \

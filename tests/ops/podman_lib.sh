@@ -11,8 +11,19 @@
 #   cached as an image and as a tarball under the build dir), the Dockerfile's `runtime`
 #   stage on it (cached by podman's layer cache), and the service binaries, stripped of
 #   debug info, on top. Sets $image; the image is removed on exit, the bases are kept.
+# report_on_failure COMMAND...: on a failure (not a skip), the cleanup runs COMMAND, with its
+#   output on the test's stderr (lib.sh's cleanup silences what it runs), before what was
+#   registered earlier (what COMMAND reports on is still there).
 # start_podman_service: podman's Docker API on a private socket (for docker-compose); sets
 #   DOCKER_HOST and stops the service on exit.
+
+exec {report_fd}>&2  # the test's stderr
+report_on_failure() {
+  cleanups+=("report_if_failed $*")
+}
+report_if_failed() {  # cleanup's $status is the test's exit status
+  [ "$status" -eq 0 ] || [ "$status" -eq 77 ] || "$@" >&"$report_fd" 2>&1
+}
 
 base_image=localhost/atoll-test-debian:bookworm
 runtime_image=localhost/atoll-test-runtime:latest
