@@ -97,12 +97,13 @@ struct Client::Impl {
   uint64_t next_run = 1;
   uint64_t next_object = 1;
 
-  // The requester for a scheduler or object store, connected on first use.
+  // The requester for a scheduler or object store, connected on first use. Watched, so that
+  // a call to a peer that refuses this client's key, or that is down, says so.
   Result<net::Requester*> Peer(const std::string& endpoint) {
     auto it = peers.find(endpoint);
     if (it == peers.end()) {
       auto r = std::make_unique<net::Requester>(context, endpoint);
-      ATOLL_RETURN_IF_ERROR(r->Connect());
+      ATOLL_RETURN_IF_ERROR(r->Connect(/*watch_handshakes=*/true));
       it = peers.emplace(endpoint, std::move(r)).first;
     }
     return it->second.get();

@@ -17,17 +17,19 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   python3 python3-matplotlib
+  python3-dev pybind11-dev python3-numpy   # the Python package atoll (python/)
 )
 
 # What tests/ops drives: `atoll top` in tmux, the dashboard in headless chromium, the
 # compose and Kubernetes files through docker-compose, yamllint and the Kubernetes API's
 # models (python3-kubernetes), and for real with podman (runc, netavark networks with DNS,
 # catatonit for `init`, debootstrap for a base image: tests/ops/podman_lib.sh);
-# scripts/fuzz.sh's compiler and libFuzzer.
+# scripts/fuzz.sh's compiler and libFuzzer; pytest for tests/python; `ip`, which makes the
+# network namespaces of the tests and benchmarks across machines.
 if [ $build_only -eq 0 ]; then
   packages+=(tmux chromium docker-compose yamllint python3-yaml python3-kubernetes
              podman runc netavark aardvark-dns catatonit iptables debootstrap
-             clang-14 libfuzzer-14-dev)
+             clang-14 libfuzzer-14-dev python3-pytest iproute2)
   # Node.js for playwright-core: Debian's, unless a node with npm is installed already.
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi

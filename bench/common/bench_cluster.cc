@@ -11,18 +11,18 @@ namespace atl::bench {
 
 std::string ClusterToml(const BenchTopology& t) {
   std::string toml = fmt::format(R"([cluster]
-bind_host = "127.0.0.1"
-heartbeat_ms = {}
-liveness = {}
+bind_host = "{0}"
+heartbeat_ms = {1}
+liveness = {2}
 log_level = "warn"
 [rm]
-endpoint = "tcp://127.0.0.1:*"
-events_in = "tcp://127.0.0.1:*"
-events_out = "tcp://127.0.0.1:*"
+endpoint = "tcp://{0}:*"
+events_in = "tcp://{0}:*"
+events_out = "tcp://{0}:*"
 [security]
-mode = "{}"
-{})",
-                                 t.heartbeat_ms, t.liveness, t.security, t.extra_toml);
+mode = "{3}"
+{4})",
+                                 t.address, t.heartbeat_ms, t.liveness, t.security, t.extra_toml);
   for (int i = 0; i < t.islands; ++i) {
     toml += fmt::format("[[islands]]\nname = \"island{}\"\n", i);
     for (int h = i * t.hosts; h < (i + 1) * t.hosts; ++h) {

@@ -13,8 +13,8 @@
 namespace atl::bench {
 
 // A benchmark's cluster: islands island0, island1, ... of `hosts` identical hosts each, named
-// h0, h1, ... across islands, on loopback, every RM endpoint on a free port (see
-// config/local.toml for what the keys mean).
+// h0, h1, ... across islands, every service on `address` (loopback unless told), every RM
+// endpoint on a free port (see config/local.toml for what the keys mean).
 struct BenchTopology {
   int islands = 1;
   int hosts = 1;  // per island
@@ -27,6 +27,8 @@ struct BenchTopology {
   // "plain" (every series unless it says otherwise) or "curve" (authenticated, encrypted).
   std::string security = "plain";
   std::string extra_toml;  // more tables, e.g. "[scheduler]\npolicy = \"share\"\n"
+  // The IPv4 address every service binds and is reached at: the cluster's bind_host.
+  std::string address = "127.0.0.1";
 };
 std::string ClusterToml(const BenchTopology& topology);
 

@@ -22,12 +22,22 @@
 //                authentication cost the data plane
 // Throughput: N tuples sent back to back, from the first send to the last arrival (wall
 // clock, one machine). Latency: one tuple at a time, send to arrival.
+//
+// Links (each row's `link` param), every series over each, the ratios to raw ZeroMQ taken
+// over the same link:
+//   loopback     both ends in this machine's network namespace, over 127.0.0.1
+//   veth         the sender (this process) and the receivers (the clusters, the sink) on two
+//                machines of a VirtualNetwork: network namespaces, each with a veth pair to
+//                a bridge, as containers on one machine talk. Skipped, saying why, where
+//                namespaces cannot be made (no CAP_NET_ADMIN).
 #include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -40,6 +50,7 @@
 #include "common/service/ready_file.h"
 #include "launcher/local_cluster.h"
 #include "launcher/process.h"
+#include "launcher/virtual_network.h"
 #include "services/executor/tuple_outbox.h"
 
 namespace atl::bench {
@@ -54,8 +65,9 @@ constexpr uint64_t kNoRun = ~uint64_t{0};
 
 // Heartbeats (and so dataplane.stats) every 10 ms: a figure waits at most that long for its
 // report, which carries the arrival time itself.
-BenchTopology ClusterTopology(const std::string& security = "plain") {
+BenchTopology ClusterTopology(const std::string& address, const std::string& security = "plain") {
   BenchTopology topology;
+  topology.address = address;
   topology.security = security;
   topology.heartbeat_ms = 10;
   topology.liveness = 100;
@@ -85,10 +97,14 @@ class RawZmq : public Receiver {
   explicit RawZmq(zmq::context_t& context)
       : socket_(net::MakeSocket(context, zmq::socket_type::dealer)) {}
 
-  Status Start(const std::string& log_path) {
-    ATOLL_ASSIGN_OR_RETURN(std::string endpoint, net::Bind(socket_, "tcp://127.0.0.1:*"));
+  // Binds on `address` and starts the sink with `launch` (the sink's argv made into the
+  // command that runs it where the receivers are).
+  Status Start(const std::string& address,
+               const std::function<std::vector<std::string>(std::vector<std::string>)>& launch,
+               const std::string& log_path) {
+    ATOLL_ASSIGN_OR_RETURN(std::string endpoint, net::Bind(socket_, "tcp://" + address + ":*"));
     ATOLL_ASSIGN_OR_RETURN(
-        pid_, proc::Spawn({{ATOLL_BIN_DIR "/atoll-bench-zmq-sink", endpoint}, log_path}));
+        pid_, proc::Spawn({launch({ATOLL_BIN_DIR "/atoll-bench-zmq-sink", endpoint}), log_path}));
     ATOLL_ASSIGN_OR_RETURN(auto hello, net::RecvFrames(socket_, kTimeout));
     if (!hello) return DeadlineExceeded("atoll-bench-zmq-sink did not greet; see " + log_path);
     return Status::Ok();
@@ -215,31 +231,64 @@ class Executor : public Receiver {
   uint64_t& received_;  // by the executor, over every series that sends to it
 };
 
-Status MeasureAll(const BenchOptions& options, BenchResult& result) {
-  const int repetitions = options.quick ? 3 : 7;
-  const std::vector<Size> sizes =
-      options.quick
-          ? std::vector<Size>{{64, 50'000, 5}, {64 << 10, 1'000, 5}, {16 << 20, 12, 3}}
-          : std::vector<Size>{{64, 400'000, 15}, {64 << 10, 8'000, 15}, {16 << 20, 60, 5}};
-  const std::string dir =
-      std::filesystem::temp_directory_path() / fmt::format("atoll-bench-dataplane-{}", getpid());
-  ATOLL_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster,
-                         StartBenchCluster(dir, ClusterToml(ClusterTopology()), ATOLL_BIN_DIR));
+// Where the series run: the sender is this process, the receivers are the clusters'
+// executors and the raw series' sink.
+struct Link {
+  std::string name;                   // the rows' `link` param
+  VirtualNetwork* network = nullptr;  // its machines "sender" and "receiver"; none: loopback
+
+  std::string Address(const std::string& machine) const {
+    return network != nullptr ? network->Address(machine) : "127.0.0.1";
+  }
+  // Moves this thread (what it starts from now on: processes, sockets' I/O threads) onto
+  // the machine.
+  Status Enter(const std::string& machine) const {
+    return network != nullptr ? network->Enter(machine) : Status::Ok();
+  }
+  // The command that runs `argv` on the receiver.
+  std::vector<std::string> OnReceiver(std::vector<std::string> argv) const {
+    return network != nullptr ? network->Inside("receiver", argv) : argv;
+  }
+};
+
+// [series][tuple bytes] -> one sample per repetition
+using Samples = std::map<std::pair<std::string, uint64_t>, std::vector<double>>;
+struct Figures {
+  Samples rate, bandwidth, latency;
+};
+
+const std::vector<std::string> kSeries = {"zmq", "batched", "unbatched", "batched_curve"};
+
+// Every series over `link`, `repetitions` times, into `figures`.
+Status MeasureOver(const Link& link, int repetitions, const std::vector<Size>& sizes,
+                   Figures& figures) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          fmt::format("atoll-bench-dataplane-{}-{}", getpid(), link.name);
+  const std::string receiver = link.Address("receiver");
+  ATOLL_RETURN_IF_ERROR(link.Enter("receiver"));
+  ATOLL_ASSIGN_OR_RETURN(
+      std::unique_ptr<LocalCluster> cluster,
+      StartBenchCluster(dir, ClusterToml(ClusterTopology(receiver)), ATOLL_BIN_DIR));
   ATOLL_ASSIGN_OR_RETURN(auto ready, ReadReadyFile(dir + "/state/run/executor-h0.ready"));
   const std::string data_endpoint = ready["data"];
 
   ATOLL_ASSIGN_OR_RETURN(
       std::unique_ptr<LocalCluster> curve_cluster,
-      StartBenchCluster(dir + "/curve", ClusterToml(ClusterTopology("curve")), ATOLL_BIN_DIR));
+      StartBenchCluster(dir + "/curve", ClusterToml(ClusterTopology(receiver, "curve")),
+                        ATOLL_BIN_DIR));
   ATOLL_ASSIGN_OR_RETURN(auto curve_ready,
                          ReadReadyFile(dir + "/curve/state/run/executor-h0.ready"));
   ATOLL_ASSIGN_OR_RETURN(net::Credentials member,
                          net::ServiceCredentials(curve_cluster->keys_dir()));
 
+  // Every context and socket from here on is the sender's.
+  ATOLL_RETURN_IF_ERROR(link.Enter("sender"));
   zmq::context_t context;
   net::KeyedContext curve_context(member);
   RawZmq zmq(context);
-  ATOLL_RETURN_IF_ERROR(zmq.Start(dir + "/zmq-sink.log"));
+  ATOLL_RETURN_IF_ERROR(zmq.Start(
+      link.Address("sender"), [&](std::vector<std::string> argv) { return link.OnReceiver(argv); },
+      dir + "/zmq-sink.log"));
   ExecutorReports reports(context, cluster->info().events_out);
   ATOLL_RETURN_IF_ERROR(reports.Start());
   uint64_t received = 0;
@@ -253,62 +302,98 @@ Status MeasureAll(const BenchOptions& options, BenchResult& result) {
   Executor batched_curve(curve_context, curve_ready["data"], kBatchedWindowUs, curve_reports,
                          curve_received);
   ATOLL_RETURN_IF_ERROR(batched_curve.Start());
-  const std::vector<std::pair<std::string, Receiver*>> series = {{"zmq", &zmq},
-                                                                 {"batched", &batched},
-                                                                 {"unbatched", &unbatched},
-                                                                 {"batched_curve", &batched_curve}};
+  const std::map<std::string, Receiver*> receivers = {{"zmq", &zmq},
+                                                      {"batched", &batched},
+                                                      {"unbatched", &unbatched},
+                                                      {"batched_curve", &batched_curve}};
 
-  // [series][size] -> samples
-  std::map<std::pair<std::string, uint64_t>, std::vector<double>> rate, bandwidth, latency;
   for (int rep = 0; rep < repetitions; ++rep) {
     for (const Size& size : sizes) {
       const Tensor tuple(DType::kI32, {static_cast<int64_t>(size.bytes / 4)});
-      for (const auto& [name, receiver] : series) {
+      for (const std::string& name : kSeries) {
+        Receiver* receiver_of_series = receivers.at(name);
         const int64_t start = NowMicros();
-        ATOLL_ASSIGN_OR_RETURN(int64_t last, receiver->SendAndWait(tuple, size.throughput_tuples));
+        ATOLL_ASSIGN_OR_RETURN(int64_t last,
+                               receiver_of_series->SendAndWait(tuple, size.throughput_tuples));
         const double seconds = std::max<int64_t>(last - start, 1) / 1e6;
-        rate[{name, size.bytes}].push_back(size.throughput_tuples / seconds);
-        bandwidth[{name, size.bytes}].push_back(size.throughput_tuples * size.bytes / seconds /
-                                                1e9);
+        figures.rate[{name, size.bytes}].push_back(size.throughput_tuples / seconds);
+        figures.bandwidth[{name, size.bytes}].push_back(size.throughput_tuples * size.bytes /
+                                                        seconds / 1e9);
         std::vector<double> one_way;
         for (int i = 0; i < size.latency_tuples; ++i) {
           const int64_t sent = NowMicros();
-          ATOLL_ASSIGN_OR_RETURN(int64_t arrived, receiver->SendAndWait(tuple, 1));
+          ATOLL_ASSIGN_OR_RETURN(int64_t arrived, receiver_of_series->SendAndWait(tuple, 1));
           one_way.push_back(static_cast<double>(arrived - sent));
         }
         ATOLL_ASSIGN_OR_RETURN(Summary s, Summarize(one_way));
-        latency[{name, size.bytes}].push_back(s.median);
+        figures.latency[{name, size.bytes}].push_back(s.median);
       }
     }
-    std::fprintf(stderr, "dataplane: repetition %d of %d done\n", rep + 1, repetitions);
+    std::fprintf(stderr, "dataplane: %s: repetition %d of %d done\n", link.name.c_str(), rep + 1,
+                 repetitions);
   }
+  return Status::Ok();
+}
 
-  for (const auto& [name, receiver] : series) {
+double Median(const Samples& samples, const std::string& series, uint64_t bytes) {
+  return Summarize(samples.at({series, bytes})).value().median;
+}
+
+// The rows of one link, and its ratios: to raw ZeroMQ over the same link, of batching, and
+// of CURVE. Figures derived over veth are named `veth_...`; over loopback they keep the
+// names they had before there were links.
+void Report(const std::string& link, const std::vector<Size>& sizes, const Figures& f,
+            BenchResult& result) {
+  for (const std::string& name : kSeries) {
     for (const Size& size : sizes) {
-      const Params params = {{"tuple_bytes", size.bytes}};
-      result.Add(name, params, "tuples_per_s", "1/s", rate[{name, size.bytes}]);
-      result.Add(name, params, "throughput", "GB/s", bandwidth[{name, size.bytes}]);
-      result.Add(name, params, "latency", "us", latency[{name, size.bytes}]);
+      const Params params = {{"link", link}, {"tuple_bytes", size.bytes}};
+      result.Add(name, params, "tuples_per_s", "1/s", f.rate.at({name, size.bytes}));
+      result.Add(name, params, "throughput", "GB/s", f.bandwidth.at({name, size.bytes}));
+      result.Add(name, params, "latency", "us", f.latency.at({name, size.bytes}));
     }
   }
-  auto median = [&](const std::string& name, uint64_t bytes) {
-    return Summarize(rate[{name, bytes}]).value().median;
-  };
+  const std::string prefix = link == "loopback" ? "" : link + "_";
   for (uint64_t bytes : {uint64_t{64} << 10, uint64_t{16} << 20}) {
-    result.Derive(fmt::format("batched_over_zmq_throughput_{}B", bytes),
-                  median("batched", bytes) / median("zmq", bytes));
-    result.Derive(fmt::format("unbatched_over_zmq_throughput_{}B", bytes),
-                  median("unbatched", bytes) / median("zmq", bytes));
+    result.Derive(fmt::format("{}batched_over_zmq_throughput_{}B", prefix, bytes),
+                  Median(f.rate, "batched", bytes) / Median(f.rate, "zmq", bytes));
+    result.Derive(fmt::format("{}unbatched_over_zmq_throughput_{}B", prefix, bytes),
+                  Median(f.rate, "unbatched", bytes) / Median(f.rate, "zmq", bytes));
   }
-  result.Derive("batched_over_unbatched_throughput_64B",
-                median("batched", 64) / median("unbatched", 64));
-  result.Derive("batched_over_zmq_throughput_64B", median("batched", 64) / median("zmq", 64));
+  result.Derive(prefix + "batched_over_unbatched_throughput_64B",
+                Median(f.rate, "batched", 64) / Median(f.rate, "unbatched", 64));
+  result.Derive(prefix + "batched_over_zmq_throughput_64B",
+                Median(f.rate, "batched", 64) / Median(f.rate, "zmq", 64));
   for (uint64_t bytes : {uint64_t{64}, uint64_t{64} << 10, uint64_t{16} << 20}) {
-    result.Derive(fmt::format("batched_curve_over_batched_throughput_{}B", bytes),
-                  median("batched_curve", bytes) / median("batched", bytes));
-    result.Derive(fmt::format("batched_curve_over_batched_latency_{}B", bytes),
-                  Summarize(latency[{"batched_curve", bytes}]).value().median /
-                      Summarize(latency[{"batched", bytes}]).value().median);
+    result.Derive(fmt::format("{}batched_curve_over_batched_throughput_{}B", prefix, bytes),
+                  Median(f.rate, "batched_curve", bytes) / Median(f.rate, "batched", bytes));
+    result.Derive(fmt::format("{}batched_curve_over_batched_latency_{}B", prefix, bytes),
+                  Median(f.latency, "batched_curve", bytes) / Median(f.latency, "batched", bytes));
+  }
+}
+
+Status MeasureAll(const BenchOptions& options, BenchResult& result) {
+  const int repetitions = options.quick ? 3 : 7;
+  const std::vector<Size> sizes =
+      options.quick
+          ? std::vector<Size>{{64, 50'000, 5}, {64 << 10, 1'000, 5}, {16 << 20, 12, 3}}
+          : std::vector<Size>{{64, 400'000, 15}, {64 << 10, 8'000, 15}, {16 << 20, 60, 5}};
+  Figures loopback;
+  ATOLL_RETURN_IF_ERROR(MeasureOver({"loopback"}, repetitions, sizes, loopback));
+  Report("loopback", sizes, loopback, result);
+
+  auto network = VirtualNetwork::Create({"sender", "receiver"});
+  if (network.status().code() == Code::kFailedPrecondition) {
+    std::fprintf(stderr, "dataplane: no rows over veth: %s\n", network.status().ToString().c_str());
+    return Status::Ok();
+  }
+  ATOLL_RETURN_IF_ERROR(network.status());
+  Figures veth;
+  ATOLL_RETURN_IF_ERROR(MeasureOver({"veth", network->get()}, repetitions, sizes, veth));
+  Report("veth", sizes, veth, result);
+  // What the link itself costs: raw ZeroMQ over veth against loopback.
+  for (uint64_t bytes : {uint64_t{64}, uint64_t{64} << 10, uint64_t{16} << 20}) {
+    result.Derive(fmt::format("veth_zmq_over_loopback_zmq_throughput_{}B", bytes),
+                  Median(veth.rate, "zmq", bytes) / Median(loopback.rate, "zmq", bytes));
   }
   return Status::Ok();
 }

@@ -7,9 +7,9 @@ namespace atl::net {
 
 namespace {
 
-constexpr int kWatchedEvents = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+constexpr int kWatchedEvents =
+    ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+    ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED;
 
 std::string NewMonitorEndpoint() {
   static std::atomic<uint64_t> next{0};
@@ -27,7 +27,17 @@ HandshakeWatch::HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, s
 }
 
 std::optional<Status> HandshakeWatch::Failure() {
-  while (!failure_) {
+  Drain();
+  return failure_;
+}
+
+bool HandshakeWatch::Connected() {
+  Drain();
+  return connected_;
+}
+
+void HandshakeWatch::Drain() {
+  while (true) {
     // Each event is two frames: [uint16 event, uint32 value] and the endpoint.
     zmq::message_t event, address;
     try {
@@ -39,7 +49,11 @@ std::optional<Status> HandshakeWatch::Failure() {
     if (event.size() < 6) continue;
     uint16_t kind = 0;
     std::memcpy(&kind, event.data(), sizeof(kind));
-    if (kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+    if (kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || kind == ZMQ_EVENT_DISCONNECTED) {
+      connected_ = kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+    } else if (failure_) {
+      continue;  // the first failure stands
+    } else if (kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
       failure_ = PermissionDenied(endpoint_ +
                                   " refused this process's key: it is not one the cluster "
                                   "allows (see `atoll keygen --client` and $ATOLL_KEYS)");
@@ -50,7 +64,6 @@ std::optional<Status> HandshakeWatch::Failure() {
           "match the cluster's (see $ATOLL_KEYS and the config's security.mode)");
     }
   }
-  return failure_;
 }
 
 }  // namespace atl::net

@@ -23,11 +23,19 @@ class HandshakeWatch {
   // The first failed handshake since the watch started, if any: PermissionDenied when the
   // peer refused this process's key or mechanism. Never waits.
   std::optional<Status> Failure();
+  // Whether a connection to the peer completed its handshake and has not dropped since:
+  // false while the peer is down or unreachable (ZeroMQ retries in the background). Never
+  // waits.
+  bool Connected();
 
  private:
+  // Reads the events that came, in order.
+  void Drain();
+
   zmq::socket_t events_;
   std::string endpoint_;
   std::optional<Status> failure_;
+  bool connected_ = false;
 };
 
 }  // namespace atl::net

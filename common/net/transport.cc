@@ -161,8 +161,13 @@ Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t head
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      return DeadlineExceeded("no reply from " + endpoint_ + " within " +
-                              std::to_string(timeout.count()) + " ms");
+      const std::string no_reply =
+          "no reply from " + endpoint_ + " within " + std::to_string(timeout.count()) + " ms";
+      // A watched peer never reached is down (or unreachable), not slow.
+      if (handshakes_ && !handshakes_->Connected()) {
+        return Unavailable(no_reply + ": not connected (the service is down or unreachable)");
+      }
+      return DeadlineExceeded(no_reply);
     }
     if (handshakes_) {
       if (auto failed = handshakes_->Failure()) return *failed;

@@ -103,7 +103,9 @@ class Requester {
  public:
   Requester(zmq::context_t& context, std::string endpoint);
   // Connects; with `watch_handshakes`, a failed security handshake (the peer refused this
-  // process's key) ends each Call at once with PermissionDenied instead of its timeout.
+  // process's key) ends each Call at once with PermissionDenied instead of its timeout, and
+  // a Call that times out while no connection is up fails with Unavailable (the peer is down
+  // or unreachable) rather than DeadlineExceeded.
   Status Connect(bool watch_handshakes = false);
   const std::string& endpoint() const { return endpoint_; }
   // The DEALER itself, for a service that polls it in its loop once setup calls are done.

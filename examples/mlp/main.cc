@@ -27,6 +27,10 @@ int Main(int argc, char** argv) {
   app.add_option("--hidden", config.hidden, "hidden units")->capture_default_str();
   app.add_option("--lr", config.learning_rate, "SGD learning rate")->capture_default_str();
   app.add_option("--seed", config.seed, "weights and data")->capture_default_str();
+  int loss_digits = 4;
+  app.add_option("--loss-digits", loss_digits, "decimals of the losses printed")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 9));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,8 +51,8 @@ int Main(int argc, char** argv) {
              config.inputs, config.hidden, config.classes, config.batch, devices, island,
              config.steps, config.learning_rate);
   auto result = atl::examples::TrainMlp(**client, *slice, config, [&](const auto& step) {
-    fmt::print("step {:3}/{}  loss {:.4f}  {:8.0f} examples/s\n", step.step, config.steps,
-               step.loss, static_cast<double>(config.batch) / step.elapsed.count());
+    fmt::print("step {:3}/{}  loss {:.{}f}  {:8.0f} examples/s\n", step.step, config.steps,
+               step.loss, loss_digits, static_cast<double>(config.batch) / step.elapsed.count());
     std::fflush(stdout);
   });
   if (!result.ok()) {

@@ -145,10 +145,17 @@ void RmService::TellClients(const proto::ServiceChanged& notice) {
 }
 
 void RmService::TellExecutor(const Host& host, const proto::ServiceChanged& notice) {
-  if (!host.alive || host.routing_id.empty()) return;
+  // Told even while its executor counts as lost: a host cut off from the network keeps its
+  // connection, gets what was sent meanwhile once it is back (its store's loss, say), and
+  // must then hear that the store is back too. A dead executor's connection is gone, and
+  // the notice with it.
+  if (host.routing_id.empty()) return;
   zmq::message_t routing(host.routing_id.data(), host.routing_id.size());
   Status sent = net::Send(socket_, &routing, 0, notice);
-  if (!sent.ok()) spdlog::warn("ServiceChanged to executor {}: {}", host.name, sent.ToString());
+  if (!sent.ok()) {
+    spdlog::log(host.alive ? spdlog::level::warn : spdlog::level::debug,
+                "ServiceChanged to executor {}: {}", host.name, sent.ToString());
+  }
 }
 
 }  // namespace atl::rm

@@ -110,7 +110,8 @@ class RmService {
   void OnStoreBack(Host& host);
   // Sends `notice` to every connected client.
   void TellClients(const proto::ServiceChanged& notice);
-  // Sends `notice` to the executor of `host`, when it is connected.
+  // Sends `notice` to the executor of `host` over its last connection, even while it counts as
+  // lost (liveness.cc says why).
   void TellExecutor(const Host& host, const proto::ServiceChanged& notice);
   bool SchedulerAlive(const std::string& island) const;
   // An island not heard of before (not configured, no scheduler or host registered for it)

@@ -1,5 +1,6 @@
 // The cluster as the RM says it is (ClusterStatus, asked as a member): which host and island
-// each device is on, each host's liveness, each island's scheduler, each slice's devices.
+// each device is on, each host's liveness (its executor's and its store's), each island's
+// scheduler, each slice's devices.
 #pragma once
 
 #include <chrono>
@@ -18,7 +19,8 @@ namespace atl::testing {
 struct Topology {
   std::map<uint32_t, std::string> host_of;
   std::map<std::string, std::string> island_of;  // by host
-  std::map<std::string, bool> alive;             // by host
+  std::map<std::string, bool> alive;             // by host: its executor is
+  std::map<std::string, bool> store_alive;       // by host
   std::map<std::string, bool> scheduled;         // by island: its scheduler is alive
   std::map<uint64_t, std::vector<uint32_t>> slices;
 };
@@ -36,6 +38,7 @@ inline Topology AskRm(const std::string& rm) {
     for (const auto& host : island.hosts) {
       t.island_of[host.name] = island.name;
       t.alive[host.name] = host.alive;
+      t.store_alive[host.name] = host.store_alive;
       for (const auto& d : host.devices) t.host_of[d.device_id] = host.name;
     }
   }

@@ -1,0 +1,127 @@
+// Tracing a Python function into a compiled function: FunctionBuilder makes the inputs, the
+// function runs on them as symbolic Values, whose operators (+ - * / @, unary minus, .T)
+// record ops; every other op is in atoll.ops (ops.cc).
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "python/src/bindings.h"
+#include "python/src/symbolic.h"
+
+namespace py = pybind11;
+
+namespace atl::python {
+
+FunctionTrace& TraceOf(const SymbolicValue& a, const SymbolicValue& b) {
+  if (a.trace != b.trace) {
+    throw StatusError(InvalidArgument("an op on values of two functions ('" + a.trace->name +
+                                      "' and '" + b.trace->name +
+                                      "'): a function's ops take its own values"));
+  }
+  return *a.trace;
+}
+
+namespace {
+
+using Builder = FunctionBuilder;
+
+// The operator `name` for an arithmetic op, and its reflected form `rname` (b op a) where
+// it is the same op (null otherwise).
+void BindArithmetic(py::class_<SymbolicValue>& cls, const char* name, const char* rname,
+                    ArithmeticOp op, ArithmeticScalarOp scalar_op) {
+  cls.def(
+      name, [op](const SymbolicValue& a, const SymbolicValue& b) { return Arithmetic(a, b, op); },
+      py::is_operator());
+  cls.def(
+      name, [scalar_op](const SymbolicValue& a, double b) { return Arithmetic(a, b, scalar_op); },
+      py::is_operator());
+  if (rname != nullptr) {
+    cls.def(
+        rname,
+        [scalar_op](const SymbolicValue& a, double b) { return Arithmetic(a, b, scalar_op); },
+        py::is_operator());
+  }
+}
+
+}  // namespace
+
+void BindFunctionBuilder(py::module_& m) {
+  py::class_<FunctionTrace, std::shared_ptr<FunctionTrace>>(
+      m, "FunctionBuilder",
+      "Records a compiled function as a list of ops over global (unsharded) shapes. "
+      "atoll.function drives it: you rarely need it directly.")
+      .def(py::init<std::string>(), py::arg("name"))
+      .def_property_readonly("name", [](const FunctionTrace& t) { return t.name; })
+      .def(
+          "input",
+          [](const std::shared_ptr<FunctionTrace>& trace, const std::string& dtype,
+             const Shape& shape, const std::vector<int>& axes) {
+            const DType type = Unwrap(ParseDType(dtype));
+            return Apply(trace,
+                         [&](Builder& f) { return f.Input(type, shape, Sharding::Axes(axes)); });
+          },
+          py::arg("dtype"), py::arg("shape"), py::arg("axes"),
+          "A new input: dtype 'f32' or 'i32', its global shape (-1: a dimension known only "
+          "from the data), and per dimension the mesh axis it is cut along (-1: not cut).")
+      .def(
+          "output",
+          [](FunctionTrace& trace, const SymbolicValue& v) {
+            if (v.trace.get() != &trace) {
+              throw StatusError(InvalidArgument("function '" + trace.name +
+                                                "' returns a value of function '" + v.trace->name +
+                                                "'"));
+            }
+            trace.builder.Output(v.value);
+            ThrowIfError(trace.builder.status());
+          },
+          py::arg("value"), "Appends an output.");
+
+  py::class_<SymbolicValue> value(
+      m, "Value",
+      "A symbolic value of a function being traced: an input or an op's result. Operators "
+      "record ops: + - * / (with a value or a number), @ (matmul), unary -, .T (transpose); "
+      "atoll.ops has every op. It has no truth value and no comparisons (the IR has none).");
+  BindArithmetic(value, "__add__", "__radd__", &Builder::Add, &Builder::Add);
+  BindArithmetic(value, "__sub__", nullptr, &Builder::Sub, &Builder::Sub);
+  BindArithmetic(value, "__mul__", "__rmul__", &Builder::Mul, &Builder::Mul);
+  BindArithmetic(value, "__truediv__", nullptr, &Builder::Div, &Builder::Div);
+  value
+      .def(
+          "__rsub__",
+          [](const SymbolicValue& a, double b) {
+            return Apply(a.trace, [&](Builder& f) { return f.Add(f.Neg(a.value), b); });
+          },
+          py::is_operator())
+      .def(
+          "__matmul__",
+          [](const SymbolicValue& a, const SymbolicValue& b) {
+            TraceOf(a, b);
+            return Apply(a.trace, [&](Builder& f) { return f.Matmul(a.value, b.value); });
+          },
+          py::is_operator())
+      .def("__neg__",
+           [](const SymbolicValue& a) {
+             return Apply(a.trace, [&](Builder& f) { return f.Neg(a.value); });
+           })
+      .def_property_readonly(
+          "T",
+          [](const SymbolicValue& a) {
+            return Apply(a.trace, [&](Builder& f) { return f.Transpose(a.value); });
+          },
+          "The transpose of a 2-D value.")
+      .def("__bool__",
+           [](const SymbolicValue&) -> bool {
+             throw py::type_error(
+                 "a traced atoll value has no truth value: the function is traced once, "
+                 "so Python control flow cannot depend on its values");
+           })
+      .def_property_readonly(
+          "function", [](const SymbolicValue& a) { return a.trace->name; },
+          "The name of the function this value belongs to.")
+      .def("__repr__", [](const SymbolicValue& a) {
+        return "<atoll.Value of function '" + a.trace->name + "'>";
+      });
+}
+
+}  // namespace atl::python

@@ -1,0 +1,138 @@
+"""Programs traced from Python run on a real cluster: the paper's Figure 2, a sharded matmul
+over a 2x2 mesh, futures fed to later runs, and mixture-of-experts routing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import mlp  # examples/python/mlp.py
+import numpy as np
+
+import atoll
+from atoll import ops
+
+
+def test_figure2(client: atoll.Client) -> None:
+    sa, sb, sc = client.slice(2), client.slice(2), client.slice(2)
+
+    @atoll.function(sa, atoll.f32[2])
+    def a(x):
+        return x * 2
+
+    @atoll.function(sb, atoll.f32[2])
+    def b(x):
+        return x + 1
+
+    @atoll.function(sc, atoll.f32[2])
+    def c(x):
+        return x / 2
+
+    @atoll.program(atoll.f32[2])
+    def f(v):
+        x = a(v)
+        y = b(v)
+        z = a(c(x))
+        return y, z
+
+    assert f.num_nodes == 4
+    y, z = client.run(f, np.array([1, 2], np.float32)).result(timeout=30)
+    np.testing.assert_array_equal(y, [2, 3])
+    np.testing.assert_array_equal(z, [2, 4])
+    assert y.dtype == np.float32
+
+
+def test_figure2_example(cluster) -> None:
+    example = cluster.source_dir / "examples" / "python" / "figure2.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "ATOLL_HOME": cluster.state_dir,
+                                          "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "y = [2. 3.]\nz = [2. 4.]\n"
+
+
+def test_sharded_matmul_over_a_2x2_mesh_equals_numpy(client: atoll.Client) -> None:
+    mesh = client.mesh((2, 2))
+    assert mesh.num_devices == 4 and mesh.mesh == (2, 2)
+
+    # Rows of x along mesh axis 0, columns of w along mesh axis 1: each device makes one block.
+    @atoll.function(mesh, atoll.f32[8, 6].axes(0, None), atoll.f32[6, 4].axes(None, 1))
+    def matmul(x, w):
+        return ops.relu(x @ w) - 0.5
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((8, 6), dtype=np.float32)
+    w = rng.standard_normal((6, 4), dtype=np.float32)
+    # A layout that cannot be adopted as it is: column-major, big-endian (copied, converted).
+    w = np.asfortranarray(w).astype(">f4")
+    got = client.run(matmul, x, w).result(timeout=30)
+    np.testing.assert_allclose(got, np.maximum(x @ w, 0) - 0.5, rtol=1e-5, atol=1e-6)
+
+
+def test_futures_feed_the_next_runs(client: atoll.Client) -> None:
+    s = client.slice(2)
+
+    @atoll.function(s, atoll.f32[4].split(0), atoll.f32[4].split(0))
+    def axpy(x, y):
+        return x * 3 + y, ops.spin(x, 20000)  # the second keeps the run going a little
+
+    x = np.arange(4, dtype=np.float32)
+    y = np.ones(4, np.float32)
+    first = client.run(axpy, x, y)
+    value = first.output(0)
+    assert value.dtype == atoll.f32 and value.shape == (4,)
+    # Submitted before the first run finished: the value goes device to device.
+    second = client.run(axpy, value, first.output(1))
+    third = client.run(axpy, second.output(0), y)
+    np.testing.assert_array_equal(third.result(timeout=30)[0], (x * 3 + y) * 3 * 3 + x * 3 + y)
+    np.testing.assert_array_equal(value.result(timeout=30), x * 3 + y)
+
+
+def test_routing_sends_each_row_to_its_experts(client: atoll.Client) -> None:
+    tokens, width, experts = 8, 3, 3
+    gate_slice, expert_slice = client.slice(4, "island0"), client.slice(experts, "island0")
+
+    @atoll.function(gate_slice, atoll.f32[tokens, width].split(0), atoll.i32[tokens].split(0),
+                    atoll.i32[tokens].split(0))
+    def gate(x, first, second):
+        return x * 2, first, second
+
+    @atoll.function(expert_slice, atoll.f32[None, width].split(0),
+                    atoll.f32[None, width].split(0))
+    def expert(a, b):
+        return a + 1, b * 3
+
+    @atoll.program(atoll.f32[tokens, width], atoll.i32[tokens], atoll.i32[tokens])
+    def moe(x, first, second):
+        scaled, to_first, to_second = gate(x, first, second)
+        return expert(atoll.route(scaled, to_first), atoll.route(scaled, to_second))
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (tokens, width)).astype(np.float32)
+    first = np.array([0, 0, 2, 0, 2, 2, 0, 0], np.int32)  # expert 1 gets nothing first
+    second = (first + 1 + rng.integers(0, experts - 1, tokens)).astype(np.int32) % experts
+    out_first, out_second = client.run(moe, x, first, second).result(timeout=30)
+
+    def dense(choice, f):  # expert by expert, its tokens in token order
+        return np.concatenate([f(x[choice == e] * 2) for e in range(experts)])
+
+    np.testing.assert_array_equal(out_first, dense(first, lambda v: v + 1))
+    np.testing.assert_array_equal(out_second, dense(second, lambda v: v * 3))
+
+
+def test_mlp_losses_equal_the_cpp_example(cluster, client: atoll.Client) -> None:
+    steps, devices = 5, 4
+    _, losses = mlp.train_mlp(client, client.slice(devices, "island0"),
+                              mlp.MlpConfig(steps=steps))
+    cpp = subprocess.run(
+        [str(cluster.bin_dir / "atoll-example-mlp"), "--rm", client.endpoint, "--steps",
+         str(steps), "--devices", str(devices), "--loss-digits", "8"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "ATOLL_HOME": cluster.state_dir})  # its keys
+    assert cpp.returncode == 0, cpp.stderr
+    cpp_losses = [float(line.split()[3]) for line in cpp.stdout.splitlines()
+                  if line.startswith("step ")]
+    assert len(cpp_losses) == steps, cpp.stdout
+    np.testing.assert_allclose(losses, cpp_losses, rtol=0, atol=1e-5)
+    assert losses[-1] < losses[0]
