@@ -19,5 +19,6 @@ void AddTopCommand(CLI::App& app, const GlobalOptions& global);        // top.cc
 void AddDashboardCommand(CLI::App& app, const GlobalOptions& global);  // dashboard.cc
 void AddExampleCommand(CLI::App& app, const GlobalOptions& global);    // example.cc
 void AddKeygenCommand(CLI::App& app, const GlobalOptions& global);     // keygen.cc
+void AddProbeCommand(CLI::App& app, const GlobalOptions& global);      // probe.cc
 
 }  // namespace atl

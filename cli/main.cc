@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   atl::AddDashboardCommand(app, global);
   atl::AddExampleCommand(app, global);
   atl::AddKeygenCommand(app, global);
+  atl::AddProbeCommand(app, global);
 #ifdef ATOLL_HAVE_SUBMIT
   atl::AddSubmitCommand(app, global);
 #endif

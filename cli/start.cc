@@ -3,7 +3,8 @@
 // joins a running head from any machine that reaches it, with the cluster's keys, and
 // starts its island's scheduler too when the RM says the island has none. Each part runs
 // under a supervisor of its own (start_path.h) and is recorded in the state dir, where
-// `atoll stop` finds it.
+// `atoll stop` finds it. With --foreground the command stays attached to its part until it
+// is told to stop (foreground.h): a container's main process.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +15,10 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/foreground.h"
 #include "cli/rm_member.h"
 #include "cli/start_path.h"
+#include "common/net/event_loop.h"
 #include "common/proto/protocol.h"
 #include "common/service/advertise.h"
 #include "common/service/host_options.h"
@@ -31,21 +34,30 @@ namespace fs = std::filesystem;
 constexpr int kWidth = 22;
 // How long `start host` waits for the RM to say what the cluster is.
 constexpr auto kAskTimeout = std::chrono::seconds(10);
+// How long a foreground part told to stop gives each process after SIGTERM (as `atoll
+// stop`'s default).
+constexpr auto kStopTimeout = std::chrono::seconds(10);
 
 struct StartHeadOptions {
   SuperviseOptions start;
+  bool foreground = false;
   std::vector<std::string> islands;
+  std::string rm_state;
 };
 
 struct StartHostOptions {
   SuperviseOptions start;
+  bool foreground = false;
   std::string host;
   HostOptions description;
 };
 
 // The options every part takes: where the config and the binaries are, logging, readiness,
-// and the services' addresses.
-void AddCommonOptions(CLI::App* cmd, SuperviseOptions& start) {
+// the services' addresses, and whether the command stays in the foreground.
+void AddCommonOptions(CLI::App* cmd, SuperviseOptions& start, bool& foreground) {
+  cmd->add_flag("--foreground", foreground,
+                "Stay attached until told to stop (SIGTERM, Ctrl-C), then stop the part as "
+                "`atoll stop` would; exit when its supervisor does (a container's command)");
   cmd->add_option("--config", start.config,
                   "Cluster config (default: config/local.toml, else the one installed with atoll)");
   cmd->add_option("--bind", start.plan.bind,
@@ -75,6 +87,26 @@ Status CheckName(const std::string& what, const std::string& name) {
       fmt::format("{} name '{}' may hold only letters, digits, '.', '_' and '-'", what, name));
 }
 
+// Starts a part's plan under its supervisor; a foreground start takes the stop signals
+// first, so that one arriving while the part comes up stops it once it is up.
+Result<ClusterInfo> StartPart(const SuperviseOptions& start, bool foreground,
+                              const GlobalOptions& global) {
+  if (foreground) InstallShutdownSignals();
+  return StartSupervised(start, global);
+}
+
+// The summary's last line, and for a foreground part the wait until it is told to stop.
+Status Attend(const ClusterInfo& info, bool foreground, const std::string& how_stop_drains) {
+  if (!foreground) {
+    std::cout << "stop it with: atoll stop" << StateDirFlag(info.state_dir) << how_stop_drains
+              << std::endl;
+    return Status::Ok();
+  }
+  std::cout << "running in the foreground: SIGTERM or Ctrl-C stops it" << how_stop_drains
+            << std::endl;
+  return StayInForeground(info, kStopTimeout);
+}
+
 // Each service's endpoints, one line per process.
 void PrintProcesses(const ClusterInfo& info) {
   for (const auto& p : info.processes) {
@@ -101,15 +133,17 @@ Status StartHead(StartHeadOptions head, const GlobalOptions& global) {
   for (const auto& island : head.start.plan.schedulers) {
     ATOLL_RETURN_IF_ERROR(CheckName("island", island));
   }
-  ATOLL_ASSIGN_OR_RETURN(ClusterInfo info, StartSupervised(head.start, global));
+  if (!head.rm_state.empty()) {
+    head.start.plan.rm_state_file = fs::absolute(head.rm_state).lexically_normal().string();
+  }
+  ATOLL_ASSIGN_OR_RETURN(ClusterInfo info, StartPart(head.start, head.foreground, global));
 
   std::cout << "head up (config " << info.config_path << ")\n";
   PrintProcesses(info);
   PrintSecurity(info, kWidth);
   std::cout << "hosts join with: atoll start host --rm " << info.rm_endpoint << " --island ISLAND"
             << (info.keys_dir.empty() ? "" : " --keys <a copy of keys>") << "\n";
-  std::cout << "stop it with: atoll stop" << StateDirFlag(info.state_dir) << std::endl;
-  return Status::Ok();
+  return Attend(info, head.foreground, "");
 }
 
 // The keys a joining host's services hold: --keys (or $ATOLL_KEYS), else the config's
@@ -166,7 +200,7 @@ Status StartHost(StartHostOptions host, const GlobalOptions& global) {
       });
   if (!scheduled) plan.schedulers = {planned.island};
   host.start.keys_dir = keys;
-  ATOLL_ASSIGN_OR_RETURN(ClusterInfo info, StartSupervised(host.start, global));
+  ATOLL_ASSIGN_OR_RETURN(ClusterInfo info, StartPart(host.start, host.foreground, global));
 
   std::cout << fmt::format("host {} joined island {} ({} {} devices) of the cluster at {}{}\n",
                            planned.host.name, planned.island, planned.host.devices,
@@ -174,9 +208,7 @@ Status StartHost(StartHostOptions host, const GlobalOptions& global) {
                            scheduled ? "" : "; the island had no scheduler: started one here");
   PrintProcesses(info);
   PrintSecurity(info, kWidth);
-  std::cout << "stop it with: atoll stop" << StateDirFlag(info.state_dir)
-            << " (drains the host first)" << std::endl;
-  return Status::Ok();
+  return Attend(info, host.foreground, " (drains the host first)");
 }
 
 }  // namespace
@@ -187,12 +219,16 @@ void AddStartCommand(CLI::App& app, const GlobalOptions& global) {
   start->require_subcommand(1);
 
   auto head = std::make_shared<StartHeadOptions>();
-  auto* head_cmd =
-      start->add_subcommand("head", "Start the RM and a scheduler per island in the background");
+  auto* head_cmd = start->add_subcommand(
+      "head", "Start the RM and a scheduler per island (in the background, unless --foreground)");
   head_cmd->add_option("--island", head->islands,
                        "An island to start a scheduler for (repeat it; default: every island "
                        "of the config). Others join with their hosts.");
-  AddCommonOptions(head_cmd, head->start);
+  head_cmd->add_option("--rm-state", head->rm_state,
+                       "The RM's state file: the RM resumes from it when it exists, so that a "
+                       "head restarted in place carries on (default: <state dir>/rm.state, "
+                       "started afresh)");
+  AddCommonOptions(head_cmd, head->start, head->foreground);
   head_cmd->callback([head, &global] {
     const Status s = StartHead(*head, global);
     if (!s.ok()) Fail(s.WithContext("start head"));
@@ -202,7 +238,7 @@ void AddStartCommand(CLI::App& app, const GlobalOptions& global) {
   auto* host_cmd = start->add_subcommand(
       "host",
       "Join the cluster whose RM --rm names: start an object store and an executor (and the "
-      "island's scheduler when it has none) in the background, with the keys of --keys");
+      "island's scheduler when it has none), with the keys of --keys");
   host_cmd->add_option("--island", host->description.island, "The island the host joins")
       ->required();
   host_cmd->add_option("--host", host->host, "The host's name (default: this machine's)");
@@ -212,7 +248,7 @@ void AddStartCommand(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::Range(int64_t{1}, kMaxDevicesPerHost));
   host_cmd->add_option("--kind", host->description.kind,
                        "Their kind: cpu or sim (default: the config's for this host, else cpu)");
-  AddCommonOptions(host_cmd, host->start);
+  AddCommonOptions(host_cmd, host->start, host->foreground);
   host_cmd->callback([host, &global] {
     const Status s = StartHost(*host, global);
     if (!s.ok()) Fail(s.WithContext("start host"));

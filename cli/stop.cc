@@ -8,46 +8,17 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/rm_member.h"
-#include "common/proto/protocol.h"
+#include "cli/drain.h"
 #include "launcher/local_cluster.h"
 
 namespace atl {
 
 namespace {
 
-// How long the RM may take to move a host's slices: its compile bound and then some.
-constexpr auto kDrainTimeout = std::chrono::seconds(20);
-
 std::string Join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
-}
-
-// Asks the RM to drain each host of a joined host's record, and says what moved.
-void Drain(const ClusterInfo& info) {
-  for (const auto& p : info.processes) {
-    if (p.role != "executor") continue;
-    auto drained = AskRmAsMember<proto::DrainHostReply>(info.rm_endpoint, info.keys_dir,
-                                                        proto::DrainHost{p.target}, kDrainTimeout);
-    if (!drained.ok()) {
-      std::cerr << "atoll: could not drain host " << p.target << " (" << drained.status().message()
-                << "); stopping it all the same: the RM moves its slices once it notices"
-                << std::endl;
-      continue;
-    }
-    const size_t moved = drained->moved.size();
-    std::cout << fmt::format("drained host {}: {} slice{} moved off it", p.target, moved,
-                             moved == 1 ? "" : "s");
-    if (!drained->kept.empty()) {
-      std::cout << fmt::format(
-          "; slices {} found no other device and keep its devices, so their runs fail once "
-          "it is gone",
-          fmt::join(drained->kept, ","));
-    }
-    std::cout << std::endl;
-  }
 }
 
 void PrintStopped(const std::string& prefix, const StopSummary& summary, double timeout_s) {
@@ -77,7 +48,7 @@ void RunStop(double timeout_s, const GlobalOptions& global, const std::string& c
   for (const std::string& record : records) {
     auto info = ReadClusterInfo(global.state_dir, record);
     if (!info.ok()) Fail(info.status().WithContext(command));
-    if (record != kHeadRecord) Drain(*info);
+    if (record != kHeadRecord) DrainHosts(*info);
     auto summary = StopRecordedCluster(
         *info, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
     if (!summary.ok()) Fail(summary.status().WithContext(command));

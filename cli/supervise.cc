@@ -89,7 +89,8 @@ std::string PlanToJson(const StartPlan& plan) {
                         {"schedulers", plan.schedulers},
                         {"hosts", hosts},
                         {"bind", plan.bind},
-                        {"advertise", plan.advertise}}
+                        {"advertise", plan.advertise},
+                        {"rm_state_file", plan.rm_state_file}}
       .dump();
 }
 
@@ -103,6 +104,7 @@ Result<StartPlan> PlanFromJson(const std::string& json) {
     j.at("schedulers").get_to(plan.schedulers);
     j.at("bind").get_to(plan.bind);
     j.at("advertise").get_to(plan.advertise);
+    j.at("rm_state_file").get_to(plan.rm_state_file);
     for (const auto& h : j.at("hosts")) {
       HostPlacement planned;
       h.at("name").get_to(planned.host.name);

@@ -171,7 +171,7 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
   const ProcessInfo& p = child.info;
   std::vector<std::string> argv = {p.program, "--config", options_.config_path};
   if (p.role == "rm") {
-    argv.insert(argv.end(), {"--state-file", options_.state_dir + "/rm.state"});
+    argv.insert(argv.end(), {"--state-file", RmStateFile()});
   } else if (p.role == "objectstore" || p.role == "executor") {
     argv.insert(argv.end(),
                 {"--host", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
@@ -270,10 +270,17 @@ Status LocalCluster::Start() {
   return Status::Ok();
 }
 
+std::string LocalCluster::RmStateFile() const {
+  return plan_.rm_state_file.empty() ? options_.state_dir + "/rm.state" : plan_.rm_state_file;
+}
+
 Status LocalCluster::StartRm() {
-  // A new cluster starts from nothing, whatever an earlier one in this dir left.
-  std::error_code ec;
-  fs::remove(options_.state_dir + "/rm.state", ec);
+  // A new cluster starts from nothing, whatever an earlier one in this dir left; a state
+  // file the plan names is the cluster's own, to resume from.
+  if (plan_.rm_state_file.empty()) {
+    std::error_code ec;
+    fs::remove(RmStateFile(), ec);
+  }
   ATOLL_RETURN_IF_ERROR(StartStage({Plan("rm", "")}));
   const ProcessInfo& rm = children_.front().info;
   ATOLL_ASSIGN_OR_RETURN(info_.rm_endpoint, ReadyValue(rm, "endpoint"));
@@ -295,7 +302,11 @@ Status LocalCluster::MakeKeys() {
                               " holds none (" + held.status().message() +
                               "); copy the head's keys folder here, or name it with --keys");
   }
-  ATOLL_RETURN_IF_ERROR(net::EnsureClusterKeys(keys_dir_).status().WithContext("cluster keys"));
+  auto made = net::EnsureClusterKeys(keys_dir_);
+  if (!made.ok()) return made.status().WithContext("cluster keys");
+  // Keys made before (`atoll keygen`, an earlier start) are kept as they are: they may be
+  // read-only (a Kubernetes Secret), and a client key removed from them stays removed.
+  if (!*made) return Status::Ok();
   return net::EnsureClientKey(keys_dir_, "default").status().WithContext("client keys");
 }
 

@@ -16,7 +16,8 @@
 //                                   host-<name>.toml (StartPlan::RecordName)
 //   <state_dir>/logs/<name>.log     each service's stdout and stderr
 //   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
-//   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart)
+//   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart);
+//                                   the plan may name another file (rm_state_file)
 //   <state_dir>/keys/               the CURVE keys, unless the config or the options name
 //                                   another place (common/net/curve_keys.h); kept across
 //                                   starts; made by a plan that starts the RM, required
@@ -155,10 +156,13 @@ class LocalCluster {
     bool awaiting_ready = false;                  // restarted; its ready file not read yet
   };
 
-  // Makes the keys the config's security needs, unless they exist (keys_dir_).
+  // Makes the keys the config's security needs, unless they exist (keys_dir_): the
+  // cluster's key pair and, with it, the client key "default".
   Status MakeKeys();
   // Starts the RM (the first service) and records its endpoints.
   Status StartRm();
+  // Where the RM keeps its state (StartPlan::rm_state_file).
+  std::string RmStateFile() const;
   Status StartStage(const std::vector<ProcessInfo>& stage);
   // Starts (or starts again) `child` with Argv(child), its old ready file removed.
   Status SpawnChild(Child& child);

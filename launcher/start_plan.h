@@ -30,6 +30,12 @@ struct StartPlan {
   // empty: not given.
   std::string bind;
   std::string advertise;
+  // The RM's state file (a plan that starts the RM). Empty: <state dir>/rm.state, which a
+  // new start removes (a new cluster starts from nothing) and a supervised restart of the
+  // RM reads. Set (`atoll start head --rm-state`): that file, which the RM resumes from
+  // when it exists, so that a head restarted in place (a container on a volume) carries on
+  // with its hosts, clients, slices and functions.
+  std::string rm_state_file;
 
   bool starts_rm() const { return join_rm.empty(); }
   // Its record in the state dir: kHeadRecord for a plan that starts the RM, else

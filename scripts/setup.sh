@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs atoll's build dependencies from Debian's packages, and the tools the test suite
-# drives (a terminal multiplexer, a headless browser, the deployment file validators, and
-# playwright-core from npm). Idempotent: when everything is installed it does nothing (no
-# apt-get update, no network).
+# drives (a terminal multiplexer, a headless browser, the deployment file validators, podman
+# to run the containers, and playwright-core from npm). Idempotent: when everything is
+# installed it does nothing (no apt-get update, no network).
 #   scripts/setup.sh               build dependencies and test tools
 #   scripts/setup.sh --build-only  build dependencies only (docker/Dockerfile)
 set -euo pipefail
@@ -21,12 +21,15 @@ packages=(
 )
 
 # What tests/ops drives: `atoll top` in tmux, the dashboard in headless chromium, the
-# compose and Kubernetes files through docker-compose and yamllint; scripts/fuzz.sh's
-# compiler and libFuzzer; pytest for tests/python; `ip`, which makes the network namespaces
-# of the tests and benchmarks across machines.
+# compose and Kubernetes files through docker-compose, yamllint and the Kubernetes API's
+# models (python3-kubernetes), and for real with podman (runc, netavark networks with DNS,
+# catatonit for `init`, debootstrap for a base image: tests/ops/podman_lib.sh);
+# scripts/fuzz.sh's compiler and libFuzzer; pytest for tests/python; `ip`, which makes the
+# network namespaces of the tests and benchmarks across machines.
 if [ $build_only -eq 0 ]; then
-  packages+=(tmux chromium docker-compose yamllint python3-yaml clang-14 libfuzzer-14-dev
-             python3-pytest iproute2)
+  packages+=(tmux chromium docker-compose yamllint python3-yaml python3-kubernetes
+             podman runc netavark aardvark-dns catatonit iptables debootstrap
+             clang-14 libfuzzer-14-dev python3-pytest iproute2)
   # Node.js for playwright-core: Debian's, unless a node with npm is installed already.
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi
