@@ -79,6 +79,11 @@ Status WriteStateFile(const std::string& path, const RmState& state) {
 
 Result<RmState> ReadStateFile(const std::string& path) {
   if (!std::filesystem::exists(path)) return NotFound("the state file " + path + " does not exist");
+  // Reading a folder throws from inside the stream (EISDIR), so it is refused before.
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return InvalidArgument("the state file " + path + " is not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) return Unavailable("cannot read the state file " + path);

@@ -276,6 +276,13 @@ TEST_F(StateFileTest, AMissingFileIsNotFound) {
   EXPECT_EQ(read.status().message(), "the state file " + path_ + " does not exist");
 }
 
+// A state file given as a folder (a volume mounted where the file should be) is refused
+// with an error, not an exception from inside the stream.
+TEST_F(StateFileTest, AFolderIsRefused) {
+  fs::create_directory(path_);
+  ExpectRefused(Code::kInvalidArgument, "a folder");
+}
+
 TEST_F(StateFileTest, EveryTruncationIsRefused) {
   ASSERT_TRUE(WriteStateFile(path_, SampleState()).ok());
   const std::string whole = ReadBytes();
