@@ -361,9 +361,6 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
     impl_->unacked[endpoint][request] = run->id;
     impl_->acks_missing[run->id]++;
   }
-  // The arguments it put are its own objects: the run itself stays until its gangs read
-  // them, even if its handle is dropped at once.
-  if (!lowered.puts.empty()) reads.push_back(run);
   impl_->reads.Hold(run->id, run->schedulers, std::move(reads));
   for (const auto& r : run->results) {
     for (const auto& s : r.shards) (void)impl_->Watcher(s.store);

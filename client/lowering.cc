@@ -244,11 +244,9 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
     run.results.push_back(std::move(plan));
   }
 
-  // One subgraph per island, nodes in trace (topological) order. The client keeps what the
-  // run reads from the stores (earlier runs' futures, the arguments it put) until every
-  // island says its gangs are done.
-  const bool reads_objects =
-      !run.puts.empty() ||
+  // One subgraph per island, nodes in trace (topological) order. The client keeps the runs
+  // whose futures this one reads until every island says its gangs are done.
+  const bool reads_futures =
       std::any_of(args.begin(), args.end(), [](const LoweringArg& a) { return a.plan != nullptr; });
   for (size_t k = 0; k < program.calls.size(); ++k) {
     const auto& slice = program.calls[k].fn->slice;
@@ -256,7 +254,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
     submit.client_id = client_id;
     submit.run_id = run_id;
     submit.weight = weight;
-    submit.notify_done = reads_objects;
+    submit.notify_done = reads_futures;
     for (size_t s = 0; s < entries[k].size(); ++s) {
       submit.entries.push_back({slice.devices[s].control_endpoint, std::move(entries[k][s])});
     }

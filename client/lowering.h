@@ -54,8 +54,7 @@ struct LoweringArg {
 };
 
 struct LoweredRun {
-  // By scheduler endpoint. A run that reads objects (futures, or arguments it put) asks
-  // each for RunDone (notify_done).
+  // By scheduler endpoint. A run that reads futures asks each for RunDone (notify_done).
   std::map<std::string, proto::SubmitProgram> per_scheduler;
   std::vector<ArgumentPut> puts;
   std::vector<ResultPlan> results;

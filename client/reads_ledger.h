@@ -1,9 +1,8 @@
-// ReadsLedger: the runs each submitted run keeps alive because it reads their objects
-// (earlier runs' futures, and its own arguments), until each island scheduler of the run
-// said its gangs there are done (RunDone), or refused the run: by then every executor read
-// what it was to read, and those objects may go once nothing else holds them. Held here,
-// not by the run's handle, so that dropping a Run whose gangs are still queued does not
-// free what they will read.
+// ReadsLedger: the earlier runs each submitted run keeps alive because it reads their
+// futures, until each island scheduler of the run said its gangs there are done (RunDone),
+// or refused the run: by then every executor read what it was to read, and the earlier
+// runs' objects may go once nothing else holds them. Held here, not by the run's handle, so
+// that dropping a Run whose gangs are still queued does not free what they will read.
 //
 // Pure bookkeeping, no sockets; what it keeps alive is opaque to it. Not thread-safe: the
 // Client's thread owns it.

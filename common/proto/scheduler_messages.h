@@ -44,8 +44,7 @@ struct SubmitProgram {
   // run on one island.
   std::vector<CrossIslandNode> cross_island;
   // Send the client RunDone once every gang of the run on this island finished: set when
-  // the run reads objects (earlier runs' futures, arguments it put), which the client keeps
-  // alive until then.
+  // the run reads earlier runs' futures, which the client keeps alive until then.
   bool notify_done = false;
   bool operator==(const SubmitProgram&) const = default;
   MSGPACK_DEFINE(client_id, run_id, entries, weight, cross_island, notify_done);

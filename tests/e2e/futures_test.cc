@@ -99,26 +99,5 @@ TEST_F(FuturesTest, ARefusedSubmissionComesBackFromWait) {
   EXPECT_NE(out.status().message().find("weight"), std::string::npos) << out.status().ToString();
 }
 
-// Runs submitted and dropped at once (their results never wanted) still read the arguments
-// they put: released under them, each read would wait the executor's 30 s argument bound,
-// holding up the device queue, and the run submitted after them with it.
-TEST_F(FuturesTest, RunsDroppedAtOnceStillReadTheirArguments) {
-  auto client = Connect("futures-dropped");
-  ASSERT_NE(client, nullptr);
-  auto slice = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  auto inc = IncProgram(*client, *slice);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
-  for (int i = 0; i < 20; ++i) {
-    auto dropped = client->Submit(*inc, {Tensor::F32({2}, {float(i), 0})});
-    ASSERT_TRUE(dropped.ok()) << "run " << i << ": " << dropped.status().ToString();
-  }
-  auto last = client->Submit(*inc, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(last.ok()) << last.status().ToString();
-  auto out = last->Wait(10s);  // a third of the bound one lost argument would wait
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(out->at(0), Tensor::F32({2}, {3, 5}));
-}
-
 }  // namespace
 }  // namespace atl::testing
