@@ -16,6 +16,31 @@ import numpy as np
 import atoll
 
 
+def figure2(client: atoll.Client) -> atoll.Program:
+    """Traces f(v) = (b(v), a(c(a(v)))) with a, b and c each on a slice of its own."""
+
+    @atoll.function(client.slice(2), atoll.f32[2])
+    def a(x):
+        return x * 2
+
+    @atoll.function(client.slice(2), atoll.f32[2])
+    def b(x):
+        return x + 1
+
+    @atoll.function(client.slice(2), atoll.f32[2])
+    def c(x):
+        return x / 2
+
+    @atoll.program(atoll.f32[2])
+    def f(v):
+        x = a(v)
+        y = b(v)
+        z = a(c(x))
+        return y, z
+
+    return f
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="The Pathways paper's Figure 2 program")
     parser.add_argument("--rm", help="the RM's endpoint (default: the cluster `atoll up` "
@@ -23,26 +48,7 @@ def main() -> int:
     args = parser.parse_args()
     try:
         with atoll.connect(args.rm, name="figure2-python") as client:
-
-            @atoll.function(client.slice(2), atoll.f32[2])
-            def a(x):
-                return x * 2
-
-            @atoll.function(client.slice(2), atoll.f32[2])
-            def b(x):
-                return x + 1
-
-            @atoll.function(client.slice(2), atoll.f32[2])
-            def c(x):
-                return x / 2
-
-            @atoll.program(atoll.f32[2])
-            def f(v):
-                x = a(v)
-                y = b(v)
-                z = a(c(x))
-                return y, z
-
+            f = figure2(client)
             y, z = client.run(f, np.array([1, 2], np.float32)).result(timeout=30)
     except atoll.Error as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import figure2  # examples/python/figure2.py
 import mlp  # examples/python/mlp.py
 import numpy as np
 
@@ -15,27 +16,7 @@ from atoll import ops
 
 
 def test_figure2(client: atoll.Client) -> None:
-    sa, sb, sc = client.slice(2), client.slice(2), client.slice(2)
-
-    @atoll.function(sa, atoll.f32[2])
-    def a(x):
-        return x * 2
-
-    @atoll.function(sb, atoll.f32[2])
-    def b(x):
-        return x + 1
-
-    @atoll.function(sc, atoll.f32[2])
-    def c(x):
-        return x / 2
-
-    @atoll.program(atoll.f32[2])
-    def f(v):
-        x = a(v)
-        y = b(v)
-        z = a(c(x))
-        return y, z
-
+    f = figure2.figure2(client)
     assert f.num_nodes == 4
     y, z = client.run(f, np.array([1, 2], np.float32)).result(timeout=30)
     np.testing.assert_array_equal(y, [2, 3])
