@@ -29,6 +29,13 @@ Status CheckArgs(const Program::Impl& program, const std::vector<LoweringArg>& a
   return Status::Ok();
 }
 
+proto::InputSource InlineInput(const Tensor& value) {
+  proto::InputSource in{proto::InputSource::kInline, 0, 0, value.dtype(), value.shape(), {}};
+  const auto* bytes = reinterpret_cast<const char*>(value.data());
+  if (value.nbytes() > 0) in.bytes.assign(bytes, bytes + value.nbytes());
+  return in;
+}
+
 Shape MeshOf(const Function::Impl& fn) {
   return ir::MeshOf(fn.def, static_cast<int>(fn.slice.devices.size()));
 }
@@ -179,10 +186,15 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
         continue;
       }
       if (src.kind == kTracedArg) {
-        const uint64_t object = next_object_id();
+        uint64_t object = 0;  // taken for the first shard that is put
         const Shape mesh = MeshOf(*call.fn);
         for (int s = 0; s < n; ++s) {
           ATOLL_ASSIGN_OR_RETURN(Tensor shard, ShardOf(*args[src.index].value, type, mesh, s));
+          if (shard.nbytes() <= kInlineArgumentBytes) {
+            entries[k][s].inputs[j] = InlineInput(shard);
+            continue;
+          }
+          if (object == 0) object = next_object_id();
           run.puts.push_back(
               {devices[s].store_endpoint, object, static_cast<uint32_t>(s), std::move(shard)});
           entries[k][s].inputs[j] = {proto::InputSource::kStore, object, static_cast<uint32_t>(s)};

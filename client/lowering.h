@@ -1,8 +1,8 @@
 // Lowering: turns a traced program into what the cluster runs. Virtual devices become
 // physical ones (from each function's slice), every call becomes one gang of per-shard
 // entries, every edge a set of shard-to-shard transfers tagged with the destination
-// shard, every argument a set of object-store puts, every result a set of object-store
-// shards to read back.
+// shard, every argument a set of object-store puts (or, when small, values carried by the
+// entries themselves), every result a set of object-store shards to read back.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,10 @@
 #include "client/internal.h"
 
 namespace atl {
+
+// An argument shard of at most this many bytes travels inside the submission, to the
+// executor that reads it, instead of through the object store: no put precedes the run.
+constexpr size_t kInlineArgumentBytes = 16 * 1024;
 
 struct ArgumentPut {
   std::string store;  // the object store of the consuming device's host

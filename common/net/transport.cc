@@ -84,6 +84,17 @@ Status SendCounted(zmq::socket_t& socket, Frames& frames, proto::Kind kind, size
   return sent;
 }
 
+Status Poll(std::vector<zmq::pollitem_t>& items, std::chrono::milliseconds timeout) {
+  try {
+    zmq::poll(items.data(), items.size(), timeout);
+    return Status::Ok();
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return Status::Ok();
+    if (e.num() == ETERM) return Cancelled("context terminated");
+    return Unavailable(std::string("poll failed: ") + e.what());
+  }
+}
+
 Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout) {
   try {
     if (timeout.count() > 0) {
@@ -184,6 +195,15 @@ Result<proto::Incoming> Requester::Call(uint64_t request_id, zmq::message_t head
     if (in->header.request_id() == 0) notices_.push_back(std::move(in).value());
     // Anything else is a late reply to an old request.
   }
+}
+
+Status Requester::Reachable() {
+  if (!handshakes_) return Status::Ok();
+  if (auto failed = handshakes_->Failure()) return *failed;
+  if (!handshakes_->Connected()) {
+    return Unavailable(endpoint_ + ": not connected (the service is down or unreachable)");
+  }
+  return Status::Ok();
 }
 
 std::vector<proto::Incoming> Requester::TakeNotices() {

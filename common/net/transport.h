@@ -48,6 +48,10 @@ Status SendFrames(zmq::socket_t& socket, Frames& frames);
 // An empty optional means nothing arrived in time.
 Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout);
 
+// Waits at most `timeout` until one of `items` is ready (zmq::poll, which sets their
+// revents). A wait a signal interrupts returns OK early, with nothing ready.
+Status Poll(std::vector<zmq::pollitem_t>& items, std::chrono::milliseconds timeout);
+
 // Sends `frames` as one multipart message and counts it as one message of `kind` (see
 // sent_counters.h), of every frame's bytes from `first_counted` on (past the routing id).
 Status SendCounted(zmq::socket_t& socket, Frames& frames, proto::Kind kind, size_t first_counted);
@@ -129,6 +133,11 @@ class Requester {
     if (reply_data != nullptr) *reply_data = std::move(in.data);
     return in.header.As<Reply>();
   }
+
+  // For a watched peer (Connect with watch_handshakes): PermissionDenied once it refused
+  // this process's key, Unavailable while no connection is up; OK otherwise, and always for
+  // a peer not watched. For callers that collect replies themselves (Send).
+  Status Reachable();
 
   // Sends a request whose reply the caller collects itself from socket(); returns its
   // request id. Do not mix with Call() on the same Requester: Call skips other replies.

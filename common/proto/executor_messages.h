@@ -29,14 +29,19 @@ struct Compile {
 // Where one input of a shard comes from.
 struct InputSource {
   enum Kind : uint8_t {
-    kTuple = 0,  // pushed by the producing executor, keyed (run, node, input, shard)
-    kStore = 1,  // shard `shard` of object `object_id` in this host's object store
+    kTuple = 0,   // pushed by the producing executor, keyed (run, node, input, shard)
+    kStore = 1,   // shard `shard` of object `object_id` in this host's object store
+    kInline = 2,  // the value itself (dtype, shape, bytes): a small argument that came with
+                  // the submission, so that no object-store round trip precedes the run
   };
   uint8_t kind = kTuple;
   uint64_t object_id = 0;
   uint32_t shard = 0;
+  DType dtype = DType::kF32;  // kInline: the value
+  Shape shape = {};
+  std::vector<char> bytes = {};
   bool operator==(const InputSource&) const = default;
-  MSGPACK_DEFINE(kind, object_id, shard);
+  MSGPACK_DEFINE_TRIMMED(kind, object_id, shard, dtype, shape, bytes);
 };
 
 // A part of a shard that travels on its own when an edge reshards: the block of the

@@ -1,5 +1,7 @@
 #include "services/executor/admission.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "common/proto/codec.h"
@@ -94,6 +96,20 @@ std::vector<OutputReservation> AdmissionCore::Reservations(const WorkItem& item)
   return out;
 }
 
+void AdmissionCore::TakeInline(WorkItem& item, uint32_t input) {
+  proto::InputSource& src = item.entry.inputs[input];
+  std::vector<std::byte> bytes(src.bytes.size());
+  if (!bytes.empty()) std::memcpy(bytes.data(), src.bytes.data(), bytes.size());
+  auto value = Tensor::FromBytes(src.dtype, src.shape, std::move(bytes));
+  if (!value.ok()) {
+    if (item.failure.ok()) item.failure = value.status().WithContext("inline argument");
+    return;
+  }
+  item.inputs[input] = std::move(value).value();
+  item.inputs_missing--;
+  src.bytes = {};  // the item keeps the tensor; the entry need not keep a copy
+}
+
 Admission AdmissionCore::Admit(proto::Entry entry, std::string scheduler) const {
   Admission a;
   a.item = std::make_shared<WorkItem>();
@@ -122,7 +138,9 @@ Admission AdmissionCore::Admit(proto::Entry entry, std::string scheduler) const 
   if (item.failure.ok()) item.failure = CheckPeers(e, *fn);
   a.reservations = Reservations(item);
   for (uint32_t i = 0; i < e.inputs.size(); ++i) {
-    if (e.inputs[i].kind == proto::InputSource::kStore) {
+    if (e.inputs[i].kind == proto::InputSource::kInline) {
+      TakeInline(item, i);
+    } else if (e.inputs[i].kind == proto::InputSource::kStore) {
       a.store_inputs.push_back(i);
     } else {
       a.tuple_inputs.push_back({e.run_id, e.node, i, e.shard});

@@ -95,6 +95,9 @@ class AdmissionCore {
                                              const std::string& data_endpoint) const;
 
  private:
+  // Fills input `input` of `item` from the value its entry carries (kInline), or fails the
+  // item when the bytes do not make a tensor of the shape given.
+  static void TakeInline(WorkItem& item, uint32_t input);
   // Why `entry` cannot run with the function as compiled here; OK when it can.
   Status CheckFunction(const proto::Entry& entry, const CompiledFunction* fn) const;
   // Why an entry of `fn` cannot run because a host it sends to, receives from or meets in

@@ -88,7 +88,16 @@ void StoreLink::ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input)
   }
   const proto::InputSource& src = item->entry.inputs[input];
   if (auto w = writes_.find({src.object_id, src.shard}); w != writes_.end()) {
-    w->second->local_readers.emplace_back(item, input);  // written here, not sealed yet
+    // Written here, not sealed yet: the value is taken from the write, now or once it exists
+    // (a deferred output's value exists before its space).
+    Write& write = *w->second;
+    if (write.value) {
+      items_.Deliver(item, input, *write.value);
+    } else if (!write.failure.ok()) {
+      items_.Fail(item, write.failure);
+    } else {
+      write.local_readers.emplace_back(item, input);
+    }
     return;
   }
   Status sent = Send({Request::kGetInput, nullptr, item, input},

@@ -22,6 +22,12 @@ Dest TupleTo(const std::string& host, uint32_t node, uint32_t input, uint32_t sh
   return {Dest::kTuple, "tcp://" + host + ":data", node, input, shard, 0, std::move(piece)};
 }
 
+// A value carried by the entry itself.
+Source Inline(const Tensor& value) {
+  const auto* bytes = reinterpret_cast<const char*>(value.data());
+  return {Source::kInline, 0, 0, value.dtype(), value.shape(), {bytes, bytes + value.nbytes()}};
+}
+
 class LoweringTest : public ::testing::Test {
  protected:
   // Lowers `program` as client 7's run 9 with weight 2, object ids counting from 100.
@@ -88,31 +94,24 @@ TEST_F(LoweringTest, ThePaperFigureTwoProgram) {
     }
   }
 
-  // The argument is put once per call taking it, cut like that call's input, next to the
-  // shard that reads it.
-  ASSERT_EQ(run->puts.size(), 4u);
-  for (size_t i = 0; i < 4; ++i) {
-    const ArgumentPut& put = run->puts[i];
-    const uint32_t shard = i % 2;
-    EXPECT_EQ(put.object_id, 100 + i / 2);
-    EXPECT_EQ(put.shard, shard);
-    EXPECT_EQ(put.store, shard == 0 ? "tcp://h0:store" : "tcp://h1:store");
-    EXPECT_EQ(put.value, shard == 0 ? Tensor::F32({2}, {1, 2}) : Tensor::F32({2}, {3, 4}));
-  }
+  // The argument is small: it travels inside the entry of each call taking it, cut like
+  // that call's input; nothing is put.
+  EXPECT_TRUE(run->puts.empty());
   for (uint32_t s = 0; s < 2; ++s) {
     const auto& n0 = submit.entries[s].entry;
     const auto& n1 = submit.entries[2 + s].entry;
     const auto& n2 = submit.entries[4 + s].entry;
     const auto& n3 = submit.entries[6 + s].entry;
-    EXPECT_EQ(n0.inputs, (std::vector<Source>{{Source::kStore, 100, s}}));
-    EXPECT_EQ(n1.inputs, (std::vector<Source>{{Source::kStore, 101, s}}));
+    const Source half = Inline(s == 0 ? Tensor::F32({2}, {1, 2}) : Tensor::F32({2}, {3, 4}));
+    EXPECT_EQ(n0.inputs, (std::vector<Source>{half}));
+    EXPECT_EQ(n1.inputs, (std::vector<Source>{half}));
     // x and c's output move shard to shard, whole: the layouts are the same.
     EXPECT_EQ(n2.inputs, (std::vector<Source>{{Source::kTuple, 0, 0}}));
     EXPECT_EQ(n0.outputs[0], (std::vector<Dest>{TupleTo(s == 0 ? "h0" : "h1", 2, 0, s)}));
     EXPECT_EQ(n2.outputs[0], (std::vector<Dest>{TupleTo(s == 0 ? "h0" : "h1", 3, 0, s)}));
     // The results y and z land in each shard's own store.
-    EXPECT_EQ(n1.outputs[0], (std::vector<Dest>{{Dest::kStore, "", 0, 0, s, 102, {}}}));
-    EXPECT_EQ(n3.outputs[0], (std::vector<Dest>{{Dest::kStore, "", 0, 0, s, 103, {}}}));
+    EXPECT_EQ(n1.outputs[0], (std::vector<Dest>{{Dest::kStore, "", 0, 0, s, 100, {}}}));
+    EXPECT_EQ(n3.outputs[0], (std::vector<Dest>{{Dest::kStore, "", 0, 0, s, 101, {}}}));
   }
   ASSERT_EQ(run->results.size(), 2u);
   for (size_t r = 0; r < 2; ++r) {
@@ -123,8 +122,28 @@ TEST_F(LoweringTest, ThePaperFigureTwoProgram) {
     EXPECT_EQ(plan.borrowed_arg, -1);
     ASSERT_EQ(plan.shards.size(), 2u);
     EXPECT_EQ(plan.shards[1].store, "tcp://h1:store");
-    EXPECT_EQ(plan.shards[1].object_id, 102 + r);
+    EXPECT_EQ(plan.shards[1].object_id, 100 + r);
     EXPECT_EQ(plan.shards[1].shard, 1u);
+  }
+}
+
+TEST_F(LoweringTest, AnArgumentOverTheInlineBoundIsPutNextToEachShardThatReadsIt) {
+  const int64_t n = 2 * (kInlineArgumentBytes / sizeof(float) + 1);  // a shard just over
+  const ir::TensorType big = ir::SplitType(DType::kF32, {n}, 0);
+  const Function a = test::Registered(11, test::PassThrough("a", {big}), pair_);
+  ProgramBuilder p;
+  p.Return({p.Call(a, {p.Arg(DType::kF32, {n})})[0]});
+  const Tensor value(DType::kF32, {n});
+  auto run = LowerProgram(p.Build(), {{&value, nullptr}});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->puts.size(), 2u);
+  for (uint32_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(run->puts[s].object_id, 100u);
+    EXPECT_EQ(run->puts[s].shard, s);
+    EXPECT_EQ(run->puts[s].store, s == 0 ? "tcp://h0:store" : "tcp://h1:store");
+    EXPECT_EQ(run->puts[s].value.shape(), (Shape{n / 2}));
+    EXPECT_EQ(run->per_scheduler.at("tcp://s1").entries[s].entry.inputs,
+              (std::vector<Source>{{Source::kStore, 100, s}}));
   }
 }
 
@@ -339,12 +358,14 @@ TEST_F(LoweringTest, AFutureFeedsFromWhereItIs) {
 TEST_F(LoweringTest, ARunOwnsEachObjectOncePerStoreWithItsShardCount) {
   // Two devices of h0 and one of h1: object shards 0 and 1 share h0's store.
   const proto::SliceInfo three = test::SliceOn(2, "tcp://s1", {{"h0", 0}, {"h0", 1}, {"h1", 0}});
-  const ir::TensorType split3 = ir::SplitType(DType::kF32, {6}, 0);
+  // Shards over the inline bound, so that they are put.
+  const int64_t n = 3 * (kInlineArgumentBytes / sizeof(float) + 1);
+  const ir::TensorType split3 = ir::SplitType(DType::kF32, {n}, 0);
   const Function a = test::Registered(11, test::PassThrough("a", {split3}), three);
   ProgramBuilder p;
-  Traced v = p.Arg(DType::kF32, {6});
+  Traced v = p.Arg(DType::kF32, {n});
   p.Return({p.Call(a, {v})[0]});
-  const Tensor six = Tensor::F32({6}, {1, 2, 3, 4, 5, 6});
+  const Tensor six(DType::kF32, {n});
   auto run = LowerProgram(p.Build(), {{&six, nullptr}});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   ASSERT_EQ(run->puts.size(), 3u);

@@ -220,7 +220,7 @@ inline Compile Sample<Compile>() {
 
 template <>
 inline InputSource Sample<InputSource>() {
-  return {InputSource::kStore, 0xFFFFFFFFFFFFFFF0ull, 2};
+  return {InputSource::kInline, 0xFFFFFFFFFFFFFFF0ull, 2, DType::kI32, {1}, {'a', 'b', 'c', 'd'}};
 }
 
 template <>

@@ -182,6 +182,29 @@ TEST_F(AdmissionTest, InputsAreSortedIntoTuplesAndStoreReads) {
   EXPECT_EQ(a.item->inputs_missing, 3u);
 }
 
+TEST_F(AdmissionTest, AnInlineArgumentFillsItsInputAtAdmission) {
+  proto::Entry e = MakeEntry(kScale, 1, 2);
+  const float values[] = {1.5f, 2.5f};  // shard 1 of [4]: [2]
+  e.inputs = {{proto::InputSource::kInline, 0, 0, DType::kF32, {2}, {}}};
+  e.inputs[0].bytes.assign(reinterpret_cast<const char*>(values),
+                           reinterpret_cast<const char*>(values) + sizeof(values));
+  Admission a = core_.Admit(std::move(e), "");
+  ASSERT_TRUE(a.item->failure.ok()) << a.item->failure.ToString();
+  EXPECT_TRUE(a.store_inputs.empty());
+  EXPECT_TRUE(a.tuple_inputs.empty());
+  EXPECT_EQ(a.item->inputs_missing, 0u);
+  ASSERT_TRUE(a.item->inputs[0].has_value());
+  EXPECT_EQ(a.item->inputs[0]->as<float>()[1], 2.5f);
+}
+
+TEST_F(AdmissionTest, AnInlineArgumentWhoseBytesDoNotFitItsShapeFailsTheShard) {
+  proto::Entry e = MakeEntry(kScale, 1, 2);
+  e.inputs = {{proto::InputSource::kInline, 0, 0, DType::kF32, {2}, {'x', 'y', 'z'}}};
+  Admission a = core_.Admit(std::move(e), "");
+  EXPECT_EQ(a.item->failure.code(), Code::kInvalidArgument);
+  EXPECT_NE(a.item->failure.ToString().find("inline argument"), std::string::npos);
+}
+
 TEST_F(AdmissionTest, CompileRefusesAnInvalidFunctionOrLayout) {
   proto::Compile bad_layout = MakeCompile(20, ScaleFunction(kRows), 2);
   bad_layout.shard_endpoints.pop_back();

@@ -184,6 +184,21 @@ TEST_F(StoreLinkTest, AFailedDataDependentOutputIsSealedEmptyWithTheError) {
   EXPECT_EQ(SentAs<proto::SealObject>(1).error, "filter broke");
 }
 
+TEST_F(StoreLinkTest, AReaderAfterADeferredValueButBeforeItsSpaceGetsTheValueAtOnce) {
+  auto item = MakeItem(MakeEntry(1, 0, 1));
+  ASSERT_TRUE(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim}, 0}, true, item).ok());
+  link_->WriteOutput(6, 0, Tensor::F32({2}, {5, 6}));  // its space asked for, not granted yet
+  proto::Entry e = MakeEntry(2, 0, 1);
+  e.inputs = {{proto::InputSource::kStore, 6, 0}};
+  auto reader = MakeItem(e);
+  link_->ReadInput(reader, 0);
+  auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kDeliver);
+  EXPECT_EQ(calls[0].item, reader);
+  EXPECT_EQ(store_.sent.size(), 1u) << "no read from the store";
+}
+
 TEST_F(StoreLinkTest, AnArgumentIsReadFromTheArenaWhenTheStoreAnswers) {
   proto::Entry e = MakeEntry(1, 0, 1);
   e.inputs = {{proto::InputSource::kTuple, 0, 0}, {proto::InputSource::kStore, 9, 2}};

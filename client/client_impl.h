@@ -1,0 +1,180 @@
+// Client::Impl: the client's state behind the public Client, Run and Future handles: its
+// connections, the slices and functions it made, the submissions not yet answered, the
+// losses the RM announced. Shared by the files that implement those handles.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "atoll/client.h"
+#include "client/heartbeat.h"
+#include "client/internal.h"
+#include "client/reads_ledger.h"
+#include "client/run_state.h"
+#include "common/net/transport.h"
+#include "common/proto/ids.h"
+
+namespace atl {
+
+struct Client::Impl {
+  ~Impl() { net::ForgetCredentials(context); }
+
+  ClientOptions options;
+  zmq::context_t context;
+  std::unique_ptr<net::Requester> rm;
+  std::map<std::string, std::unique_ptr<net::Requester>> peers;  // schedulers and stores
+  std::map<uint64_t, proto::SliceInfo> slices;                   // this client's, by id
+  // The functions registered on each slice, to move with it when the RM remaps it.
+  std::map<uint64_t, std::vector<std::weak_ptr<const Function::Impl>>> functions;
+  // Object stores and schedulers used: they track this client's liveness and hear Goodbye.
+  std::set<std::string> watchers;
+  // Streamed submissions not acknowledged yet: scheduler -> request id -> run.
+  std::map<std::string, std::map<uint64_t, uint64_t>> unacked;
+  std::map<uint64_t, size_t> acks_missing;  // by run
+  std::map<uint64_t, Status> refused;       // runs a scheduler refused, with why
+  // The runs each run reads, until its schedulers said RunDone.
+  ReadsLedger reads;
+
+  // Reads whatever schedulers sent: answers to submissions, waiting at most `timeout` in
+  // total for those still missing, and RunDone notices that have arrived (never waited
+  // for: they free memory, nobody blocks on them).
+  void DrainAcks(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (auto& [endpoint, pending] : unacked) {
+      while (!pending.empty() || reads.Awaits(endpoint)) {
+        const auto left = pending.empty()
+                              ? std::chrono::milliseconds(0)
+                              : std::max(std::chrono::milliseconds(0),
+                                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             deadline - std::chrono::steady_clock::now()));
+        auto frames = net::RecvFrames(peers.at(endpoint)->socket(), left);
+        if (!frames.ok() || !frames->has_value()) break;
+        auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
+        if (!in.ok()) continue;
+        if (in->header.request_id() == 0 && in->header.kind() == proto::Kind::kRunDone) {
+          if (auto done = in->header.As<proto::RunDone>(); done.ok()) {
+            reads.Done(endpoint, done->run_id);  // what it returns is dropped here
+          }
+          continue;
+        }
+        auto it = pending.find(in->header.request_id());
+        if (it == pending.end()) continue;
+        const uint64_t run = it->second;
+        pending.erase(it);
+        if (in->header.kind() == proto::Kind::kError) {
+          auto error = in->header.As<proto::Error>();
+          refused[run] =
+              (error.ok() ? proto::FromError(*error) : error.status())
+                  .WithContext("scheduler " + endpoint + " refused run " + std::to_string(run));
+          reads.Done(endpoint, run);  // it will not run there: no RunDone comes
+        }
+        if (--acks_missing[run] == 0) acks_missing.erase(run);
+      }
+    }
+  }
+  // A service the RM declared lost (ServiceChanged).
+  struct Loss {
+    uint8_t role = 0;  // proto::Heartbeat::Role
+    std::string name;
+    std::string endpoint;
+    std::string reason;
+  };
+  // Every loss announced so far, in order: a run fails for those after its submission.
+  std::vector<Loss> losses;
+  // The services lost now, until they are back, by (role, name): runs that need one are
+  // refused at submission.
+  std::map<std::pair<uint8_t, std::string>, Loss> down;
+  // How often a wait looks for the RM's notices: a quarter of a heartbeat period, so that a
+  // loss fails the runs that need the service well within a period of its declaration.
+  std::chrono::milliseconds notice_period{25};
+
+  std::unique_ptr<HeartbeatThread> heartbeat;
+  uint64_t id = 0;
+  uint64_t next_run = 1;
+  uint64_t next_object = 1;
+
+  // The requester for a scheduler or object store, connected on first use. Watched, so that
+  // a call to a peer that refuses this client's key, or that is down, says so.
+  Result<net::Requester*> Peer(const std::string& endpoint) {
+    auto it = peers.find(endpoint);
+    if (it == peers.end()) {
+      auto r = std::make_unique<net::Requester>(context, endpoint);
+      ATOLL_RETURN_IF_ERROR(r->Connect(/*watch_handshakes=*/true));
+      it = peers.emplace(endpoint, std::move(r)).first;
+    }
+    return it->second.get();
+  }
+  // The same for a service that tracks this client's liveness.
+  Result<net::Requester*> Watcher(const std::string& endpoint) {
+    if (watchers.insert(endpoint).second) heartbeat->AddWatcher(endpoint);
+    return Peer(endpoint);
+  }
+  // Applies what the RM sent on its own since the last call: services lost or back, and
+  // slices remapped off lost devices. Costs no round trip.
+  void ApplyNotices() {
+    for (auto& notice : rm->TakeNotices()) {
+      if (notice.header.kind() == proto::Kind::kServiceChanged) {
+        auto changed = notice.header.As<proto::ServiceChanged>();
+        if (!changed.ok()) continue;
+        const auto key = std::make_pair(changed->role, changed->name);
+        if (changed->lost) {
+          // What runs there read may go: their gangs there will never report.
+          if (changed->role == proto::Heartbeat::kScheduler) (void)reads.Lost(changed->endpoint);
+          Loss loss{changed->role, changed->name, changed->endpoint, changed->reason};
+          losses.push_back(loss);
+          down[key] = std::move(loss);
+        } else {
+          down.erase(key);
+        }
+        continue;
+      }
+      if (notice.header.kind() != proto::Kind::kSliceRemapped) continue;
+      auto remapped = notice.header.As<proto::SliceRemapped>();
+      if (!remapped.ok() || !slices.count(remapped->slice.slice_id)) continue;
+      const proto::SliceInfo& info = remapped->slice;
+      slices[info.slice_id] = info;
+      auto& fns = functions[info.slice_id];
+      std::erase_if(fns, [](const auto& f) { return f.expired(); });
+      for (const auto& f : fns) f.lock()->slice = info;
+    }
+  }
+  // The first loss announced since `run` was submitted of a service it needs; null if none.
+  const Loss* LossFor(const RunState& run) const {
+    for (size_t i = run.losses_seen; i < losses.size(); ++i) {
+      if (Needs(run, losses[i])) return &losses[i];
+    }
+    return nullptr;
+  }
+  // Unavailable naming a service `run` needs that is lost now; OK when all are up.
+  Status CheckUp(const RunState& run) const {
+    for (const auto& [key, loss] : down) {
+      if (Needs(run, loss)) return Unavailable(fmt::format("run {}: {}", run.id, loss.reason));
+    }
+    return Status::Ok();
+  }
+  static bool Needs(const RunState& run, const Loss& loss) {
+    switch (loss.role) {
+      case proto::Heartbeat::kScheduler:
+        return run.needs_schedulers.count(loss.endpoint) > 0;
+      case proto::Heartbeat::kStore:
+        return run.needs_stores.count(loss.endpoint) > 0;
+      case proto::Heartbeat::kExecutor:
+        return run.needs_hosts.count(loss.name) > 0;
+      default:
+        return false;
+    }
+  }
+
+  // Ids the client makes itself: unique per client, no round trip.
+  uint64_t NextObjectId() { return proto::MakeObjectId(id, next_object++); }
+  uint64_t NextRunId() { return proto::MakeRunId(id, next_run++); }
+};
+
+}  // namespace atl
