@@ -14,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -45,7 +46,10 @@ class DaskSide {
 
  private:
   DaskSide(pid_t pid, int requests_fd, int answers_fd, std::string log_path)
-      : pid_(pid), requests_fd_(requests_fd), answers_fd_(answers_fd), log_path_(log_path) {}
+      : pid_(pid),
+        requests_fd_(requests_fd),
+        answers_fd_(answers_fd),
+        log_path_(std::move(log_path)) {}
 
   // The next line the script wrote, parsed; DeadlineExceeded when none came in `timeout`,
   // Unavailable when the script ended (with the end of its log).
