@@ -1,0 +1,212 @@
+// bench/client: what a program costs from the client's side, on a local cluster of one host
+// with two cpu devices (plain text), against raw ZeroMQ measured in the same run:
+//   zmq_round_trip   a 64-byte message to another process and back, DEALER to DEALER
+//                    (atoll-bench-zmq-echo): the floor of any request
+//   round_trip       submit f(x) = x + 1 on a fresh tensor x of `floats` floats, read the
+//                    result: us per synchronous round trip
+//   fresh_programs   one client submits `programs` independent one-call programs, each on a
+//                    fresh tensor, back to back, then waits for every result: programs/s
+// Derived: the round trip over raw ZeroMQ's, per size.
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "atoll/client.h"
+#include "bench/common/bench_args.h"
+#include "bench/common/bench_cluster.h"
+#include "bench/common/bench_result.h"
+#include "common/net/transport.h"
+#include "launcher/process.h"
+
+namespace atl::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kTimeout = std::chrono::seconds(30);
+
+struct Sweep {
+  std::vector<int> floats;
+  int round_trips = 0;  // per sample
+  int programs = 0;     // per sample
+  int runs = 0;
+  int warmup = 50;
+};
+
+double MicrosPer(int count, Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
+}
+
+// The raw ZeroMQ round trip: a DEALER bound here, atoll-bench-zmq-echo's connected to it.
+class ZmqEcho {
+ public:
+  ZmqEcho() : socket_(net::MakeSocket(context_, zmq::socket_type::dealer)) {}
+
+  Status Start(const std::string& log_path) {
+    ATOLL_ASSIGN_OR_RETURN(std::string endpoint, net::Bind(socket_, "tcp://127.0.0.1:*"));
+    ATOLL_ASSIGN_OR_RETURN(
+        pid_, proc::Spawn({{ATOLL_BIN_DIR "/atoll-bench-zmq-echo", endpoint}, log_path}));
+    ATOLL_ASSIGN_OR_RETURN(auto hello, net::RecvFrames(socket_, kTimeout));
+    if (!hello) return DeadlineExceeded("atoll-bench-zmq-echo did not greet; see " + log_path);
+    return Status::Ok();
+  }
+
+  ~ZmqEcho() {
+    net::Frames bye;
+    bye.emplace_back(std::string_view("bye"));
+    if (pid_ <= 0 || !net::SendFrames(socket_, bye).ok()) return;
+    for (int i = 0; i < 100; ++i) {  // bounded: it exits as soon as it reads the goodbye
+      auto ended = proc::TryReap(pid_);
+      if (!ended.ok() || ended->has_value()) return;
+      pollfd none{-1, 0, 0};
+      poll(&none, 0, 10);
+    }
+  }
+
+  // Microseconds per round trip, over `count` of them.
+  Result<double> Measure(int count) {
+    const std::string payload(64, 'x');
+    const auto start = Clock::now();
+    for (int i = 0; i < count; ++i) {
+      net::Frames message;
+      message.emplace_back(payload.data(), payload.size());
+      ATOLL_RETURN_IF_ERROR(net::SendFrames(socket_, message));
+      ATOLL_ASSIGN_OR_RETURN(auto echoed, net::RecvFrames(socket_, kTimeout));
+      if (!echoed) return DeadlineExceeded("atoll-bench-zmq-echo did not answer");
+    }
+    return MicrosPer(count, start);
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+  pid_t pid_ = -1;
+};
+
+// f(x) = x + 1 on one device, for tensors of `floats` floats.
+class Workload {
+ public:
+  static Result<Workload> Make(Client& client, const Slice& slice, int floats) {
+    FunctionBuilder b("inc");
+    b.Output(b.Add(b.Input(DType::kF32, {floats}, Sharding::Replicated()), 1.0));
+    ATOLL_ASSIGN_OR_RETURN(Function inc, client.Register(b, slice));
+    ProgramBuilder p;
+    p.Return(p.Call(inc, {p.Arg(DType::kF32, {floats})}));
+    ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
+    return Workload(client, std::move(program), floats);
+  }
+
+  // Microseconds per synchronous round trip, over `count` of them; each checks its value.
+  Result<double> RoundTrips(int count) {
+    const auto start = Clock::now();
+    for (int i = 0; i < count; ++i) {
+      Tensor x = Fresh(i);
+      ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(program_, {x}));
+      ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> out, run.Wait(kTimeout));
+      ATOLL_RETURN_IF_ERROR(Check(out[0], i));
+    }
+    return MicrosPer(count, start);
+  }
+
+  // Programs per second: `count` submitted back to back, then every result read.
+  Result<double> FreshPrograms(int count) {
+    std::vector<Run> runs;
+    runs.reserve(count);
+    const auto start = Clock::now();
+    for (int i = 0; i < count; ++i) {
+      ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(program_, {Fresh(i)}));
+      runs.push_back(std::move(run));
+    }
+    for (int i = 0; i < count; ++i) {
+      ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> out, runs[i].Wait(kTimeout));
+      ATOLL_RETURN_IF_ERROR(Check(out[0], i));
+    }
+    return count / std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+ private:
+  Workload(Client& client, Program program, int floats)
+      : client_(client), program_(std::move(program)), floats_(floats) {}
+
+  // A new tensor each time, as a caller's fresh data: x[j] = i.
+  Tensor Fresh(int i) const {
+    return Tensor::F32({floats_}, std::vector<float>(floats_, static_cast<float>(i)));
+  }
+
+  Status Check(const Tensor& out, int i) const {
+    const float want = static_cast<float>(i) + 1;
+    if (out.shape() != Shape{floats_} || out.as<float>()[floats_ - 1] != want) {
+      return Internal(fmt::format("program {} computed {}, not {}", i, out.as<float>()[0], want));
+    }
+    return Status::Ok();
+  }
+
+  Client& client_;
+  Program program_;
+  int floats_;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+Status RunSweep(const BenchOptions& options, BenchResult& result) {
+  const Sweep sweep = options.quick ? Sweep{{16}, 200, 500, 3} : Sweep{{16, 4096}, 1000, 5000, 7};
+  const std::string dir =
+      std::filesystem::temp_directory_path() / fmt::format("atoll-bench-client-{}", getpid());
+  BenchTopology topology;
+  topology.devices_per_host = 2;
+  topology.kind = "cpu";
+  ATOLL_ASSIGN_OR_RETURN(auto cluster,
+                         StartBenchCluster(dir + "/cluster", ClusterToml(topology), ATOLL_BIN_DIR));
+  ATOLL_ASSIGN_OR_RETURN(auto client, Client::Connect({.rm_endpoint = cluster->info().rm_endpoint,
+                                                       .name = "bench-client",
+                                                       .keys_dir = cluster->keys_dir()}));
+  ATOLL_ASSIGN_OR_RETURN(Slice slice, client->CreateSlice(1));
+  ZmqEcho echo;
+  ATOLL_RETURN_IF_ERROR(echo.Start(dir + "/zmq-echo.log"));
+  ATOLL_RETURN_IF_ERROR(echo.Measure(sweep.warmup).status());
+
+  std::vector<double> zmq_us;
+  for (int floats : sweep.floats) {
+    ATOLL_ASSIGN_OR_RETURN(Workload workload, Workload::Make(*client, slice, floats));
+    ATOLL_RETURN_IF_ERROR(workload.RoundTrips(sweep.warmup).status());
+    std::vector<double> round_trip_us, programs_per_s;
+    // Raw ZeroMQ and atoll take turns, so that both see the same machine.
+    for (int r = 0; r < sweep.runs; ++r) {
+      ATOLL_ASSIGN_OR_RETURN(double zmq, echo.Measure(sweep.round_trips));
+      zmq_us.push_back(zmq);
+      ATOLL_ASSIGN_OR_RETURN(double us, workload.RoundTrips(sweep.round_trips));
+      round_trip_us.push_back(us);
+      ATOLL_ASSIGN_OR_RETURN(double rate, workload.FreshPrograms(sweep.programs));
+      programs_per_s.push_back(rate);
+    }
+    fmt::print("floats={:>5}: round trip {:>6.1f} us, fresh programs {:>7.0f}/s\n", floats,
+               Median(round_trip_us), Median(programs_per_s));
+    result.Add("round_trip", {{"floats", floats}}, "us_per_round_trip", "us", round_trip_us);
+    result.Add("fresh_programs", {{"floats", floats}}, "programs_per_s", "1/s", programs_per_s);
+    result.Derive(fmt::format("round_trip_over_zmq_round_trip_floats_{}", floats),
+                  Median(round_trip_us) / Median(zmq_us));
+  }
+  fmt::print("raw ZeroMQ round trip {:.1f} us\n", Median(zmq_us));
+  result.Add("zmq_round_trip", {{"bytes", 64}}, "us_per_round_trip", "us", zmq_us);
+  client.reset();
+  Status stopped = cluster->Stop();
+  std::filesystem::remove_all(dir);
+  return stopped;
+}
+
+}  // namespace
+}  // namespace atl::bench
+
+int main(int argc, char** argv) {
+  return atl::bench::RunBenchmark(argc, argv, "client",
+                                  "the client's round trip and program rate against raw ZeroMQ",
+                                  atl::bench::RunSweep);
+}
