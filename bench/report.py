@@ -26,15 +26,28 @@ import sys
 # How each bench is plotted. "x": the param on the x axis (default: the first numeric param
 # of the bench's rows). "xscale"/"yscale": "linear", "log", "symlog" (log that admits 0),
 # or "auto" (log when the values span at least LOG_SPREAD, symlog when they also include 0
-# or less). "series": plot only these series (the table keeps every row). Benches not named
-# here use DEFAULT_PLOT.
+# or less). "series": plot only these series (the table keeps every row). "figure": draw
+# that figure of FIGURES instead of lines against x:
+#   "against_hosts"  the paper's Figures 5 and 6: one panel of the metric against "x" with
+#                    "fixed" at its smallest value, a line per series, a series named
+#                    MODE_VARIANT drawn in MODE's colour with VARIANTS' line style; beside it
+#                    the derived figures that "derived" matches (groups "variant", "x").
+#   "bars"           a group of bars per value of the rows' first text param, one per series.
+# Benches not named here use DEFAULT_PLOT.
 PLOTS = {
-    "dispatch": {"x": "compute_us", "xscale": "symlog", "yscale": "log"},
+    "dispatch": {"figure": "against_hosts", "x": "hosts", "fixed": "compute_us",
+                 "xscale": "log", "yscale": "log",
+                 "derived": r"^breakeven_compute_ms_(?:(?P<variant>[a-z]+)_)?hosts_(?P<x>\d+)$",
+                 "derived_label": "break-even compute time (ms)"},
     "multitenant": {"x": "clients", "xscale": "auto", "yscale": "auto"},
     "control": {"x": "shards", "xscale": "log", "yscale": "symlog", "series": ["total"]},
     "pipeline": {"x": "micro_batches", "xscale": "log", "yscale": "linear"},
+    "peers": {"figure": "bars", "yscale": "auto"},
 }
-DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto", "series": None}
+DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto", "series": None, "figure": None}
+# A series' variant (its name's last "_" part) and its line style in "against_hosts"; a
+# name whose last part is not here is a mode of its own, drawn solid.
+VARIANTS = {"curve": "--", "sim": ":"}
 LOG_SPREAD = 20.0  # max / min at which "auto" turns to a log scale
 LINE_STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v"]
@@ -265,17 +278,38 @@ def line_label(key, varying):
     return ", ".join(parts)
 
 
-def plot_metric(plt, result, metric, rows, out_dir):
-    """Plots one metric of a bench; returns the PNG's file name, or None when its rows have
-    no numeric param to put on x."""
-    bench = result["bench"]
-    config = plot_config(bench)
-    if config["series"] is not None:
-        rows = [r for r in rows if r["series"] in config["series"]]
-    x_name = choose_x(rows, config["x"]) if rows else None
+def series_order(rows):
+    """Every series of `rows`, in order of first appearance."""
+    order = []
+    for row in rows:
+        if row["series"] not in order:
+            order.append(row["series"])
+    return order
+
+
+def figure_title(result, metric):
+    size = "quick" if result["quick"] else "full"
+    return f"{result['bench']}: {metric} (median, min-max; {size}, {result['commit']})"
+
+
+def metric_label(metric, rows):
+    unit = rows[0]["unit"]
+    return f"{metric} ({unit})" if unit else metric
+
+
+def error_bars(points):
+    """(medians, [below, above]) of rows, for errorbar's and bar's yerr."""
+    med = [r["median"] for r in points]
+    return med, [[max(r["median"] - r["min"], 0) for r in points],
+                 [max(r["max"] - r["median"], 0) for r in points]]
+
+
+def plot_lines(plt, result, metric, rows, config):
+    """The default figure: the metric against x, one line per series and per value of every
+    other param that varies. None when the rows have no numeric param to put on x."""
+    x_name = choose_x(rows, config["x"])
     if x_name is None:
         return None
-    # One line per series and per value of every other param that varies across the rows.
     others = [p for p in param_names(rows) if p != x_name]
     varying = [p for p in others if len({json.dumps(r["params"].get(p)) for r in rows}) > 1]
     lines = {}
@@ -286,20 +320,15 @@ def plot_metric(plt, result, metric, rows, out_dir):
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     xs_all, ys_all = [], []
     # A colour per series; the other params' values change the line style and marker.
-    series_order = []
-    for row in rows:
-        if row["series"] not in series_order:
-            series_order.append(row["series"])
+    order = series_order(rows)
     drawn_per_series = {}
     for key in sorted(lines, key=sort_key):
         points = sorted(lines[key], key=lambda r: r["params"][x_name])
         xs = [r["params"][x_name] for r in points]
-        med = [r["median"] for r in points]
-        low = [max(r["median"] - r["min"], 0) for r in points]
-        high = [max(r["max"] - r["median"], 0) for r in points]
+        med, yerr = error_bars(points)
         n = drawn_per_series.get(key[0], 0)
         drawn_per_series[key[0]] = n + 1
-        ax.errorbar(xs, med, yerr=[low, high], color=f"C{series_order.index(key[0]) % 10}",
+        ax.errorbar(xs, med, yerr=yerr, color=f"C{order.index(key[0]) % 10}",
                     linestyle=LINE_STYLES[n % len(LINE_STYLES)],
                     marker=MARKERS[n % len(MARKERS)], markersize=4, capsize=3,
                     label=line_label(key, varying))
@@ -307,15 +336,156 @@ def plot_metric(plt, result, metric, rows, out_dir):
         ys_all += [r["min"] for r in points] + [r["max"] for r in points]
     set_scale(ax.set_xscale, choose_scale(config["xscale"], xs_all), xs_all)
     set_scale(ax.set_yscale, choose_scale(config["yscale"], ys_all), ys_all)
-    unit = rows[0]["unit"]
     ax.set_xlabel(x_name)
-    ax.set_ylabel(f"{metric} ({unit})" if unit else metric)
-    size = "quick" if result["quick"] else "full"
-    ax.set_title(f"{bench}: {metric} (median, min-max; {size}, {result['commit']})")
+    ax.set_ylabel(metric_label(metric, rows))
+    ax.set_title(figure_title(result, metric))
     ax.grid(True, which="both", alpha=0.3)
     if len(lines) > 1:
         ax.legend(fontsize="small")
     fig.tight_layout()
+    return fig
+
+
+def split_variant(series):
+    """(mode, variant) of a series name: "chained_sim" -> ("chained", "sim"); a name whose
+    last part is not a VARIANTS key is a mode with no variant."""
+    mode, _, last = series.rpartition("_")
+    return (mode, last) if mode and last in VARIANTS else (series, "")
+
+
+def variant_style(variant):
+    """Line style and marker of a variant: solid filled markers for none."""
+    names = [""] + list(VARIANTS)
+    return {"linestyle": VARIANTS.get(variant, "-"),
+            "marker": MARKERS[names.index(variant) % len(MARKERS)],
+            "markerfacecolor": "none" if variant else None}
+
+
+def hosts_axis(ax, xs, label):
+    """A log2 axis with a labelled tick at every value drawn (1, 2, 4, ... 512)."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(xs))
+    ax.set_xticks(ticks, labels=[fmt_value(t) for t in ticks])
+    ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
+    ax.set_xlabel(label)
+
+
+def derived_points(result, pattern):
+    """{variant: [(x, value)]} of the derived figures whose names match `pattern` (groups
+    "variant", possibly empty, and "x"); values of 0 or less (not reached) are left out."""
+    points = {}
+    for name, value in result["derived"].items():
+        match = re.match(pattern, name)
+        if match and value > 0:
+            variant = match.group("variant") or ""
+            points.setdefault(variant, []).append((float(match.group("x")), value))
+    return {v: sorted(p) for v, p in sorted(points.items())}
+
+
+def plot_against_hosts(plt, result, metric, rows, config):
+    """The paper's Figures 5 and 6 (see PLOTS): the metric against hosts at the smallest
+    value of the "fixed" param, a line per series; beside it the derived figures against
+    hosts. None when no row has a numeric x."""
+    x_name, fixed = config["x"], config["fixed"]
+    rows = [r for r in rows if is_number(r["params"].get(x_name))]
+    at = min((r["params"][fixed] for r in rows if is_number(r["params"].get(fixed))),
+             default=None)
+    if at is not None:
+        rows = [r for r in rows if r["params"].get(fixed) == at]
+    if not rows:
+        return None
+    derived = derived_points(result, config["derived"]) if config.get("derived") else {}
+    panels = 2 if derived else 1
+    fig, axes = plt.subplots(1, panels, figsize=(7 + 5 * (panels - 1), 4.8), dpi=100,
+                             layout="constrained", squeeze=False,
+                             gridspec_kw={"width_ratios": [1.5, 1][:panels]})
+    ax = axes[0][0]
+    modes, xs_all, ys_all = [], [], []
+    for series in series_order(rows):
+        mode, variant = split_variant(series)
+        if mode not in modes:
+            modes.append(mode)
+        points = sorted((r for r in rows if r["series"] == series),
+                        key=lambda r: r["params"][x_name])
+        xs = [r["params"][x_name] for r in points]
+        med, yerr = error_bars(points)
+        ax.errorbar(xs, med, yerr=yerr, color=f"C{modes.index(mode) % 10}", markersize=5,
+                    capsize=3, label=series, **variant_style(variant))
+        xs_all += xs
+        ys_all += [r["min"] for r in points] + [r["max"] for r in points]
+    hosts_axis(ax, xs_all, x_name)
+    set_scale(ax.set_yscale, choose_scale(config["yscale"], ys_all), ys_all)
+    ax.set_ylabel(metric_label(metric, rows))
+    ax.set_title(f"{metric} at {fixed} = {fmt_value(at)}" if at is not None else metric)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    if derived:
+        ax = axes[0][1]
+        xs_all, ys_all = [], []
+        for variant, points in derived.items():
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            ax.plot(xs, ys, color="black", markersize=5, label=variant or "measured",
+                    **variant_style(variant))
+            xs_all += xs
+            ys_all += ys
+        hosts_axis(ax, xs_all, x_name)
+        set_scale(ax.set_yscale, choose_scale("auto", ys_all), ys_all)
+        ax.set_ylabel(config.get("derived_label", "derived"))
+        ax.set_title(config.get("derived_label", "derived"))
+        ax.grid(True, which="both", alpha=0.3)
+        if len(derived) > 1:
+            ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.suptitle(figure_title(result, metric))
+    return fig
+
+
+def plot_bars(plt, result, metric, rows, config):
+    """A group of bars per value of the rows' first text param, one bar per series. None
+    when the rows have no param that is text in every row."""
+    group = next((p for p in param_names(rows)
+                  if all(isinstance(r["params"].get(p), str) for r in rows)), None)
+    if group is None:
+        return None
+    groups = []
+    for row in rows:
+        if row["params"][group] not in groups:
+            groups.append(row["params"][group])
+    order = series_order(rows)
+    width = 0.8 / len(order)
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100, layout="constrained")
+    ys_all = []
+    for i, series in enumerate(order):
+        points = [r for r in rows if r["series"] == series]
+        xs = [groups.index(r["params"][group]) + (i - (len(order) - 1) / 2) * width
+              for r in points]
+        med, yerr = error_bars(points)
+        ax.bar(xs, med, width, yerr=yerr, capsize=3, color=f"C{i % 10}", label=series)
+        ys_all += [r["min"] for r in points] + [r["max"] for r in points]
+    ax.set_xticks(range(len(groups)), labels=groups)
+    ax.set_xlabel(group)
+    set_scale(ax.set_yscale, choose_scale(config["yscale"], ys_all), ys_all)
+    ax.set_ylabel(metric_label(metric, rows))
+    ax.set_title(figure_title(result, metric))
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+FIGURES = {"against_hosts": plot_against_hosts, "bars": plot_bars}
+
+
+def plot_metric(plt, result, metric, rows, out_dir):
+    """Plots one metric of a bench as its PLOTS entry says; returns the PNG's file name, or
+    None when its rows cannot be drawn that way (no numeric param to put on x)."""
+    bench = result["bench"]
+    config = plot_config(bench)
+    if config["series"] is not None:
+        rows = [r for r in rows if r["series"] in config["series"]]
+    if not rows:
+        return None
+    fig = FIGURES.get(config["figure"], plot_lines)(plt, result, metric, rows, config)
+    if fig is None:
+        return None
     file_name = f"{safe_name(bench)}_{safe_name(metric)}.png"
     fig.savefig(os.path.join(out_dir, file_name))
     plt.close(fig)

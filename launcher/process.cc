@@ -29,8 +29,8 @@ int AboveStdio(int fd) {
 }
 
 // Runs in the forked child: only async-signal-safe calls. Never returns.
-[[noreturn]] void ExecChild(char* const* argv, int log_fd, int null_fd, int report_fd, bool detach,
-                            pid_t launcher) {
+[[noreturn]] void ExecChild(char* const* argv, int in_fd, int out_fd, int log_fd, int report_fd,
+                            bool detach, pid_t launcher) {
   if (detach) {
     setsid();
   } else {
@@ -47,7 +47,7 @@ int AboveStdio(int fd) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  if (dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
+  if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
     const int err = errno;
     [[maybe_unused]] auto n = write(report_fd, &err, sizeof err);
     _exit(127);
@@ -104,7 +104,11 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   }
   const pid_t launcher = getpid();
   const pid_t pid = fork();
-  if (pid == 0) ExecChild(argv.data(), log_fd, null_fd, report[1], options.detach, launcher);
+  if (pid == 0) {
+    ExecChild(argv.data(), options.stdin_fd >= 0 ? options.stdin_fd : null_fd,
+              options.stdout_fd >= 0 ? options.stdout_fd : log_fd, log_fd, report[1],
+              options.detach, launcher);
+  }
   const int fork_errno = errno;
   close(log_fd);
   close(null_fd);

@@ -21,6 +21,11 @@ struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is the program's path
   // stdout and stderr go to this file (created or truncated); stdin reads /dev/null.
   std::string log_path;
+  // A pipe end to be the child's stdin instead of /dev/null, or its stdout instead of the
+  // log (stderr stays there): for a child driven over its standard streams. -1: none. The
+  // caller keeps them (Spawn closes neither); they should be close-on-exec and above 2.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
   // true: append to log_path instead (a restarted service keeps its predecessor's log, which
   // says why that one ended).
   bool append_log = false;

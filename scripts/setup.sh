@@ -25,11 +25,12 @@ packages=(
 # models (python3-kubernetes), and for real with podman (runc, netavark networks with DNS,
 # catatonit for `init`, debootstrap for a base image: tests/ops/podman_lib.sh);
 # scripts/fuzz.sh's compiler and libFuzzer; pytest for tests/python; `ip`, which makes the
-# network namespaces of the tests and benchmarks across machines.
+# network namespaces of the tests and benchmarks across machines; Dask distributed, the
+# peer bench/peers measures against.
 if [ $build_only -eq 0 ]; then
   packages+=(tmux chromium docker-compose yamllint python3-yaml python3-kubernetes
              podman runc netavark aardvark-dns catatonit iptables debootstrap
-             clang-14 libfuzzer-14-dev python3-pytest iproute2)
+             clang-14 libfuzzer-14-dev python3-pytest iproute2 python3-distributed)
   # Node.js for playwright-core: Debian's, unless a node with npm is installed already.
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi

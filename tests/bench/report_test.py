@@ -45,6 +45,30 @@ def dispatch_result():
             "rows": rows, "derived": {"breakeven_compute_ms_hosts_8": 0.7}}
 
 
+def dispatch_with_sim_hosts():
+    """The committed shape plus the simulated hosts' series (16..512 hosts, own derived)."""
+    result = dispatch_result()
+    for series in ("chained_sim", "op_by_op_sim", "multi_controller_sim"):
+        for hosts in (16, 64, 512):
+            for compute_us in (0, 1000):
+                rate = 1e5 / hosts / (compute_us + 1)
+                result["rows"].append(row(series, {"hosts": hosts, "compute_us": compute_us},
+                                          "computations_per_s", "1/s", [rate]))
+    result["derived"].update({"breakeven_compute_ms_hosts_4": 1.5,
+                              "breakeven_compute_ms_sim_hosts_16": 0.5,
+                              "breakeven_compute_ms_sim_hosts_512": 4.0,
+                              "chained_over_sequential_hosts_4_compute_0": 2.0})
+    return result
+
+
+def peers_result():
+    rows = [row(series, {"workload": w, "tasks": 1000}, "tasks_per_s", "1/s", [rate])
+            for w in ("independent", "chain", "op_by_op")
+            for series, rate in (("atoll", 5000), ("dask", 200))]
+    return {"bench": "peers", "commit": "abc1234", "machine": machine(), "quick": True,
+            "rows": rows, "derived": {"atoll_over_dask_chain": 25.0}}
+
+
 def multitenant_result():
     rows = []
     for series in ("fifo", "fair"):
@@ -185,7 +209,94 @@ class ReportTest(unittest.TestCase):
         self.assertIn("## other", self.read_md())
 
 
+class FiguresTest(unittest.TestCase):
+    """The figures drawn instead of lines against x (PLOTS' "figure")."""
+
+    @classmethod
+    def setUpClass(cls):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        cls.plt = plt
+
+    def draw(self, figure, result):
+        config = report.plot_config(result["bench"])
+        self.assertEqual(config["figure"], figure)
+        fig = report.FIGURES[figure](self.plt, result, result["rows"][0]["metric"],
+                                     result["rows"], config)
+        self.addCleanup(self.plt.close, fig)
+        return fig
+
+    def test_dispatch_is_modes_against_hosts_at_no_compute_and_breakeven_beside(self):
+        result = dispatch_with_sim_hosts()
+        fig = self.draw("against_hosts", result)
+        rates, breakeven = fig.axes[0], fig.axes[1]
+        handles, labels = rates.get_legend_handles_labels()
+        data_lines = [h.lines[0] for h in handles]  # an errorbar's line, not its caps
+        self.assertEqual(labels, ["chained", "op-by-op", "chained_sim", "op_by_op_sim",
+                                  "multi_controller_sim"])
+        # Every line holds the compute_us = 0 medians only, against hosts on a log axis.
+        for line, series in zip(data_lines, labels):
+            want = sorted((r["params"]["hosts"], r["median"]) for r in result["rows"]
+                          if r["series"] == series and r["params"]["compute_us"] == 0)
+            self.assertEqual(list(zip(*line.get_data())), want, series)
+        self.assertEqual(rates.get_xscale(), "log")
+        self.assertEqual(rates.get_yscale(), "log")
+        self.assertIn(512, list(rates.get_xticks()))
+        # A variant keeps its mode's colour in its own line style.
+        by_label = dict(zip(labels, data_lines))
+        self.assertEqual(by_label["chained_sim"].get_color(), by_label["chained"].get_color())
+        self.assertNotEqual(by_label["chained_sim"].get_linestyle(),
+                            by_label["chained"].get_linestyle())
+        # The legend sits beside the data, not on it.
+        self.assertGreaterEqual(rates.get_legend().get_bbox_to_anchor().x0,
+                                rates.get_window_extent().x1)
+        # Break-even: measured and simulated hosts, each a line of its own.
+        lines = {l.get_label(): list(zip(*l.get_data())) for l in breakeven.get_lines()}
+        self.assertEqual(lines, {"measured": [(4.0, 1.5), (8.0, 0.7)],
+                                 "sim": [(16.0, 0.5), (512.0, 4.0)]})
+
+    def test_dispatch_without_breakeven_is_one_panel(self):
+        result = dispatch_result()
+        result["derived"] = {}
+        self.assertEqual(len(self.draw("against_hosts", result).axes), 1)
+
+    def test_peers_is_a_bar_per_system_for_each_workload(self):
+        fig = self.draw("bars", peers_result())
+        ax = fig.axes[0]
+        self.assertEqual([t.get_text() for t in ax.get_xticklabels()],
+                         ["independent", "chain", "op_by_op"])
+        self.assertEqual(ax.get_legend_handles_labels()[1], ["atoll", "dask"])
+        self.assertEqual(sorted(p.get_height() for p in ax.patches), [200] * 3 + [5000] * 3)
+        self.assertEqual(ax.get_yscale(), "log")
+
+    def test_report_writes_both_figures(self):
+        with tempfile.TemporaryDirectory(prefix="atoll-report-test-") as tmp:
+            results = os.path.join(tmp, "results")
+            os.makedirs(results)
+            for result in (dispatch_with_sim_hosts(), peers_result()):
+                with open(os.path.join(results, result["bench"] + ".json"), "w",
+                          encoding="utf-8") as f:
+                    json.dump(result, f)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(report.main(["--results", results, "--out", tmp]), 0,
+                                 err.getvalue())
+            for png in ("dispatch_computations_per_s.png", "peers_tasks_per_s.png"):
+                with open(os.path.join(tmp, png), "rb") as f:
+                    self.assertEqual(f.read(8), PNG_MAGIC, png)
+
+
 class ChoicesTest(unittest.TestCase):
+    def test_a_series_variant_is_its_last_part_when_known(self):
+        self.assertEqual(report.split_variant("chained_sim"), ("chained", "sim"))
+        self.assertEqual(report.split_variant("op_by_op_curve"), ("op_by_op", "curve"))
+        self.assertEqual(report.split_variant("op_by_op"), ("op_by_op", ""))
+        self.assertEqual(report.split_variant("multi_controller"), ("multi_controller", ""))
+        self.assertEqual(report.split_variant("sim"), ("sim", ""))
+
     def test_x_is_the_configured_param_else_the_first_numeric_one(self):
         rows = dispatch_result()["rows"]
         self.assertEqual(report.choose_x(rows, "compute_us"), "compute_us")

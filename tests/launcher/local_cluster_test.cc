@@ -4,8 +4,10 @@
 // leaking a process.
 #include "launcher/local_cluster.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -356,6 +358,32 @@ TEST(ProcessTest, SpawnedChildrenWriteToTheirLogAndGetNoInheritedDescriptors) {
   // stdin, stdout, stderr, and the fd `ls` opens for /proc/self/fd: nothing inherited.
   EXPECT_EQ(proc::TailFile(spawn.log_path, 10), "out\nerr\n4\n");
   EXPECT_EQ(proc::TailFile(spawn.log_path, 1), "4\n");
+}
+
+TEST(ProcessTest, SpawnedChildCanBeDrivenOverPipes) {
+  TempDir dir;
+  int to_child[2], from_child[2];
+  ASSERT_EQ(pipe2(to_child, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(from_child, O_CLOEXEC), 0);
+  proc::SpawnOptions spawn;
+  spawn.argv = {"/bin/sh", "-c", "read line; echo \"got $line\"; echo err >&2"};
+  spawn.log_path = dir.path() + "/log";
+  spawn.stdin_fd = to_child[0];
+  spawn.stdout_fd = from_child[1];
+  auto pid = proc::Spawn(spawn);
+  close(to_child[0]);
+  close(from_child[1]);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  ASSERT_EQ(write(to_child[1], "hello\n", 6), 6);
+  close(to_child[1]);
+  std::optional<proc::ExitInfo> exit;
+  ASSERT_TRUE(WaitFor([&] { return (exit = *proc::TryReap(*pid)).has_value(); }, 5000));
+  EXPECT_TRUE(exit->clean()) << exit->Describe();
+  char out[64] = {};
+  EXPECT_EQ(read(from_child[0], out, sizeof out - 1), 10);  // the child has ended: no wait
+  close(from_child[0]);
+  EXPECT_STREQ(out, "got hello\n");
+  EXPECT_EQ(proc::TailFile(spawn.log_path, 10), "err\n");  // stderr still goes to the log
 }
 
 }  // namespace
