@@ -11,6 +11,7 @@
 
 #include "kernels/check.h"
 #include "kernels/elementwise.h"
+#include "kernels/vector_math.h"
 
 namespace atl::kernels {
 
@@ -72,11 +73,10 @@ Result<Tensor> Softmax(const Tensor& x) {
     float* y = dst + r * rows.width;
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < rows.width; ++j) max = row[j] > max ? row[j] : max;
+    for (int64_t j = 0; j < rows.width; ++j) y[j] = row[j] - max;
+    ExpF32(y, y, rows.width);
     double sum = 0;
-    for (int64_t j = 0; j < rows.width; ++j) {
-      y[j] = std::exp(row[j] - max);
-      sum += y[j];
-    }
+    for (int64_t j = 0; j < rows.width; ++j) sum += y[j];
     const auto inv = static_cast<float>(1.0 / sum);
     for (int64_t j = 0; j < rows.width; ++j) y[j] *= inv;
   }
@@ -152,14 +152,19 @@ Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {
   const float* in = x.as<float>().data();
   const float* g = dy.as<float>().data();
   float* dx = out.as<float>().data();
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    const float v = in[i];
-    const float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
-    // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
-    const float grad =
-        0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
-    dx[i] = g[i] * grad;
-  }
+  MapThrough(
+      TanhF32, x.num_elements(),
+      [in](int64_t i) {
+        const float v = in[i];
+        return kGeluC * (v + kGeluA * v * v * v);
+      },
+      [in, g, dx](int64_t i, float t) {
+        const float v = in[i];
+        // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
+        const float grad =
+            0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+        dx[i] = g[i] * grad;
+      });
   return out;
 }
 
@@ -192,15 +197,30 @@ Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labe
     const float* row = logits.as<float>().data() + i * c;
     float* grad = dlogits.as<float>().data() + i * c;
     float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < c; ++j) max = row[j] > max ? row[j] : max;
-    double sum = 0;
-    for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(row[j]) - max);
-    const double log_sum = std::log(sum) + max;  // log sum exp(row)
-    total += log_sum - row[label[i]];
+    int64_t top = 0;  // the first class of the largest logit
     for (int64_t j = 0; j < c; ++j) {
-      const double p = std::exp(static_cast<double>(row[j]) - log_sum);
-      grad[j] = static_cast<float>((p - (j == label[i] ? 1.0 : 0.0)) * inv_b);
+      if (row[j] > max) {
+        max = row[j];
+        top = j;
+      }
     }
+    // e = exp(row - max) in the gradient's row: every exponent <= 0, so nothing overflows,
+    // and e[top] = 1. The other classes' sum is kept apart from that 1: when the prediction
+    // is confident it is tiny, and 1 + rest would round most of it away, where the loss
+    // (log1p(rest) for the top class) and 1 - p[top] = rest / sum need it.
+    for (int64_t j = 0; j < c; ++j) grad[j] = row[j] - max;
+    ExpF32(grad, grad, c);
+    double rest = 0;
+    for (int64_t j = 0; j < c; ++j) rest += j == top ? 0.0 : grad[j];
+    const double sum = 1 + rest;
+    const int32_t y = label[i];
+    total += std::log1p(rest) + (static_cast<double>(max) - row[y]);  // log sum e^row - row[y]
+    // p[y] - 1 = -(sum of the classes but y) / sum; for y other than top, p[y] <= 1/2 and
+    // sum - e[y] loses nothing.
+    const double not_y = y == top ? rest : sum - grad[y];
+    const auto scale = static_cast<float>(inv_b / sum);
+    for (int64_t j = 0; j < c; ++j) grad[j] *= scale;
+    grad[y] = static_cast<float>(-not_y / sum * inv_b);
   }
   loss.as<float>()[0] = static_cast<float>(total * inv_b);
   return CrossEntropyResult{std::move(loss), std::move(dlogits)};

@@ -177,6 +177,19 @@ TEST(CrossEntropyKernelTest, LossAndGradientMatchReferenceAndFiniteDifferences) 
   ExpectClose(big.loss, {}, {0.0});
 }
 
+// A confident prediction: p[label] = 1 / (1 + 2 e^-30), so its gradient p - 1 is about
+// -1.9e-13, which p computed in f32 and then less 1 would round to 0.
+TEST(CrossEntropyKernelTest, GradientOfAConfidentLabelKeepsItsPrecision) {
+  ATOLL_ASSERT_OK_AND_ASSIGN(
+      CrossEntropyResult r,
+      CrossEntropy(Tensor::F32({1, 3}, {30.0f, 0.0f, 0.0f}), Tensor::I32({1}, {0})));
+  const double others = 2 * std::exp(-30.0);
+  ExpectClose(r.dlogits, {1, 3},
+              {-others / (1 + others), others / 2 / (1 + others), others / 2 / (1 + others)}, 0,
+              1e-6);
+  ExpectClose(r.loss, {}, {std::log1p(others)}, 0, 1e-6);
+}
+
 TEST(CrossEntropyKernelTest, RejectsBadLabelsAndShapes) {
   const Tensor logits(DType::kF32, {2, 3});
   ExpectInvalid(CrossEntropy(logits, Tensor::I32({2}, {0, 3})), {"label 3 of example 1", "[0, 3)"});
