@@ -3,6 +3,7 @@
 #include "kernels/nn.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -188,6 +189,20 @@ TEST(CrossEntropyKernelTest, GradientOfAConfidentLabelKeepsItsPrecision) {
               {-others / (1 + others), others / 2 / (1 + others), others / 2 / (1 + others)}, 0,
               1e-6);
   ExpectClose(r.loss, {}, {std::log1p(others)}, 0, 1e-6);
+}
+
+TEST(CrossEntropyKernelTest, ANanOrInfiniteLogitGivesANanLoss) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const std::vector<float>& row : std::vector<std::vector<float>>{
+           {nan, 1, 2}, {nan, nan, nan}, {inf, 1, 2}, {-inf, -inf, -inf}}) {
+    for (int32_t label : {0, 1}) {
+      ATOLL_ASSERT_OK_AND_ASSIGN(CrossEntropyResult r,
+                                 CrossEntropy(Tensor::F32({1, 3}, row), Tensor::I32({1}, {label})));
+      EXPECT_TRUE(std::isnan(r.loss.as<float>()[0]))
+          << row[0] << " " << row[1] << " " << row[2] << ", label " << label;
+    }
+  }
 }
 
 TEST(CrossEntropyKernelTest, RejectsBadLabelsAndShapes) {
