@@ -3,13 +3,14 @@
 // OpenBLAS 0.3.21, Debian 12's pthread build, has one thread count for the whole process
 // (openblas_set_num_threads; a per-thread count came in 0.3.27), and runs one multithreaded
 // level-3 call at a time: a concurrent one waits on a lock, so a device's share of the cores
-// cannot be set there. That lock is moreover one per transpose variant, so calls of different
-// variants (x w on one device, x^T dy on another) do overlap, on shared worker state
-// (OpenBLAS issue 5836). Single-threaded calls take no lock and run side by side. So a process
-// that multiplies on several threads at once sets OpenBLAS to one thread (SetBlasThreads(1))
-// and gives each calling thread its share (SetMatmulThreads): kernels::Matmul cuts a large
-// product into that many blocks of rows (or columns) and runs them on the thread's own
-// helper threads, each block one single-threaded cblas_sgemm.
+// cannot be set there. That lock is moreover one per transpose variant, so threaded calls of
+// different variants (x w on one device, x^T dy on another) may overlap on shared worker
+// state (OpenBLAS issue 5836, fixed after 0.3.21). Single-threaded calls take no lock and
+// run side by side. So a process that multiplies on several threads at once sets OpenBLAS
+// to one thread (SetBlasThreads(1)) and gives each calling thread its share
+// (SetMatmulThreads): kernels::Matmul cuts a large product into that many blocks of rows
+// (or columns) and runs them on the thread's own helper threads, each block one
+// single-threaded cblas_sgemm.
 #pragma once
 
 namespace atl::kernels {
