@@ -10,6 +10,7 @@
 #include "kernels/binary_loop.h"
 #include "kernels/check.h"
 #include "kernels/shape_ops.h"
+#include "kernels/vector_math.h"
 
 namespace atl::kernels {
 
@@ -53,17 +54,18 @@ bool Known(UnaryFn fn) { return UnaryFnName(fn) != "?"; }
 bool Known(BinaryFn fn) { return BinaryFnName(fn) != "?"; }
 
 // y[i] = fn(x[i]) for i < n: the unary kernels, one case per row of atoll/unary_ops.def and
-// one loop per case so that each can be vectorized. `fn` is known.
+// one loop per case so that each can be vectorized; exp, log and tanh come vectorized from
+// kernels/vector_math.h. `fn` is known.
 void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
     case UnaryFn::kExp:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+      ExpF32(x, y, n);
       return;
     case UnaryFn::kLog:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
+      LogF32(x, y, n);
       return;
     case UnaryFn::kTanh:
-      for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+      TanhF32(x, y, n);
       return;
     case UnaryFn::kRelu:
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
@@ -78,13 +80,18 @@ void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
       for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / std::sqrt(x[i]);
       return;
     case UnaryFn::kGelu:
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i];
-        y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
-      }
+      MapThrough(
+          TanhF32, n,
+          [x](int64_t i) {
+            const float v = x[i];
+            return kGeluC * (v + kGeluA * v * v * v);
+          },
+          [x, y](int64_t i, float t) { y[i] = 0.5f * x[i] * (1.0f + t); });
       return;
     case UnaryFn::kSigmoid:  // e^-x overflows to inf for x < -88: 1 / inf = 0, no NaN
-      for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+      MapThrough(
+          ExpF32, n, [x](int64_t i) { return -x[i]; },
+          [y](int64_t i, float e) { y[i] = 1.0f / (1.0f + e); });
       return;
   }
 }

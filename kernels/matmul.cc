@@ -2,16 +2,82 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "kernels/check.h"
+#include "kernels/matmul_threads.h"
+#include "kernels/thread_team.h"
 
 namespace atl::kernels {
 
 using internal::Describe;
+
+namespace {
+
+// A block of a matmul's result is worth a helper thread from this many multiply-adds on:
+// waking one costs about as much as a 64^3 product (OpenBLAS threads a call from there too).
+constexpr double kMinBlockMacs = 64.0 * 64.0 * 64.0;
+// Blocks are cut at multiples of this many rows or columns, a multiple of OpenBLAS's
+// kernels' tile sizes, so that no block ends in a ragged tile that a whole one would avoid.
+constexpr int64_t kBlockAlign = 16;
+
+// op(a) x op(b) = out, f32 row-major, of [m,k] x [k,n].
+struct Product {
+  const Tensor& a;
+  const Tensor& b;
+  MatmulOptions options;
+  int64_t m, k, n;
+  float* out;
+
+  // Rows [r0, r1) and columns [c0, c1) of `out`, as one cblas_sgemm.
+  void Block(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    const int64_t lda = a.shape()[1];
+    const int64_t ldb = b.shape()[1];
+    // Row r of op(a) starts at a[r][0], or at a[0][r] when a is transposed; column c of
+    // op(b) at b[0][c], or at b[c][0].
+    const float* a_rows = a.as<float>().data() + (options.transpose_a ? r0 : r0 * lda);
+    const float* b_cols = b.as<float>().data() + (options.transpose_b ? c0 * ldb : c0);
+    cblas_sgemm(CblasRowMajor, options.transpose_a ? CblasTrans : CblasNoTrans,
+                options.transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(r1 - r0),
+                static_cast<blasint>(c1 - c0), static_cast<blasint>(k), 1.0f, a_rows,
+                static_cast<blasint>(lda), b_cols, static_cast<blasint>(ldb), 0.0f,
+                out + r0 * n + c0, static_cast<blasint>(n));
+  }
+};
+
+// How many blocks a product is cut into for `threads` threads: as many as there are threads,
+// unless blocks would fall under kMinBlockMacs or kBlockAlign rows (or columns).
+int64_t Blocks(const Product& p, int threads) {
+  const int64_t side = std::max(p.m, p.n);
+  const auto by_size = static_cast<int64_t>(static_cast<double>(p.m) * static_cast<double>(p.n) *
+                                            static_cast<double>(p.k) / kMinBlockMacs);
+  return std::max<int64_t>(
+      1, std::min({int64_t{threads}, (side + kBlockAlign - 1) / kBlockAlign, by_size}));
+}
+
+// The product, cut along its longer side into blocks that the calling thread's team runs.
+void Run(const Product& p) {
+  const int64_t blocks = Blocks(p, MatmulThreads());
+  if (blocks == 1) return p.Block(0, p.m, 0, p.n);
+  const bool by_rows = p.m >= p.n;
+  const int64_t side = by_rows ? p.m : p.n;
+  const int64_t tiles = (side + kBlockAlign - 1) / kBlockAlign;
+  const auto start = [&](int64_t i) { return std::min(side, tiles * i / blocks * kBlockAlign); };
+  internal::MatmulTeam().Run(static_cast<int>(blocks), [&](int i) {
+    const int64_t from = start(i), to = start(i + 1);
+    if (by_rows) {
+      p.Block(from, to, 0, p.n);
+    } else {
+      p.Block(0, p.m, from, to);
+    }
+  });
+}
+
+}  // namespace
 
 Result<Tensor> Matmul(const Tensor& a, const Tensor& b, MatmulOptions options) {
   ATOLL_RETURN_IF_ERROR(internal::CheckF32(a, "matmul a"));
@@ -39,12 +105,7 @@ Result<Tensor> Matmul(const Tensor& a, const Tensor& b, MatmulOptions options) {
   }
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, {m, n}));
   if (m == 0 || k == 0 || n == 0) return out;  // zero-filled: already the answer
-  cblas_sgemm(CblasRowMajor, options.transpose_a ? CblasTrans : CblasNoTrans,
-              options.transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a.as<float>().data(),
-              static_cast<blasint>(a.shape()[1]), b.as<float>().data(),
-              static_cast<blasint>(b.shape()[1]), 0.0f, out.as<float>().data(),
-              static_cast<blasint>(n));
+  Run({a, b, options, m, k, n, out.as<float>().data()});
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Matrix multiply of f32 matrices, with either operand optionally transposed, through
-// OpenBLAS cblas_sgemm (which may use its own thread pool). Pure: returns a new tensor, never
-// throws. Thread-safe.
+// OpenBLAS cblas_sgemm: one call threaded by OpenBLAS, or blocks on the calling thread's
+// share of the cores (kernels/matmul_threads.h). Pure: returns a new tensor, never throws.
+// Thread-safe.
 #pragma once
 
 #include "atoll/status.h"

@@ -1,5 +1,6 @@
 #include "kernels/nn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,6 +12,7 @@
 
 #include "kernels/check.h"
 #include "kernels/elementwise.h"
+#include "kernels/vector_math.h"
 
 namespace atl::kernels {
 
@@ -60,6 +62,38 @@ Status CheckEps(float eps) {
   return Status::Ok();
 }
 
+// The reductions of softmax and cross-entropy keep this many independent running values,
+// so that each loop vectorizes: one running value is one long chain of dependent steps.
+constexpr int64_t kLanes = 16;
+
+// The largest of x[0..n), NaNs skipped (-inf when there is none).
+float Max(const float* x, int64_t n) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, kNegInf);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+  }
+  float max = kNegInf;
+  for (; j < n; ++j) max = x[j] > max ? x[j] : max;
+  for (float v : lane) max = v > max ? v : max;
+  return max;
+}
+
+// The sum of x[0..n), in double.
+double Sum(const float* x, int64_t n) {
+  double lane[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lane[l] += x[j + l];
+  }
+  double sum = 0;
+  for (; j < n; ++j) sum += x[j];
+  for (double v : lane) sum += v;
+  return sum;
+}
+
 }  // namespace
 
 Result<Tensor> Softmax(const Tensor& x) {
@@ -70,14 +104,10 @@ Result<Tensor> Softmax(const Tensor& x) {
   for (int64_t r = 0; r < rows.count; ++r) {
     const float* row = in + r * rows.width;
     float* y = dst + r * rows.width;
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < rows.width; ++j) max = row[j] > max ? row[j] : max;
-    double sum = 0;
-    for (int64_t j = 0; j < rows.width; ++j) {
-      y[j] = std::exp(row[j] - max);
-      sum += y[j];
-    }
-    const auto inv = static_cast<float>(1.0 / sum);
+    const float max = Max(row, rows.width);
+    for (int64_t j = 0; j < rows.width; ++j) y[j] = row[j] - max;
+    ExpF32(y, y, rows.width);
+    const auto inv = static_cast<float>(1.0 / Sum(y, rows.width));
     for (int64_t j = 0; j < rows.width; ++j) y[j] *= inv;
   }
   return out;
@@ -152,14 +182,19 @@ Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {
   const float* in = x.as<float>().data();
   const float* g = dy.as<float>().data();
   float* dx = out.as<float>().data();
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    const float v = in[i];
-    const float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
-    // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
-    const float grad =
-        0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
-    dx[i] = g[i] * grad;
-  }
+  MapThrough(
+      TanhF32, x.num_elements(),
+      [in](int64_t i) {
+        const float v = in[i];
+        return kGeluC * (v + kGeluA * v * v * v);
+      },
+      [in, g, dx](int64_t i, float t) {
+        const float v = in[i];
+        // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
+        const float grad =
+            0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+        dx[i] = g[i] * grad;
+      });
   return out;
 }
 
@@ -191,16 +226,29 @@ Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labe
   for (int64_t i = 0; i < b; ++i) {
     const float* row = logits.as<float>().data() + i * c;
     float* grad = dlogits.as<float>().data() + i * c;
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < c; ++j) max = row[j] > max ? row[j] : max;
-    double sum = 0;
-    for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(row[j]) - max);
-    const double log_sum = std::log(sum) + max;  // log sum exp(row)
-    total += log_sum - row[label[i]];
-    for (int64_t j = 0; j < c; ++j) {
-      const double p = std::exp(static_cast<double>(row[j]) - log_sum);
-      grad[j] = static_cast<float>((p - (j == label[i] ? 1.0 : 0.0)) * inv_b);
-    }
+    const float max = Max(row, c);
+    const int64_t top = std::find(row, row + c, max) - row;  // c when every logit is NaN
+    // e = exp(row - max) in the gradient's row: every exponent <= 0, so nothing overflows,
+    // and e[top] = 1. The other classes' sum is kept apart from that 1: when the prediction
+    // is confident it is tiny, and 1 + rest would round most of it away, where the loss
+    // (log1p(rest) for the top class) and 1 - p[top] = rest / sum need it.
+    for (int64_t j = 0; j < c; ++j) grad[j] = row[j] - max;
+    ExpF32(grad, grad, c);
+    const float e_top = top < c ? grad[top] : NAN;  // 1, or NaN from NaN or infinite logits
+    if (top < c) grad[top] = 0;
+    const double rest = Sum(grad, c);
+    if (top < c) grad[top] = e_top;
+    const double sum = e_top + rest;
+    const int32_t y = label[i];
+    // log sum e^row - row[y] = log(sum) + max - row[y], where log(sum) = log1p(rest) (plus
+    // e_top - 1, which is 0 but for NaN).
+    total += std::log1p(rest + (e_top - 1.0)) + (static_cast<double>(max) - row[y]);
+    // p[y] - 1 = -(sum of the classes but y) / sum; for y other than top, p[y] <= 1/2 and
+    // sum - e[y] loses nothing.
+    const double not_y = y == top ? rest : sum - grad[y];
+    const auto scale = static_cast<float>(inv_b / sum);
+    for (int64_t j = 0; j < c; ++j) grad[j] *= scale;
+    grad[y] = static_cast<float>(-not_y / sum * inv_b);
   }
   loss.as<float>()[0] = static_cast<float>(total * inv_b);
   return CrossEntropyResult{std::move(loss), std::move(dlogits)};

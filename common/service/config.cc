@@ -29,6 +29,7 @@ constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
 constexpr int64_t kMaxMiB = int64_t{1} << 20;
+constexpr int64_t kMaxMatmulThreads = 1024;
 
 // The [quotas] keys, each with its largest value: beyond these a quota means nothing on
 // any machine (2^62 bytes; ids and counters are 32 or 64 bits wide).
@@ -150,6 +151,8 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
       ATOLL_RETURN_IF_ERROR(
           ReadMiB(ht, "device_memory_mb", where + "device_memory_mb", h.device_memory_bytes));
       ATOLL_RETURN_IF_ERROR(ReadMiB(ht, "arena_mb", where + "arena_mb", h.arena_bytes));
+      ATOLL_RETURN_IF_ERROR(ReadInt(ht, "matmul_threads", where + "matmul_threads", 0,
+                                    kMaxMatmulThreads, h.matmul_threads));
       ATOLL_RETURN_IF_ERROR(CheckDeviceKind(h.kind).WithContext("host " + h.name));
       if (!names.insert(h.name).second) {
         return InvalidArgument("host name '" + h.name + "' is used twice");

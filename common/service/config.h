@@ -20,6 +20,9 @@ struct HostConfig {
   std::string kind = "cpu";
   uint64_t device_memory_bytes = 256ull << 20;  // per device; device_memory_mb, 1 MiB..1 TiB
   uint64_t arena_bytes = 256ull << 20;  // the object store's shared-memory arena; arena_mb, alike
+  // Threads each device's matmuls run on (kernels/matmul_threads.h): 0..1024; 0 gives each
+  // device an even share of the cores the executor may use, max(1, cores / devices).
+  uint32_t matmul_threads = 0;
 };
 
 // The executors' data plane (tuples between executors). Tuples bound for one host are

@@ -6,6 +6,7 @@
 
 #include "common/net/events.h"
 #include "compute/interpreter.h"
+#include "kernels/matmul_threads.h"
 
 namespace atl::executor {
 
@@ -38,8 +39,13 @@ void DeviceStream::AbandonCollectives(const WorkItem& item) {
   }
 }
 
-DeviceStream::DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done)
-    : backend_(backend), hub_(hub), on_done_(std::move(on_done)), thread_([this] { Loop(); }) {}
+DeviceStream::DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done,
+                           int matmul_threads)
+    : backend_(backend),
+      hub_(hub),
+      on_done_(std::move(on_done)),
+      matmul_threads_(matmul_threads),
+      thread_([this] { Loop(); }) {}
 
 DeviceStream::~DeviceStream() {
   {
@@ -110,6 +116,7 @@ void DeviceStream::Loop() {
   // A sim device sleeps for modelled time; the default 50 us timer slack would add that
   // much to every computation.
   prctl(PR_SET_TIMERSLACK, 1);
+  kernels::SetMatmulThreads(matmul_threads_);
   while (true) {
     std::shared_ptr<WorkItem> item;
     {

@@ -24,7 +24,9 @@ class DeviceStream {
   using OnDone = std::function<void(Completion)>;
 
   // `hub` is where this device's shards meet the rest of their gangs for collectives.
-  DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done);
+  // `matmul_threads` is the device's share of the cores for its matmuls, set on its thread
+  // (kernels::SetMatmulThreads; 0: OpenBLAS's own threads).
+  DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done, int matmul_threads);
   ~DeviceStream();  // stops and joins the thread; queued items are dropped
 
   // Queues an item at its place in gang order.
@@ -51,6 +53,7 @@ class DeviceStream {
   compute::Backend& backend_;
   CollectiveHub& hub_;
   OnDone on_done_;
+  const int matmul_threads_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<WorkItem>> queue_;  // sorted by entry.gang_seq; guarded by mu_

@@ -8,6 +8,7 @@
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "compute/backend_sim.h"
+#include "kernels/matmul_threads.h"
 
 namespace atl::executor {
 
@@ -27,6 +28,7 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
       device_kind_(where.host.kind),
       num_devices_(where.host.devices),
       device_memory_bytes_(where.host.device_memory_bytes),
+      matmul_threads_(where.host.matmul_threads),
       control_(net::MakeSocket(context, zmq::socket_type::router)),
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
@@ -88,13 +90,25 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
       },
       kCollectiveTimeout);
   ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(device_kind_));
+  // Each device multiplies on its own share of the cores, with OpenBLAS single-threaded:
+  // its threaded calls run one at a time per process (kernels/matmul_threads.h).
+  const int cores = kernels::AvailableCores();
+  const int matmul_threads = matmul_threads_ != 0
+                                 ? static_cast<int>(matmul_threads_)
+                                 : kernels::CoresPerDevice(cores, static_cast<int>(num_devices_));
+  kernels::SetBlasThreads(1);
+  spdlog::info("{} matmul threads per device ({} cores, {} devices)", matmul_threads, cores,
+               num_devices_);
   for (uint32_t i = 0; i < num_devices_; ++i) {
-    devices_.Add(std::make_unique<DeviceStream>(*backend, *hub_, [this](Completion c) {
-      // Consumers on this host get their inputs straight from the device thread: a chain
-      // of shards on one host never waits for the loop thread.
-      router_->DeliverLocal(c);
-      completions_.Push(std::move(c));
-    }));
+    devices_.Add(std::make_unique<DeviceStream>(
+        *backend, *hub_,
+        [this](Completion c) {
+          // Consumers on this host get their inputs straight from the device thread: a chain
+          // of shards on one host never waits for the loop thread.
+          router_->DeliverLocal(c);
+          completions_.Push(std::move(c));
+        },
+        matmul_threads));
   }
 
   ATOLL_RETURN_IF_ERROR(rm_.Connect());

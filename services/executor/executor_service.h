@@ -103,6 +103,7 @@ class ExecutorService {
   std::string device_kind_;
   uint32_t num_devices_ = 0;
   uint64_t device_memory_bytes_ = 0;
+  uint32_t matmul_threads_ = 0;       // per device; 0: an even share of the cores
   std::vector<uint32_t> device_ids_;  // cluster-wide ids of devices_, given by the RM
 
   zmq::socket_t control_;  // ROUTER: Dispatch from schedulers

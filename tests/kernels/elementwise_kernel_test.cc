@@ -57,6 +57,14 @@ TEST(ElementwiseKernelTest, UnaryEdgeValuesFollowIeee) {
   ExpectClose(relu, {4}, {0, 0, NAN, INFINITY});
   ATOLL_ASSERT_OK_AND_ASSIGN(Tensor rsqrt, Unary(UnaryFn::kRsqrt, x));
   ExpectClose(rsqrt, {4}, {INFINITY, NAN, NAN, 0});
+  // exp and tanh (vectorized, kernels/vector_math.h) at their limits, over a length that
+  // ends mid-vector.
+  const Tensor e = Tensor::F32({7}, {-inf, inf, nan, 89.0f, -105.0f, -0.0f, 1e-30f});
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor exp, Unary(UnaryFn::kExp, e));
+  ExpectClose(exp, {7}, {0, INFINITY, NAN, INFINITY, 0, 1, 1});
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor tanh, Unary(UnaryFn::kTanh, e));
+  ExpectClose(tanh, {7}, {-1, 1, NAN, 1, -1, 0, 1e-30}, 0, 1e-7);
+  EXPECT_TRUE(std::signbit(tanh.as<float>()[5])) << "tanh(-0) = -0";
 }
 
 TEST(ElementwiseKernelTest, SigmoidSaturatesWithoutNan) {

@@ -3,6 +3,7 @@
 #include "kernels/nn.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -175,6 +176,33 @@ TEST(CrossEntropyKernelTest, LossAndGradientMatchReferenceAndFiniteDifferences) 
       CrossEntropyResult big,
       CrossEntropy(Tensor::F32({1, 2}, {1000.0f, -1000.0f}), Tensor::I32({1}, {0})));
   ExpectClose(big.loss, {}, {0.0});
+}
+
+// A confident prediction: p[label] = 1 / (1 + 2 e^-30), so its gradient p - 1 is about
+// -1.9e-13, which p computed in f32 and then less 1 would round to 0.
+TEST(CrossEntropyKernelTest, GradientOfAConfidentLabelKeepsItsPrecision) {
+  ATOLL_ASSERT_OK_AND_ASSIGN(
+      CrossEntropyResult r,
+      CrossEntropy(Tensor::F32({1, 3}, {30.0f, 0.0f, 0.0f}), Tensor::I32({1}, {0})));
+  const double others = 2 * std::exp(-30.0);
+  ExpectClose(r.dlogits, {1, 3},
+              {-others / (1 + others), others / 2 / (1 + others), others / 2 / (1 + others)}, 0,
+              1e-6);
+  ExpectClose(r.loss, {}, {std::log1p(others)}, 0, 1e-6);
+}
+
+TEST(CrossEntropyKernelTest, ANanOrInfiniteLogitGivesANanLoss) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const std::vector<float>& row : std::vector<std::vector<float>>{
+           {nan, 1, 2}, {nan, nan, nan}, {inf, 1, 2}, {-inf, -inf, -inf}}) {
+    for (int32_t label : {0, 1}) {
+      ATOLL_ASSERT_OK_AND_ASSIGN(CrossEntropyResult r,
+                                 CrossEntropy(Tensor::F32({1, 3}, row), Tensor::I32({1}, {label})));
+      EXPECT_TRUE(std::isnan(r.loss.as<float>()[0]))
+          << row[0] << " " << row[1] << " " << row[2] << ", label " << label;
+    }
+  }
 }
 
 TEST(CrossEntropyKernelTest, RejectsBadLabelsAndShapes) {

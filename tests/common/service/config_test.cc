@@ -148,13 +148,16 @@ INSTANTIATE_TEST_SUITE_P(
         OutOfRange{"  device_memory_mb = 17592186044416",
                    "host h: device_memory_mb must be in 1..1048576, not 17592186044416"},
         OutOfRange{"  arena_mb = -1", "host h: arena_mb must be in 1..1048576, not -1"},
-        OutOfRange{"  arena_mb = 1048577", "host h: arena_mb must be in 1..1048576, not 1048577"}));
+        OutOfRange{"  arena_mb = 1048577", "host h: arena_mb must be in 1..1048576, not 1048577"},
+        OutOfRange{"  matmul_threads = -1", "host h: matmul_threads must be in 0..1024, not -1"},
+        OutOfRange{"  matmul_threads = 1025",
+                   "host h: matmul_threads must be in 0..1024, not 1025"}));
 
 TEST(ConfigRangeTest, TheLimitsThemselvesAreAccepted) {
   auto c = ParseClusterConfig(
       "[cluster]\nheartbeat_ms = 600000\nliveness = 1\n[scheduler]\nwindow = 1048576\n"
       "[[islands]]\nname = \"i\"\n  [[islands.hosts]]\n  name = \"h\"\n  devices = 65536\n"
-      "  device_memory_mb = 1048576\n  arena_mb = 1\n",
+      "  device_memory_mb = 1048576\n  arena_mb = 1\n  matmul_threads = 1024\n",
       "test");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->heartbeat_ms, 600000u);
@@ -164,6 +167,13 @@ TEST(ConfigRangeTest, TheLimitsThemselvesAreAccepted) {
   EXPECT_EQ(h.devices, 65536u);
   EXPECT_EQ(h.device_memory_bytes, uint64_t{1} << 40);
   EXPECT_EQ(h.arena_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(h.matmul_threads, 1024u);
+}
+
+TEST(ConfigRangeTest, MatmulThreadsLeftOutIsZeroAnEvenShareOfTheCores) {
+  auto c = Parse("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->islands[0].hosts[0].matmul_threads, 0u);
 }
 
 TEST(ConfigRangeTest, TheShippedConfigurationsParse) {

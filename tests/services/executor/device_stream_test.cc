@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "compute/backend_cpu.h"
+#include "kernels/matmul_threads.h"
 #include "tests/services/executor/executor_test_util.h"
 
 namespace atl::executor {
@@ -16,7 +17,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Multiplies by the op's scalar operand; records each input's first element, in run order.
+// Multiplies by the op's scalar operand; records each input's first element, in run order,
+// and the matmul threads of the thread that ran it.
 class FakeBackend final : public compute::Backend {
  public:
   std::string_view name() const override { return "fake"; }
@@ -25,6 +27,7 @@ class FakeBackend final : public compute::Backend {
     {
       std::lock_guard lock(mu_);
       ran_.push_back(out.as<float>()[0]);
+      matmul_threads_.push_back(kernels::MatmulThreads());
     }
     for (float& v : out.as<float>()) v *= static_cast<float>(op.operands[1].scalar);
     return out;
@@ -33,10 +36,15 @@ class FakeBackend final : public compute::Backend {
     std::lock_guard lock(mu_);
     return ran_;
   }
+  std::vector<int> matmul_threads() {
+    std::lock_guard lock(mu_);
+    return matmul_threads_;
+  }
 
  private:
   std::mutex mu_;
   std::vector<float> ran_;
+  std::vector<int> matmul_threads_;
 };
 
 // What the stream handed back, in order.
@@ -80,8 +88,18 @@ class DeviceStreamTest : public ::testing::Test {
   FakeBackend backend_;
   CollectiveHub hub_{"tcp://self:1", [](auto&&...) {}, 1s};
   Completions completions_;
-  DeviceStream stream_{backend_, hub_, [this](Completion c) { completions_.Add(std::move(c)); }};
+  static constexpr int kMatmulThreads = 3;
+  DeviceStream stream_{backend_, hub_, [this](Completion c) { completions_.Add(std::move(c)); },
+                       kMatmulThreads};
 };
+
+TEST_F(DeviceStreamTest, KernelsRunWithTheDevicesShareOfTheCores) {
+  auto item = Item(1);
+  stream_.Enqueue(item);
+  stream_.Deliver(item, 0, Input(1));
+  ASSERT_EQ(completions_.WaitFor(1).size(), 1u);
+  EXPECT_EQ(backend_.matmul_threads(), std::vector<int>{kMatmulThreads});
+}
 
 TEST_F(DeviceStreamTest, ItemsRunInGangOrderWhateverOrderTheirInputsCome) {
   auto third = Item(3);
@@ -172,8 +190,8 @@ TEST(DeviceStreamCancelTest, CancelRunStopsTheRunningItemAndFailsTheRunsQueuedOn
   };
   CollectiveHub hub{"tcp://self:1", [](auto&&...) {}, 1s};
   Completions completions;
-  DeviceStream stream(compute::CpuBackend::Get(), hub,
-                      [&](Completion c) { completions.Add(std::move(c)); });
+  DeviceStream stream(
+      compute::CpuBackend::Get(), hub, [&](Completion c) { completions.Add(std::move(c)); }, 1);
   auto running = item(1, 1, spin);
   auto queued = item(1, 2, scale);
   auto other = item(2, 3, scale);

@@ -1,0 +1,20 @@
+// The rows of bench/kernels, one function per kind (kernels_bench.cc says what each
+// measures). Each prints its medians and adds its rows and derived ratios to `result`.
+#pragma once
+
+#include <cstdint>
+
+#include "atoll/status.h"
+#include "bench/common/bench_result.h"
+#include "bench/kernels/measure.h"
+
+namespace atl::bench {
+
+Status BenchMatmul(int64_t n, const Sweep& sweep, BenchResult& result);
+// `blas_default`: OpenBLAS's thread count when the process started.
+Status BenchDevices(int devices, int64_t n, int blas_default, const Sweep& sweep,
+                    BenchResult& result);
+Status BenchFused(int64_t elements, const Sweep& sweep, BenchResult& result);
+Status BenchTranscendental(int64_t elements, const Sweep& sweep, BenchResult& result);
+
+}  // namespace atl::bench
