@@ -351,14 +351,16 @@ constexpr int kSimHostsPerProcess = 64;
 // so that they do not crowd the two cores the figures are measured on.
 constexpr int kSimHeartbeatMs = 1000;
 
+// One cluster size: its own compute times, since the runtime's cost per computation (and
+// so the break-even) grows with hosts, and fewer steps where each one is slow.
 struct SimSize {
   int hosts;
   int steps;  // computations per measured run
+  std::vector<int> compute_us;
 };
 
 struct SimSweep {
   std::vector<SimSize> sizes;
-  std::vector<int> compute_us;
   int runs;
 };
 
@@ -402,10 +404,15 @@ Result<double> MessagesPerComputation(Bench& bench, int hosts, int steps) {
 
 Status RunSimSweep(const BenchOptions& options, BenchResult& result) {
   SimSweep sweep;
+  // The full sweep takes about 10 minutes on 2 cores, most of it at 512 hosts.
   if (options.quick) {
-    sweep = {{{16, 16}, {64, 16}}, {0, 3000}, 1};
+    sweep = {{{16, 16, {0, 3000}}, {64, 16, {0, 3000}}}, 1};
   } else {
-    sweep = {{{16, 32}, {64, 32}, {128, 32}, {512, 16}}, {0, 1000, 3000, 10000, 30000, 100000}, 3};
+    sweep = {{{16, 32, {0, 1000, 3000, 10000, 30000}},
+              {64, 32, {0, 3000, 10000, 30000, 100000}},
+              {128, 16, {0, 10000, 30000, 100000, 300000}},
+              {512, 8, {0, 100000, 300000, 1000000}}},
+             2};
   }
   const std::string dir = TempDir() + "-sim";
   Medians medians;
@@ -420,14 +427,14 @@ Status RunSimSweep(const BenchOptions& options, BenchResult& result) {
         hosts, kSimDevicesPerHost, processes, hosts * (2 + kSimDevicesPerHost),
         std::thread::hardware_concurrency());
     std::fflush(stdout);
-    Sweep steps{{hosts}, sweep.compute_us, size.steps, sweep.runs};
+    Sweep steps{{hosts}, size.compute_us, size.steps, sweep.runs};
     Bench bench(SimTopology(hosts), steps);
     const auto started = Clock::now();
     ATOLL_RETURN_IF_ERROR(bench.Start(fmt::format("{}/h{}", dir, hosts))
                               .WithContext(fmt::format("cluster of {} simulated hosts", hosts)));
     fmt::print("  started in {:.1f} s\n",
                std::chrono::duration<double>(Clock::now() - started).count());
-    for (int compute : sweep.compute_us) {
+    for (int compute : size.compute_us) {
       const std::vector<std::pair<std::string, std::function<Result<double>()>>> series = {
           {"chained_sim", [&] { return bench.Chained(compute, false); }},
           {"op_by_op_sim", [&] { return bench.OpByOp(compute); }},
