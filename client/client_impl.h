@@ -27,7 +27,9 @@ struct Client::Impl {
   ~Impl() { net::ForgetCredentials(context); }
 
   ClientOptions options;
-  zmq::context_t context;
+  // Three sockets per store and scheduler it uses (a watched Requester): room for a slice
+  // over hundreds of hosts, past ZeroMQ's default of 1023.
+  zmq::context_t context{1, 8192};
   std::unique_ptr<net::Requester> rm;
   std::map<std::string, std::unique_ptr<net::Requester>> peers;  // schedulers and stores
   std::map<uint64_t, proto::SliceInfo> slices;                   // this client's, by id

@@ -90,6 +90,7 @@ const std::vector<std::pair<std::string, std::string>>& RebindOptions(const std:
       {"objectstore", {{"endpoint", "--endpoint"}}},
       {"executor", {{"control", "--control-endpoint"}, {"data", "--data-endpoint"}}},
       {"scheduler", {{"endpoint", "--endpoint"}}},
+      // atoll-simhosts binds free ports again: its hosts register anew with the RM.
   };
   static const std::vector<std::pair<std::string, std::string>> kNone;
   auto it = kByRole.find(role);
@@ -142,15 +143,32 @@ ProcessInfo LocalCluster::Plan(const std::string& role, const std::string& targe
   return p;
 }
 
+bool LocalCluster::Simulated(const std::string& name) const {
+  for (const auto& [first, hosts] : sim_groups_) {
+    if (Contains(hosts, name)) return true;
+  }
+  return false;
+}
+
 std::vector<ProcessInfo> LocalCluster::PlanObjectStores() const {
   std::vector<ProcessInfo> out;
-  for (const auto& planned : plan_.hosts) out.push_back(Plan("objectstore", planned.host.name));
+  for (const auto& planned : plan_.hosts) {
+    if (!Simulated(planned.host.name)) out.push_back(Plan("objectstore", planned.host.name));
+  }
   return out;
 }
 
 std::vector<ProcessInfo> LocalCluster::PlanExecutors() const {
   std::vector<ProcessInfo> out;
-  for (const auto& planned : plan_.hosts) out.push_back(Plan("executor", planned.host.name));
+  for (const auto& planned : plan_.hosts) {
+    if (!Simulated(planned.host.name)) out.push_back(Plan("executor", planned.host.name));
+  }
+  return out;
+}
+
+std::vector<ProcessInfo> LocalCluster::PlanSimHosts() const {
+  std::vector<ProcessInfo> out;
+  for (const auto& [first, hosts] : sim_groups_) out.push_back(Plan("simhosts", first));
   return out;
 }
 
@@ -186,6 +204,11 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
       argv.insert(argv.end(),
                   {"--store", store ? Connectable(store->info.endpoints.at("endpoint")) : ""});
     }
+  } else if (p.role == "simhosts") {
+    std::string hosts;
+    for (const auto& name : sim_groups_.at(p.target)) hosts += (hosts.empty() ? "" : ",") + name;
+    argv.insert(argv.end(),
+                {"--hosts", hosts, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
   } else if (p.role == "scheduler") {
     argv.insert(argv.end(),
                 {"--island", p.target, "--rm", info_.rm_endpoint, "--events-in", info_.events_in});
@@ -211,6 +234,11 @@ Status LocalCluster::Start() {
   if (options_.config_path.empty()) return InvalidArgument("no cluster config given");
   ATOLL_ASSIGN_OR_RETURN(config_, LoadClusterConfig(options_.config_path));
   plan_ = options_.plan ? *options_.plan : WholeCluster(config_);
+  sim_groups_.clear();
+  for (auto& group : SimHostGroups(plan_, config_)) {
+    const std::string first = group.front();
+    sim_groups_.emplace(first, std::move(group));
+  }
   if (!plan_.starts_rm() && plan_.hosts.empty()) {
     return InvalidArgument("a start that joins the RM at " + plan_.join_rm + " must start a host");
   }
@@ -225,7 +253,8 @@ Status LocalCluster::Start() {
   ATOLL_RETURN_IF_ERROR(CheckNoRunningCluster(options_.state_dir, plan_.RecordName()));
   std::vector<const char*> roles;
   if (plan_.starts_rm()) roles.push_back("rm");
-  if (!plan_.hosts.empty()) roles.insert(roles.end(), {"objectstore", "executor"});
+  if (!PlanExecutors().empty()) roles.insert(roles.end(), {"objectstore", "executor"});
+  if (!sim_groups_.empty()) roles.push_back("simhosts");
   if (!plan_.schedulers.empty()) roles.push_back("scheduler");
   for (const char* role : roles) {
     const std::string program = options_.bin_dir + "/" + Program(role);
@@ -258,6 +287,7 @@ Status LocalCluster::Start() {
     }
   }
   if (status.ok()) status = StartStage(PlanExecutors());
+  if (status.ok()) status = StartStage(PlanSimHosts());
   if (status.ok()) status = StartStage(PlanSchedulers());
   if (status.ok()) {
     status = WriteRecord();
@@ -355,10 +385,12 @@ bool LocalCluster::TakeReadyFile(Child& child) {
 void LocalCluster::Reaped(Child& child, const proc::ExitInfo& exit) {
   child.exit = exit;
   child.pid = 0;
-  if (child.info.role != "objectstore") return;
-  auto arena = child.info.endpoints.find("arena");
-  // ENOENT: the store unlinked it itself, as it does when it exits cleanly.
-  if (arena != child.info.endpoints.end()) shm_unlink(arena->second.c_str());
+  if (child.info.role != "objectstore" && child.info.role != "simhosts") return;
+  // Its arenas ("arena", or "arena_<host>" for each of atoll-simhosts' hosts). ENOENT: the
+  // store unlinked it itself, as it does when it exits cleanly.
+  for (const auto& [key, value] : child.info.endpoints) {
+    if (key.starts_with("arena")) shm_unlink(value.c_str());
+  }
 }
 
 void LocalCluster::ScheduleRestart(Child& child, Clock::time_point now, const std::string& why) {

@@ -1,9 +1,10 @@
 // LocalCluster: atoll services as processes on this machine, started from a cluster config
 // (config/local.toml) and a StartPlan (start_plan.h): the RM first (unless the plan joins a
 // running one), then one object store per host, one executor per host (given its host's
-// store), one scheduler per island. By default the plan is the whole config; `atoll up`,
-// `atoll start head` and `atoll start host` each run one under their supervisor, and every
-// end-to-end test starts one.
+// store), one atoll-simhosts process per group of simulated hosts when the config says
+// `sim_hosts_per_process` (SimHostGroups), one scheduler per island. By default the plan is the
+// whole config; `atoll up`, `atoll start head` and `atoll start host` each run one under their
+// supervisor, and every end-to-end test starts one.
 //
 // Supervision: call Supervise() periodically (`atoll supervise`, cli/supervise.cc, does every
 // 50 ms) and a service that exits on its own is started again after a RestartBackoff delay
@@ -22,7 +23,8 @@
 //                                   another place (common/net/curve_keys.h); kept across
 //                                   starts; made by a plan that starts the RM, required
 //                                   (copied from the head) by one that joins
-// Service names: "rm", "objectstore-<host>", "executor-<host>", "scheduler-<island>".
+// Service names: "rm", "objectstore-<host>", "executor-<host>", "scheduler-<island>",
+// "simhosts-<the group's first host>".
 //
 // Example (a test):
 //   LocalClusterOptions options;
@@ -41,6 +43,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -178,6 +181,9 @@ class LocalCluster {
   std::vector<ProcessInfo> PlanObjectStores() const;
   std::vector<ProcessInfo> PlanExecutors() const;
   std::vector<ProcessInfo> PlanSchedulers() const;
+  std::vector<ProcessInfo> PlanSimHosts() const;
+  // True when host `name` runs in an atoll-simhosts process.
+  bool Simulated(const std::string& name) const;
   ProcessInfo Plan(const std::string& role, const std::string& target) const;
   // The plan's host `name`; nullptr when it has none of that name.
   const HostPlacement* PlannedHostNamed(const std::string& name) const;
@@ -192,6 +198,8 @@ class LocalCluster {
   ClusterInfo info_;
   std::string keys_dir_;
   std::vector<Child> children_;  // in start order
+  // The atoll-simhosts processes' hosts, by the group's first host (its target).
+  std::map<std::string, std::vector<std::string>> sim_groups_;
   bool detached_ = false;
   bool wrote_info_ = false;
   bool stopped_ = false;

@@ -43,6 +43,13 @@ struct StartPlan {
   std::string RecordName() const;
 };
 
+// The plan's hosts that run many to an `atoll-simhosts` process: with
+// config.sim_hosts_per_process > 0, those of kind "sim" that the config names (the process
+// takes their sizes from it), in groups of that many, in the plan's order. Every other
+// host runs as an atoll-objectstore and an atoll-executor.
+std::vector<std::vector<std::string>> SimHostGroups(const StartPlan& plan,
+                                                    const ClusterConfig& config);
+
 // All of `config`: the RM, a scheduler per island and every host, in the config's order.
 StartPlan WholeCluster(const ClusterConfig& config);
 

@@ -33,10 +33,12 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv) {
 }
 
 int RunBenchmark(int argc, char** argv, const std::string& name, const std::string& description,
-                 const std::function<Status(const BenchOptions&, BenchResult&)>& measure) {
+                 const std::function<Status(const BenchOptions&, BenchResult&)>& measure,
+                 const std::function<void(CLI::App&)>& add_options) {
   CLI::App app{name + ": " + description};
   BenchOptions options;
   AddBenchOptions(app, options);
+  if (add_options) add_options(app);
   if (auto exit_code = Parse(app, argc, argv)) return *exit_code;
   BenchResult result(name, options.quick);
   Status status = measure(options, result);

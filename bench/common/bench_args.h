@@ -38,10 +38,12 @@ void AddBenchOptions(CLI::App& app, BenchOptions& options);
 // help (0) or the parse error (1, on stderr).
 std::optional<int> Parse(CLI::App& app, int argc, char** argv);
 
-// The whole main() of a benchmark: parses the shared options, runs `measure` (which fills
-// the result or returns why it could not) and writes the result. Errors go to stderr as
-// "<name>: ..."; returns the process's exit status.
+// The whole main() of a benchmark: parses the shared options (and the benchmark's own, which
+// `add_options`, when given, adds to the app), runs `measure` (which fills the result or
+// returns why it could not) and writes the result. Errors go to stderr as "<name>: ...";
+// returns the process's exit status.
 int RunBenchmark(int argc, char** argv, const std::string& name, const std::string& description,
-                 const std::function<Status(const BenchOptions&, BenchResult&)>& measure);
+                 const std::function<Status(const BenchOptions&, BenchResult&)>& measure,
+                 const std::function<void(CLI::App&)>& add_options = nullptr);
 
 }  // namespace atl::bench

@@ -15,6 +15,7 @@ bind_host = "{0}"
 heartbeat_ms = {1}
 liveness = {2}
 log_level = "warn"
+sim_hosts_per_process = {5}
 [rm]
 endpoint = "tcp://{0}:*"
 events_in = "tcp://{0}:*"
@@ -22,7 +23,8 @@ events_out = "tcp://{0}:*"
 [security]
 mode = "{3}"
 {4})",
-                                 t.address, t.heartbeat_ms, t.liveness, t.security, t.extra_toml);
+                                 t.address, t.heartbeat_ms, t.liveness, t.security, t.extra_toml,
+                                 t.sim_hosts_per_process);
   for (int i = 0; i < t.islands; ++i) {
     toml += fmt::format("[[islands]]\nname = \"island{}\"\n", i);
     for (int h = i * t.hosts; h < (i + 1) * t.hosts; ++h) {

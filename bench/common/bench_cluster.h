@@ -26,6 +26,9 @@ struct BenchTopology {
   int arena_mb = 0;          // 0: the config's default
   // "plain" (every series unless it says otherwise) or "curve" (authenticated, encrypted).
   std::string security = "plain";
+  // Hosts run this many to an atoll-simhosts process (cluster.sim_hosts_per_process; kind
+  // "sim" only); 0: each host is two processes.
+  int sim_hosts_per_process = 0;
   std::string extra_toml;  // more tables, e.g. "[scheduler]\npolicy = \"share\"\n"
   // The IPv4 address every service binds and is reached at: the cluster's bind_host.
   std::string address = "127.0.0.1";

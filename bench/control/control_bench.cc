@@ -9,7 +9,8 @@
 // reservations, reads and releases) is reported apart, as per run (N less N computations).
 // Heartbeats are periodic, not caused by a run: they are reported as a rate per second.
 // What Pathways predicts: control messages per computation grow with hosts (one GangDone
-// per executor, one all-reduce partial per ordered pair of hosts: at most H * H), not with
+// per executor, one all-reduce partial per ordered pair of hosts up to 4 hosts, two
+// per host beyond (to the gang's root and back): at most H * H), not with
 // shards. Partials for one host that leave in the same batch lower the count below that.
 #include <unistd.h>
 
@@ -195,7 +196,7 @@ Status MeasureHosts(int hosts, const Sweep& sweep, const std::string& dir, Bench
   }
   // The claim in numbers per cluster size: shards grew max/min times, messages this much;
   // and the most messages per computation at any shard count against H * H (one GangDone
-  // per executor, one all-reduce partial per ordered pair of hosts).
+  // per executor, one all-reduce partial per ordered pair of hosts; fewer above 4 hosts).
   double most = 0;
   for (const auto& [shards, m] : messages) most = std::max(most, m);
   result.Derive(fmt::format("messages_per_computation_max_over_hosts_squared_hosts_{}", hosts),

@@ -140,8 +140,17 @@ Result<Traffic> MessageTally::Snapshot(std::chrono::milliseconds timeout) {
       if (value.is_number_unsigned()) counts[key] = value.get<uint64_t>();
     }
   }
+  // Services that share a process (atoll-simhosts) report the same counters: one report
+  // per process counts, as sent by the role of its services, or "simhosts" when they mix.
+  std::map<uint64_t, std::pair<std::string, const std::map<std::string, uint64_t>*>> processes;
+  for (const auto& [src, counts] : reports) {
+    auto pid = counts.find("pid");
+    const uint64_t key = pid == counts.end() ? processes.size() + (uint64_t{1} << 32) : pid->second;
+    auto [it, first] = processes.try_emplace(key, RoleOf(src), &counts);
+    if (!first && it->second.first != RoleOf(src)) it->second.first = "simhosts";
+  }
   Traffic traffic;
-  for (const auto& [src, counts] : reports) AddCounts(RoleOf(src), counts, traffic);
+  for (const auto& [pid, process] : processes) AddCounts(process.first, *process.second, traffic);
   std::map<std::string, uint64_t> mine;
   for (const auto& [kind, count] : net::SentCounts()) {
     const std::string name(proto::KindName(kind));

@@ -12,12 +12,17 @@
 //   op_by_op_curve,   op_by_op and chained on a second cluster of the same size whose
 //   chained_curve     sockets all speak CURVE (authenticated, encrypted), measured in the
 //                     same sweep, alternating with the plain-text cluster
+//   chained_sim,      chained, op_by_op and multi_controller over 16 to 512 simulated hosts
+//   op_by_op_sim,     of 4 devices each, run 64 to a process (atoll-simhosts), with the
+//   multi_controller_sim  control messages each chained computation costs (net.stats)
 // Devices are `sim` devices: compute time is slept, so the figures measure the runtime.
+// `--sim-only` runs only the simulated-hosts series, `--no-sim` all but them.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -25,6 +30,7 @@
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
+#include "bench/control/message_tally.h"
 #include "common/net/transport.h"
 #include "launcher/local_cluster.h"
 
@@ -41,12 +47,12 @@ struct Sweep {
   int runs = 5;
 };
 
-std::string ClusterToml(int hosts, const std::string& security) {
+BenchTopology Topology(int hosts, const std::string& security) {
   BenchTopology topology;
   topology.hosts = hosts;
   topology.devices_per_host = kDevicesPerHost;
   topology.security = security;
-  return ClusterToml(topology);
+  return topology;
 }
 
 // step(x) = all_reduce_sum(spin(x, compute_us)) + 1, x a replicated scalar; fused runs
@@ -75,24 +81,30 @@ double Rate(int computations, Clock::time_point start) {
   return computations / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// One cluster of `hosts` hosts, one slice over all its devices.
+// One cluster of `topology`, one slice over all its devices.
 class Bench {
  public:
-  // `security`: the cluster's security.mode, "plain" or "curve".
-  Bench(int hosts, const Sweep& sweep, std::string security)
-      : hosts_(hosts), sweep_(sweep), security_(std::move(security)) {}
+  Bench(BenchTopology topology, const Sweep& sweep)
+      : topology_(std::move(topology)), sweep_(sweep) {}
 
   Status Start(const std::string& dir) {
-    ATOLL_ASSIGN_OR_RETURN(cluster_,
-                           StartBenchCluster(dir, ClusterToml(hosts_, security_), ATOLL_BIN_DIR));
+    ATOLL_ASSIGN_OR_RETURN(cluster_, StartBenchCluster(dir, ClusterToml(topology_), ATOLL_BIN_DIR));
     ATOLL_ASSIGN_OR_RETURN(client_, Client::Connect({.rm_endpoint = cluster_->info().rm_endpoint,
                                                      .name = "bench-dispatch",
                                                      .keys_dir = cluster_->keys_dir()}));
-    ATOLL_ASSIGN_OR_RETURN(slice_, client_->CreateSlice(hosts_ * kDevicesPerHost));
+    ATOLL_ASSIGN_OR_RETURN(slice_,
+                           client_->CreateSlice(topology_.hosts * topology_.devices_per_host));
     return Status::Ok();
   }
 
-  Status Stop() { return cluster_->Stop(); }
+  // The client goes first, while the services it says goodbye to still answer.
+  Status Stop() {
+    client_.reset();
+    return cluster_->Stop();
+  }
+  const LocalCluster& cluster() const { return *cluster_; }
+  Client& client() { return *client_; }
+  const Slice& slice() const { return slice_; }
 
   Result<double> Chained(int compute_us, bool sequential) {
     ATOLL_ASSIGN_OR_RETURN(Function step, StepFunction(*client_, slice_, compute_us, 1));
@@ -129,38 +141,36 @@ class Bench {
 
   Result<double> MultiController(int compute_us) {
     ATOLL_ASSIGN_OR_RETURN(Function step, StepFunction(*client_, slice_, compute_us, 1));
-    ATOLL_ASSIGN_OR_RETURN(auto layout, Layout());
+    if (layout_.empty()) {
+      ATOLL_ASSIGN_OR_RETURN(layout_, Layout());
+    }
     const uint64_t run_id = (client_->id() << 32) | (1u << 31) | ++mc_runs_;
     const uint64_t object = (client_->id() << 40) | (uint64_t{1} << 39) | mc_runs_;
-    zmq::context_t context;
-    net::DealerPool executors(context);
     const Tensor first = Tensor::F32({1}, {0});
     const auto start = Clock::now();
-    for (const auto& [control, host] : layout) {
+    for (const auto& [control, host] : layout_) {
       proto::RunLoop loop{run_id,        step.id(),   static_cast<uint32_t>(sweep_.steps),
                           client_->id(), host.shards, host.devices,
                           object,        DType::kF32, {1}};
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * socket, executors.Get(control));
+      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * socket, executors_.Get(control));
       net::Frames data;
       data.emplace_back(first.data(), first.nbytes());
       ATOLL_RETURN_IF_ERROR(net::Send(*socket, nullptr, 1, loop, std::move(data)));
     }
-    for (const auto& [control, host] : layout) {
-      net::Requester store(context, host.store);
-      ATOLL_RETURN_IF_ERROR(store.Connect());
+    for (const auto& [control, host] : layout_) {
+      ATOLL_ASSIGN_OR_RETURN(net::Requester * store, Store(host.store));
       for (uint32_t shard : host.shards) {
         const auto budget = Budget(sweep_, compute_us);
-        auto got = store.Call<proto::GetObjectReply>(
+        auto got = store->Call<proto::GetObjectReply>(
             proto::GetObject{object, shard, static_cast<uint32_t>(budget.count()), false},
             budget + std::chrono::seconds(5));
         ATOLL_RETURN_IF_ERROR(got.status().WithContext("multi-controller result"));
       }
     }
     const double rate = Rate(sweep_.steps, start);
-    for (const auto& [control, host] : layout) {
-      net::Requester store(context, host.store);
-      ATOLL_RETURN_IF_ERROR(store.Connect());
-      (void)store.Call<proto::Ok>(proto::ReleaseObject{object}, std::chrono::seconds(5));
+    for (const auto& [control, host] : layout_) {
+      ATOLL_ASSIGN_OR_RETURN(net::Requester * store, Store(host.store));
+      (void)store->Call<proto::Ok>(proto::ReleaseObject{object}, std::chrono::seconds(5));
     }
     return rate;
   }
@@ -170,6 +180,17 @@ class Bench {
     std::string store;
     std::vector<uint32_t> shards, devices;
   };
+
+  // A connection to the object store at `endpoint`, made on first use and kept, as the
+  // client keeps its own: the baseline's runs do not pay for connecting either.
+  Result<net::Requester*> Store(const std::string& endpoint) {
+    auto& store = stores_[endpoint];
+    if (!store) {
+      store = std::make_unique<net::Requester>(mc_context_, endpoint);
+      ATOLL_RETURN_IF_ERROR(store->Connect());
+    }
+    return store.get();
+  }
 
   // Which executor runs which shard of the slice, on which local device.
   Result<std::map<std::string, HostPart>> Layout() {
@@ -200,13 +221,18 @@ class Bench {
     return layout;
   }
 
-  int hosts_;
+  BenchTopology topology_;
   Sweep sweep_;
-  std::string security_;
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<Client> client_;
   Slice slice_;
   uint64_t mc_runs_ = 0;
+  // The multi-controller baseline's connections to every executor and store: a socket
+  // each, hence room for more than ZeroMQ's default 1023 at 512 hosts.
+  zmq::context_t mc_context_{1, 8192};
+  net::DealerPool executors_{mc_context_};
+  std::map<std::string, std::unique_ptr<net::Requester>> stores_;
+  std::map<std::string, HostPart> layout_;  // by executor; made at the first run
 };
 
 // Break-even: the smallest compute time at which `series` reaches 95% of the baseline's
@@ -231,6 +257,34 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// medians[series][hosts][compute_us]
+using Medians = std::map<std::string, std::map<int, std::map<int, double>>>;
+
+// Measures series `name` at (hosts, compute): `runs` samples after a run that warms up
+// (connections, compiles), recorded as its row and its median.
+Status MeasureSeries(const std::string& name, int hosts, int compute, int runs,
+                     const std::function<Result<double>()>& measure, Medians& medians,
+                     BenchResult& result) {
+  std::vector<double> samples;
+  for (int r = 0; r <= runs; ++r) {
+    auto rate = measure();
+    ATOLL_RETURN_IF_ERROR(
+        rate.status().WithContext(fmt::format("{} hosts={} compute_us={}", name, hosts, compute)));
+    if (r > 0) samples.push_back(*rate);
+  }
+  medians[name][hosts][compute] = Median(samples);
+  fmt::print("{:>20} hosts={:<3} compute_us={:>6}: {:>9.1f} computations/s\n", name, hosts, compute,
+             medians[name][hosts][compute]);
+  std::fflush(stdout);
+  result.Add(name, {{"hosts", hosts}, {"compute_us", compute}}, "computations_per_s", "1/s",
+             samples);
+  return Status::Ok();
+}
+
+std::string TempDir() {
+  return std::filesystem::temp_directory_path() / fmt::format("atoll-bench-dispatch-{}", getpid());
+}
+
 Status RunSweep(const BenchOptions& options, BenchResult& result) {
   Sweep sweep;
   if (options.quick) {
@@ -238,13 +292,11 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   } else {
     sweep = {{1, 2, 4, 8}, {0, 100, 300, 1000, 3000}, 128, 5};
   }
-  const std::string dir =
-      std::filesystem::temp_directory_path() / fmt::format("atoll-bench-dispatch-{}", getpid());
-  // medians[series][hosts][compute_us]
-  std::map<std::string, std::map<int, std::map<int, double>>> medians;
+  const std::string dir = TempDir();
+  Medians medians;
   for (int hosts : sweep.hosts) {
-    Bench bench(hosts, sweep, "plain");
-    Bench curve(hosts, sweep, "curve");
+    Bench bench(Topology(hosts, "plain"), sweep);
+    Bench curve(Topology(hosts, "curve"), sweep);
     ATOLL_RETURN_IF_ERROR(bench.Start(fmt::format("{}/h{}", dir, hosts))
                               .WithContext(fmt::format("cluster of {} hosts", hosts)));
     ATOLL_RETURN_IF_ERROR(curve.Start(fmt::format("{}/h{}-curve", dir, hosts))
@@ -260,19 +312,8 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
           {"chained_curve", [&] { return curve.Chained(compute, false); }},
       };
       for (const auto& [name, measure] : series) {
-        std::vector<double> samples;
-        for (int r = 0; r <= sweep.runs; ++r) {  // run 0 warms up (connections, compiles)
-          auto rate = measure();
-          ATOLL_RETURN_IF_ERROR(rate.status().WithContext(
-              fmt::format("{} hosts={} compute_us={}", name, hosts, compute)));
-          if (r > 0) samples.push_back(*rate);
-        }
-        medians[name][hosts][compute] = Median(samples);
-        fmt::print("{:>16} hosts={} compute_us={:>5}: {:>9.0f} computations/s\n", name, hosts,
-                   compute, medians[name][hosts][compute]);
-        std::fflush(stdout);
-        result.Add(name, {{"hosts", hosts}, {"compute_us", compute}}, "computations_per_s", "1/s",
-                   samples);
+        ATOLL_RETURN_IF_ERROR(
+            MeasureSeries(name, hosts, compute, sweep.runs, measure, medians, result));
       }
     }
     for (Bench* b : {&bench, &curve}) {
@@ -300,12 +341,147 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   return Status::Ok();
 }
 
+// ---------------------------------------------------------------------------------------
+// Simulated hosts: the paper's sizes, each host an executor and an object store with sockets
+// and threads of their own, kSimHostsPerProcess of them to an atoll-simhosts process.
+
+constexpr int kSimDevicesPerHost = 4;
+constexpr int kSimHostsPerProcess = 64;
+// Hundreds of services heartbeat and publish stats each period: slower than the default
+// so that they do not crowd the two cores the figures are measured on.
+constexpr int kSimHeartbeatMs = 1000;
+
+// One cluster size: its own compute times, since the runtime's cost per computation (and
+// so the break-even) grows with hosts, and fewer steps where each one is slow.
+struct SimSize {
+  int hosts;
+  int steps;  // computations per measured run
+  std::vector<int> compute_us;
+};
+
+struct SimSweep {
+  std::vector<SimSize> sizes;
+  int runs;
+};
+
+BenchTopology SimTopology(int hosts) {
+  BenchTopology topology;
+  topology.hosts = hosts;
+  topology.devices_per_host = kSimDevicesPerHost;
+  topology.heartbeat_ms = kSimHeartbeatMs;
+  topology.liveness = 30;
+  topology.device_memory_mb = 1;
+  topology.arena_mb = 1;
+  topology.sim_hosts_per_process = kSimHostsPerProcess;
+  return topology;
+}
+
+// Control messages every process sent for one chained computation at compute 0: a run of
+// 2N computations less a run of N, over N (so that what a run costs once cancels), as
+// bench/control counts them.
+Result<double> MessagesPerComputation(Bench& bench, int hosts, int steps) {
+  zmq::context_t context;
+  // Every host's executor and store, the scheduler and the RM report net.stats.
+  MessageTally tally(context, bench.cluster().info().events_out, 2 * hosts + 2);
+  ATOLL_RETURN_IF_ERROR(tally.Start());
+  ATOLL_ASSIGN_OR_RETURN(Function step, StepFunction(bench.client(), bench.slice(), 0, 1));
+  auto messages_of_run = [&](int length) -> Result<double> {
+    ATOLL_ASSIGN_OR_RETURN(Program chain, ChainOf(step, length));
+    ATOLL_ASSIGN_OR_RETURN(Traffic before, tally.Snapshot());
+    ATOLL_ASSIGN_OR_RETURN(Run run, bench.client().Submit(chain, {Tensor::F32({1}, {0})}));
+    ATOLL_RETURN_IF_ERROR(run.Wait(std::chrono::seconds(120)).status());
+    // What follows a run (GangDone, releases) lands within a heartbeat on an idle cluster.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 * kSimHeartbeatMs));
+    ATOLL_ASSIGN_OR_RETURN(Traffic after, tally.Snapshot());
+    double total = 0;
+    for (const auto& [flow, f] : Minus(after, before).caused) total += f.messages;
+    return total;
+  };
+  ATOLL_ASSIGN_OR_RETURN(const double once, messages_of_run(steps));
+  ATOLL_ASSIGN_OR_RETURN(const double twice, messages_of_run(2 * steps));
+  return (twice - once) / steps;
+}
+
+Status RunSimSweep(const BenchOptions& options, BenchResult& result) {
+  SimSweep sweep;
+  // The full sweep takes about 10 minutes on 2 cores, most of it at 512 hosts.
+  if (options.quick) {
+    sweep = {{{16, 16, {0, 3000}}, {64, 16, {0, 3000}}}, 1};
+  } else {
+    sweep = {{{16, 32, {0, 1000, 3000, 10000, 30000}},
+              {64, 32, {0, 3000, 10000, 30000, 100000}},
+              {128, 16, {0, 10000, 30000, 100000, 300000}},
+              {512, 8, {0, 100000, 300000, 1000000}}},
+             2};
+  }
+  const std::string dir = TempDir() + "-sim";
+  Medians medians;
+  std::map<int, double> messages;
+  for (const SimSize& size : sweep.sizes) {
+    const int hosts = size.hosts;
+    const int processes = (hosts + kSimHostsPerProcess - 1) / kSimHostsPerProcess;
+    fmt::print(
+        "simulated: {} hosts x {} sim devices in {} atoll-simhosts process(es), {} threads "
+        "(a loop per executor and store, one per device), sharing {} cores with the RM, the "
+        "scheduler and this client\n",
+        hosts, kSimDevicesPerHost, processes, hosts * (2 + kSimDevicesPerHost),
+        std::thread::hardware_concurrency());
+    std::fflush(stdout);
+    Sweep steps{{hosts}, size.compute_us, size.steps, sweep.runs};
+    Bench bench(SimTopology(hosts), steps);
+    const auto started = Clock::now();
+    ATOLL_RETURN_IF_ERROR(bench.Start(fmt::format("{}/h{}", dir, hosts))
+                              .WithContext(fmt::format("cluster of {} simulated hosts", hosts)));
+    fmt::print("  started in {:.1f} s\n",
+               std::chrono::duration<double>(Clock::now() - started).count());
+    for (int compute : size.compute_us) {
+      const std::vector<std::pair<std::string, std::function<Result<double>()>>> series = {
+          {"chained_sim", [&] { return bench.Chained(compute, false); }},
+          {"op_by_op_sim", [&] { return bench.OpByOp(compute); }},
+          {"multi_controller_sim", [&] { return bench.MultiController(compute); }},
+      };
+      for (const auto& [name, measure] : series) {
+        ATOLL_RETURN_IF_ERROR(
+            MeasureSeries(name, hosts, compute, sweep.runs, measure, medians, result));
+      }
+    }
+    ATOLL_ASSIGN_OR_RETURN(messages[hosts], MessagesPerComputation(bench, hosts, size.steps));
+    fmt::print("{:>20} hosts={:<3}: {:.1f} control messages per computation ({:.2f} per host)\n",
+               "chained_sim", hosts, messages[hosts], messages[hosts] / hosts);
+    Status stopped = bench.Stop();
+    if (!stopped.ok()) fmt::print(stderr, "dispatch: stopping: {}\n", stopped.ToString());
+  }
+  for (const SimSize& size : sweep.sizes) {
+    const int hosts = size.hosts;
+    const double breakeven =
+        BreakEvenMs(medians["chained_sim"][hosts], medians["multi_controller_sim"][hosts]);
+    if (breakeven >= 0)
+      result.Derive(fmt::format("breakeven_compute_ms_sim_hosts_{}", hosts), breakeven);
+    result.Derive(fmt::format("sim_control_messages_per_computation_hosts_{}", hosts),
+                  messages[hosts]);
+    // Roughly constant when a computation's messages grow as O(hosts).
+    result.Derive(fmt::format("sim_control_messages_per_computation_over_hosts_{}", hosts),
+                  messages[hosts] / hosts);
+  }
+  std::filesystem::remove_all(dir);
+  return Status::Ok();
+}
+
 }  // namespace
 }  // namespace atl::bench
 
 int main(int argc, char** argv) {
-  return atl::bench::RunBenchmark(argc, argv, "dispatch",
-                                  "computations per second against hosts and compute time "
-                                  "(Figure 5)",
-                                  atl::bench::RunSweep);
+  bool sim_only = false, no_sim = false;
+  return atl::bench::RunBenchmark(
+      argc, argv, "dispatch", "computations per second against hosts and compute time (Figure 5)",
+      [&](const atl::bench::BenchOptions& options, atl::bench::BenchResult& result) {
+        if (!sim_only) ATOLL_RETURN_IF_ERROR(atl::bench::RunSweep(options, result));
+        if (!no_sim) ATOLL_RETURN_IF_ERROR(atl::bench::RunSimSweep(options, result));
+        return atl::Status::Ok();
+      },
+      [&](CLI::App& app) {
+        app.add_flag("--sim-only", sim_only, "Only the simulated-hosts series (*_sim)");
+        app.add_flag("--no-sim", no_sim, "Every series but the simulated-hosts ones")
+            ->excludes(app.get_option("--sim-only"));
+      });
 }

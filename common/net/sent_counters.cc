@@ -1,5 +1,7 @@
 #include "common/net/sent_counters.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
 #include <string>
@@ -47,6 +49,7 @@ EventFields SentCountFields() {
     fields.emplace_back(name + ".msgs", count.messages);
     fields.emplace_back(name + ".bytes", count.bytes);
   }
+  fields.emplace_back("pid", static_cast<uint64_t>(getpid()));
   return fields;
 }
 

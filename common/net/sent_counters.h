@@ -31,7 +31,9 @@ void CountSent(proto::Kind kind, uint64_t bytes);
 // range are counted under Kind{0} ("unknown").
 std::map<proto::Kind, SentCount> SentCounts();
 
-// The same as event fields: "<KindName>.msgs" and "<KindName>.bytes" for every kind sent.
+// The same as event fields: "<KindName>.msgs" and "<KindName>.bytes" for every kind sent,
+// and "pid": the counts are the process's, which several services may share (the hosts of
+// one atoll-simhosts process), so a reader adds up one report per pid.
 EventFields SentCountFields();
 
 }  // namespace atl::net

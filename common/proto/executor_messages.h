@@ -145,12 +145,15 @@ struct RunLoop {
 // forever.
 struct TupleHeader {
   enum Kind : uint8_t {
-    kInput = 0,       // input `input` of shard `shard` of `node`
-    kCollective = 1,  // a host's partial for collective op `input` of `node`; `shard` is
-                      // the sending host's index in the gang's sorted host list
-    kRows = 2,        // sparse exchange: the rows producer shard `part` routed to input
-                      // `input` of shard `shard` of `node`; `pieces` producers send
+    kInput = 0,            // input `input` of shard `shard` of `node`
+    kCollective = 1,       // a host's partial for collective op `input` of `node`; `shard` is
+                           // the sending host's index in the gang's sorted host list
+    kRows = 2,             // sparse exchange: the rows producer shard `part` routed to input
+                           // `input` of shard `shard` of `node`; `pieces` producers send
+    kCollectiveTotal = 3,  // the gang's total for collective op `input` of `node`, from
+                           // its root (host index `shard`, 0) to every other host
   };
+  bool collective() const { return kind == kCollective || kind == kCollectiveTotal; }
   uint8_t kind = kInput;
   uint64_t run_id = 0;
   uint32_t node = 0;

@@ -30,6 +30,7 @@ constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
 constexpr int64_t kMaxMiB = int64_t{1} << 20;
 constexpr int64_t kMaxMatmulThreads = 1024;
+constexpr int64_t kMaxSimHostsPerProcess = 4096;
 
 // The [quotas] keys, each with its largest value: beyond these a quota means nothing on
 // any machine (2^62 bytes; ids and counters are 32 or 64 bits wide).
@@ -77,6 +78,8 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
         ReadInt(t, "heartbeat_ms", "cluster.heartbeat_ms", 1, kMaxHeartbeatMs, c.heartbeat_ms));
     ATOLL_RETURN_IF_ERROR(ReadInt(t, "liveness", "cluster.liveness", 1, kMaxLiveness, c.liveness));
     c.log_level = Get(t, "log_level", c.log_level);
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "sim_hosts_per_process", "cluster.sim_hosts_per_process", 0,
+                                  kMaxSimHostsPerProcess, c.sim_hosts_per_process));
   }
   if (root.contains("rm")) {
     const auto& t = toml::find(root, "rm");

@@ -95,6 +95,10 @@ struct ClusterConfig {
   // before failing it (DeadlineExceeded), so that a tuple lost in flight cannot hold a
   // device for ever: milliseconds, 1..86400000. Long: a producer may compute for minutes.
   uint32_t input_wait_ms = 600000;
+  // How many hosts of kind "sim" the launcher runs in one `atoll-simhosts` process (each
+  // host still its own executor and object store, with its own sockets), so that hundreds
+  // of simulated hosts fit on one machine: 1..4096. 0: every host is two processes.
+  uint32_t sim_hosts_per_process = 0;
   DataPlaneConfig dataplane;
   SecurityConfig security;
   QuotaConfig quotas;

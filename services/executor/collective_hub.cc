@@ -20,9 +20,12 @@ size_t GangLayout::HostIndex(const std::string& endpoint) const {
                                               : hosts.size();
 }
 
-CollectiveHub::CollectiveHub(std::string self_endpoint, SendPartial send,
-                             std::chrono::milliseconds timeout)
-    : self_(std::move(self_endpoint)), send_(std::move(send)), timeout_(timeout) {}
+CollectiveHub::CollectiveHub(std::string self_endpoint, Send send,
+                             std::chrono::milliseconds timeout, size_t all_pairs_max_hosts)
+    : self_(std::move(self_endpoint)),
+      send_(std::move(send)),
+      timeout_(timeout),
+      all_pairs_max_hosts_(all_pairs_max_hosts) {}
 
 Result<Tensor> CollectiveHub::SumInOrder(const std::vector<const Result<Tensor>*>& parts) {
   for (const auto* p : parts) {
@@ -41,6 +44,8 @@ CollectiveHub::State& CollectiveHub::StateOf(const CollectiveKey& key, const Gan
     st.local_expected = static_cast<size_t>(
         std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
     st.hosts = layout.hosts;
+    st.self = layout.HostIndex(self_);
+    st.rooted = layout.hosts.size() > all_pairs_max_hosts_;
     st.readers_left = st.local_expected;
   }
   return st;
@@ -63,7 +68,8 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
   if (!st.total && !stopping_.ok()) st.total = stopping_;
   if (!st.total) st.local.emplace(shard, std::move(local));
   if (!st.total && st.local.size() == st.local_expected) {
-    // This host's partial, summed in shard order; it goes to every other host.
+    // This host's partial, summed in shard order; it goes to every other host (all-pairs)
+    // or to the root.
     std::vector<Result<Tensor>> values;
     for (auto& [s, t] : st.local) values.emplace_back(std::move(t));
     std::vector<const Result<Tensor>*> parts;
@@ -71,9 +77,13 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
     Result<Tensor> partial = SumInOrder(parts);
     st.local.clear();
     if (partial.ok()) {
+      std::vector<const std::string*> to;
+      for (size_t h = 0; h < layout.hosts.size(); ++h) {
+        if (st.PartialGoesTo(h)) to.push_back(&layout.hosts[h]);
+      }
       lock.unlock();
-      for (const auto& host : layout.hosts) {
-        if (host != self_) send_(host, key, static_cast<uint32_t>(self_index), *partial);
+      for (const std::string* host : to) {
+        send_(*host, key, CollectiveValue::kPartial, static_cast<uint32_t>(self_index), *partial);
       }
       lock.lock();
     }
@@ -81,7 +91,8 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
   }
   State& state = states_[key];  // the map may have changed while unlocked
   const bool done = cv_.wait_for(lock, timeout_, [&] {
-    return state.total.has_value() || state.host_partials.size() == state.hosts.size();
+    return state.total.has_value() ||
+           (state.SumsHere() && state.host_partials.size() == state.hosts.size());
   });
   if (!done) {
     const size_t have = state.host_partials.size();
@@ -96,14 +107,27 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
     state.total = SumInOrder(parts);
     cv_.notify_all();
   }
+  if (state.is_root()) SendTotal(key, state, lock);
   Result<Tensor> out = *state.total;
   if (--state.readers_left == 0) states_.erase(key);
   return out;
 }
 
+void CollectiveHub::SendTotal(const CollectiveKey& key, State& state,
+                              std::unique_lock<std::mutex>& lock) {
+  if (state.sent_total) return;
+  state.sent_total = true;
+  const Result<Tensor> total = *state.total;
+  const std::vector<std::string> hosts = state.hosts;
+  lock.unlock();
+  for (size_t h = 1; h < hosts.size(); ++h) send_(hosts[h], key, CollectiveValue::kTotal, 0, total);
+  lock.lock();
+}
+
 std::optional<Status> CollectiveHub::LostPartner(const CollectiveKey& key,
                                                  const State& state) const {
   for (size_t h = 0; h < state.hosts.size(); ++h) {
+    if (h == state.self || !state.Awaits(h)) continue;
     auto lost = lost_hosts_.find(state.hosts[h]);
     if (lost == lost_hosts_.end() || state.host_partials.count(static_cast<uint32_t>(h))) continue;
     return lost->second.WithContext(
@@ -128,20 +152,30 @@ void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout, 
                             const Status& why) {
   const size_t self_index = layout.HostIndex(self_);
   if (self_index == layout.hosts.size() || shard >= layout.shard_endpoints.size()) return;
-  bool tell_others = false;
+  // Once per host: the first of its shards to fail decides its partial, which goes where
+  // its partial would have gone; at a root, it is the gang's total.
+  std::vector<std::pair<std::string, CollectiveValue>> tell;
   {
     std::lock_guard lock(mu_);
     State& st = StateOf(key, layout);
-    // Once per host: the first of its shards to fail decides its partial.
-    tell_others = !st.host_partials.count(static_cast<uint32_t>(self_index));
-    if (tell_others) st.host_partials.emplace(static_cast<uint32_t>(self_index), why);
+    if (!st.host_partials.count(static_cast<uint32_t>(self_index))) {
+      st.host_partials.emplace(static_cast<uint32_t>(self_index), why);
+      for (size_t h = 0; h < layout.hosts.size(); ++h) {
+        if (st.PartialGoesTo(h)) tell.emplace_back(layout.hosts[h], CollectiveValue::kPartial);
+      }
+    }
     if (!st.total) st.total = why;
+    if (st.is_root() && !st.sent_total) {
+      st.sent_total = true;
+      for (size_t h = 1; h < layout.hosts.size(); ++h) {
+        tell.emplace_back(layout.hosts[h], CollectiveValue::kTotal);
+      }
+    }
     if (--st.readers_left == 0) states_.erase(key);  // this shard reads no total
   }
   cv_.notify_all();
-  if (!tell_others) return;
-  for (const auto& host : layout.hosts) {
-    if (host != self_) send_(host, key, static_cast<uint32_t>(self_index), why);
+  for (const auto& [host, what] : tell) {
+    send_(host, key, what, static_cast<uint32_t>(self_index), why);
   }
 }
 
@@ -165,6 +199,15 @@ void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result
   {
     std::lock_guard lock(mu_);
     states_[key].host_partials.emplace(from_host, std::move(partial));
+  }
+  cv_.notify_all();
+}
+
+void CollectiveHub::DepositTotal(const CollectiveKey& key, Result<Tensor> total) {
+  {
+    std::lock_guard lock(mu_);
+    State& st = states_[key];
+    if (!st.total) st.total = std::move(total);
   }
   cv_.notify_all();
 }

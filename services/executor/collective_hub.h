@@ -1,8 +1,14 @@
 // CollectiveHub: where the shards of a gang meet for collective ops. Shards on this host
-// meet in memory; the host's partial result then goes to every other host of the gang
-// over the data plane, and each host sums the partials itself, in host order, so every
-// replica gets bit-identical results. Messages per all-reduce grow with hosts squared,
-// not with shards.
+// meet in memory and make the host's partial; the hosts' partials are then summed in host
+// order (the gang's hosts sorted by endpoint), so every replica gets bit-identical results
+// whichever way they travel:
+//  - all-pairs, in a gang of at most `all_pairs_max_hosts` hosts: each host sends its
+//    partial to every other host and sums them itself; one hop, hosts x (hosts - 1)
+//    messages.
+//  - rooted, in a larger gang: each host sends its partial to the gang's root (its first
+//    host), which sums them and sends the total to every other host; two hops,
+//    2 x (hosts - 1) messages, and each host but the root connects to the root alone.
+// Either way messages grow with hosts, not with shards.
 //
 // Thread-safe: device threads call AllReduceSum; the executor's loop calls Deposit.
 #pragma once
@@ -39,14 +45,24 @@ struct GangLayout {
   size_t HostIndex(const std::string& endpoint) const;  // hosts.size() when absent
 };
 
+// What a host sends another in an all-reduce: its partial, or (the root) the total.
+enum class CollectiveValue : uint8_t { kPartial, kTotal };
+
 class CollectiveHub {
  public:
-  // Sends this host's partial to another host of the gang (`endpoint`); called with no
-  // lock held, from the device thread that completed the host's partial.
-  using SendPartial = std::function<void(const std::string& endpoint, const CollectiveKey& key,
-                                         uint32_t from_host, const Result<Tensor>& partial)>;
+  // Gangs of up to this many hosts exchange partials all-pairs (one hop beats two while
+  // the messages are few); larger ones reduce at a root.
+  static constexpr size_t kAllPairsMaxHosts = 4;
 
-  CollectiveHub(std::string self_endpoint, SendPartial send, std::chrono::milliseconds timeout);
+  // Sends a value of this host's (its partial, or the gang's total when it is the root:
+  // `what`) to another host of the gang (`endpoint`); `from_host` is this host's index in
+  // the gang. Called with no lock held, from a device thread (or from Abandon's caller).
+  using Send =
+      std::function<void(const std::string& endpoint, const CollectiveKey& key,
+                         CollectiveValue what, uint32_t from_host, const Result<Tensor>& value)>;
+
+  CollectiveHub(std::string self_endpoint, Send send, std::chrono::milliseconds timeout,
+                size_t all_pairs_max_hosts = kAllPairsMaxHosts);
 
   // Contributes shard `shard`'s tensor and waits (at most the hub's timeout) for the sum
   // over every shard of the gang. Fails at once, without contributing, when a host of the
@@ -60,6 +76,8 @@ class CollectiveHub {
                const Status& why);
   // A partial from host `from_host` of the gang (or its error), from the data plane.
   void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial);
+  // The gang's total (or its error) from its root, from the data plane.
+  void DepositTotal(const CollectiveKey& key, Result<Tensor> total);
 
   // The host with data endpoint `endpoint` was lost (`why`, which names it): every
   // all-reduce still missing its partial fails now with `why`, and so does every later one
@@ -76,20 +94,37 @@ class CollectiveHub {
     std::map<uint32_t, Tensor> local;  // by shard
     std::map<uint32_t, Result<Tensor>> host_partials;  // by host index
     std::vector<std::string> hosts;                    // the gang's, as in GangLayout::hosts
+    size_t self = 0;                                   // this host's index in `hosts`
+    bool rooted = false;      // reduced at the root (hosts[0]) rather than all-pairs
+    bool sent_total = false;  // the root sent its total (or error) to the other hosts
     size_t readers_left = 0;
     std::optional<Result<Tensor>> total;
+    bool is_root() const { return rooted && self == 0; }
+    // Whether this host sums the partials itself: all-pairs, or at the root.
+    bool SumsHere() const { return !rooted || self == 0; }
+    // Whom this host waits for: every host where it sums, else the root (for its total).
+    bool Awaits(size_t host) const { return SumsHere() || host == 0; }
+    // Whom this host sends its partial: every other host all-pairs, else the root (which
+    // sends none).
+    bool PartialGoesTo(size_t host) const {
+      return host != self && (!rooted || (self != 0 && host == 0));
+    }
   };
   // The all-reduce `key`'s state, made for `layout` on first use. Called with mu_ held.
   State& StateOf(const CollectiveKey& key, const GangLayout& layout);
   // Sums the values in key order; any error wins.
   static Result<Tensor> SumInOrder(const std::vector<const Result<Tensor>*>& parts);
+  // At the root of a rooted gang, once its total is known: sends it to every other host,
+  // once, unlocking `lock` meanwhile.
+  void SendTotal(const CollectiveKey& key, State& state, std::unique_lock<std::mutex>& lock);
   // Why the all-reduce `key` cannot complete: a host it still waits for is lost. Nullopt
   // when none is. Called with mu_ held.
   std::optional<Status> LostPartner(const CollectiveKey& key, const State& state) const;
 
   const std::string self_;
-  const SendPartial send_;
+  const Send send_;
   const std::chrono::milliseconds timeout_;
+  const size_t all_pairs_max_hosts_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<CollectiveKey, State> states_;     // guarded by mu_

@@ -78,15 +78,16 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
       });
   hub_ = std::make_unique<CollectiveHub>(
       data_endpoint_.advertised,
-      [this](const std::string& endpoint, const CollectiveKey& key, uint32_t from_host,
-             const Result<Tensor>& partial) {
+      [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
+             uint32_t from_host, const Result<Tensor>& value) {
         proto::TupleHeader h;
-        h.kind = proto::TupleHeader::kCollective;
+        h.kind = what == CollectiveValue::kTotal ? proto::TupleHeader::kCollectiveTotal
+                                                 : proto::TupleHeader::kCollective;
         h.run_id = key.run;
         h.node = key.node;
         h.input = key.op;
         h.shard = from_host;
-        completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), partial});
+        completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), value});
       },
       kCollectiveTimeout);
   ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(device_kind_));
@@ -359,6 +360,8 @@ Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
     const auto& h = batch.tuples[i];
     if (h.kind == proto::TupleHeader::kCollective) {
       hub_->Deposit({h.run_id, h.node, h.input}, h.shard, std::move(values[i]));
+    } else if (h.kind == proto::TupleHeader::kCollectiveTotal) {
+      hub_->DepositTotal({h.run_id, h.node, h.input}, std::move(values[i]));
     } else {
       router_->Receive(h, std::move(values[i]));
     }

@@ -57,7 +57,9 @@ class ExecutorService {
   void BindOn(std::string control_endpoint, std::string data_endpoint);
   // Binds, maps the object store's arena and registers with the RM (bounded by `timeout`).
   Status Start(std::chrono::milliseconds timeout);
+  // Serves until Stop() (from any thread) or a shutdown signal.
   void Run();
+  void Stop() { loop_.Stop(); }
 
   // Valid after Start(): where peers reach it (registered with the RM), and what it bound.
   const ServiceEndpoint& control_endpoint() const { return control_endpoint_; }

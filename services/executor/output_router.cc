@@ -94,12 +94,12 @@ void OutputRouter::Receive(const proto::TupleHeader& h, Result<Tensor> value) {
 }
 
 void OutputRouter::Queue(const std::string& endpoint, proto::TupleHeader h, Result<Tensor> value) {
-  if (endpoint == self_ && h.kind != proto::TupleHeader::kCollective) {
+  if (endpoint == self_ && !h.collective()) {
     Receive(h, std::move(value));  // same host: no socket
     return;
   }
-  // A collective partial holds up its whole gang: it never waits for the window.
-  const bool urgent = h.kind == proto::TupleHeader::kCollective;
+  // A collective partial or total holds up its whole gang: it never waits for the window.
+  const bool urgent = h.collective();
   send_remote_(endpoint, std::move(h), std::move(value), urgent);
 }
 

@@ -10,6 +10,7 @@
 #include "common/service/host_options.h"
 #include "common/service/ready_file.h"
 #include "common/service/service_main.h"
+#include "services/objectstore/host_store_options.h"
 #include "services/objectstore/store_service.h"
 
 namespace {
@@ -22,23 +23,8 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
   if (!rm_endpoint.empty()) config.rm_endpoint = rm_endpoint;
   ATOLL_ASSIGN_OR_RETURN(const atl::HostPlacement where,
                          atl::ResolveHost(config, host, host_options));
-  atl::store::StoreOptions store;
-  store.host = host;
-  store.bind_endpoint = endpoint.empty() ? "tcp://" + config.bind_host + ":*" : endpoint;
-  store.arena_bytes = where.host.arena_bytes;
-  store.device_bytes.assign(where.host.devices, where.host.device_memory_bytes);
-  store.heartbeat = std::chrono::milliseconds(config.heartbeat_ms);
-  store.liveness = config.liveness;
-  store.events_in = config.events_in_endpoint;
-  store.quota_objects = config.quotas.store_objects;
-  store.quota_bytes = config.quotas.store_bytes;
-  store.rm_endpoint = config.rm_endpoint;
-  if (store.rm_endpoint.ends_with(":*")) {
-    // The config lets the RM pick its port: only --rm says where it is.
-    spdlog::warn("no RM endpoint to heartbeat (rm.endpoint {} picks a free port; pass --rm)",
-                 store.rm_endpoint);
-    store.rm_endpoint.clear();
-  }
+  const atl::store::StoreOptions store = atl::store::HostStoreOptions(
+      config, where, endpoint.empty() ? "tcp://" + config.bind_host + ":*" : endpoint);
 
   zmq::context_t context;
   // Before any socket: each socket takes the keys its context has when it is made.

@@ -43,7 +43,7 @@ void ReceiveBatch(net::Frames frames) {
       [](const proto::OutputDest&, const Result<Tensor>&) { std::abort(); });
   for (size_t i = 0; i < values->size(); ++i) {
     const proto::TupleHeader& h = batch->tuples[i];
-    if (h.kind != proto::TupleHeader::kCollective) router.Receive(h, std::move((*values)[i]));
+    if (!h.collective()) router.Receive(h, std::move((*values)[i]));
   }
 }
 

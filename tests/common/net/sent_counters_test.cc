@@ -2,6 +2,8 @@
 // once, under its kind, with its header and data bytes (never the routing id).
 #include "common/net/sent_counters.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
 #include <variant>
@@ -58,13 +60,16 @@ TEST(SentCountersTest, CountsRequestsAndRepliesByKindWithTheirBytes) {
 TEST(SentCountersTest, EventFieldsNameEachKindSent) {
   CountSent(proto::Kind::kDispatch, 7);
   const SentCount dispatch = Of(proto::Kind::kDispatch);
-  bool msgs = false, bytes = false;
+  bool msgs = false, bytes = false, pid = false;
   for (const auto& [name, value] : SentCountFields()) {
     if (name == "Dispatch.msgs") msgs = std::get<uint64_t>(value) == dispatch.messages;
     if (name == "Dispatch.bytes") bytes = std::get<uint64_t>(value) == dispatch.bytes;
+    // The counts are the process's: a reader adds up one report per pid.
+    if (name == "pid") pid = std::get<uint64_t>(value) == static_cast<uint64_t>(getpid());
   }
   EXPECT_TRUE(msgs);
   EXPECT_TRUE(bytes);
+  EXPECT_TRUE(pid);
 }
 
 }  // namespace

@@ -3,10 +3,16 @@
 // captured where it would be sent.
 #include "services/executor/collective_hub.h"
 
+#include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
+#include <random>
+#include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace atl::executor {
@@ -23,21 +29,23 @@ class CollectiveHubTest : public ::testing::Test {
   struct Sent {
     std::string endpoint;
     CollectiveKey key;
+    CollectiveValue what;
     uint32_t from_host;
     Result<Tensor> partial;
   };
-  CollectiveHub MakeHub(std::chrono::milliseconds timeout) {
+  CollectiveHub MakeHub(std::chrono::milliseconds timeout,
+                        size_t all_pairs_max_hosts = CollectiveHub::kAllPairsMaxHosts) {
     return CollectiveHub(
         kB,
-        [this](const std::string& endpoint, const CollectiveKey& key, uint32_t from_host,
-               const Result<Tensor>& partial) {
+        [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
+               uint32_t from_host, const Result<Tensor>& partial) {
           {
             std::lock_guard lock(mu_);
-            sent_.push_back({endpoint, key, from_host, partial});
+            sent_.push_back({endpoint, key, what, from_host, partial});
           }
           sent_cv_.notify_all();
         },
-        timeout);
+        timeout, all_pairs_max_hosts);
   }
   std::vector<Sent> sent() {
     std::lock_guard lock(mu_);
@@ -210,6 +218,179 @@ TEST_F(CollectiveHubTest, AShardThatDoesNotRunHereIsRefused) {
       hub.AllReduceSum({7, 3, 4}, GangLayout({kA, kB}), 0, Tensor::F32({1}, {2}));
   EXPECT_EQ(total.status().code(), Code::kInternal);
   EXPECT_TRUE(sent().empty());
+}
+
+// A gang's hosts, each its own hub, wired so that what one sends lands at once in the hub
+// it names (as the data plane would deliver it), counting the messages.
+class HubNetwork {
+ public:
+  HubNetwork(const std::vector<std::string>& hosts, size_t all_pairs_max_hosts) {
+    for (const auto& host : hosts) {
+      hubs_[host] = std::make_unique<CollectiveHub>(
+          host,
+          [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
+                 uint32_t from_host, const Result<Tensor>& value) {
+            ++messages_;
+            CollectiveHub& to = *hubs_.at(endpoint);
+            if (what == CollectiveValue::kTotal) {
+              to.DepositTotal(key, value);
+            } else {
+              to.Deposit(key, from_host, value);
+            }
+          },
+          10s, all_pairs_max_hosts);
+    }
+  }
+  CollectiveHub& hub(const std::string& host) { return *hubs_.at(host); }
+  int messages() const { return messages_.load(); }
+
+  // Every shard of `layout` all-reduces `values[shard]` on a thread of its own, but those
+  // in `abandoned`, which abandon with `why`; the results by shard.
+  std::vector<Result<Tensor>> Run(const CollectiveKey& key, const GangLayout& layout,
+                                  const std::vector<Tensor>& values,
+                                  const std::set<uint32_t>& abandoned = {},
+                                  const Status& why = Status::Ok()) {
+    std::vector<std::future<Result<Tensor>>> shards;
+    for (uint32_t s = 0; s < layout.shard_endpoints.size(); ++s) {
+      shards.push_back(std::async(std::launch::async, [&, s]() -> Result<Tensor> {
+        CollectiveHub& here = hub(layout.shard_endpoints[s]);
+        if (!abandoned.count(s)) return here.AllReduceSum(key, layout, s, values[s]);
+        here.Abandon(key, layout, s, why);
+        return why;
+      }));
+    }
+    std::vector<Result<Tensor>> out;
+    for (auto& shard : shards) out.push_back(shard.get());
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<CollectiveHub>> hubs_;
+  std::atomic<int> messages_{0};
+};
+
+std::vector<std::string> HostNames(int hosts) {
+  std::vector<std::string> names;
+  for (int h = 0; h < hosts; ++h) names.push_back(fmt::format("tcp://h{:03}:1", h));
+  return names;
+}
+
+// Shard s on host s % hosts: every host holds shards from all over the slice.
+GangLayout Interleaved(const std::vector<std::string>& hosts, int shards) {
+  std::vector<std::string> endpoints;
+  for (int s = 0; s < shards; ++s) endpoints.push_back(hosts[s % hosts.size()]);
+  return GangLayout(endpoints);
+}
+
+// Values over many magnitudes, so that float sums in another order come out different.
+std::vector<Tensor> MixedValues(int shards) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mantissa(-1, 1);
+  std::uniform_int_distribution<int> exponent(-8, 8);
+  std::vector<Tensor> values;
+  for (int s = 0; s < shards; ++s) {
+    std::vector<float> v(3);
+    for (float& e : v) e = std::ldexp(mantissa(rng), 3 * exponent(rng));
+    values.push_back(Tensor::F32({3}, v));
+  }
+  return values;
+}
+
+// The all-reduce's definition: each host's shards summed in shard order, then the hosts'
+// partials in host order.
+Tensor HostOrderSum(const GangLayout& layout, const std::vector<Tensor>& values) {
+  std::vector<float> total;
+  for (const auto& host : layout.hosts) {
+    std::vector<float> partial;
+    for (size_t s = 0; s < values.size(); ++s) {
+      if (layout.shard_endpoints[s] != host) continue;
+      const auto v = values[s].as<float>();
+      if (partial.empty()) {
+        partial.assign(v.begin(), v.end());
+      } else {
+        for (size_t i = 0; i < partial.size(); ++i) partial[i] += v[i];
+      }
+    }
+    if (total.empty()) {
+      total = partial;
+    } else {
+      for (size_t i = 0; i < total.size(); ++i) total[i] += partial[i];
+    }
+  }
+  return Tensor::F32({static_cast<int64_t>(total.size())}, total);
+}
+
+TEST(CollectiveHubAtScaleTest, RootedAndAllPairsGiveEveryShardTheHostOrderSumBitForBit) {
+  for (int hosts : {2, 5, 8, 24}) {
+    SCOPED_TRACE(fmt::format("{} hosts", hosts));
+    const auto names = HostNames(hosts);
+    const GangLayout layout = Interleaved(names, 2 * hosts + 1);
+    const auto values = MixedValues(2 * hosts + 1);
+    const Tensor want = HostOrderSum(layout, values);
+    // The definition is order-sensitive on these values (else the test would prove little).
+    std::vector<float> shard_order(3, 0);
+    for (const auto& v : values) {
+      for (size_t i = 0; i < 3; ++i) shard_order[i] += v.as<float>()[i];
+    }
+    if (hosts > 2) {
+      EXPECT_NE(Tensor::F32({3}, shard_order), want);
+    }
+
+    HubNetwork all_pairs(names, /*all_pairs_max_hosts=*/1000);
+    HubNetwork rooted(names, /*all_pairs_max_hosts=*/1);
+    for (HubNetwork* network : {&all_pairs, &rooted}) {
+      for (const Result<Tensor>& got : network->Run({1, 2, 3}, layout, values)) {
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        EXPECT_EQ(*got, want) << got->ToString() << " vs " << want.ToString();
+      }
+    }
+    EXPECT_EQ(all_pairs.messages(), hosts * (hosts - 1));
+    EXPECT_EQ(rooted.messages(), 2 * (hosts - 1));
+  }
+}
+
+TEST(CollectiveHubAtScaleTest, ARootedGangFailsOnEveryHostWhenAnyHostsShardAbandons) {
+  const auto names = HostNames(6);
+  const GangLayout layout = Interleaved(names, 12);
+  const auto values = MixedValues(12);
+  // Shard 0 is on the root; shard 3 and 9 on host 3.
+  for (uint32_t abandoned : {0u, 3u}) {
+    SCOPED_TRACE(fmt::format("shard {} abandons", abandoned));
+    HubNetwork rooted(names, 1);
+    const auto got = rooted.Run({5, 0, abandoned}, layout, values, {abandoned},
+                                NotFound("argument 0: object 5 is unknown"));
+    for (const Result<Tensor>& shard : got) {
+      EXPECT_EQ(shard.status().code(), Code::kNotFound) << shard.status().ToString();
+    }
+  }
+}
+
+TEST_F(CollectiveHubTest, ARootedHostSendsItsPartialToTheRootAloneAndWaitsForItsTotal) {
+  CollectiveHub hub = MakeHub(30s, /*all_pairs_max_hosts=*/2);
+  const GangLayout layout({kA, kB, kC});  // rooted at a; this host is b
+  const CollectiveKey key{20, 0, 0};
+  auto waiting = std::async(
+      std::launch::async, [&] { return hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2})); });
+  ASSERT_TRUE(WaitForSent(1)) << "the local partial never went out";
+  // Another host's loss is the root's business: it fails the gang if it must.
+  hub.HostLost(kC, Unavailable("host c lost"));
+  EXPECT_EQ(waiting.wait_for(50ms), std::future_status::timeout);
+  hub.DepositTotal(key, Tensor::F32({1}, {42}));
+  ASSERT_EQ(waiting.wait_for(1s), std::future_status::ready);
+  Result<Tensor> total = waiting.get();
+  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  EXPECT_EQ(*total, Tensor::F32({1}, {42}));
+  const auto out = sent();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].endpoint, kA);
+  EXPECT_EQ(out[0].what, CollectiveValue::kPartial);
+  EXPECT_EQ(*out[0].partial, Tensor::F32({1}, {2}));
+
+  // The root's loss fails it at once.
+  hub.HostBack(kC);
+  hub.HostLost(kA, Unavailable("host a lost"));
+  Result<Tensor> refused = hub.AllReduceSum({21, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
 }
 
 }  // namespace
