@@ -151,11 +151,6 @@ class Workload {
   int floats_;
 };
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const Sweep sweep = options.quick ? Sweep{{16}, 200, 500, 3} : Sweep{{16, 4096}, 1000, 5000, 7};
   const std::string dir =

@@ -176,4 +176,10 @@ Status BenchResult::Write(const std::string& dir) const {
   return Status::Ok();
 }
 
+double Median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+}
+
 }  // namespace atl::bench

@@ -38,6 +38,9 @@ struct Summary {
 // Summarises `samples`; InvalidArgument when there are none or one is NaN or infinite.
 Result<Summary> Summarize(std::vector<double> samples);
 
+// The median of `samples` (at least one), as Summarize takes it.
+double Median(std::vector<double> samples);
+
 // One point of a sweep: a named number or string ("hosts" = 4, "policy" = "fifo").
 struct Param {
   template <typename T>

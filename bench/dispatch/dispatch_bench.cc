@@ -252,11 +252,6 @@ double BreakEvenMs(const std::map<int, double>& series, const std::map<int, doub
   return -1;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 // medians[series][hosts][compute_us]
 using Medians = std::map<std::string, std::map<int, std::map<int, double>>>;
 

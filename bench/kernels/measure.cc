@@ -45,11 +45,6 @@ Status Measure(std::vector<Series>& series, double work, double unit, const Swee
   return Status::Ok();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 Tensor Random(std::mt19937& rng, Shape shape, float lo, float hi) {
   Tensor t(DType::kF32, std::move(shape));
   std::uniform_real_distribution<float> dist(lo, hi);

@@ -37,8 +37,6 @@ struct Series {
 // per iteration (flops, elements), divided by `unit` (1e9 for GFLOP/s, 1 for elements/s).
 Status Measure(std::vector<Series>& series, double work, double unit, const Sweep& sweep);
 
-double Median(std::vector<double> v);
-
 // f32 values uniform in [lo, hi).
 Tensor Random(std::mt19937& rng, Shape shape, float lo = -1.0f, float hi = 1.0f);
 

@@ -115,11 +115,6 @@ Status MeasureDataParallel(LocalCluster& cluster, const PipelineConfig& c, Serie
   });
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 void AddSeries(BenchResult& result, const std::string& name, const Params& params,
                const Series& s) {
   result.Add(name, params, "examples_per_s", "1/s", s.examples_per_s);
