@@ -18,24 +18,28 @@ class GangCollectives final : public compute::Collectives {
   GangCollectives(CollectiveHub& hub, const WorkItem& item) : hub_(hub), item_(item) {}
   Result<Tensor> AllReduceSum(uint32_t op_index, Tensor local) override {
     if (!item_.layout) return FailedPrecondition("the function was compiled without a layout");
+    reached_.insert(op_index);
     return hub_.AllReduceSum({item_.entry.run_id, item_.entry.node, op_index}, *item_.layout,
                              item_.entry.shard, std::move(local));
   }
+  // The all-reduces this shard contributed to (or tried to).
+  const std::set<uint32_t>& reached() const { return reached_; }
 
  private:
   CollectiveHub& hub_;
   const WorkItem& item_;
+  std::set<uint32_t> reached_;
 };
 
 }  // namespace
 
-void DeviceStream::AbandonCollectives(const WorkItem& item) {
+void DeviceStream::AbandonCollectives(const WorkItem& item, const Status& why,
+                                      const std::set<uint32_t>& reached) {
   if (!item.function || !item.layout) return;
   const auto& ops = item.function->ops;
   for (uint32_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].code != ir::OpCode::kAllReduceSum) continue;
-    hub_.Abandon({item.entry.run_id, item.entry.node, i}, *item.layout, item.entry.shard,
-                 item.failure);
+    if (ops[i].code != ir::OpCode::kAllReduceSum || reached.count(i)) continue;
+    hub_.Abandon({item.entry.run_id, item.entry.node, i}, *item.layout, item.entry.shard, why);
   }
 }
 
@@ -133,7 +137,7 @@ void DeviceStream::Loop() {
     done.start_us = NowMicros();
     if (!item->failure.ok()) {
       done.outputs = item->failure;
-      AbandonCollectives(*item);
+      AbandonCollectives(*item, item->failure);
     } else {
       std::vector<Tensor> inputs;
       inputs.reserve(item->inputs.size());
@@ -143,6 +147,10 @@ void DeviceStream::Loop() {
           compute::RunFunction(*item->function, static_cast<int>(item->entry.shard),
                                static_cast<int>(item->entry.num_shards), std::move(inputs),
                                backend_, &collectives, &item->cancelled);
+      // Failed (or cancelled) part way: the all-reduces it had not reached yet would
+      // otherwise hold the rest of its gang, and their devices, until the hub's timeout.
+      if (!done.outputs.ok())
+        AbandonCollectives(*item, done.outputs.status(), collectives.reached());
     }
     {
       std::lock_guard lock(mu_);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "compute/backend.h"
@@ -46,8 +47,10 @@ class DeviceStream {
   uint64_t busy_us() const { return busy_us_.load(std::memory_order_relaxed); }
 
  private:
-  // A failed item never reaches its all-reduces: its gang hears so instead of waiting.
-  void AbandonCollectives(const WorkItem& item);
+  // A failed item does not reach its all-reduces (those but `reached`, op indices it
+  // contributed to before it failed): its gang hears so instead of waiting for it.
+  void AbandonCollectives(const WorkItem& item, const Status& why,
+                          const std::set<uint32_t>& reached = {});
   void Loop();
 
   compute::Backend& backend_;

@@ -221,5 +221,64 @@ TEST(DeviceStreamCancelTest, CancelRunStopsTheRunningItemAndFailsTheRunsQueuedOn
   EXPECT_EQ(done[2].outputs->at(0), Tensor::F32({2}, {3, 6}));
 }
 
+// A shard cancelled part way, before its gang's all-reduce, abandons it: the gang's other
+// shard (on another device of the host) fails at once instead of holding its device until
+// the hub's timeout.
+TEST(DeviceStreamCancelTest, AShardCancelledBeforeItsAllReduceReleasesTheRestOfItsGang) {
+  const ir::TensorType type = ir::SplitType(DType::kF32, {2}, -1);
+  constexpr double kSpinUs = 60e6;
+  // Both shards' functions have the all-reduce as op 1: shard 0 spins first, shard 1 scales.
+  auto with_all_reduce = [&](ir::Op first) {
+    ir::FunctionDef fn;
+    fn.name = "then_all_reduce";
+    fn.inputs = {type};
+    fn.ops = {std::move(first),
+              ir::Op{ir::OpCode::kAllReduceSum, {testutil::OpOperand(0)}, 0.0, type}};
+    fn.outputs = {testutil::OpOperand(1)};
+    return std::make_shared<const ir::FunctionDef>(fn);
+  };
+  auto spin_then_reduce =
+      with_all_reduce(ir::Op{ir::OpCode::kSpin, {testutil::InputOperand(0)}, kSpinUs, type});
+  auto scale_then_reduce = with_all_reduce(ir::Op{
+      ir::OpCode::kMul, {testutil::InputOperand(0), testutil::ScalarOperand(2.0)}, 0.0, type});
+  const std::string self = "tcp://self:1";
+  auto layout = std::make_shared<const GangLayout>(std::vector<std::string>{self, self});
+  auto shard = [&](uint32_t index, std::shared_ptr<const ir::FunctionDef> fn) {
+    auto item = testutil::MakeItem(testutil::MakeEntry(1, index, 2, index));
+    item->function = std::move(fn);
+    item->layout = layout;
+    return item;
+  };
+  // Longer than the completions' own bound: a gang left waiting shows as a missing
+  // completion, not as a late one.
+  CollectiveHub hub{self, [](auto&&...) {}, 60s};
+  Completions spun, reduced;
+  DeviceStream device0(
+      compute::CpuBackend::Get(), hub, [&](Completion c) { spun.Add(std::move(c)); }, 1);
+  DeviceStream device1(
+      compute::CpuBackend::Get(), hub, [&](Completion c) { reduced.Add(std::move(c)); }, 1);
+  auto spinning = shard(0, spin_then_reduce);
+  auto waiting = shard(1, scale_then_reduce);
+  device0.Enqueue(spinning);
+  device1.Enqueue(waiting);
+  device0.Deliver(spinning, 0, Tensor::F32({2}, {1, 2}));
+  device1.Deliver(waiting, 0, Tensor::F32({2}, {1, 2}));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((device0.queued() > 0 || device1.queued() > 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(device0.queued() + device1.queued(), 0u) << "a shard never started";
+
+  device0.CancelRun(spinning->entry.run_id, Cancelled("the run was cancelled"));
+  const auto cancelled = spun.WaitFor(1);
+  ASSERT_EQ(cancelled.size(), 1u);
+  EXPECT_EQ(cancelled[0].outputs.status().code(), Code::kCancelled);
+  const auto released = reduced.WaitFor(1);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].outputs.status().code(), Code::kCancelled)
+      << released[0].outputs.status().ToString();
+}
+
 }  // namespace
 }  // namespace atl::executor
