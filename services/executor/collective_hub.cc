@@ -90,7 +90,7 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
     states_[key].host_partials.emplace(static_cast<uint32_t>(self_index), std::move(partial));
   }
   State& state = states_[key];  // the map may have changed while unlocked
-  const bool done = cv_.wait_for(lock, timeout_, [&] {
+  const bool done = cv_.WaitFor(lock, timeout_, [&] {
     return state.total.has_value() ||
            (state.SumsHere() && state.host_partials.size() == state.hosts.size());
   });
@@ -105,7 +105,7 @@ Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangL
     std::vector<const Result<Tensor>*> parts;
     for (const auto& [h, p] : state.host_partials) parts.push_back(&p);
     state.total = SumInOrder(parts);
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   if (state.is_root()) SendTotal(key, state, lock);
   Result<Tensor> out = *state.total;
@@ -145,7 +145,7 @@ void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
       if (auto lost = LostPartner(key, state)) state.total = *std::move(lost);
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
@@ -173,7 +173,7 @@ void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout, 
     }
     if (--st.readers_left == 0) states_.erase(key);  // this shard reads no total
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (const auto& [host, what] : tell) {
     send_(host, key, what, static_cast<uint32_t>(self_index), why);
   }
@@ -187,7 +187,7 @@ void CollectiveHub::Stop(const Status& why) {
       if (!state.total) state.total = why;
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void CollectiveHub::HostBack(const std::string& endpoint) {
@@ -200,7 +200,7 @@ void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result
     std::lock_guard lock(mu_);
     states_[key].host_partials.emplace(from_host, std::move(partial));
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void CollectiveHub::DepositTotal(const CollectiveKey& key, Result<Tensor> total) {
@@ -209,7 +209,7 @@ void CollectiveHub::DepositTotal(const CollectiveKey& key, Result<Tensor> total)
     State& st = states_[key];
     if (!st.total) st.total = std::move(total);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 }  // namespace atl::executor

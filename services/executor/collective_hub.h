@@ -14,7 +14,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "atoll/tensor.h"
+#include "common/base/spin_condition.h"
 
 namespace atl::executor {
 
@@ -126,7 +126,7 @@ class CollectiveHub {
   const std::chrono::milliseconds timeout_;
   const size_t all_pairs_max_hosts_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  SpinCondition cv_;
   std::map<CollectiveKey, State> states_;     // guarded by mu_
   std::map<std::string, Status> lost_hosts_;  // by data endpoint; guarded by mu_
   Status stopping_;                           // not OK once stopped; guarded by mu_

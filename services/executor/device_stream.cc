@@ -56,7 +56,7 @@ DeviceStream::~DeviceStream() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
@@ -69,7 +69,7 @@ void DeviceStream::Enqueue(std::shared_ptr<WorkItem> item) {
         [](uint64_t seq, const auto& queued) { return seq < queued->entry.gang_seq; });
     queue_.insert(pos, std::move(item));
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void DeviceStream::Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input, Tensor value) {
@@ -79,7 +79,7 @@ void DeviceStream::Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input
     item->inputs[input] = std::move(value);
     item->inputs_missing--;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void DeviceStream::Reserved(const std::shared_ptr<WorkItem>& item) {
@@ -87,7 +87,7 @@ void DeviceStream::Reserved(const std::shared_ptr<WorkItem>& item) {
     std::lock_guard lock(mu_);
     if (item->reservations_missing > 0) item->reservations_missing--;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void DeviceStream::Fail(const std::shared_ptr<WorkItem>& item, Status status) {
@@ -95,7 +95,7 @@ void DeviceStream::Fail(const std::shared_ptr<WorkItem>& item, Status status) {
     std::lock_guard lock(mu_);
     if (item->failure.ok()) item->failure = std::move(status);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void DeviceStream::CancelRun(uint64_t run, const Status& why) {
@@ -108,7 +108,7 @@ void DeviceStream::CancelRun(uint64_t run, const Status& why) {
       running_->cancelled.store(true, std::memory_order_relaxed);
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 size_t DeviceStream::queued() const {
@@ -125,7 +125,7 @@ void DeviceStream::Loop() {
     std::shared_ptr<WorkItem> item;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && queue_.front()->Runnable()); });
+      cv_.Wait(lock, [&] { return stop_ || (!queue_.empty() && queue_.front()->Runnable()); });
       if (stop_) return;
       item = std::move(queue_.front());
       queue_.pop_front();

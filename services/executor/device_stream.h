@@ -7,7 +7,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -15,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "common/base/spin_condition.h"
 #include "compute/backend.h"
 #include "services/executor/work_item.h"
 
@@ -58,7 +58,7 @@ class DeviceStream {
   OnDone on_done_;
   const int matmul_threads_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  SpinCondition cv_;
   std::deque<std::shared_ptr<WorkItem>> queue_;  // sorted by entry.gang_seq; guarded by mu_
   std::shared_ptr<WorkItem> running_;            // the item the thread runs; guarded by mu_
   bool stop_ = false;                            // guarded by mu_
