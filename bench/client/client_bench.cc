@@ -6,6 +6,10 @@
 //                    result: us per synchronous round trip
 //   fresh_programs   one client submits `programs` independent one-call programs, each on a
 //                    fresh tensor, back to back, then waits for every result: programs/s
+//   round_trip_hops  where a round trip's microseconds go, hop by hop (hop_trace.h): the
+//                    median over `round_trips` round trips of 16 floats, per run
+//   chain_hops       the same for one computation of a chain of `chain` calls in one
+//                    program on one device
 // Derived: the round trip over raw ZeroMQ's, per size.
 #include <poll.h>
 
@@ -18,9 +22,11 @@
 #include <fmt/format.h>
 
 #include "atoll/client.h"
+#include "bench/client/hop_trace.h"
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
+#include "common/net/events.h"
 #include "common/net/transport.h"
 #include "launcher/process.h"
 
@@ -34,6 +40,7 @@ struct Sweep {
   std::vector<int> floats;
   int round_trips = 0;  // per sample
   int programs = 0;     // per sample
+  int chain = 0;        // calls in the chained program of chain_hops
   int runs = 0;
   int warmup = 50;
 };
@@ -98,7 +105,51 @@ class Workload {
     ProgramBuilder p;
     p.Return(p.Call(inc, {p.Arg(DType::kF32, {floats})}));
     ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
-    return Workload(client, std::move(program), floats);
+    return Workload(client, std::move(inc), std::move(program), floats);
+  }
+
+  // The hops of `count` round trips, each traced; the median per hop.
+  Result<Hops> TracedRoundTrips(HopTrace& trace, int count) {
+    struct Timed {
+      uint64_t run;
+      int64_t submit_us, sent_us, done_us;
+    };
+    std::vector<Timed> timed;
+    for (int i = 0; i < count; ++i) {
+      Tensor x = Fresh(i);
+      const int64_t submit_us = NowMicros();
+      ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(program_, {x}));
+      const int64_t sent_us = NowMicros();
+      ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> out, run.Wait(kTimeout));
+      timed.push_back({run.id(), submit_us, sent_us, NowMicros()});
+      ATOLL_RETURN_IF_ERROR(Check(out[0], i));
+    }
+    ATOLL_RETURN_IF_ERROR(trace.Collect(std::chrono::milliseconds(300)));
+    std::map<std::string, std::vector<double>> per_hop;
+    for (const Timed& t : timed) {
+      ATOLL_ASSIGN_OR_RETURN(Hops hops, trace.RoundTrip(t.run, t.submit_us, t.sent_us, t.done_us));
+      for (const auto& [hop, us] : hops) per_hop[hop].push_back(us);
+    }
+    trace.Clear();
+    Hops medians;
+    for (const auto& [hop, us] : per_hop) medians[hop] = Median(us);
+    return medians;
+  }
+
+  // The hops of one computation in a program of `calls` chained calls, traced.
+  Result<Hops> TracedChain(HopTrace& trace, int calls) {
+    ProgramBuilder p;
+    Traced t = p.Arg(DType::kF32, {floats_});
+    for (int i = 0; i < calls; ++i) t = p.Call(inc_, {t})[0];
+    p.Return({t});
+    ATOLL_ASSIGN_OR_RETURN(Program chain, p.Build());
+    ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(chain, {Fresh(0)}));
+    ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> out, run.Wait(kTimeout));
+    ATOLL_RETURN_IF_ERROR(Check(out[0], calls - 1));
+    ATOLL_RETURN_IF_ERROR(trace.Collect(std::chrono::milliseconds(300)));
+    auto hops = trace.Chain(run.id());
+    trace.Clear();
+    return hops;
   }
 
   // Microseconds per synchronous round trip, over `count` of them; each checks its value.
@@ -130,8 +181,8 @@ class Workload {
   }
 
  private:
-  Workload(Client& client, Program program, int floats)
-      : client_(client), program_(std::move(program)), floats_(floats) {}
+  Workload(Client& client, Function inc, Program program, int floats)
+      : client_(client), inc_(std::move(inc)), program_(std::move(program)), floats_(floats) {}
 
   // A new tensor each time, as a caller's fresh data: x[j] = i.
   Tensor Fresh(int i) const {
@@ -147,12 +198,42 @@ class Workload {
   }
 
   Client& client_;
+  Function inc_;
   Program program_;
   int floats_;
 };
 
+// Both hop breakdowns, traced apart from the timed runs above (tracing costs the client a
+// clock read or two per run; the services publish these events anyway).
+Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
+                   const std::string& events_out, BenchResult& result) {
+  ATOLL_ASSIGN_OR_RETURN(Workload workload, Workload::Make(client, slice, sweep.floats.front()));
+  zmq::context_t context;
+  HopTrace trace(context, events_out);
+  ATOLL_RETURN_IF_ERROR(trace.Start([&] { return workload.RoundTrips(1).status(); }));
+  std::map<std::string, std::vector<double>> round_trip, chain;
+  for (int r = 0; r < sweep.runs; ++r) {
+    ATOLL_ASSIGN_OR_RETURN(Hops hops, workload.TracedRoundTrips(trace, sweep.round_trips));
+    for (const auto& [hop, us] : hops) round_trip[hop].push_back(us);
+    ATOLL_ASSIGN_OR_RETURN(hops, workload.TracedChain(trace, sweep.chain));
+    for (const auto& [hop, us] : hops) chain[hop].push_back(us);
+  }
+  auto add = [&](const char* series, const std::vector<std::string>& order, auto& samples) {
+    fmt::print("{}:", series);
+    for (const std::string& hop : order) {
+      fmt::print(" {} {:.1f}", hop, Median(samples[hop]));
+      result.Add(series, {{"hop", hop}}, "us", "us", samples[hop]);
+    }
+    fmt::print(" (us)\n");
+  };
+  add("round_trip_hops", RoundTripHops(), round_trip);
+  add("chain_hops", ChainHops(), chain);
+  return Status::Ok();
+}
+
 Status RunSweep(const BenchOptions& options, BenchResult& result) {
-  const Sweep sweep = options.quick ? Sweep{{16}, 200, 500, 3} : Sweep{{16, 4096}, 1000, 5000, 7};
+  const Sweep sweep =
+      options.quick ? Sweep{{16}, 200, 500, 50, 3} : Sweep{{16, 4096}, 1000, 5000, 200, 7};
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-client-{}", getpid());
   BenchTopology topology;
@@ -190,6 +271,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
                   Median(round_trip_us) / Median(zmq_us));
   }
   fmt::print("raw ZeroMQ round trip {:.1f} us\n", Median(zmq_us));
+  ATOLL_RETURN_IF_ERROR(MeasureHops(sweep, *client, slice, cluster->info().events_out, result));
   result.Add("zmq_round_trip", {{"bytes", 64}}, "us_per_round_trip", "us", zmq_us);
   client.reset();
   Status stopped = cluster->Stop();
