@@ -36,7 +36,7 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
       outbox_(context, config_.dataplane) {}
 
 ExecutorService::~ExecutorService() {
-  // A device thread may wait in an all-reduce whose partner's partial never comes.
+  // A device thread may wait in a collective whose partner's message never comes.
   if (hub_) hub_->Stop(Cancelled("the executor is stopping"));
   devices_.Clear();  // joins the stream threads before the rest goes away
 }
@@ -327,7 +327,7 @@ void ExecutorService::OnHostChanged(const proto::Incoming& in) {
   const Status lost = Unavailable(changed->reason);
   admission_->PeerLost(changed->control_endpoint, changed->data_endpoint, lost);
   // A shard waiting for the lost host's tuples would wait for ever, and one waiting for its
-  // partial in an all-reduce until the collective timeout, holding its device (and every
+  // message in a collective until the collective timeout, holding its device (and every
   // gang queued behind it) meanwhile: both fail now and pass the error on to their
   // consumers and results.
   mailbox_.FailWaitingOn(changed->control_endpoint, lost);
