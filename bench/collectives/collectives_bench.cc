@@ -4,17 +4,17 @@
 // atoll: a 4-device slice of a cluster of 2 hosts x 2 cpu devices (plain text, as every
 // benchmark series unless it says CURVE), its devices interleaving the hosts as placement
 // spreads them, so every group spans both. Each device holds a block of B bytes (the row's
-// `bytes_per_device`), resident in its store from an earlier run; a run calls one function
-// whose outputs are a tiny replicated value, the only one read, and the collective's result,
-// left on the devices. Its time is the run's, submit to that value, less the median time of
-// the same function with a local copy in place of the collective (dispatch, reservations and
-// the read cost both alike); runs of the two alternate. Bandwidth: B / that time.
+// `bytes_per_device`), resident in its store from an earlier run; a run calls one function,
+// the collective on that block. Its time is the gang's, as the executors report it
+// (`gang.done`: each shard's start and end on the device): from the last shard's start, when
+// the whole gang is in, to the last shard's end; dispatch, reservations and the results'
+// writes and reads are outside it. Bandwidth: B / that time.
 //
 // zmq: the bytes each host sends the other in that collective (its plan: the messages of
 // services/executor/collective_plan.h, one per direction at most), exchanged at once between
-// two DEALER sockets of two ZeroMQ contexts over tcp loopback, from the start until both have
-// arrived; bandwidth: B / that time. A broadcast's root host alone sends. `derived` holds
-// atoll's median bandwidth over raw ZeroMQ's per collective and size.
+// two DEALER sockets of two ZeroMQ contexts over tcp loopback, from the first send until
+// both have arrived; bandwidth: B / that time. A broadcast's root host alone sends.
+// `derived` holds atoll's median bandwidth over raw ZeroMQ's per collective and size.
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +22,7 @@
 #include <functional>
 #include <future>
 #include <latch>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,7 @@
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
 #include "bench/common/bench_result.h"
+#include "common/net/event_reader.h"
 #include "common/net/transport.h"
 #include "services/executor/collective_hub.h"
 #include "services/executor/collective_items.h"
@@ -126,29 +128,31 @@ class RawExchange {
   }
 
   // Sends `ab` bytes from a to b and `ba` bytes from b to a at once (none when 0); the
-  // seconds until both arrived.
+  // seconds from the first send until both arrived, as each side's own clock readings say.
   Result<double> Seconds(uint64_t ab, uint64_t ba) {
     std::vector<char> data(std::max(ab, ba));
-    std::latch start(3);
-    auto side = [&](zmq::socket_t& socket, uint64_t send, uint64_t receive) -> Status {
+    std::latch start(2);
+    using Span = std::pair<Clock::time_point, Clock::time_point>;
+    auto side = [&](zmq::socket_t& socket, uint64_t send, uint64_t receive) -> Result<Span> {
       start.arrive_and_wait();
+      const auto begin = Clock::now();
       if (send > 0) {
         net::Frames frames;
         frames.emplace_back(data.data(), send);
         ATOLL_RETURN_IF_ERROR(net::SendFrames(socket, frames));
       }
-      if (receive == 0) return Status::Ok();
-      ATOLL_ASSIGN_OR_RETURN(auto got, net::RecvFrames(socket, kTimeout));
-      if (!got || got->front().size() != receive) return Internal("the exchange lost a message");
-      return Status::Ok();
+      if (receive > 0) {
+        ATOLL_ASSIGN_OR_RETURN(auto got, net::RecvFrames(socket, kTimeout));
+        if (!got || got->front().size() != receive) return Internal("the exchange lost a message");
+      }
+      return Span{begin, Clock::now()};
     };
     auto at_a = std::async(std::launch::async, side, std::ref(a_), ab, ba);
     auto at_b = std::async(std::launch::async, side, std::ref(b_), ba, ab);
-    start.arrive_and_wait();
-    const auto begin = Clock::now();
-    ATOLL_RETURN_IF_ERROR(at_a.get());
-    ATOLL_RETURN_IF_ERROR(at_b.get());
-    return std::chrono::duration<double>(Clock::now() - begin).count();
+    ATOLL_ASSIGN_OR_RETURN(const Span a, at_a.get());
+    ATOLL_ASSIGN_OR_RETURN(const Span b, at_b.get());
+    return std::chrono::duration<double>(std::max(a.second, b.second) - std::min(a.first, b.first))
+        .count();
   }
 
  private:
@@ -158,25 +162,64 @@ class RawExchange {
   zmq::socket_t b_;
 };
 
-// The programs of one block size: per layout, a block resident on the devices and the
-// baseline copy; per kind, its collective.
+// The executors' reports of the gangs they ran (`gang.done`).
+class GangTimes {
+ public:
+  GangTimes(zmq::context_t& context, std::string events_out)
+      : socket_(net::MakeSocket(context, zmq::socket_type::sub)),
+        endpoint_(std::move(events_out)) {}
+
+  Status Connect() {
+    socket_.set(zmq::sockopt::subscribe, "gang.done");
+    return net::Connect(socket_, endpoint_);
+  }
+
+  // Seconds from the last of run `run`'s `shards` shards starting to the last one ending, once
+  // all reported; DeadlineExceeded after `wait` (a subscription takes effect a moment after
+  // connecting, so a run that early may go unreported).
+  Result<double> GangSeconds(uint64_t run, uint32_t shards, std::chrono::milliseconds wait) {
+    const auto deadline = Clock::now() + wait;
+    while (reports_[run].size() < shards && Clock::now() < deadline) {
+      ATOLL_ASSIGN_OR_RETURN(auto frames, net::RecvFrames(socket_, 100ms));
+      if (!frames || frames->size() != 2) continue;
+      ATOLL_ASSIGN_OR_RETURN(Event e, DecodeEvent((*frames)[0], (*frames)[1]));
+      reports_[e.fields["run"].get<uint64_t>()].push_back(
+          {e.fields["start_us"].get<int64_t>(), e.fields["end_us"].get<int64_t>()});
+    }
+    const std::vector<std::pair<int64_t, int64_t>> got = std::move(reports_[run]);
+    reports_.erase(run);
+    if (got.size() < shards) {
+      return DeadlineExceeded(
+          fmt::format("run {}: {} of {} shards reported", run, got.size(), shards));
+    }
+    int64_t start = 0, end = 0;
+    for (const auto& [s, e] : got) {
+      start = std::max(start, s);
+      end = std::max(end, e);
+    }
+    return static_cast<double>(end - start) / 1e6;
+  }
+
+ private:
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  std::map<uint64_t, std::vector<std::pair<int64_t, int64_t>>> reports_;  // by run
+};
+
+// The programs of one block size: per kind, its block resident on the devices and its
+// collective.
 class Programs {
  public:
   Programs(Client& client, const Slice& slice, int64_t elements)
       : client_(client), slice_(slice), elements_(elements) {}
 
-  // f(x, t) = (t + 1, body(x)): the first output, tiny, is what a run waits for.
   Result<Program> Make(const Kind& kind, const std::string& name,
                        const std::function<Value(FunctionBuilder&, Value)>& body) {
     FunctionBuilder b(name);
-    const Value x = b.Input(DType::kF32, GlobalShape(kind, elements_), LayoutOf(kind));
-    const Value t = b.Input(DType::kF32, {1}, Sharding::Replicated());
-    b.Output(b.Add(t, 1.0));
-    b.Output(body(b, x));
+    b.Output(body(b, b.Input(DType::kF32, GlobalShape(kind, elements_), LayoutOf(kind))));
     ATOLL_ASSIGN_OR_RETURN(Function fn, client_.Register(b, slice_));
     ProgramBuilder p;
-    p.Return(
-        p.Call(fn, {p.Arg(DType::kF32, GlobalShape(kind, elements_)), p.Arg(DType::kF32, {1})}));
+    p.Return(p.Call(fn, {p.Arg(DType::kF32, GlobalShape(kind, elements_))}));
     return p.Build();
   }
 
@@ -185,19 +228,16 @@ class Programs {
     ATOLL_ASSIGN_OR_RETURN(Program init, Make(kind, "resident", [](FunctionBuilder& b, Value x) {
                              return b.Mul(x, 1.0);
                            }));
-    ATOLL_ASSIGN_OR_RETURN(Run run,
-                           client_.Submit(init, {Tensor(DType::kF32, GlobalShape(kind, elements_)),
-                                                 Tensor::F32({1}, {0})}));
-    ATOLL_RETURN_IF_ERROR(run.Wait(0, kTimeout).status());
-    return run.Output(1);  // which keeps the run's objects
+    ATOLL_ASSIGN_OR_RETURN(
+        Run run, client_.Submit(init, {Tensor(DType::kF32, GlobalShape(kind, elements_))}));
+    return run.Output(0);  // which keeps the run's objects
   }
 
-  // Seconds from submit to the tiny output of one run of `program` on `x`.
-  Result<double> Time(const Program& program, const Future& x) {
-    const auto begin = Clock::now();
-    ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(program, {x, Tensor::F32({1}, {0})}));
-    ATOLL_RETURN_IF_ERROR(run.Wait(0, kTimeout).status());
-    return std::chrono::duration<double>(Clock::now() - begin).count();
+  // The gang's seconds in one run of `program` on `x` (its result is left on the devices).
+  Result<double> Time(const Program& program, const Future& x, GangTimes& gangs,
+                      std::chrono::milliseconds wait = kTimeout) {
+    ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(program, {x}));
+    return gangs.GangSeconds(run.id(), kDevices, wait);
   }
 
  private:
@@ -206,49 +246,61 @@ class Programs {
   const int64_t elements_;
 };
 
-Status MeasureSize(Client& client, const Slice& slice, RawExchange& raw, uint64_t bytes, int reps,
-                   BenchResult& result) {
+Status MeasureSize(Client& client, const Slice& slice, GangTimes& gangs, RawExchange& raw,
+                   uint64_t bytes, int reps, BenchResult& result) {
   const auto elements = static_cast<int64_t>(bytes / 4);
   Programs programs(client, slice, elements);
+  struct Prepared {
+    Future x;
+    Program collective;
+    std::pair<uint64_t, uint64_t> wire;
+  };
+  std::vector<Prepared> prepared;
   for (const Kind& kind : Kinds()) {
     ATOLL_ASSIGN_OR_RETURN(Future x, programs.Resident(kind));
-    ATOLL_ASSIGN_OR_RETURN(
-        Program copy,
-        programs.Make(kind, "copy", [](FunctionBuilder& b, Value v) { return b.Mul(v, 1.0); }));
     ATOLL_ASSIGN_OR_RETURN(Program collective, programs.Make(kind, kind.name, kind.apply));
-    const auto [ab, ba] = WireBytes(kind, elements);
-    std::vector<double> copies, collectives, zmq;
-    for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up: connections, first reservations
-      ATOLL_ASSIGN_OR_RETURN(double c, programs.Time(copy, x));
-      ATOLL_ASSIGN_OR_RETURN(double t, programs.Time(collective, x));
-      ATOLL_ASSIGN_OR_RETURN(double z, raw.Seconds(ab, ba));
-      if (rep < 0) continue;
-      copies.push_back(c);
-      collectives.push_back(t);
-      zmq.push_back(bytes / z);
+    prepared.push_back({std::move(x), std::move(collective), WireBytes(kind, elements)});
+  }
+  // Rounds of every collective in turn, so that drift in the machine's load hits all alike;
+  // round -1 warms up (connections, the processes' first large allocations).
+  std::vector<std::vector<double>> atoll(prepared.size()), zmq(prepared.size());
+  for (int round = -1; round < reps; ++round) {
+    for (size_t k = 0; k < prepared.size(); ++k) {
+      Prepared& p = prepared[k];
+      ATOLL_ASSIGN_OR_RETURN(double gang, programs.Time(p.collective, p.x, gangs));
+      ATOLL_ASSIGN_OR_RETURN(double exchange, raw.Seconds(p.wire.first, p.wire.second));
+      if (round < 0) continue;
+      atoll[k].push_back(bytes / gang);
+      zmq[k].push_back(bytes / exchange);
     }
-    const double base = Median(copies);
-    std::vector<double> bandwidth;
-    for (double t : collectives) {
-      if (t > base) bandwidth.push_back(bytes / (t - base));
-    }
-    if (bandwidth.empty()) {
-      return Internal(
-          fmt::format("{} of {} B: no run took longer than the copy's median", kind.name, bytes));
-    }
+  }
+  for (size_t k = 0; k < prepared.size(); ++k) {
+    const Kind& kind = Kinds()[k];
     const Params params = {{"collective", kind.name}, {"bytes_per_device", bytes}};
-    result.Add("atoll", params, "bytes_per_s", "B/s", bandwidth);
-    result.Add("zmq", params, "bytes_per_s", "B/s", zmq);
-    result.Add("atoll_copy", params, "run_s", "s", copies);
-    const double ratio = Median(bandwidth) / Median(zmq);
+    result.Add("atoll", params, "bytes_per_s", "B/s", atoll[k]);
+    result.Add("zmq", params, "bytes_per_s", "B/s", zmq[k]);
+    const double ratio = Median(atoll[k]) / Median(zmq[k]);
     result.Derive(fmt::format("{}_over_zmq_{}B", kind.name, bytes), ratio);
     fmt::print(
         "{:>18} {:>9} B/device: atoll {:8.1f} MB/s, zmq {:8.1f} MB/s ({} + {} B on the "
         "wire), ratio {:.3f}\n",
-        kind.name, bytes, Median(bandwidth) / 1e6, Median(zmq) / 1e6, ab, ba, ratio);
-    std::fflush(stdout);
+        kind.name, bytes, Median(atoll[k]) / 1e6, Median(zmq[k]) / 1e6, prepared[k].wire.first,
+        prepared[k].wire.second, ratio);
   }
+  std::fflush(stdout);
   return Status::Ok();
+}
+
+// Runs a small all-reduce until its gang is reported: the subscription is in effect.
+Status AwaitReports(Client& client, const Slice& slice, GangTimes& gangs) {
+  Programs programs(client, slice, 4);
+  const Kind& kind = Kinds().front();
+  ATOLL_ASSIGN_OR_RETURN(Future x, programs.Resident(kind));
+  ATOLL_ASSIGN_OR_RETURN(Program probe, programs.Make(kind, "probe", kind.apply));
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (programs.Time(probe, x, gangs, 200ms).ok()) return Status::Ok();
+  }
+  return DeadlineExceeded("no gang.done event came from the executors");
 }
 
 Status Measure(const BenchOptions& options, BenchResult& result) {
@@ -272,8 +324,12 @@ Status Measure(const BenchOptions& options, BenchResult& result) {
     ATOLL_ASSIGN_OR_RETURN(Slice slice, client->CreateSlice(kDevices, "island0"));
     RawExchange raw;
     ATOLL_RETURN_IF_ERROR(raw.Connect());
+    zmq::context_t context;
+    GangTimes gangs(context, cluster->info().events_out);
+    ATOLL_RETURN_IF_ERROR(gangs.Connect());
+    ATOLL_RETURN_IF_ERROR(AwaitReports(*client, slice, gangs));
     for (uint64_t bytes : sizes) {
-      ATOLL_RETURN_IF_ERROR(MeasureSize(*client, slice, raw, bytes, reps, result)
+      ATOLL_RETURN_IF_ERROR(MeasureSize(*client, slice, gangs, raw, bytes, reps, result)
                                 .WithContext(fmt::format("{} B per device", bytes)));
     }
     return Status::Ok();

@@ -85,7 +85,8 @@ Result<Tensor> CollectiveHub::Run(const CollectiveKey& key, const GangLayout& la
   cv_.notify_all();
   SendItems(key, st, lock);  // errors in place of its items, when it failed before they went
   SendTotals(key, st, lock);
-  Result<Tensor> out = st.results ? Result<Tensor>(st.results->at(shard)) : *st.failed;
+  // Each local shard reads its own result once: it takes it.
+  Result<Tensor> out = st.results ? Result<Tensor>(std::move(st.results->at(shard))) : *st.failed;
   if (--st.readers_left == 0) states_.erase(key);
   return out;
 }
@@ -95,15 +96,17 @@ Status CollectiveHub::Assemble(State& st, const GangLayout& layout) {
   const HostPlan& plan = *st.plan;
   const Shape item_shape = ItemShape(op, st.block);
   for (const auto& [h, keys] : plan.receives) {
-    const Result<Tensor>& message = st.messages.at(h);
+    Result<Tensor>& message = st.messages.at(h);
     ATOLL_RETURN_IF_ERROR(message.status());
-    ATOLL_RETURN_IF_ERROR(Unpack(op, *message, h, keys, st.dtype, item_shape, st.items));
+    ATOLL_RETURN_IF_ERROR(
+        Unpack(op, std::move(message).value(), h, keys, st.dtype, item_shape, st.items));
   }
   std::map<ItemKey, Tensor> totals;
   if (!plan.totals.empty()) {
     ATOLL_RETURN_IF_ERROR(st.totals->status());
     ItemValues from_root;
-    ATOLL_RETURN_IF_ERROR(Unpack(op, **st.totals, 0, plan.totals, st.dtype, item_shape, from_root));
+    ATOLL_RETURN_IF_ERROR(
+        Unpack(op, std::move(*st.totals).value(), 0, plan.totals, st.dtype, item_shape, from_root));
     for (auto& [at, value] : from_root) totals.emplace(at.second, std::move(value));
   }
   ATOLL_ASSIGN_OR_RETURN(auto results,
@@ -137,8 +140,8 @@ void CollectiveHub::SendItems(const CollectiveKey& key, State& st,
   }
   const uint32_t self = st.plan->self;
   lock.unlock();
-  for (const auto& [endpoint, message] : out) {
-    send_(*endpoint, key, CollectiveValue::kPartial, self, message);
+  for (auto& [endpoint, message] : out) {
+    send_(*endpoint, key, CollectiveValue::kPartial, self, std::move(message));
   }
   lock.lock();
 }
@@ -155,8 +158,8 @@ void CollectiveHub::SendTotals(const CollectiveKey& key, State& st,
   }
   st.totals_out.clear();
   lock.unlock();
-  for (const auto& [endpoint, message] : out) {
-    send_(*endpoint, key, CollectiveValue::kTotal, 0, message);
+  for (auto& [endpoint, message] : out) {
+    send_(*endpoint, key, CollectiveValue::kTotal, 0, std::move(message));
   }
   lock.lock();
 }

@@ -55,9 +55,8 @@ class CollectiveHub {
   // Sends a message of this host's (its items, or the totals when it is the root: `what`) to
   // another host of the gang (`endpoint`); `from_host` is this host's index in the gang.
   // Called with no lock held, from a device thread.
-  using Send =
-      std::function<void(const std::string& endpoint, const CollectiveKey& key,
-                         CollectiveValue what, uint32_t from_host, const Result<Tensor>& value)>;
+  using Send = std::function<void(const std::string& endpoint, const CollectiveKey& key,
+                                  CollectiveValue what, uint32_t from_host, Result<Tensor> value)>;
 
   CollectiveHub(std::string self_endpoint, Send send, std::chrono::milliseconds timeout,
                 size_t all_pairs_max_hosts = kAllPairsMaxHosts);

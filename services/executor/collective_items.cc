@@ -1,6 +1,8 @@
 #include "services/executor/collective_items.h"
 
 #include <cstring>
+#include <memory>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -40,14 +42,14 @@ Result<const Tensor*> PieceOf(const CollectiveOp& op, const GangLayout& layout,
 // Every member's item `piece` of `t`'s group, joined along op.dim in member order.
 Result<Tensor> Joined(const CollectiveOp& op, const MeshGroups& groups, const GangLayout& layout,
                       const ItemValues& items, uint32_t t, uint32_t piece) {
-  std::vector<Tensor> pieces;
+  std::vector<const Tensor*> pieces;
   pieces.reserve(groups.size());
   for (int64_t m = 0; m < groups.size(); ++m) {
     ATOLL_ASSIGN_OR_RETURN(const Tensor* p,
                            PieceOf(op, layout, items, groups.Member(groups.Leader(t), m), piece));
-    pieces.push_back(*p);
+    pieces.push_back(p);
   }
-  return kernels::Concat(pieces, op.dim);
+  return kernels::Concat(std::span<const Tensor* const>(pieces), op.dim);
 }
 
 }  // namespace
@@ -129,7 +131,7 @@ Result<Tensor> Pack(const ItemValues& items, uint32_t host, const std::vector<It
   return message;
 }
 
-Status Unpack(const CollectiveOp& op, const Tensor& message, uint32_t from,
+Status Unpack(const CollectiveOp& op, Tensor message, uint32_t from,
               const std::vector<ItemKey>& keys, DType dtype, const Shape& item_shape,
               ItemValues& items) {
   Shape want = item_shape;
@@ -140,16 +142,16 @@ Status Unpack(const CollectiveOp& op, const Tensor& message, uint32_t from,
                                        DTypeName(dtype), ShapeString(want)));
   }
   if (keys.size() == 1) {
-    items[{from, keys[0]}] = message;
+    items[{from, keys[0]}] = std::move(message);
     return Status::Ok();
   }
-  const size_t bytes = keys.empty() ? 0 : message.nbytes() / keys.size();
-  const std::byte* in = message.data();
-  for (const ItemKey& key : keys) {
-    Tensor item(dtype, item_shape);
-    std::memcpy(item.data(), in, bytes);
-    in += bytes;
-    items[{from, key}] = std::move(item);
+  // The items are views of the message, which they keep: no copy.
+  const auto whole = std::make_shared<Tensor>(std::move(message));
+  const size_t bytes = keys.empty() ? 0 : whole->nbytes() / keys.size();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ATOLL_ASSIGN_OR_RETURN(
+        items[std::pair(from, keys[i])],
+        Tensor::Adopt(dtype, item_shape, std::span(whole->data() + i * bytes, bytes), whole));
   }
   return Status::Ok();
 }
@@ -159,11 +161,12 @@ Result<Tensor> SlotValue(const CollectiveOp& op, const GangLayout& layout, const
   const MeshGroups groups(op.mesh, op.axis);
   const std::vector<uint32_t> hosts = GroupHosts(groups, layout, slot.a);
   ATOLL_ASSIGN_OR_RETURN(const Tensor* first, Find(op, items, hosts.front(), slot));
-  Tensor value = *first;
+  Tensor value;
   for (size_t h = 1; h < hosts.size(); ++h) {
     ATOLL_ASSIGN_OR_RETURN(const Tensor* partial, Find(op, items, hosts[h], slot));
-    ATOLL_ASSIGN_OR_RETURN(value, kernels::Binary(Combine(op), value, *partial));
+    ATOLL_ASSIGN_OR_RETURN(value, kernels::Binary(Combine(op), h == 1 ? *first : value, *partial));
   }
+  if (hosts.size() == 1) value = *first;
   if (op.code == ir::OpCode::kAllReduceMean) {
     return kernels::Binary(kernels::BinaryFn::kDiv, value, static_cast<double>(groups.size()));
   }

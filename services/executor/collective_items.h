@@ -32,7 +32,7 @@ Status AddOwnItems(const CollectiveOp& op, const GangLayout& layout, const HostP
 Result<Tensor> Pack(const ItemValues& items, uint32_t host, const std::vector<ItemKey>& keys);
 // A message `from` sent, holding `keys` in order, each of `item_shape` and `dtype`, added to
 // `items` as (from, key). InvalidArgument naming the host when it does not hold them.
-Status Unpack(const CollectiveOp& op, const Tensor& message, uint32_t from,
+Status Unpack(const CollectiveOp& op, Tensor message, uint32_t from,
               const std::vector<ItemKey>& keys, DType dtype, const Shape& item_shape,
               ItemValues& items);
 

@@ -79,7 +79,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   hub_ = std::make_unique<CollectiveHub>(
       data_endpoint_.advertised,
       [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
-             uint32_t from_host, const Result<Tensor>& value) {
+             uint32_t from_host, Result<Tensor> value) {
         proto::TupleHeader h;
         h.kind = what == CollectiveValue::kTotal ? proto::TupleHeader::kCollectiveTotal
                                                  : proto::TupleHeader::kCollective;
@@ -87,7 +87,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
         h.node = key.node;
         h.input = key.op;
         h.shard = from_host;
-        completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), value});
+        completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), std::move(value)});
       },
       kCollectiveTimeout);
   ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(device_kind_));

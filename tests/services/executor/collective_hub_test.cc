@@ -51,7 +51,7 @@ class CollectiveHubTest : public ::testing::Test {
     return CollectiveHub(
         kB,
         [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
-               uint32_t from_host, const Result<Tensor>& partial) {
+               uint32_t from_host, Result<Tensor> partial) {
           {
             std::lock_guard lock(mu_);
             sent_.push_back({endpoint, key, what, from_host, partial});

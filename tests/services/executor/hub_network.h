@@ -28,7 +28,7 @@ class HubNetwork {
       hubs_[host] = std::make_unique<CollectiveHub>(
           host,
           [this, host](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
-                       uint32_t from_host, const Result<Tensor>& value) {
+                       uint32_t from_host, Result<Tensor> value) {
             {
               std::lock_guard lock(mu_);
               ++messages_[{host, endpoint}];
