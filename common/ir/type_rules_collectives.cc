@@ -31,6 +31,14 @@ int DimCutAlong(const TensorType& t, int32_t axis) {
   return it == t.split.end() ? -1 : static_cast<int>(it - t.split.begin());
 }
 
+// The dimension of `t` cut along `axis`, which the op needs.
+Result<int> NeedCutAlong(const Op& op, const TensorType& t, int32_t axis) {
+  const int dim = DimCutAlong(t, axis);
+  if (dim >= 0) return dim;
+  return InvalidArgument(fmt::format("{} along mesh axis {} needs a tensor cut along it, got {}",
+                                     OpName(op.code), axis, Describe(t)));
+}
+
 Status NeedNotCutAlong(const Op& op, const TensorType& t, int32_t axis) {
   if (DimCutAlong(t, axis) < 0) return Status::Ok();
   return InvalidArgument(
@@ -74,13 +82,7 @@ Result<TensorType> InferAllReduce(const FunctionDef& fn, const Op& op) {
 Result<TensorType> InferAllGather(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   ATOLL_ASSIGN_OR_RETURN(const int32_t axis, CollectiveAxis(op, /*whole_slice_ok=*/false));
-  const int dim = DimCutAlong(*t[0], axis);
-  if (dim < 0) {
-    return InvalidArgument(
-        fmt::format("all_gather along mesh axis {} needs a tensor cut along it, "
-                    "got {}",
-                    axis, Describe(*t[0])));
-  }
+  ATOLL_ASSIGN_OR_RETURN(const int dim, NeedCutAlong(op, *t[0], axis));
   TensorType out = *t[0];
   out.split[dim] = -1;
   return out;
@@ -99,13 +101,7 @@ Result<TensorType> InferReduceScatter(const FunctionDef& fn, const Op& op) {
 Result<TensorType> InferAllToAll(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   ATOLL_ASSIGN_OR_RETURN(const int32_t axis, CollectiveAxis(op, /*whole_slice_ok=*/false));
-  const int from = DimCutAlong(*t[0], axis);
-  if (from < 0) {
-    return InvalidArgument(
-        fmt::format("all_to_all along mesh axis {} needs a tensor cut along it, "
-                    "got {}",
-                    axis, Describe(*t[0])));
-  }
+  ATOLL_ASSIGN_OR_RETURN(const int from, NeedCutAlong(op, *t[0], axis));
   ATOLL_ASSIGN_OR_RETURN(const int to, UncutDimParam(op, *t[0]));
   TensorType out = *t[0];
   out.split[from] = -1;

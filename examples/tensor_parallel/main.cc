@@ -4,13 +4,13 @@
 // (the topology of config/test.toml, on free loopback ports) and stops it at the end; with
 // --rm it uses a running one (`atoll up`). Prints a line per step (loss, throughput) and a
 // summary.
-#include <cstdio>
 #include <string>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "examples/common/example_cluster.h"
+#include "examples/common/training_log.h"
 #include "examples/tensor_parallel/tensor_parallel.h"
 
 namespace {
@@ -61,18 +61,15 @@ int Main(int argc, char** argv) {
       "steps of Adam (lr {}) with ZeRO-1 state\n",
       config.blocks, config.width, config.hidden, config.width, data, model, island, config.batch,
       config.steps, config.adam.learning_rate);
+  const auto batch = static_cast<double>(config.batch);
   auto result = atl::examples::TrainTensorParallel(**client, *slice, config, [&](const auto& s) {
-    fmt::print("step {:3}/{}  loss {:.4f}  {:8.0f} examples/s\n", s.step, config.steps, s.loss,
-               static_cast<double>(config.batch) / s.elapsed.count());
-    std::fflush(stdout);
+    atl::examples::PrintStep(s.step, config.steps, s.loss, batch, s.elapsed);
   });
   if (!result.ok()) {
     fmt::print(stderr, "error: {}\n", result.status().ToString());
     return 1;
   }
-  fmt::print("done: loss {:.4f} -> {:.4f} in {} steps, {:.0f} examples/s on average\n",
-             result->losses.front(), result->losses.back(), config.steps,
-             static_cast<double>(config.batch) * config.steps / result->elapsed.count());
+  atl::examples::PrintSummary(result->losses, batch * config.steps, result->elapsed);
   return 0;
 }
 

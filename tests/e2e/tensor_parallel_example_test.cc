@@ -8,8 +8,8 @@
 
 #include "examples/tensor_parallel/tensor_parallel.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/example_program.h"
 #include "tests/e2e/relative_difference.h"
-#include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
 namespace {
@@ -91,16 +91,8 @@ TEST_F(TensorParallelExampleTest, SizesThatDoNotDivideOverTheirAxesAreRefused) {
 
 // The example program, run as a user would against this cluster.
 TEST_F(TensorParallelExampleTest, TheExampleProgramPrintsEachStepAndASummary) {
-  Subprocess example(
-      {ATOLL_BIN_DIR "/atoll-example-tensor-parallel", "--rm", RmEndpoint(), "--steps", "3"});
-  const CommandResult done = example.Wait(std::chrono::seconds(60));
-  ASSERT_EQ(done.exit_code, 0) << done.Describe();
-  EXPECT_NE(done.out.find("on a 2x2 (data x model) mesh of island0"), std::string::npos)
-      << done.out;
-  for (const char* line :
-       {"step   1/3  loss ", "step   3/3  loss ", "examples/s\n", "done: loss "}) {
-    EXPECT_NE(done.out.find(line), std::string::npos) << line << " in:\n" << done.out;
-  }
+  ExpectStepsAndSummary(ATOLL_BIN_DIR "/atoll-example-tensor-parallel", RmEndpoint(),
+                        "on a 2x2 (data x model) mesh of island0");
 }
 
 }  // namespace
