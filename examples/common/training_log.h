@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "atoll/status.h"
+
 namespace atl::examples {
 
 // Step `step` of `steps`: its loss (`loss_digits` decimals) and `examples` over `elapsed`.
@@ -19,11 +21,20 @@ inline void PrintStep(int step, int steps, double loss, double examples,
   std::fflush(stdout);
 }
 
-// The first and last of `losses` (one per step) and `examples` in all over `elapsed`.
-inline void PrintSummary(const std::vector<double>& losses, double examples,
-                         std::chrono::duration<double> elapsed) {
+// The end of a training example: `trained`'s error on stderr (returns 1), or the first and
+// last of its losses (one per step) and `examples_per_step` over its elapsed time (returns
+// 0): the program's exit status.
+template <typename Trained>
+int Finish(const Result<Trained>& trained, double examples_per_step) {
+  if (!trained.ok()) {
+    fmt::print(stderr, "error: {}\n", trained.status().ToString());
+    return 1;
+  }
+  const std::vector<double>& losses = trained->losses;
   fmt::print("done: loss {:.4f} -> {:.4f} in {} steps, {:.0f} examples/s on average\n",
-             losses.front(), losses.back(), losses.size(), examples / elapsed.count());
+             losses.front(), losses.back(), losses.size(),
+             examples_per_step * static_cast<double>(losses.size()) / trained->elapsed.count());
+  return 0;
 }
 
 }  // namespace atl::examples

@@ -54,12 +54,7 @@ int Main(int argc, char** argv) {
   auto result = atl::examples::TrainMlp(**client, *slice, config, [&](const auto& step) {
     atl::examples::PrintStep(step.step, config.steps, step.loss, batch, step.elapsed, loss_digits);
   });
-  if (!result.ok()) {
-    fmt::print(stderr, "error: {}\n", result.status().ToString());
-    return 1;
-  }
-  atl::examples::PrintSummary(result->losses, batch * config.steps, result->elapsed);
-  return 0;
+  return atl::examples::Finish(result, batch);
 }
 
 }  // namespace

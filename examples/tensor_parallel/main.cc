@@ -65,12 +65,7 @@ int Main(int argc, char** argv) {
   auto result = atl::examples::TrainTensorParallel(**client, *slice, config, [&](const auto& s) {
     atl::examples::PrintStep(s.step, config.steps, s.loss, batch, s.elapsed);
   });
-  if (!result.ok()) {
-    fmt::print(stderr, "error: {}\n", result.status().ToString());
-    return 1;
-  }
-  atl::examples::PrintSummary(result->losses, batch * config.steps, result->elapsed);
-  return 0;
+  return atl::examples::Finish(result, batch);
 }
 
 }  // namespace
