@@ -30,15 +30,16 @@ Result<CollectiveOp> CollectiveOp::Of(const ir::FunctionDef& fn, uint32_t op_ind
         fmt::format("op {} of function '{}' is not a collective", op_index, fn.name));
   }
   const ir::Op& op = fn.ops[op_index];
-  const ir::TensorType* operand = ir::OperandType(fn, op.operands.at(0));
-  const auto axis = static_cast<int64_t>(op.attr);
+  const ir::TensorType* operand =
+      op.operands.size() == 1 ? ir::OperandType(fn, op.operands[0]) : nullptr;
+  const auto axis = static_cast<int64_t>(op.attr);  // whole: the function passed Validate
   const bool whole = axis == ir::kWholeSlice;
   auto refuse = [&](std::string_view why) {
     return InvalidArgument(fmt::format("{} (op {} of function '{}') over mesh {}: {}",
                                        ir::OpName(op.code), op_index, fn.name, ShapeString(mesh),
                                        why));
   };
-  if (operand == nullptr) return refuse("its operand is not a tensor");
+  if (operand == nullptr) return refuse("it does not take one tensor");
   if (!whole && (axis < 0 || axis >= static_cast<int64_t>(mesh.size()))) {
     return refuse(fmt::format("mesh axis {} does not exist", axis));
   }
@@ -46,6 +47,9 @@ Result<CollectiveOp> CollectiveOp::Of(const ir::FunctionDef& fn, uint32_t op_ind
   c.code = op.code;
   c.mesh = mesh;
   c.axis = static_cast<int32_t>(axis);
+  if (whole && (!c.Reduces() || op.code == ir::OpCode::kReduceScatter)) {
+    return refuse("only all-reduces run over the whole slice");
+  }
   const int64_t members = whole ? NumElements(mesh) : mesh[axis];
   auto cut_dim = [&] {
     const auto it = std::find(operand->split.begin(), operand->split.end(), c.axis);
@@ -88,8 +92,7 @@ Result<CollectiveOp> CollectiveOp::Of(const ir::FunctionDef& fn, uint32_t op_ind
         c.target_of[source] = target;
       }
       break;
-    default:
-      if (whole && !c.Reduces()) return refuse("only all-reduces run over the whole slice");
+    default:  // the all-reduces: the axis is all they need
       break;
   }
   return c;
