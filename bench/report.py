@@ -43,6 +43,7 @@ PLOTS = {
     "control": {"x": "shards", "xscale": "log", "yscale": "symlog", "series": ["total"]},
     "pipeline": {"x": "micro_batches", "xscale": "log", "yscale": "linear"},
     "peers": {"figure": "bars", "yscale": "auto"},
+    "collectives": {"x": "bytes_per_device", "xscale": "log", "yscale": "log"},
 }
 DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto", "series": None, "figure": None}
 # A series' variant (its name's last "_" part) and its line style in "against_hosts"; a

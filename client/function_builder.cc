@@ -43,7 +43,7 @@ namespace {
 
 // Appends an op, inferring its result type from its operands; records the first error.
 Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operand> operands,
-            double attr = 0.0) {
+            double attr = 0.0, std::vector<int64_t> params = {}) {
   if (!impl.status.ok()) return {};
   for (const auto& o : operands) {
     if (o.kind != ir::Operand::kScalar && ir::OperandType(impl.def, o) == nullptr) {
@@ -52,7 +52,7 @@ Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operan
       return {};
     }
   }
-  ir::Op op{code, std::move(operands), attr, {}};
+  ir::Op op{code, std::move(operands), attr, {}, std::move(params)};
   auto type = ir::InferType(impl.def, op);
   if (!type.ok()) {
     impl.status = type.status().WithContext("function '" + impl.def.name + "'");
@@ -225,8 +225,43 @@ Value FunctionBuilder::Filter(Value a, double threshold) {
   return AddOp(*impl_, ir::OpCode::kFilter, {ToOperand(a)}, threshold);
 }
 
-Value FunctionBuilder::AllReduceSum(Value a) {
-  return AddOp(*impl_, ir::OpCode::kAllReduceSum, {ToOperand(a)});
+static_assert(kWholeSlice == ir::kWholeSlice);
+
+Value FunctionBuilder::AllReduceSum(Value a, int mesh_axis) {
+  return AddOp(*impl_, ir::OpCode::kAllReduceSum, {ToOperand(a)}, mesh_axis);
+}
+Value FunctionBuilder::AllReduceMax(Value a, int mesh_axis) {
+  return AddOp(*impl_, ir::OpCode::kAllReduceMax, {ToOperand(a)}, mesh_axis);
+}
+Value FunctionBuilder::AllReduceMin(Value a, int mesh_axis) {
+  return AddOp(*impl_, ir::OpCode::kAllReduceMin, {ToOperand(a)}, mesh_axis);
+}
+Value FunctionBuilder::AllReduceMean(Value a, int mesh_axis) {
+  return AddOp(*impl_, ir::OpCode::kAllReduceMean, {ToOperand(a)}, mesh_axis);
+}
+Value FunctionBuilder::AllGather(Value a, int mesh_axis) {
+  return AddOp(*impl_, ir::OpCode::kAllGather, {ToOperand(a)}, mesh_axis);
+}
+Value FunctionBuilder::ReduceScatter(Value a, int mesh_axis, int dim) {
+  return AddOp(*impl_, ir::OpCode::kReduceScatter, {ToOperand(a)}, mesh_axis,
+               {NormalizeAxis(*impl_, a, dim)});
+}
+Value FunctionBuilder::AllToAll(Value a, int mesh_axis, int dim) {
+  return AddOp(*impl_, ir::OpCode::kAllToAll, {ToOperand(a)}, mesh_axis,
+               {NormalizeAxis(*impl_, a, dim)});
+}
+Value FunctionBuilder::Broadcast(Value a, int mesh_axis, int64_t root) {
+  return AddOp(*impl_, ir::OpCode::kBroadcast, {ToOperand(a)}, mesh_axis, {root});
+}
+Value FunctionBuilder::CollectivePermute(Value a, int mesh_axis,
+                                         const std::vector<std::pair<int64_t, int64_t>>& pairs) {
+  std::vector<int64_t> params;
+  for (const auto& [source, target] : pairs) {
+    params.push_back(source);
+    params.push_back(target);
+  }
+  return AddOp(*impl_, ir::OpCode::kCollectivePermute, {ToOperand(a)}, mesh_axis,
+               std::move(params));
 }
 
 void FunctionBuilder::Output(Value v) {

@@ -17,9 +17,10 @@ namespace atl::compute {
 class Collectives {
  public:
   virtual ~Collectives() = default;
-  // Blocks until every shard of the gang contributed to collective op `op_index`, then
-  // returns the elementwise sum of all contributions (the same on every shard).
-  virtual Result<Tensor> AllReduceSum(uint32_t op_index, Tensor local) = 0;
+  // Contributes this shard's `local` block to collective op `op_index` of the running
+  // function (an ir::IsCollective op, whose row in ops.def says what it computes) and blocks
+  // until this shard's block of the result is known, from the shards of its group.
+  virtual Result<Tensor> Run(uint32_t op_index, Tensor local) = 0;
 };
 
 class Backend {

@@ -13,7 +13,7 @@ class CpuBackend final : public Backend {
   static CpuBackend& Get();
 
   std::string_view name() const override { return "cpu"; }
-  // Every op of the table but the collective kAllReduceSum (RunCpuOp says what is refused);
+  // Every op of the table but the collectives (RunCpuOp says what is refused);
   // Internal when `operands` does not have one entry per op.operands.
   Result<Tensor> Run(const ir::Op& op, std::span<const Tensor* const> operands) override;
 };

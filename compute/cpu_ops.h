@@ -16,8 +16,8 @@ namespace atl::compute {
 // where that operand is a scalar (its value is op.operands[i].scalar); the tensors are
 // borrowed for the call only. Returns the op's local result. InvalidArgument for an op code
 // outside the table, an operand count other than the op's row gives, a scalar where the op
-// needs a tensor, or operands the kernel refuses (naming the op). kAllReduceSum is a
-// collective, run by the interpreter: InvalidArgument here.
+// needs a tensor, or operands the kernel refuses (naming the op). The collectives
+// (ir::IsCollective) are run by the interpreter: InvalidArgument here.
 Result<Tensor> RunCpuOp(const ir::Op& op, std::span<const Tensor* const> operands);
 
 }  // namespace atl::compute

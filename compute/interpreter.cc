@@ -84,14 +84,14 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
       args.push_back(*arg);
     }
     Result<Tensor> result = Internal("not run");
-    if (op.code == ir::OpCode::kAllReduceSum) {
+    if (ir::IsCollective(op.code)) {
       if (collectives == nullptr) {
         return FailedPrecondition(context() + ": no collectives for this shard");
       }
       if (args.size() != 1 || args[0] == nullptr) {
         return InvalidArgument(context() + ": takes one tensor");
       }
-      result = collectives->AllReduceSum(static_cast<uint32_t>(i), *args[0]);
+      result = collectives->Run(static_cast<uint32_t>(i), *args[0]);
     } else {
       result = backend.Run(op, args);
     }

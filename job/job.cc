@@ -69,9 +69,51 @@ Result<std::pair<DType, Shape>> ParseType(const toml::value& table) {
   return std::pair{dtype, std::move(shape)};
 }
 
-// "replicated" or "split:D", D a dimension of a tensor of rank `rank` (0 for a scalar).
+// A slice's `mesh`: its axes' extents, each at least 1, of at most kMaxSliceDevices devices.
+Result<Shape> ParseMesh(const toml::value& slice, const std::string& name) {
+  const Shape mesh = Required<Shape>(slice, "mesh");
+  int64_t devices = 1;
+  for (int64_t extent : mesh) {
+    if (extent < 1 || extent > kMaxSliceDevices / devices) {
+      return InvalidArgument(fmt::format(
+          "slice '{}' mesh {}: every axis must be at least 1, and the devices at most {}", name,
+          ShapeString(mesh), kMaxSliceDevices));
+    }
+    devices *= extent;
+  }
+  if (mesh.empty()) return InvalidArgument("slice '" + name + "' mesh has no axes");
+  return mesh;
+}
+
+// "axes:A0,A1,...": per dimension of a tensor of rank `rank`, the mesh axis it is cut along
+// or -1.
+Result<Sharding> ParseAxes(const std::string& text, size_t rank) {
+  std::vector<int> axes;
+  for (size_t start = 5;;) {
+    const size_t comma = text.find(',', start);
+    const char* end = text.data() + (comma == std::string::npos ? text.size() : comma);
+    int axis = 0;
+    auto [ptr, ec] = std::from_chars(text.data() + start, end, axis);
+    if (ec != std::errc() || ptr != end || axis < -1) {
+      return InvalidArgument("sharding '" + text +
+                             "' must list a mesh axis or -1 per dimension, separated by commas");
+    }
+    axes.push_back(axis);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (axes.size() > std::max<size_t>(rank, 1)) {
+    return InvalidArgument(fmt::format("sharding '{}' names {} dimensions of a rank-{} tensor",
+                                       text, axes.size(), rank));
+  }
+  return Sharding::Axes(std::move(axes));
+}
+
+// "replicated", "split:D" (D a dimension of a tensor of rank `rank`, 0 for a scalar, cut
+// along mesh axis 0) or "axes:A0,A1,...".
 Result<Sharding> ParseSharding(const std::string& text, size_t rank) {
   if (text == "replicated") return Sharding::Replicated();
+  if (text.rfind("axes:", 0) == 0) return ParseAxes(text, rank);
   int dim = 0;
   if (text.rfind("split:", 0) == 0) {
     const char* begin = text.data() + 6;
@@ -85,7 +127,8 @@ Result<Sharding> ParseSharding(const std::string& text, size_t rank) {
                                          std::max<size_t>(rank, 1) - 1));
     }
   }
-  return InvalidArgument("sharding '" + text + "' is neither \"replicated\" nor \"split:D\"");
+  return InvalidArgument("sharding '" + text +
+                         "' is none of \"replicated\", \"split:D\" and \"axes:A0,A1,...\"");
 }
 
 // Value `index` of an input, as its dtype holds it: an i32 must be a whole number in int32's
@@ -119,10 +162,15 @@ Result<JobSpec> FromToml(const toml::value& root) {
   ATOLL_RETURN_IF_ERROR(ReadInt(root, "steps", "steps", 1, kMaxSteps, job.steps));
   std::set<std::string> slice_names, function_names;
   for (const auto& s : Array(root, "slices")) {
-    JobSpec::SliceSpec spec{Required<std::string>(s, "name"), 1,
-                            Optional<std::string>(s, "island", "")};
-    ATOLL_RETURN_IF_ERROR(ReadInt(s, "devices", "slice '" + spec.name + "' devices", 1,
-                                  kMaxSliceDevices, spec.devices));
+    JobSpec::SliceSpec spec{
+        Required<std::string>(s, "name"), 1, Optional<std::string>(s, "island", ""), {}};
+    if (s.contains("mesh")) {
+      ATOLL_ASSIGN_OR_RETURN(spec.mesh, ParseMesh(s, spec.name));
+      spec.devices = static_cast<uint32_t>(NumElements(spec.mesh));
+    } else {
+      ATOLL_RETURN_IF_ERROR(ReadInt(s, "devices", "slice '" + spec.name + "' devices", 1,
+                                    kMaxSliceDevices, spec.devices));
+    }
     if (!slice_names.insert(spec.name).second) {
       return InvalidArgument("slice '" + spec.name + "' is defined twice");
     }
@@ -263,11 +311,95 @@ Result<Value> Operand(const std::vector<Value>& ins, const std::vector<Value>& o
   return InvalidArgument("op argument '" + arg + "' is not in<i>, op<j> or a number");
 }
 
+// A collective's whole-number args (after its value): within `range` of them.
+struct CollectiveRow {
+  std::pair<size_t, size_t> numbers;  // how many, at least and at most
+  Value (*add)(FunctionBuilder& b, Value a, const std::vector<int64_t>& n);
+};
+
+template <Value (FunctionBuilder::*Reduce)(Value, int)>
+Value AddAllReduce(FunctionBuilder& b, Value a, const std::vector<int64_t>& n) {
+  return (b.*Reduce)(a, n.empty() ? kWholeSlice : static_cast<int>(n[0]));
+}
+
+// The collectives by name: an all-reduce takes a value and optionally its mesh axis (else
+// the whole slice); the others a value, the axis and their own numbers.
+const std::map<std::string, CollectiveRow, std::less<>>& CollectiveRows() {
+  static const std::map<std::string, CollectiveRow, std::less<>> rows = {
+      {"all_reduce_sum", {{0, 1}, &AddAllReduce<&FunctionBuilder::AllReduceSum>}},
+      {"all_reduce_max", {{0, 1}, &AddAllReduce<&FunctionBuilder::AllReduceMax>}},
+      {"all_reduce_min", {{0, 1}, &AddAllReduce<&FunctionBuilder::AllReduceMin>}},
+      {"all_reduce_mean", {{0, 1}, &AddAllReduce<&FunctionBuilder::AllReduceMean>}},
+      {"all_gather",
+       {{1, 1},
+        [](FunctionBuilder& b, Value a, const std::vector<int64_t>& n) {
+          return b.AllGather(a, static_cast<int>(n[0]));
+        }}},
+      {"reduce_scatter",
+       {{2, 2},
+        [](FunctionBuilder& b, Value a, const std::vector<int64_t>& n) {
+          return b.ReduceScatter(a, static_cast<int>(n[0]), static_cast<int>(n[1]));
+        }}},
+      {"all_to_all",
+       {{2, 2},
+        [](FunctionBuilder& b, Value a, const std::vector<int64_t>& n) {
+          return b.AllToAll(a, static_cast<int>(n[0]), static_cast<int>(n[1]));
+        }}},
+      {"broadcast",
+       {{2, 2},
+        [](FunctionBuilder& b, Value a, const std::vector<int64_t>& n) {
+          return b.Broadcast(a, static_cast<int>(n[0]), n[1]);
+        }}},
+      // The axis, then (source, target) pairs.
+      {"collective_permute",
+       {{3, std::numeric_limits<size_t>::max()},
+        [](FunctionBuilder& b, Value a, const std::vector<int64_t>& n) {
+          std::vector<std::pair<int64_t, int64_t>> pairs;
+          for (size_t i = 1; i + 1 < n.size(); i += 2) pairs.emplace_back(n[i], n[i + 1]);
+          return b.CollectivePermute(a, static_cast<int>(n[0]), pairs);
+        }}},
+  };
+  return rows;
+}
+
+// Adds collective `op` (a row of CollectiveRows) to `b`.
+Result<Value> AddJobCollective(FunctionBuilder& b, const std::vector<Value>& ins,
+                               const std::vector<Value>& ops, const JobSpec::OpSpec& op,
+                               const CollectiveRow& row) {
+  const auto [least, most] = row.numbers;
+  const size_t numbers = op.args.empty() ? 0 : op.args.size() - 1;
+  const bool pairs_whole = op.op != "collective_permute" || numbers % 2 == 1;
+  if (op.args.empty() || numbers < least || numbers > most || !pairs_whole) {
+    return InvalidArgument(fmt::format("op '{}' takes a value and {}", op.op,
+                                       op.op == "collective_permute"
+                                           ? "a mesh axis, then (source, target) pairs"
+                                       : least == most ? fmt::format("{} whole numbers", least)
+                                                       : "an optional mesh axis"));
+  }
+  std::optional<double> scalar;
+  ATOLL_ASSIGN_OR_RETURN(Value a, Operand(ins, ops, op.args[0], scalar));
+  if (scalar) return InvalidArgument("op '" + op.op + "': the first argument must be a value");
+  std::vector<int64_t> whole;
+  for (size_t i = 1; i < op.args.size(); ++i) {
+    std::optional<double> number;
+    ATOLL_RETURN_IF_ERROR(Operand(ins, ops, op.args[i], number).status());
+    if (!number || *number != std::trunc(*number) || std::abs(*number) > (1 << 30)) {
+      return InvalidArgument(
+          fmt::format("op '{}': argument {} ('{}') must be a whole number", op.op, i, op.args[i]));
+    }
+    whole.push_back(static_cast<int64_t>(*number));
+  }
+  return row.add(b, a, whole);
+}
+
 // Adds `op` to `b`: a unary op (a row of atoll/unary_ops.def, by its name) takes one value;
 // add, sub, mul and div two values or a value and a number; matmul two values; spin a value
-// and microseconds.
+// and microseconds; a collective what its row of CollectiveRows says.
 Result<Value> AddJobOp(FunctionBuilder& b, const std::vector<Value>& ins,
                        const std::vector<Value>& ops, const JobSpec::OpSpec& op) {
+  if (auto row = CollectiveRows().find(op.op); row != CollectiveRows().end()) {
+    return AddJobCollective(b, ins, ops, op, row->second);
+  }
   using Unary = Value (FunctionBuilder::*)(Value);
   static const std::map<std::string, Unary, std::less<>> kUnary = {
 #define ATOLL_UNARY_OP(Name, name) {name, &FunctionBuilder::Name},
@@ -368,7 +500,8 @@ Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::millis
   }
   std::map<std::string, Slice> slices;
   for (const auto& s : job.slices) {
-    auto slice = client.CreateSlice(s.devices, s.island);
+    auto slice = s.mesh.empty() ? client.CreateSlice(s.devices, s.island)
+                                : client.CreateMeshSlice(s.mesh, s.island);
     if (!slice.ok()) return slice.status().WithContext("slice '" + s.name + "'");
     slices.emplace(s.name, *slice);
   }

@@ -17,6 +17,7 @@ struct JobSpec {
     std::string name;
     uint32_t devices = 1;
     std::string island;  // empty: any
+    Shape mesh;          // key `mesh`, its devices in row-major order; empty: 1-D
   };
   struct InputSpec {
     DType dtype = DType::kF32;
@@ -58,7 +59,8 @@ struct JobSpec {
 };
 
 // Parses and checks a job: every name it uses must be defined before use, every count in
-// its range (steps 1..2^32, a slice's devices 1..65536), every shape's dimensions at least 1
+// its range (steps 1..2^32, a slice's devices 1..65536, or its mesh's), every shape's
+// dimensions at least 1
 // and its size countable in int64, every input value fit for its dtype and the values as many
 // as its argument's shape holds. Errors name the file, the field, and what is wrong.
 Result<JobSpec> ParseJob(const std::string& toml_text, const std::string& origin);
@@ -67,7 +69,11 @@ Result<JobSpec> LoadJob(const std::string& path);
 // The compiled function `spec` describes, built but not registered: its inputs, its ops in
 // order, its outputs. An op is a unary op of atoll/unary_ops.def by its name ("exp",
 // "relu", ...) of one value; add, sub, mul or div of two values or of a value and a number;
-// matmul of two values; or spin of a value and microseconds. InvalidArgument names the op
+// matmul of two values; spin of a value and microseconds; or a collective of a value and
+// whole numbers: all_reduce_sum, _max, _min, _mean (an optional mesh axis, else the whole
+// slice), all_gather (the axis), reduce_scatter and all_to_all (the axis and a dimension),
+// broadcast (the axis and the root), collective_permute (the axis, then source, target
+// pairs). InvalidArgument names the op
 // that is unknown or has the wrong arguments (its index in the function); the builder's own
 // errors (types that do not fit the op) are returned as FunctionBuilder::status() says them.
 Result<FunctionBuilder> BuildJobFunction(const JobSpec::FunctionSpec& spec);

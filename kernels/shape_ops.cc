@@ -140,17 +140,24 @@ Result<Tensor> Slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) 
 }
 
 Result<Tensor> Concat(std::span<const Tensor> xs, int64_t axis) {
+  std::vector<const Tensor*> pointers;
+  pointers.reserve(xs.size());
+  for (const Tensor& x : xs) pointers.push_back(&x);
+  return Concat(std::span<const Tensor* const>(pointers), axis);
+}
+
+Result<Tensor> Concat(std::span<const Tensor* const> xs, int64_t axis) {
   if (xs.empty()) return InvalidArgument("concat needs at least one tensor, got none");
   for (size_t i = 0; i < xs.size(); ++i) {
-    ATOLL_RETURN_IF_ERROR(internal::CheckWellFormed(xs[i], fmt::format("concat operand {}", i)));
+    ATOLL_RETURN_IF_ERROR(internal::CheckWellFormed(*xs[i], fmt::format("concat operand {}", i)));
   }
-  const Tensor& first = xs[0];
+  const Tensor& first = *xs[0];
   const size_t rank = first.shape().size();
   ATOLL_ASSIGN_OR_RETURN(const int a, internal::NormalizeAxis(axis, rank, "concat"));
   Shape out_shape = first.shape();
   out_shape[a] = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
-    const Tensor& x = xs[i];
+    const Tensor& x = *xs[i];
     bool same = x.dtype() == first.dtype() && x.shape().size() == rank;
     for (size_t d = 0; same && d < rank; ++d) {
       same = static_cast<int>(d) == a || x.shape()[d] == first.shape()[d];
@@ -169,10 +176,10 @@ Result<Tensor> Concat(std::span<const Tensor> xs, int64_t axis) {
   const int64_t inner = Product(out_shape, a + 1, rank);
   Word* dst = Words(out);
   for (int64_t o = 0; o < outer; ++o) {
-    for (const Tensor& x : xs) {
-      const int64_t chunk = x.shape()[a] * inner;
+    for (const Tensor* x : xs) {
+      const int64_t chunk = x->shape()[a] * inner;
       if (chunk == 0) continue;
-      std::memcpy(dst, Words(x) + o * chunk, static_cast<size_t>(chunk) * sizeof(Word));
+      std::memcpy(dst, Words(*x) + o * chunk, static_cast<size_t>(chunk) * sizeof(Word));
       dst += chunk;
     }
   }

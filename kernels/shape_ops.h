@@ -24,6 +24,8 @@ Result<Tensor> Slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
 // The tensors joined along `axis`: all of one dtype and rank, equal in every other
 // dimension. At least one tensor.
 Result<Tensor> Concat(std::span<const Tensor> xs, int64_t axis);
+// The same over tensors held elsewhere, which are not copied first.
+Result<Tensor> Concat(std::span<const Tensor* const> xs, int64_t axis);
 
 // `x` cut along `axis` into `parts` equal pieces, in order; x.shape[axis] must be a multiple
 // of parts (parts >= 1).

@@ -16,10 +16,13 @@ struct OpRow {
   std::string_view name;
   size_t operands;
   internal::TypeRule type_rule;
+  bool collective;
 };
 
 constexpr OpRow kOpTable[] = {
-#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) {name, operands, &internal::TypeRule},
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) \
+  {name, operands, &internal::TypeRule, false},
+#define ATOLL_COLLECTIVE_OP(Name, name, TypeRule) {name, 1, &internal::TypeRule, true},
 #include "common/ir/ops.def"
 };
 static_assert(std::size(kOpTable) == kNumOpCodes);
@@ -43,9 +46,14 @@ double MatmulAttr(bool transpose_a, bool transpose_b) {
 bool MatmulTransposeA(double attr) { return (static_cast<int>(attr) & 1) != 0; }
 bool MatmulTransposeB(double attr) { return (static_cast<int>(attr) & 2) != 0; }
 
+bool IsCollective(OpCode code) {
+  const OpRow* row = RowOf(code);
+  return row != nullptr && row->collective;
+}
+
 bool HasCollectives(const FunctionDef& fn) {
   for (const auto& op : fn.ops) {
-    if (op.code == OpCode::kAllReduceSum) return true;
+    if (IsCollective(op.code)) return true;
   }
   return false;
 }
@@ -238,6 +246,32 @@ Status CheckOneGroupPerDevice(const FunctionDef& fn, const Op& op, const Shape& 
       OpName(op.code), groups->shape[0], axis, mesh[axis]));
 }
 
+// What a collective's type rule could not check without the slice: its axis is one of the
+// mesh's, its sizes divide over it, and its root and pairs name members of its groups.
+Status CheckCollective(const Op& op, const Shape& mesh) {
+  if (!IsCollective(op.code)) return Status::Ok();
+  const auto axis = static_cast<int64_t>(op.attr);  // the type rule checked it is whole
+  if (axis == kWholeSlice) return Status::Ok();     // and only all-reduces may say so
+  if (axis >= static_cast<int64_t>(mesh.size())) {
+    return InvalidArgument(fmt::format("{} runs along mesh axis {}, but the mesh {} has {} axes",
+                                       OpName(op.code), axis, ShapeString(mesh), mesh.size()));
+  }
+  ATOLL_RETURN_IF_ERROR(CheckType(fmt::format("{} result", OpName(op.code)), op.type, mesh));
+  const int64_t members = mesh[axis];
+  auto member = [&](int64_t coordinate, std::string_view what) -> Status {
+    if (coordinate < members) return Status::Ok();
+    return InvalidArgument(fmt::format("{}: {} {} is not a coordinate of mesh axis {} ({} devices)",
+                                       OpName(op.code), what, coordinate, axis, members));
+  };
+  if (op.code == OpCode::kBroadcast) return member(op.params[0], "root");
+  if (op.code == OpCode::kCollectivePermute) {
+    for (size_t i = 0; i < op.params.size(); ++i) {
+      ATOLL_RETURN_IF_ERROR(member(op.params[i], i % 2 == 0 ? "source" : "target"));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
@@ -281,6 +315,7 @@ Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
     if (slice_known) {
       ATOLL_RETURN_IF_ERROR(
           CheckOneGroupPerDevice(fn, op, mesh).WithContext(fmt::format("op {}", i)));
+      ATOLL_RETURN_IF_ERROR(CheckCollective(op, mesh).WithContext(fmt::format("op {}", i)));
     }
   }
   for (const auto& o : fn.outputs) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <msgpack.hpp>
@@ -41,7 +42,8 @@ bool IsReplicated(const TensorType& type);
 // The IR's ops, one per row of the op table common/ir/ops.def (which says what each takes,
 // what its attr means and which shardings it accepts), in the table's order: kAdd, kSub,
 // kMul, kDiv, kMatmul, kSpin, kAllReduceSum, kFilter, the unary ops of
-// include/atoll/unary_ops.def (kExp, ..., kGelu), kGeluGrad, ..., kColumn.
+// include/atoll/unary_ops.def (kExp, ..., kGelu), kGeluGrad, ..., kColumn, then the other
+// collectives (kAllReduceMax, ..., kCollectivePermute).
 enum class OpCode : uint8_t {
 #define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) k##Name,
 #include "common/ir/ops.def"
@@ -77,9 +79,21 @@ struct Op {
   std::vector<Operand> operands;
   double attr = 0.0;  // per op code, see ops.def (kSpin: microseconds; kFilter: threshold)
   TensorType type;    // the result's global type, inferred by the builder
+  // Whole numbers beyond attr, per op code, see ops.def (a collective's dimension, root or
+  // source-target pairs); empty for most ops.
+  std::vector<int64_t> params;
+
+  Op() = default;
+  Op(OpCode op_code, std::vector<Operand> op_operands, double op_attr, TensorType op_type,
+     std::vector<int64_t> op_params = {})
+      : code(op_code),
+        operands(std::move(op_operands)),
+        attr(op_attr),
+        type(std::move(op_type)),
+        params(std::move(op_params)) {}
 
   bool operator==(const Op&) const = default;
-  MSGPACK_DEFINE(code, operands, attr, type);
+  MSGPACK_DEFINE(code, operands, attr, type, params);
 };
 
 struct FunctionDef {
@@ -96,8 +110,14 @@ struct FunctionDef {
 // The mesh `fn` runs on over `num_shards` devices.
 Shape MeshOf(const FunctionDef& fn, int num_shards);
 
-// True when `fn` has an op that needs the other shards of its gang.
+// True for the collective ops (the ATOLL_COLLECTIVE_OP rows of ops.def): ops that need the
+// other shards of their gang, run by the interpreter through compute::Collectives.
+bool IsCollective(OpCode code);
+// True when `fn` has a collective op.
 bool HasCollectives(const FunctionDef& fn);
+// A collective's attr is the mesh axis its groups run along; an all-reduce's may be
+// kWholeSlice: one group of every device of the slice.
+inline constexpr int32_t kWholeSlice = -1;
 
 // True when every dimension of `type` is known before the function runs.
 bool IsStatic(const TensorType& type);
@@ -119,9 +139,11 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op);
 
 // Checks that the mesh holds `num_shards` devices, every operand refers backwards, shapes
 // agree, every tensor's split names distinct axes of the mesh, and every static split
-// dimension divides evenly over its axis, and grouped ops have one group per device.
-// `slice_known` false (a function being built, checked over a mesh of ones before it is
-// registered on a slice) skips that last check, which needs the slice's real extents.
+// dimension divides evenly over its axis, and grouped ops have one group per device, and
+// collectives run along an axis of the mesh, over sizes that divide over it, with roots and
+// pairs that name its coordinates. `slice_known` false (a function being built, checked over
+// a mesh of ones before it is registered on a slice) skips those last two checks, which need
+// the slice's real extents.
 Status Validate(const FunctionDef& fn, int num_shards, bool slice_known = true);
 
 // The shape of one shard of `type` over `mesh` (a dynamic dimension stays dynamic).

@@ -120,20 +120,6 @@ Result<TensorType> InferSpin(const FunctionDef& fn, const Op& op) {
   return *t[0];
 }
 
-Result<TensorType> InferAllReduceSum(const FunctionDef& fn, const Op& op) {
-  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kAny));
-  if (!IsReplicated(*t[0])) {
-    return InvalidArgument(
-        "all_reduce_sum takes a replicated tensor (each device's partial value), not a split "
-        "one");
-  }
-  if (!IsStatic(*t[0])) {
-    return InvalidArgument(
-        "all_reduce_sum needs a static shape: every device's partial must have the same size");
-  }
-  return *t[0];
-}
-
 Result<TensorType> InferFilter(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kAny));
   if (t[0]->shape.size() != 1) return InvalidArgument("filter takes one 1-D tensor");

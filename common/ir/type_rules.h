@@ -24,7 +24,6 @@ using TypeRule = Result<TensorType> (*)(const FunctionDef& fn, const Op& op);
 // type_rules.cc: the runtime's own ops, the unary ops and the layers.
 Result<TensorType> InferArithmetic(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferSpin(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferAllReduceSum(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferFilter(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferUnary(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op);
@@ -46,6 +45,14 @@ Result<TensorType> InferScatterAddRows(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferGatherRows(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferTopK(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferColumn(const FunctionDef& fn, const Op& op);
+
+// type_rules_collectives.cc: the collectives (all_reduce_sum among them).
+Result<TensorType> InferAllReduce(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferAllGather(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferReduceScatter(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferAllToAll(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferBroadcast(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferCollectivePermute(const FunctionDef& fn, const Op& op);
 
 // Checks the rules share (type_rules.cc). Each returns InvalidArgument naming the op.
 

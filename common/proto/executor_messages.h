@@ -146,12 +146,13 @@ struct RunLoop {
 struct TupleHeader {
   enum Kind : uint8_t {
     kInput = 0,            // input `input` of shard `shard` of `node`
-    kCollective = 1,       // a host's partial for collective op `input` of `node`; `shard` is
-                           // the sending host's index in the gang's sorted host list
+    kCollective = 1,       // a host's items (partials or pieces) for collective op `input`
+                           // of `node`; `shard` is the sending host's index in the gang's
+                           // sorted host list
     kRows = 2,             // sparse exchange: the rows producer shard `part` routed to input
                            // `input` of shard `shard` of `node`; `pieces` producers send
-    kCollectiveTotal = 3,  // the gang's total for collective op `input` of `node`, from
-                           // its root (host index `shard`, 0) to every other host
+    kCollectiveTotal = 3,  // the totals a host needs of collective op `input` of `node`,
+                           // from the gang's root (host index `shard`, 0)
   };
   bool collective() const { return kind == kCollective || kind == kCollectiveTotal; }
   uint8_t kind = kInput;

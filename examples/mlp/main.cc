@@ -2,13 +2,13 @@
 // mlp.h). Without --rm it starts its own local cluster (the topology of config/test.toml,
 // on free loopback ports) and stops it at the end; with --rm it uses a running one
 // (`atoll up`). Prints a line per step (loss, throughput) and a summary.
-#include <cstdio>
 #include <string>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "examples/common/example_cluster.h"
+#include "examples/common/training_log.h"
 #include "examples/mlp/mlp.h"
 
 namespace {
@@ -50,19 +50,11 @@ int Main(int argc, char** argv) {
   fmt::print("MLP {}-{}-{}, batch {} split over {} devices of {}, {} steps of SGD (lr {})\n",
              config.inputs, config.hidden, config.classes, config.batch, devices, island,
              config.steps, config.learning_rate);
+  const auto batch = static_cast<double>(config.batch);
   auto result = atl::examples::TrainMlp(**client, *slice, config, [&](const auto& step) {
-    fmt::print("step {:3}/{}  loss {:.{}f}  {:8.0f} examples/s\n", step.step, config.steps,
-               step.loss, loss_digits, static_cast<double>(config.batch) / step.elapsed.count());
-    std::fflush(stdout);
+    atl::examples::PrintStep(step.step, config.steps, step.loss, batch, step.elapsed, loss_digits);
   });
-  if (!result.ok()) {
-    fmt::print(stderr, "error: {}\n", result.status().ToString());
-    return 1;
-  }
-  fmt::print("done: loss {:.4f} -> {:.4f} in {} steps, {:.0f} examples/s on average\n",
-             result->losses.front(), result->losses.back(), config.steps,
-             static_cast<double>(config.batch) * config.steps / result->elapsed.count());
-  return 0;
+  return atl::examples::Finish(result, batch);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "atoll/status.h"
@@ -44,6 +45,9 @@ struct AdamOptions {
   double epsilon = 1e-8;        // > 0
   double weight_decay = 0.0;    // >= 0
 };
+
+// A collective's mesh axis meaning every device of the slice (FunctionBuilder::AllReduceSum).
+inline constexpr int kWholeSlice = -1;
 
 // A value inside a function being built. Only meaningful with the builder that made it.
 struct Value {
@@ -159,9 +163,40 @@ class FunctionBuilder {
   // own block). Nodes that produce or take such a value are irregular: their outputs
   // cannot be allocated ahead of the data, so they are dispatched sequentially.
   Value Filter(Value a, double threshold);
-  // A collective over the slice: every device contributes its copy of the replicated `a`
-  // and gets the elementwise sum of all of them.
-  Value AllReduceSum(Value a);
+
+  // Collectives: each device of a group contributes its local block of `a` (static shape) and
+  // gets its block of the result. A group is the devices of the slice that differ only in
+  // their coordinate along `mesh_axis`, its members ordered by that coordinate: on a 1-D slice,
+  // axis 0 holds them all; on a (data, model) mesh, axis 1 groups each data replica's model
+  // shards. A size that does not divide over the axis is refused when the function is
+  // registered on its slice.
+  //
+  // The elementwise sum (max, min, mean: f32) over the group of every device's `a`, which
+  // must not be cut along the axis: a PARTIAL value (a sum over a cut dimension) or values
+  // that differ per device. kWholeSlice: the group is every device of the slice, and `a` is
+  // replicated-typed. Sums add in one fixed order, so every device gets the same bits.
+  Value AllReduceSum(Value a, int mesh_axis = kWholeSlice);
+  Value AllReduceMax(Value a, int mesh_axis = kWholeSlice);
+  Value AllReduceMin(Value a, int mesh_axis = kWholeSlice);
+  Value AllReduceMean(Value a, int mesh_axis = kWholeSlice);
+  // The dimension of `a` cut along `mesh_axis` made whole: the group's blocks joined in order.
+  Value AllGather(Value a, int mesh_axis);
+  // The group's sum of `a` (not cut along the axis, like AllReduceSum's), cut along
+  // `mesh_axis` on dimension `dim`: each device gets its block of the sum. ZeRO's gradients.
+  Value ReduceScatter(Value a, int mesh_axis, int dim);
+  // `a`, cut along `mesh_axis` on one dimension, cut along it on dimension `dim` instead (not
+  // cut before): the same global value, its blocks exchanged between the group's devices.
+  Value AllToAll(Value a, int mesh_axis, int dim);
+  // Every device of the group gets the `a` of the one at coordinate `root` (not cut along
+  // the axis).
+  Value Broadcast(Value a, int mesh_axis, int64_t root);
+  // Send/recv between the devices of a group: for each (source, target) pair of coordinates
+  // along `mesh_axis` (each at most once as a source and once as a target), the target gets
+  // the source's block of `a`; a device no pair targets gets zeros. Cut along the axis, the
+  // blocks move along the cut dimension: {{0, 1}, {1, 2}, {2, 3}} shifts a pipeline's stages
+  // by one.
+  Value CollectivePermute(Value a, int mesh_axis,
+                          const std::vector<std::pair<int64_t, int64_t>>& pairs);
 
   void Output(Value v);
 

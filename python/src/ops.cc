@@ -3,6 +3,10 @@
 // of include/atoll/unary_ops.def, so a new row is a new function here too.
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include "python/src/bindings.h"
 #include "python/src/symbolic.h"
 
@@ -241,13 +245,69 @@ void BindOps(py::module_& ops) {
       py::arg("a"), py::arg("threshold"),
       "The elements of the 1-D `a` greater than `threshold`, in order (a length known only "
       "from the data).");
+  // The all-reduces: over `axis` of the slice's mesh, or the whole slice when it is None.
+  using AllReduce = Value (Builder::*)(Value, int);
+  const std::pair<const char*, AllReduce> all_reduces[] = {
+      {"all_reduce_sum", &Builder::AllReduceSum},
+      {"all_reduce_max", &Builder::AllReduceMax},
+      {"all_reduce_min", &Builder::AllReduceMin},
+      {"all_reduce_mean", &Builder::AllReduceMean},
+  };
+  for (const auto& [name, reduce] : all_reduces) {
+    ops.def(
+        name,
+        [reduce = reduce](const SymbolicValue& a, std::optional<int> axis) {
+          return Apply(a.trace, [&](Builder& f) {
+            return (f.*reduce)(a.value, axis.value_or(kWholeSlice));
+          });
+        },
+        py::arg("a"), py::arg("axis") = py::none(),
+        "A collective: the elementwise reduction (sum, max, min or mean) of every device's `a` "
+        "over the group of devices that differ only along mesh axis `axis` (None: the whole "
+        "slice, `a` replicated). `a` must not be cut along the axis: a partial, or values "
+        "that differ per device.");
+  }
   ops.def(
-      "all_reduce_sum",
-      [](const SymbolicValue& a) {
-        return Apply(a.trace, [&](Builder& f) { return f.AllReduceSum(a.value); });
+      "all_gather",
+      [](const SymbolicValue& a, int axis) {
+        return Apply(a.trace, [&](Builder& f) { return f.AllGather(a.value, axis); });
       },
-      py::arg("a"),
-      "A collective over the slice: the elementwise sum of every device's copy of `a`.");
+      py::arg("a"), py::arg("axis"),
+      "A collective: the dimension of `a` cut along mesh axis `axis` made whole.");
+  ops.def(
+      "reduce_scatter",
+      [](const SymbolicValue& a, int axis, int dim) {
+        return Apply(a.trace, [&](Builder& f) { return f.ReduceScatter(a.value, axis, dim); });
+      },
+      py::arg("a"), py::arg("axis"), py::arg("dim"),
+      "A collective: the sum over mesh axis `axis` of `a` (not cut along it), cut along it on "
+      "dimension `dim`.");
+  ops.def(
+      "all_to_all",
+      [](const SymbolicValue& a, int axis, int dim) {
+        return Apply(a.trace, [&](Builder& f) { return f.AllToAll(a.value, axis, dim); });
+      },
+      py::arg("a"), py::arg("axis"), py::arg("dim"),
+      "A collective: `a`, cut along mesh axis `axis` on one dimension, cut along it on "
+      "dimension `dim` instead (the same value, its blocks exchanged).");
+  ops.def(
+      "broadcast",
+      [](const SymbolicValue& a, int axis, int64_t root) {
+        return Apply(a.trace, [&](Builder& f) { return f.Broadcast(a.value, axis, root); });
+      },
+      py::arg("a"), py::arg("axis"), py::arg("root"),
+      "A collective: every device gets the `a` of the device at coordinate `root` along mesh "
+      "axis `axis`.");
+  ops.def(
+      "collective_permute",
+      [](const SymbolicValue& a, int axis, const std::vector<std::pair<int64_t, int64_t>>& pairs) {
+        return Apply(a.trace,
+                     [&](Builder& f) { return f.CollectivePermute(a.value, axis, pairs); });
+      },
+      py::arg("a"), py::arg("axis"), py::arg("pairs"),
+      "A collective (send/recv): for each (source, target) pair of coordinates along mesh "
+      "axis `axis`, the target gets the source's block of `a`; a device no pair targets gets "
+      "zeros.");
 }
 
 }  // namespace atl::python

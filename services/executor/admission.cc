@@ -44,7 +44,7 @@ Status AdmissionCore::CheckPeers(const proto::Entry& e, const CompiledFunction& 
   for (const auto& peer : e.peers) {
     if (auto lost = lost_peers_.find(peer); lost != lost_peers_.end()) return lost->second;
   }
-  // Its all-reduces would wait for the lost host's partials, holding the device meanwhile.
+  // Its collectives would wait for the lost host's messages, holding the device meanwhile.
   if (!ir::HasCollectives(*fn.def)) return Status::Ok();
   for (const auto& host : fn.layout->hosts) {
     if (auto lost = lost_partners_.find(host); lost != lost_partners_.end()) return lost->second;

@@ -1,24 +1,8 @@
 #include "services/executor/collective_hub.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
-#include "kernels/arithmetic.h"
-
 namespace atl::executor {
-
-GangLayout::GangLayout(std::vector<std::string> endpoints) : shard_endpoints(std::move(endpoints)) {
-  hosts = shard_endpoints;
-  std::sort(hosts.begin(), hosts.end());
-  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
-}
-
-size_t GangLayout::HostIndex(const std::string& endpoint) const {
-  auto it = std::lower_bound(hosts.begin(), hosts.end(), endpoint);
-  return it != hosts.end() && *it == endpoint ? static_cast<size_t>(it - hosts.begin())
-                                              : hosts.size();
-}
 
 CollectiveHub::CollectiveHub(std::string self_endpoint, Send send,
                              std::chrono::milliseconds timeout, size_t all_pairs_max_hosts)
@@ -27,111 +11,165 @@ CollectiveHub::CollectiveHub(std::string self_endpoint, Send send,
       timeout_(timeout),
       all_pairs_max_hosts_(all_pairs_max_hosts) {}
 
-Result<Tensor> CollectiveHub::SumInOrder(const std::vector<const Result<Tensor>*>& parts) {
-  for (const auto* p : parts) {
-    if (!p->ok()) return p->status();
-  }
-  Tensor sum = parts.front()->value();
-  for (size_t i = 1; i < parts.size(); ++i) {
-    ATOLL_ASSIGN_OR_RETURN(sum, kernels::Binary(kernels::BinaryFn::kAdd, sum, parts[i]->value()));
-  }
-  return sum;
+bool CollectiveHub::State::HeardFrom(uint32_t h) const {
+  if (plan && plan->rooted && !plan->is_root()) return totals.has_value();
+  return messages.count(h) != 0;
 }
 
-CollectiveHub::State& CollectiveHub::StateOf(const CollectiveKey& key, const GangLayout& layout) {
+size_t CollectiveHub::State::Heard() const {
+  size_t heard = 0;
+  for (uint32_t h : awaited) heard += HeardFrom(h) ? 1 : 0;
+  return heard;
+}
+
+std::string CollectiveHub::Describe(const CollectiveKey& key, const State& state) {
+  return fmt::format("{} of run {} node {} op {}",
+                     state.op ? state.op->name() : std::string_view("collective"), key.run,
+                     key.node, key.op);
+}
+
+CollectiveHub::State& CollectiveHub::StateOf(const CollectiveKey& key, const GangLayout& layout,
+                                             const CollectiveOp& op) {
   State& st = states_[key];
-  if (st.local_expected == 0) {
-    st.local_expected = static_cast<size_t>(
-        std::count(layout.shard_endpoints.begin(), layout.shard_endpoints.end(), self_));
+  if (!st.plan) {
+    st.op = op;
+    st.plan =
+        PlanFor(op, layout, static_cast<uint32_t>(layout.HostIndex(self_)), all_pairs_max_hosts_);
     st.hosts = layout.hosts;
-    st.self = layout.HostIndex(self_);
-    st.rooted = layout.hosts.size() > all_pairs_max_hosts_;
-    st.readers_left = st.local_expected;
+    st.readers_left = st.plan->local_shards.size();
+    for (const auto& [h, keys] : st.plan->receives) st.awaited.push_back(h);
+    if (!st.plan->totals.empty()) st.awaited.push_back(0);
   }
   return st;
 }
 
-Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangLayout& layout,
-                                           uint32_t shard, Tensor local) {
-  const size_t self_index = layout.HostIndex(self_);
-  if (self_index == layout.hosts.size() || shard >= layout.shard_endpoints.size() ||
+Result<Tensor> CollectiveHub::Run(const CollectiveKey& key, const GangLayout& layout,
+                                  const CollectiveOp& op, uint32_t shard, Tensor local) {
+  if (layout.HostIndex(self_) == layout.hosts.size() || shard >= layout.shard_endpoints.size() ||
       layout.shard_endpoints[shard] != self_) {
     return Internal(
         fmt::format("shard {} of run {} node {} is not on this host", shard, key.run, key.node));
   }
   std::unique_lock lock(mu_);
-  State& st = StateOf(key, layout);
-  // A lost partner's partial never comes: the gang fails now instead of after the timeout.
-  if (!st.total) {
-    if (auto lost = LostPartner(key, st)) st.total = *std::move(lost);
+  State& st = StateOf(key, layout, op);  // a map's elements stay put while others come and go
+  // A lost partner's message never comes: the collective fails now instead of after the
+  // timeout.
+  if (!st.Complete()) {
+    if (auto lost = LostPartner(key, st)) st.failed = *std::move(lost);
   }
-  if (!st.total && !stopping_.ok()) st.total = stopping_;
-  if (!st.total) st.local.emplace(shard, std::move(local));
-  if (!st.total && st.local.size() == st.local_expected) {
-    // This host's partial, summed in shard order; it goes to every other host (all-pairs)
-    // or to the root.
-    std::vector<Result<Tensor>> values;
-    for (auto& [s, t] : st.local) values.emplace_back(std::move(t));
-    std::vector<const Result<Tensor>*> parts;
-    for (const auto& v : values) parts.push_back(&v);
-    Result<Tensor> partial = SumInOrder(parts);
-    st.local.clear();
-    if (partial.ok()) {
-      std::vector<const std::string*> to;
-      for (size_t h = 0; h < layout.hosts.size(); ++h) {
-        if (st.PartialGoesTo(h)) to.push_back(&layout.hosts[h]);
-      }
-      lock.unlock();
-      for (const std::string* host : to) {
-        send_(*host, key, CollectiveValue::kPartial, static_cast<uint32_t>(self_index), *partial);
-      }
-      lock.lock();
+  if (!st.Complete() && !stopping_.ok()) st.failed = stopping_;
+  if (!st.Complete() && !st.made) {
+    st.dtype = local.dtype();
+    st.block = local.shape();
+    st.local.emplace(shard, std::move(local));
+    if (st.local.size() == st.plan->local_shards.size()) {
+      Status made = AddOwnItems(*st.op, layout, *st.plan, std::move(st.local), st.items);
+      st.local.clear();
+      st.made = made.ok();
+      if (!made.ok()) st.failed = made.WithContext(Describe(key, st));
     }
-    states_[key].host_partials.emplace(static_cast<uint32_t>(self_index), std::move(partial));
   }
-  State& state = states_[key];  // the map may have changed while unlocked
+  SendItems(key, st, lock);
   const bool done = cv_.WaitFor(lock, timeout_, [&] {
-    return state.total.has_value() ||
-           (state.SumsHere() && state.host_partials.size() == state.hosts.size());
+    return st.Complete() || (st.made && st.Heard() == st.awaited.size());
   });
   if (!done) {
-    const size_t have = state.host_partials.size();
-    if (--state.readers_left == 0) states_.erase(key);
-    return DeadlineExceeded(
-        fmt::format("all-reduce of run {} node {} op {}: {} of {} hosts contributed within {} ms",
-                    key.run, key.node, key.op, have, layout.hosts.size(), timeout_.count()));
+    st.failed = DeadlineExceeded(
+        fmt::format("{}: heard from {} of the {} hosts it waits for within {} ms",
+                    Describe(key, st), st.Heard(), st.awaited.size(), timeout_.count()));
   }
-  if (!state.total) {
-    std::vector<const Result<Tensor>*> parts;
-    for (const auto& [h, p] : state.host_partials) parts.push_back(&p);
-    state.total = SumInOrder(parts);
-    cv_.NotifyAll();
+  if (!st.Complete()) {
+    Status assembled = Assemble(st, layout);
+    if (!assembled.ok()) st.failed = assembled.WithContext(Describe(key, st));
   }
-  if (state.is_root()) SendTotal(key, state, lock);
-  Result<Tensor> out = *state.total;
-  if (--state.readers_left == 0) states_.erase(key);
+  cv_.NotifyAll();
+  SendItems(key, st, lock);  // errors in place of its items, when it failed before they went
+  SendTotals(key, st, lock);
+  // Each local shard reads its own result once: it takes it.
+  Result<Tensor> out = st.results ? Result<Tensor>(std::move(st.results->at(shard))) : *st.failed;
+  if (--st.readers_left == 0) states_.erase(key);
   return out;
 }
 
-void CollectiveHub::SendTotal(const CollectiveKey& key, State& state,
+Status CollectiveHub::Assemble(State& st, const GangLayout& layout) {
+  const CollectiveOp& op = *st.op;
+  const HostPlan& plan = *st.plan;
+  const Shape item_shape = ItemShape(op, st.block);
+  for (const auto& [h, keys] : plan.receives) {
+    Result<Tensor>& message = st.messages.at(h);
+    ATOLL_RETURN_IF_ERROR(message.status());
+    ATOLL_RETURN_IF_ERROR(
+        Unpack(op, std::move(message).value(), h, keys, st.dtype, item_shape, st.items));
+  }
+  std::map<ItemKey, Tensor> totals;
+  if (!plan.totals.empty()) {
+    ATOLL_RETURN_IF_ERROR(st.totals->status());
+    ItemValues from_root;
+    ATOLL_RETURN_IF_ERROR(
+        Unpack(op, std::move(*st.totals).value(), 0, plan.totals, st.dtype, item_shape, from_root));
+    for (auto& [at, value] : from_root) totals.emplace(at.second, std::move(value));
+  }
+  ATOLL_ASSIGN_OR_RETURN(auto results,
+                         LocalResults(op, layout, plan, st.items, totals, st.dtype, st.block));
+  if (plan.is_root()) {
+    // The totals each other host needs, each slot reduced once.
+    ItemValues values;
+    for (const auto& [h, keys] : plan.total_sends) {
+      for (const ItemKey& slot : keys) {
+        if (values.count({0, slot})) continue;
+        ATOLL_ASSIGN_OR_RETURN(values[std::pair(0u, slot)], SlotValue(op, layout, st.items, slot));
+      }
+      ATOLL_ASSIGN_OR_RETURN(st.totals_out[h], Pack(values, 0, keys));
+    }
+  }
+  st.results = std::move(results);
+  st.items.clear();
+  return Status::Ok();
+}
+
+void CollectiveHub::SendItems(const CollectiveKey& key, State& st,
                               std::unique_lock<std::mutex>& lock) {
-  if (state.sent_total) return;
-  state.sent_total = true;
-  const Result<Tensor> total = *state.total;
-  const std::vector<std::string> hosts = state.hosts;
+  if (st.sent || !(st.made || st.failed)) return;
+  st.sent = true;
+  std::vector<std::pair<const std::string*, Result<Tensor>>> out;
+  for (const auto& [h, keys] : st.plan->sends) {
+    if (lost_hosts_.count(st.hosts[h])) continue;
+    // Once it failed, its items would be of no use: the error goes in their place.
+    out.emplace_back(&st.hosts[h],
+                     st.failed ? Result<Tensor>(*st.failed) : Pack(st.items, st.plan->self, keys));
+  }
+  const uint32_t self = st.plan->self;
   lock.unlock();
-  for (size_t h = 1; h < hosts.size(); ++h) send_(hosts[h], key, CollectiveValue::kTotal, 0, total);
+  for (auto& [endpoint, message] : out) {
+    send_(*endpoint, key, CollectiveValue::kPartial, self, std::move(message));
+  }
+  lock.lock();
+}
+
+void CollectiveHub::SendTotals(const CollectiveKey& key, State& st,
+                               std::unique_lock<std::mutex>& lock) {
+  if (!st.plan->is_root() || st.sent_totals || !st.Complete()) return;
+  st.sent_totals = true;
+  std::vector<std::pair<const std::string*, Result<Tensor>>> out;
+  for (const auto& [h, keys] : st.plan->total_sends) {
+    if (lost_hosts_.count(st.hosts[h])) continue;
+    out.emplace_back(&st.hosts[h],
+                     st.failed ? Result<Tensor>(*st.failed) : std::move(st.totals_out.at(h)));
+  }
+  st.totals_out.clear();
+  lock.unlock();
+  for (auto& [endpoint, message] : out) {
+    send_(*endpoint, key, CollectiveValue::kTotal, 0, std::move(message));
+  }
   lock.lock();
 }
 
 std::optional<Status> CollectiveHub::LostPartner(const CollectiveKey& key,
                                                  const State& state) const {
-  for (size_t h = 0; h < state.hosts.size(); ++h) {
-    if (h == state.self || !state.Awaits(h)) continue;
+  for (uint32_t h : state.awaited) {
     auto lost = lost_hosts_.find(state.hosts[h]);
-    if (lost == lost_hosts_.end() || state.host_partials.count(static_cast<uint32_t>(h))) continue;
-    return lost->second.WithContext(
-        fmt::format("all-reduce of run {} node {} op {}", key.run, key.node, key.op));
+    if (lost == lost_hosts_.end() || state.HeardFrom(h)) continue;
+    return lost->second.WithContext(Describe(key, state));
   }
   return std::nullopt;
 }
@@ -141,50 +179,8 @@ void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
     std::lock_guard lock(mu_);
     lost_hosts_.insert_or_assign(endpoint, why);
     for (auto& [key, state] : states_) {
-      if (state.total) continue;
-      if (auto lost = LostPartner(key, state)) state.total = *std::move(lost);
-    }
-  }
-  cv_.NotifyAll();
-}
-
-void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
-                            const Status& why) {
-  const size_t self_index = layout.HostIndex(self_);
-  if (self_index == layout.hosts.size() || shard >= layout.shard_endpoints.size()) return;
-  // Once per host: the first of its shards to fail decides its partial, which goes where
-  // its partial would have gone; at a root, it is the gang's total.
-  std::vector<std::pair<std::string, CollectiveValue>> tell;
-  {
-    std::lock_guard lock(mu_);
-    State& st = StateOf(key, layout);
-    if (!st.host_partials.count(static_cast<uint32_t>(self_index))) {
-      st.host_partials.emplace(static_cast<uint32_t>(self_index), why);
-      for (size_t h = 0; h < layout.hosts.size(); ++h) {
-        if (st.PartialGoesTo(h)) tell.emplace_back(layout.hosts[h], CollectiveValue::kPartial);
-      }
-    }
-    if (!st.total) st.total = why;
-    if (st.is_root() && !st.sent_total) {
-      st.sent_total = true;
-      for (size_t h = 1; h < layout.hosts.size(); ++h) {
-        tell.emplace_back(layout.hosts[h], CollectiveValue::kTotal);
-      }
-    }
-    if (--st.readers_left == 0) states_.erase(key);  // this shard reads no total
-  }
-  cv_.NotifyAll();
-  for (const auto& [host, what] : tell) {
-    send_(host, key, what, static_cast<uint32_t>(self_index), why);
-  }
-}
-
-void CollectiveHub::Stop(const Status& why) {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = why;
-    for (auto& [key, state] : states_) {
-      if (!state.total) state.total = why;
+      if (state.Complete() || !state.plan) continue;
+      if (auto lost = LostPartner(key, state)) state.failed = *std::move(lost);
     }
   }
   cv_.NotifyAll();
@@ -195,19 +191,52 @@ void CollectiveHub::HostBack(const std::string& endpoint) {
   lost_hosts_.erase(endpoint);
 }
 
-void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial) {
+void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout,
+                            const CollectiveOp& op, uint32_t shard, const Status& why) {
+  if (layout.HostIndex(self_) == layout.hosts.size() || shard >= layout.shard_endpoints.size()) {
+    return;
+  }
   {
-    std::lock_guard lock(mu_);
-    states_[key].host_partials.emplace(from_host, std::move(partial));
+    std::unique_lock lock(mu_);
+    State& st = StateOf(key, layout, op);
+    // The first of its shards to fail decides; a collective complete already keeps its
+    // results for the shards that read them.
+    if (!st.Complete()) st.failed = why;
+    SendItems(key, st, lock);
+    SendTotals(key, st, lock);
+    if (--st.readers_left == 0) states_.erase(key);  // this shard reads no result
   }
   cv_.NotifyAll();
 }
 
-void CollectiveHub::DepositTotal(const CollectiveKey& key, Result<Tensor> total) {
+void CollectiveHub::Stop(const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = why;
+    for (auto& [key, state] : states_) {
+      if (!state.Complete()) state.failed = why;
+    }
+  }
+  cv_.NotifyAll();
+}
+
+void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> items) {
   {
     std::lock_guard lock(mu_);
     State& st = states_[key];
-    if (!st.total) st.total = std::move(total);
+    // An error fails the collective at once; a value waits for assembly.
+    if (!items.ok() && !st.Complete()) st.failed = items.status();
+    st.messages.emplace(from_host, std::move(items));
+  }
+  cv_.NotifyAll();
+}
+
+void CollectiveHub::DepositTotal(const CollectiveKey& key, Result<Tensor> totals) {
+  {
+    std::lock_guard lock(mu_);
+    State& st = states_[key];
+    if (!totals.ok() && !st.Complete()) st.failed = totals.status();
+    if (!st.totals) st.totals = std::move(totals);
   }
   cv_.NotifyAll();
 }

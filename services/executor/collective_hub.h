@@ -1,22 +1,27 @@
-// CollectiveHub: where the shards of a gang meet for collective ops. Shards on this host
-// meet in memory and make the host's partial; the hosts' partials are then summed in host
-// order (the gang's hosts sorted by endpoint), so every replica gets bit-identical results
-// whichever way they travel:
-//  - all-pairs, in a gang of at most `all_pairs_max_hosts` hosts: each host sends its
-//    partial to every other host and sums them itself; one hop, hosts x (hosts - 1)
-//    messages.
-//  - rooted, in a larger gang: each host sends its partial to the gang's root (its first
-//    host), which sums them and sends the total to every other host; two hops,
-//    2 x (hosts - 1) messages, and each host but the root connects to the root alone.
-// Either way messages grow with hosts, not with shards.
+// CollectiveHub: where the shards of a gang meet for collective ops (ir::IsCollective). Shards
+// on this host meet in memory and make the host's items (its partials, or its shards' pieces);
+// hosts then exchange them along the op's plan (collective_plan.h), which sorts the gang's
+// hosts by endpoint so that every host computes the same order:
+//  - all-pairs: each host sends each other host, in one message, the items that host's shards
+//    need, and computes its shards' results itself; one hop.
+//  - rooted, for a reducing op over more than `all_pairs_max_hosts` hosts: each host sends its
+//    partials to the gang's root (its first host), which reduces them and sends each host the
+//    totals it needs; two hops, 2 x (hosts - 1) messages, and each host but the root connects
+//    to the root alone.
+// Either way messages grow with hosts, not with shards, and every replica of a reduction gets
+// the same bits (partials reduced in host order, each in shard order).
 //
-// Thread-safe: device threads call AllReduceSum; the executor's loop calls Deposit.
+// Failures end a collective on every host at once rather than at the timeout: a shard that
+// fails before it runs (Abandon), a lost host, a stopping executor, a timeout or an error
+// from another host fails the collective here and is sent where this host's items would have
+// gone (and by a root as its totals).
+//
+// Thread-safe: device threads call Run and Abandon; the executor's loop calls Deposit.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -24,6 +29,8 @@
 
 #include "atoll/tensor.h"
 #include "common/base/spin_condition.h"
+#include "services/executor/collective_items.h"
+#include "services/executor/collective_plan.h"
 
 namespace atl::executor {
 
@@ -35,17 +42,8 @@ struct CollectiveKey {
   auto operator<=>(const CollectiveKey&) const = default;
 };
 
-// Where the shards of a function's slice live: shard i runs on the executor whose data
-// endpoint is shard_endpoints[i].
-struct GangLayout {
-  std::vector<std::string> shard_endpoints;
-  std::vector<std::string> hosts;  // distinct endpoints, sorted: a host's index is its place
-  GangLayout() = default;
-  explicit GangLayout(std::vector<std::string> endpoints);
-  size_t HostIndex(const std::string& endpoint) const;  // hosts.size() when absent
-};
-
-// What a host sends another in an all-reduce: its partial, or (the root) the total.
+// What a host sends another in a collective: its items (partials or pieces), or (a root) the
+// totals the other host needs.
 enum class CollectiveValue : uint8_t { kPartial, kTotal };
 
 class CollectiveHub {
@@ -54,72 +52,82 @@ class CollectiveHub {
   // the messages are few); larger ones reduce at a root.
   static constexpr size_t kAllPairsMaxHosts = 4;
 
-  // Sends a value of this host's (its partial, or the gang's total when it is the root:
-  // `what`) to another host of the gang (`endpoint`); `from_host` is this host's index in
-  // the gang. Called with no lock held, from a device thread (or from Abandon's caller).
-  using Send =
-      std::function<void(const std::string& endpoint, const CollectiveKey& key,
-                         CollectiveValue what, uint32_t from_host, const Result<Tensor>& value)>;
+  // Sends a message of this host's (its items, or the totals when it is the root: `what`) to
+  // another host of the gang (`endpoint`); `from_host` is this host's index in the gang.
+  // Called with no lock held, from a device thread.
+  using Send = std::function<void(const std::string& endpoint, const CollectiveKey& key,
+                                  CollectiveValue what, uint32_t from_host, Result<Tensor> value)>;
 
   CollectiveHub(std::string self_endpoint, Send send, std::chrono::milliseconds timeout,
                 size_t all_pairs_max_hosts = kAllPairsMaxHosts);
 
-  // Contributes shard `shard`'s tensor and waits (at most the hub's timeout) for the sum
-  // over every shard of the gang. Fails at once, without contributing, when a host of the
-  // gang whose partial has not come is lost (HostLost).
-  Result<Tensor> AllReduceSum(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
-                              Tensor local);
-  // Shard `shard` failed before it reached all-reduce `key` (`why`): it will never
-  // contribute, so the all-reduce fails with `why` on this host at once, and the gang's
-  // other hosts get `why` as this host's partial instead of waiting for it.
-  void Abandon(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
-               const Status& why);
-  // A partial from host `from_host` of the gang (or its error), from the data plane.
-  void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> partial);
-  // The gang's total (or its error) from its root, from the data plane.
-  void DepositTotal(const CollectiveKey& key, Result<Tensor> total);
+  // Contributes shard `shard`'s block `local` to collective `key` (`op` over the gang
+  // `layout`) and waits (at most the hub's timeout) for the shard's block of the result.
+  // Fails at once, without contributing, when a host whose message it needs is lost
+  // (HostLost) or the hub stopped.
+  Result<Tensor> Run(const CollectiveKey& key, const GangLayout& layout, const CollectiveOp& op,
+                     uint32_t shard, Tensor local);
+  // Shard `shard` failed before it reached collective `key` (`why`): it will never
+  // contribute, so the collective fails with `why` on this host at once, and the hosts this
+  // host would have sent items (or totals) get `why` instead of waiting for them.
+  void Abandon(const CollectiveKey& key, const GangLayout& layout, const CollectiveOp& op,
+               uint32_t shard, const Status& why);
+  // Host `from_host`'s items for this host (or its error), from the data plane.
+  void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> items);
+  // The totals this host needs (or their error) from the gang's root, from the data plane.
+  void DepositTotal(const CollectiveKey& key, Result<Tensor> totals);
 
   // The host with data endpoint `endpoint` was lost (`why`, which names it): every
-  // all-reduce still missing its partial fails now with `why`, and so does every later one
-  // whose gang includes it, until HostBack.
+  // collective still missing its message fails now with `why`, and so does every later one
+  // that needs it, until HostBack.
   void HostLost(const std::string& endpoint, const Status& why);
   void HostBack(const std::string& endpoint);
-  // The executor is stopping: every all-reduce waiting now, and every later one, fails
+  // The executor is stopping: every collective waiting now, and every later one, fails
   // with `why` at once, so that device threads can be joined.
   void Stop(const Status& why);
 
  private:
   struct State {
-    size_t local_expected = 0;         // shards of the gang on this host; 0 until one arrives
-    std::map<uint32_t, Tensor> local;  // by shard
-    std::map<uint32_t, Result<Tensor>> host_partials;  // by host index
-    std::vector<std::string> hosts;                    // the gang's, as in GangLayout::hosts
-    size_t self = 0;                                   // this host's index in `hosts`
-    bool rooted = false;      // reduced at the root (hosts[0]) rather than all-pairs
-    bool sent_total = false;  // the root sent its total (or error) to the other hosts
+    std::optional<CollectiveOp> op;  // with the plan, from this host's first shard
+    std::optional<HostPlan> plan;
+    std::vector<std::string> hosts;    // the gang's, as in GangLayout::hosts
+    std::vector<uint32_t> awaited;     // the hosts whose messages it needs
+    std::map<uint32_t, Tensor> local;  // blocks by shard, until the host's items are made
+    DType dtype = DType::kF32;         // of this host's blocks
+    Shape block;
+    bool made = false;  // this host's items are in `items`
+    ItemValues items;   // this host's items, and at assembly those received
+    std::map<uint32_t, Result<Tensor>> messages;  // from other hosts, by host index
+    std::optional<Result<Tensor>> totals;         // from the root
+    bool sent = false;                            // this host's messages went (or errors)
+    bool sent_totals = false;                     // the root's totals went (or errors)
+    std::optional<Status> failed;
+    std::optional<std::map<uint32_t, Tensor>> results;  // by local shard
+    std::map<uint32_t, Tensor> totals_out;              // the root's, by host
     size_t readers_left = 0;
-    std::optional<Result<Tensor>> total;
-    bool is_root() const { return rooted && self == 0; }
-    // Whether this host sums the partials itself: all-pairs, or at the root.
-    bool SumsHere() const { return !rooted || self == 0; }
-    // Whom this host waits for: every host where it sums, else the root (for its total).
-    bool Awaits(size_t host) const { return SumsHere() || host == 0; }
-    // Whom this host sends its partial: every other host all-pairs, else the root (which
-    // sends none).
-    bool PartialGoesTo(size_t host) const {
-      return host != self && (!rooted || (self != 0 && host == 0));
-    }
+
+    bool Complete() const { return failed || results; }
+    // Whether host `h`'s message (the root's totals, for a rooted gang's other hosts) came.
+    bool HeardFrom(uint32_t h) const;
+    // How many of the awaited hosts were heard from.
+    size_t Heard() const;
   };
-  // The all-reduce `key`'s state, made for `layout` on first use. Called with mu_ held.
-  State& StateOf(const CollectiveKey& key, const GangLayout& layout);
-  // Sums the values in key order; any error wins.
-  static Result<Tensor> SumInOrder(const std::vector<const Result<Tensor>*>& parts);
-  // At the root of a rooted gang, once its total is known: sends it to every other host,
-  // once, unlocking `lock` meanwhile.
-  void SendTotal(const CollectiveKey& key, State& state, std::unique_lock<std::mutex>& lock);
-  // Why the all-reduce `key` cannot complete: a host it still waits for is lost. Nullopt
+  // The collective `key`'s state, with its plan for `op` over `layout` made on first use.
+  // Called with mu_ held.
+  State& StateOf(const CollectiveKey& key, const GangLayout& layout, const CollectiveOp& op);
+  // Sends this host's messages once its items are made (or errors once it failed), once,
+  // unlocking `lock` meanwhile.
+  void SendItems(const CollectiveKey& key, State& st, std::unique_lock<std::mutex>& lock);
+  // At the root, once the collective is complete: sends each host its totals (or the
+  // error), once, unlocking `lock` meanwhile.
+  void SendTotals(const CollectiveKey& key, State& st, std::unique_lock<std::mutex>& lock);
+  // Computes the local shards' results (and a root's totals) from everything heard.
+  Status Assemble(State& st, const GangLayout& layout);
+  // Why the collective `key` cannot complete: a host it still waits for is lost. Nullopt
   // when none is. Called with mu_ held.
   std::optional<Status> LostPartner(const CollectiveKey& key, const State& state) const;
+  // "all_gather of run R node N op I", for errors.
+  static std::string Describe(const CollectiveKey& key, const State& state);
 
   const std::string self_;
   const Send send_;

@@ -12,17 +12,24 @@ namespace atl::executor {
 
 namespace {
 
+// The mesh of `item`'s function, for its collectives.
+Shape MeshOfItem(const WorkItem& item) {
+  return ir::MeshOf(*item.function, static_cast<int>(item.entry.num_shards));
+}
+
 // The collectives of one running shard: its gang's ops meet in the host's hub.
 class GangCollectives final : public compute::Collectives {
  public:
   GangCollectives(CollectiveHub& hub, const WorkItem& item) : hub_(hub), item_(item) {}
-  Result<Tensor> AllReduceSum(uint32_t op_index, Tensor local) override {
+  Result<Tensor> Run(uint32_t op_index, Tensor local) override {
     if (!item_.layout) return FailedPrecondition("the function was compiled without a layout");
     reached_.insert(op_index);
-    return hub_.AllReduceSum({item_.entry.run_id, item_.entry.node, op_index}, *item_.layout,
-                             item_.entry.shard, std::move(local));
+    ATOLL_ASSIGN_OR_RETURN(CollectiveOp op,
+                           CollectiveOp::Of(*item_.function, op_index, MeshOfItem(item_)));
+    return hub_.Run({item_.entry.run_id, item_.entry.node, op_index}, *item_.layout, op,
+                    item_.entry.shard, std::move(local));
   }
-  // The all-reduces this shard contributed to (or tried to).
+  // The collectives this shard contributed to (or tried to).
   const std::set<uint32_t>& reached() const { return reached_; }
 
  private:
@@ -38,8 +45,10 @@ void DeviceStream::AbandonCollectives(const WorkItem& item, const Status& why,
   if (!item.function || !item.layout) return;
   const auto& ops = item.function->ops;
   for (uint32_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].code != ir::OpCode::kAllReduceSum || reached.count(i)) continue;
-    hub_.Abandon({item.entry.run_id, item.entry.node, i}, *item.layout, item.entry.shard, why);
+    if (!ir::IsCollective(ops[i].code) || reached.count(i)) continue;
+    auto op = CollectiveOp::Of(*item.function, i, MeshOfItem(item));
+    if (!op.ok()) continue;  // a function that failed validation never meets its gang
+    hub_.Abandon({item.entry.run_id, item.entry.node, i}, *item.layout, *op, item.entry.shard, why);
   }
 }
 
@@ -147,7 +156,7 @@ void DeviceStream::Loop() {
           compute::RunFunction(*item->function, static_cast<int>(item->entry.shard),
                                static_cast<int>(item->entry.num_shards), std::move(inputs),
                                backend_, &collectives, &item->cancelled);
-      // Failed (or cancelled) part way: the all-reduces it had not reached yet would
+      // Failed (or cancelled) part way: the collectives it had not reached yet would
       // otherwise hold the rest of its gang, and their devices, until the hub's timeout.
       if (!done.outputs.ok())
         AbandonCollectives(*item, done.outputs.status(), collectives.reached());

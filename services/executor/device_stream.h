@@ -47,7 +47,7 @@ class DeviceStream {
   uint64_t busy_us() const { return busy_us_.load(std::memory_order_relaxed); }
 
  private:
-  // A failed item does not reach its all-reduces (those but `reached`, op indices it
+  // A failed item does not reach its collectives (those but `reached`, op indices it
   // contributed to before it failed): its gang hears so instead of waiting for it.
   void AbandonCollectives(const WorkItem& item, const Status& why,
                           const std::set<uint32_t>& reached = {});

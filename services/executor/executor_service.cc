@@ -36,7 +36,7 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
       outbox_(context, config_.dataplane) {}
 
 ExecutorService::~ExecutorService() {
-  // A device thread may wait in an all-reduce whose partner's partial never comes.
+  // A device thread may wait in a collective whose partner's message never comes.
   if (hub_) hub_->Stop(Cancelled("the executor is stopping"));
   devices_.Clear();  // joins the stream threads before the rest goes away
 }
@@ -79,7 +79,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   hub_ = std::make_unique<CollectiveHub>(
       data_endpoint_.advertised,
       [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
-             uint32_t from_host, const Result<Tensor>& value) {
+             uint32_t from_host, Result<Tensor> value) {
         proto::TupleHeader h;
         h.kind = what == CollectiveValue::kTotal ? proto::TupleHeader::kCollectiveTotal
                                                  : proto::TupleHeader::kCollective;
@@ -87,7 +87,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
         h.node = key.node;
         h.input = key.op;
         h.shard = from_host;
-        completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), value});
+        completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), std::move(value)});
       },
       kCollectiveTimeout);
   ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(device_kind_));
@@ -327,7 +327,7 @@ void ExecutorService::OnHostChanged(const proto::Incoming& in) {
   const Status lost = Unavailable(changed->reason);
   admission_->PeerLost(changed->control_endpoint, changed->data_endpoint, lost);
   // A shard waiting for the lost host's tuples would wait for ever, and one waiting for its
-  // partial in an all-reduce until the collective timeout, holding its device (and every
+  // message in a collective until the collective timeout, holding its device (and every
   // gang queued behind it) meanwhile: both fail now and pass the error on to their
   // consumers and results.
   mailbox_.FailWaitingOn(changed->control_endpoint, lost);

@@ -5,8 +5,8 @@
 
 #include "examples/mlp/mlp.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/example_program.h"
 #include "tests/e2e/relative_difference.h"
-#include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
 namespace {
@@ -72,15 +72,8 @@ TEST_F(MlpExampleTest, ABatchThatDoesNotDivideOverTheDevicesIsRefused) {
 // The example program, run as a user would against this cluster: a line per step and a
 // summary.
 TEST_F(MlpExampleTest, TheExampleProgramPrintsEachStepAndASummary) {
-  Subprocess example({ATOLL_BIN_DIR "/atoll-example-mlp", "--rm", RmEndpoint(), "--steps", "3"});
-  const CommandResult done = example.Wait(std::chrono::seconds(60));
-  ASSERT_EQ(done.exit_code, 0) << done.Describe();
-  EXPECT_NE(done.out.find("batch 64 split over 4 devices of island0"), std::string::npos)
-      << done.out;
-  for (const char* line :
-       {"step   1/3  loss ", "step   3/3  loss ", "examples/s\n", "done: loss "}) {
-    EXPECT_NE(done.out.find(line), std::string::npos) << line << " in:\n" << done.out;
-  }
+  ExpectStepsAndSummary(ATOLL_BIN_DIR "/atoll-example-mlp", RmEndpoint(),
+                        "batch 64 split over 4 devices of island0");
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "job/job.h"
@@ -197,6 +199,78 @@ TEST(JobFunctionTest, ArithmeticMatmulAndSpinKeepTheirArguments) {
       << unknown.status().ToString();
   EXPECT_NE(unknown.status().message().find("unknown op 'cube'"), std::string::npos)
       << unknown.status().ToString();
+}
+
+TEST(JobTest, MeshSlicesAndAxesShardingsParse) {
+  auto job = ParseJob(
+      Replace(Replace(Example(), "name = \"A\"\ndevices = 2", "name = \"A\"\nmesh = [2, 3]"),
+              "inputs = [{ dtype = \"f32\", shape = [2] }]",
+              "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"axes:1\" }]"),
+      "job.toml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->slices[0].mesh, (Shape{2, 3}));
+  EXPECT_EQ(job->slices[0].devices, 6u);
+  EXPECT_EQ(job->functions[0].inputs[0].sharding.axes, (std::vector<int>{1}));
+  for (const char* bad : {"axes:", "axes:1,", "axes:x", "axes:-2", "axes:0,1"}) {
+    auto refused = ParseJob(
+        Replace(
+            Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
+            fmt::format("inputs = [{{ dtype = \"f32\", shape = [2], sharding = \"{}\" }}]", bad)),
+        "job.toml");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find(bad), std::string::npos)
+        << refused.status().ToString();
+  }
+  auto empty_axis = ParseJob(
+      Replace(Example(), "name = \"A\"\ndevices = 2", "name = \"A\"\nmesh = [2, 0]"), "job.toml");
+  ASSERT_FALSE(empty_axis.ok());
+  EXPECT_NE(empty_axis.status().message().find("every axis must be at least 1"), std::string::npos)
+      << empty_axis.status().ToString();
+}
+
+TEST(JobFunctionTest, TheCollectivesTakeAValueAndWholeNumbers) {
+  // in0: f32 [4, 4] cut along mesh axis 0; in1: the same, replicated.
+  auto function = [](std::string op, std::vector<std::string> args) {
+    JobSpec::FunctionSpec spec;
+    spec.name = "f";
+    spec.slice = "A";
+    spec.inputs = {{DType::kF32, {4, 4}, Sharding::Split(0)},
+                   {DType::kF32, {4, 4}, Sharding::Replicated()}};
+    spec.ops = {{std::move(op), std::move(args)}};
+    return BuildJobFunction(spec);
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> accepted = {
+      {"all_reduce_sum", {"in1"}},
+      {"all_reduce_sum", {"in1", "0"}},
+      {"all_reduce_max", {"in1", "0"}},
+      {"all_reduce_min", {"in1"}},
+      {"all_reduce_mean", {"in1", "0"}},
+      {"all_gather", {"in0", "0"}},
+      {"reduce_scatter", {"in1", "0", "1"}},
+      {"all_to_all", {"in0", "0", "1"}},
+      {"broadcast", {"in1", "0", "1"}},
+      {"collective_permute", {"in0", "0", "0", "1", "1", "0"}},
+  };
+  for (const auto& [op, args] : accepted) {
+    auto built = function(op, args);
+    EXPECT_TRUE(built.ok()) << op << ": " << built.status().ToString();
+  }
+  const std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> refused = {
+      {"all_gather", {"in0"}, "takes a value and 1 whole numbers"},
+      {"reduce_scatter", {"in1", "0"}, "takes a value and 2 whole numbers"},
+      {"all_reduce_sum", {"in1", "0", "1"}, "an optional mesh axis"},
+      {"collective_permute", {"in0", "0", "1"}, "(source, target) pairs"},
+      {"broadcast", {"in1", "0", "0.5"}, "argument 2 ('0.5') must be a whole number"},
+      {"all_gather", {"2", "0"}, "the first argument must be a value"},
+      {"all_gather", {"in1", "0"}, "needs a tensor cut along it"},  // the type rule's
+  };
+  for (const auto& [op, args, mentions] : refused) {
+    auto built = function(op, args);
+    ASSERT_FALSE(built.ok()) << op;
+    EXPECT_EQ(built.status().code(), Code::kInvalidArgument) << op;
+    EXPECT_NE(built.status().message().find(mentions), std::string::npos)
+        << op << ": " << built.status().ToString();
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 """Programs traced from Python run on a real cluster: the paper's Figure 2, a sharded matmul
-over a 2x2 mesh, futures fed to later runs, and mixture-of-experts routing."""
+and collectives over a 2x2 mesh, futures fed to later runs, and mixture-of-experts routing."""
 
 from __future__ import annotations
 
@@ -49,6 +49,32 @@ def test_sharded_matmul_over_a_2x2_mesh_equals_numpy(client: atoll.Client) -> No
     w = np.asfortranarray(w).astype(">f4")
     got = client.run(matmul, x, w).result(timeout=30)
     np.testing.assert_allclose(got, np.maximum(x @ w, 0) - 0.5, rtol=1e-5, atol=1e-6)
+
+
+def test_collectives_along_each_axis_of_a_2x2_mesh_equal_numpy(client: atoll.Client) -> None:
+    mesh = client.mesh((2, 2))
+    x = np.arange(2 * 2 * 4, dtype=np.float32).reshape(2, 2, 4) % 7 - 3
+
+    for axis in (0, 1):
+        # x[i, j] on device (i, j); summed over the dimension cut along `axis`, each device
+        # holds its own row as a partial along that axis.
+        @atoll.function(mesh, atoll.f32[2, 2, 4].axes(0, 1, None))
+        def kinds(v):
+            own = ops.reduce_sum(v, axis)
+            return (ops.all_reduce_max(own, axis), ops.all_reduce_mean(own, axis),
+                    ops.reduce_scatter(own, axis, 1), ops.all_gather(v, axis),
+                    ops.all_to_all(v, axis, 2), ops.broadcast(own, axis, 1),
+                    ops.collective_permute(v, axis, [(0, 1), (1, 0)]))
+
+        top, mean, scattered, gathered, moved, root, swapped = client.run(kinds, x).result(
+            timeout=30)
+        np.testing.assert_array_equal(top, x.max(axis=axis))
+        np.testing.assert_allclose(mean, x.mean(axis=axis), rtol=1e-6)
+        np.testing.assert_array_equal(scattered, x.sum(axis=axis))
+        np.testing.assert_array_equal(gathered, x)
+        np.testing.assert_array_equal(moved, x)
+        np.testing.assert_array_equal(root, np.take(x, 1, axis=axis))
+        np.testing.assert_array_equal(swapped, np.flip(x, axis=axis))
 
 
 def test_futures_feed_the_next_runs(client: atoll.Client) -> None:

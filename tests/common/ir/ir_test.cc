@@ -31,9 +31,10 @@ TEST(FunctionDefTest, MsgpackRoundTrip) {
   msgpack::unpack(buffer.data(), buffer.size()).get().convert(back);
   EXPECT_EQ(back, fn);
   EXPECT_EQ(back.name, "dense");
-  ASSERT_EQ(back.ops.size(), 3u);
+  ASSERT_EQ(back.ops.size(), 4u);
   EXPECT_EQ(back.ops[0].code, OpCode::kMatmul);
   EXPECT_EQ(back.ops[2].attr, 12.5);
+  EXPECT_EQ(back.ops[3].params, (std::vector<int64_t>{0, 1, 1, 0, 2, 3, 3, 2}));
   EXPECT_EQ(back.ops[1].operands[1].scalar, 0.5);
   EXPECT_EQ(back.inputs[1].split, (std::vector<int32_t>{-1, -1}));
   EXPECT_TRUE(Validate(back, 4).ok());

@@ -28,13 +28,16 @@ inline ir::Operand Sample<ir::Operand>() {
 
 template <>
 inline ir::Op Sample<ir::Op>() {
-  return {ir::OpCode::kSpin,
+  // A broadcast along mesh axis 1 from its member 2.
+  return {ir::OpCode::kBroadcast,
           {{ir::Operand::kOp, 0, 0.0}},
-          12.5,
-          ir::TensorType{DType::kF32, {8, 3}, {0, -1}}};
+          1.0,
+          ir::TensorType{DType::kF32, {8, 3}, {0, -1}},
+          {2}};
 }
 
-// A valid function over 4 shards: y = spin((x @ w) * 0.5, 12.5 us), outputs y and x.
+// A valid function over 4 shards: y = spin((x @ w) * 0.5, 12.5 us), its blocks swapped in
+// pairs (a collective with params), outputs y and x.
 template <>
 inline ir::FunctionDef Sample<ir::FunctionDef>() {
   const ir::TensorType x{DType::kF32, {8, 5}, {0, -1}};
@@ -47,8 +50,13 @@ inline ir::FunctionDef Sample<ir::FunctionDef>() {
       {ir::OpCode::kMatmul, {{ir::Operand::kInput, 0, 0.0}, {ir::Operand::kInput, 1, 0.0}}, 0.0, y},
       {ir::OpCode::kMul, {{ir::Operand::kOp, 0, 0.0}, {ir::Operand::kScalar, 0, 0.5}}, 0.0, y},
       {ir::OpCode::kSpin, {{ir::Operand::kOp, 1, 0.0}}, 12.5, y},
+      {ir::OpCode::kCollectivePermute,
+       {{ir::Operand::kOp, 2, 0.0}},
+       0.0,
+       y,
+       {0, 1, 1, 0, 2, 3, 3, 2}},
   };
-  fn.outputs = {{ir::Operand::kOp, 2, 0.0}, {ir::Operand::kInput, 0, 0.0}};
+  fn.outputs = {{ir::Operand::kOp, 3, 0.0}, {ir::Operand::kInput, 0, 0.0}};
   fn.mesh = {4};
   return fn;
 }

@@ -15,10 +15,23 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "tests/services/executor/hub_network.h"
+
 namespace atl::executor {
 namespace {
 
 using namespace std::chrono_literals;
+using testutil::HostNames;
+using testutil::HubNetwork;
+using testutil::Interleaved;
+using testutil::WholeSliceSum;
+
+// Shard `shard`'s all-reduce sum over the whole (1-D) slice of `layout`.
+Result<Tensor> Sum(CollectiveHub& hub, const CollectiveKey& key, const GangLayout& layout,
+                   uint32_t shard, Tensor local) {
+  return hub.Run(key, layout, WholeSliceSum(static_cast<int64_t>(layout.shard_endpoints.size())),
+                 shard, std::move(local));
+}
 
 constexpr char kA[] = "tcp://a:1";
 constexpr char kB[] = "tcp://b:1";
@@ -38,7 +51,7 @@ class CollectiveHubTest : public ::testing::Test {
     return CollectiveHub(
         kB,
         [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
-               uint32_t from_host, const Result<Tensor>& partial) {
+               uint32_t from_host, Result<Tensor> partial) {
           {
             std::lock_guard lock(mu_);
             sent_.push_back({endpoint, key, what, from_host, partial});
@@ -68,10 +81,10 @@ TEST_F(CollectiveHubTest, PartialsFromEveryHostAreSummedForEachLocalShard) {
   const GangLayout layout({kA, kB, kB, kC});
   const CollectiveKey key{7, 3, 0};
   auto s1 = std::async(std::launch::async, [&] {
-    return hub.AllReduceSum(key, layout, 1, Tensor::F32({2}, {1, 2}));
+    return Sum(hub, key, layout, 1, Tensor::F32({2}, {1, 2}));
   });
   auto s2 = std::async(std::launch::async, [&] {
-    return hub.AllReduceSum(key, layout, 2, Tensor::F32({2}, {10, 20}));
+    return Sum(hub, key, layout, 2, Tensor::F32({2}, {10, 20}));
   });
   hub.Deposit(key, 0, Tensor::F32({2}, {100, 200}));
   hub.Deposit(key, 2, Tensor::F32({2}, {1000, 2000}));
@@ -99,7 +112,7 @@ TEST_F(CollectiveHubTest, APartialThatArrivesBeforeTheLocalShardIsKept) {
   const GangLayout layout({kA, kB});
   const CollectiveKey key{7, 3, 1};
   hub.Deposit(key, 0, Tensor::F32({1}, {5}));
-  Result<Tensor> total = hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2}));
+  Result<Tensor> total = Sum(hub, key, layout, 1, Tensor::F32({1}, {2}));
   ASSERT_TRUE(total.ok()) << total.status().ToString();
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
@@ -107,9 +120,10 @@ TEST_F(CollectiveHubTest, APartialThatArrivesBeforeTheLocalShardIsKept) {
 TEST_F(CollectiveHubTest, AHostThatNeverContributesTimesTheGangOut) {
   CollectiveHub hub = MakeHub(50ms);
   const GangLayout layout({kA, kB});
-  Result<Tensor> total = hub.AllReduceSum({7, 3, 2}, layout, 1, Tensor::F32({1}, {2}));
+  Result<Tensor> total = Sum(hub, {7, 3, 2}, layout, 1, Tensor::F32({1}, {2}));
   EXPECT_EQ(total.status().code(), Code::kDeadlineExceeded);
-  EXPECT_NE(total.status().message().find("1 of 2 hosts contributed"), std::string::npos)
+  EXPECT_NE(total.status().message().find("heard from 0 of the 1 hosts it waits for"),
+            std::string::npos)
       << total.status().ToString();
 }
 
@@ -118,7 +132,7 @@ TEST_F(CollectiveHubTest, AnErrorFromAnotherHostIsEveryShardsResult) {
   const GangLayout layout({kA, kB});
   const CollectiveKey key{7, 3, 3};
   hub.Deposit(key, 0, Result<Tensor>(Unavailable("host a lost")));
-  Result<Tensor> total = hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2}));
+  Result<Tensor> total = Sum(hub, key, layout, 1, Tensor::F32({1}, {2}));
   EXPECT_EQ(total.status().code(), Code::kUnavailable);
 }
 
@@ -127,8 +141,8 @@ TEST_F(CollectiveHubTest, ALostHostFailsTheAllReducesWaitingForItAtOnceNamingIt)
   CollectiveHub hub = MakeHub(30s);  // the executor's timeout: far beyond what the test waits
   const GangLayout layout({kA, kB, kC});
   const CollectiveKey key{7, 3, 5};
-  auto waiting = std::async(
-      std::launch::async, [&] { return hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2})); });
+  auto waiting = std::async(std::launch::async,
+                            [&] { return Sum(hub, key, layout, 1, Tensor::F32({1}, {2})); });
   hub.Deposit(key, 2, Tensor::F32({1}, {3}));  // c contributed; a never will
   ASSERT_TRUE(WaitForSent(2)) << "the local partial never went out";
 
@@ -140,7 +154,7 @@ TEST_F(CollectiveHubTest, ALostHostFailsTheAllReducesWaitingForItAtOnceNamingIt)
   EXPECT_EQ(total.status().code(), Code::kUnavailable) << total.status().ToString();
   EXPECT_NE(total.status().message().find("host a lost"), std::string::npos)
       << total.status().ToString();
-  EXPECT_NE(total.status().message().find("all-reduce of run 7 node 3 op 5"), std::string::npos)
+  EXPECT_NE(total.status().message().find("all_reduce_sum of run 7 node 3 op 5"), std::string::npos)
       << total.status().ToString();
   EXPECT_LT(took, 100ms);
 }
@@ -152,21 +166,21 @@ TEST_F(CollectiveHubTest, AnAllReduceIncludingALostHostFailsAtOnceUntilItIsBack)
   hub.HostLost(kA, Unavailable("host a lost"));
 
   const auto start = Clock::now();
-  Result<Tensor> refused = hub.AllReduceSum({8, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+  Result<Tensor> refused = Sum(hub, {8, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
   EXPECT_LT(Clock::now() - start, 100ms);
   EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
   EXPECT_NE(refused.status().message().find("host a lost"), std::string::npos)
       << refused.status().ToString();
   EXPECT_TRUE(sent().empty()) << "a doomed all-reduce sends no partial";
   // A gang without the lost host is not concerned.
-  Result<Tensor> alone = hub.AllReduceSum({8, 1, 0}, GangLayout({kB}), 0, Tensor::F32({1}, {4}));
+  Result<Tensor> alone = Sum(hub, {8, 1, 0}, GangLayout({kB}), 0, Tensor::F32({1}, {4}));
   ASSERT_TRUE(alone.ok()) << alone.status().ToString();
   EXPECT_EQ(*alone, Tensor::F32({1}, {4}));
 
   hub.HostBack(kA);
   const CollectiveKey key{9, 0, 0};
   hub.Deposit(key, 0, Tensor::F32({1}, {5}));
-  Result<Tensor> total = hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2}));
+  Result<Tensor> total = Sum(hub, key, layout, 1, Tensor::F32({1}, {2}));
   ASSERT_TRUE(total.ok()) << total.status().ToString();
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
@@ -175,9 +189,9 @@ TEST_F(CollectiveHubTest, AShardThatFailedBeforeItsAllReduceFailsItsGangEverywhe
   CollectiveHub hub = MakeHub(30s);
   const GangLayout layout({kA, kB, kB});  // shards 1 and 2 here
   const CollectiveKey key{13, 0, 0};
-  auto waiting = std::async(
-      std::launch::async, [&] { return hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2})); });
-  hub.Abandon(key, layout, 2, NotFound("argument 0: object 5 is unknown"));
+  auto waiting = std::async(std::launch::async,
+                            [&] { return Sum(hub, key, layout, 1, Tensor::F32({1}, {2})); });
+  hub.Abandon(key, layout, WholeSliceSum(3), 2, NotFound("argument 0: object 5 is unknown"));
   ASSERT_EQ(waiting.wait_for(1s), std::future_status::ready) << "still waiting after Abandon";
   EXPECT_EQ(waiting.get().status().code(), Code::kNotFound);
   // Host a hears the error as this host's partial, once.
@@ -192,13 +206,13 @@ TEST_F(CollectiveHubTest, StoppingFailsEveryWaitingAndLaterAllReduceAtOnce) {
   CollectiveHub hub = MakeHub(30s);
   const GangLayout layout({kA, kB});
   auto waiting = std::async(std::launch::async, [&] {
-    return hub.AllReduceSum({11, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+    return Sum(hub, {11, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
   });
   ASSERT_TRUE(WaitForSent(1)) << "the local partial never went out";
   hub.Stop(Cancelled("the executor is stopping"));
   ASSERT_EQ(waiting.wait_for(1s), std::future_status::ready) << "still waiting after Stop";
   EXPECT_EQ(waiting.get().status().code(), Code::kCancelled);
-  Result<Tensor> later = hub.AllReduceSum({12, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+  Result<Tensor> later = Sum(hub, {12, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
   EXPECT_EQ(later.status().code(), Code::kCancelled) << later.status().ToString();
 }
 
@@ -207,79 +221,16 @@ TEST_F(CollectiveHubTest, APartialThatCameBeforeItsHostWasLostStillCounts) {
   const CollectiveKey key{10, 0, 0};
   hub.Deposit(key, 0, Tensor::F32({1}, {5}));
   hub.HostLost(kA, Unavailable("host a lost"));
-  Result<Tensor> total = hub.AllReduceSum(key, GangLayout({kA, kB}), 1, Tensor::F32({1}, {2}));
+  Result<Tensor> total = Sum(hub, key, GangLayout({kA, kB}), 1, Tensor::F32({1}, {2}));
   ASSERT_TRUE(total.ok()) << total.status().ToString();
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
 
 TEST_F(CollectiveHubTest, AShardThatDoesNotRunHereIsRefused) {
   CollectiveHub hub = MakeHub(10s);
-  Result<Tensor> total =
-      hub.AllReduceSum({7, 3, 4}, GangLayout({kA, kB}), 0, Tensor::F32({1}, {2}));
+  Result<Tensor> total = Sum(hub, {7, 3, 4}, GangLayout({kA, kB}), 0, Tensor::F32({1}, {2}));
   EXPECT_EQ(total.status().code(), Code::kInternal);
   EXPECT_TRUE(sent().empty());
-}
-
-// A gang's hosts, each its own hub, wired so that what one sends lands at once in the hub
-// it names (as the data plane would deliver it), counting the messages.
-class HubNetwork {
- public:
-  HubNetwork(const std::vector<std::string>& hosts, size_t all_pairs_max_hosts) {
-    for (const auto& host : hosts) {
-      hubs_[host] = std::make_unique<CollectiveHub>(
-          host,
-          [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
-                 uint32_t from_host, const Result<Tensor>& value) {
-            ++messages_;
-            CollectiveHub& to = *hubs_.at(endpoint);
-            if (what == CollectiveValue::kTotal) {
-              to.DepositTotal(key, value);
-            } else {
-              to.Deposit(key, from_host, value);
-            }
-          },
-          10s, all_pairs_max_hosts);
-    }
-  }
-  CollectiveHub& hub(const std::string& host) { return *hubs_.at(host); }
-  int messages() const { return messages_.load(); }
-
-  // Every shard of `layout` all-reduces `values[shard]` on a thread of its own, but those
-  // in `abandoned`, which abandon with `why`; the results by shard.
-  std::vector<Result<Tensor>> Run(const CollectiveKey& key, const GangLayout& layout,
-                                  const std::vector<Tensor>& values,
-                                  const std::set<uint32_t>& abandoned = {},
-                                  const Status& why = Status::Ok()) {
-    std::vector<std::future<Result<Tensor>>> shards;
-    for (uint32_t s = 0; s < layout.shard_endpoints.size(); ++s) {
-      shards.push_back(std::async(std::launch::async, [&, s]() -> Result<Tensor> {
-        CollectiveHub& here = hub(layout.shard_endpoints[s]);
-        if (!abandoned.count(s)) return here.AllReduceSum(key, layout, s, values[s]);
-        here.Abandon(key, layout, s, why);
-        return why;
-      }));
-    }
-    std::vector<Result<Tensor>> out;
-    for (auto& shard : shards) out.push_back(shard.get());
-    return out;
-  }
-
- private:
-  std::map<std::string, std::unique_ptr<CollectiveHub>> hubs_;
-  std::atomic<int> messages_{0};
-};
-
-std::vector<std::string> HostNames(int hosts) {
-  std::vector<std::string> names;
-  for (int h = 0; h < hosts; ++h) names.push_back(fmt::format("tcp://h{:03}:1", h));
-  return names;
-}
-
-// Shard s on host s % hosts: every host holds shards from all over the slice.
-GangLayout Interleaved(const std::vector<std::string>& hosts, int shards) {
-  std::vector<std::string> endpoints;
-  for (int s = 0; s < shards; ++s) endpoints.push_back(hosts[s % hosts.size()]);
-  return GangLayout(endpoints);
 }
 
 // Values over many magnitudes, so that float sums in another order come out different.
@@ -339,7 +290,8 @@ TEST(CollectiveHubAtScaleTest, RootedAndAllPairsGiveEveryShardTheHostOrderSumBit
     HubNetwork all_pairs(names, /*all_pairs_max_hosts=*/1000);
     HubNetwork rooted(names, /*all_pairs_max_hosts=*/1);
     for (HubNetwork* network : {&all_pairs, &rooted}) {
-      for (const Result<Tensor>& got : network->Run({1, 2, 3}, layout, values)) {
+      for (const Result<Tensor>& got :
+           network->Run({1, 2, 3}, layout, WholeSliceSum(layout.shard_endpoints.size()), values)) {
         ASSERT_TRUE(got.ok()) << got.status().ToString();
         EXPECT_EQ(*got, want) << got->ToString() << " vs " << want.ToString();
       }
@@ -357,7 +309,7 @@ TEST(CollectiveHubAtScaleTest, ARootedGangFailsOnEveryHostWhenAnyHostsShardAband
   for (uint32_t abandoned : {0u, 3u}) {
     SCOPED_TRACE(fmt::format("shard {} abandons", abandoned));
     HubNetwork rooted(names, 1);
-    const auto got = rooted.Run({5, 0, abandoned}, layout, values, {abandoned},
+    const auto got = rooted.Run({5, 0, abandoned}, layout, WholeSliceSum(12), values, {abandoned},
                                 NotFound("argument 0: object 5 is unknown"));
     for (const Result<Tensor>& shard : got) {
       EXPECT_EQ(shard.status().code(), Code::kNotFound) << shard.status().ToString();
@@ -369,8 +321,8 @@ TEST_F(CollectiveHubTest, ARootedHostSendsItsPartialToTheRootAloneAndWaitsForIts
   CollectiveHub hub = MakeHub(30s, /*all_pairs_max_hosts=*/2);
   const GangLayout layout({kA, kB, kC});  // rooted at a; this host is b
   const CollectiveKey key{20, 0, 0};
-  auto waiting = std::async(
-      std::launch::async, [&] { return hub.AllReduceSum(key, layout, 1, Tensor::F32({1}, {2})); });
+  auto waiting = std::async(std::launch::async,
+                            [&] { return Sum(hub, key, layout, 1, Tensor::F32({1}, {2})); });
   ASSERT_TRUE(WaitForSent(1)) << "the local partial never went out";
   // Another host's loss is the root's business: it fails the gang if it must.
   hub.HostLost(kC, Unavailable("host c lost"));
@@ -389,8 +341,72 @@ TEST_F(CollectiveHubTest, ARootedHostSendsItsPartialToTheRootAloneAndWaitsForIts
   // The root's loss fails it at once.
   hub.HostBack(kC);
   hub.HostLost(kA, Unavailable("host a lost"));
-  Result<Tensor> refused = hub.AllReduceSum({21, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
+  Result<Tensor> refused = Sum(hub, {21, 0, 0}, layout, 1, Tensor::F32({1}, {2}));
   EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+}
+
+// Every kind of collective over a 1-D gang of two hosts, shard 0 on host a and shard 1 here
+// on host b, each needing host a's block: the all-reduces, all_gather, reduce_scatter and
+// all_to_all of [2,2] blocks, a swap of the two blocks and a broadcast from a.
+std::vector<CollectiveOp> EveryKindNeedingHostA() {
+  std::vector<CollectiveOp> ops;
+  for (auto code :
+       {ir::OpCode::kAllReduceSum, ir::OpCode::kAllReduceMax, ir::OpCode::kAllReduceMin,
+        ir::OpCode::kAllReduceMean, ir::OpCode::kAllGather, ir::OpCode::kReduceScatter,
+        ir::OpCode::kAllToAll, ir::OpCode::kCollectivePermute, ir::OpCode::kBroadcast}) {
+    CollectiveOp op;
+    op.code = code;
+    op.mesh = {2};
+    op.axis = 0;
+    op.dim = 0;
+    op.to_dim = 1;
+    op.root = 0;
+    op.target_of = {1, 0};
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+TEST_F(CollectiveHubTest, ALostHostFailsEveryKindOfCollectiveWaitingForItAtOnceNamingIt) {
+  CollectiveHub hub = MakeHub(30s);  // the executor's timeout: far beyond what the test waits
+  const GangLayout layout({kA, kB});
+  uint32_t op_index = 0;
+  for (const CollectiveOp& op : EveryKindNeedingHostA()) {
+    // A broadcast's other members send nothing: nothing shows that it is waiting yet.
+    if (op.code == ir::OpCode::kBroadcast) continue;
+    SCOPED_TRACE(op.name());
+    const CollectiveKey key{30, 0, ++op_index};
+    const size_t sent_before = sent().size();
+    auto waiting = std::async(std::launch::async, [&] {
+      return hub.Run(key, layout, op, 1, Tensor::F32({2, 2}, {1, 2, 3, 4}));
+    });
+    ASSERT_TRUE(WaitForSent(sent_before + 1)) << "this host's items never went out";
+    hub.HostLost(kA, Unavailable("host a lost: missed 4 heartbeats"));
+    ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready) << "still waiting after HostLost";
+    Result<Tensor> got = waiting.get();
+    EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status().ToString();
+    EXPECT_NE(got.status().message().find("host a lost"), std::string::npos)
+        << got.status().ToString();
+    EXPECT_NE(
+        got.status().message().find(fmt::format("{} of run 30 node 0 op {}", op.name(), op_index)),
+        std::string::npos)
+        << got.status().ToString();
+    hub.HostBack(kA);
+  }
+}
+
+TEST_F(CollectiveHubTest, EveryKindOfCollectiveThatNeedsALostHostIsRefusedAtOnce) {
+  CollectiveHub hub = MakeHub(30s);
+  const GangLayout layout({kA, kB});
+  hub.HostLost(kA, Unavailable("host a lost"));
+  uint32_t op_index = 0;
+  for (const CollectiveOp& op : EveryKindNeedingHostA()) {
+    SCOPED_TRACE(op.name());
+    Result<Tensor> refused =
+        hub.Run({31, 0, ++op_index}, layout, op, 1, Tensor::F32({2, 2}, {1, 2, 3, 4}));
+    EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+  }
+  EXPECT_TRUE(sent().empty()) << "nothing goes to a lost host";
 }
 
 }  // namespace
