@@ -67,7 +67,8 @@ Result<JobSpec> LoadJob(const std::string& path);
 // The compiled function `spec` describes, built but not registered: its inputs, its ops in
 // order, its outputs. An op is a unary op of atoll/unary_ops.def by its name ("exp",
 // "relu", ...) of one value; add, sub, mul or div of two values or of a value and a number;
-// matmul of two values; or spin of a value and microseconds. InvalidArgument names the op
+// matmul of two values; spin of a value and microseconds; or cast of a value and a dtype's
+// name ("bf16", ...). InvalidArgument names the op
 // that is unknown or has the wrong arguments (its index in the function); the builder's own
 // errors (types that do not fit the op) are returned as FunctionBuilder::status() says them.
 Result<FunctionBuilder> BuildJobFunction(const JobSpec::FunctionSpec& spec);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "kernels/arithmetic.h"
+#include "kernels/cast.h"
 
 namespace atl::executor {
 
@@ -53,6 +54,15 @@ CollectiveHub::State& CollectiveHub::StateOf(const CollectiveKey& key, const Gan
 
 Result<Tensor> CollectiveHub::AllReduceSum(const CollectiveKey& key, const GangLayout& layout,
                                            uint32_t shard, Tensor local) {
+  const DType dtype = local.dtype();
+  if (ClassOf(dtype) != DTypeClass::kStorage) return Reduce(key, layout, shard, std::move(local));
+  ATOLL_ASSIGN_OR_RETURN(Tensor wide, kernels::Cast(local, DType::kF32));
+  ATOLL_ASSIGN_OR_RETURN(Tensor total, Reduce(key, layout, shard, std::move(wide)));
+  return kernels::Cast(total, dtype);
+}
+
+Result<Tensor> CollectiveHub::Reduce(const CollectiveKey& key, const GangLayout& layout,
+                                     uint32_t shard, Tensor local) {
   const size_t self_index = layout.HostIndex(self_);
   if (self_index == layout.hosts.size() || shard >= layout.shard_endpoints.size() ||
       layout.shard_endpoints[shard] != self_) {

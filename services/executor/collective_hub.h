@@ -66,7 +66,9 @@ class CollectiveHub {
 
   // Contributes shard `shard`'s tensor and waits (at most the hub's timeout) for the sum
   // over every shard of the gang. Fails at once, without contributing, when a host of the
-  // gang whose partial has not come is lost (HostLost).
+  // gang whose partial has not come is lost (HostLost). bf16 and f16 are summed in f32 (the
+  // partials and the total travel as f32) and rounded once by each reader, in the same
+  // order everywhere, so that replicas stay bit-identical.
   Result<Tensor> AllReduceSum(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
                               Tensor local);
   // Shard `shard` failed before it reached all-reduce `key` (`why`): it will never
@@ -110,6 +112,9 @@ class CollectiveHub {
       return host != self && (!rooted || (self != 0 && host == 0));
     }
   };
+  // AllReduceSum of a tensor of a dtype the kernels add (not bf16 or f16).
+  Result<Tensor> Reduce(const CollectiveKey& key, const GangLayout& layout, uint32_t shard,
+                        Tensor local);
   // The all-reduce `key`'s state, made for `layout` on first use. Called with mu_ held.
   State& StateOf(const CollectiveKey& key, const GangLayout& layout);
   // Sums the values in key order; any error wins.
