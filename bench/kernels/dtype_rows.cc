@@ -55,6 +55,30 @@ Status BenchMatmulDTypes(int64_t n, const Sweep& sweep, BenchResult& result) {
   return Status::Ok();
 }
 
+namespace {
+
+// The series "narrow_NAME" (f32 `in` into `halves`) and "widen_NAME" (back into `wide`) of
+// one format at one width.
+template <typename H>
+void AddConversions(std::vector<Series>& series, const std::string& name,
+                    void (*narrow)(const float*, H*, int64_t),
+                    void (*widen)(const H*, float*, int64_t), const float* in,
+                    std::vector<H>& halves, std::vector<float>& wide) {
+  const auto n = static_cast<int64_t>(wide.size());
+  series.emplace_back("narrow_" + name, [=, &halves]() -> Status {
+    narrow(in, halves.data(), n);
+    Sink(static_cast<float>(halves[0].bits));
+    return Status::Ok();
+  });
+  series.emplace_back("widen_" + name, [=, &halves, &wide]() -> Status {
+    widen(halves.data(), wide.data(), n);
+    Sink(wide[0]);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
 Status BenchConversions(int64_t elements, const Sweep& sweep, BenchResult& result) {
   std::mt19937 rng(static_cast<unsigned>(elements));
   const Tensor x = Random(rng, {elements}, -100.0f, 100.0f);
@@ -70,26 +94,8 @@ Status BenchConversions(int64_t elements, const Sweep& sweep, BenchResult& resul
   });
   for (const kernels::internal::HalfConvert* h : kernels::internal::SupportedHalfConvert()) {
     const std::string width = h->name;
-    series.emplace_back("narrow_bf16_" + width, [&, h]() -> Status {
-      h->narrow_bf16(in, bf16.data(), elements);
-      Sink(static_cast<float>(bf16[0].bits));
-      return Status::Ok();
-    });
-    series.emplace_back("widen_bf16_" + width, [&, h]() -> Status {
-      h->widen_bf16(bf16.data(), wide.data(), elements);
-      Sink(wide[0]);
-      return Status::Ok();
-    });
-    series.emplace_back("narrow_f16_" + width, [&, h]() -> Status {
-      h->narrow_f16(in, f16.data(), elements);
-      Sink(static_cast<float>(f16[0].bits));
-      return Status::Ok();
-    });
-    series.emplace_back("widen_f16_" + width, [&, h]() -> Status {
-      h->widen_f16(f16.data(), wide.data(), elements);
-      Sink(wide[0]);
-      return Status::Ok();
-    });
+    AddConversions<BF16>(series, "bf16_" + width, h->narrow_bf16, h->widen_bf16, in, bf16, wide);
+    AddConversions<F16>(series, "f16_" + width, h->narrow_f16, h->widen_f16, in, f16, wide);
   }
   ATOLL_RETURN_IF_ERROR(Measure(series, static_cast<double>(elements), 1, sweep));
   const double baseline = Median(series[0].samples);

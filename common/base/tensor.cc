@@ -105,33 +105,31 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   if (auto bytes = CheckedNumBytes(dtype_, shape_); bytes.ok()) bytes_.resize(*bytes);
 }
 
-Tensor Tensor::F32(Shape shape, std::vector<float> values) {
-  Tensor t(DType::kF32, std::move(shape));
+namespace {
+
+// A tensor of `dtype`, whose elements are T, holding `values` (as many as fit).
+template <typename T>
+Tensor Holding(DType dtype, Shape shape, const std::vector<T>& values) {
+  Tensor t(dtype, std::move(shape));
   // std::copy_n, not memcpy: an empty tensor's data() may be null.
-  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(float), values.size()),
-              reinterpret_cast<float*>(t.data()));
+  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(T), values.size()),
+              reinterpret_cast<T*>(t.data()));
   return t;
 }
 
+}  // namespace
+
+Tensor Tensor::F32(Shape shape, std::vector<float> values) {
+  return Holding(DType::kF32, std::move(shape), values);
+}
 Tensor Tensor::I32(Shape shape, std::vector<int32_t> values) {
-  Tensor t(DType::kI32, std::move(shape));
-  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(int32_t), values.size()),
-              reinterpret_cast<int32_t*>(t.data()));
-  return t;
+  return Holding(DType::kI32, std::move(shape), values);
 }
-
 Tensor Tensor::F64(Shape shape, std::vector<double> values) {
-  Tensor t(DType::kF64, std::move(shape));
-  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(double), values.size()),
-              reinterpret_cast<double*>(t.data()));
-  return t;
+  return Holding(DType::kF64, std::move(shape), values);
 }
-
 Tensor Tensor::I64(Shape shape, std::vector<int64_t> values) {
-  Tensor t(DType::kI64, std::move(shape));
-  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(int64_t), values.size()),
-              reinterpret_cast<int64_t*>(t.data()));
-  return t;
+  return Holding(DType::kI64, std::move(shape), values);
 }
 
 namespace {
