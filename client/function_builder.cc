@@ -141,13 +141,20 @@ Value FunctionBuilder::ReduceSum(Value x, int axis) {
 }
 Value FunctionBuilder::ReduceMean(Value x, int axis) {
   // A sum scaled by the global extent: on a cut axis each device's share then sums to the
-  // mean, which a local mean would not.
-  const Value sum = ReduceSum(x, axis);
+  // mean, which a local mean would not. A storage dtype's sum and scaling happen in f32, so
+  // that the mean is rounded once.
+  const ir::TensorType* t = ir::OperandType(impl_->def, ToOperand(x));
+  if (t == nullptr) return ReduceSum(x, axis);  // which records the error
+  const DType dtype = t->dtype;
+  const int dim = NormalizeAxis(*impl_, x, axis);
+  const int64_t extent = dim >= 0 && dim < static_cast<int>(t->shape.size()) ? t->shape[dim] : 0;
+  const bool storage = ClassOf(dtype) == DTypeClass::kStorage;
+  const Value sum = ReduceSum(storage ? Cast(x, DType::kF32) : x, axis);
   if (!impl_->status.ok()) return {};
-  const int64_t extent =
-      ir::OperandType(impl_->def, ToOperand(x))->shape[NormalizeAxis(*impl_, x, axis)];
-  return Mul(sum, 1.0 / static_cast<double>(extent));
+  const Value mean = Mul(sum, 1.0 / static_cast<double>(extent));
+  return storage ? Cast(mean, dtype) : mean;
 }
+
 Value FunctionBuilder::Softmax(Value x) {
   return AddOp(*impl_, ir::OpCode::kSoftmax, {ToOperand(x)});
 }
@@ -215,6 +222,10 @@ FunctionBuilder::TopKValues FunctionBuilder::TopK(Value x, int64_t k) {
 }
 Value FunctionBuilder::Column(Value x, int64_t j) {
   return AddOp(*impl_, ir::OpCode::kColumn, {ToOperand(x)}, static_cast<double>(j));
+}
+
+Value FunctionBuilder::Cast(Value x, DType dtype) {
+  return AddOp(*impl_, ir::OpCode::kCast, {ToOperand(x)}, static_cast<double>(dtype));
 }
 
 Value FunctionBuilder::Spin(Value a, double micros) {

@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "common/base/dtype_types.h"
 #include "compute/cancellation.h"
 #include "kernels/arithmetic.h"
+#include "kernels/cast.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/filter.h"
@@ -68,12 +72,17 @@ Result<kernels::UnaryFn> UnaryFnOf(OpCode code) {
   }
 }
 
-// Multiplies every element by `factor`: a row-split shard's share of a batch mean is its
-// local mean times local rows / global rows, so that the shards' shares sum to the mean.
+// Multiplies every element of a float tensor by `factor` (in double, rounded once): a
+// row-split shard's share of a batch mean is its local mean times local rows / global rows,
+// so that the shards' shares sum to the mean.
 Tensor Scale(Tensor t, double factor) {
-  if (factor != 1.0) {
-    for (float& v : t.as<float>()) v = static_cast<float>(v * factor);
-  }
+  if (factor == 1.0) return t;
+  VisitDType(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      for (T& v : t.as<T>()) v = static_cast<T>(v * factor);
+    }
+  });
   return t;
 }
 
@@ -141,16 +150,15 @@ Result<Tensor> RunSoftmax(const ir::Op& op, Operands operands) {
 
 Result<Tensor> RunLayerNorm(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<3>(op, operands));
-  return kernels::LayerNorm(*t[0], *t[1], *t[2], static_cast<float>(op.attr));
+  return kernels::LayerNorm(*t[0], *t[1], *t[2], op.attr);
 }
 
 // Each of the three gradient ops runs the whole kernel and keeps its part: the IR gives an
 // op one result.
 Result<Tensor> RunLayerNormGrad(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<3>(op, operands));
-  ATOLL_ASSIGN_OR_RETURN(
-      kernels::LayerNormGrads grads,
-      kernels::LayerNormBackward(*t[0], *t[1], *t[2], static_cast<float>(op.attr)));
+  ATOLL_ASSIGN_OR_RETURN(kernels::LayerNormGrads grads,
+                         kernels::LayerNormBackward(*t[0], *t[1], *t[2], op.attr));
   if (op.code == OpCode::kLayerNormGradX) return std::move(grads.dx);
   if (op.code == OpCode::kLayerNormGradGamma) return std::move(grads.dgamma);
   return std::move(grads.dbeta);
@@ -172,7 +180,7 @@ Result<Tensor> RunTranspose(const ir::Op& op, Operands operands) {
 
 Result<Tensor> RunSgdUpdate(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
-  return kernels::SgdUpdate(*t[0], *t[1], {.learning_rate = static_cast<float>(op.attr)});
+  return kernels::SgdUpdate(*t[0], *t[1], {.learning_rate = op.attr});
 }
 
 // Each of kAdamParam, kAdamM and kAdamV runs the whole kernel and keeps its part: the IR
@@ -188,7 +196,7 @@ Result<Tensor> RunAdam(const ir::Op& op, Operands operands) {
     return InvalidArgument(
         fmt::format("{} takes param, grad, m, v, an i32 step and 5 scalars", ir::OpName(op.code)));
   }
-  auto scalar = [&](size_t i) { return static_cast<float>(op.operands[i].scalar); };
+  auto scalar = [&](size_t i) { return op.operands[i].scalar; };
   kernels::AdamOptions options;
   options.learning_rate = scalar(5);
   options.beta1 = scalar(6);
@@ -259,6 +267,11 @@ Result<Tensor> RunColumn(const ir::Op& op, Operands operands) {
   return kernels::Reshape(column, {x.shape()[0]});
 }
 
+Result<Tensor> RunCast(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  return kernels::Cast(*t[0], op.type.dtype);  // the rule gave it from attr
+}
+
 // One row of the op table, as the cpu backend uses it.
 struct CpuRow {
   size_t operands;
@@ -270,6 +283,32 @@ constexpr CpuRow kCpuTable[] = {
 #include "common/ir/ops.def"
 };
 static_assert(std::size(kCpuTable) == ir::kNumOpCodes);
+
+bool IsStorage(const Tensor* t) {
+  return t != nullptr && ClassOf(t->dtype()) == DTypeClass::kStorage;
+}
+
+// An op with bf16 or f16 operands computes in f32: those operands are widened (exactly), the
+// row's kernel runs in f32, and its f32 result is rounded once into the storage dtype the
+// op's rule gave. The kernels themselves know f32 and f64 only.
+Result<Tensor> RunInF32(const ir::Op& op, Operands operands, const CpuRow& row) {
+  std::vector<Tensor> wide;
+  wide.reserve(operands.size());  // no reallocation: `args` points into it
+  std::vector<const Tensor*> args;
+  for (const Tensor* t : operands) {
+    if (!IsStorage(t)) {
+      args.push_back(t);
+      continue;
+    }
+    ATOLL_ASSIGN_OR_RETURN(wide.emplace_back(), kernels::Cast(*t, DType::kF32));
+    args.push_back(&wide.back());
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor result, row.run(op, args));
+  if (result.dtype() == DType::kF32 && ClassOf(op.type.dtype) == DTypeClass::kStorage) {
+    return kernels::Cast(result, op.type.dtype);
+  }
+  return result;
+}
 
 }  // namespace
 
@@ -283,6 +322,9 @@ Result<Tensor> RunCpuOp(const ir::Op& op, Operands operands) {
     return InvalidArgument(fmt::format("{} takes {} operand{}, got {}", ir::OpName(op.code),
                                        row.operands, row.operands == 1 ? "" : "s",
                                        operands.size()));
+  }
+  if (std::any_of(operands.begin(), operands.end(), IsStorage)) {
+    return RunInF32(op, operands, row);
   }
   return row.run(op, operands);
 }

@@ -1,7 +1,8 @@
 // The cpu backend's kernels, one per row of the op table (common/ir/ops.def's CpuKernel
 // column): each computes its op on one shard's local tensors with the kernel library
 // (kernels/), on the shardings its type rule accepts (ops.def says which make that right).
-// Stateless; thread-safe.
+// bf16 and f16 operands are widened to f32 for the kernel and its result rounded once into
+// the op's storage dtype: the kernels compute in f32 and f64 only. Stateless; thread-safe.
 #pragma once
 
 #include <span>

@@ -131,29 +131,24 @@ Result<Sharding> ParseSharding(const std::string& text, size_t rank) {
                          "' is none of \"replicated\", \"split:D\" and \"axes:A0,A1,...\"");
 }
 
-// Value `index` of an input, as its dtype holds it: an i32 must be a whole number in int32's
-// range and an f32 a finite number in float's (a cast of anything else would be undefined).
+// Value `index` of an input, as its dtype holds it: an integer dtype takes a whole number in
+// its range, a float dtype a finite number that stays finite when rounded to it (a cast of
+// anything else would be undefined or silently infinite). Values are read as doubles, so an
+// integer beyond 2^53, which a double may not hold, is refused rather than rounded.
 Result<double> InputValue(DType dtype, const toml::value& v, size_t index) {
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (v.is_integer() && (v.as_integer() > kExact || v.as_integer() < -kExact)) {
+    return InvalidArgument(fmt::format(
+        "value {} ({}) is beyond 2^53, where job inputs (read as doubles) stop being exact", index,
+        v.as_integer()));
+  }
   const double x = Number(v);
-  const bool fits = dtype == DType::kI32
-                        ? x >= std::numeric_limits<int32_t>::min() &&
-                              x <= std::numeric_limits<int32_t>::max() && x == std::trunc(x)
-                        : std::isfinite(x) && std::abs(x) <= std::numeric_limits<float>::max();
-  if (fits) return x;
-  return InvalidArgument(
-      fmt::format("value {} ({}) is not {}", index, x,
-                  dtype == DType::kI32 ? "a whole number in i32's range" : "a finite f32"));
-}
-
-Result<Tensor> MakeTensor(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  if (static_cast<int64_t>(values.size()) != NumElements(shape)) {
-    return InvalidArgument(
-        fmt::format("{} values for shape {}", values.size(), ShapeString(shape)));
-  }
-  if (dtype == DType::kF32) {
-    return Tensor::F32(shape, std::vector<float>(values.begin(), values.end()));
-  }
-  return Tensor::I32(shape, std::vector<int32_t>(values.begin(), values.end()));
+  const Result<Tensor> held = Tensor::FromDoubles(dtype, {}, {x});
+  if (held.ok() && std::isfinite(held->ToDoubles()[0])) return x;
+  return InvalidArgument(fmt::format(
+      "value {} ({}) is not {}", index, x,
+      IsFloating(dtype) ? fmt::format("a finite {}", DTypeName(dtype))
+                        : fmt::format("a whole number in {}'s range", DTypeName(dtype))));
 }
 
 Result<JobSpec> FromToml(const toml::value& root) {
@@ -248,7 +243,7 @@ Result<JobSpec> FromToml(const toml::value& root) {
       if (!number.ok()) return number.status().WithContext("input '" + a.name + "'");
       numbers.push_back(*number);
     }
-    auto tensor = MakeTensor(a.dtype, a.shape, numbers);
+    auto tensor = Tensor::FromDoubles(a.dtype, a.shape, numbers);
     if (!tensor.ok()) return tensor.status().WithContext("input '" + a.name + "'");
     job.inputs.push_back(std::move(tensor).value());
   }
@@ -392,9 +387,23 @@ Result<Value> AddJobCollective(FunctionBuilder& b, const std::vector<Value>& ins
   return row.add(b, a, whole);
 }
 
-// Adds `op` to `b`: a unary op (a row of atoll/unary_ops.def, by its name) takes one value;
-// add, sub, mul and div two values or a value and a number; matmul two values; spin a value
-// and microseconds; a collective what its row of CollectiveRows says.
+// A cast: a value and the name of a dtype.
+Result<Value> AddCast(FunctionBuilder& b, const std::vector<Value>& ins,
+                      const std::vector<Value>& ops, const JobSpec::OpSpec& op) {
+  if (op.args.size() != 2) {
+    return InvalidArgument(
+        fmt::format("op 'cast' takes 2 args (a value and a dtype), got {}", op.args.size()));
+  }
+  std::optional<double> scalar;
+  ATOLL_ASSIGN_OR_RETURN(Value x, Operand(ins, ops, op.args[0], scalar));
+  if (scalar) return InvalidArgument("op 'cast': the first argument must be a value");
+  ATOLL_ASSIGN_OR_RETURN(DType dtype, ParseDType(op.args[1]));
+  return b.Cast(x, dtype);
+}
+
+// Adds `op` to `b`: a cast (above), a unary op (a row of atoll/unary_ops.def, by its name) takes
+// one value; add, sub, mul and div two values or a value and a number; matmul two values; spin a
+// value and microseconds; a collective what its row of CollectiveRows says.
 Result<Value> AddJobOp(FunctionBuilder& b, const std::vector<Value>& ins,
                        const std::vector<Value>& ops, const JobSpec::OpSpec& op) {
   if (auto row = CollectiveRows().find(op.op); row != CollectiveRows().end()) {
@@ -405,6 +414,7 @@ Result<Value> AddJobOp(FunctionBuilder& b, const std::vector<Value>& ins,
 #define ATOLL_UNARY_OP(Name, name) {name, &FunctionBuilder::Name},
 #include "atoll/unary_ops.def"
   };
+  if (op.op == "cast") return AddCast(b, ins, ops, op);
   const auto unary = kUnary.find(op.op);
   const size_t arity = unary != kUnary.end() ? 1 : 2;
   if (op.args.size() != arity) {

@@ -69,11 +69,11 @@ Result<JobSpec> LoadJob(const std::string& path);
 // The compiled function `spec` describes, built but not registered: its inputs, its ops in
 // order, its outputs. An op is a unary op of atoll/unary_ops.def by its name ("exp",
 // "relu", ...) of one value; add, sub, mul or div of two values or of a value and a number;
-// matmul of two values; spin of a value and microseconds; or a collective of a value and
-// whole numbers: all_reduce_sum, _max, _min, _mean (an optional mesh axis, else the whole
-// slice), all_gather (the axis), reduce_scatter and all_to_all (the axis and a dimension),
-// broadcast (the axis and the root), collective_permute (the axis, then source, target
-// pairs). InvalidArgument names the op
+// matmul of two values; spin of a value and microseconds; cast of a value and a dtype's
+// name ("bf16", ...); or a collective of a value and whole numbers: all_reduce_sum, _max,
+// _min, _mean (an optional mesh axis, else the whole slice), all_gather (the axis),
+// reduce_scatter and all_to_all (the axis and a dimension), broadcast (the axis and the
+// root), collective_permute (the axis, then source, target pairs). InvalidArgument names the op
 // that is unknown or has the wrong arguments (its index in the function); the builder's own
 // errors (types that do not fit the op) are returned as FunctionBuilder::status() says them.
 Result<FunctionBuilder> BuildJobFunction(const JobSpec::FunctionSpec& spec);

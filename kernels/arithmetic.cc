@@ -30,7 +30,7 @@ Status Compute(BinaryFn fn, int64_t n, Lhs lhs, Rhs rhs, T* out) {
     if (fn == BinaryFn::kDiv) {
       for (int64_t i = 0; i < n; ++i) {
         if (rhs(i) == 0) {
-          return InvalidArgument(fmt::format("i32 division by zero (element {})", i));
+          return InvalidArgument(fmt::format("integer division by zero (element {})", i));
         }
       }
     }
@@ -41,26 +41,31 @@ Status Compute(BinaryFn fn, int64_t n, Lhs lhs, Rhs rhs, T* out) {
 
 // The scalar as a value of the tensor's dtype T.
 template <typename T>
-Result<T> ConvertScalar(double scalar) {
+Result<T> ConvertScalar(double scalar, DType dtype) {
   if constexpr (std::is_integral_v<T>) {
-    constexpr double kMin = std::numeric_limits<T>::min();
-    constexpr double kMax = std::numeric_limits<T>::max();
-    if (!(scalar >= kMin && scalar <= kMax) || std::trunc(scalar) != scalar) {
+    // [min, -min) holds the whole numbers of T's range; NaN fails both comparisons.
+    constexpr double kMin = static_cast<double>(std::numeric_limits<T>::min());
+    if (!(scalar >= kMin && scalar < -kMin) || std::trunc(scalar) != scalar) {
       return InvalidArgument(
-          fmt::format("scalar {} is not a whole number in i32 range, so it cannot be "
-                      "applied to an i32 tensor",
-                      scalar));
+          fmt::format("scalar {} is not a whole number in {} range, so it cannot be "
+                      "applied to an {} tensor",
+                      scalar, DTypeName(dtype), DTypeName(dtype)));
     }
   }
   return static_cast<T>(scalar);
 }
 
 // Dispatches on a well-formed tensor's dtype; `run` is called with a zero of the element
-// type.
+// type. bf16 and f16 are refused: their callers compute in f32.
 template <typename Run>
 Result<Tensor> ForDType(DType dtype, Run run) {
-  if (dtype == DType::kF32) return run(float{});
-  return run(int32_t{});
+  Result<Tensor> out = InvalidArgument(
+      fmt::format("arithmetic takes f32, f64, i32 or i64, got {}: a storage dtype is computed "
+                  "on in f32 (cast it first)",
+                  DTypeName(dtype)));
+  internal::ForFloat(dtype, [&](auto zero) { out = run(zero); });
+  internal::ForInteger(dtype, [&](auto zero) { out = run(zero); });
+  return out;
 }
 
 }  // namespace
@@ -92,7 +97,7 @@ Result<Tensor> Binary(BinaryFn fn, const Tensor& lhs, double rhs) {
   ATOLL_RETURN_IF_ERROR(CheckWellFormed(lhs, "left operand"));
   return ForDType(lhs.dtype(), [&](auto zero) -> Result<Tensor> {
     using T = decltype(zero);
-    ATOLL_ASSIGN_OR_RETURN(const T s, ConvertScalar<T>(rhs));
+    ATOLL_ASSIGN_OR_RETURN(const T s, ConvertScalar<T>(rhs, lhs.dtype()));
     ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(lhs.dtype(), lhs.shape()));
     const T* a = lhs.as<T>().data();
     ATOLL_RETURN_IF_ERROR(Compute<T>(
@@ -107,7 +112,7 @@ Result<Tensor> Binary(BinaryFn fn, double lhs, const Tensor& rhs) {
   ATOLL_RETURN_IF_ERROR(CheckWellFormed(rhs, "right operand"));
   return ForDType(rhs.dtype(), [&](auto zero) -> Result<Tensor> {
     using T = decltype(zero);
-    ATOLL_ASSIGN_OR_RETURN(const T s, ConvertScalar<T>(lhs));
+    ATOLL_ASSIGN_OR_RETURN(const T s, ConvertScalar<T>(lhs, rhs.dtype()));
     ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(rhs.dtype(), rhs.shape()));
     const T* b = rhs.as<T>().data();
     ATOLL_RETURN_IF_ERROR(Compute<T>(

@@ -1,9 +1,10 @@
-// The per-element loop of every binary kernel: elementwise.cc's f32 broadcast and fused
-// steps and arithmetic.cc's f32 and i32 tensors and scalars. Internal to the kernel library;
-// a header so that the operand readers inline into the loops, one loop per BinaryFn so that
-// the compiler vectorizes each.
+// The per-element loop of every binary kernel: elementwise.cc's f32 and f64 broadcast and f32
+// fused steps and arithmetic.cc's f32, f64, i32 and i64 tensors and scalars. Internal to the kernel
+// library; a header so that the operand readers inline into the loops, one loop per BinaryFn so
+// that the compiler vectorizes each.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <type_traits>
 
@@ -11,25 +12,45 @@
 
 namespace atl::kernels::internal {
 
-// The arithmetic of one element. float follows IEEE 754. int32_t wraps around instead of
-// overflowing (computed on uint32_t, whose conversion back to int32_t is modular in C++20);
-// its division truncates toward zero, needs b != 0 (the caller checks), and wraps
-// INT32_MIN / -1, which overflows (and traps on x86), to INT32_MIN as negation does.
-inline float Add(float a, float b) { return a + b; }
-inline float Sub(float a, float b) { return a - b; }
-inline float Mul(float a, float b) { return a * b; }
-inline float Div(float a, float b) { return a / b; }
-inline int32_t Add(int32_t a, int32_t b) {
-  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+// The arithmetic of one element. float and double follow IEEE 754. The integers (int32_t,
+// int64_t) wrap around instead of overflowing (computed unsigned, whose conversion back is
+// modular in C++20); their division truncates toward zero, needs b != 0 (the caller
+// checks), and wraps MIN / -1, which overflows (and traps on x86), to MIN as negation does.
+template <std::floating_point T>
+T Add(T a, T b) {
+  return a + b;
 }
-inline int32_t Sub(int32_t a, int32_t b) {
-  return static_cast<int32_t>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
+template <std::floating_point T>
+T Sub(T a, T b) {
+  return a - b;
 }
-inline int32_t Mul(int32_t a, int32_t b) {
-  return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+template <std::floating_point T>
+T Mul(T a, T b) {
+  return a * b;
 }
-inline int32_t Div(int32_t a, int32_t b) {
-  return b == -1 ? static_cast<int32_t>(0u - static_cast<uint32_t>(a)) : a / b;
+template <std::floating_point T>
+T Div(T a, T b) {
+  return a / b;
+}
+template <std::signed_integral T>
+T Add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <std::signed_integral T>
+T Sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <std::signed_integral T>
+T Mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+template <std::signed_integral T>
+T Div(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return b == -1 ? static_cast<T>(U{0} - static_cast<U>(a)) : a / b;
 }
 
 // True for a float NaN; integers have none.

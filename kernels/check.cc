@@ -12,12 +12,12 @@ std::string Describe(const Tensor& t) {
 }
 
 Status CheckShape(const Shape& shape, std::string_view what) {
-  // The widest dtype's bytes (f32 and i32 both take 4) must be countable.
-  return CheckedNumBytes(DType::kF32, shape).status().WithContext(what);
+  // The widest dtype's bytes (f64 and i64 take 8) must be countable.
+  return CheckedNumBytes(DType::kF64, shape).status().WithContext(what);
 }
 
 Status CheckWellFormed(const Tensor& t, std::string_view what) {
-  if (t.dtype() != DType::kF32 && t.dtype() != DType::kI32) {
+  if (DTypeSize(t.dtype()) == 0) {
     return InvalidArgument(
         fmt::format("{} has unknown dtype {}", what, static_cast<int>(t.dtype())));
   }
@@ -47,11 +47,28 @@ Status CheckDType(const Tensor& t, DType dtype, std::string_view what) {
 Status CheckF32(const Tensor& t, std::string_view what) { return CheckDType(t, DType::kF32, what); }
 Status CheckI32(const Tensor& t, std::string_view what) { return CheckDType(t, DType::kI32, what); }
 
-Status CheckF32Shape(const Tensor& t, const Shape& shape, std::string_view what) {
-  ATOLL_RETURN_IF_ERROR(CheckF32(t, what));
+Status CheckFloat(const Tensor& t, std::string_view what) {
+  ATOLL_RETURN_IF_ERROR(CheckWellFormed(t, what));
+  if (t.dtype() == DType::kF32 || t.dtype() == DType::kF64) return Status::Ok();
+  if (ClassOf(t.dtype()) == DTypeClass::kStorage) {
+    return InvalidArgument(fmt::format(
+        "{} must be f32 or f64, got {}: a storage dtype is computed on in f32 (cast it first)",
+        what, Describe(t)));
+  }
+  return InvalidArgument(fmt::format("{} must be f32 or f64, got {}", what, Describe(t)));
+}
+
+Status CheckInteger(const Tensor& t, std::string_view what) {
+  ATOLL_RETURN_IF_ERROR(CheckWellFormed(t, what));
+  if (t.dtype() == DType::kI32 || t.dtype() == DType::kI64) return Status::Ok();
+  return InvalidArgument(fmt::format("{} must be i32 or i64, got {}", what, Describe(t)));
+}
+
+Status CheckTypeShape(const Tensor& t, DType dtype, const Shape& shape, std::string_view what) {
+  ATOLL_RETURN_IF_ERROR(CheckDType(t, dtype, what));
   if (t.shape() != shape) {
-    return InvalidArgument(
-        fmt::format("{} must be f32{}, got {}", what, ShapeString(shape), Describe(t)));
+    return InvalidArgument(fmt::format("{} must be {}{}, got {}", what, DTypeName(dtype),
+                                       ShapeString(shape), Describe(t)));
   }
   return Status::Ok();
 }

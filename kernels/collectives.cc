@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "common/base/dtype_types.h"
+#include "kernels/binary_loop.h"
 #include "kernels/check.h"
 #include "kernels/shape_ops.h"
 
@@ -33,25 +35,30 @@ Status CheckShards(std::span<const Tensor> shards, std::string_view what, bool s
   return Status::Ok();
 }
 
-// The elementwise sum of the shards, added in shard order. i32 wraps around.
+// The elementwise sum of the shards, added in shard order: f32 and f64 in their precision,
+// bf16 and f16 in f32 and rounded once at the end, integers wrapping around.
 Result<Tensor> Sum(std::span<const Tensor> shards) {
   const Tensor& first = shards[0];
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(first.dtype(), first.shape()));
   const int64_t n = first.num_elements();
-  if (first.dtype() == DType::kF32) {
-    float* acc = out.as<float>().data();
-    for (const Tensor& s : shards) {
-      const float* x = s.as<float>().data();
-      for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+  VisitDType(first.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (kIsHalf<T>) {
+      std::vector<float> acc(static_cast<size_t>(n), 0.0f);
+      for (const Tensor& s : shards) {
+        const T* x = s.as<T>().data();
+        for (int64_t i = 0; i < n; ++i) acc[i] += Widen(x[i]);
+      }
+      T* dst = out.as<T>().data();
+      for (int64_t i = 0; i < n; ++i) dst[i] = Narrow<T>(acc[i]);
+    } else {
+      T* acc = out.as<T>().data();
+      for (const Tensor& s : shards) {
+        const T* x = s.as<T>().data();
+        for (int64_t i = 0; i < n; ++i) acc[i] = internal::Add(acc[i], x[i]);
+      }
     }
-  } else {
-    // Added as uint32_t, whose conversion back to int32_t is modular in C++20.
-    auto* acc = reinterpret_cast<uint32_t*>(out.data());
-    for (const Tensor& s : shards) {
-      const auto* x = reinterpret_cast<const uint32_t*>(s.data());
-      for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
-    }
-  }
+  });
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The local math of the collectives: given every shard's tensor (one per device, in shard
 // order), what each shard holds afterwards. The runtime's transport moves the bytes; these
-// functions only compute. f32 and i32; i32 sums wrap around on overflow (two's complement).
+// functions only compute. Every dtype: f32 and f64 sum in their precision, bf16 and f16 in
+// f32 and round once, i32 and i64 wrap around on overflow (two's complement).
 // Every result is computed in one fixed order (shard 0 first), so all shards of an
 // all-reduce get bit-identical values. Pure; never throw. Thread-safe.
 #pragma once

@@ -53,22 +53,24 @@ constexpr int64_t kBlock = 1024;
 bool Known(UnaryFn fn) { return UnaryFnName(fn) != "?"; }
 bool Known(BinaryFn fn) { return BinaryFnName(fn) != "?"; }
 
-// y[i] = fn(x[i]) for i < n: the unary kernels, one case per row of atoll/unary_ops.def and
-// one loop per case so that each can be vectorized; exp, log and tanh come vectorized from
-// kernels/vector_math.h. `fn` is known.
-void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
+// y[i] = fn(x[i]) for i < n, T float or double: the unary kernels, one case per row of
+// atoll/unary_ops.def and one loop per case so that each can be vectorized; exp, log and
+// tanh come vectorized from kernels/vector_math.h. `fn` is known.
+template <typename T>
+void ApplyUnary(UnaryFn fn, const T* x, T* y, int64_t n) {
+  constexpr T kZero = 0, kHalf = 0.5, kOne = 1;
   switch (fn) {
     case UnaryFn::kExp:
-      ExpF32(x, y, n);
+      Exp(x, y, n);
       return;
     case UnaryFn::kLog:
-      LogF32(x, y, n);
+      Log(x, y, n);
       return;
     case UnaryFn::kTanh:
-      TanhF32(x, y, n);
+      Tanh(x, y, n);
       return;
     case UnaryFn::kRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < kZero ? kZero : x[i];
       return;
     case UnaryFn::kNeg:
       for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
@@ -77,33 +79,35 @@ void ApplyUnary(UnaryFn fn, const float* x, float* y, int64_t n) {
       for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
       return;
     case UnaryFn::kRsqrt:
-      for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / std::sqrt(x[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = kOne / std::sqrt(x[i]);
       return;
     case UnaryFn::kGelu:
-      MapThrough(
-          TanhF32, n,
+      MapThrough<T>(
+          Tanh, n,
           [x](int64_t i) {
-            const float v = x[i];
-            return kGeluC * (v + kGeluA * v * v * v);
+            const T v = x[i];
+            return kGeluC<T> * (v + kGeluA<T> * v * v * v);
           },
-          [x, y](int64_t i, float t) { y[i] = 0.5f * x[i] * (1.0f + t); });
+          [x, y](int64_t i, T t) { y[i] = kHalf * x[i] * (kOne + t); });
       return;
-    case UnaryFn::kSigmoid:  // e^-x overflows to inf for x < -88: 1 / inf = 0, no NaN
-      MapThrough(
-          ExpF32, n, [x](int64_t i) { return -x[i]; },
-          [y](int64_t i, float e) { y[i] = 1.0f / (1.0f + e); });
+    case UnaryFn::kSigmoid:  // e^-x overflows to inf for x < -88 (f32): 1 / inf = 0, no NaN
+      MapThrough<T>(
+          Exp, n, [x](int64_t i) { return -x[i]; },
+          [y](int64_t i, T e) { y[i] = kOne / (kOne + e); });
       return;
   }
 }
 
 // z[i] = fn(a[i], b[i]) for i < n. `fn` is known.
-void ApplyBinary(BinaryFn fn, const float* a, const float* b, float* z, int64_t n) {
+template <typename T>
+void ApplyBinary(BinaryFn fn, const T* a, const T* b, T* z, int64_t n) {
   internal::BinaryLoop(
       fn, n, [a](int64_t i) { return a[i]; }, [b](int64_t i) { return b[i]; }, z);
 }
 
 // ApplyBinary with the right operand one value for every element.
-void ApplyBinaryScalar(BinaryFn fn, const float* a, float b, float* z, int64_t n) {
+template <typename T>
+void ApplyBinaryScalar(BinaryFn fn, const T* a, T b, T* z, int64_t n) {
   internal::BinaryLoop(
       fn, n, [a](int64_t i) { return a[i]; }, [b](int64_t) { return b; }, z);
 }
@@ -211,12 +215,15 @@ std::string FusedExpr::ToString() const {
 }
 
 Result<Tensor> Unary(UnaryFn fn, const Tensor& x) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, fmt::format("{} operand", UnaryFnName(fn))));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, fmt::format("{} operand", UnaryFnName(fn))));
   if (!Known(fn)) {
     return InvalidArgument(fmt::format("unknown unary op {}", static_cast<int>(fn)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
-  ApplyUnary(fn, x.as<float>().data(), out.as<float>().data(), x.num_elements());
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    ApplyUnary<T>(fn, x.as<T>().data(), out.as<T>().data(), x.num_elements());
+  });
   return out;
 }
 
@@ -225,18 +232,24 @@ Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b) {
   if (!Known(fn)) {
     return InvalidArgument(fmt::format("unknown binary op {}", static_cast<int>(fn)));
   }
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(a, fmt::format("{} left operand", name)));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(b, fmt::format("{} right operand", name)));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(a, fmt::format("{} left operand", name)));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(b, fmt::format("{} right operand", name)));
+  if (a.dtype() != b.dtype()) {
+    return InvalidArgument(fmt::format("{}: operands of one dtype needed, got {} and {}", name,
+                                       Describe(a), Describe(b)));
+  }
   auto shape = BroadcastShapes(a.shape(), b.shape());
   if (!shape.ok()) {
     return InvalidArgument(fmt::format("{}: {} and {} do not broadcast together ({})", name,
                                        Describe(a), Describe(b), shape.status().message()));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, *shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(a.dtype(), *shape));
   const int64_t n = out.num_elements();
-  float* z = out.as<float>().data();
   if (b.num_elements() == 1 && n > 0 && a.shape() == *shape) {
-    ApplyBinaryScalar(fn, a.as<float>().data(), b.as<float>()[0], z, n);
+    internal::ForFloat(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      ApplyBinaryScalar<T>(fn, a.as<T>().data(), b.as<T>()[0], out.as<T>().data(), n);
+    });
     return out;
   }
   // Each operand is expanded only when its shape differs from the result's.
@@ -251,7 +264,10 @@ Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b) {
     ATOLL_ASSIGN_OR_RETURN(b_full, BroadcastTo(b, *shape));
     pb = &b_full;
   }
-  ApplyBinary(fn, pa->as<float>().data(), pb->as<float>().data(), z, n);
+  internal::ForFloat(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    ApplyBinary<T>(fn, pa->as<T>().data(), pb->as<T>().data(), out.as<T>().data(), n);
+  });
   return out;
 }
 
@@ -297,14 +313,15 @@ Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor> inputs) 
           value[i] = dst;
           break;
         case FusedNode::Kind::kUnary:
-          ApplyUnary(node.unary, value[node.lhs], dst, len);
+          ApplyUnary<float>(node.unary, value[node.lhs], dst, len);
           value[i] = dst;
           break;
         case FusedNode::Kind::kBinary:
           if (nodes[node.rhs].kind == FusedNode::Kind::kConstant) {
-            ApplyBinaryScalar(node.binary, value[node.lhs], nodes[node.rhs].constant, dst, len);
+            ApplyBinaryScalar<float>(node.binary, value[node.lhs], nodes[node.rhs].constant, dst,
+                                     len);
           } else {
-            ApplyBinary(node.binary, value[node.lhs], value[node.rhs], dst, len);
+            ApplyBinary<float>(node.binary, value[node.lhs], value[node.rhs], dst, len);
           }
           value[i] = dst;
           break;

@@ -1,7 +1,7 @@
-// Elementwise f32 kernels: single unary ops, numpy-broadcast binary ops, and a fused
-// expression (a small program of unary and binary steps over same-shaped inputs) evaluated
-// in one pass: the steps run over blocks of 1024 elements that stay in cache,
-// so no intermediate tensor is ever built. Pure functions; never throw. Thread-safe.
+// Elementwise kernels: single unary ops and numpy-broadcast binary ops over f32 or f64, and
+// a fused f32 expression (a small program of unary and binary steps over same-shaped inputs)
+// evaluated in one pass: the steps run over blocks of 1024 elements that stay in cache, so no
+// intermediate tensor is ever built. Pure functions; never throw. Thread-safe.
 //
 // Arithmetic is IEEE 754: log(0) = -inf, log(-1) = sqrt(-1) = nan, x / 0 = +-inf or nan.
 // relu, max and min keep a NaN operand as NaN.
@@ -42,15 +42,17 @@ std::string_view UnaryFnName(UnaryFn fn);    // the row's name: "exp", "log", ..
 std::string_view BinaryFnName(BinaryFn fn);  // "add", "sub", "mul", "div", "max", "min"
 
 // gelu's tanh approximation, gelu(x) = 0.5 x (1 + tanh(kGeluC (x + kGeluA x^3))), which
-// UnaryFn::kGelu computes and GeluBackward (nn.h) differentiates.
-inline constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
-inline constexpr float kGeluA = 0.044715f;
+// UnaryFn::kGelu computes and GeluBackward (nn.h) differentiates, in T (float or double).
+template <typename T>
+inline constexpr T kGeluC = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
+template <typename T>
+inline constexpr T kGeluA = static_cast<T>(0.044715);
 
-// fn(x) per element of an f32 tensor of any shape.
+// fn(x) per element of an f32 or f64 tensor of any shape, computed in its dtype.
 Result<Tensor> Unary(UnaryFn fn, const Tensor& x);
 
-// fn(a, b) per element, f32, with numpy broadcasting: shapes are aligned at the right and
-// each dimension pair must be equal or have a 1 (a row vector [n] against a matrix [m,n],
+// fn(a, b) per element, f32 or f64 (both alike), with numpy broadcasting: shapes are aligned at the
+// right and each dimension pair must be equal or have a 1 (a row vector [n] against a matrix [m,n],
 // a column [m,1] against [m,n], ...). InvalidArgument naming both shapes otherwise.
 Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b);
 

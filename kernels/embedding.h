@@ -8,12 +8,14 @@
 
 namespace atl::kernels {
 
-// Rows of `table` f32 [v,d] picked by `ids` i32 of any shape s: out is f32 s + [d], out[i] =
-// table[ids[i]]. InvalidArgument for an id outside [0, v), naming its position.
+// Rows of `table` f32 or f64 [v,d] picked by `ids` i32 or i64 of any shape s: out is s + [d]
+// of the table's dtype, out[i] = table[ids[i]]. InvalidArgument for an id outside [0, v),
+// naming its position.
 Result<Tensor> EmbeddingGather(const Tensor& table, const Tensor& ids);
 
-// The gradient of EmbeddingGather with respect to the table: `dout` f32 s + [d] scatter-added
-// into a zero f32 [vocab_size, d] by `ids` i32 s (repeated ids accumulate).
+// The gradient of EmbeddingGather with respect to the table: `dout` f32 or f64 s + [d]
+// scatter-added into a zero [vocab_size, d] of its dtype by `ids` i32 or i64 s (repeated ids
+// accumulate).
 Result<Tensor> EmbeddingGrad(const Tensor& dout, const Tensor& ids, int64_t vocab_size);
 
 }  // namespace atl::kernels

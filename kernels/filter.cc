@@ -32,9 +32,13 @@ Result<Tensor> Filter(const Tensor& input, double threshold) {
     return InvalidArgument(
         fmt::format("filter takes a 1-D tensor, got {}", internal::Describe(input)));
   }
-  // A well-formed tensor is f32 or i32.
-  if (input.dtype() == DType::kF32) return Keep<float>(input, threshold);
-  return Keep<int32_t>(input, threshold);
+  Result<Tensor> out = InvalidArgument(
+      fmt::format("filter takes f32, f64, i32 or i64, got {}", internal::Describe(input)));
+  internal::ForFloat(input.dtype(),
+                     [&](auto zero) { out = Keep<decltype(zero)>(input, threshold); });
+  internal::ForInteger(input.dtype(),
+                       [&](auto zero) { out = Keep<decltype(zero)>(input, threshold); });
+  return out;
 }
 
 }  // namespace atl::kernels

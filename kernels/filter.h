@@ -7,7 +7,7 @@
 
 namespace atl::kernels {
 
-// The elements of the 1-D `input` (f32 or i32) greater than `threshold`, in their order.
+// The elements of the 1-D `input` (f32, f64, i32 or i64) greater than `threshold`, in their order.
 // Empty when none is. InvalidArgument for any other rank, dtype or a malformed tensor.
 Result<Tensor> Filter(const Tensor& input, double threshold);
 

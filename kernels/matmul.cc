@@ -25,33 +25,44 @@ constexpr double kMinBlockMacs = 64.0 * 64.0 * 64.0;
 // kernels' tile sizes, so that no block ends in a ragged tile that a whole one would avoid.
 constexpr int64_t kBlockAlign = 16;
 
-// op(a) x op(b) = out, f32 row-major, of [m,k] x [k,n].
+// BLAS's general matrix multiply of T: cblas_sgemm for float, cblas_dgemm for double.
+void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const float* a,
+          blasint lda, const float* b, blasint ldb, float* c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+}
+void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const double* a,
+          blasint lda, const double* b, blasint ldb, double* c, blasint ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+// op(a) x op(b) = out, of T (float or double) row-major, of [m,k] x [k,n].
+template <typename T>
 struct Product {
   const Tensor& a;
   const Tensor& b;
   MatmulOptions options;
   int64_t m, k, n;
-  float* out;
+  T* out;
 
-  // Rows [r0, r1) and columns [c0, c1) of `out`, as one cblas_sgemm.
+  // Rows [r0, r1) and columns [c0, c1) of `out`, as one BLAS call.
   void Block(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
     const int64_t lda = a.shape()[1];
     const int64_t ldb = b.shape()[1];
     // Row r of op(a) starts at a[r][0], or at a[0][r] when a is transposed; column c of
     // op(b) at b[0][c], or at b[c][0].
-    const float* a_rows = a.as<float>().data() + (options.transpose_a ? r0 : r0 * lda);
-    const float* b_cols = b.as<float>().data() + (options.transpose_b ? c0 * ldb : c0);
-    cblas_sgemm(CblasRowMajor, options.transpose_a ? CblasTrans : CblasNoTrans,
-                options.transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(r1 - r0),
-                static_cast<blasint>(c1 - c0), static_cast<blasint>(k), 1.0f, a_rows,
-                static_cast<blasint>(lda), b_cols, static_cast<blasint>(ldb), 0.0f,
-                out + r0 * n + c0, static_cast<blasint>(n));
+    const T* a_rows = a.as<T>().data() + (options.transpose_a ? r0 : r0 * lda);
+    const T* b_cols = b.as<T>().data() + (options.transpose_b ? c0 * ldb : c0);
+    Gemm(options.transpose_a ? CblasTrans : CblasNoTrans,
+         options.transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(r1 - r0),
+         static_cast<blasint>(c1 - c0), static_cast<blasint>(k), a_rows, static_cast<blasint>(lda),
+         b_cols, static_cast<blasint>(ldb), out + r0 * n + c0, static_cast<blasint>(n));
   }
 };
 
 // How many blocks a product is cut into for `threads` threads: as many as there are threads,
 // unless blocks would fall under kMinBlockMacs or kBlockAlign rows (or columns).
-int64_t Blocks(const Product& p, int threads) {
+template <typename T>
+int64_t Blocks(const Product<T>& p, int threads) {
   const int64_t side = std::max(p.m, p.n);
   const auto by_size = static_cast<int64_t>(static_cast<double>(p.m) * static_cast<double>(p.n) *
                                             static_cast<double>(p.k) / kMinBlockMacs);
@@ -60,7 +71,8 @@ int64_t Blocks(const Product& p, int threads) {
 }
 
 // The product, cut along its longer side into blocks that the calling thread's team runs.
-void Run(const Product& p) {
+template <typename T>
+void Run(const Product<T>& p) {
   const int64_t blocks = Blocks(p, MatmulThreads());
   if (blocks == 1) return p.Block(0, p.m, 0, p.n);
   const bool by_rows = p.m >= p.n;
@@ -80,13 +92,14 @@ void Run(const Product& p) {
 }  // namespace
 
 Result<Tensor> Matmul(const Tensor& a, const Tensor& b, MatmulOptions options) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(a, "matmul a"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(b, "matmul b"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(a, "matmul a"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(b, "matmul b"));
   const char* a_name = options.transpose_a ? "a^T" : "a";
   const char* b_name = options.transpose_b ? "b^T" : "b";
-  if (a.shape().size() != 2 || b.shape().size() != 2) {
-    return InvalidArgument(fmt::format("matmul {} x {} needs two matrices, got {} x {}", a_name,
-                                       b_name, Describe(a), Describe(b)));
+  if (a.dtype() != b.dtype() || a.shape().size() != 2 || b.shape().size() != 2) {
+    return InvalidArgument(
+        fmt::format("matmul {} x {} needs two matrices of one dtype, got {} x {}", a_name, b_name,
+                    Describe(a), Describe(b)));
   }
   const int64_t m = a.shape()[options.transpose_a ? 1 : 0];
   const int64_t k = a.shape()[options.transpose_a ? 0 : 1];
@@ -103,9 +116,12 @@ Result<Tensor> Matmul(const Tensor& a, const Tensor& b, MatmulOptions options) {
     return InvalidArgument(
         fmt::format("matmul dimension above {}: {} x {}", kMaxDim, Describe(a), Describe(b)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, {m, n}));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(a.dtype(), {m, n}));
   if (m == 0 || k == 0 || n == 0) return out;  // zero-filled: already the answer
-  Run({a, b, options, m, k, n, out.as<float>().data()});
+  internal::ForFloat(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    Run(Product<T>{a, b, options, m, k, n, out.as<T>().data()});
+  });
   return out;
 }
 

@@ -1,6 +1,6 @@
-// Matrix multiply of f32 matrices, with either operand optionally transposed, through
-// OpenBLAS cblas_sgemm: one call threaded by OpenBLAS, or blocks on the calling thread's
-// share of the cores (kernels/matmul_threads.h). Pure: returns a new tensor, never throws.
+// Matrix multiply of f32 or f64 matrices, with either operand optionally transposed, through
+// OpenBLAS cblas_sgemm or cblas_dgemm: one call threaded by OpenBLAS, or blocks on the calling
+// thread's share of the cores (kernels/matmul_threads.h). Pure: returns a new tensor, never throws.
 // Thread-safe.
 #pragma once
 
@@ -14,10 +14,10 @@ struct MatmulOptions {
   bool transpose_b = false;  // use b^T: b is [n,k] instead of [k,n]
 };
 
-// op(a) x op(b) -> f32 [m,n], where op(a) is [m,k] and op(b) is [k,n]. Any of m, k, n may be
-// 0; k = 0 gives an all-zero [m,n]. InvalidArgument when either operand is not a well-formed
-// f32 matrix, when the inner dimensions differ, or when a dimension exceeds INT32_MAX.
-// Example: Matmul(x, w, {.transpose_b = true}) is x w^T.
+// op(a) x op(b) -> [m,n] of their dtype, where op(a) is [m,k] and op(b) is [k,n]. Any of m,
+// k, n may be 0; k = 0 gives an all-zero [m,n]. InvalidArgument when the operands are not
+// well-formed f32 or f64 matrices of one dtype, when the inner dimensions differ, or when a
+// dimension exceeds INT32_MAX. Example: Matmul(x, w, {.transpose_b = true}) is x w^T.
 Result<Tensor> Matmul(const Tensor& a, const Tensor& b, MatmulOptions options);
 
 }  // namespace atl::kernels

@@ -27,7 +27,7 @@ struct Rows {
 };
 
 Result<Rows> LastAxisRows(const Tensor& x, std::string_view what) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, what));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, what));
   if (x.shape().empty()) {
     return InvalidArgument(fmt::format(
         "{} must have rank >= 1 (it works over the last axis), got {}", what, Describe(x)));
@@ -42,7 +42,8 @@ struct RowStats {
   double rstd;
 };
 
-RowStats Stats(const float* row, int64_t d, float eps) {
+template <typename T>
+RowStats Stats(const T* row, int64_t d, double eps) {
   double sum = 0;
   for (int64_t j = 0; j < d; ++j) sum += row[j];
   const double mean = sum / static_cast<double>(d);
@@ -54,7 +55,7 @@ RowStats Stats(const float* row, int64_t d, float eps) {
   return {mean, 1.0 / std::sqrt(sq / static_cast<double>(d) + eps)};
 }
 
-Status CheckEps(float eps) {
+Status CheckEps(double eps) {
   if (!(eps > 0) || !std::isfinite(eps)) {
     return InvalidArgument(
         fmt::format("layer norm epsilon must be positive and finite, got {}", eps));
@@ -67,22 +68,24 @@ Status CheckEps(float eps) {
 constexpr int64_t kLanes = 16;
 
 // The largest of x[0..n), NaNs skipped (-inf when there is none).
-float Max(const float* x, int64_t n) {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  float lane[kLanes];
+template <typename T>
+T Max(const T* x, int64_t n) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  T lane[kLanes];
   std::fill_n(lane, kLanes, kNegInf);
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
     for (int64_t l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
   }
-  float max = kNegInf;
+  T max = kNegInf;
   for (; j < n; ++j) max = x[j] > max ? x[j] : max;
-  for (float v : lane) max = v > max ? v : max;
+  for (T v : lane) max = v > max ? v : max;
   return max;
 }
 
 // The sum of x[0..n), in double.
-double Sum(const float* x, int64_t n) {
+template <typename T>
+double Sum(const T* x, int64_t n) {
   double lane[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -94,60 +97,40 @@ double Sum(const float* x, int64_t n) {
   return sum;
 }
 
-}  // namespace
-
-Result<Tensor> Softmax(const Tensor& x) {
-  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "softmax operand"));
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
-  const float* in = x.as<float>().data();
-  float* dst = out.as<float>().data();
+template <typename T>
+void SoftmaxRows(const T* in, T* dst, Rows rows) {
   for (int64_t r = 0; r < rows.count; ++r) {
-    const float* row = in + r * rows.width;
-    float* y = dst + r * rows.width;
-    const float max = Max(row, rows.width);
+    const T* row = in + r * rows.width;
+    T* y = dst + r * rows.width;
+    const T max = Max(row, rows.width);
     for (int64_t j = 0; j < rows.width; ++j) y[j] = row[j] - max;
-    ExpF32(y, y, rows.width);
-    const auto inv = static_cast<float>(1.0 / Sum(y, rows.width));
+    Exp(y, y, rows.width);
+    const auto inv = static_cast<T>(1.0 / Sum(y, rows.width));
     for (int64_t j = 0; j < rows.width; ++j) y[j] *= inv;
   }
-  return out;
 }
 
-Result<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
-  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm x"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(gamma, {rows.width}, "layer norm gamma"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(beta, {rows.width}, "layer norm beta"));
-  ATOLL_RETURN_IF_ERROR(CheckEps(eps));
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
-  const float* g = gamma.as<float>().data();
-  const float* b = beta.as<float>().data();
+template <typename T>
+void LayerNormRows(const T* x, const T* g, const T* b, T* out, Rows rows, double eps) {
   for (int64_t r = 0; r < rows.count; ++r) {
-    const float* row = x.as<float>().data() + r * rows.width;
-    float* y = out.as<float>().data() + r * rows.width;
+    const T* row = x + r * rows.width;
+    T* y = out + r * rows.width;
     const RowStats s = Stats(row, rows.width, eps);
     for (int64_t j = 0; j < rows.width; ++j) {
-      y[j] = static_cast<float>((row[j] - s.mean) * s.rstd) * g[j] + b[j];
+      y[j] = static_cast<T>((row[j] - s.mean) * s.rstd) * g[j] + b[j];
     }
   }
-  return out;
 }
 
-Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                                         float eps) {
-  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm backward x"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, x.shape(), "layer norm backward dy"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(gamma, {rows.width}, "layer norm backward gamma"));
-  ATOLL_RETURN_IF_ERROR(CheckEps(eps));
-  ATOLL_ASSIGN_OR_RETURN(Tensor dx, internal::Allocate(DType::kF32, x.shape()));
-  ATOLL_ASSIGN_OR_RETURN(Tensor dgamma, internal::Allocate(DType::kF32, {rows.width}));
-  ATOLL_ASSIGN_OR_RETURN(Tensor dbeta, internal::Allocate(DType::kF32, {rows.width}));
+template <typename T>
+void LayerNormBackwardRows(const T* x, const T* dy, const T* g, double eps, Rows rows,
+                           LayerNormGrads& out) {
   const int64_t d = rows.width;
   std::vector<double> dg(static_cast<size_t>(d), 0.0), db(static_cast<size_t>(d), 0.0);
-  const float* g = gamma.as<float>().data();
   for (int64_t r = 0; r < rows.count; ++r) {
-    const float* xr = x.as<float>().data() + r * d;
-    const float* dyr = dy.as<float>().data() + r * d;
-    float* dxr = dx.as<float>().data() + r * d;
+    const T* xr = x + r * d;
+    const T* dyr = dy + r * d;
+    T* dxr = out.dx.as<T>().data() + r * d;
     const RowStats s = Stats(xr, d, eps);
     // With xhat = (x - mean) rstd and g = dy * gamma:
     //   dx = rstd (g - mean(g) - xhat mean(g xhat)).
@@ -165,93 +148,162 @@ Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, cons
     for (int64_t j = 0; j < d; ++j) {
       const double xhat = (xr[j] - s.mean) * s.rstd;
       const double gj = static_cast<double>(dyr[j]) * g[j];
-      dxr[j] = static_cast<float>(s.rstd * (gj - mean_g - xhat * mean_gx));
+      dxr[j] = static_cast<T>(s.rstd * (gj - mean_g - xhat * mean_gx));
     }
   }
   for (int64_t j = 0; j < d; ++j) {
-    dgamma.as<float>()[j] = static_cast<float>(dg[j]);
-    dbeta.as<float>()[j] = static_cast<float>(db[j]);
+    out.dgamma.as<T>()[j] = static_cast<T>(dg[j]);
+    out.dbeta.as<T>()[j] = static_cast<T>(db[j]);
   }
-  return LayerNormGrads{std::move(dx), std::move(dgamma), std::move(dbeta)};
 }
 
-Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, "gelu backward x"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, x.shape(), "gelu backward dy"));
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
-  const float* in = x.as<float>().data();
-  const float* g = dy.as<float>().data();
-  float* dx = out.as<float>().data();
-  MapThrough(
-      TanhF32, x.num_elements(),
+template <typename T>
+void GeluBackwardElements(const T* in, const T* g, T* dx, int64_t n) {
+  constexpr T kHalf = 0.5, kOne = 1, kThree = 3;
+  MapThrough<T>(
+      Tanh, n,
       [in](int64_t i) {
-        const float v = in[i];
-        return kGeluC * (v + kGeluA * v * v * v);
+        const T v = in[i];
+        return kGeluC<T> * (v + kGeluA<T> * v * v * v);
       },
-      [in, g, dx](int64_t i, float t) {
-        const float v = in[i];
+      [in, g, dx](int64_t i, T t) {
+        const T v = in[i];
         // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
-        const float grad =
-            0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+        const T grad = kHalf * (kOne + t) +
+                       kHalf * v * (kOne - t * t) * kGeluC<T> * (kOne + kThree * kGeluA<T> * v * v);
         dx[i] = g[i] * grad;
       });
-  return out;
 }
 
-Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labels) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(logits, "cross-entropy logits"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckI32(labels, "cross-entropy labels"));
-  if (logits.shape().size() != 2 || logits.shape()[0] < 1) {
-    return InvalidArgument(
-        fmt::format("cross-entropy logits must be f32[b,c] with b >= 1, got {}", Describe(logits)));
-  }
-  const int64_t b = logits.shape()[0];
-  const int64_t c = logits.shape()[1];
-  if (labels.shape() != Shape{b}) {
-    return InvalidArgument(fmt::format("cross-entropy labels must be i32[{}] for logits {}, got {}",
-                                       b, Describe(logits), Describe(labels)));
-  }
-  const int32_t* label = labels.as<int32_t>().data();
-  for (int64_t i = 0; i < b; ++i) {
-    if (label[i] < 0 || label[i] >= c) {
-      return InvalidArgument(
-          fmt::format("cross-entropy label {} of example {} is out of range: expected [0, {})",
-                      label[i], i, c));
-    }
-  }
-  ATOLL_ASSIGN_OR_RETURN(Tensor loss, internal::Allocate(DType::kF32, {}));
-  ATOLL_ASSIGN_OR_RETURN(Tensor dlogits, internal::Allocate(DType::kF32, logits.shape()));
+// The loss's sum over the rows and each row's gradient (not yet divided by the batch) of
+// logits T [b,c] against labels L [b], checked to be in [0, c).
+template <typename T, typename L>
+double CrossEntropyRows(const T* logits, const L* label, int64_t b, int64_t c, T* dlogits) {
   double total = 0;
   const double inv_b = 1.0 / static_cast<double>(b);
   for (int64_t i = 0; i < b; ++i) {
-    const float* row = logits.as<float>().data() + i * c;
-    float* grad = dlogits.as<float>().data() + i * c;
-    const float max = Max(row, c);
+    const T* row = logits + i * c;
+    T* grad = dlogits + i * c;
+    const T max = Max(row, c);
     const int64_t top = std::find(row, row + c, max) - row;  // c when every logit is NaN
     // e = exp(row - max) in the gradient's row: every exponent <= 0, so nothing overflows,
     // and e[top] = 1. The other classes' sum is kept apart from that 1: when the prediction
     // is confident it is tiny, and 1 + rest would round most of it away, where the loss
     // (log1p(rest) for the top class) and 1 - p[top] = rest / sum need it.
     for (int64_t j = 0; j < c; ++j) grad[j] = row[j] - max;
-    ExpF32(grad, grad, c);
-    const float e_top = top < c ? grad[top] : NAN;  // 1, or NaN from NaN or infinite logits
+    Exp(grad, grad, c);
+    const T e_top = top < c ? grad[top] : std::numeric_limits<T>::quiet_NaN();  // 1, or NaN
     if (top < c) grad[top] = 0;
     const double rest = Sum(grad, c);
     if (top < c) grad[top] = e_top;
     const double sum = e_top + rest;
-    const int32_t y = label[i];
+    const auto y = static_cast<int64_t>(label[i]);
     // log sum e^row - row[y] = log(sum) + max - row[y], where log(sum) = log1p(rest) (plus
     // e_top - 1, which is 0 but for NaN).
     total += std::log1p(rest + (e_top - 1.0)) + (static_cast<double>(max) - row[y]);
     // p[y] - 1 = -(sum of the classes but y) / sum; for y other than top, p[y] <= 1/2 and
     // sum - e[y] loses nothing.
     const double not_y = y == top ? rest : sum - grad[y];
-    const auto scale = static_cast<float>(inv_b / sum);
+    const auto scale = static_cast<T>(inv_b / sum);
     for (int64_t j = 0; j < c; ++j) grad[j] *= scale;
-    grad[y] = static_cast<float>(-not_y / sum * inv_b);
+    grad[y] = static_cast<T>(-not_y / sum * inv_b);
   }
-  loss.as<float>()[0] = static_cast<float>(total * inv_b);
-  return CrossEntropyResult{std::move(loss), std::move(dlogits)};
+  return total;
+}
+
+}  // namespace
+
+Result<Tensor> Softmax(const Tensor& x) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "softmax operand"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    SoftmaxRows(x.as<T>().data(), out.as<T>().data(), rows);
+  });
+  return out;
+}
+
+Result<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm x"));
+  ATOLL_RETURN_IF_ERROR(
+      internal::CheckTypeShape(gamma, x.dtype(), {rows.width}, "layer norm gamma"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckTypeShape(beta, x.dtype(), {rows.width}, "layer norm beta"));
+  ATOLL_RETURN_IF_ERROR(CheckEps(eps));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    LayerNormRows(x.as<T>().data(), gamma.as<T>().data(), beta.as<T>().data(), out.as<T>().data(),
+                  rows, eps);
+  });
+  return out;
+}
+
+Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                         double eps) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm backward x"));
+  ATOLL_RETURN_IF_ERROR(
+      internal::CheckTypeShape(dy, x.dtype(), x.shape(), "layer norm backward dy"));
+  ATOLL_RETURN_IF_ERROR(
+      internal::CheckTypeShape(gamma, x.dtype(), {rows.width}, "layer norm backward gamma"));
+  ATOLL_RETURN_IF_ERROR(CheckEps(eps));
+  LayerNormGrads grads;
+  ATOLL_ASSIGN_OR_RETURN(grads.dx, internal::Allocate(x.dtype(), x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(grads.dgamma, internal::Allocate(x.dtype(), {rows.width}));
+  ATOLL_ASSIGN_OR_RETURN(grads.dbeta, internal::Allocate(x.dtype(), {rows.width}));
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    LayerNormBackwardRows(x.as<T>().data(), dy.as<T>().data(), gamma.as<T>().data(), eps, rows,
+                          grads);
+  });
+  return grads;
+}
+
+Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, "gelu backward x"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckTypeShape(dy, x.dtype(), x.shape(), "gelu backward dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    GeluBackwardElements(x.as<T>().data(), dy.as<T>().data(), out.as<T>().data(), x.num_elements());
+  });
+  return out;
+}
+
+Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labels) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(logits, "cross-entropy logits"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckInteger(labels, "cross-entropy labels"));
+  if (logits.shape().size() != 2 || logits.shape()[0] < 1) {
+    return InvalidArgument(fmt::format(
+        "cross-entropy logits must be f32[b,c] or f64[b,c] with b >= 1, got {}", Describe(logits)));
+  }
+  const int64_t b = logits.shape()[0];
+  const int64_t c = logits.shape()[1];
+  if (labels.shape() != Shape{b}) {
+    return InvalidArgument(
+        fmt::format("cross-entropy labels must be i32[{}] or i64[{}] for logits {}, got {}", b, b,
+                    Describe(logits), Describe(labels)));
+  }
+  const std::vector<double> label = labels.ToDoubles();
+  for (int64_t i = 0; i < b; ++i) {
+    if (label[i] < 0 || label[i] >= static_cast<double>(c)) {
+      return InvalidArgument(
+          fmt::format("cross-entropy label {} of example {} is out of range: expected [0, {})",
+                      label[i], i, c));
+    }
+  }
+  CrossEntropyResult r;
+  ATOLL_ASSIGN_OR_RETURN(r.loss, internal::Allocate(logits.dtype(), {}));
+  ATOLL_ASSIGN_OR_RETURN(r.dlogits, internal::Allocate(logits.dtype(), logits.shape()));
+  internal::ForFloat(logits.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    internal::ForInteger(labels.dtype(), [&](auto label_zero) {
+      using L = decltype(label_zero);
+      const double total = CrossEntropyRows(logits.as<T>().data(), labels.as<L>().data(), b, c,
+                                            r.dlogits.as<T>().data());
+      r.loss.as<T>()[0] = static_cast<T>(total / static_cast<double>(b));
+    });
+  });
+  return r;
 }
 
 }  // namespace atl::kernels

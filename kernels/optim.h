@@ -1,6 +1,7 @@
 // Optimizer steps: plain SGD, SGD with momentum, and Adam (with optional decoupled weight
-// decay, as in AdamW). Each takes the current tensors (all f32 of one shape) and returns the
-// updated ones; nothing is modified in place. Pure; never throw. Thread-safe.
+// decay, as in AdamW). Each takes the current tensors (all f32, or all f64, of one shape) and
+// returns the updated ones, computed in their dtype; nothing is modified in place. Pure; never
+// throw. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,9 @@
 namespace atl::kernels {
 
 struct SgdOptions {
-  float learning_rate = 0.01f;  // >= 0
-  float momentum = 0.0f;        // >= 0; used by SgdMomentumUpdate only
-  float weight_decay = 0.0f;    // >= 0, L2: adds weight_decay * param to the gradient
+  double learning_rate = 0.01;  // >= 0
+  double momentum = 0.0;        // >= 0; used by SgdMomentumUpdate only
+  double weight_decay = 0.0;    // >= 0, L2: adds weight_decay * param to the gradient
 };
 
 // param - lr * (grad + weight_decay * param).
@@ -30,11 +31,11 @@ Result<SgdMomentumState> SgdMomentumUpdate(const Tensor& param, const Tensor& gr
                                            const Tensor& velocity, const SgdOptions& options);
 
 struct AdamOptions {
-  float learning_rate = 1e-3f;  // >= 0
-  float beta1 = 0.9f;           // in [0, 1)
-  float beta2 = 0.999f;         // in [0, 1)
-  float epsilon = 1e-8f;        // > 0
-  float weight_decay = 0.0f;    // >= 0, decoupled (AdamW): param -= lr * weight_decay * param
+  double learning_rate = 1e-3;  // >= 0
+  double beta1 = 0.9;           // in [0, 1)
+  double beta2 = 0.999;         // in [0, 1)
+  double epsilon = 1e-8;        // > 0
+  double weight_decay = 0.0;    // >= 0, decoupled (AdamW): param -= lr * weight_decay * param
 };
 
 struct AdamState {

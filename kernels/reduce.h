@@ -1,4 +1,4 @@
-// Reductions of an f32 tensor over one axis: sum, max, mean. The axis is removed from the
+// Reductions of an f32 or f64 tensor over one axis: sum, max, mean. The axis is removed from the
 // shape (no keep-dims). Pure; never throws. Thread-safe.
 #pragma once
 
@@ -13,7 +13,7 @@ namespace atl::kernels {
 enum class ReduceFn : uint8_t { kSum, kMax, kMean };
 std::string_view ReduceFnName(ReduceFn fn);  // "sum", "max", "mean"
 
-// Reduces `x` (f32, rank >= 1) over `axis` (negative counts from the end): [2,3,4] over
+// Reduces `x` (f32 or f64, rank >= 1) over `axis` (negative counts from the end): [2,3,4] over
 // axis 1 gives [2,4]. Sums and means accumulate in double. Over an empty axis sum is 0,
 // max is -inf and mean is nan. max propagates NaN.
 Result<Tensor> Reduce(ReduceFn fn, const Tensor& x, int64_t axis);

@@ -14,13 +14,32 @@ using internal::Describe;
 
 namespace {
 
-// Every dtype the kernels know (f32, i32) has 4-byte elements, so data movement copies
-// uint32_t words whatever the dtype.
-using Word = uint32_t;
-static_assert(sizeof(float) == sizeof(Word) && sizeof(int32_t) == sizeof(Word));
+// Data movement copies elements as unsigned words of the dtype's size, whatever the dtype:
+// f32 and i32 as uint32_t, bf16 and f16 as uint16_t, f64 and i64 as uint64_t.
+template <typename Word>
+const Word* Words(const Tensor& t) {
+  return reinterpret_cast<const Word*>(t.data());
+}
+template <typename Word>
+Word* Words(Tensor& t) {
+  return reinterpret_cast<Word*>(t.data());
+}
 
-const Word* Words(const Tensor& t) { return reinterpret_cast<const Word*>(t.data()); }
-Word* Words(Tensor& t) { return reinterpret_cast<Word*>(t.data()); }
+// Calls f(Word{}) with the word of `dtype`'s size; `dtype` is known (CheckWellFormed).
+template <typename F>
+void ForWord(DType dtype, F&& f) {
+  switch (DTypeSize(dtype)) {
+    case 2:
+      f(uint16_t{});
+      return;
+    case 4:
+      f(uint32_t{});
+      return;
+    case 8:
+      f(uint64_t{});
+      return;
+  }
+}
 
 // Row-major strides, in elements.
 std::vector<int64_t> Strides(const Shape& shape) {
@@ -37,6 +56,7 @@ int64_t Product(const Shape& shape, size_t begin, size_t end) {
 
 // out[out_off + sum_d i_d * out_stride[d]] = in[in_off + sum_d i_d * in_stride[d]] over every
 // index i of `dims`, from dimension d on.
+template <typename Word>
 void StridedCopy(const Word* in, Word* out, const Shape& dims,
                  const std::vector<int64_t>& in_stride, const std::vector<int64_t>& out_stride,
                  size_t d, int64_t in_off, int64_t out_off) {
@@ -60,6 +80,7 @@ void StridedCopy(const Word* in, Word* out, const Shape& dims,
 }
 
 // A matrix transpose in 32x32 tiles, so that both the reads and the writes stay in cache.
+template <typename Word>
 void Transpose2DWords(const Word* in, Word* out, int64_t rows, int64_t cols) {
   constexpr int64_t kTile = 32;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
@@ -93,17 +114,21 @@ Result<Tensor> Transpose(const Tensor& x, const std::vector<int>& perm) {
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), out_shape));
   if (out.num_elements() == 0) return out;
   if (rank == 0) {
-    Words(out)[0] = Words(x)[0];
-    return out;
-  }
-  if (rank == 2 && perm[0] == 1) {
-    Transpose2DWords(Words(x), Words(out), x.shape()[0], x.shape()[1]);
+    std::memcpy(out.data(), x.data(), x.nbytes());
     return out;
   }
   const std::vector<int64_t> x_strides = Strides(x.shape());
   std::vector<int64_t> in_stride(rank);  // the input stride of each output dimension
   for (size_t d = 0; d < rank; ++d) in_stride[d] = x_strides[perm[d]];
-  StridedCopy(Words(x), Words(out), out_shape, in_stride, Strides(out_shape), 0, 0, 0);
+  ForWord(x.dtype(), [&](auto zero) {
+    using Word = decltype(zero);
+    if (rank == 2 && perm[0] == 1) {
+      Transpose2DWords(Words<Word>(x), Words<Word>(out), x.shape()[0], x.shape()[1]);
+    } else {
+      StridedCopy(Words<Word>(x), Words<Word>(out), out_shape, in_stride, Strides(out_shape), 0, 0,
+                  0);
+    }
+  });
   return out;
 }
 
@@ -130,11 +155,12 @@ Result<Tensor> Slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) 
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), out_shape));
   const int64_t outer = Product(x.shape(), 0, a);
   const int64_t inner = Product(x.shape(), a + 1, x.shape().size());
-  const int64_t chunk = (end - start) * inner;
+  const auto item = static_cast<int64_t>(DTypeSize(x.dtype()));
+  const int64_t chunk = (end - start) * inner * item;  // bytes
   if (chunk == 0) return out;
   for (int64_t o = 0; o < outer; ++o) {
-    std::memcpy(Words(out) + o * chunk, Words(x) + (o * dim + start) * inner,
-                static_cast<size_t>(chunk) * sizeof(Word));
+    std::memcpy(out.data() + o * chunk, x.data() + (o * dim + start) * inner * item,
+                static_cast<size_t>(chunk));
   }
   return out;
 }
@@ -173,13 +199,14 @@ Result<Tensor> Concat(std::span<const Tensor* const> xs, int64_t axis) {
   ATOLL_RETURN_IF_ERROR(internal::CheckShape(out_shape, "concat result"));
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(first.dtype(), out_shape));
   const int64_t outer = Product(out_shape, 0, a);
-  const int64_t inner = Product(out_shape, a + 1, rank);
-  Word* dst = Words(out);
+  const auto inner_bytes =
+      Product(out_shape, a + 1, rank) * static_cast<int64_t>(DTypeSize(first.dtype()));
+  std::byte* dst = out.data();
   for (int64_t o = 0; o < outer; ++o) {
     for (const Tensor* x : xs) {
-      const int64_t chunk = x->shape()[a] * inner;
+      const int64_t chunk = x->shape()[a] * inner_bytes;
       if (chunk == 0) continue;
-      std::memcpy(dst, Words(*x) + o * chunk, static_cast<size_t>(chunk) * sizeof(Word));
+      std::memcpy(dst, x->data() + o * chunk, static_cast<size_t>(chunk));
       dst += chunk;
     }
   }
@@ -263,7 +290,7 @@ Result<Tensor> BroadcastTo(const Tensor& x, const Shape& shape) {
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
   if (out.num_elements() == 0) return out;
   if (shape.empty()) {
-    Words(out)[0] = Words(x)[0];
+    std::memcpy(out.data(), x.data(), x.nbytes());
     return out;
   }
   // The operand's shape padded with leading 1s; a dimension of 1 has input stride 0.
@@ -274,7 +301,10 @@ Result<Tensor> BroadcastTo(const Tensor& x, const Shape& shape) {
   for (size_t d = 0; d < rank; ++d) {
     if (padded[d] == 1) in_stride[d] = 0;
   }
-  StridedCopy(Words(x), Words(out), shape, in_stride, Strides(shape), 0, 0, 0);
+  ForWord(x.dtype(), [&](auto zero) {
+    using Word = decltype(zero);
+    StridedCopy(Words<Word>(x), Words<Word>(out), shape, in_stride, Strides(shape), 0, 0, 0);
+  });
   return out;
 }
 

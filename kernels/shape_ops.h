@@ -1,4 +1,4 @@
-// Data-movement kernels for f32 and i32 tensors: transpose, slice, concat, split, reshape,
+// Data-movement kernels for tensors of every dtype: transpose, slice, concat, split, reshape,
 // expand-dims and numpy broadcasting. Pure functions returning new tensors; they never throw
 // and give InvalidArgument naming what was expected and what came. Thread-safe.
 #pragma once

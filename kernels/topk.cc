@@ -13,8 +13,39 @@
 
 namespace atl::kernels {
 
+namespace {
+
+// Each row's k best of `x` [rows, n] into `values` [rows, k] and `indices` i32 [rows, k].
+template <typename T>
+void TopKRows(const T* x, int64_t rows, int64_t n, int64_t k, T* values, int32_t* indices) {
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows && k > 0; ++r) {
+    const T* row = x + r * n;
+    // A strict weak order: NaN first (by index), then larger values, then lower index.
+    const auto before = [row](int32_t i, int32_t j) {
+      const T a = row[i];
+      const T b = row[j];
+      const bool a_nan = std::isnan(a);
+      const bool b_nan = std::isnan(b);
+      if (a_nan || b_nan) return a_nan && b_nan ? i < j : a_nan;
+      if (a != b) return a > b;
+      return i < j;
+    };
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    T* v = values + r * k;
+    int32_t* idx = indices + r * k;
+    for (int64_t j = 0; j < k; ++j) {
+      idx[j] = order[j];
+      v[j] = row[order[j]];
+    }
+  }
+}
+
+}  // namespace
+
 Result<TopKResult> TopK(const Tensor& x, int64_t k) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, "top-k operand"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, "top-k operand"));
   if (x.shape().empty()) {
     return InvalidArgument(fmt::format(
         "top-k needs rank >= 1 (it works over the last axis), got {}", internal::Describe(x)));
@@ -32,31 +63,13 @@ Result<TopKResult> TopK(const Tensor& x, int64_t k) {
   }
   Shape out_shape = x.shape();
   out_shape.back() = k;
-  ATOLL_ASSIGN_OR_RETURN(Tensor values, internal::Allocate(DType::kF32, out_shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor values, internal::Allocate(x.dtype(), out_shape));
   ATOLL_ASSIGN_OR_RETURN(Tensor indices, internal::Allocate(DType::kI32, out_shape));
   const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  for (int64_t r = 0; r < rows && k > 0; ++r) {
-    const float* row = x.as<float>().data() + r * n;
-    // A strict weak order: NaN first (by index), then larger values, then lower index.
-    const auto before = [row](int32_t i, int32_t j) {
-      const float a = row[i];
-      const float b = row[j];
-      const bool a_nan = std::isnan(a);
-      const bool b_nan = std::isnan(b);
-      if (a_nan || b_nan) return a_nan && b_nan ? i < j : a_nan;
-      if (a != b) return a > b;
-      return i < j;
-    };
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-    float* v = values.as<float>().data() + r * k;
-    int32_t* idx = indices.as<int32_t>().data() + r * k;
-    for (int64_t j = 0; j < k; ++j) {
-      idx[j] = order[j];
-      v[j] = row[order[j]];
-    }
-  }
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    TopKRows(x.as<T>().data(), rows, n, k, values.as<T>().data(), indices.as<int32_t>().data());
+  });
   return TopKResult{std::move(values), std::move(indices)};
 }
 

@@ -9,11 +9,11 @@
 namespace atl::kernels {
 
 struct TopKResult {
-  Tensor values;   // f32 [..., k], largest first
+  Tensor values;   // [..., k] of x's dtype, largest first
   Tensor indices;  // i32 [..., k], positions in the last axis of the input
 };
 
-// The k largest values of each row of `x` f32 [..., n] (rank >= 1), with 0 <= k <= n and
+// The k largest values of each row of `x` f32 or f64 [..., n] (rank >= 1), with 0 <= k <= n and
 // n <= INT32_MAX. Sorted in descending order; equal values (including -0 and +0) are ordered
 // by lower index first; NaN counts as larger than every number.
 Result<TopKResult> TopK(const Tensor& x, int64_t k);

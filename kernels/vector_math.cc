@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include <cmath>
 #include <vector>
 
 #include "kernels/vector_math_map.h"
@@ -52,5 +53,15 @@ std::span<const VectorMath* const> SupportedVectorMath() {
 void ExpF32(const float* x, float* y, int64_t n) { internal::Best().exp(x, y, n); }
 void LogF32(const float* x, float* y, int64_t n) { internal::Best().log(x, y, n); }
 void TanhF32(const float* x, float* y, int64_t n) { internal::Best().tanh(x, y, n); }
+
+void ExpF64(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+}
+void LogF64(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
+}
+void TanhF64(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+}
 
 }  // namespace atl::kernels

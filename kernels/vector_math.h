@@ -26,16 +26,32 @@ void ExpF32(const float* x, float* y, int64_t n);
 void LogF32(const float* x, float* y, int64_t n);
 void TanhF32(const float* x, float* y, int64_t n);
 
+// The same over f64, with libm one element at a time: f64 is there to check gradients
+// against, where accuracy counts and speed does not.
+void ExpF64(const double* x, double* y, int64_t n);
+void LogF64(const double* x, double* y, int64_t n);
+void TanhF64(const double* x, double* y, int64_t n);
+
+// The function for x's element type, for kernels written once for f32 and f64 (in such a
+// template, MapThrough<T>(Tanh, ...) picks T's).
+inline void Exp(const float* x, float* y, int64_t n) { ExpF32(x, y, n); }
+inline void Exp(const double* x, double* y, int64_t n) { ExpF64(x, y, n); }
+inline void Log(const float* x, float* y, int64_t n) { LogF32(x, y, n); }
+inline void Log(const double* x, double* y, int64_t n) { LogF64(x, y, n); }
+inline void Tanh(const float* x, float* y, int64_t n) { TanhF32(x, y, n); }
+inline void Tanh(const double* x, double* y, int64_t n) { TanhF64(x, y, n); }
+
 // f composed with plain arithmetic, for i < n: after(i, f(before(i))), where `f` is one of the
 // functions above, `before(i)` returns a float and `after(i, float)` stores a result. Runs
 // block by block through a small buffer on the stack, so that each of the three loops
 // vectorizes. Example, sigmoid:
 //   MapThrough(ExpF32, n, [x](int64_t i) { return -x[i]; },
 //              [y](int64_t i, float e) { y[i] = 1.0f / (1.0f + e); });
-template <typename Before, typename After>
-void MapThrough(void (*f)(const float*, float*, int64_t), int64_t n, Before before, After after) {
+// `f` may be any such function over another element type T (f64's, say).
+template <typename T, typename Before, typename After>
+void MapThrough(void (*f)(const T*, T*, int64_t), int64_t n, Before before, After after) {
   constexpr int64_t kBlock = 256;
-  float t[kBlock];
+  T t[kBlock];
   for (int64_t base = 0; base < n; base += kBlock) {
     const int64_t len = std::min(kBlock, n - base);
     for (int64_t j = 0; j < len; ++j) t[j] = before(base + j);

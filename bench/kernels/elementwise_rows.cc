@@ -46,7 +46,8 @@ Tensor LibmLoop(std::string_view op, const Tensor& x) {
   } else if (op == "gelu") {
     for (int64_t i = 0; i < n; ++i) {
       const float v = in[i];
-      y[i] = 0.5f * v * (1.0f + std::tanh(kernels::kGeluC * (v + kernels::kGeluA * v * v * v)));
+      y[i] = 0.5f * v *
+             (1.0f + std::tanh(kernels::kGeluC<float> * (v + kernels::kGeluA<float> * v * v * v)));
     }
   } else {  // softmax
     for (int64_t r = 0; r < n / kSoftmaxWidth; ++r) {

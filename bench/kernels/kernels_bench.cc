@@ -21,9 +21,18 @@
 //             atoll        the kernel (kernels::Unary, kernels::Softmax), vectorized through
 //                          kernels/vector_math.h
 //             libm_loop    the kernel as it was: a new output tensor, one libm call per element
+//   dtype matmul  n x n x n through the cpu backend (compute::RunCpuOp), GFLOP/s:
+//             f32, bf16, f16, f64  the matmul op in that dtype (bf16 and f16: operands widened
+//                                  to f32, sgemm, the result rounded once; f64: dgemm)
+//   convert  f32 <-> bf16 and f16 over `elements` values at each vector width this CPU runs
+//           (kernels/half_convert.h), elements/s:
+//             narrow_bf16_W, widen_bf16_W, narrow_f16_W, widen_f16_W  the conversion at width W
+//             copy         memcpy of the same f32 values, the bandwidth bound
 // Derived, medians over medians (1 means equal): matmul_ratio_n_N = atoll / openblas,
 // devices_ratio_n_N_devices_D = per_device / openblas_default, fused_ratio_elements_E =
-// atoll_fused / direct_loop, OP_ratio_elements_E = atoll / libm_loop.
+// atoll_fused / direct_loop, OP_ratio_elements_E = atoll / libm_loop,
+// D_matmul_ratio_n_N = dtype D / f32 (D = bf16, f16, f64), CONVERSION_ratio_elements_E =
+// that conversion / copy.
 #include <cblas.h>
 
 #include <fmt/format.h>
@@ -31,6 +40,7 @@
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_result.h"
 #include "bench/kernels/rows.h"
+#include "kernels/half_convert.h"
 #include "kernels/matmul_threads.h"
 #include "kernels/vector_math.h"
 
@@ -45,7 +55,9 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const int blas_default = kernels::BlasThreads();
   fmt::print("openblas threads: {}, cores: {}, vector math: {}\n", blas_default,
              kernels::AvailableCores(), kernels::internal::SupportedVectorMath().front()->name);
+  fmt::print("bf16/f16 conversions: {}\n", kernels::internal::SupportedHalfConvert().front()->name);
   for (int64_t n : sweep.matmul_n) ATOLL_RETURN_IF_ERROR(BenchMatmul(n, sweep, result));
+  for (int64_t n : sweep.matmul_n) ATOLL_RETURN_IF_ERROR(BenchMatmulDTypes(n, sweep, result));
   for (int64_t n : sweep.device_n) {
     for (int devices : {1, 2, 4}) {
       ATOLL_RETURN_IF_ERROR(BenchDevices(devices, n, blas_default, sweep, result));
@@ -55,6 +67,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   for (int64_t e : sweep.fused_elements) {
     ATOLL_RETURN_IF_ERROR(BenchTranscendental(e, sweep, result));
   }
+  for (int64_t e : sweep.fused_elements) ATOLL_RETURN_IF_ERROR(BenchConversions(e, sweep, result));
   return Status::Ok();
 }
 
@@ -63,7 +76,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
 
 int main(int argc, char** argv) {
   return atl::bench::RunBenchmark(argc, argv, "kernels",
-                                  "cpu kernel library against OpenBLAS, a hand-written loop and "
-                                  "scalar libm loops",
+                                  "cpu kernel library against OpenBLAS, a hand-written loop, "
+                                  "scalar libm loops, f32 matmuls and memcpy",
                                   atl::bench::RunSweep);
 }

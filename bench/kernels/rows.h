@@ -16,5 +16,7 @@ Status BenchDevices(int devices, int64_t n, int blas_default, const Sweep& sweep
                     BenchResult& result);
 Status BenchFused(int64_t elements, const Sweep& sweep, BenchResult& result);
 Status BenchTranscendental(int64_t elements, const Sweep& sweep, BenchResult& result);
+Status BenchMatmulDTypes(int64_t n, const Sweep& sweep, BenchResult& result);
+Status BenchConversions(int64_t elements, const Sweep& sweep, BenchResult& result);
 
 }  // namespace atl::bench

@@ -1,38 +1,65 @@
 #include "atoll/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/base/checked_math.h"
+#include "common/base/dtype_types.h"
 
 namespace atl {
 
+namespace {
+
+// atoll/dtypes.def, indexed by code.
+struct DTypeRow {
+  std::string_view name;
+  size_t bytes;
+  DTypeClass cls;
+};
+constexpr DTypeRow kDTypes[] = {
+#define ATOLL_DTYPE(Name, name, bytes, Class) {name, bytes, DTypeClass::Class},
+#include "atoll/dtypes.def"
+};
+static_assert(std::size(kDTypes) == kNumDTypes);
+
+const DTypeRow* RowOf(DType dtype) {
+  const auto code = static_cast<size_t>(dtype);
+  return code < kNumDTypes ? &kDTypes[code] : nullptr;
+}
+
+}  // namespace
+
 std::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "f32";
-    case DType::kI32:
-      return "i32";
-  }
-  return "?";
+  const DTypeRow* row = RowOf(dtype);
+  return row ? row->name : "?";
 }
 
 Result<DType> ParseDType(std::string_view name) {
-  if (name == "f32") return DType::kF32;
-  if (name == "i32") return DType::kI32;
-  return InvalidArgument("unknown dtype '" + std::string(name) + "' (known: f32, i32)");
+  std::vector<std::string_view> known;
+  for (size_t code = 0; code < kNumDTypes; ++code) {
+    if (kDTypes[code].name == name) return static_cast<DType>(code);
+    known.push_back(kDTypes[code].name);
+  }
+  return InvalidArgument(
+      fmt::format("unknown dtype '{}' (known: {})", name, fmt::join(known, ", ")));
 }
 
 size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-    case DType::kI32:
-      return 4;
-  }
-  return 0;
+  const DTypeRow* row = RowOf(dtype);
+  return row ? row->bytes : 0;
+}
+
+DTypeClass ClassOf(DType dtype) {
+  const DTypeRow* row = RowOf(dtype);
+  return row ? row->cls : DTypeClass::kInteger;
 }
 
 Result<int64_t> CheckedNumElements(const Shape& shape) {
@@ -78,22 +105,52 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   if (auto bytes = CheckedNumBytes(dtype_, shape_); bytes.ok()) bytes_.resize(*bytes);
 }
 
-Tensor Tensor::F32(Shape shape, std::vector<float> values) {
-  Tensor t(DType::kF32, std::move(shape));
+namespace {
+
+// A tensor of `dtype`, whose elements are T, holding `values` (as many as fit).
+template <typename T>
+Tensor Holding(DType dtype, Shape shape, const std::vector<T>& values) {
+  Tensor t(dtype, std::move(shape));
   // std::copy_n, not memcpy: an empty tensor's data() may be null.
-  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(float), values.size()),
-              reinterpret_cast<float*>(t.data()));
+  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(T), values.size()),
+              reinterpret_cast<T*>(t.data()));
   return t;
 }
 
+}  // namespace
+
+Tensor Tensor::F32(Shape shape, std::vector<float> values) {
+  return Holding(DType::kF32, std::move(shape), values);
+}
 Tensor Tensor::I32(Shape shape, std::vector<int32_t> values) {
-  Tensor t(DType::kI32, std::move(shape));
-  std::copy_n(values.begin(), std::min(t.nbytes() / sizeof(int32_t), values.size()),
-              reinterpret_cast<int32_t*>(t.data()));
-  return t;
+  return Holding(DType::kI32, std::move(shape), values);
+}
+Tensor Tensor::F64(Shape shape, std::vector<double> values) {
+  return Holding(DType::kF64, std::move(shape), values);
+}
+Tensor Tensor::I64(Shape shape, std::vector<int64_t> values) {
+  return Holding(DType::kI64, std::move(shape), values);
 }
 
 namespace {
+
+// `v` as an element of type T: rounded to nearest even for a floating type, or nullopt
+// for an integer type unless it is a whole number in T's range.
+template <typename T>
+std::optional<T> FromDouble(double v) {
+  if constexpr (std::is_same_v<T, BF16>) {
+    return NarrowToBF16(RoundToOddF32(v));
+  } else if constexpr (std::is_same_v<T, F16>) {
+    return NarrowToF16(RoundToOddF32(v));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(v);
+  } else {
+    // [min, -min) holds the whole numbers of T's range; NaN fails both comparisons.
+    constexpr double kMin = static_cast<double>(std::numeric_limits<T>::min());
+    if (!(v >= kMin && v < -kMin) || std::trunc(v) != v) return std::nullopt;
+    return static_cast<T>(v);
+  }
+}
 
 // What FromBytes and Adopt check: the same rules, whoever holds the bytes.
 Status CheckSize(DType dtype, const Shape& shape, size_t size) {
@@ -106,6 +163,34 @@ Status CheckSize(DType dtype, const Shape& shape, size_t size) {
 }
 
 }  // namespace
+
+Result<Tensor> Tensor::FromDoubles(DType dtype, Shape shape, const std::vector<double>& values) {
+  ATOLL_ASSIGN_OR_RETURN(const int64_t count, CheckedNumElements(shape));
+  if (static_cast<int64_t>(values.size()) != count) {
+    return InvalidArgument(
+        fmt::format("{} values for shape {}", values.size(), ShapeString(shape)));
+  }
+  if (DTypeSize(dtype) == 0) {
+    return InvalidArgument("unknown dtype code " + std::to_string(static_cast<int>(dtype)));
+  }
+  Tensor t(dtype, std::move(shape));
+  Status status = Status::Ok();
+  VisitDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* out = t.as<T>().data();
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::optional<T> v = FromDouble<T>(values[i]);
+      if (!v) {
+        status = InvalidArgument(fmt::format("value {} ({}) is not a whole number in {}'s range", i,
+                                             values[i], DTypeName(dtype)));
+        return;
+      }
+      out[i] = *v;
+    }
+  });
+  ATOLL_RETURN_IF_ERROR(status);
+  return t;
+}
 
 Result<Tensor> Tensor::FromBytes(DType dtype, Shape shape, std::vector<std::byte> bytes) {
   ATOLL_RETURN_IF_ERROR(CheckSize(dtype, shape, bytes.size()));
@@ -150,15 +235,10 @@ bool Tensor::operator==(const Tensor& other) const {
 
 std::vector<double> Tensor::ToDoubles() const {
   std::vector<double> out;
-  out.reserve(static_cast<size_t>(num_elements()));
-  switch (dtype_) {
-    case DType::kF32:
-      for (float v : as<float>()) out.push_back(v);
-      break;
-    case DType::kI32:
-      for (int32_t v : as<int32_t>()) out.push_back(v);
-      break;
-  }
+  out.reserve(static_cast<size_t>(std::max<int64_t>(num_elements(), 0)));
+  VisitDType(dtype_, [&](auto zero) {
+    for (auto v : as<decltype(zero)>()) out.push_back(ToDouble(v));
+  });
   return out;
 }
 

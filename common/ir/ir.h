@@ -15,8 +15,7 @@
 #include "atoll/tensor.h"
 #include "common/ir/msgpack_enum.h"
 
-// DType::kI32 is the last dtype.
-ATOLL_MSGPACK_ENUM(atl::DType, static_cast<size_t>(atl::DType::kI32) + 1)
+ATOLL_MSGPACK_ENUM(atl::DType, atl::kNumDTypes)
 
 namespace atl::ir {
 

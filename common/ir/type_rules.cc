@@ -23,11 +23,12 @@ bool Fits(const TensorType& t, Dims dims) {
   return true;
 }
 
-// A per-feature parameter of a row-wise op: f32 [d], replicated.
-Status NeedFeatureParam(const Op& op, const TensorType& p, int64_t d, std::string_view what) {
-  if (p.dtype != DType::kF32 || p.shape != Shape{d} || !IsReplicated(p)) {
-    return InvalidArgument(fmt::format("{}: {} must be replicated f32[{}], got {}", OpName(op.code),
-                                       what, d, Describe(p)));
+// A per-feature parameter of a row-wise op: [d] of the rows' dtype, replicated.
+Status NeedFeatureParam(const Op& op, const TensorType& p, DType dtype, int64_t d,
+                        std::string_view what) {
+  if (p.dtype != dtype || p.shape != Shape{d} || !IsReplicated(p)) {
+    return InvalidArgument(fmt::format("{}: {} must be replicated {}[{}], got {}", OpName(op.code),
+                                       what, DTypeName(dtype), d, Describe(p)));
   }
   return Status::Ok();
 }
@@ -64,9 +65,20 @@ Result<std::vector<const TensorType*>> Tensors(const FunctionDef& fn, const Op& 
   return types;
 }
 
-Status NeedF32(const Op& op, const TensorType& t) {
-  if (t.dtype == DType::kF32) return Status::Ok();
-  return InvalidArgument(fmt::format("{} is f32 only, got {}", OpName(op.code), Describe(t)));
+std::string DTypeSetName(DTypeSet set) {
+  std::vector<std::string_view> names;
+  for (size_t code = 0; code < kNumDTypes; ++code) {
+    if (set & SetOf(static_cast<DType>(code))) names.push_back(DTypeName(static_cast<DType>(code)));
+  }
+  if (names.size() < 2) return names.empty() ? "no dtype" : std::string(names[0]);
+  return fmt::format("{} or {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
+}
+
+Status NeedDType(const Op& op, const TensorType& t, DTypeSet accepted, std::string_view what) {
+  if (accepted & SetOf(t.dtype)) return Status::Ok();
+  return InvalidArgument(fmt::format("{} takes {}{}{}, got {}", OpName(op.code),
+                                     DTypeSetName(accepted), what.empty() ? "" : " ", what,
+                                     Describe(t)));
 }
 
 std::optional<int64_t> WholeAttr(double attr) {
@@ -130,7 +142,7 @@ Result<TensorType> InferFilter(const FunctionDef& fn, const Op& op) {
 
 Result<TensorType> InferUnary(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], kFloats));
   return *t[0];
 }
 
@@ -150,8 +162,10 @@ Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op) {
                     "got {} x {}",
                     op.attr, ShapeString(a.shape), ShapeString(b.shape)));
   }
-  if (a.dtype != DType::kF32 || b.dtype != DType::kF32) {
-    return InvalidArgument("matmul is f32 only, got " + Describe(a) + " x " + Describe(b));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, a, kFloats));
+  if (a.dtype != b.dtype) {
+    return InvalidArgument("matmul needs operands of one dtype, got " + Describe(a) + " x " +
+                           Describe(b));
   }
   const int32_t m_axis = a.split[am];
   const int32_t n_axis = b.split[bn];
@@ -162,15 +176,15 @@ Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op) {
         "replicated in both; got {} x {} (transposes {})",
         Describe(a), Describe(b), op.attr));
   }
-  return TensorType{DType::kF32, {a.shape[am], b.shape[bn]}, {m_axis, n_axis}};
+  return TensorType{a.dtype, {a.shape[am], b.shape[bn]}, {m_axis, n_axis}};
 }
 
 namespace {
 
-// Two f32 tensors of one type (rows may be routed): the type.
-Result<TensorType> SameF32Pair(const FunctionDef& fn, const Op& op) {
+// Two tensors of one type, of a dtype in `accepted` (rows may be routed): the type.
+Result<TensorType> SamePair(const FunctionDef& fn, const Op& op, DTypeSet accepted) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], accepted));
   ATOLL_RETURN_IF_ERROR(NeedSameType(op, *t[0], *t[1]));
   return *t[0];
 }
@@ -178,19 +192,19 @@ Result<TensorType> SameF32Pair(const FunctionDef& fn, const Op& op) {
 }  // namespace
 
 Result<TensorType> InferGeluGrad(const FunctionDef& fn, const Op& op) {
-  return SameF32Pair(fn, op);
+  return SamePair(fn, op, kFloats);
 }
 
 Result<TensorType> InferBiasAdd(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2, Dims::kDynamicRows));
   const TensorType& x = *t[0];
   const TensorType& bias = *t[1];
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
-  if (x.shape.empty() || bias.dtype != DType::kF32 || bias.shape != Shape{x.shape.back()} ||
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, x, kFloats, "x"));
+  if (x.shape.empty() || bias.dtype != x.dtype || bias.shape != Shape{x.shape.back()} ||
       bias.split[0] != x.split.back()) {
     return InvalidArgument(
-        fmt::format("bias_add needs x f32[...,n] and bias f32[n] cut like x's last dimension, "
-                    "got {} and {}",
+        fmt::format("bias_add needs x [...,n] and bias [n] of x's dtype, cut like x's last "
+                    "dimension, got {} and {}",
                     Describe(x), Describe(bias)));
   }
   return x;
@@ -199,7 +213,7 @@ Result<TensorType> InferBiasAdd(const FunctionDef& fn, const Op& op) {
 Result<TensorType> InferReduceSum(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   TensorType out = *t[0];
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, out));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, out, kFloats));
   const std::optional<int64_t> axis = WholeAttr(op.attr);
   if (!axis || *axis < 0 || *axis >= static_cast<int64_t>(out.shape.size())) {
     return InvalidArgument(
@@ -212,7 +226,7 @@ Result<TensorType> InferReduceSum(const FunctionDef& fn, const Op& op) {
 
 Result<TensorType> InferSoftmax(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kDynamicRows));
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], kFloats));
   ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, *t[0]));
   return *t[0];
 }
@@ -220,10 +234,10 @@ Result<TensorType> InferSoftmax(const FunctionDef& fn, const Op& op) {
 Result<TensorType> InferLayerNorm(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 3));
   const TensorType& x = *t[0];
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, x, kWideFloats, "x"));
   ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, x));
-  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[1], x.shape.back(), "gamma"));
-  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[2], x.shape.back(), "beta"));
+  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[1], x.dtype, x.shape.back(), "gamma"));
+  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[2], x.dtype, x.shape.back(), "beta"));
   ATOLL_RETURN_IF_ERROR(NeedPositiveAttr(op, "epsilon"));
   return x;
 }
@@ -232,23 +246,23 @@ Result<TensorType> InferLayerNormGrad(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 3));
   const TensorType& dy = *t[0];
   const TensorType& x = *t[1];
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, x));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, x, kWideFloats, "x"));
   ATOLL_RETURN_IF_ERROR(NeedSameType(op, dy, x));
   ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, x));
-  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[2], x.shape.back(), "gamma"));
+  ATOLL_RETURN_IF_ERROR(NeedFeatureParam(op, *t[2], x.dtype, x.shape.back(), "gamma"));
   ATOLL_RETURN_IF_ERROR(NeedPositiveAttr(op, "epsilon"));
   if (op.code == OpCode::kLayerNormGradX) return x;
-  return TensorType{DType::kF32, {x.shape.back()}, {-1}};  // partial when x's rows are cut
+  return TensorType{x.dtype, {x.shape.back()}, {-1}};  // partial when x's rows are cut
 }
 
 Result<TensorType> InferCrossEntropy(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 2));
   const TensorType& logits = *t[0];
   const TensorType& labels = *t[1];
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, logits));
-  if (logits.shape.size() != 2 || labels.dtype != DType::kI32 ||
-      labels.shape != Shape{logits.shape[0]}) {
-    return InvalidArgument(fmt::format("{} needs logits f32[b,c] and labels i32[b], got {} and {}",
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, logits, kFloats, "logits"));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, labels, kIntegers, "labels"));
+  if (logits.shape.size() != 2 || labels.shape != Shape{logits.shape[0]}) {
+    return InvalidArgument(fmt::format("{} needs logits [b,c] and labels [b], got {} and {}",
                                        OpName(op.code), Describe(logits), Describe(labels)));
   }
   ATOLL_RETURN_IF_ERROR(NeedWholeRows(op, logits));
@@ -262,7 +276,7 @@ Result<TensorType> InferCrossEntropy(const FunctionDef& fn, const Op& op) {
     return InvalidArgument(fmt::format("{}: attr must be the global batch {}, got {}",
                                        OpName(op.code), logits.shape[0], op.attr));
   }
-  return TensorType{DType::kF32, {}, {}};  // partial when the rows are cut
+  return TensorType{logits.dtype, {}, {}};  // partial when the rows are cut
 }
 
 Result<TensorType> InferTranspose(const FunctionDef& fn, const Op& op) {
@@ -273,7 +287,7 @@ Result<TensorType> InferTranspose(const FunctionDef& fn, const Op& op) {
 }
 
 Result<TensorType> InferSgdUpdate(const FunctionDef& fn, const Op& op) {
-  ATOLL_ASSIGN_OR_RETURN(TensorType param, SameF32Pair(fn, op));
+  ATOLL_ASSIGN_OR_RETURN(TensorType param, SamePair(fn, op, kWideFloats));
   if (!(std::isfinite(op.attr) && op.attr >= 0)) {
     return InvalidArgument(fmt::format("sgd_update: learning rate must be >= 0, got {}", op.attr));
   }
@@ -284,7 +298,7 @@ Result<TensorType> InferSgdUpdate(const FunctionDef& fn, const Op& op) {
 // built, not on every step.
 Result<TensorType> InferAdam(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 5));
-  ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], kWideFloats, "param"));
   for (size_t i = 1; i < 4; ++i) ATOLL_RETURN_IF_ERROR(NeedSameType(op, *t[0], *t[i]));
   const TensorType& step = *t[4];
   if (step.dtype != DType::kI32 || !step.shape.empty()) {
@@ -303,6 +317,18 @@ Result<TensorType> InferAdam(const FunctionDef& fn, const Op& op) {
         OpName(op.code), lr, beta1, beta2, eps, decay));
   }
   return *t[0];
+}
+
+Result<TensorType> InferCast(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1, Dims::kAny));
+  const int64_t code = WholeAttr(op.attr).value_or(-1);
+  if (code < 0 || code >= static_cast<int64_t>(kNumDTypes)) {
+    return InvalidArgument(
+        fmt::format("cast: attr must be a dtype code in [0, {}), got {}", kNumDTypes, op.attr));
+  }
+  TensorType out = *t[0];
+  out.dtype = static_cast<DType>(code);
+  return out;
 }
 
 }  // namespace atl::ir::internal

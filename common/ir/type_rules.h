@@ -37,6 +37,7 @@ Result<TensorType> InferCrossEntropy(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferTranspose(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferSgdUpdate(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferAdam(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferCast(const FunctionDef& fn, const Op& op);
 
 // type_rules_routing.cc: the routed-expert ops and the gating ops.
 Result<TensorType> InferGroupedMatmul(const FunctionDef& fn, const Op& op);
@@ -71,7 +72,23 @@ enum class Dims {
 Result<std::vector<const TensorType*>> Tensors(const FunctionDef& fn, const Op& op, size_t n,
                                                Dims dims = Dims::kStatic);
 
-Status NeedF32(const Op& op, const TensorType& t);
+// A set of dtypes an op takes: bit (1 << code) per dtype.
+using DTypeSet = uint32_t;
+constexpr DTypeSet SetOf(DType dtype) { return DTypeSet{1} << static_cast<unsigned>(dtype); }
+// Every floating dtype: f32 and f64, and the storage dtypes bf16 and f16 (which the backend
+// computes on in f32, rounding each result once).
+inline constexpr DTypeSet kFloats =
+    SetOf(DType::kF32) | SetOf(DType::kF64) | SetOf(DType::kBF16) | SetOf(DType::kF16);
+// f32 and f64: ops whose storage-dtype form would lose what they compute (optimizer steps,
+// layer norm, the routed-expert and gating ops).
+inline constexpr DTypeSet kWideFloats = SetOf(DType::kF32) | SetOf(DType::kF64);
+inline constexpr DTypeSet kIntegers = SetOf(DType::kI32) | SetOf(DType::kI64);
+
+// "f32, f64, bf16 or f16": the set's names, in the table's order, for messages.
+std::string DTypeSetName(DTypeSet set);
+// `t`'s dtype is in `accepted`; else InvalidArgument: "<op> takes f32 or f64 <what>, got
+// bf16[2,3] split [0,-1]" (`what` may be empty, or say which operand).
+Status NeedDType(const Op& op, const TensorType& t, DTypeSet accepted, std::string_view what = "");
 // An attr that counts or indexes (a group count, a row count, k, an axis) as an integer: nullopt
 // unless it is a whole number that int64 holds, since casting any other double is undefined.
 std::optional<int64_t> WholeAttr(double attr);

@@ -67,7 +67,7 @@ Result<int> UncutDimParam(const Op& op, const TensorType& t) {
 Result<TensorType> InferAllReduce(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   ATOLL_ASSIGN_OR_RETURN(const int32_t axis, CollectiveAxis(op, /*whole_slice_ok=*/true));
-  if (op.code == OpCode::kAllReduceMean) ATOLL_RETURN_IF_ERROR(NeedF32(op, *t[0]));
+  if (op.code == OpCode::kAllReduceMean) ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], kFloats));
   if (axis != kWholeSlice) {
     ATOLL_RETURN_IF_ERROR(NeedNotCutAlong(op, *t[0], axis));
   } else if (!IsReplicated(*t[0])) {

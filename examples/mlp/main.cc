@@ -27,6 +27,12 @@ int Main(int argc, char** argv) {
   app.add_option("--hidden", config.hidden, "hidden units")->capture_default_str();
   app.add_option("--lr", config.learning_rate, "SGD learning rate")->capture_default_str();
   app.add_option("--seed", config.seed, "weights and data")->capture_default_str();
+  std::string precision = "f32";
+  app.add_option("--precision", precision,
+                 "of the matmuls: f32, or bf16 (mixed precision: bf16 weights and activations, "
+                 "f32 loss and master weights)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
   int loss_digits = 4;
   app.add_option("--loss-digits", loss_digits, "decimals of the losses printed")
       ->capture_default_str()
@@ -37,6 +43,7 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  config.precision = atl::ParseDType(precision).value();  // checked by the option
   auto client = cluster.Connect("example-mlp");
   if (!client.ok()) {
     fmt::print(stderr, "error: {}\n", client.status().ToString());
@@ -47,9 +54,10 @@ int Main(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", slice.status().ToString());
     return 1;
   }
-  fmt::print("MLP {}-{}-{}, batch {} split over {} devices of {}, {} steps of SGD (lr {})\n",
+  fmt::print("MLP {}-{}-{}, batch {} split over {} devices of {}, {} steps of SGD (lr {}){}\n",
              config.inputs, config.hidden, config.classes, config.batch, devices, island,
-             config.steps, config.learning_rate);
+             config.steps, config.learning_rate,
+             precision == "bf16" ? ", bf16 matmuls with f32 master weights" : "");
   const auto batch = static_cast<double>(config.batch);
   auto result = atl::examples::TrainMlp(**client, *slice, config, [&](const auto& step) {
     atl::examples::PrintStep(step.step, config.steps, step.loss, batch, step.elapsed, loss_digits);

@@ -15,7 +15,7 @@ namespace atl::examples {
 namespace {
 
 // One SGD step of the MLP logits = gelu(x w1 + b1) w2 + b2 under softmax cross-entropy.
-// Inputs: x, labels (rows split over the slice), w1, b1, w2, b2 (replicated).
+// Inputs: x, labels (rows split over the slice), w1, b1, w2, b2 (replicated, f32).
 // Outputs: the updated w1, b1, w2, b2 and the loss before the update.
 FunctionBuilder TrainStep(const MlpConfig& c) {
   FunctionBuilder b("mlp_train_step");
@@ -25,19 +25,26 @@ FunctionBuilder TrainStep(const MlpConfig& c) {
   const Value b1 = b.Input(DType::kF32, {c.hidden}, Sharding::Replicated());
   const Value w2 = b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated());
   const Value b2 = b.Input(DType::kF32, {c.classes}, Sharding::Replicated());
+  // What the matmuls and the activations take (bf16 under mixed precision), and f32 for the
+  // loss and the updates; in f32 precision both leave a value as it is.
+  const bool mixed = c.precision != DType::kF32;
+  auto low = [&](Value v) { return mixed ? b.Cast(v, c.precision) : v; };
+  auto wide = [&](Value v) { return mixed ? b.Cast(v, DType::kF32) : v; };
 
-  const Value z1 = b.BiasAdd(b.Matmul(x, w1), b1);
+  const Value xl = low(x), w1l = low(w1), w2l = low(w2);
+  const Value z1 = b.BiasAdd(b.Matmul(xl, w1l), low(b1));
   const Value h = b.Gelu(z1);
-  const Value logits = b.BiasAdd(b.Matmul(h, w2), b2);
-  const auto ce = b.CrossEntropy(logits, labels);
+  const Value logits = b.BiasAdd(b.Matmul(h, w2l), low(b2));
+  const auto ce = b.CrossEntropy(wide(logits), labels);
 
   // Each device's share of every gradient (a sum over its rows of the batch); the shares
   // of the cross-entropy are scaled so that AllReduceSum gives the whole batch's gradient.
-  const Value dw2 = b.Matmul(h, ce.dlogits, /*transpose_a=*/true, /*transpose_b=*/false);
+  const Value dlogits = low(ce.dlogits);
+  const Value dw2 = wide(b.Matmul(h, dlogits, /*transpose_a=*/true, /*transpose_b=*/false));
   const Value db2 = b.ReduceSum(ce.dlogits, 0);
-  const Value dz1 = b.GeluBackward(b.Matmul(ce.dlogits, w2, false, true), z1);
-  const Value dw1 = b.Matmul(x, dz1, true, false);
-  const Value db1 = b.ReduceSum(dz1, 0);
+  const Value dz1 = b.GeluBackward(b.Matmul(dlogits, w2l, false, true), z1);
+  const Value dw1 = wide(b.Matmul(xl, dz1, true, false));
+  const Value db1 = b.ReduceSum(wide(dz1), 0);
 
   const double lr = c.learning_rate;
   b.Output(b.SgdUpdate(w1, b.AllReduceSum(dw1), lr));

@@ -4,6 +4,11 @@
 // and every device takes the same SGD step. On a 1-device slice the same function is plain
 // single-device training, which is what the data-parallel run is checked against.
 //
+// Mixed precision (precision = kBF16): the matmuls of the forward and backward passes take
+// bf16 weights and activations (each computing in f32 and rounding once), the loss and its
+// gradient are computed in f32 on the logits cast to f32, and SGD updates f32 master
+// weights with the gradients cast to f32, as accelerators train.
+//
 // Example:
 //   atl::examples::MlpConfig config;                 // 64 examples/step, 16-32-4 MLP
 //   auto slice = client->CreateSlice(4).value();
@@ -28,15 +33,16 @@ struct MlpConfig {
   int64_t classes = 4;
   int steps = 30;
   double learning_rate = 2.0;
-  uint32_t seed = 1;  // of the initial weights and of the data
+  uint32_t seed = 1;              // of the initial weights and of the data
+  DType precision = DType::kF32;  // of the matmuls: kF32, or kBF16 (mixed precision)
   std::chrono::milliseconds step_timeout{30000};
 };
 
-struct MlpParams {
-  Tensor w1;  // [inputs, hidden]
-  Tensor b1;  // [hidden]
-  Tensor w2;  // [hidden, classes]
-  Tensor b2;  // [classes]
+struct MlpParams {  // f32, whatever the precision (the master weights)
+  Tensor w1;        // [inputs, hidden]
+  Tensor b1;        // [hidden]
+  Tensor w2;        // [hidden, classes]
+  Tensor b2;        // [classes]
 };
 
 struct MlpBatch {

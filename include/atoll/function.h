@@ -3,6 +3,11 @@
 // global (unsharded) shapes; each device of the slice it is registered on runs it on its
 // own shard.
 //
+// Dtypes (atoll/dtypes.def): each op says which it takes and refuses the others when the
+// function is built. The float ops take f32 and f64, computed in that precision, and most
+// take the storage dtypes bf16 and f16 too, computed in f32 and rounded once into them;
+// integer ops take i32 and i64. common/ir/ops.def lists each op's.
+//
 // Example:
 //   atl::FunctionBuilder b("double");
 //   auto x = b.Input(atl::DType::kF32, {8});      // split over the slice's devices
@@ -72,7 +77,8 @@ class FunctionBuilder {
   Value Mul(Value a, double b);
   Value Div(Value a, Value b);
   Value Div(Value a, double b);
-  // [m,k] x [k,n]; a may be split along rows, b must be replicated.
+  // [m,k] x [k,n]; a may be split along rows, b must be replicated. Of one float dtype (bf16
+  // and f16: f32 products and sums, the result rounded once).
   Value Matmul(Value a, Value b);
   // op(a) x op(b), op transposing where asked: Matmul(x, w, false, true) is x w^T. The rows
   // of op(a) and the columns of op(b) may be cut along different mesh axes; the contracted
@@ -82,8 +88,8 @@ class FunctionBuilder {
   Value Matmul(Value a, Value b, bool transpose_a, bool transpose_b);
 
   // The unary elementwise ops, one method per row of atoll/unary_ops.def (which says what
-  // each computes): Exp, Log, Tanh, Relu, Neg, Sqrt, Rsqrt, Gelu, ... Per element, f32, any
-  // sharding.
+  // each computes): Exp, Log, Tanh, Relu, Neg, Sqrt, Rsqrt, Gelu, ... Per element, any float
+  // dtype, any sharding.
 #define ATOLL_UNARY_OP(Name, name) Value Name(Value a);
 #include "atoll/unary_ops.def"
   // dy * gelu'(x), for dy and x of one type.
@@ -93,20 +99,22 @@ class FunctionBuilder {
   Value BiasAdd(Value x, Value bias);
   // Sum or mean over dimension `axis` (negative counts from the end), which is removed.
   // Over a dimension cut over devices each device gets its block's PARTIAL share (the
-  // shares of a mean are scaled so that AllReduceSum of them is the global mean).
+  // shares of a mean are scaled so that AllReduceSum of them is the global mean). A bf16 or
+  // f16 mean is computed in f32 and rounded once.
   Value ReduceSum(Value x, int axis);
   Value ReduceMean(Value x, int axis);
   // Over the last dimension, which must not be cut over devices.
   Value Softmax(Value x);
-  // (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension (not cut); gamma
-  // and beta are [d], replicated.
+  // (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension (not cut); f32 or
+  // f64, gamma and beta [d] of x's dtype, replicated.
   Value LayerNorm(Value x, Value gamma, Value beta, double eps = 1e-5);
   struct LayerNormGrads {
     Value dx, dgamma, dbeta;  // dgamma, dbeta are partial when x's rows are cut
   };
   LayerNormGrads LayerNormBackward(Value dy, Value x, Value gamma, double eps = 1e-5);
-  // Softmax cross-entropy of logits f32 [b,c] against labels i32 [b] (the rows cut alike,
-  // the classes not cut): the mean loss f32 [] and d loss / d logits. With the rows cut,
+  // Softmax cross-entropy of logits [b,c] (a float dtype) against labels i32 or i64 [b] (the
+  // rows cut alike, the classes not cut): the mean loss [] and d loss / d logits, both of the
+  // logits' dtype. With the rows cut,
   // the loss is each device's partial share of the global mean (AllReduceSum it) and the
   // gradient is already that of the global mean.
   struct CrossEntropyValues {
@@ -115,11 +123,12 @@ class FunctionBuilder {
   CrossEntropyValues CrossEntropy(Value logits, Value labels);
   // [m,n] -> [n,m]; a cut dimension stays cut along the same mesh axis.
   Value Transpose(Value x);
-  // param - learning_rate * grad, for param and grad of one type.
+  // param - learning_rate * grad, for param and grad of one f32 or f64 type (mixed precision:
+  // keep f32 master weights and Cast a bf16 gradient to f32 first).
   Value SgdUpdate(Value param, Value grad, double learning_rate);
-  // One Adam step of param with grad and the moments m and v (all of one f32 type): the
-  // new param, m and v. `step` is a replicated i32 [] input counting from 1, for the bias
-  // corrections: an input rather than a constant of the function, so that one compiled
+  // One Adam step of param with grad and the moments m and v (all of one type): the
+  // new param, m and v (f32 or f64). `step` is a replicated i32 [] input counting from 1, for the
+  // bias corrections: an input rather than a constant of the function, so that one compiled
   // function serves every step.
   struct AdamValues {
     Value param, m, v;
@@ -129,7 +138,8 @@ class FunctionBuilder {
 
   // Experts, one per device of the slice, each with its own weights, on rows routed to
   // them (ProgramBuilder::Route). Rows may have a dynamic length (kDynamicDim): the unary
-  // ops, GeluBackward, BiasAdd, Softmax and SgdUpdate take such rows too.
+  // ops, GeluBackward, BiasAdd, Softmax and SgdUpdate take such rows too. Values f32 or f64,
+  // ids i32 or i64.
   // x [m,k] with its rows cut over the slice times w [E,k,n] cut along its first dimension
   // (E = the slice's devices, one group of weights each): each device multiplies its rows
   // by its own [k,n], giving [m,n] cut like x. transpose_w takes w as [E,n,k] (dy w^T).
@@ -146,15 +156,21 @@ class FunctionBuilder {
 
   // Gating tokens on the devices. Both work row by row, so the rows may be cut over the
   // slice (or be routed rows of dynamic length); the last dimension must not be cut.
-  // The k largest values of each row of x f32 [..., n] (1 <= k <= n), best first (the lower
-  // index first among equals), and their positions in the row.
+  // The k largest values of each row of x f32 or f64 [..., n] (1 <= k <= n), best first (the
+  // lower index first among equals), and their positions in the row.
   struct TopKValues {
-    Value values;   // f32 [..., k]
+    Value values;   // [..., k] of x's dtype
     Value indices;  // i32 [..., k]
   };
   TopKValues TopK(Value x, int64_t k);
-  // Column j of x f32 or i32 [m,n]: [m], cut like x's rows.
+  // Column j of x [m,n] of any dtype: [m], cut like x's rows.
   Value Column(Value x, int64_t j);
+
+  // x's values as `dtype`, any sharding: into a float dtype rounded to nearest even, once
+  // (f64 straight to bf16, not through f32); into an integer dtype truncated toward zero (a
+  // NaN, an infinity or a value out of range fails the run, naming it). The way in and out of
+  // mixed precision: Cast(w, kBF16) for a bf16 matmul, Cast(grad, kF32) for an f32 update.
+  Value Cast(Value x, DType dtype);
 
   // Keeps the device busy for `micros` microseconds, then passes `a` through.
   Value Spin(Value a, double micros);

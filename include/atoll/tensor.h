@@ -15,11 +15,32 @@
 
 namespace atl {
 
-enum class DType : uint8_t { kF32 = 0, kI32 = 1 };
+// The element types, one per row of atoll/dtypes.def (which says what each is), in its order:
+// kF32, kI32, kBF16, kF16, kF64, kI64.
+enum class DType : uint8_t {
+#define ATOLL_DTYPE(Name, name, bytes, Class) k##Name,
+#include "atoll/dtypes.def"
+};
+// How many dtypes there are: codes from 0 to kNumDTypes - 1.
+inline constexpr size_t kNumDTypes = 0
+#define ATOLL_DTYPE(Name, name, bytes, Class) +1
+#include "atoll/dtypes.def"
+    ;
 
+// A dtype's class (atoll/dtypes.def): computed on in its own precision, a storage format
+// computed on in f32, or an integer.
+enum class DTypeClass : uint8_t { kFloat, kStorage, kInteger };
+
+// The row's name ("f32", "bf16", ...); "?" for a code outside the table.
 std::string_view DTypeName(DType dtype);
+// The dtype of that name; InvalidArgument naming the known ones otherwise.
 Result<DType> ParseDType(std::string_view name);
+// Bytes per element; 0 for a code outside the table.
 size_t DTypeSize(DType dtype);
+// The row's class; kInteger for a code outside the table (whose size is 0 anyway).
+DTypeClass ClassOf(DType dtype);
+// f32, f64, bf16 or f16.
+inline bool IsFloating(DType dtype) { return ClassOf(dtype) != DTypeClass::kInteger; }
 
 using Shape = std::vector<int64_t>;
 // In a function's declared shape: a dimension whose size is known only once the function
@@ -43,6 +64,13 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   static Tensor F32(Shape shape, std::vector<float> values);
   static Tensor I32(Shape shape, std::vector<int32_t> values);
+  static Tensor F64(Shape shape, std::vector<double> values);
+  static Tensor I64(Shape shape, std::vector<int64_t> values);
+  // A tensor of any dtype from values given as doubles, rounded to nearest even into a
+  // floating dtype (once: an f64 value rounds straight to bf16, not through f32). An integer
+  // dtype takes whole numbers in its range only; InvalidArgument names the first value that
+  // is not, or a count other than the shape's.
+  static Result<Tensor> FromDoubles(DType dtype, Shape shape, const std::vector<double>& values);
   // Adopts raw bytes; fails when their size does not match dtype and shape.
   static Result<Tensor> FromBytes(DType dtype, Shape shape, std::vector<std::byte> bytes);
   // Uses `bytes`, which `owner` keeps alive (a received message), instead of copying them:
@@ -71,7 +99,8 @@ class Tensor {
   std::span<const T> as() const {
     return {reinterpret_cast<const T*>(data()), nbytes() / sizeof(T)};
   }
-  // Values widened to double, for printing and comparison whatever the dtype.
+  // Values widened to double, for printing and comparison whatever the dtype (exact but for
+  // an i64 beyond 2^53).
   std::vector<double> ToDoubles() const;
   // "f32[2] {2, 3}"
   std::string ToString() const;

@@ -29,12 +29,13 @@ from ._atoll import (Cancelled, DeadlineExceeded, Error, FailedPrecondition, Int
                      ResourceExhausted, Traced, Unavailable, Value)
 from ._client import Client, Future, Run, Slice, connect
 from ._tracing import Function, Program, function, program, route
-from ._types import DType, Sharding, TensorType, axes, f32, i32, replicated, split
+from ._types import (DType, Sharding, TensorType, axes, bf16, f16, f32, f64, i32, i64, replicated,
+                     split)
 
 __all__ = [
     "Cancelled", "Client", "DType", "DeadlineExceeded", "Error", "FailedPrecondition",
     "Function", "Future", "Internal", "InvalidArgument", "NotFound", "OutOfMemory",
     "PermissionDenied", "Program", "ResourceExhausted", "Run", "Sharding", "Slice",
-    "TensorType", "Traced", "Unavailable", "Value", "axes", "connect", "f32", "function",
-    "i32", "ops", "program", "replicated", "route", "split",
+    "TensorType", "Traced", "Unavailable", "Value", "axes", "bf16", "connect", "f16", "f32",
+    "f64", "function", "i32", "i64", "ops", "program", "replicated", "route", "split",
 ]

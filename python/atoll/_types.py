@@ -88,12 +88,18 @@ class TensorType:
 
 
 class DType:
-    """An element type: ``atoll.f32`` or ``atoll.i32``. Index it with a shape for a
-    TensorType: ``atoll.f32[64, 32]``, ``atoll.f32[()]`` for a scalar."""
+    """An element type: ``atoll.f32``, ``atoll.bf16``, ... Index it with a shape for a
+    TensorType: ``atoll.f32[64, 32]``, ``atoll.f32[()]`` for a scalar.
 
-    def __init__(self, name: str, numpy_dtype: type) -> None:
+    ``numpy`` is the numpy dtype of its arrays, None for bf16, which numpy has not: a bf16
+    result comes back as a float32 array (widened exactly), and a bf16 argument cannot be
+    given as an array (give float32 values and ``atoll.ops.cast`` them inside the function,
+    or pass a Future of a bf16 result).
+    """
+
+    def __init__(self, name: str, numpy_dtype: Optional[type]) -> None:
         self.name = name
-        self.numpy = np.dtype(numpy_dtype)
+        self.numpy = None if numpy_dtype is None else np.dtype(numpy_dtype)
 
     def __getitem__(self, shape: Union[Dim, Tuple[Dim, ...]]) -> TensorType:
         dims = shape if isinstance(shape, tuple) else (shape,)
@@ -116,12 +122,20 @@ f32 = DType("f32", np.float32)
 """32-bit floats (numpy.float32)."""
 i32 = DType("i32", np.int32)
 """32-bit signed integers (numpy.int32)."""
+bf16 = DType("bf16", None)
+"""bfloat16, a storage format computed on in f32 (no numpy dtype: results come as float32)."""
+f16 = DType("f16", np.float16)
+"""IEEE half precision, a storage format computed on in f32 (numpy.float16)."""
+f64 = DType("f64", np.float64)
+"""64-bit floats (numpy.float64)."""
+i64 = DType("i64", np.int64)
+"""64-bit signed integers (numpy.int64)."""
 
-_DTYPES = {"f32": f32, "i32": i32}
+_DTYPES = {d.name: d for d in (f32, i32, bf16, f16, f64, i64)}
 
 
 def dtype_named(name: str) -> DType:
-    """The DType called ``name`` ("f32" or "i32")."""
+    """The DType called ``name`` ("f32", "i32", "bf16", "f16", "f64" or "i64")."""
     return _DTYPES[name]
 
 

@@ -62,7 +62,8 @@ void BindFunctionBuilder(py::module_& m) {
                          [&](Builder& f) { return f.Input(type, shape, Sharding::Axes(axes)); });
           },
           py::arg("dtype"), py::arg("shape"), py::arg("axes"),
-          "A new input: dtype 'f32' or 'i32', its global shape (-1: a dimension known only "
+          "A new input: dtype by name ('f32', 'bf16', 'i64', ...), its global shape (-1: a "
+          "dimension known only "
           "from the data), and per dimension the mesh axis it is cut along (-1: not cut).")
       .def(
           "output",

@@ -42,10 +42,10 @@ void DefArithmetic(py::module_& ops, const char* name, ArithmeticOp op,
 }  // namespace
 
 void BindOps(py::module_& ops) {
-  DefArithmetic(ops, "add", &Builder::Add, &Builder::Add, "a + b, elementwise (f32 or i32).");
-  DefArithmetic(ops, "sub", &Builder::Sub, &Builder::Sub, "a - b, elementwise (f32 or i32).");
-  DefArithmetic(ops, "mul", &Builder::Mul, &Builder::Mul, "a * b, elementwise (f32 or i32).");
-  DefArithmetic(ops, "div", &Builder::Div, &Builder::Div, "a / b, elementwise (f32 or i32).");
+  DefArithmetic(ops, "add", &Builder::Add, &Builder::Add, "a + b, elementwise (any dtype).");
+  DefArithmetic(ops, "sub", &Builder::Sub, &Builder::Sub, "a - b, elementwise (any dtype).");
+  DefArithmetic(ops, "mul", &Builder::Mul, &Builder::Mul, "a * b, elementwise (any dtype).");
+  DefArithmetic(ops, "div", &Builder::Div, &Builder::Div, "a / b, elementwise (any dtype).");
 
 #define ATOLL_UNARY_OP(Name, name)                                          \
   ops.def(                                                                  \
@@ -55,7 +55,7 @@ void BindOps(py::module_& ops) {
       },                                                                    \
       py::arg("a"),                                                         \
       "The unary op '" name                                                 \
-      "' on every element of an f32 value (any sharding), as "              \
+      "' on every element of a float value (any sharding), as "             \
       "include/atoll/unary_ops.def defines it.");
 #include "atoll/unary_ops.def"
 
@@ -144,8 +144,9 @@ void BindOps(py::module_& ops) {
         });
       },
       py::arg("logits"), py::arg("labels"),
-      "Softmax cross-entropy of logits f32 [b,c] against labels i32 [b]: (the mean loss f32 "
-      "[], d loss / d logits). With the rows cut, the loss is each device's partial share.");
+      "Softmax cross-entropy of logits [b,c] (a float dtype) against labels i32 or i64 [b]: "
+      "(the mean loss [], d loss / d logits), of the logits' dtype. With the rows cut, the "
+      "loss is each device's partial share.");
   ops.def(
       "transpose",
       [](const SymbolicValue& x) {
@@ -222,14 +223,27 @@ void BindOps(py::module_& ops) {
         });
       },
       py::arg("x"), py::arg("k"),
-      "The k largest values of each row of x f32 [..., n], best first, and their positions "
-      "(i32): (values, indices).");
+      "The k largest values of each row of x f32 or f64 [..., n], best first, and their "
+      "positions (i32): (values, indices).");
   ops.def(
       "column",
       [](const SymbolicValue& x, int64_t j) {
         return Apply(x.trace, [&](Builder& f) { return f.Column(x.value, j); });
       },
-      py::arg("x"), py::arg("j"), "Column j of x f32 or i32 [m,n]: [m], cut like x's rows.");
+      py::arg("x"), py::arg("j"), "Column j of x [m,n] of any dtype: [m], cut like x's rows.");
+  ops.def(
+      "cast",
+      [](const SymbolicValue& x, const py::handle& dtype) {
+        // An atoll.DType, or its name.
+        const auto name =
+            py::cast<std::string>(py::isinstance<py::str>(dtype) ? dtype : dtype.attr("name"));
+        const DType to = Unwrap(ParseDType(name));
+        return Apply(x.trace, [&](Builder& f) { return f.Cast(x.value, to); });
+      },
+      py::arg("x"), py::arg("dtype"),
+      "x's values as `dtype` (an atoll.DType such as atoll.bf16, or its name), any sharding: "
+      "into a float dtype rounded to nearest even once, into an integer one truncated toward "
+      "zero.");
   ops.def(
       "spin",
       [](const SymbolicValue& a, double micros) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/cast.h"
+
 namespace atl::executor {
 
 CollectiveHub::CollectiveHub(std::string self_endpoint, Send send,
@@ -45,6 +47,17 @@ CollectiveHub::State& CollectiveHub::StateOf(const CollectiveKey& key, const Gan
 
 Result<Tensor> CollectiveHub::Run(const CollectiveKey& key, const GangLayout& layout,
                                   const CollectiveOp& op, uint32_t shard, Tensor local) {
+  const DType dtype = local.dtype();
+  if (!op.Reduces() || ClassOf(dtype) != DTypeClass::kStorage) {
+    return RunComputed(key, layout, op, shard, std::move(local));
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor wide, kernels::Cast(local, DType::kF32));
+  ATOLL_ASSIGN_OR_RETURN(Tensor block, RunComputed(key, layout, op, shard, std::move(wide)));
+  return kernels::Cast(block, dtype);
+}
+
+Result<Tensor> CollectiveHub::RunComputed(const CollectiveKey& key, const GangLayout& layout,
+                                          const CollectiveOp& op, uint32_t shard, Tensor local) {
   if (layout.HostIndex(self_) == layout.hosts.size() || shard >= layout.shard_endpoints.size() ||
       layout.shard_endpoints[shard] != self_) {
     return Internal(

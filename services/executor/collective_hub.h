@@ -64,7 +64,9 @@ class CollectiveHub {
   // Contributes shard `shard`'s block `local` to collective `key` (`op` over the gang
   // `layout`) and waits (at most the hub's timeout) for the shard's block of the result.
   // Fails at once, without contributing, when a host whose message it needs is lost
-  // (HostLost) or the hub stopped.
+  // (HostLost) or the hub stopped. A reducing op over bf16 or f16 reduces in f32 (the items
+  // travel as f32) and each reader rounds its block once, in the same order everywhere, so
+  // that replicas stay bit-identical.
   Result<Tensor> Run(const CollectiveKey& key, const GangLayout& layout, const CollectiveOp& op,
                      uint32_t shard, Tensor local);
   // Shard `shard` failed before it reached collective `key` (`why`): it will never
@@ -115,6 +117,9 @@ class CollectiveHub {
   // The collective `key`'s state, with its plan for `op` over `layout` made on first use.
   // Called with mu_ held.
   State& StateOf(const CollectiveKey& key, const GangLayout& layout, const CollectiveOp& op);
+  // Run, for a block of a dtype the kernels compute in (not bf16 or f16 when `op` reduces).
+  Result<Tensor> RunComputed(const CollectiveKey& key, const GangLayout& layout,
+                             const CollectiveOp& op, uint32_t shard, Tensor local);
   // Sends this host's messages once its items are made (or errors once it failed), once,
   // unlocking `lock` meanwhile.
   void SendItems(const CollectiveKey& key, State& st, std::unique_lock<std::mutex>& lock);

@@ -59,21 +59,22 @@ TEST_P(BadJobTest, IsRefusedWithAClearError) {
 
 INSTANTIATE_TEST_SUITE_P(
     Mistakes, BadJobTest,
-    ::testing::Values(
-        BadJob{"slice = \"B\"", "slice = \"Q\"", "unknown slice 'Q'"},
-        BadJob{"{ fn = \"b\",", "{ fn = \"nope\",", "unknown function 'nope'"},
-        BadJob{"{ fn = \"c\", args = [\"x\"]", "{ fn = \"c\", args = [\"w\"]",
-               "uses 'w' before it is defined"},
-        BadJob{"returns = [\"y\", \"z\"]", "returns = [\"y\", \"q\"]", "unknown value 'q'"},
-        BadJob{"v = [1, 2]", "v = [1, 2, 3]", "3 values for shape [2]"},
-        BadJob{"v = [1, 2]", "w = [1, 2]", "no value for argument 'v'"},
-        BadJob{"dtype = \"f32\", shape = [2] }]\nops = [{ op = \"mul\"",
-               "dtype = \"f64\", shape = [2] }]\nops = [{ op = \"mul\"", "unknown dtype 'f64'"},
-        BadJob{"[program]", "[programme]", "no [program]"},
-        BadJob{"name = \"B\"", "name = \"A\"", "slice 'A' is defined twice"},
-        BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"},
-        // Found by fuzzing: toml11 3.7 reads past its buffer on some invalid UTF-8.
-        BadJob{"The Pathways", "The Pat\xffways", "not UTF-8 at byte"}));
+    ::testing::Values(BadJob{"slice = \"B\"", "slice = \"Q\"", "unknown slice 'Q'"},
+                      BadJob{"{ fn = \"b\",", "{ fn = \"nope\",", "unknown function 'nope'"},
+                      BadJob{"{ fn = \"c\", args = [\"x\"]", "{ fn = \"c\", args = [\"w\"]",
+                             "uses 'w' before it is defined"},
+                      BadJob{"returns = [\"y\", \"z\"]", "returns = [\"y\", \"q\"]",
+                             "unknown value 'q'"},
+                      BadJob{"v = [1, 2]", "v = [1, 2, 3]", "3 values for shape [2]"},
+                      BadJob{"v = [1, 2]", "w = [1, 2]", "no value for argument 'v'"},
+                      BadJob{"dtype = \"f32\", shape = [2] }]\nops = [{ op = \"mul\"",
+                             "dtype = \"f128\", shape = [2] }]\nops = [{ op = \"mul\"",
+                             "unknown dtype 'f128' (known: f32, i32, bf16, f16, f64, i64)"},
+                      BadJob{"[program]", "[programme]", "no [program]"},
+                      BadJob{"name = \"B\"", "name = \"A\"", "slice 'A' is defined twice"},
+                      BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"},
+                      // Found by fuzzing: toml11 3.7 reads past its buffer on some invalid UTF-8.
+                      BadJob{"The Pathways", "The Pat\xffways", "not UTF-8 at byte"}));
 
 // Numbers out of range: each refused naming its field, the value and what is allowed, never
 // wrapped into an unsigned count or cast into a dtype that cannot hold it.
@@ -129,6 +130,52 @@ TEST(JobTest, I32InputsMustBeWholeNumbersInRange) {
   }
 }
 
+// The new dtypes by name: the program's argument of each one, its values rounded into it once
+// or refused when it cannot hold them, and a cast op between them.
+TEST(JobTest, EveryDTypeIsTakenByNameWithValuesItHolds) {
+  auto typed = [](const std::string& dtype, const std::string& values) {
+    return ParseJob(Replace(Replace(Example(), "dtype = \"f32\", shape = [2] }]\ncalls",
+                                    "dtype = \"" + dtype + "\", shape = [2] }]\ncalls"),
+                            "v = [1, 2]", "v = " + values),
+                    "job.toml");
+  };
+  auto bf16 = typed("bf16", "[0.1, 300]");
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  EXPECT_EQ(bf16->args[0].dtype, DType::kBF16);
+  EXPECT_EQ(bf16->inputs[0].ToDoubles(), (std::vector<double>{0.10009765625, 300}));
+  auto f64 = typed("f64", "[0.1, 1e300]");
+  ASSERT_TRUE(f64.ok()) << f64.status().ToString();
+  EXPECT_EQ(f64->inputs[0], Tensor::F64({2}, {0.1, 1e300}));
+  auto i64 = typed("i64", "[-1099511627776, 9007199254740992]");
+  ASSERT_TRUE(i64.ok()) << i64.status().ToString();
+  EXPECT_EQ(i64->inputs[0], Tensor::I64({2}, {-(int64_t{1} << 40), int64_t{1} << 53}));
+  for (const auto& [dtype, values, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"f16", "[1, 65520]", "value 1 (65520) is not a finite f16"},
+           {"bf16", "[1, 1e39]", "value 1 (1e+39) is not a finite bf16"},
+           {"i64", "[1, 9007199254740993]", "value 1 (9007199254740993) is beyond 2^53"},
+           {"i64", "[1.5, 2]", "value 0 (1.5) is not a whole number in i64's range"}}) {
+    auto job = typed(dtype, values);
+    ASSERT_FALSE(job.ok()) << dtype << " " << values;
+    EXPECT_NE(job.status().message().find(says), std::string::npos) << job.status().ToString();
+  }
+}
+
+TEST(JobFunctionTest, CastTakesAValueAndADTypeName) {
+  auto built = BuildJobFunction(
+      {"f", "A", {{DType::kF32, {4}, Sharding::Split(0)}}, {{"cast", {"in0", "bf16"}}}, {}});
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"in0", "bf17"}, "unknown dtype 'bf17'"},
+           {{"in0"}, "op 'cast' takes 2 args (a value and a dtype), got 1"},
+           {{"2", "f64"}, "the first argument must be a value"}}) {
+    auto bad = BuildJobFunction(
+        {"f", "A", {{DType::kF32, {4}, Sharding::Split(0)}}, {{"cast", args}}, {}});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().ToString();
+  }
+}
+
 TEST(JobTest, ShardingsParse) {
   auto job =
       ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
@@ -173,7 +220,8 @@ TEST(JobFunctionTest, EveryUnaryOpOfTheTableIsAcceptedByItsName) {
     // The op the name made is the one of that name: its type rule names it.
     auto ints = BuildJobFunction(OneOpFunction(name, {"in0"}, DType::kI32));
     ASSERT_FALSE(ints.ok());
-    EXPECT_NE(ints.status().message().find(name + " is f32 only"), std::string::npos)
+    EXPECT_NE(ints.status().message().find(name + " takes f32, bf16, f16 or f64"),
+              std::string::npos)
         << ints.status().ToString();
     auto two_args = BuildJobFunction(OneOpFunction(name, {"in0", "in0"}));
     ASSERT_FALSE(two_args.ok());

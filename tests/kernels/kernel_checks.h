@@ -17,10 +17,10 @@
 
 namespace atl::testutil {
 
-// `got` is f32 of `shape` and each element is within atol + rtol * |ref| of `ref`.
+// `got` is of `dtype` and `shape` and each element is within atol + rtol * |ref| of `ref`.
 inline void ExpectClose(const Tensor& got, const Shape& shape, const std::vector<double>& ref,
-                        double atol = 1e-5, double rtol = 1e-5) {
-  ASSERT_EQ(got.dtype(), DType::kF32);
+                        double atol = 1e-5, double rtol = 1e-5, DType dtype = DType::kF32) {
+  ASSERT_EQ(got.dtype(), dtype);
   ASSERT_EQ(got.shape(), shape);
   const std::vector<double> values = got.ToDoubles();
   ASSERT_EQ(values.size(), ref.size());

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/test_tensors.h"
 
 namespace atl::kernels {
@@ -15,11 +16,6 @@ namespace {
 using testutil::ExpectClose;
 using testutil::ExpectInvalid;
 using testutil::RandomF32;
-
-// op(a)[i][p] with a stored row-major as [rows, cols].
-double At(const std::vector<double>& a, int64_t cols, bool transposed, int64_t i, int64_t p) {
-  return transposed ? a[p * cols + i] : a[i * cols + p];
-}
 
 TEST(MatmulKernelTest, MatchesReferenceForEveryTransposeAndOddSizes) {
   std::mt19937 rng(11);
@@ -35,16 +31,8 @@ TEST(MatmulKernelTest, MatchesReferenceForEveryTransposeAndOddSizes) {
             const Tensor b = RandomF32(rng, b_shape);
             ATOLL_ASSERT_OK_AND_ASSIGN(Tensor c,
                                        Matmul(a, b, {.transpose_a = ta, .transpose_b = tb}));
-            const std::vector<double> av = a.ToDoubles();
-            const std::vector<double> bv = b.ToDoubles();
-            std::vector<double> ref(m * n, 0.0);
-            for (int64_t i = 0; i < m; ++i) {
-              for (int64_t j = 0; j < n; ++j) {
-                for (int64_t p = 0; p < k; ++p) {
-                  ref[i * n + j] += At(av, a_shape[1], ta, i, p) * At(bv, b_shape[1], tb, p, j);
-                }
-              }
-            }
+            const std::vector<double> ref = testutil::RefMatmul(
+                a.ToDoubles(), a_shape[1], ta, b.ToDoubles(), b_shape[1], tb, m, k, n);
             SCOPED_TRACE(testing::Message()
                          << "ta=" << ta << " tb=" << tb << " m=" << m << " k=" << k << " n=" << n);
             ExpectClose(c, {m, n}, ref, 1e-4, 1e-5);

@@ -1,11 +1,13 @@
-// Double-precision references for the elementwise kernels (kernels::UnaryFn, one per row of
-// atoll/unary_ops.def, and kernels::BinaryFn), shared by the kernel tests and the
-// table-driven tests of the compute layer. A new row does not compile here (-Wswitch) until
-// it has its reference.
+// Double-precision references for the kernels, shared by the kernel tests (f32 and f64) and
+// the table-driven tests of the compute layer: the elementwise ones (kernels::UnaryFn, one per
+// row of atoll/unary_ops.def, and kernels::BinaryFn; a new row does not compile here
+// (-Wswitch) until it has its reference), matmul, softmax, layer norm and cross-entropy.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "kernels/elementwise.h"
 
@@ -65,6 +67,72 @@ inline UnaryDomain DomainOf(kernels::UnaryFn fn) {
   using kernels::UnaryFn;
   const bool positive = fn == UnaryFn::kLog || fn == UnaryFn::kSqrt || fn == UnaryFn::kRsqrt;
   return positive ? UnaryDomain{0.01f, 9.0f} : UnaryDomain{-4.0f, 4.0f};
+}
+
+// op(a) x op(b) by a triple loop, a [rows, a_cols] and b [.., b_cols] row-major, op
+// transposing where asked: [m,n].
+inline std::vector<double> RefMatmul(const std::vector<double>& a, int64_t a_cols, bool ta,
+                                     const std::vector<double>& b, int64_t b_cols, bool tb,
+                                     int64_t m, int64_t k, int64_t n) {
+  // op(x)[i][p] of x stored row-major with `cols` columns.
+  auto at = [](const std::vector<double>& x, int64_t cols, bool t, int64_t i, int64_t p) {
+    return t ? x[p * cols + i] : x[i * cols + p];
+  };
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p)
+        c[i * n + j] += at(a, a_cols, ta, i, p) * at(b, b_cols, tb, p, j);
+    }
+  }
+  return c;
+}
+
+inline std::vector<double> RefSoftmax(const std::vector<double>& x, int64_t width) {
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r * width < x.size(); ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < width; ++j) mx = std::max(mx, x[r * width + j]);
+    for (int64_t j = 0; j < width; ++j) sum += std::exp(x[r * width + j] - mx);
+    for (int64_t j = 0; j < width; ++j) y[r * width + j] = std::exp(x[r * width + j] - mx) / sum;
+  }
+  return y;
+}
+
+inline std::vector<double> RefLayerNorm(const std::vector<double>& x, const std::vector<double>& g,
+                                        const std::vector<double>& b, double eps) {
+  const size_t d = g.size();
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r * d < x.size(); ++r) {
+    double mean = 0, var = 0;
+    for (size_t j = 0; j < d; ++j) mean += x[r * d + j];
+    mean /= d;
+    for (size_t j = 0; j < d; ++j) var += (x[r * d + j] - mean) * (x[r * d + j] - mean);
+    var /= d;
+    for (size_t j = 0; j < d; ++j) {
+      y[r * d + j] = (x[r * d + j] - mean) / std::sqrt(var + eps) * g[j] + b[j];
+    }
+  }
+  return y;
+}
+
+inline double Dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// The mean over the rows of logits [b,c] of -log softmax(row)[label].
+inline double RefCrossEntropy(const std::vector<double>& logits, const std::vector<double>& labels,
+                              int64_t c) {
+  double total = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < c; ++j) mx = std::max(mx, logits[i * c + j]);
+    for (int64_t j = 0; j < c; ++j) sum += std::exp(logits[i * c + j] - mx);
+    total += std::log(sum) + mx - logits[i * c + static_cast<int64_t>(labels[i])];
+  }
+  return total / static_cast<double>(labels.size());
 }
 
 }  // namespace atl::testutil

@@ -1,4 +1,5 @@
-// kernels/shape_ops.h against index-by-index reference loops, for f32 and i32.
+// kernels/shape_ops.h against index-by-index reference loops, for every dtype (elements of
+// 2, 4 and 8 bytes).
 #include "kernels/shape_ops.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/cast.h"
 #include "tests/kernels/kernel_checks.h"
 #include "tests/kernels/test_tensors.h"
 
@@ -33,15 +35,21 @@ int64_t Flatten(const std::vector<int64_t>& idx, const Shape& shape) {
   return flat;
 }
 
+// Random values of any dtype: integers from i32's, floats from f32's, cast (exactly for
+// the integers; the floats round into bf16 and f16).
 Tensor Random(std::mt19937& rng, DType dtype, const Shape& shape) {
-  return dtype == DType::kF32 ? RandomF32(rng, shape) : RandomI32(rng, shape);
+  const Tensor x = IsFloating(dtype) ? RandomF32(rng, shape) : RandomI32(rng, shape);
+  return Cast(x, dtype).value();
 }
+
+const DType kEveryDType[] = {DType::kF32, DType::kI32, DType::kBF16,
+                             DType::kF16, DType::kF64, DType::kI64};
 
 TEST(ShapeOpsKernelTest, TransposeMatchesReferenceForEveryPermutation) {
   std::mt19937 rng(51);
   const std::vector<Shape> shapes = {{1, 1},    {7, 13},      {33, 65}, {13, 1}, {0, 4},
                                      {3, 7, 5}, {2, 1, 3, 4}, {7},      {}};
-  for (DType dtype : {DType::kF32, DType::kI32}) {
+  for (DType dtype : kEveryDType) {
     for (const Shape& shape : shapes) {
       const Tensor x = Random(rng, dtype, shape);
       const std::vector<double> xv = x.ToDoubles();
@@ -77,7 +85,7 @@ TEST(ShapeOpsKernelTest, TransposeRejectsBadPermutations) {
 
 TEST(ShapeOpsKernelTest, SliceConcatAndSplitMatchReference) {
   std::mt19937 rng(52);
-  for (DType dtype : {DType::kF32, DType::kI32}) {
+  for (DType dtype : kEveryDType) {
     for (const Shape& shape : std::vector<Shape>{{7}, {13, 6}, {3, 7, 5}, {1, 1}}) {
       const Tensor x = Random(rng, dtype, shape);
       const std::vector<double> xv = x.ToDoubles();

@@ -20,6 +20,14 @@ inline Tensor RandomF32(std::mt19937& rng, Shape shape, float lo = -4.0f, float 
   return t;
 }
 
+// Uniform in [lo, hi), drawn in double.
+inline Tensor RandomF64(std::mt19937& rng, Shape shape, double lo = -4.0, double hi = 4.0) {
+  Tensor t(DType::kF64, std::move(shape));
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (double& v : t.as<double>()) v = dist(rng);
+  return t;
+}
+
 // Uniform in [lo, hi]; with `nonzero`, zeros are replaced by 1 (for divisors).
 inline Tensor RandomI32(std::mt19937& rng, Shape shape, int32_t lo = -1000, int32_t hi = 1000,
                         bool nonzero = false) {

@@ -190,7 +190,7 @@ std::vector<BadCase> BadCases() {
         f.inputs = {Type(DType::kI32, {8, 4}, 0), Type(DType::kI32, {4, 3})};
         f.ops[0] = Op{OpCode::kMatmul, {Input(0), Input(1)}, 0.0, Type(DType::kI32, {8, 3}, 0)};
       },
-      2, "f32 only");
+      2, "takes f32, bf16, f16 or f64");
   add(
       "matmul with a split right operand",
       [](FunctionDef& f) {
@@ -500,7 +500,7 @@ TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
        {Type(f, {8, 4}), Type(f, {4, 3})},
        5,
        "transpose_a"},
-      {"gelu of i32", OpCode::kGelu, {Type(i, {8})}, 0, "f32 only"},
+      {"gelu of i32", OpCode::kGelu, {Type(i, {8})}, 0, "takes f32, bf16, f16 or f64"},
       {"bias cut unlike x",
        OpCode::kBiasAdd,
        {Type(f, {8, 4}, 0), Type(f, {4}, 0)},
@@ -531,7 +531,7 @@ TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
        OpCode::kCrossEntropyGrad,
        {Type(f, {8, 3}), Type(f, {8})},
        0,
-       "labels i32[b]"},
+       "takes i32 or i64 labels"},
       {"loss without the global batch",
        OpCode::kCrossEntropyLoss,
        {Type(f, {8, 3}), Type(i, {8})},
@@ -594,10 +594,10 @@ TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
        5,
        "k in [1, n]"},
       {"top-0", OpCode::kTopKValues, {Type(f, {8, 4})}, 0, "k in [1, n]"},
-      {"top-k of i32", OpCode::kTopKValues, {Type(i, {8, 4})}, 1, "f32 only"},
+      {"top-k of i32", OpCode::kTopKValues, {Type(i, {8, 4})}, 1, "takes f32 or f64"},
       {"a column past the last", OpCode::kColumn, {Type(f, {8, 2})}, 2, "[0, 2)"},
       {"a fractional column", OpCode::kColumn, {Type(f, {8, 2})}, 0.5, "[0, 2)"},
-      {"a column of a vector", OpCode::kColumn, {Type(f, {8})}, 0, "[m,n]"},
+      {"a column of a vector", OpCode::kColumn, {Type(f, {8})}, 0, "a matrix"},
       {"a column of cut columns", OpCode::kColumn, {Type(f, {8, 2}, 1)}, 0, "must not be cut"},
   };
   for (const RefusedCase& c : cases) {

@@ -141,6 +141,35 @@ TEST(DecodeHeaderTest, EnumValuesOutsideTheEnumAreInvalidArgument) {
   EXPECT_THROW(msgpack::unpack(op.data(), op.size()).get().convert(decoded), msgpack::type_error);
 }
 
+// Every dtype of the table crosses the wire as its code, in a message and inside the IR (a
+// cast op to it), and the first code past the table is refused.
+TEST(DecodeHeaderTest, EveryDTypeRoundTripsAndTheNextCodeIsRefused) {
+  for (size_t code = 0; code <= kNumDTypes; ++code) {
+    SCOPED_TRACE(code);
+    const std::string bytes =
+        PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateObject), uint64_t{1},
+                   std::make_tuple(1, 0, 42, code, std::vector<int64_t>{2}));
+    auto header = DecodeHeader(bytes.data(), bytes.size());
+    ASSERT_TRUE(header.ok());
+    auto create = header->As<CreateObject>();
+    if (code == kNumDTypes) {
+      ExpectInvalid(create.status(), "CreateObject");
+      continue;
+    }
+    ASSERT_TRUE(create.ok()) << create.status().ToString();
+    EXPECT_EQ(create->dtype, static_cast<DType>(code));
+    const ir::Op cast{ir::OpCode::kCast,
+                      {{ir::Operand::kInput, 0, 0.0}},
+                      static_cast<double>(code),
+                      ir::TensorType{static_cast<DType>(code), {4, 2}, {0, -1}}};
+    msgpack::sbuffer packed;
+    msgpack::pack(packed, cast);
+    ir::Op decoded;
+    msgpack::unpack(packed.data(), packed.size()).get().convert(decoded);
+    EXPECT_EQ(decoded, cast);
+  }
+}
+
 // A buffer that claims an array or map of 2^31 elements in five bytes. Refusing it must not
 // depend on allocating room for those elements first. Today it does: msgpack tries to
 // allocate 48 GiB, which fails with bad_alloc here but aborts an ASan build (and could

@@ -107,6 +107,30 @@ TEST_F(CollectiveHubTest, PartialsFromEveryHostAreSummedForEachLocalShard) {
   }
 }
 
+// bf16 shards are summed in f32: the partial this host sends is f32, and the total is
+// rounded into bf16 once. 1 + 2^-8 + 2^-8 + 2^-8 is 1 + 3 * 2^-8, which rounds to bf16's
+// 1 + 2^-6; summed in bf16, each 2^-8 would tie to even and vanish, leaving 1.
+TEST_F(CollectiveHubTest, BF16IsSummedInF32AndRoundedOnce) {
+  CollectiveHub hub = MakeHub(10s);
+  const GangLayout layout({kA, kB, kB});
+  const CollectiveKey key{7, 3, 2};
+  auto bf16 = [](double v) { return Tensor::FromDoubles(DType::kBF16, {1}, {v}).value(); };
+  auto s1 = std::async(std::launch::async,
+                       [&] { return hub.AllReduceSum(key, layout, 1, bf16(0x1p-8)); });
+  auto s2 = std::async(std::launch::async,
+                       [&] { return hub.AllReduceSum(key, layout, 2, bf16(0x1p-8)); });
+  hub.Deposit(key, 0, Tensor::F32({1}, {1 + 0x1p-8f}));  // host a's partial, in f32
+  for (auto* shard : {&s1, &s2}) {
+    Result<Tensor> total = shard->get();
+    ASSERT_TRUE(total.ok()) << total.status().ToString();
+    EXPECT_EQ(*total, bf16(1 + 0x1p-6));
+  }
+  const auto out = sent();
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].partial.ok());
+  EXPECT_EQ(*out[0].partial, Tensor::F32({1}, {0x1p-7f}));
+}
+
 TEST_F(CollectiveHubTest, APartialThatArrivesBeforeTheLocalShardIsKept) {
   CollectiveHub hub = MakeHub(10s);
   const GangLayout layout({kA, kB});
