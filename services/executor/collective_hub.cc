@@ -7,11 +7,13 @@
 namespace atl::executor {
 
 CollectiveHub::CollectiveHub(std::string self_endpoint, Send send,
-                             std::chrono::milliseconds timeout, size_t all_pairs_max_hosts)
+                             std::chrono::milliseconds timeout, size_t all_pairs_max_hosts,
+                             std::chrono::microseconds wait_spin)
     : self_(std::move(self_endpoint)),
       send_(std::move(send)),
       timeout_(timeout),
-      all_pairs_max_hosts_(all_pairs_max_hosts) {}
+      all_pairs_max_hosts_(all_pairs_max_hosts),
+      cv_(wait_spin) {}
 
 bool CollectiveHub::State::HeardFrom(uint32_t h) const {
   if (plan && plan->rooted && !plan->is_root()) return totals.has_value();

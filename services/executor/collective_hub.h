@@ -58,8 +58,10 @@ class CollectiveHub {
   using Send = std::function<void(const std::string& endpoint, const CollectiveKey& key,
                                   CollectiveValue what, uint32_t from_host, Result<Tensor> value)>;
 
+  // `wait_spin`: how long a shard waiting for the others looks again before it sleeps.
   CollectiveHub(std::string self_endpoint, Send send, std::chrono::milliseconds timeout,
-                size_t all_pairs_max_hosts = kAllPairsMaxHosts);
+                size_t all_pairs_max_hosts = kAllPairsMaxHosts,
+                std::chrono::microseconds wait_spin = SpinCondition::kDefaultSpin);
 
   // Contributes shard `shard`'s block `local` to collective `key` (`op` over the gang
   // `layout`) and waits (at most the hub's timeout) for the shard's block of the result.

@@ -53,11 +53,12 @@ void DeviceStream::AbandonCollectives(const WorkItem& item, const Status& why,
 }
 
 DeviceStream::DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done,
-                           int matmul_threads)
+                           int matmul_threads, std::chrono::microseconds wait_spin)
     : backend_(backend),
       hub_(hub),
       on_done_(std::move(on_done)),
       matmul_threads_(matmul_threads),
+      cv_(wait_spin),
       thread_([this] { Loop(); }) {}
 
 DeviceStream::~DeviceStream() {

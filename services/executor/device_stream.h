@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -26,8 +27,10 @@ class DeviceStream {
 
   // `hub` is where this device's shards meet the rest of their gangs for collectives.
   // `matmul_threads` is the device's share of the cores for its matmuls, set on its thread
-  // (kernels::SetMatmulThreads; 0: OpenBLAS's own threads).
-  DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done, int matmul_threads);
+  // (kernels::SetMatmulThreads; 0: OpenBLAS's own threads). `wait_spin`: how long the thread
+  // looks for its next item before it sleeps (SpinCondition).
+  DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done, int matmul_threads,
+               std::chrono::microseconds wait_spin = SpinCondition::kDefaultSpin);
   ~DeviceStream();  // stops and joins the thread; queued items are dropped
 
   // Queues an item at its place in gang order.

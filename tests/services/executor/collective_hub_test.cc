@@ -115,10 +115,8 @@ TEST_F(CollectiveHubTest, BF16IsSummedInF32AndRoundedOnce) {
   const GangLayout layout({kA, kB, kB});
   const CollectiveKey key{7, 3, 2};
   auto bf16 = [](double v) { return Tensor::FromDoubles(DType::kBF16, {1}, {v}).value(); };
-  auto s1 = std::async(std::launch::async,
-                       [&] { return hub.AllReduceSum(key, layout, 1, bf16(0x1p-8)); });
-  auto s2 = std::async(std::launch::async,
-                       [&] { return hub.AllReduceSum(key, layout, 2, bf16(0x1p-8)); });
+  auto s1 = std::async(std::launch::async, [&] { return Sum(hub, key, layout, 1, bf16(0x1p-8)); });
+  auto s2 = std::async(std::launch::async, [&] { return Sum(hub, key, layout, 2, bf16(0x1p-8)); });
   hub.Deposit(key, 0, Tensor::F32({1}, {1 + 0x1p-8f}));  // host a's partial, in f32
   for (auto* shard : {&s1, &s2}) {
     Result<Tensor> total = shard->get();
