@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -80,11 +81,25 @@ Tensor Scale(Tensor t, double factor) {
 // The kernels of the rows, in the table's order. Each takes the op and its operands, whose
 // count RunCpuOp has checked.
 
-// At most one of the two operands is a scalar.
+// The one element of a [] tensor, as the scalar it stands for; nullopt for any other tensor.
+std::optional<double> RankZeroValue(const Tensor& t) {
+  if (!t.shape().empty()) return std::nullopt;
+  if (t.dtype() == DType::kF32) return t.as<float>()[0];
+  if (t.dtype() == DType::kI32) return t.as<int32_t>()[0];
+  return std::nullopt;
+}
+
+// At most one of the two operands is a scalar; a [] tensor beside a tensor of another shape
+// is broadcast as one.
 Result<Tensor> RunArithmetic(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(const kernels::BinaryFn fn, BinaryFnOf(op.code));
   const Tensor* lhs = operands[0];
   const Tensor* rhs = operands[1];
+  if (lhs != nullptr && rhs != nullptr && lhs->shape() != rhs->shape() &&
+      lhs->dtype() == rhs->dtype()) {
+    if (const auto r = RankZeroValue(*rhs)) return kernels::Binary(fn, *lhs, *r);
+    if (const auto l = RankZeroValue(*lhs)) return kernels::Binary(fn, *l, *rhs);
+  }
   if (lhs != nullptr && rhs != nullptr) return kernels::Binary(fn, *lhs, *rhs);
   if (lhs != nullptr) return kernels::Binary(fn, *lhs, op.operands[1].scalar);
   if (rhs != nullptr) return kernels::Binary(fn, op.operands[0].scalar, *rhs);
@@ -257,6 +272,52 @@ Result<Tensor> RunColumn(const ir::Op& op, Operands operands) {
   }
   ATOLL_ASSIGN_OR_RETURN(Tensor column, kernels::Slice(x, 1, j, j + 1));
   return kernels::Reshape(column, {x.shape()[0]});
+}
+
+// The gradient ops: dy, then the forward op's operand (or result).
+
+Result<Tensor> RunUnaryGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  // attr is the forward op's code: range-checked before the cast, which is undefined outside.
+  if (!(op.attr >= 0 && op.attr < static_cast<double>(ir::kNumOpCodes))) {
+    return InvalidArgument(fmt::format("unary_grad: attr {} is no op code", op.attr));
+  }
+  ATOLL_ASSIGN_OR_RETURN(const kernels::UnaryFn fn, UnaryFnOf(static_cast<OpCode>(op.attr)));
+  return kernels::UnaryBackward(fn, *t[0], *t[1]);
+}
+
+Result<Tensor> RunReduceSumGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  ATOLL_ASSIGN_OR_RETURN(Tensor expanded,
+                         kernels::ExpandDims(*t[0], static_cast<int64_t>(op.attr)));
+  return kernels::BroadcastTo(expanded, t[1]->shape());
+}
+
+Result<Tensor> RunSoftmaxGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::SoftmaxBackward(*t[0], *t[1]);
+}
+
+Result<Tensor> RunTopKGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::TopKBackward(*t[0], *t[1]);
+}
+
+Result<Tensor> RunColumnGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  const Tensor& x = *t[1];
+  if (x.shape().size() != 2) {
+    return InvalidArgument(fmt::format("column_grad needs a matrix x, got {}{}",
+                                       DTypeName(x.dtype()), ShapeString(x.shape())));
+  }
+  return kernels::PutColumn(*t[0], x.shape()[1], static_cast<int64_t>(op.attr));
+}
+
+Result<Tensor> RunFillLike(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  Tensor out(DType::kF32, t[0]->shape());
+  std::fill(out.as<float>().begin(), out.as<float>().end(), static_cast<float>(op.attr));
+  return out;
 }
 
 // One row of the op table, as the cpu backend uses it.

@@ -220,6 +220,75 @@ Result<Tensor> Unary(UnaryFn fn, const Tensor& x) {
   return out;
 }
 
+namespace {
+
+// dx[i] = dy[i] * fn'(x[i]) for i < n: one case per row of atoll/unary_ops.def, each plain
+// loops. The cases that differentiate through y = fn(x) first compute it into dx. `fn` is
+// known.
+void ApplyUnaryBackward(UnaryFn fn, const float* dy, const float* x, float* dx, int64_t n) {
+  switch (fn) {
+    case UnaryFn::kExp:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] *= dy[i];
+      return;
+    case UnaryFn::kLog:
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] / x[i];
+      return;
+    case UnaryFn::kTanh:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - dx[i] * dx[i]);
+      return;
+    case UnaryFn::kRelu:  // a NaN x gives a NaN gradient, as it gives a NaN relu
+      for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : x[i] != x[i] ? x[i] : 0.0f;
+      return;
+    case UnaryFn::kNeg:
+      for (int64_t i = 0; i < n; ++i) dx[i] = -dy[i];
+      return;
+    case UnaryFn::kSqrt:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * 0.5f / dx[i];
+      return;
+    case UnaryFn::kRsqrt:  // d x^-1/2 = -x^-3/2 / 2
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * -0.5f * dx[i] * dx[i] * dx[i];
+      return;
+    case UnaryFn::kGelu:
+      MapThrough(
+          TanhF32, n,
+          [x](int64_t i) {
+            const float v = x[i];
+            return kGeluC * (v + kGeluA * v * v * v);
+          },
+          [x, dy, dx](int64_t i, float t) {
+            const float v = x[i];
+            // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
+            const float grad = 0.5f * (1.0f + t) +
+                               0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+            dx[i] = dy[i] * grad;
+          });
+      return;
+    case UnaryFn::kSigmoid:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * dx[i] * (1.0f - dx[i]);
+      return;
+  }
+}
+
+}  // namespace
+
+Result<Tensor> UnaryBackward(UnaryFn fn, const Tensor& dy, const Tensor& x) {
+  if (!Known(fn)) {
+    return InvalidArgument(fmt::format("unknown unary op {}", static_cast<int>(fn)));
+  }
+  const std::string name = fmt::format("{} backward", UnaryFnName(fn));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, name + " x"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, x.shape(), name + " dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
+  ApplyUnaryBackward(fn, dy.as<float>().data(), x.as<float>().data(), out.as<float>().data(),
+                     x.num_elements());
+  return out;
+}
+
 Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b) {
   const std::string_view name = BinaryFnName(fn);
   if (!Known(fn)) {

@@ -49,6 +49,11 @@ inline constexpr float kGeluA = 0.044715f;
 // fn(x) per element of an f32 tensor of any shape.
 Result<Tensor> Unary(UnaryFn fn, const Tensor& x);
 
+// dy * fn'(x) per element, for dy and x f32 of one shape: the gradient of Unary(fn, x).
+// relu'(0) is 0; where fn' is infinite or undefined (log and sqrt at 0, below 0) the result
+// is what IEEE 754 gives (inf or nan).
+Result<Tensor> UnaryBackward(UnaryFn fn, const Tensor& dy, const Tensor& x);
+
 // fn(a, b) per element, f32, with numpy broadcasting: shapes are aligned at the right and
 // each dimension pair must be equal or have a 1 (a row vector [n] against a matrix [m,n],
 // a column [m,1] against [m,n], ...). InvalidArgument naming both shapes otherwise.

@@ -113,6 +113,22 @@ Result<Tensor> Softmax(const Tensor& x) {
   return out;
 }
 
+Result<Tensor> SoftmaxBackward(const Tensor& dy, const Tensor& y) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(y, "softmax backward y"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, y.shape(), "softmax backward dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, y.shape()));
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const float* yr = y.as<float>().data() + r * rows.width;
+    const float* g = dy.as<float>().data() + r * rows.width;
+    float* dx = out.as<float>().data() + r * rows.width;
+    double dot = 0;
+    for (int64_t j = 0; j < rows.width; ++j) dot += double{g[j]} * yr[j];
+    const auto d = static_cast<float>(dot);
+    for (int64_t j = 0; j < rows.width; ++j) dx[j] = yr[j] * (g[j] - d);
+  }
+  return out;
+}
+
 Result<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
   ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm x"));
   ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(gamma, {rows.width}, "layer norm gamma"));
@@ -176,26 +192,7 @@ Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, cons
 }
 
 Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32(x, "gelu backward x"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, x.shape(), "gelu backward dy"));
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, x.shape()));
-  const float* in = x.as<float>().data();
-  const float* g = dy.as<float>().data();
-  float* dx = out.as<float>().data();
-  MapThrough(
-      TanhF32, x.num_elements(),
-      [in](int64_t i) {
-        const float v = in[i];
-        return kGeluC * (v + kGeluA * v * v * v);
-      },
-      [in, g, dx](int64_t i, float t) {
-        const float v = in[i];
-        // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
-        const float grad =
-            0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
-        dx[i] = g[i] * grad;
-      });
-  return out;
+  return UnaryBackward(UnaryFn::kGelu, dy, x);
 }
 
 Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labels) {

@@ -60,4 +60,18 @@ Result<TopKResult> TopK(const Tensor& x, int64_t k) {
   return TopKResult{std::move(values), std::move(indices)};
 }
 
+Result<Tensor> TopKBackward(const Tensor& dy, const Tensor& x) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32(dy, "top-k backward dy"));
+  const int64_t k = dy.shape().empty() ? -1 : dy.shape().back();
+  ATOLL_ASSIGN_OR_RETURN(const TopKResult chosen, TopK(x, k));
+  ATOLL_RETURN_IF_ERROR(internal::CheckF32Shape(dy, chosen.values.shape(), "top-k backward dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor dx, internal::Allocate(DType::kF32, x.shape()));
+  const int64_t n = x.shape().back();
+  const float* g = dy.as<float>().data();
+  const int32_t* idx = chosen.indices.as<int32_t>().data();
+  float* out = dx.as<float>().data();
+  for (int64_t i = 0; i < dy.num_elements(); ++i) out[(i / k) * n + idx[i]] = g[i];
+  return dx;
+}
+
 }  // namespace atl::kernels

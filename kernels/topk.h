@@ -18,4 +18,8 @@ struct TopKResult {
 // by lower index first; NaN counts as larger than every number.
 Result<TopKResult> TopK(const Tensor& x, int64_t k);
 
+// The gradient of TopK's values: each row of dy f32 [..., k] put at the positions TopK(x, k)
+// chooses in that row of x f32 [..., n], zero elsewhere.
+Result<Tensor> TopKBackward(const Tensor& dy, const Tensor& x);
+
 }  // namespace atl::kernels

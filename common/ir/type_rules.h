@@ -47,10 +47,11 @@ Result<TensorType> InferGatherRows(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferTopK(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferColumn(const FunctionDef& fn, const Op& op);
 
-// Checks the rules share (type_rules.cc). Each returns InvalidArgument naming the op.
+// type_rules_grad.cc: the gradient ops Grad emits.
+Result<TensorType> InferOperandGrad(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferFillLike(const FunctionDef& fn, const Op& op);
 
-// "f32[8,4] split [0,-1]", for error messages.
-std::string Describe(const TensorType& t);
+// Checks the rules share (type_rules.cc). Each returns InvalidArgument naming the op.
 
 // Which dimensions of an op's tensor operands may be dynamic (kDynamicDim).
 enum class Dims {
