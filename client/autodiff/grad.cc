@@ -213,11 +213,12 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
 Result<FunctionBuilder> Transform(const FunctionBuilder& f, const std::vector<int>& wrt,
                                   const GradOptions& options, bool keep_outputs) {
   const FunctionBuilder::Impl& impl = HandleAccess::ImplOf(f);
-  const std::string what =
-      fmt::format("{} of function '{}'", keep_outputs ? "ValueAndGrad" : "Grad", impl.def.name);
-  if (!impl.status.ok()) return impl.status.WithContext(what);
+  const std::string_view what = keep_outputs ? "ValueAndGrad" : "Grad";
+  if (!impl.status.ok()) return impl.status.WithContext(what);  // it names the function
   Result<ir::FunctionDef> def = Differentiate(impl.def, wrt, options, keep_outputs);
-  if (!def.ok()) return def.status().WithContext(what);
+  if (!def.ok()) {
+    return def.status().WithContext(fmt::format("{} of function '{}'", what, impl.def.name));
+  }
   return HandleAccess::MakeBuilder(std::move(def).value());
 }
 
