@@ -238,12 +238,15 @@ Value FunctionBuilder::AllReduceSum(Value a) {
 }
 
 std::vector<Value> FunctionBuilder::Call(const FunctionBuilder& f, const std::vector<Value>& args) {
-  if (!impl_->status.ok()) return {};
   const ir::FunctionDef& callee = f.impl_->def;
+  // On an error, as many values as f has outputs, all invalid: the ops that take them are
+  // refused as any op after an error.
+  const std::vector<Value> none(callee.outputs.size());
+  if (!impl_->status.ok()) return none;
   auto fail = [&](Status status) {
     impl_->status = status.WithContext(
         fmt::format("function '{}', call of '{}'", impl_->def.name, callee.name));
-    return std::vector<Value>{};
+    return none;
   };
   if (!f.impl_->status.ok()) return fail(f.impl_->status);
   if (args.size() != callee.inputs.size()) {
@@ -272,7 +275,7 @@ std::vector<Value> FunctionBuilder::Call(const FunctionBuilder& f, const std::ve
     std::vector<ir::Operand> operands;
     for (const ir::Operand& o : op.operands) operands.push_back(mapped(o));
     const Value v = AddOp(*impl_, op.code, std::move(operands), op.attr);
-    if (!impl_->status.ok()) return {};
+    if (!impl_->status.ok()) return none;
     results.push_back(ToOperand(v));
   }
   std::vector<Value> outputs;

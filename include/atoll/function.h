@@ -170,7 +170,8 @@ class FunctionBuilder {
   // (atoll/grad.h) becomes part of a larger one, as a JAX user calls grad(f) inside a step:
   //   auto loss_and_grads = step.Call(ValueAndGrad(loss, {1}).value(), {x, w});
   //   step.Output(step.SgdUpdate(w, loss_and_grads[1], 0.1));
-  // An error (f's own, a wrong argument count or type) is this builder's status().
+  // An error (f's own, a wrong argument count or type) is this builder's status(), and the
+  // values returned (one per output of f still) are invalid.
   std::vector<Value> Call(const FunctionBuilder& f, const std::vector<Value>& args);
 
   // What Input took for a value of this builder: its dtype, global shape and sharding.
