@@ -28,7 +28,7 @@ from ._atoll import (Cancelled, DeadlineExceeded, Error, FailedPrecondition, Int
                      InvalidArgument, NotFound, OutOfMemory, PermissionDenied,
                      ResourceExhausted, Traced, Unavailable, Value)
 from ._client import Client, Future, Run, Slice, connect
-from ._tracing import Function, Program, function, program, route
+from ._tracing import Function, Program, function, grad, program, route, value_and_grad
 from ._types import DType, Sharding, TensorType, axes, f32, i32, replicated, split
 
 __all__ = [
@@ -36,5 +36,5 @@ __all__ = [
     "Function", "Future", "Internal", "InvalidArgument", "NotFound", "OutOfMemory",
     "PermissionDenied", "Program", "ResourceExhausted", "Run", "Sharding", "Slice",
     "TensorType", "Traced", "Unavailable", "Value", "axes", "connect", "f32", "function",
-    "i32", "ops", "program", "replicated", "route", "split",
+    "grad", "i32", "ops", "program", "replicated", "route", "split", "value_and_grad",
 ]
