@@ -227,6 +227,80 @@ Result<Tensor> Unary(UnaryFn fn, const Tensor& x) {
   return out;
 }
 
+namespace {
+
+// dx[i] = dy[i] * fn'(x[i]) for i < n, T float or double: one case per row of
+// atoll/unary_ops.def, each plain loops. The cases that differentiate through y = fn(x) first
+// compute it into dx. `fn` is known.
+template <typename T>
+void ApplyUnaryBackward(UnaryFn fn, const T* dy, const T* x, T* dx, int64_t n) {
+  constexpr T kZero = 0, kHalf = 0.5, kOne = 1, kThree = 3;
+  switch (fn) {
+    case UnaryFn::kExp:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] *= dy[i];
+      return;
+    case UnaryFn::kLog:
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] / x[i];
+      return;
+    case UnaryFn::kTanh:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (kOne - dx[i] * dx[i]);
+      return;
+    case UnaryFn::kRelu:  // a NaN x gives a NaN gradient, as it gives a NaN relu
+      for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > kZero ? dy[i] : x[i] != x[i] ? x[i] : kZero;
+      return;
+    case UnaryFn::kNeg:
+      for (int64_t i = 0; i < n; ++i) dx[i] = -dy[i];
+      return;
+    case UnaryFn::kSqrt:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * kHalf / dx[i];
+      return;
+    case UnaryFn::kRsqrt:  // d x^-1/2 = -x^-3/2 / 2
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * -kHalf * dx[i] * dx[i] * dx[i];
+      return;
+    case UnaryFn::kGelu:
+      MapThrough<T>(
+          Tanh, n,
+          [x](int64_t i) {
+            const T v = x[i];
+            return kGeluC<T> * (v + kGeluA<T> * v * v * v);
+          },
+          [x, dy, dx](int64_t i, T t) {
+            const T v = x[i];
+            // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
+            const T grad = kHalf * (kOne + t) + kHalf * v * (kOne - t * t) * kGeluC<T> *
+                                                    (kOne + kThree * kGeluA<T> * v * v);
+            dx[i] = dy[i] * grad;
+          });
+      return;
+    case UnaryFn::kSigmoid:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * dx[i] * (kOne - dx[i]);
+      return;
+  }
+}
+
+}  // namespace
+
+Result<Tensor> UnaryBackward(UnaryFn fn, const Tensor& dy, const Tensor& x) {
+  if (!Known(fn)) {
+    return InvalidArgument(fmt::format("unknown unary op {}", static_cast<int>(fn)));
+  }
+  const std::string name = fmt::format("{} backward", UnaryFnName(fn));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, name + " x"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckTypeShape(dy, x.dtype(), x.shape(), name + " dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    ApplyUnaryBackward<T>(fn, dy.as<T>().data(), x.as<T>().data(), out.as<T>().data(),
+                          x.num_elements());
+  });
+  return out;
+}
+
 Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b) {
   const std::string_view name = BinaryFnName(fn);
   if (!Known(fn)) {

@@ -2,6 +2,7 @@
 // dynamic (data-dependent) dimensions.
 #include "common/ir/ir.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -177,7 +178,7 @@ std::vector<BadCase> BadCases() {
       },
       2, "two scalars");
   add("one operand", [](FunctionDef& f) { f.ops[0].operands.pop_back(); });
-  add("unknown op code", [](FunctionDef& f) { f.ops[0].code = static_cast<OpCode>(42); });
+  add("unknown op code", [](FunctionDef& f) { f.ops[0].code = static_cast<OpCode>(250); });
   add(
       "matmul inner mismatch",
       [](FunctionDef& f) {
@@ -468,6 +469,46 @@ TEST(ModelOpTypeTest, AcceptedShardingsGiveTheirResultTypes) {
        Type(i, {kDynamicDim, 4}, 0)},
       {"a column of row-split choices", OpCode::kColumn, {Type(i, {8, 2}, 0)}, 1, Type(i, {8}, 0)},
       {"a column of replicated weights", OpCode::kColumn, {Type(f, {8, 2})}, 0, Type(f, {8})},
+      {"a [] tensor broadcast over split rows",
+       OpCode::kMul,
+       {Type(f, {8, 4}, 0), Type(f, {})},
+       0,
+       Type(f, {8, 4}, 0)},
+      {"unary_grad of gelu",
+       OpCode::kUnaryGrad,
+       {Type(f, {8, 4}, 0), Type(f, {8, 4}, 0)},
+       static_cast<double>(OpCode::kGelu),
+       Type(f, {8, 4}, 0)},
+      {"unary_grad on routed rows",
+       OpCode::kUnaryGrad,
+       {Type(f, {kDynamicDim, 4}, 0), Type(f, {kDynamicDim, 4}, 0)},
+       static_cast<double>(OpCode::kExp),
+       Type(f, {kDynamicDim, 4}, 0)},
+      {"reduce_sum_grad over cut rows: the block's rows",
+       OpCode::kReduceSumGrad,
+       {Type(f, {4}), Type(f, {8, 4}, 0)},
+       0,
+       Type(f, {8, 4}, 0)},
+      {"softmax_grad",
+       OpCode::kSoftmaxGrad,
+       {Type(f, {8, 4}, 0), Type(f, {8, 4}, 0)},
+       0,
+       Type(f, {8, 4}, 0)},
+      {"top_k_grad",
+       OpCode::kTopKGrad,
+       {Type(f, {8, 2}, 0), Type(f, {8, 4}, 0)},
+       2,
+       Type(f, {8, 4}, 0)},
+      {"column_grad",
+       OpCode::kColumnGrad,
+       {Type(f, {8}, 0), Type(f, {8, 3}, 0)},
+       2,
+       Type(f, {8, 3}, 0)},
+      {"fill_like",
+       OpCode::kFillLike,
+       {Type(f, {kDynamicDim, 3}, 0)},
+       1.5,
+       Type(f, {kDynamicDim, 3}, 0)},
   };
   for (const AcceptedCase& c : cases) {
     Result<TensorType> got = Infer(c);
@@ -599,6 +640,53 @@ TEST(ModelOpTypeTest, OtherShardingsAreRefusedSayingWhatIsAccepted) {
       {"a fractional column", OpCode::kColumn, {Type(f, {8, 2})}, 0.5, "[0, 2)"},
       {"a column of a vector", OpCode::kColumn, {Type(f, {8})}, 0, "a matrix"},
       {"a column of cut columns", OpCode::kColumn, {Type(f, {8, 2}, 1)}, 0, "must not be cut"},
+      {"a [] tensor of another dtype",
+       OpCode::kAdd,
+       {Type(f, {8}), Type(i, {})},
+       0,
+       "operand types differ"},
+      {"unary_grad of a non-unary op",
+       OpCode::kUnaryGrad,
+       {Type(f, {8}), Type(f, {8})},
+       static_cast<double>(OpCode::kMatmul),
+       "the code of a unary op"},
+      {"unary_grad of a code out of range",
+       OpCode::kUnaryGrad,
+       {Type(f, {8}), Type(f, {8})},
+       1e9,
+       "the code of a unary op"},
+      {"unary_grad of mismatched types",
+       OpCode::kUnaryGrad,
+       {Type(f, {8}, 0), Type(f, {8})},
+       static_cast<double>(OpCode::kExp),
+       "dy must have the type of exp(x)"},
+      {"reduce_sum_grad with dy of the wrong shape",
+       OpCode::kReduceSumGrad,
+       {Type(f, {8}), Type(f, {8, 4})},
+       0,
+       "dy must have the type of reduce_sum(x)"},
+      {"reduce_sum_grad past the last dimension",
+       OpCode::kReduceSumGrad,
+       {Type(f, {8}), Type(f, {8, 4})},
+       2,
+       "reduce_sum over dimension 2"},
+      {"softmax_grad over cut columns",
+       OpCode::kSoftmaxGrad,
+       {Type(f, {8, 4}, 1), Type(f, {8, 4}, 1)},
+       0,
+       "must not be cut"},
+      {"top_k_grad of the wrong k",
+       OpCode::kTopKGrad,
+       {Type(f, {8, 3}), Type(f, {8, 4})},
+       2,
+       "dy must have the type of top_k_values(x)"},
+      {"column_grad of an i32 x",
+       OpCode::kColumnGrad,
+       {Type(i, {8}), Type(i, {8, 3})},
+       0,
+       "f32 only"},
+      {"fill_like of i32", OpCode::kFillLike, {Type(i, {8})}, 0, "f32 only"},
+      {"fill_like with nan", OpCode::kFillLike, {Type(f, {8})}, NAN, "finite"},
   };
   for (const RefusedCase& c : cases) {
     Result<TensorType> got = Infer(c);
