@@ -324,17 +324,17 @@ Result<Tensor> RunColumnGrad(const ir::Op& op, Operands operands) {
 
 Result<Tensor> RunFillLike(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
-  // x as the kernel sees it: f32 or f64 (a bf16 or f16 x comes widened to f32).
+  // f32 or f64 here: RunCpuOp widens a bf16 or f16 x to f32 and rounds the result back.
   const DType dtype = t[0]->dtype();
-  if (dtype != DType::kF32 && dtype != DType::kF64) {
-    return InvalidArgument(fmt::format(
-        "fill_like takes f32 or f64 x (bf16, f16 come widened), got {}", DTypeName(dtype)));
+  if (!IsFloating(dtype)) {
+    return InvalidArgument(fmt::format("fill_like takes a float x, got {}", DTypeName(dtype)));
   }
   Tensor out(dtype, t[0]->shape());
   VisitDType(dtype, [&](auto zero) {
     using T = decltype(zero);
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (std::is_floating_point_v<T>) {
       std::ranges::fill(out.as<T>(), static_cast<T>(op.attr));
+    }
   });
   return out;
 }

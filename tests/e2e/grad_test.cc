@@ -123,14 +123,14 @@ TEST_F(GradTest, CollectivesOnAMeshEqualCentralFiniteDifferencesInF64) {
     auto program = p.Build();
     EXPECT_TRUE(program.ok()) << program.status().ToString();
     if (!program.ok()) return outs;
-    std::vector<Run> runs;
+    std::vector<atl::Run> runs;
     for (const Tensor& x : xs) {
       auto run = client->Submit(*program, {x});
       EXPECT_TRUE(run.ok()) << run.status().ToString();
       if (!run.ok()) return outs;
       runs.push_back(std::move(run).value());
     }
-    for (Run& run : runs) {
+    for (atl::Run& run : runs) {
       auto out = run.Wait(60s);
       EXPECT_TRUE(out.ok()) << out.status().ToString();
       if (!out.ok()) return std::vector<Tensor>{};

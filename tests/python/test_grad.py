@@ -44,21 +44,25 @@ def test_what_cannot_be_differentiated_is_refused_by_name() -> None:
         atoll.grad(lambda u, v: ops.reduce_sum(u + v, 0))(x, other)
 
 
-def test_gradients_on_devices_equal_numpy(client: atoll.Client) -> None:
+# f64 gradients are numpy's to double precision; f32's to f32's.
+@pytest.mark.parametrize("dtype,np_dtype,rtol", [(atoll.f32, np.float32, 1e-5),
+                                                 (atoll.f64, np.float64, 1e-12)])
+def test_gradients_on_devices_equal_numpy(client: atoll.Client, dtype, np_dtype, rtol) -> None:
     s = client.slice(2)
 
     # x's rows split over the devices: w's gradient sums over them, all-reduced.
-    @atoll.function(s, atoll.f32[6, 3].split(0), atoll.f32[3, 2])
+    @atoll.function(s, dtype[6, 3].split(0), dtype[3, 2])
     def gradients(x, w):
         total = lambda x, w: ops.all_reduce_sum(loss(x, w))  # noqa: E731
         value, (dx, dw) = atoll.value_and_grad(total, argnums=(0, 1))(x, w)
         return value, dx, dw
 
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((6, 3), dtype=np.float32)
-    w = rng.standard_normal((3, 2), dtype=np.float32)
+    x = rng.standard_normal((6, 3)).astype(np_dtype)
+    w = rng.standard_normal((3, 2)).astype(np_dtype)
     value, dx, dw = client.run(gradients, x, w).result(timeout=30)
-    t = np.tanh(x.astype(np.float64) @ w)
-    np.testing.assert_allclose(value, t.sum(), rtol=1e-5)
-    np.testing.assert_allclose(dx, (1 - t * t) @ w.T, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(dw, x.T @ (1 - t * t), rtol=1e-5, atol=1e-6)
+    assert dx.dtype == dw.dtype == np_dtype
+    t = np.tanh(x.astype(np.float64) @ w.astype(np.float64))
+    np.testing.assert_allclose(value, t.sum(), rtol=rtol)
+    np.testing.assert_allclose(dx, (1 - t * t) @ w.T, rtol=rtol, atol=rtol / 10)
+    np.testing.assert_allclose(dw, x.T @ (1 - t * t), rtol=rtol, atol=rtol / 10)
