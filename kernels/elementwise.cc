@@ -53,6 +53,12 @@ constexpr int64_t kBlock = 1024;
 bool Known(UnaryFn fn) { return UnaryFnName(fn) != "?"; }
 bool Known(BinaryFn fn) { return BinaryFnName(fn) != "?"; }
 
+// What gelu takes the tanh of, kGeluC (v + kGeluA v^3), in its forward and its derivative.
+template <typename T>
+T GeluTanhArgument(T v) {
+  return kGeluC<T> * (v + kGeluA<T> * v * v * v);
+}
+
 // y[i] = fn(x[i]) for i < n, T float or double: the unary kernels, one case per row of
 // atoll/unary_ops.def and one loop per case so that each can be vectorized; exp, log and
 // tanh come vectorized from kernels/vector_math.h. `fn` is known.
@@ -83,11 +89,7 @@ void ApplyUnary(UnaryFn fn, const T* x, T* y, int64_t n) {
       return;
     case UnaryFn::kGelu:
       MapThrough<T>(
-          Tanh, n,
-          [x](int64_t i) {
-            const T v = x[i];
-            return kGeluC<T> * (v + kGeluA<T> * v * v * v);
-          },
+          Tanh, n, [x](int64_t i) { return GeluTanhArgument(x[i]); },
           [x, y](int64_t i, T t) { y[i] = kHalf * x[i] * (kOne + t); });
       return;
     case UnaryFn::kSigmoid:  // e^-x overflows to inf for x < -88 (f32): 1 / inf = 0, no NaN
@@ -263,11 +265,7 @@ void ApplyUnaryBackward(UnaryFn fn, const T* dy, const T* x, T* dx, int64_t n) {
       return;
     case UnaryFn::kGelu:
       MapThrough<T>(
-          Tanh, n,
-          [x](int64_t i) {
-            const T v = x[i];
-            return kGeluC<T> * (v + kGeluA<T> * v * v * v);
-          },
+          Tanh, n, [x](int64_t i) { return GeluTanhArgument(x[i]); },
           [x, dy, dx](int64_t i, T t) {
             const T v = x[i];
             // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
