@@ -13,14 +13,20 @@
 
 namespace atl::examples {
 
+MlpInputs DeclareMlpInputs(FunctionBuilder& b, const MlpConfig& c) {
+  MlpInputs in;
+  in.x = b.Input(DType::kF32, {c.batch, c.inputs}, Sharding::Split(0));
+  in.labels = b.Input(DType::kI32, {c.batch}, Sharding::Split(0));
+  in.w1 = b.Input(DType::kF32, {c.inputs, c.hidden}, Sharding::Replicated());
+  in.b1 = b.Input(DType::kF32, {c.hidden}, Sharding::Replicated());
+  in.w2 = b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated());
+  in.b2 = b.Input(DType::kF32, {c.classes}, Sharding::Replicated());
+  return in;
+}
+
 FunctionBuilder MlpLoss(const MlpConfig& c) {
   FunctionBuilder b("mlp_loss");
-  const Value x = b.Input(DType::kF32, {c.batch, c.inputs}, Sharding::Split(0));
-  const Value labels = b.Input(DType::kI32, {c.batch}, Sharding::Split(0));
-  const Value w1 = b.Input(DType::kF32, {c.inputs, c.hidden}, Sharding::Replicated());
-  const Value b1 = b.Input(DType::kF32, {c.hidden}, Sharding::Replicated());
-  const Value w2 = b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated());
-  const Value b2 = b.Input(DType::kF32, {c.classes}, Sharding::Replicated());
+  const auto [x, labels, w1, b1, w2, b2] = DeclareMlpInputs(b, c);
   // What the matmuls and the activations take (bf16 under mixed precision), and f32 for the
   // loss; in f32 precision both leave a value as it is. Grad differentiates through the
   // casts, so the gradients come back f32, the master weights' dtype.
@@ -47,16 +53,10 @@ namespace {
 Result<FunctionBuilder> TrainStep(const MlpConfig& c) {
   ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder gradients, MlpGradients(c));
   FunctionBuilder b("mlp_train_step");
-  const Value x = b.Input(DType::kF32, {c.batch, c.inputs}, Sharding::Split(0));
-  const Value labels = b.Input(DType::kI32, {c.batch}, Sharding::Split(0));
-  const std::vector<Value> weights = {
-      b.Input(DType::kF32, {c.inputs, c.hidden}, Sharding::Replicated()),
-      b.Input(DType::kF32, {c.hidden}, Sharding::Replicated()),
-      b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated()),
-      b.Input(DType::kF32, {c.classes}, Sharding::Replicated())};
-  std::vector<Value> args = {x, labels};
-  args.insert(args.end(), weights.begin(), weights.end());
-  const std::vector<Value> loss_and_grads = b.Call(gradients, args);
+  const MlpInputs in = DeclareMlpInputs(b, c);
+  const std::vector<Value> weights = {in.w1, in.b1, in.w2, in.b2};
+  const std::vector<Value> loss_and_grads =
+      b.Call(gradients, {in.x, in.labels, in.w1, in.b1, in.w2, in.b2});
   if (!b.status().ok()) return b.status();
   for (size_t i = 0; i < weights.size(); ++i) {
     b.Output(b.SgdUpdate(weights[i], loss_and_grads[1 + i], c.learning_rate));

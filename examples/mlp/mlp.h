@@ -52,6 +52,13 @@ struct MlpBatch {
   Tensor labels;  // i32 [batch]: the class a fixed random linear teacher gives x
 };
 
+// The inputs of the model's functions, declared on `b` in this order: x and labels split over
+// the slice's rows, the f32 weights replicated.
+struct MlpInputs {
+  Value x, labels, w1, b1, w2, b2;
+};
+MlpInputs DeclareMlpInputs(FunctionBuilder& b, const MlpConfig& config);
+
 // The model's loss, a function of (x, labels, w1, b1, w2, b2): the batch's mean softmax
 // cross-entropy of gelu(x w1 + b1) w2 + b2, with x and labels split over the slice's rows.
 FunctionBuilder MlpLoss(const MlpConfig& config);

@@ -45,12 +45,7 @@ void ExpectSameOutputs(const std::vector<Tensor>& got, const std::vector<Tensor>
 // b2, each device's share all-reduced.
 FunctionBuilder HandWrittenMlpGradients(const examples::MlpConfig& c) {
   FunctionBuilder b("mlp_hand_written");
-  const Value x = b.Input(DType::kF32, {c.batch, c.inputs}, Sharding::Split(0));
-  const Value labels = b.Input(DType::kI32, {c.batch}, Sharding::Split(0));
-  const Value w1 = b.Input(DType::kF32, {c.inputs, c.hidden}, Sharding::Replicated());
-  const Value b1 = b.Input(DType::kF32, {c.hidden}, Sharding::Replicated());
-  const Value w2 = b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated());
-  const Value b2 = b.Input(DType::kF32, {c.classes}, Sharding::Replicated());
+  const auto [x, labels, w1, b1, w2, b2] = examples::DeclareMlpInputs(b, c);
   const Value z1 = b.BiasAdd(b.Matmul(x, w1), b1);
   const Value h = b.Gelu(z1);
   const auto ce = b.CrossEntropy(b.BiasAdd(b.Matmul(h, w2), b2), labels);
