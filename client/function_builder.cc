@@ -39,6 +39,21 @@ Value FunctionBuilder::Input(DType dtype, Shape shape, Sharding sharding) {
   return {kValueInput, static_cast<int>(impl_->def.inputs.size()) - 1};
 }
 
+int32_t MeshAxesNamed(const ir::FunctionDef& def) {
+  int32_t axes = 1;
+  for (const auto& in : def.inputs) {
+    for (int32_t axis : in.split) axes = std::max(axes, axis + 1);
+  }
+  return axes;
+}
+
+Status ValidateUnregistered(ir::FunctionDef& def) {
+  def.mesh = Shape(MeshAxesNamed(def), 1);
+  Status valid = ir::Validate(def, 1, /*slice_known=*/false);
+  def.mesh.clear();
+  return valid;
+}
+
 namespace {
 
 // Appends an op, inferring its result type from its operands; records the first error.
@@ -60,17 +75,10 @@ Value AddOp(FunctionBuilder::Impl& impl, ir::OpCode code, std::vector<ir::Operan
   }
   op.type = *type;
   impl.def.ops.push_back(std::move(op));
-  // Checks everything so far, this op included, on a single device seen as a mesh with as
-  // many axes as the inputs name (the slice's mesh is known at Register).
-  int32_t axes = 1;
-  for (const auto& in : impl.def.inputs) {
-    for (int32_t axis : in.split) axes = std::max(axes, axis + 1);
-  }
-  impl.def.mesh = Shape(axes, 1);
+  // Checks everything so far, this op included.
   impl.def.outputs.push_back({ir::Operand::kOp, static_cast<int>(impl.def.ops.size()) - 1, 0});
-  Status valid = ir::Validate(impl.def, 1, /*slice_known=*/false);
+  Status valid = ValidateUnregistered(impl.def);
   impl.def.outputs.pop_back();
-  impl.def.mesh.clear();
   if (!valid.ok()) {
     impl.status = valid.WithContext("function '" + impl.def.name + "'");
     return {};
@@ -273,6 +281,65 @@ Value FunctionBuilder::CollectivePermute(Value a, int mesh_axis,
   }
   return AddOp(*impl_, ir::OpCode::kCollectivePermute, {ToOperand(a)}, mesh_axis,
                std::move(params));
+}
+
+std::vector<Value> FunctionBuilder::Call(const FunctionBuilder& f, const std::vector<Value>& args) {
+  const ir::FunctionDef& callee = f.impl_->def;
+  // On an error, as many values as f has outputs, all invalid: the ops that take them are
+  // refused as any op after an error.
+  const std::vector<Value> none(callee.outputs.size());
+  if (!impl_->status.ok()) return none;
+  auto fail = [&](Status status) {
+    impl_->status = status.WithContext(
+        fmt::format("function '{}', call of '{}'", impl_->def.name, callee.name));
+    return none;
+  };
+  if (!f.impl_->status.ok()) return fail(f.impl_->status);
+  if (args.size() != callee.inputs.size()) {
+    return fail(InvalidArgument(
+        fmt::format("takes {} arguments, got {}", callee.inputs.size(), args.size())));
+  }
+  std::vector<ir::Operand> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::Operand o = ToOperand(args[i]);
+    const ir::TensorType* t = ir::OperandType(impl_->def, o);
+    if (t == nullptr) return fail(InvalidArgument(fmt::format("argument {} is not a value", i)));
+    if (*t != callee.inputs[i]) {
+      return fail(InvalidArgument(fmt::format("argument {} is {}, the input takes {}", i,
+                                              ir::Describe(*t), ir::Describe(callee.inputs[i]))));
+    }
+    inputs.push_back(o);
+  }
+  // The callee's values as operands of this builder, its ops appended in order.
+  std::vector<ir::Operand> results;
+  auto mapped = [&](const ir::Operand& o) {
+    if (o.kind == ir::Operand::kInput) return inputs[o.index];
+    if (o.kind == ir::Operand::kOp) return results[o.index];
+    return o;
+  };
+  for (const ir::Op& op : callee.ops) {
+    std::vector<ir::Operand> operands;
+    for (const ir::Operand& o : op.operands) operands.push_back(mapped(o));
+    const Value v = AddOp(*impl_, op.code, std::move(operands), op.attr, op.params);
+    if (!impl_->status.ok()) return none;
+    results.push_back(ToOperand(v));
+  }
+  std::vector<Value> outputs;
+  for (const ir::Operand& o : callee.outputs) {
+    const ir::Operand m = mapped(o);
+    outputs.push_back({m.kind == ir::Operand::kInput ? kValueInput : kValueOp, m.index});
+  }
+  return outputs;
+}
+
+Result<FunctionBuilder::ValueType> FunctionBuilder::TypeOf(Value v) const {
+  const ir::TensorType* t = ir::OperandType(impl_->def, ToOperand(v));
+  if (t == nullptr) {
+    return InvalidArgument(
+        fmt::format("function '{}': not a value of this builder", impl_->def.name));
+  }
+  std::vector<int> axes(t->split.begin(), t->split.end());
+  return ValueType{t->dtype, t->shape, Sharding::Axes(std::move(axes))};
 }
 
 void FunctionBuilder::Output(Value v) {

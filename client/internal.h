@@ -18,6 +18,13 @@ struct FunctionBuilder::Impl {
   Status status;
 };
 
+// How many mesh axes a function's inputs name (at least 1): its mesh's rank before it is
+// registered on a slice.
+int32_t MeshAxesNamed(const ir::FunctionDef& def);
+// ir::Validate of a function not yet registered: on a single device seen as a mesh of
+// MeshAxesNamed axes (the slice's mesh is known at Register).
+Status ValidateUnregistered(ir::FunctionDef& def);
+
 struct Function::Impl {
   uint64_t id = 0;
   ir::FunctionDef def;
@@ -60,6 +67,15 @@ struct HandleAccess {
   }
   // nullptr for a Program that no builder made.
   static const Program::Impl* ImplOf(const Program& program) { return program.impl_.get(); }
+  static const FunctionBuilder::Impl& ImplOf(const FunctionBuilder& builder) {
+    return *builder.impl_;
+  }
+  // A builder holding `def` as it is (the transforms of atoll/grad.h make their own).
+  static FunctionBuilder MakeBuilder(ir::FunctionDef def) {
+    FunctionBuilder b(def.name);
+    b.impl_->def = std::move(def);
+    return b;
+  }
 };
 
 }  // namespace atl

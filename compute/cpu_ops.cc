@@ -89,11 +89,22 @@ Tensor Scale(Tensor t, double factor) {
 // The kernels of the rows, in the table's order. Each takes the op and its operands, whose
 // count RunCpuOp has checked.
 
-// At most one of the two operands is a scalar.
+// At most one of the two operands is a scalar. A [] tensor beside a tensor of another shape
+// is broadcast over it, as a scalar is (expanded in its own dtype, so an i64 loses nothing).
 Result<Tensor> RunArithmetic(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(const kernels::BinaryFn fn, BinaryFnOf(op.code));
   const Tensor* lhs = operands[0];
   const Tensor* rhs = operands[1];
+  if (lhs != nullptr && rhs != nullptr && lhs->shape() != rhs->shape()) {
+    if (rhs->shape().empty()) {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor wide, kernels::BroadcastTo(*rhs, lhs->shape()));
+      return kernels::Binary(fn, *lhs, wide);
+    }
+    if (lhs->shape().empty()) {
+      ATOLL_ASSIGN_OR_RETURN(const Tensor wide, kernels::BroadcastTo(*lhs, rhs->shape()));
+      return kernels::Binary(fn, wide, *rhs);
+    }
+  }
   if (lhs != nullptr && rhs != nullptr) return kernels::Binary(fn, *lhs, *rhs);
   if (lhs != nullptr) return kernels::Binary(fn, *lhs, op.operands[1].scalar);
   if (rhs != nullptr) return kernels::Binary(fn, op.operands[0].scalar, *rhs);
@@ -270,6 +281,62 @@ Result<Tensor> RunColumn(const ir::Op& op, Operands operands) {
 Result<Tensor> RunCast(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
   return kernels::Cast(*t[0], op.type.dtype);  // the rule gave it from attr
+}
+
+// The gradient ops: dy, then the forward op's operand (or result).
+
+Result<Tensor> RunUnaryGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  // attr is the forward op's code: range-checked before the cast, which is undefined outside.
+  if (!(op.attr >= 0 && op.attr < static_cast<double>(ir::kNumOpCodes))) {
+    return InvalidArgument(fmt::format("unary_grad: attr {} is no op code", op.attr));
+  }
+  ATOLL_ASSIGN_OR_RETURN(const kernels::UnaryFn fn, UnaryFnOf(static_cast<OpCode>(op.attr)));
+  return kernels::UnaryBackward(fn, *t[0], *t[1]);
+}
+
+Result<Tensor> RunReduceSumGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  ATOLL_ASSIGN_OR_RETURN(Tensor expanded,
+                         kernels::ExpandDims(*t[0], static_cast<int64_t>(op.attr)));
+  return kernels::BroadcastTo(expanded, t[1]->shape());
+}
+
+Result<Tensor> RunSoftmaxGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::SoftmaxBackward(*t[0], *t[1]);
+}
+
+Result<Tensor> RunTopKGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  return kernels::TopKBackward(*t[0], *t[1]);
+}
+
+Result<Tensor> RunColumnGrad(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
+  const Tensor& x = *t[1];
+  if (x.shape().size() != 2) {
+    return InvalidArgument(fmt::format("column_grad needs a matrix x, got {}{}",
+                                       DTypeName(x.dtype()), ShapeString(x.shape())));
+  }
+  return kernels::PutColumn(*t[0], x.shape()[1], static_cast<int64_t>(op.attr));
+}
+
+Result<Tensor> RunFillLike(const ir::Op& op, Operands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
+  // f32 or f64 here: RunCpuOp widens a bf16 or f16 x to f32 and rounds the result back.
+  const DType dtype = t[0]->dtype();
+  if (!IsFloating(dtype)) {
+    return InvalidArgument(fmt::format("fill_like takes a float x, got {}", DTypeName(dtype)));
+  }
+  Tensor out(dtype, t[0]->shape());
+  VisitDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      std::ranges::fill(out.as<T>(), static_cast<T>(op.attr));
+    }
+  });
+  return out;
 }
 
 // One row of the op table, as the cpu backend uses it.

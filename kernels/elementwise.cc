@@ -53,6 +53,12 @@ constexpr int64_t kBlock = 1024;
 bool Known(UnaryFn fn) { return UnaryFnName(fn) != "?"; }
 bool Known(BinaryFn fn) { return BinaryFnName(fn) != "?"; }
 
+// What gelu takes the tanh of, kGeluC (v + kGeluA v^3), in its forward and its derivative.
+template <typename T>
+T GeluTanhArgument(T v) {
+  return kGeluC<T> * (v + kGeluA<T> * v * v * v);
+}
+
 // y[i] = fn(x[i]) for i < n, T float or double: the unary kernels, one case per row of
 // atoll/unary_ops.def and one loop per case so that each can be vectorized; exp, log and
 // tanh come vectorized from kernels/vector_math.h. `fn` is known.
@@ -83,11 +89,7 @@ void ApplyUnary(UnaryFn fn, const T* x, T* y, int64_t n) {
       return;
     case UnaryFn::kGelu:
       MapThrough<T>(
-          Tanh, n,
-          [x](int64_t i) {
-            const T v = x[i];
-            return kGeluC<T> * (v + kGeluA<T> * v * v * v);
-          },
+          Tanh, n, [x](int64_t i) { return GeluTanhArgument(x[i]); },
           [x, y](int64_t i, T t) { y[i] = kHalf * x[i] * (kOne + t); });
       return;
     case UnaryFn::kSigmoid:  // e^-x overflows to inf for x < -88 (f32): 1 / inf = 0, no NaN
@@ -223,6 +225,76 @@ Result<Tensor> Unary(UnaryFn fn, const Tensor& x) {
   internal::ForFloat(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     ApplyUnary<T>(fn, x.as<T>().data(), out.as<T>().data(), x.num_elements());
+  });
+  return out;
+}
+
+namespace {
+
+// dx[i] = dy[i] * fn'(x[i]) for i < n, T float or double: one case per row of
+// atoll/unary_ops.def, each plain loops. The cases that differentiate through y = fn(x) first
+// compute it into dx. `fn` is known.
+template <typename T>
+void ApplyUnaryBackward(UnaryFn fn, const T* dy, const T* x, T* dx, int64_t n) {
+  constexpr T kZero = 0, kHalf = 0.5, kOne = 1, kThree = 3;
+  switch (fn) {
+    case UnaryFn::kExp:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] *= dy[i];
+      return;
+    case UnaryFn::kLog:
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] / x[i];
+      return;
+    case UnaryFn::kTanh:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (kOne - dx[i] * dx[i]);
+      return;
+    case UnaryFn::kRelu:  // a NaN x gives a NaN gradient, as it gives a NaN relu
+      for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > kZero ? dy[i] : x[i] != x[i] ? x[i] : kZero;
+      return;
+    case UnaryFn::kNeg:
+      for (int64_t i = 0; i < n; ++i) dx[i] = -dy[i];
+      return;
+    case UnaryFn::kSqrt:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * kHalf / dx[i];
+      return;
+    case UnaryFn::kRsqrt:  // d x^-1/2 = -x^-3/2 / 2
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * -kHalf * dx[i] * dx[i] * dx[i];
+      return;
+    case UnaryFn::kGelu:
+      MapThrough<T>(
+          Tanh, n, [x](int64_t i) { return GeluTanhArgument(x[i]); },
+          [x, dy, dx](int64_t i, T t) {
+            const T v = x[i];
+            // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
+            const T grad = kHalf * (kOne + t) + kHalf * v * (kOne - t * t) * kGeluC<T> *
+                                                    (kOne + kThree * kGeluA<T> * v * v);
+            dx[i] = dy[i] * grad;
+          });
+      return;
+    case UnaryFn::kSigmoid:
+      ApplyUnary(fn, x, dx, n);
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * dx[i] * (kOne - dx[i]);
+      return;
+  }
+}
+
+}  // namespace
+
+Result<Tensor> UnaryBackward(UnaryFn fn, const Tensor& dy, const Tensor& x) {
+  if (!Known(fn)) {
+    return InvalidArgument(fmt::format("unknown unary op {}", static_cast<int>(fn)));
+  }
+  const std::string name = fmt::format("{} backward", UnaryFnName(fn));
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, name + " x"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckTypeShape(dy, x.dtype(), x.shape(), name + " dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    ApplyUnaryBackward<T>(fn, dy.as<T>().data(), x.as<T>().data(), out.as<T>().data(),
+                          x.num_elements());
   });
   return out;
 }

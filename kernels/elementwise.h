@@ -51,6 +51,11 @@ inline constexpr T kGeluA = static_cast<T>(0.044715);
 // fn(x) per element of an f32 or f64 tensor of any shape, computed in its dtype.
 Result<Tensor> Unary(UnaryFn fn, const Tensor& x);
 
+// dy * fn'(x) per element, for dy and x f32 or f64 of one type: the gradient of Unary(fn, x),
+// computed in that dtype. relu'(0) is 0; where fn' is infinite or undefined (log and sqrt at
+// 0, below 0) the result is what IEEE 754 gives (inf or nan).
+Result<Tensor> UnaryBackward(UnaryFn fn, const Tensor& dy, const Tensor& x);
+
 // fn(a, b) per element, f32 or f64 (both alike), with numpy broadcasting: shapes are aligned at the
 // right and each dimension pair must be equal or have a 1 (a row vector [n] against a matrix [m,n],
 // a column [m,1] against [m,n], ...). InvalidArgument naming both shapes otherwise.

@@ -110,6 +110,20 @@ void SoftmaxRows(const T* in, T* dst, Rows rows) {
   }
 }
 
+// dx = y (dy - sum(dy y)) per row, the sum in double.
+template <typename T>
+void SoftmaxBackwardRows(const T* dy, const T* y, T* dx, Rows rows) {
+  for (int64_t r = 0; r < rows.count; ++r) {
+    const T* yr = y + r * rows.width;
+    const T* g = dy + r * rows.width;
+    T* out = dx + r * rows.width;
+    double dot = 0;
+    for (int64_t j = 0; j < rows.width; ++j) dot += static_cast<double>(g[j]) * yr[j];
+    const auto d = static_cast<T>(dot);
+    for (int64_t j = 0; j < rows.width; ++j) out[j] = yr[j] * (g[j] - d);
+  }
+}
+
 template <typename T>
 void LayerNormRows(const T* x, const T* g, const T* b, T* out, Rows rows, double eps) {
   for (int64_t r = 0; r < rows.count; ++r) {
@@ -155,24 +169,6 @@ void LayerNormBackwardRows(const T* x, const T* dy, const T* g, double eps, Rows
     out.dgamma.as<T>()[j] = static_cast<T>(dg[j]);
     out.dbeta.as<T>()[j] = static_cast<T>(db[j]);
   }
-}
-
-template <typename T>
-void GeluBackwardElements(const T* in, const T* g, T* dx, int64_t n) {
-  constexpr T kHalf = 0.5, kOne = 1, kThree = 3;
-  MapThrough<T>(
-      Tanh, n,
-      [in](int64_t i) {
-        const T v = in[i];
-        return kGeluC<T> * (v + kGeluA<T> * v * v * v);
-      },
-      [in, g, dx](int64_t i, T t) {
-        const T v = in[i];
-        // d/dv [0.5 v (1 + t)] = 0.5 (1 + t) + 0.5 v (1 - t^2) c (1 + 3 a v^2).
-        const T grad = kHalf * (kOne + t) +
-                       kHalf * v * (kOne - t * t) * kGeluC<T> * (kOne + kThree * kGeluA<T> * v * v);
-        dx[i] = g[i] * grad;
-      });
 }
 
 // The loss's sum over the rows and each row's gradient (not yet divided by the batch) of
@@ -223,6 +219,17 @@ Result<Tensor> Softmax(const Tensor& x) {
   return out;
 }
 
+Result<Tensor> SoftmaxBackward(const Tensor& dy, const Tensor& y) {
+  ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(y, "softmax backward y"));
+  ATOLL_RETURN_IF_ERROR(internal::CheckTypeShape(dy, y.dtype(), y.shape(), "softmax backward dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(y.dtype(), y.shape()));
+  internal::ForFloat(y.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    SoftmaxBackwardRows(dy.as<T>().data(), y.as<T>().data(), out.as<T>().data(), rows);
+  });
+  return out;
+}
+
 Result<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
   ATOLL_ASSIGN_OR_RETURN(const Rows rows, LastAxisRows(x, "layer norm x"));
   ATOLL_RETURN_IF_ERROR(
@@ -259,14 +266,7 @@ Result<LayerNormGrads> LayerNormBackward(const Tensor& dy, const Tensor& x, cons
 }
 
 Result<Tensor> GeluBackward(const Tensor& dy, const Tensor& x) {
-  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, "gelu backward x"));
-  ATOLL_RETURN_IF_ERROR(internal::CheckTypeShape(dy, x.dtype(), x.shape(), "gelu backward dy"));
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
-  internal::ForFloat(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    GeluBackwardElements(x.as<T>().data(), dy.as<T>().data(), out.as<T>().data(), x.num_elements());
-  });
-  return out;
+  return UnaryBackward(UnaryFn::kGelu, dy, x);
 }
 
 Result<CrossEntropyResult> CrossEntropy(const Tensor& logits, const Tensor& labels) {

@@ -15,6 +15,10 @@ namespace atl::kernels {
 // for any finite input. A row of all -inf, or with a NaN or +inf, gives NaN.
 Result<Tensor> Softmax(const Tensor& x);
 
+// The gradient of Softmax: y (dy - sum(dy y)) over the last axis, given dy = dL/dy and the
+// forward's result y, of one shape.
+Result<Tensor> SoftmaxBackward(const Tensor& dy, const Tensor& y);
+
 // Default epsilon of layer norm (added to the variance).
 inline constexpr double kLayerNormEpsilon = 1e-5;
 

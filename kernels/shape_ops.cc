@@ -246,6 +246,23 @@ Result<Tensor> Reshape(const Tensor& x, Shape shape) {
   return out;
 }
 
+Result<Tensor> PutColumn(const Tensor& column, int64_t width, int64_t j) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckWellFormed(column, "put_column operand"));
+  if (column.shape().size() != 1 || j < 0 || j >= width) {
+    return InvalidArgument(fmt::format(
+        "put_column of {} as column {} of {}: expected a vector and a column in [0, {})",
+        Describe(column), j, width, width));
+  }
+  const int64_t m = column.shape()[0];
+  ATOLL_RETURN_IF_ERROR(internal::CheckShape({m, width}, "put_column result"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(column.dtype(), {m, width}));
+  const size_t elem = DTypeSize(column.dtype());
+  for (int64_t i = 0; i < m; ++i) {
+    std::memcpy(out.data() + (i * width + j) * elem, column.data() + i * elem, elem);
+  }
+  return out;
+}
+
 Result<Tensor> ExpandDims(const Tensor& x, int64_t axis) {
   ATOLL_RETURN_IF_ERROR(internal::CheckWellFormed(x, "expand_dims operand"));
   const auto rank = static_cast<int64_t>(x.shape().size());

@@ -34,6 +34,8 @@ Result<std::vector<Tensor>> Split(const Tensor& x, int64_t axis, int64_t parts);
 // The same elements in row-major order under a new shape of the same element count.
 Result<Tensor> Reshape(const Tensor& x, Shape shape);
 
+// `column` [m] as column j of an otherwise zero [m, width] (0 <= j < width), of its dtype.
+Result<Tensor> PutColumn(const Tensor& column, int64_t width, int64_t j);
 // Inserts a dimension of size 1 at `axis` in [0, rank] (0: leading, rank: trailing).
 Result<Tensor> ExpandDims(const Tensor& x, int64_t axis);
 

@@ -73,4 +73,22 @@ Result<TopKResult> TopK(const Tensor& x, int64_t k) {
   return TopKResult{std::move(values), std::move(indices)};
 }
 
+Result<Tensor> TopKBackward(const Tensor& dy, const Tensor& x) {
+  ATOLL_RETURN_IF_ERROR(internal::CheckFloat(dy, "top-k backward dy"));
+  const int64_t k = dy.shape().empty() ? -1 : dy.shape().back();
+  ATOLL_ASSIGN_OR_RETURN(const TopKResult chosen, TopK(x, k));
+  ATOLL_RETURN_IF_ERROR(
+      internal::CheckTypeShape(dy, x.dtype(), chosen.values.shape(), "top-k backward dy"));
+  ATOLL_ASSIGN_OR_RETURN(Tensor dx, internal::Allocate(x.dtype(), x.shape()));
+  const int64_t n = x.shape().back();
+  const int32_t* idx = chosen.indices.as<int32_t>().data();
+  internal::ForFloat(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* g = dy.as<T>().data();
+    T* out = dx.as<T>().data();
+    for (int64_t i = 0; i < dy.num_elements(); ++i) out[(i / k) * n + idx[i]] = g[i];
+  });
+  return dx;
+}
+
 }  // namespace atl::kernels

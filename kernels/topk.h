@@ -18,4 +18,8 @@ struct TopKResult {
 // by lower index first; NaN counts as larger than every number.
 Result<TopKResult> TopK(const Tensor& x, int64_t k);
 
+// The gradient of TopK's values: each row of dy [..., k] put at the positions TopK(x, k)
+// chooses in that row of x [..., n] (f32 or f64, both alike), zero elsewhere.
+Result<Tensor> TopKBackward(const Tensor& dy, const Tensor& x);
+
 }  // namespace atl::kernels

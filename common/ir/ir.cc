@@ -40,6 +40,16 @@ std::string_view OpName(OpCode code) {
   return row != nullptr ? row->name : "?";
 }
 
+bool IsUnaryOp(OpCode code) {
+  switch (code) {
+#define ATOLL_UNARY_OP(Name, name) case OpCode::k##Name:
+#include "atoll/unary_ops.def"
+    return true;
+    default:
+      return false;
+  }
+}
+
 double MatmulAttr(bool transpose_a, bool transpose_b) {
   return (transpose_a ? 1.0 : 0.0) + (transpose_b ? 2.0 : 0.0);
 }

@@ -34,6 +34,9 @@ struct TensorType {
   MSGPACK_DEFINE(dtype, shape, split);
 };
 
+// "f32[8,4] split [0,-1]", for error messages.
+std::string Describe(const TensorType& t);
+
 // The type of a tensor cut along dimension `dim` over mesh axis 0 (dim < 0: replicated).
 TensorType SplitType(DType dtype, Shape shape, int dim);
 bool IsReplicated(const TensorType& type);
@@ -56,6 +59,9 @@ static_assert(kNumOpCodes <= 256, "an OpCode is one byte on the wire");
 
 // The row's name ("add", "matmul", "exp", ...); "?" for a code outside the table.
 std::string_view OpName(OpCode code);
+
+// True for the codes of the unary ops (the rows of include/atoll/unary_ops.def).
+bool IsUnaryOp(OpCode code);
 
 // kMatmul's attr from its transpose flags, and back.
 double MatmulAttr(bool transpose_a, bool transpose_b);

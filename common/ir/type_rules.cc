@@ -6,12 +6,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace atl::ir::internal {
+namespace atl::ir {
 
 std::string Describe(const TensorType& t) {
   return fmt::format("{}{} split [{}]", DTypeName(t.dtype), ShapeString(t.shape),
                      fmt::join(t.split, ","));
 }
+
+}  // namespace atl::ir
+
+namespace atl::ir::internal {
 
 namespace {
 
@@ -119,8 +123,13 @@ Result<TensorType> InferArithmetic(const FunctionDef& fn, const Op& op) {
   const TensorType* a = OperandType(fn, op.operands[0]);
   const TensorType* b = OperandType(fn, op.operands[1]);
   if (!a && !b) return InvalidArgument("elementwise op on two scalars");
-  if (a && b) ATOLL_RETURN_IF_ERROR(NeedSameType(op, *a, *b));
-  return a ? *a : *b;
+  if (!a || !b) return a ? *a : *b;
+  // A [] tensor is broadcast over the other operand, as a scalar constant is.
+  if (a->dtype == b->dtype && (a->shape.empty() || b->shape.empty())) {
+    return a->shape.empty() ? *b : *a;
+  }
+  ATOLL_RETURN_IF_ERROR(NeedSameType(op, *a, *b));
+  return *a;
 }
 
 Result<TensorType> InferSpin(const FunctionDef& fn, const Op& op) {

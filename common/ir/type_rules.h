@@ -55,10 +55,11 @@ Result<TensorType> InferAllToAll(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferBroadcast(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferCollectivePermute(const FunctionDef& fn, const Op& op);
 
-// Checks the rules share (type_rules.cc). Each returns InvalidArgument naming the op.
+// type_rules_grad.cc: the gradient ops Grad emits.
+Result<TensorType> InferOperandGrad(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferFillLike(const FunctionDef& fn, const Op& op);
 
-// "f32[8,4] split [0,-1]", for error messages.
-std::string Describe(const TensorType& t);
+// Checks the rules share (type_rules.cc). Each returns InvalidArgument naming the op.
 
 // Which dimensions of an op's tensor operands may be dynamic (kDynamicDim).
 enum class Dims {

@@ -7,51 +7,61 @@
 #include <fmt/format.h>
 
 #include "atoll/function.h"
+#include "atoll/grad.h"
 #include "atoll/program.h"
 #include "examples/common/uniform.h"
 
 namespace atl::examples {
 
-namespace {
+MlpInputs DeclareMlpInputs(FunctionBuilder& b, const MlpConfig& c) {
+  MlpInputs in;
+  in.x = b.Input(DType::kF32, {c.batch, c.inputs}, Sharding::Split(0));
+  in.labels = b.Input(DType::kI32, {c.batch}, Sharding::Split(0));
+  in.w1 = b.Input(DType::kF32, {c.inputs, c.hidden}, Sharding::Replicated());
+  in.b1 = b.Input(DType::kF32, {c.hidden}, Sharding::Replicated());
+  in.w2 = b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated());
+  in.b2 = b.Input(DType::kF32, {c.classes}, Sharding::Replicated());
+  return in;
+}
 
-// One SGD step of the MLP logits = gelu(x w1 + b1) w2 + b2 under softmax cross-entropy.
-// Inputs: x, labels (rows split over the slice), w1, b1, w2, b2 (replicated, f32).
-// Outputs: the updated w1, b1, w2, b2 and the loss before the update.
-FunctionBuilder TrainStep(const MlpConfig& c) {
-  FunctionBuilder b("mlp_train_step");
-  const Value x = b.Input(DType::kF32, {c.batch, c.inputs}, Sharding::Split(0));
-  const Value labels = b.Input(DType::kI32, {c.batch}, Sharding::Split(0));
-  const Value w1 = b.Input(DType::kF32, {c.inputs, c.hidden}, Sharding::Replicated());
-  const Value b1 = b.Input(DType::kF32, {c.hidden}, Sharding::Replicated());
-  const Value w2 = b.Input(DType::kF32, {c.hidden, c.classes}, Sharding::Replicated());
-  const Value b2 = b.Input(DType::kF32, {c.classes}, Sharding::Replicated());
+FunctionBuilder MlpLoss(const MlpConfig& c) {
+  FunctionBuilder b("mlp_loss");
+  const auto [x, labels, w1, b1, w2, b2] = DeclareMlpInputs(b, c);
   // What the matmuls and the activations take (bf16 under mixed precision), and f32 for the
-  // loss and the updates; in f32 precision both leave a value as it is.
+  // loss; in f32 precision both leave a value as it is. Grad differentiates through the
+  // casts, so the gradients come back f32, the master weights' dtype.
   const bool mixed = c.precision != DType::kF32;
   auto low = [&](Value v) { return mixed ? b.Cast(v, c.precision) : v; };
   auto wide = [&](Value v) { return mixed ? b.Cast(v, DType::kF32) : v; };
 
-  const Value xl = low(x), w1l = low(w1), w2l = low(w2);
-  const Value z1 = b.BiasAdd(b.Matmul(xl, w1l), low(b1));
-  const Value h = b.Gelu(z1);
-  const Value logits = b.BiasAdd(b.Matmul(h, w2l), low(b2));
-  const auto ce = b.CrossEntropy(wide(logits), labels);
+  const Value h = b.Gelu(b.BiasAdd(b.Matmul(low(x), low(w1)), low(b1)));
+  const Value logits = b.BiasAdd(b.Matmul(h, low(w2)), low(b2));
+  // Each device's share of the batch's mean, summed over the devices.
+  b.Output(b.AllReduceSum(b.CrossEntropy(wide(logits), labels).loss));
+  return b;
+}
 
-  // Each device's share of every gradient (a sum over its rows of the batch); the shares
-  // of the cross-entropy are scaled so that AllReduceSum gives the whole batch's gradient.
-  const Value dlogits = low(ce.dlogits);
-  const Value dw2 = wide(b.Matmul(h, dlogits, /*transpose_a=*/true, /*transpose_b=*/false));
-  const Value db2 = b.ReduceSum(ce.dlogits, 0);
-  const Value dz1 = b.GeluBackward(b.Matmul(dlogits, w2l, false, true), z1);
-  const Value dw1 = wide(b.Matmul(xl, dz1, true, false));
-  const Value db1 = b.ReduceSum(wide(dz1), 0);
+Result<FunctionBuilder> MlpGradients(const MlpConfig& c) {
+  return ValueAndGrad(MlpLoss(c), {2, 3, 4, 5});
+}
 
-  const double lr = c.learning_rate;
-  b.Output(b.SgdUpdate(w1, b.AllReduceSum(dw1), lr));
-  b.Output(b.SgdUpdate(b1, b.AllReduceSum(db1), lr));
-  b.Output(b.SgdUpdate(w2, b.AllReduceSum(dw2), lr));
-  b.Output(b.SgdUpdate(b2, b.AllReduceSum(db2), lr));
-  b.Output(b.AllReduceSum(ce.loss));
+namespace {
+
+// One SGD step: the loss and gradients, then every weight less lr times its gradient.
+// Inputs: x, labels (rows split over the slice), w1, b1, w2, b2 (replicated).
+// Outputs: the updated w1, b1, w2, b2 and the loss before the update.
+Result<FunctionBuilder> TrainStep(const MlpConfig& c) {
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder gradients, MlpGradients(c));
+  FunctionBuilder b("mlp_train_step");
+  const MlpInputs in = DeclareMlpInputs(b, c);
+  const std::vector<Value> weights = {in.w1, in.b1, in.w2, in.b2};
+  const std::vector<Value> loss_and_grads =
+      b.Call(gradients, {in.x, in.labels, in.w1, in.b1, in.w2, in.b2});
+  if (!b.status().ok()) return b.status();
+  for (size_t i = 0; i < weights.size(); ++i) {
+    b.Output(b.SgdUpdate(weights[i], loss_and_grads[1 + i], c.learning_rate));
+  }
+  b.Output(loss_and_grads[0]);
   return b;
 }
 
@@ -91,7 +101,7 @@ Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& 
         fmt::format("need steps >= 1 and a batch ({}) that divides over {} devices", config.batch,
                     slice.num_devices()));
   }
-  const FunctionBuilder builder = TrainStep(config);
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder builder, TrainStep(config));
   ATOLL_ASSIGN_OR_RETURN(Function step, client.Register(builder, slice));
   ProgramBuilder p;
   std::vector<Traced> args;

@@ -1,7 +1,8 @@
 // Data-parallel training of a 2-layer MLP classifier on synthetic data, as one compiled
 // function per step: the batch is split over the slice's devices, the weights are
-// replicated, each device computes its share of the gradients, AllReduceSum adds them up,
-// and every device takes the same SGD step. On a 1-device slice the same function is plain
+// replicated, and the step is the loss's gradient (Grad, include/atoll/grad.h: each device
+// computes its share, and the all_reduce_sum Grad inserts adds them up) and an SGD update
+// that every device takes alike. On a 1-device slice the same function is plain
 // single-device training, which is what the data-parallel run is checked against.
 //
 // Mixed precision (precision = kBF16): the matmuls of the forward and backward passes take
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "atoll/client.h"
+#include "atoll/function.h"
 #include "atoll/status.h"
 #include "atoll/tensor.h"
 
@@ -49,6 +51,20 @@ struct MlpBatch {
   Tensor x;       // f32 [batch, inputs], uniform in [-1, 1)
   Tensor labels;  // i32 [batch]: the class a fixed random linear teacher gives x
 };
+
+// The inputs of the model's functions, declared on `b` in this order: x and labels split over
+// the slice's rows, the f32 weights replicated.
+struct MlpInputs {
+  Value x, labels, w1, b1, w2, b2;
+};
+MlpInputs DeclareMlpInputs(FunctionBuilder& b, const MlpConfig& config);
+
+// The model's loss, a function of (x, labels, w1, b1, w2, b2): the batch's mean softmax
+// cross-entropy of gelu(x w1 + b1) w2 + b2, with x and labels split over the slice's rows.
+FunctionBuilder MlpLoss(const MlpConfig& config);
+// ValueAndGrad of MlpLoss by w1, b1, w2, b2: (x, labels, w1, b1, w2, b2) -> loss, dw1, db1,
+// dw2, db2, the gradients whole on every device.
+Result<FunctionBuilder> MlpGradients(const MlpConfig& config);
 
 // Small random weights and zero biases, from config.seed.
 MlpParams InitMlp(const MlpConfig& config);

@@ -27,7 +27,7 @@ Result<Program> TraceStep(const BlockFunctions& f, const PipelineConfig& c, int6
   Traced dy = Output(head, 1);
   std::vector<Traced> results(2 * S);
   for (int s = S - 1; s >= 0; --s) {
-    const auto grads = p.Call(f.backward, {acts[s], dy, w1[s], w2[s]});
+    const auto grads = p.Call(f.backward, {acts[s], w1[s], w2[s], dy});
     dy = Output(grads, 0);
     const auto updated = p.Call(f.update, {w1[s], w2[s], Output(grads, 1), Output(grads, 2)});
     results[2 * s] = Output(updated, 0);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "atoll/function.h"
+#include "atoll/grad.h"
 #include "atoll/program.h"
 #include "examples/common/uniform.h"
 
@@ -19,72 +20,87 @@ Value Modelled(FunctionBuilder& b, Value v, double micros) {
   return micros > 0 ? b.Spin(v, micros) : v;
 }
 
-// A weight gradient as summed over the slice: with split rows each device holds its rows'
-// partial sum.
-Value Complete(FunctionBuilder& b, Value partial, const BlockLayout& layout) {
-  return layout.split_rows ? b.AllReduceSum(partial) : partial;
-}
-
-// The block's backward pass, with the running gradient sums as inputs when `accumulate`.
-// Recomputes z = x w1 rather than keeping it from the forward pass (as GPipe does).
-FunctionBuilder BackwardBuilder(const PipelineConfig& c, const BlockLayout& layout,
-                                bool accumulate) {
-  const Sharding rows = layout.split_rows ? Sharding::Split(0) : Sharding::Replicated();
-  const Sharding rep = Sharding::Replicated();
-  FunctionBuilder b(accumulate ? "block_backward_accumulate" : "block_backward");
-  // Inputs declared one statement each: their order is the function's argument order.
-  const Value x = b.Input(DType::kF32, {layout.rows, c.width}, rows);
-  const Value dy = b.Input(DType::kF32, {layout.rows, c.width}, rows);
-  const Value w1 = b.Input(DType::kF32, {c.width, c.hidden}, rep);
-  const Value w2 = b.Input(DType::kF32, {c.hidden, c.width}, rep);
-  const Value z = b.Matmul(x, w1);
-  const Value dz = b.GeluBackward(b.Matmul(dy, w2, false, true), z);
-  Value dw1 = Complete(b, b.Matmul(x, dz, true, false), layout);
-  Value dw2 = Complete(b, b.Matmul(b.Gelu(z), dy, true, false), layout);
-  if (accumulate) {
-    const Value g1 = b.Input(DType::kF32, {c.width, c.hidden}, rep);
-    const Value g2 = b.Input(DType::kF32, {c.hidden, c.width}, rep);
-    dw1 = b.Add(g1, dw1);
-    dw2 = b.Add(g2, dw2);
-  }
-  b.Output(Modelled(b, b.Add(dy, b.Matmul(dz, w1, false, true)), layout.backward_us));
-  b.Output(dw1);
-  b.Output(dw2);
-  return b;
-}
-
-// The cross-entropy head, adding its scaled loss to a running sum when `sum`.
-FunctionBuilder HeadBuilder(const PipelineConfig& c, const BlockLayout& layout, bool sum) {
-  const Sharding rows = layout.split_rows ? Sharding::Split(0) : Sharding::Replicated();
-  FunctionBuilder b(sum ? "head_sum" : "head");
-  const Value y = b.Input(DType::kF32, {layout.rows, c.width}, rows);
-  const Value labels = b.Input(DType::kI32, {layout.rows}, rows);
-  const auto ce = b.CrossEntropy(y, labels);
-  // With split rows each device holds its rows' share of the mean.
-  Value loss = b.Mul(layout.split_rows ? b.AllReduceSum(ce.loss) : ce.loss, layout.loss_scale);
-  if (sum) loss = b.Add(b.Input(DType::kF32, {}, Sharding::Replicated()), loss);
-  b.Output(loss);
-  b.Output(ce.dlogits);
-  return b;
+Sharding RowsOf(const BlockLayout& layout) {
+  return layout.split_rows ? Sharding::Split(0) : Sharding::Replicated();
 }
 
 }  // namespace
 
+FunctionBuilder BlockForward(const PipelineConfig& c, const BlockLayout& layout) {
+  FunctionBuilder b("block_forward");
+  // Inputs declared one statement each: their order is the function's argument order.
+  const Value x = b.Input(DType::kF32, {layout.rows, c.width}, RowsOf(layout));
+  const Value w1 = b.Input(DType::kF32, {c.width, c.hidden}, Sharding::Replicated());
+  const Value w2 = b.Input(DType::kF32, {c.hidden, c.width}, Sharding::Replicated());
+  b.Output(b.Add(x, b.Matmul(b.Gelu(b.Matmul(x, w1)), w2)));
+  return b;
+}
+
+Result<FunctionBuilder> BlockBackward(const PipelineConfig& c, const BlockLayout& layout,
+                                      bool accumulate) {
+  // The vector-Jacobian product: it recomputes the forward pass it needs (as GPipe does),
+  // and all-reduces the weight gradients when the rows are split.
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder vjp,
+                         Grad(BlockForward(c, layout), {0, 1, 2}, {.cotangents = true}));
+  FunctionBuilder b(accumulate ? "block_backward_accumulate" : "block_backward");
+  const Shape rows = {layout.rows, c.width};
+  const Value x = b.Input(DType::kF32, rows, RowsOf(layout));
+  const Value w1 = b.Input(DType::kF32, {c.width, c.hidden}, Sharding::Replicated());
+  const Value w2 = b.Input(DType::kF32, {c.hidden, c.width}, Sharding::Replicated());
+  const Value dy = b.Input(DType::kF32, rows, RowsOf(layout));
+  std::vector<Value> grads = b.Call(vjp, {x, w1, w2, dy});
+  if (!b.status().ok()) return b.status();
+  if (accumulate) {
+    grads[1] = b.Add(b.Input(DType::kF32, {c.width, c.hidden}, Sharding::Replicated()), grads[1]);
+    grads[2] = b.Add(b.Input(DType::kF32, {c.hidden, c.width}, Sharding::Replicated()), grads[2]);
+  }
+  b.Output(Modelled(b, grads[0], layout.backward_us));
+  b.Output(grads[1]);
+  b.Output(grads[2]);
+  return b;
+}
+
+FunctionBuilder HeadLoss(const PipelineConfig& c, const BlockLayout& layout) {
+  FunctionBuilder b("head_loss");
+  const Value y = b.Input(DType::kF32, {layout.rows, c.width}, RowsOf(layout));
+  const Value labels = b.Input(DType::kI32, {layout.rows}, RowsOf(layout));
+  const Value loss = b.CrossEntropy(y, labels).loss;
+  // With split rows each device holds its rows' share of the mean.
+  b.Output(b.Mul(layout.split_rows ? b.AllReduceSum(loss) : loss, layout.loss_scale));
+  return b;
+}
+
+Result<FunctionBuilder> Head(const PipelineConfig& c, const BlockLayout& layout, bool sum) {
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder loss_and_dy, ValueAndGrad(HeadLoss(c, layout), {0}));
+  FunctionBuilder b(sum ? "head_sum" : "head");
+  const Value y = b.Input(DType::kF32, {layout.rows, c.width}, RowsOf(layout));
+  const Value labels = b.Input(DType::kI32, {layout.rows}, RowsOf(layout));
+  std::vector<Value> out = b.Call(loss_and_dy, {y, labels});
+  if (!b.status().ok()) return b.status();
+  if (sum) out[0] = b.Add(b.Input(DType::kF32, {}, Sharding::Replicated()), out[0]);
+  b.Output(out[0]);
+  b.Output(out[1]);
+  return b;
+}
+
 Result<BlockFunctions> RegisterBlock(Client& client, const Slice& slice, const PipelineConfig& c,
                                      const BlockLayout& layout) {
-  const Sharding rows = layout.split_rows ? Sharding::Split(0) : Sharding::Replicated();
   const Sharding rep = Sharding::Replicated();
   BlockFunctions f;
   {
     FunctionBuilder b("block_forward");
-    const Value x = b.Input(DType::kF32, {layout.rows, c.width}, rows);
+    const Value x = b.Input(DType::kF32, {layout.rows, c.width}, RowsOf(layout));
     const Value w1 = b.Input(DType::kF32, {c.width, c.hidden}, rep);
     const Value w2 = b.Input(DType::kF32, {c.hidden, c.width}, rep);
-    b.Output(Modelled(b, b.Add(x, b.Matmul(b.Gelu(b.Matmul(x, w1)), w2)), layout.forward_us));
+    const std::vector<Value> y = b.Call(BlockForward(c, layout), {x, w1, w2});
+    if (!b.status().ok()) return b.status();
+    b.Output(Modelled(b, y[0], layout.forward_us));
     ATOLL_ASSIGN_OR_RETURN(f.forward, client.Register(b, slice));
   }
-  ATOLL_ASSIGN_OR_RETURN(f.backward, client.Register(BackwardBuilder(c, layout, false), slice));
-  ATOLL_ASSIGN_OR_RETURN(f.accumulate, client.Register(BackwardBuilder(c, layout, true), slice));
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder backward, BlockBackward(c, layout, false));
+  ATOLL_ASSIGN_OR_RETURN(f.backward, client.Register(backward, slice));
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder accumulate, BlockBackward(c, layout, true));
+  ATOLL_ASSIGN_OR_RETURN(f.accumulate, client.Register(accumulate, slice));
   {
     FunctionBuilder b("sgd");
     const Value w1 = b.Input(DType::kF32, {c.width, c.hidden}, rep);
@@ -95,8 +111,10 @@ Result<BlockFunctions> RegisterBlock(Client& client, const Slice& slice, const P
     b.Output(b.SgdUpdate(w2, g2, layout.learning_rate));
     ATOLL_ASSIGN_OR_RETURN(f.update, client.Register(b, slice));
   }
-  ATOLL_ASSIGN_OR_RETURN(f.head, client.Register(HeadBuilder(c, layout, false), slice));
-  ATOLL_ASSIGN_OR_RETURN(f.head_sum, client.Register(HeadBuilder(c, layout, true), slice));
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder head, Head(c, layout, false));
+  ATOLL_ASSIGN_OR_RETURN(f.head, client.Register(head, slice));
+  ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder head_sum, Head(c, layout, true));
+  ATOLL_ASSIGN_OR_RETURN(f.head_sum, client.Register(head_sum, slice));
   return f;
 }
 

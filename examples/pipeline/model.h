@@ -1,8 +1,10 @@
 // The model both trainers of this example use (pipeline.h: one block per stage; data_parallel.h:
 // every block on every device of one slice): S residual MLP blocks y = x + gelu(x w1) w2 and a
-// cross-entropy head, with an explicit backward pass, trained by SGD on synthetic data from a
-// fixed random teacher. Also the training loop they share: one traced program per step, whose
-// new weights stay in the object stores and feed the next step as Futures.
+// cross-entropy head, trained by SGD on synthetic data from a fixed random teacher. Each
+// backward function is Grad (include/atoll/grad.h) of its forward one: a block's takes the
+// cotangent the next stage sends back, the head's the loss. Also the training loop they share: one
+// traced program per step, whose new weights stay in the object stores and feed the next step as
+// Futures.
 #pragma once
 
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "atoll/client.h"
+#include "atoll/function.h"
 #include "atoll/status.h"
 #include "atoll/tensor.h"
 
@@ -54,19 +57,32 @@ struct BlockLayout {
   bool split_rows = false;
   double forward_us = 0;
   double backward_us = 0;
-  double loss_scale = 1;     // the head adds loss_scale * mean cross-entropy to its sum
+  double loss_scale = 1;     // the head's loss is loss_scale * mean cross-entropy
   double learning_rate = 0;  // of the update, applied to the gradients as summed
 };
 
 // The functions of one block, and of the head, compiled on one slice.
 struct BlockFunctions {
   Function forward;     // (x, w1, w2) -> y
-  Function backward;    // (x, dy, w1, w2) -> dx, dw1, dw2
-  Function accumulate;  // (x, dy, w1, w2, g1, g2) -> dx, g1 + dw1, g2 + dw2
+  Function backward;    // (x, w1, w2, dy) -> dx, dw1, dw2
+  Function accumulate;  // (x, w1, w2, dy, g1, g2) -> dx, g1 + dw1, g2 + dw2
   Function update;      // (w1, w2, g1, g2) -> w1 - lr g1, w2 - lr g2
-  Function head;        // (y, labels) -> scaled loss, dy
+  Function head;        // (y, labels) -> scaled loss, dy (its gradient)
   Function head_sum;    // (y, labels, loss) -> loss + scaled loss, dy
 };
+
+// The builders behind them (without the spins that model compute time), which the tests
+// compare with hand-written backward passes:
+// (x, w1, w2) -> x + gelu(x w1) w2.
+FunctionBuilder BlockForward(const PipelineConfig& c, const BlockLayout& layout);
+// Grad of BlockForward with the cotangent dy: (x, w1, w2, dy[, g1, g2]) -> dx, dw1 [+ g1],
+// dw2 [+ g2], the weight gradients whole on every device. Spins layout.backward_us.
+Result<FunctionBuilder> BlockBackward(const PipelineConfig& c, const BlockLayout& layout,
+                                      bool accumulate);
+// (y, labels) -> loss_scale * the mean cross-entropy of the logits y.
+FunctionBuilder HeadLoss(const PipelineConfig& c, const BlockLayout& layout);
+// ValueAndGrad of HeadLoss: (y, labels[, loss]) -> [loss +] the scaled loss, its gradient dy.
+Result<FunctionBuilder> Head(const PipelineConfig& c, const BlockLayout& layout, bool sum);
 
 Result<BlockFunctions> RegisterBlock(Client& client, const Slice& slice, const PipelineConfig& c,
                                      const BlockLayout& layout);

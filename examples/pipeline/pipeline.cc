@@ -42,8 +42,8 @@ Result<Program> TraceStep(const std::vector<BlockFunctions>& stages, const Pipel
     Traced dy = dys[m];
     for (int s = S - 1; s >= 0; --s) {
       const auto grads =
-          m == 0 ? p.Call(stages[s].backward, {acts[m][s], dy, w1[s], w2[s]})
-                 : p.Call(stages[s].accumulate, {acts[m][s], dy, w1[s], w2[s], g1[s], g2[s]});
+          m == 0 ? p.Call(stages[s].backward, {acts[m][s], w1[s], w2[s], dy})
+                 : p.Call(stages[s].accumulate, {acts[m][s], w1[s], w2[s], dy, g1[s], g2[s]});
       dy = Output(grads, 0);
       g1[s] = Output(grads, 1);
       g2[s] = Output(grads, 2);
@@ -76,10 +76,10 @@ Result<PipelineResult> TrainPipeline(Client& client, const std::vector<Slice>& s
   layout.rows = c.micro_batch;
   layout.forward_us = c.forward_us;
   layout.backward_us = c.backward_us;
-  // The step's loss is the mean over its micro-batches; the summed gradients are M times
-  // the mean's.
+  // The step's loss is the mean over its micro-batches: each head's is 1/M of its own, so
+  // the gradients summed over the micro-batches are the step's.
   layout.loss_scale = 1.0 / c.micro_batches;
-  layout.learning_rate = c.learning_rate / c.micro_batches;
+  layout.learning_rate = c.learning_rate;
   std::vector<BlockFunctions> stages;
   for (const Slice& slice : slices) {
     auto registered = RegisterBlock(client, slice, c, layout);

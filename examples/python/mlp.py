@@ -3,9 +3,9 @@
 examples/mlp (the C++ example) traced from a plain Python function, on the same data, so that
 both print the same losses.
 
-The batch is split over the slice's devices and the weights are replicated; each device
-computes its share of the gradients, all_reduce_sum adds them up, and every device takes the
-same SGD step. Run it on the cluster `atoll up` started (or --rm EP):
+The batch is split over the slice's devices and the weights are replicated; the step's
+gradients come from atoll.value_and_grad (each device computes its share, and the
+all_reduce_sum it adds makes the batch's), and every device takes the same SGD step. Run it on the cluster `atoll up` started (or --rm EP):
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/mlp.py --steps 5
 """
@@ -77,27 +77,21 @@ def train_step(client: atoll.Client, s: atoll.Slice, c: MlpConfig) -> atoll.Func
     """One SGD step of logits = gelu(x w1 + b1) w2 + b2 under softmax cross-entropy: the
     updated w1, b1, w2, b2 and the loss before the update."""
 
+    def loss_fn(x, labels, w1, b1, w2, b2):
+        h = ops.gelu(ops.bias_add(x @ w1, b1))
+        loss, _ = ops.cross_entropy(ops.bias_add(h @ w2, b2), labels)
+        return ops.all_reduce_sum(loss)  # each device's share of the batch's mean
+
     @client.function(s, atoll.f32[c.batch, c.inputs].split(0), atoll.i32[c.batch].split(0),
                      atoll.f32[c.inputs, c.hidden], atoll.f32[c.hidden],
                      atoll.f32[c.hidden, c.classes], atoll.f32[c.classes],
                      name="mlp_train_step")
     def step(x, labels, w1, b1, w2, b2):
-        z1 = ops.bias_add(x @ w1, b1)
-        h = ops.gelu(z1)
-        logits = ops.bias_add(h @ w2, b2)
-        loss, dlogits = ops.cross_entropy(logits, labels)
-        # Each device's share of every gradient; all_reduce_sum makes the batch's.
-        dw2 = ops.matmul(h, dlogits, transpose_a=True)
-        db2 = ops.reduce_sum(dlogits, 0)
-        dz1 = ops.gelu_backward(ops.matmul(dlogits, w2, transpose_b=True), z1)
-        dw1 = ops.matmul(x, dz1, transpose_a=True)
-        db1 = ops.reduce_sum(dz1, 0)
-        lr = c.learning_rate
-        return (ops.sgd_update(w1, ops.all_reduce_sum(dw1), lr),
-                ops.sgd_update(b1, ops.all_reduce_sum(db1), lr),
-                ops.sgd_update(w2, ops.all_reduce_sum(dw2), lr),
-                ops.sgd_update(b2, ops.all_reduce_sum(db2), lr),
-                ops.all_reduce_sum(loss))
+        # The gradients of the replicated weights, all-reduced over the devices' rows.
+        loss, grads = atoll.value_and_grad(loss_fn, argnums=(2, 3, 4, 5))(x, labels, w1, b1,
+                                                                          w2, b2)
+        weights = (w1, b1, w2, b2)
+        return (*(ops.sgd_update(w, g, c.learning_rate) for w, g in zip(weights, grads)), loss)
 
     return step
 

@@ -216,6 +216,23 @@ class FunctionBuilder {
 
   void Output(Value v);
 
+  // Function `f`'s ops inlined on `args`, one per input of f, each of that input's dtype,
+  // shape and sharding: f's outputs as values of this builder. How a function made by Grad
+  // (atoll/grad.h) becomes part of a larger one, as a JAX user calls grad(f) inside a step:
+  //   auto loss_and_grads = step.Call(ValueAndGrad(loss, {1}).value(), {x, w});
+  //   step.Output(step.SgdUpdate(w, loss_and_grads[1], 0.1));
+  // An error (f's own, a wrong argument count or type) is this builder's status(), and the
+  // values returned (one per output of f still) are invalid.
+  std::vector<Value> Call(const FunctionBuilder& f, const std::vector<Value>& args);
+
+  // What Input took for a value of this builder: its dtype, global shape and sharding.
+  struct ValueType {
+    DType dtype = DType::kF32;
+    Shape shape;
+    Sharding sharding;
+  };
+  Result<ValueType> TypeOf(Value v) const;
+
   // The first error met while building (a bad Value, mismatched shapes), or OK.
   // Register() reports it too.
   const Status& status() const;
@@ -224,6 +241,7 @@ class FunctionBuilder {
 
  private:
   friend class Client;
+  friend struct HandleAccess;  // inside the library (client/internal.h)
   std::unique_ptr<Impl> impl_;
 };
 

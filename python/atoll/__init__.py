@@ -28,7 +28,7 @@ from ._atoll import (Cancelled, DeadlineExceeded, Error, FailedPrecondition, Int
                      InvalidArgument, NotFound, OutOfMemory, PermissionDenied,
                      ResourceExhausted, Traced, Unavailable, Value)
 from ._client import Client, Future, Run, Slice, connect
-from ._tracing import Function, Program, function, program, route
+from ._tracing import Function, Program, function, grad, program, route, value_and_grad
 from ._types import (DType, Sharding, TensorType, axes, bf16, f16, f32, f64, i32, i64, replicated,
                      split)
 
@@ -37,5 +37,6 @@ __all__ = [
     "Function", "Future", "Internal", "InvalidArgument", "NotFound", "OutOfMemory",
     "PermissionDenied", "Program", "ResourceExhausted", "Run", "Sharding", "Slice",
     "TensorType", "Traced", "Unavailable", "Value", "axes", "bf16", "connect", "f16", "f32",
-    "f64", "function", "i32", "i64", "ops", "program", "replicated", "route", "split",
+    "f64", "function", "grad", "i32", "i64", "ops", "program", "replicated", "route", "split",
+    "value_and_grad",
 ]

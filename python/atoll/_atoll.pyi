@@ -1,6 +1,6 @@
 # Type stubs of the extension module atoll._atoll (python/src/): what the package's Python
 # modules build on. Users reach it through the package (atoll.connect, atoll.function, ...).
-from typing import List, Sequence, Tuple, Union
+from typing import Any, Callable, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -37,6 +37,9 @@ class Value:
     def __matmul__(self, other: Value) -> Value: ...
     def __neg__(self) -> Value: ...
     def __bool__(self) -> bool: ...
+
+def differentiate(fun: Callable[..., Any], argnums: Sequence[int], args: Sequence[Value],
+                  keep_value: bool) -> List[Value]: ...
 
 class FunctionBuilder:
     def __init__(self, name: str) -> None: ...

@@ -7,6 +7,7 @@ trace time and cannot depend on the values.
 from __future__ import annotations
 
 import contextvars
+import functools
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple, Union
 
 from . import _atoll
@@ -177,3 +178,44 @@ def route(values: Traced, destinations: Traced) -> Traced:
         raise TypeError("atoll.route is called outside a program: call it inside an "
                         "@atoll.program function")
     return builder.route(values, destinations)
+
+
+def _differentiated(fun: Callable[..., Any], argnums: Union[int, Sequence[int]],
+                    keep_value: bool) -> Callable[..., Any]:
+    nums = [argnums] if isinstance(argnums, int) else list(argnums)
+
+    @functools.wraps(fun)
+    def differentiated(*args: Value) -> Any:
+        outputs = _atoll.differentiate(fun, [n + len(args) if n < 0 else n for n in nums],
+                                       list(args), keep_value)
+        grads = outputs[1:] if keep_value else outputs
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        return (outputs[0], g) if keep_value else g
+
+    return differentiated
+
+
+def grad(fun: Callable[..., Any], argnums: Union[int, Sequence[int]] = 0) -> Callable[..., Any]:
+    """The gradient of ``fun``, as jax.grad: a function of the same arguments, called on the
+    values of a function being traced, that returns the gradient of fun's one float [] result
+    with respect to argument ``argnums`` (a tuple of them for a tuple of indices), each with
+    its argument's type and sharding::
+
+        @atoll.function(s, atoll.f32[64, 16].split(0), atoll.i32[64].split(0), atoll.f32[16, 4])
+        def step(x, labels, w):
+            def loss(x, labels, w):
+                return ops.all_reduce_sum(ops.cross_entropy(x @ w, labels)[0])
+            return ops.sgd_update(w, atoll.grad(loss, argnums=2)(x, labels, w), 0.1)
+
+    fun is traced into a function of its own, differentiated (include/atoll/grad.h: where
+    the gradient of a replicated value sums over split rows, the all_reduce_sum is added),
+    and inlined. Errors (an op that is not differentiable, an integer argument, a result
+    that is not f32 []) raise atoll.InvalidArgument naming them."""
+    return _differentiated(fun, argnums, keep_value=False)
+
+
+def value_and_grad(fun: Callable[..., Any],
+                   argnums: Union[int, Sequence[int]] = 0) -> Callable[..., Any]:
+    """As atoll.grad, returning ``(value, gradient)``: fun's result, then its gradient
+    (jax.value_and_grad)."""
+    return _differentiated(fun, argnums, keep_value=True)

@@ -1,11 +1,13 @@
 // Tracing a Python function into a compiled function: FunctionBuilder makes the inputs, the
 // function runs on them as symbolic Values, whose operators (+ - * / @, unary minus, .T)
 // record ops; every other op is in atoll.ops (ops.cc).
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <pybind11/stl.h>
 
+#include "atoll/grad.h"
 #include "python/src/bindings.h"
 #include "python/src/symbolic.h"
 
@@ -44,9 +46,51 @@ void BindArithmetic(py::class_<SymbolicValue>& cls, const char* name, const char
   }
 }
 
+// atoll.grad and atoll.value_and_grad's work: traces `fun` on values of the types of
+// `args` (values of one function being traced) into a function of its own, takes Grad or
+// ValueAndGrad of it by the inputs `argnums`, and inlines that into the function of `args`:
+// its outputs there (with `keep_value`, fun's value first).
+std::vector<SymbolicValue> Differentiate(const py::function& fun, const std::vector<int>& argnums,
+                                         const std::vector<SymbolicValue>& args, bool keep_value) {
+  if (args.empty())
+    throw StatusError(InvalidArgument("the differentiated function takes no values"));
+  for (const SymbolicValue& a : args) TraceOf(args[0], a);
+  const std::shared_ptr<FunctionTrace>& outer = args[0].trace;
+  const std::string name = py::str(py::getattr(fun, "__name__", py::str("function")));
+  auto inner = std::make_shared<FunctionTrace>(name);
+  py::list values;
+  for (const SymbolicValue& a : args) {
+    const FunctionBuilder::ValueType t = Unwrap(outer->builder.TypeOf(a.value));
+    values.append(Apply(inner, [&](Builder& f) { return f.Input(t.dtype, t.shape, t.sharding); }));
+  }
+  const py::object result = fun(*values);
+  if (!py::isinstance<SymbolicValue>(result) ||
+      result.cast<const SymbolicValue&>().trace != inner) {
+    throw StatusError(InvalidArgument("function '" + name +
+                                      "' must return one value (an f32 [] loss) computed from "
+                                      "its arguments to be differentiated"));
+  }
+  inner->builder.Output(result.cast<const SymbolicValue&>().value);
+  ThrowIfError(inner->builder.status());
+  const FunctionBuilder gradient =
+      Unwrap(keep_value ? ValueAndGrad(inner->builder, argnums) : Grad(inner->builder, argnums));
+  std::vector<Value> arg_values;
+  for (const SymbolicValue& a : args) arg_values.push_back(a.value);
+  const std::vector<Value> outputs = outer->builder.Call(gradient, arg_values);
+  ThrowIfError(outer->builder.status());
+  std::vector<SymbolicValue> out;
+  for (Value v : outputs) out.push_back({outer, v});
+  return out;
+}
+
 }  // namespace
 
 void BindFunctionBuilder(py::module_& m) {
+  m.def("differentiate", &Differentiate, py::arg("fun"), py::arg("argnums"), py::arg("args"),
+        py::arg("keep_value"),
+        "atoll.grad's and atoll.value_and_grad's work (python/atoll/_tracing.py): fun traced "
+        "on values of args' types, differentiated by the inputs argnums (Grad, "
+        "include/atoll/grad.h), inlined on args.");
   py::class_<FunctionTrace, std::shared_ptr<FunctionTrace>>(
       m, "FunctionBuilder",
       "Records a compiled function as a list of ops over global (unsharded) shapes. "

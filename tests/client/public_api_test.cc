@@ -5,6 +5,7 @@
 // started the way a user starts one, with `atoll up`.
 #include <atoll/client.h>
 #include <atoll/function.h>
+#include <atoll/grad.h>
 #include <atoll/program.h>
 #include <atoll/status.h>
 #include <atoll/tensor.h>
@@ -93,6 +94,15 @@ TEST_F(PublicApiTest, ReportsTracingErrors) {
   f.Output(f.Add(f.Input(atl::DType::kF32, {2}), f.Input(atl::DType::kF32, {3})));
   EXPECT_FALSE(f.status().ok());
   EXPECT_EQ(f.status().code(), atl::Code::kInvalidArgument);
+}
+
+// Grad is part of what libatoll.so exports.
+TEST_F(PublicApiTest, DifferentiatesAFunction) {
+  atl::FunctionBuilder f("square");
+  const atl::Value x = f.Input(atl::DType::kF32, {3}, atl::Sharding::Replicated());
+  f.Output(f.ReduceSum(f.Mul(x, x), 0));
+  EXPECT_TRUE(atl::Grad(f).ok());
+  EXPECT_EQ(atl::Grad(f, {1}).status().code(), atl::Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -353,6 +353,31 @@ TEST(CpuOpsTest, UnaryTransposeReduceAndSgdOnColumnShards) {
   }
 }
 
+// A [] tensor beside a row-split tensor is broadcast as a scalar is, in its own dtype: an i64
+// beyond 2^53 (which a double would round) stays exact, on either side of the op.
+TEST(CpuOpsTest, ARankZeroTensorBroadcastsInArithmeticInItsOwnDType) {
+  constexpr int64_t kBig = (int64_t{1} << 53) + 1;
+  ir::FunctionDef fn;
+  fn.name = "rank0";
+  fn.inputs = {Type(DType::kI64, {4}, 0), Type(DType::kI64, {})};
+  fn.outputs = {Append(fn, OpCode::kAdd, {Input(0), Input(1)}),
+                Append(fn, OpCode::kSub, {Input(1), Input(0)})};
+  const std::vector<Tensor> out =
+      RunShards(fn, 2, {Tensor::I64({4}, {0, 1, -1, 2}), Tensor::I64({}, {kBig})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], Tensor::I64({4}, {kBig, kBig + 1, kBig - 1, kBig + 2}));
+  EXPECT_EQ(out[1], Tensor::I64({4}, {kBig, kBig - 1, kBig + 1, kBig - 2}));
+
+  ir::FunctionDef f64;
+  f64.name = "rank0_f64";
+  f64.inputs = {Type(DType::kF64, {4}, 0), Type(DType::kF64, {})};
+  f64.outputs = {Append(f64, OpCode::kDiv, {Input(0), Input(1)})};
+  const std::vector<Tensor> q =
+      RunShards(f64, 2, {Tensor::F64({4}, {1, 2, 3, 4}), Tensor::F64({}, {3})});
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0], Tensor::F64({4}, {1.0 / 3, 2.0 / 3, 1.0, 4.0 / 3}));
+}
+
 // Adam on column shards, with the step as an input: each shard's param, m and v are its
 // block of the kernel's whole-tensor step.
 TEST(CpuOpsTest, AdamOnColumnShardsMatchesTheKernel) {

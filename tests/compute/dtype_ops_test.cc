@@ -83,6 +83,15 @@ std::vector<Case> Cases() {
       {"column", OpCode::kColumn, {F({4, 3})}, 1},
       {"cast_to_f32", OpCode::kCast, {F({4, 3})}, static_cast<double>(DType::kF32)},
       {"cast_to_i64", OpCode::kCast, {F({4, 3})}, static_cast<double>(DType::kI64)},
+      {"unary_grad",
+       OpCode::kUnaryGrad,
+       {F({4, 3}), F({4, 3})},
+       static_cast<double>(OpCode::kTanh)},
+      {"reduce_sum_grad", OpCode::kReduceSumGrad, {F({3}), F({4, 3})}, 0},
+      {"softmax_grad", OpCode::kSoftmaxGrad, {F({4, 3}), F({4, 3})}},
+      {"top_k_grad", OpCode::kTopKGrad, {F({4, 2}), F({4, 3})}, 2},
+      {"column_grad", OpCode::kColumnGrad, {F({4}), F({4, 3})}, 1},
+      {"fill_like", OpCode::kFillLike, {F({4, 3})}, 0.5},
   };
   for (const char* name :
        {"exp", "log", "tanh", "relu", "neg", "sqrt", "rsqrt", "gelu", "sigmoid"}) {
@@ -216,10 +225,10 @@ TEST(DTypeOpsTableTest, StorageDTypesAreTakenExactlyWhereTheTableSays) {
     if (!Accepts(c, DType::kBF16).ok()) refused.push_back(c.name);
   }
   EXPECT_EQ(refused,
-            (std::vector<std::string>{"layer_norm", "layer_norm_grad_x", "layer_norm_grad_gamma",
-                                      "layer_norm_grad_beta", "sgd_update", "adam_param",
-                                      "grouped_matmul", "grouped_weight_grad", "scatter_add_rows",
-                                      "gather_rows", "top_k_values", "top_k_indices"}));
+            (std::vector<std::string>{
+                "layer_norm", "layer_norm_grad_x", "layer_norm_grad_gamma", "layer_norm_grad_beta",
+                "sgd_update", "adam_param", "grouped_matmul", "grouped_weight_grad",
+                "scatter_add_rows", "gather_rows", "top_k_values", "top_k_indices", "top_k_grad"}));
 }
 
 TEST(DTypeOpsTableTest, MixedAndWrongDTypesAreRefusedNamingWhatIsTaken) {

@@ -1,6 +1,7 @@
 // kernels::Unary, BroadcastBinary and EvalFused against per-element reference loops.
 #include "kernels/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -45,6 +46,33 @@ TEST(ElementwiseKernelTest, UnaryMatchesReference) {
                   2e-6);
     }
   }
+}
+
+// dy * f'(x) for every unary op, against a central difference of its double reference.
+TEST(ElementwiseKernelTest, UnaryBackwardMatchesTheReferencesDerivative) {
+  std::mt19937 rng(23);
+  for (UnaryFn fn : kUnaryFns) {
+    for (const Shape& shape : kShapes) {
+      const Tensor x = RandomF32(rng, shape, DomainOf(fn).lo, DomainOf(fn).hi);
+      const Tensor dy = RandomF32(rng, shape);
+      ATOLL_ASSERT_OK_AND_ASSIGN(Tensor dx, UnaryBackward(fn, dy, x));
+      const std::vector<double> xs = x.ToDoubles(), dys = dy.ToDoubles();
+      std::vector<double> want(xs.size());
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const double h = 1e-6 * std::max(1.0, std::abs(xs[i]));
+        want[i] = dys[i] * (RefUnary(fn, xs[i] + h) - RefUnary(fn, xs[i] - h)) / (2 * h);
+      }
+      SCOPED_TRACE(testing::Message() << UnaryFnName(fn) << " " << ShapeString(shape));
+      ExpectClose(dx, shape, want, 1e-5, 2e-5);
+    }
+  }
+  ExpectInvalid(UnaryBackward(UnaryFn::kExp, Tensor(DType::kF32, {3}), Tensor(DType::kF32, {4})),
+                {"exp backward dy", "f32[4]", "f32[3]"});
+  ExpectInvalid(UnaryBackward(UnaryFn::kLog, Tensor(DType::kF32, {3}), Tensor(DType::kI32, {3})),
+                {"log backward x", "must be f32"});
+  ExpectInvalid(
+      UnaryBackward(static_cast<UnaryFn>(200), Tensor(DType::kF32, {1}), Tensor(DType::kF32, {1})),
+      {"unknown unary op 200"});
 }
 
 TEST(ElementwiseKernelTest, UnaryEdgeValuesFollowIeee) {

@@ -189,6 +189,44 @@ TEST(F64KernelTest, BackwardKernelsMatchFiniteDifferencesOfTheirForward) {
             kFiniteDifferenceTol);
 }
 
+// The kernels of Grad's gradient ops (unary_grad, softmax_grad, top_k_grad) in f64.
+TEST(F64KernelTest, GradientOpKernelsMatchFiniteDifferencesOfTheirForward) {
+  std::mt19937 rng(647);
+  const Shape shape = {5, 8};
+  const Tensor dy = RandomF64(rng, shape);
+  const auto dyv = dy.ToDoubles();
+  for (UnaryFn fn : kUnaryFns) {
+    SCOPED_TRACE(UnaryFnName(fn));
+    const testutil::UnaryDomain d = testutil::DomainOf(fn);
+    const Tensor x = RandomF64(rng, shape, d.lo, d.hi);
+    auto forward = [fn](const Tensor& v) { return Unary(fn, v).value(); };
+    ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor dx, UnaryBackward(fn, dy, x));
+    ExpectF64(dx, shape,
+              NumericGrad([&](const auto& v) { return Forward(forward, v, shape, dyv); },
+                          x.ToDoubles(), kStep),
+              kFiniteDifferenceTol);
+  }
+  const Tensor x = RandomF64(rng, shape);
+  ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor y, Softmax(x));
+  ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor dsoftmax, SoftmaxBackward(dy, y));
+  auto softmax = [](const Tensor& v) { return Softmax(v).value(); };
+  ExpectF64(dsoftmax, shape,
+            NumericGrad([&](const auto& v) { return Forward(softmax, v, shape, dyv); },
+                        x.ToDoubles(), kStep),
+            kFiniteDifferenceTol);
+
+  // Top-k's values move with the chosen elements alone (the random values are distinct).
+  const Tensor dtop = RandomF64(rng, {5, 3});
+  ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor dtopk, TopKBackward(dtop, x));
+  auto top_k = [](const Tensor& v) { return TopK(v, 3).value().values; };
+  ExpectF64(dtopk, shape,
+            NumericGrad([&](const auto& v) { return Forward(top_k, v, shape, dtop.ToDoubles()); },
+                        x.ToDoubles(), kStep),
+            kFiniteDifferenceTol);
+  ExpectInvalid(UnaryBackward(UnaryFn::kExp, RandomF64(rng, {3}), Tensor(DType::kF32, {3})),
+                {"exp backward dy", "f64[3]"});
+}
+
 TEST(F64KernelTest, OptimizersComputeInDouble) {
   std::mt19937 rng(645);
   const Tensor p = RandomF64(rng, {17}), g = RandomF64(rng, {17});

@@ -45,6 +45,27 @@ TEST(SoftmaxKernelTest, MatchesReferenceAndIsStableForLargeInputs) {
   ExpectInvalid(Softmax(Tensor(DType::kI32, {3})), {"must be f32", "i32[3]"});
 }
 
+TEST(SoftmaxKernelTest, BackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(45);
+  constexpr int64_t kWidth = 5;
+  const Tensor x = RandomF32(rng, {3, kWidth}, -2.0f, 2.0f);
+  const Tensor dy = RandomF32(rng, {3, kWidth});
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Softmax(x));
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor dx, SoftmaxBackward(dy, y));
+  const std::vector<double> dys = dy.ToDoubles();
+  const std::vector<double> numeric = NumericGrad(
+      [&](const std::vector<double>& v) {
+        const std::vector<double> s = RefSoftmax(v, kWidth);
+        double dot = 0;
+        for (size_t i = 0; i < s.size(); ++i) dot += dys[i] * s[i];
+        return dot;
+      },
+      x.ToDoubles());
+  ExpectClose(dx, {3, kWidth}, numeric, 1e-5, 1e-4);
+  ExpectInvalid(SoftmaxBackward(Tensor(DType::kF32, {2, 3}), Tensor(DType::kF32, {2, 4})),
+                {"softmax backward dy", "f32[2,4]"});
+}
+
 TEST(LayerNormKernelTest, ForwardMatchesReference) {
   std::mt19937 rng(42);
   for (const Shape& shape : std::vector<Shape>{{1, 7}, {13, 33}, {2, 3, 13}, {7}, {4, 1}}) {

@@ -137,6 +137,15 @@ TEST(ShapeOpsKernelTest, SliceConcatAndSplitRejectBadArguments) {
   ExpectInvalid(Split(x, 0, 0), {"0 parts"});
 }
 
+TEST(ShapeOpsKernelTest, PutColumnFillsOneColumnOfZeros) {
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor f, PutColumn(Tensor::F32({2}, {1.5f, -2}), 3, 1));
+  EXPECT_EQ(f, Tensor::F32({2, 3}, {0, 1.5f, 0, 0, -2, 0}));
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor i, PutColumn(Tensor::I32({3}, {4, 5, 6}), 2, 0));
+  EXPECT_EQ(i, Tensor::I32({3, 2}, {4, 0, 5, 0, 6, 0}));
+  ExpectInvalid(PutColumn(Tensor::F32({2}, {1, 2}), 3, 3), {"column 3 of 3", "[0, 3)"});
+  ExpectInvalid(PutColumn(Tensor(DType::kF32, {2, 2}), 3, 0), {"expected a vector"});
+}
+
 TEST(ShapeOpsKernelTest, BroadcastExpandAndReshape) {
   const Tensor row = Tensor::F32({3}, {1, 2, 3});
   ATOLL_ASSERT_OK_AND_ASSIGN(Tensor rows, BroadcastTo(row, {2, 3}));

@@ -74,6 +74,16 @@ TEST(TopKKernelTest, TiesGoToTheLowerIndexAndNanRanksFirst) {
   EXPECT_EQ(r.indices, Tensor::I32({6}, {1, 5, 2, 0, 3, 4}));
 }
 
+// Each row's dy goes to the positions TopK chose, the rest stays zero.
+TEST(TopKKernelTest, BackwardPutsEachValuesGradientAtItsPosition) {
+  const Tensor x = Tensor::F32({2, 4}, {0.5f, 3, -1, 2, 7, 7, 1, 9});
+  const Tensor dy = Tensor::F32({2, 2}, {10, 20, 30, 40});
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor dx, TopKBackward(dy, x));
+  EXPECT_EQ(dx, Tensor::F32({2, 4}, {0, 10, 0, 20, 40, 0, 0, 30}));
+  ExpectInvalid(TopKBackward(Tensor(DType::kF32, {2, 5}), x), {"k = 5", "0 <= k <= 4"});
+  ExpectInvalid(TopKBackward(Tensor(DType::kF32, {3, 2}), x), {"top-k backward dy", "f32[2,2]"});
+}
+
 TEST(TopKKernelTest, RejectsBadK) {
   ExpectInvalid(TopK(Tensor(DType::kF32, {2, 5}), 6), {"k = 6", "<= 5", "f32[2,5]"});
   ExpectInvalid(TopK(Tensor(DType::kF32, {2, 5}), -1), {"k = -1"});
