@@ -19,6 +19,8 @@
 //   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
 //   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart);
 //                                   the plan may name another file (rm_state_file)
+//   <state_dir>/checkpoints/        the object stores' checkpoint root, unless the config
+//                                   names another (checkpoints.root); kept across starts
 //   <state_dir>/keys/               the CURVE keys, unless the config or the options name
 //                                   another place (common/net/curve_keys.h); kept across
 //                                   starts; made by a plan that starts the RM, required
@@ -119,6 +121,12 @@ class LocalCluster {
   // config's security.mode is: what a client of this cluster passes as
   // ClientOptions::keys_dir (or $ATOLL_KEYS).
   std::string keys_dir() const { return keys_dir_.empty() ? "plain" : keys_dir_; }
+  // Where its object stores keep checkpoints: the config's checkpoints.root, else
+  // <state_dir>/checkpoints (which the stores are given with --checkpoint-root).
+  std::string checkpoint_root() const {
+    return config_.checkpoint_root.empty() ? options_.state_dir + "/checkpoints"
+                                           : config_.checkpoint_root;
+  }
 
   // The pid of the service `name`; NotFound if there is no such service or it has been
   // reaped. For fault-injection tests: Signal(name, SIGKILL) kills one service.
