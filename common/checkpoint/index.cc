@@ -146,7 +146,14 @@ Result<TensorEntry> TensorFromJson(const json& j, size_t i) {
 
 Status CheckTensorName(std::string_view name) { return CheckName("tensor", name, 128); }
 
-Status CheckFileName(std::string_view name) { return CheckName("checkpoint file", name, 255); }
+Status CheckFileName(std::string_view name) {
+  ATOLL_RETURN_IF_ERROR(CheckName("checkpoint file", name, 255));
+  if (!name.ends_with(".npy")) {
+    return InvalidArgument(
+        fmt::format("'{}' cannot name a checkpoint file: those end in .npy", name));
+  }
+  return Status::Ok();
+}
 
 std::string BlockFileName(std::string_view name, size_t block, std::string_view tag) {
   return fmt::format("{}.{}.{}.npy", name, block, tag);

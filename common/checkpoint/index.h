@@ -49,8 +49,8 @@ struct Index {
 // InvalidArgument unless `name` can name a tensor (and so its files): 1 to 128 letters,
 // digits, '_', '-' or '.', not starting with '.'.
 Status CheckTensorName(std::string_view name);
-// InvalidArgument unless `name` can name a file of a checkpoint: as a tensor name, up to
-// 255 characters.
+// InvalidArgument unless `name` can name a block file of a checkpoint: as a tensor name, up
+// to 255 characters, ending in ".npy" (so never the index's name).
 Status CheckFileName(std::string_view name);
 
 // The file of block `block` of tensor `name` in the save tagged `tag`: "w1.0.5f3a9c1e.npy".
