@@ -57,6 +57,13 @@ Status Client::Save(const std::vector<std::pair<std::string, Input>>& tensors,
       if (!f->run_ || f->index_ >= f->run_->results.size()) {
         return InvalidArgument("tensor '" + name + "' is an empty Future");
       }
+      if (f->run_->client != impl_.get()) {
+        return InvalidArgument("tensor '" + name + "' is a future of another client's run");
+      }
+      if (f->run_->cancelled) {
+        return Cancelled(fmt::format("tensor '{}' is a future of run {}, which was cancelled", name,
+                                     f->run_->id));
+      }
       const ResultPlan& plan = f->run_->results[f->index_];
       if (plan.arg_index >= 0) {
         source.value = &f->run_->arg_values[plan.arg_index];  // the client's own copy

@@ -158,11 +158,11 @@ struct Checkpoint {
 
 struct LoadOptions {
   // The tensors to load, in this order; empty: every one, in the order they were saved.
-  std::vector<std::string> names;
+  std::vector<std::string> names = {};
   // How to lay tensors out over the slice's mesh, by name. A tensor not named here is cut
   // along the mesh axes it was saved with (the slice's mesh must have them, and each cut
   // dimension must divide over its axis); any layout of the same global tensor loads.
-  std::map<std::string, Sharding> shardings;
+  std::map<std::string, Sharding> shardings = {};
   // Bound on the whole load (reading the index, every store's reading of its shards).
   std::chrono::milliseconds timeout{60000};
 };

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <utility>
 
@@ -25,6 +27,8 @@ constexpr size_t kMaxPath = 4096;
 // Temporaries are hidden names that no checkpoint file can have (CheckFileName refuses a
 // leading '.'): ".<name>.tmp-<pid>-<n>".
 constexpr std::string_view kTempMarker = ".tmp-";
+// A temporary unchanged this long is a killed writer's, never to be renamed.
+constexpr std::chrono::seconds kAbandonedTemp{3600};
 
 std::string Errno(int error) { return std::strerror(error); }
 
@@ -237,19 +241,22 @@ Result<size_t> CheckpointDir::RemoveDataExcept(const std::set<std::string>& keep
   }
   rewinddir(dir);
   std::vector<std::string> stale;
+  const time_t abandoned = time(nullptr) - kAbandonedTemp.count();
   while (const dirent* entry = readdir(dir)) {
-    const std::string_view name(entry->d_name);
-    const bool data = name.ends_with(".npy") ||
-                      (name.starts_with('.') && name.find(kTempMarker) != std::string_view::npos);
-    if (data && !keep.count(std::string(name))) stale.emplace_back(name);
+    const std::string name(entry->d_name);
+    struct stat st {};
+    if (keep.count(name) || fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        S_ISDIR(st.st_mode)) {
+      continue;
+    }
+    // Another store sharing this directory may be writing its temporary now: only one
+    // untouched for long was abandoned (its writer killed).
+    const bool temp = name.starts_with('.') && name.find(kTempMarker) != std::string::npos;
+    if (name.ends_with(".npy") || (temp && st.st_mtime < abandoned)) stale.push_back(name);
   }
   closedir(dir);
   size_t removed = 0;
-  for (const std::string& name : stale) {
-    struct stat st {};
-    if (fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode)) continue;
-    if (unlinkat(fd_, name.c_str(), 0) == 0) ++removed;
-  }
+  for (const std::string& name : stale) removed += unlinkat(fd_, name.c_str(), 0) == 0;
   return removed;
 }
 

@@ -42,8 +42,9 @@ class CheckpointDir {
                         const std::vector<std::span<const std::byte>>& parts);
   // The whole of file `name`: NotFound when missing, InvalidArgument when over `max_bytes`.
   Result<std::vector<std::byte>> Read(std::string_view name, uint64_t max_bytes) const;
-  // Removes the files that look like checkpoint data (names ending in ".npy", and this
-  // class's temporaries) and are not in `keep`. Returns how many it removed.
+  // Removes the files that look like checkpoint data and are not in `keep`: names ending in
+  // ".npy", and temporaries untouched for an hour (a writer killed mid-file; another store
+  // sharing the directory may be writing a newer one). Returns how many it removed.
   Result<size_t> RemoveDataExcept(const std::set<std::string>& keep);
   // Makes the directory's entries (the renames) durable.
   Status Sync();

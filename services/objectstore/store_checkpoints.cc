@@ -57,7 +57,7 @@ Result<std::string> StoreService::CheckpointRootOf(const proto::Incoming& in, ui
   }
   const std::string key = proto::Peer{user}.client_key();
   if (key.empty()) return options_.checkpoint_root;  // plain text: no key to keep apart
-  if (!checkpoint::CheckFileName(key).ok()) {
+  if (!checkpoint::CheckTensorName(key).ok()) {
     return PermissionDenied("client key '" + key + "' cannot name a checkpoint directory");
   }
   return options_.checkpoint_root + "/" + key;
