@@ -222,7 +222,7 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
     if (it != p.endpoints.end()) argv.insert(argv.end(), {option, it->second});
   }
   if (!keys_dir_.empty()) argv.insert(argv.end(), {"--keys", keys_dir_});
-  if ((p.role == "objectstore" || p.role == "simhosts") && config_.checkpoint_root.empty()) {
+  if (p.role == "objectstore" || p.role == "simhosts") {
     argv.insert(argv.end(), {"--checkpoint-root", checkpoint_root()});
   }
   if (!plan_.bind.empty()) argv.insert(argv.end(), {"--bind", plan_.bind});

@@ -1,7 +1,8 @@
 // atoll-example-mlp: data-parallel training of a small MLP on synthetic data (examples/mlp/
 // mlp.h). Without --rm it starts its own local cluster (the topology of config/test.toml,
 // on free loopback ports) and stops it at the end; with --rm it uses a running one
-// (`atoll up`). Prints a line per step (loss, throughput) and a summary.
+// (`atoll up`). Prints a line per step (loss, throughput) and a summary. --checkpoint DIR
+// saves the weights every --checkpoint-every steps; --resume goes on from them.
 #include <cstdio>
 #include <string>
 
@@ -27,6 +28,14 @@ int Main(int argc, char** argv) {
   app.add_option("--hidden", config.hidden, "hidden units")->capture_default_str();
   app.add_option("--lr", config.learning_rate, "SGD learning rate")->capture_default_str();
   app.add_option("--seed", config.seed, "weights and data")->capture_default_str();
+  app.add_option("--checkpoint", config.checkpoint,
+                 "save the weights here (a directory below the object stores' checkpoint root)");
+  app.add_option("--checkpoint-every", config.checkpoint_every, "steps between checkpoints")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--resume", config.resume,
+               "start from the --checkpoint's weights and step (same sizes, seed and lr)")
+      ->needs("--checkpoint");
   int loss_digits = 4;
   app.add_option("--loss-digits", loss_digits, "decimals of the losses printed")
       ->capture_default_str()
@@ -50,18 +59,29 @@ int Main(int argc, char** argv) {
   fmt::print("MLP {}-{}-{}, batch {} split over {} devices of {}, {} steps of SGD (lr {})\n",
              config.inputs, config.hidden, config.classes, config.batch, devices, island,
              config.steps, config.learning_rate);
+  bool first = true;
   auto result = atl::examples::TrainMlp(**client, *slice, config, [&](const auto& step) {
-    fmt::print("step {:3}/{}  loss {:.{}f}  {:8.0f} examples/s\n", step.step, config.steps,
-               step.loss, loss_digits, static_cast<double>(config.batch) / step.elapsed.count());
+    if (first && config.resume)
+      fmt::print("resumed after step {} from {}\n", step.step - 1, config.checkpoint);
+    first = false;
+    fmt::print("step {:3}/{}  loss {:.{}f}  {:8.0f} examples/s{}\n", step.step, config.steps,
+               step.loss, loss_digits, static_cast<double>(config.batch) / step.elapsed.count(),
+               step.checkpointed ? "  (checkpoint saved)" : "");
     std::fflush(stdout);
   });
   if (!result.ok()) {
     fmt::print(stderr, "error: {}\n", result.status().ToString());
     return 1;
   }
+  if (result->losses.empty()) {
+    fmt::print("nothing to do: {} holds step {} already\n", config.checkpoint,
+               result->first_step - 1);
+    return 0;
+  }
+  const auto steps = static_cast<int>(result->losses.size());
   fmt::print("done: loss {:.4f} -> {:.4f} in {} steps, {:.0f} examples/s on average\n",
-             result->losses.front(), result->losses.back(), config.steps,
-             static_cast<double>(config.batch) * config.steps / result->elapsed.count());
+             result->losses.front(), result->losses.back(), steps,
+             static_cast<double>(config.batch) * steps / result->elapsed.count());
   return 0;
 }
 
