@@ -160,13 +160,20 @@ Status StoreService::OnReadCheckpointIndex(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::ReadCheckpointIndex>());
   ATOLL_ASSIGN_OR_RETURN(const std::string root,
                          CheckpointRootOf(in, req.client, "read a checkpoint"));
-  ATOLL_ASSIGN_OR_RETURN(const CheckpointDir dir,
-                         CheckpointDir::Open(root, req.dir, /*create=*/false));
-  auto bytes = dir.Read(checkpoint::kIndexFile, kMaxIndexBytes);
+  // No directory, or no index in it: no checkpoint, said the same way.
+  auto missing = [&](const std::string& why) {
+    return NotFound("no complete checkpoint at '" + req.dir + "' on host " + options_.host + ": " +
+                    why);
+  };
+  auto dir = CheckpointDir::Open(root, req.dir, /*create=*/false);
+  if (!dir.ok() && dir.status().code() == Code::kNotFound) {
+    return missing("nothing was saved there");
+  }
+  if (!dir.ok()) return dir.status();
+  auto bytes = dir->Read(checkpoint::kIndexFile, kMaxIndexBytes);
   if (!bytes.ok() && bytes.status().code() == Code::kNotFound) {
-    return NotFound("no complete checkpoint at '" + req.dir + "' on host " + options_.host +
-                    ": it has no " + std::string(checkpoint::kIndexFile) +
-                    " (a save that did not finish leaves none)");
+    return missing("it has no " + std::string(checkpoint::kIndexFile) +
+                   " (a save that did not finish leaves none)");
   }
   if (!bytes.ok()) return bytes.status();
   Send(ReplyToOf(in), proto::CheckpointIndexText{std::string(
