@@ -96,6 +96,24 @@ TEST_F(CheckpointTest, SavedFuturesAreNumpyFilesAndLoadBackAsFuturesThatFeedRuns
     EXPECT_EQ(got["step"]["values"], json({7}));
   }
 
+  // `atoll checkpoint ls` shows the same, from the files: by directory, or by the client's
+  // path below the state dir's checkpoint root.
+  for (const auto& argv :
+       {std::vector<std::string>{ATOLL_BIN_DIR "/atoll", "checkpoint", "ls", Dir("ck/one")},
+        std::vector<std::string>{ATOLL_BIN_DIR "/atoll", "--state-dir", *state_dir_, "checkpoint",
+                                 "ls", "ck/one"}}) {
+    const CommandResult ls = RunCommand(argv);
+    ASSERT_EQ(ls.exit_code, 0) << ls.Describe();
+    EXPECT_NE(ls.out.find("  y                f32[8,6]         mesh [4]      split [0,-1]     "
+                          "4 blocks, 704 bytes, 4 here\n"),
+              std::string::npos)
+        << ls.out;
+    EXPECT_NE(ls.out.find("  step             i32[]            mesh [1]      split []         "
+                          "1 blocks"),
+              std::string::npos)
+        << ls.out;
+  }
+
   auto loaded = client_->Load("ck/one", slice_);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ(loaded->names, (std::vector<std::string>{"y", "r", "step"}));
