@@ -40,6 +40,12 @@
 // live client is never created (OwnerCache asks the RM once per client), so nothing is
 // left that no collection would free. Refusals are PermissionDenied or NotFound.
 //
+// Checkpoints (store_checkpoints.cc). SaveShards writes the owner's sealed shards held here
+// (and values the client sends) as .npy files below the checkpoint root, CommitCheckpoint
+// writes the index last, ReadCheckpointIndex reads it, LoadShards reads files into new
+// objects of the owner's in the arena, all or none. Every path is confined to the root
+// (CheckpointDir) below the owner's key name; see docs/design-notes.md, "Checkpoints".
+//
 // Liveness. The store heartbeats the RM every heartbeat period (when it has an RM), so that
 // the RM can declare it lost when it falls silent and stop placing work on its host.
 //
