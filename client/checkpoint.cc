@@ -48,6 +48,7 @@ Result<ir::TensorType> TypeOf(const checkpoint::TensorEntry& entry, const Shardi
 Status Client::Save(const std::vector<std::pair<std::string, Input>>& tensors,
                     const std::string& path, std::chrono::milliseconds timeout) {
   const Deadline deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string context = fmt::format("save checkpoint '{}'", path);
   impl_->ApplyNotices();
   std::vector<SaveSource> sources;
   std::map<RunState*, std::set<size_t>> runs;  // the futures' runs, to wait for
@@ -79,15 +80,15 @@ Status Client::Save(const std::vector<std::pair<std::string, Input>>& tensors,
         return HostOfStore(*impl_, store);
       }));
   for (const auto& [run, which] : runs) {
-    ATOLL_RETURN_IF_ERROR(AwaitSealed(*run, {which.begin(), which.end()}, TimeLeft(deadline))
-                              .WithContext(fmt::format("save checkpoint '{}'", path)));
+    ATOLL_RETURN_IF_ERROR(
+        AwaitSealed(*run, {which.begin(), which.end()}, TimeLeft(deadline)).WithContext(context));
   }
   std::map<std::string, net::Frames> data;
   for (const auto& [store, request] : plan.per_store) {
-    for (const Tensor* value : plan.values)
+    for (const Tensor* value : plan.values) {
       data[store].emplace_back(value->data(), value->nbytes());
+    }
   }
-  const std::string context = fmt::format("save checkpoint '{}'", path);
   auto written = AllAnswered(
       AskStores<proto::SaveShardsReply>(*impl_, plan.per_store, deadline, std::move(data)));
   if (!written.ok()) return written.status().WithContext(context);
