@@ -185,6 +185,9 @@ Status StoreService::OnLoadShards(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::LoadShards>());
   ATOLL_ASSIGN_OR_RETURN(const std::string root,
                          CheckpointRootOf(in, req.owner_client, "load a checkpoint"));
+  for (const proto::ShardFromFiles& s : req.shards) {
+    ATOLL_RETURN_IF_ERROR(CheckNewObject(in, s.object_id, req.owner_client));
+  }
   ATOLL_ASSIGN_OR_RETURN(const CheckpointDir dir,
                          CheckpointDir::Open(root, req.dir, /*create=*/false));
   // Every shard is assembled before the first is created: a load that fails leaves nothing.
@@ -192,7 +195,6 @@ Status StoreService::OnLoadShards(const proto::Incoming& in) {
   std::vector<Tensor> shards;
   for (const proto::ShardFromFiles& s : req.shards) {
     const std::string name = ShardName(s.object_id, s.shard);
-    ATOLL_RETURN_IF_ERROR(CheckNewObject(in, s.object_id, req.owner_client));
     ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(s.dtype, s.shape));
     if (!directory_.CanEverFit(MemoryPools::kHost, nbytes)) {
       return OutOfMemory(name + " needs " + std::to_string(nbytes) + " bytes, more than host " +
