@@ -1,5 +1,6 @@
 // The atoll client library: connect to a cluster, get virtual slices of devices,
-// register compiled functions on them, trace programs, run them and wait for results.
+// register compiled functions on them, trace programs, run them and wait for results, save
+// results to checkpoints and load them back.
 //
 // Thread safety: a Client is used by one thread at a time. It runs one background thread
 // of its own that heartbeats the RM and the object stores, so that a client that dies has
