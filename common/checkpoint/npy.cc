@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -11,17 +12,19 @@ namespace atl::checkpoint {
 
 namespace {
 
-// One row per dtype a checkpoint can hold: its numpy descr, little-endian as every atoll
-// host is. A new dtype needs only its row here (numpy has no bfloat16: ml_dtypes' descr is
-// not portable, so pick one deliberately when adding it).
+// One row per dtype (every dtype can be saved): its numpy descr, little-endian as every
+// atoll host is. numpy has no bfloat16 (ml_dtypes' descr is not portable), so bf16 is saved
+// as its raw bits, '<u2', which numpy reads as uint16; the index's dtype says they are bf16
+// (README, "Checkpoints", shows how numpy users widen them to float32).
 struct NpyType {
   DType dtype;
   std::string_view descr;
 };
 constexpr NpyType kNpyTypes[] = {
-    {DType::kF32, "<f4"},
-    {DType::kI32, "<i4"},
+    {DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "<u2"},
+    {DType::kF16, "<f2"}, {DType::kF64, "<f8"}, {DType::kI64, "<i8"},
 };
+static_assert(std::size(kNpyTypes) == kNumDTypes, "a new dtype needs its .npy descr here");
 
 std::string KnownDescrs() {
   std::string known;

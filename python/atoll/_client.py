@@ -154,7 +154,8 @@ class Client:
         ``path``: a directory relative to each object store's checkpoint root, one numpy .npy
         file per block written by the store that holds it, and an index (index.json) written
         last; numpy alone reads it back (README, "Checkpoints"). At least one tensor is a
-        Future; arrays are float32 or int32. Waits for the futures' runs (at most ``timeout``
+        Future; arrays are of a dtype atoll takes (float32, float16, float64, int32,
+        int64); a bf16 tensor's files hold its raw bits as uint16 (README). Waits for the futures' runs (at most ``timeout``
         seconds in all).
 
         Raises atoll.InvalidArgument for a bad name or path, atoll.PermissionDenied for a

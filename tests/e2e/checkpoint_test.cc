@@ -1,8 +1,8 @@
 // Checkpoints on a real cluster: futures of a 4-device slice over two hosts saved by the
 // stores that hold them, read by numpy as README says, loaded back onto the same layout and
-// onto others (a mesh, one device) as futures that feed runs; and the refusals a user meets
-// (paths out of the root, missing and corrupt files, names, values alone, other clients'
-// futures).
+// onto others (a mesh, one device) as futures that feed runs, in every dtype; and the
+// refusals a user meets (paths out of the root, missing and corrupt files, a file of another
+// dtype than its index says, names, values alone, other clients' futures).
 #include <filesystem>
 #include <fstream>
 
@@ -64,6 +64,25 @@ class CheckpointTest : public ClusterTest {
       if (t["name"] == name) return Dir(path) + "/" + t["blocks"][0]["file"].get<std::string>();
     }
     return "";
+  }
+
+  // A future of `x` (f32[8, 6] or any other dtype), cut by rows over the slice: a run of a
+  // function that casts it to its own dtype.
+  std::optional<atl::Run> RowsOf(const Tensor& x) {
+    FunctionBuilder f(std::string("rows_") + std::string(DTypeName(x.dtype())));
+    f.Output(f.Cast(f.Input(x.dtype(), x.shape(), Sharding::Split(0)), x.dtype()));
+    auto fn = client_->Register(f, slice_);
+    EXPECT_TRUE(fn.ok()) << fn.status().ToString();
+    if (!fn.ok()) return std::nullopt;
+    ProgramBuilder p;
+    p.Return(p.Call(*fn, {p.Arg(x.dtype(), x.shape())}));
+    auto program = p.Build();
+    EXPECT_TRUE(program.ok()) << program.status().ToString();
+    if (!program.ok()) return std::nullopt;
+    auto run = client_->Submit(*program, {x});
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    if (!run.ok()) return std::nullopt;
+    return std::move(*run);
   }
 
   std::unique_ptr<Client> client_;
@@ -166,6 +185,111 @@ TEST_F(CheckpointTest, ATensorLoadsOntoAnotherLayout) {
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
   EXPECT_NE(refused.status().message().find("does not divide"), std::string::npos)
       << refused.status().ToString();
+}
+
+// A tensor of each dtype, [8, 6], with values its dtype holds exactly and i64's beyond
+// what a double holds.
+struct DTypeCase {
+  DType dtype;
+  const char* descr;  // of its .npy files
+  Tensor x;
+};
+std::vector<DTypeCase> DTypeCases() {
+  std::vector<double> d(48);
+  std::vector<int32_t> i32(48);
+  std::vector<int64_t> i64(48);
+  for (size_t i = 0; i < d.size(); ++i) {
+    const auto k = static_cast<int64_t>(i) - 20;
+    d[i] = 0.375 * static_cast<double>(k) + 1e-3;
+    i32[i] = static_cast<int32_t>(k * 104729);
+    i64[i] = (int64_t{1} << 62) + 3 * k;
+  }
+  const auto floats = [&](DType dtype) { return Tensor::FromDoubles(dtype, {8, 6}, d).value(); };
+  return {
+      {DType::kF32, "<f4", floats(DType::kF32)},   {DType::kI32, "<i4", Tensor::I32({8, 6}, i32)},
+      {DType::kBF16, "<u2", floats(DType::kBF16)}, {DType::kF16, "<f2", floats(DType::kF16)},
+      {DType::kF64, "<f8", floats(DType::kF64)},   {DType::kI64, "<i8", Tensor::I64({8, 6}, i64)}};
+}
+
+// Each dtype's shards are saved by the stores that hold them and load back bit for bit,
+// onto the layout they were saved in and onto a 2 x 2 mesh; numpy reads each with README's
+// lines (bf16 widened from its raw bits to float32).
+TEST_F(CheckpointTest, EveryDtypeSavesAndLoadsBackBitForBit) {
+  auto mesh = client_->CreateMeshSlice({2, 2}, "island0");
+  ASSERT_TRUE(mesh.ok()) << mesh.status().ToString();
+  for (const DTypeCase& c : DTypeCases()) {
+    SCOPED_TRACE(DTypeName(c.dtype));
+    ASSERT_EQ(c.x.dtype(), c.dtype);
+    std::optional<atl::Run> run = RowsOf(c.x);
+    ASSERT_TRUE(run.has_value());
+    const std::string path = "ck/dtype-" + std::string(DTypeName(c.dtype));
+    const Status saved = client_->Save({{"x", run->Output(0)}, {"v", c.x}}, path);
+    ASSERT_TRUE(saved.ok()) << saved.ToString();
+    const json index = json::parse(std::ifstream(Dir(path) + "/index.json"));
+    for (const auto& t : index["tensors"]) {
+      EXPECT_EQ(t["dtype"], DTypeName(c.dtype));
+      EXPECT_EQ(t["descr"], c.descr);
+    }
+    EXPECT_EQ(index["tensors"][0]["blocks"].size(), 4u);
+
+    auto loaded = client_->Load(path, slice_);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    auto values = loaded->run.Wait(30s);
+    ASSERT_TRUE(values.ok()) << values.status().ToString();
+    EXPECT_EQ((*values)[0], c.x);
+    EXPECT_EQ((*values)[1], c.x);
+    auto on_mesh =
+        client_->Load(path, *mesh, {.names = {"x"}, .shardings = {{"x", Sharding::Axes({0, 1})}}});
+    ASSERT_TRUE(on_mesh.ok()) << on_mesh.status().ToString();
+    auto blocks = on_mesh->run.Wait(0, 30s);
+    ASSERT_TRUE(blocks.ok()) << blocks.status().ToString();
+    EXPECT_EQ(*blocks, c.x);
+
+    if (HaveNumpy()) {
+      const CommandResult read = RunCommand({kSystemPython, kReadCheckpointScript, Dir(path)});
+      ASSERT_EQ(read.exit_code, 0) << read.Describe();
+      const json got = json::parse(read.out);
+      const json want =
+          c.dtype == DType::kI64
+              ? json(std::vector<int64_t>(c.x.as<int64_t>().begin(), c.x.as<int64_t>().end()))
+              : json(c.x.ToDoubles());
+      EXPECT_EQ(got["x"]["values"], want);
+      EXPECT_EQ(got["v"]["values"], want);
+      EXPECT_EQ(got["x"]["shape"], json({8, 6}));
+    }
+  }
+}
+
+// The dtype an index names must be its files': a bf16 tensor whose index says f16 (with
+// f16's descr) is refused by the store that reads the file, and one whose descr is not its
+// dtype's by the index's reader.
+TEST_F(CheckpointTest, AFileOfAnotherDtypeThanItsIndexSaysIsRefused) {
+  const DTypeCase bf16 = DTypeCases()[2];
+  ASSERT_EQ(bf16.dtype, DType::kBF16);
+  std::optional<atl::Run> run = RowsOf(bf16.x);
+  ASSERT_TRUE(run.has_value());
+  const Status saved = client_->Save({{"x", run->Output(0)}}, "ck/mismatch");
+  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  const std::string index_path = Dir("ck/mismatch") + "/index.json";
+  const json index = json::parse(std::ifstream(index_path));
+  const auto load_with = [&](const char* dtype, const char* descr) {
+    json spoilt = index;
+    spoilt["tensors"][0]["dtype"] = dtype;
+    spoilt["tensors"][0]["descr"] = descr;
+    std::ofstream(index_path, std::ios::trunc) << spoilt.dump();
+    return client_->Load("ck/mismatch", slice_).status();
+  };
+  const Status as_f16 = load_with("f16", "<f2");
+  EXPECT_EQ(as_f16.code(), Code::kInvalidArgument) << as_f16.ToString();
+  EXPECT_NE(as_f16.message().find("holds bf16[2,6], not the f16[2,6] the index says"),
+            std::string::npos)
+      << as_f16.ToString();
+  const Status descr = load_with("bf16", "<f2");
+  EXPECT_EQ(descr.code(), Code::kInvalidArgument) << descr.ToString();
+  EXPECT_NE(descr.message().find("bf16 with descr '<f2', not '<u2'"), std::string::npos)
+      << descr.ToString();
+  const Status whole = load_with("bf16", "<u2");
+  EXPECT_TRUE(whole.ok()) << whole.ToString();
 }
 
 TEST_F(CheckpointTest, PathsOutOfTheRootAndBadNamesAreRefused) {

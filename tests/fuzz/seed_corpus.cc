@@ -41,9 +41,11 @@ int WriteSeeds(const fs::path& out) {
   for (const SampleMessage& event : SampleEvents()) {
     ok &= Write(out / "event" / event.name, JoinFrames(event.frames));
   }
-  for (const Tensor& t : {Tensor::F32({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor::I32({}, {7})}) {
+  for (size_t code = 0; code < kNumDTypes; ++code) {  // a file of each dtype
+    const auto dtype = static_cast<DType>(code);
+    const Tensor t = Tensor::FromDoubles(dtype, {2, 3}, {1, 2, 3, 4, 5, 6}).value();
     const std::string data(reinterpret_cast<const char*>(t.data()), t.nbytes());
-    ok &= Write(out / "checkpoint" / ("npy-" + t.ToString().substr(0, 3)),
+    ok &= Write(out / "checkpoint" / ("npy-" + std::string(DTypeName(dtype))),
                 std::string(1, '\0') + checkpoint::EncodeNpyHeader(t.dtype(), t.shape()).value() +
                     data);
   }

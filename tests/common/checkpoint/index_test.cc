@@ -70,6 +70,8 @@ TEST(IndexTest, InconsistentIndexesAreRefusedNamingWhatIsWrong) {
       {[](json& j) { j["tensors"][0]["name"] = "../w"; }, "cannot name a tensor"},
       {[](json& j) { j["tensors"][0]["dtype"] = "c128"; }, "unknown dtype 'c128'"},
       {[](json& j) { j["tensors"][0]["descr"] = ">f4"; }, "descr '>f4'"},
+      {[](json& j) { j["tensors"][0]["dtype"] = "bf16"; }, "bf16 with descr '<f4', not '<u2'"},
+      {[](json& j) { j["tensors"][1]["descr"] = "<i8"; }, "i32 with descr '<i8', not '<i4'"},
       {[](json& j) { j["tensors"][0]["shape"] = "big"; }, "'shape'"},
       {[](json& j) { j["tensors"][0]["shape"][0] = 0; }, "has shape"},
       {[](json& j) {

@@ -3,12 +3,15 @@
 // numpy writes, and every file atoll cannot read is refused by name.
 #include "common/checkpoint/npy.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/common/checkpoint/numpy_python.h"
 
@@ -52,6 +55,16 @@ const struct {
     {"np.array([-2, 7, 2**31 - 1], dtype=np.int32)", Tensor::I32({3}, {-2, 7, 2147483647})},
     {"np.array(3.25, dtype=np.float32)", Tensor::F32({}, {3.25})},
     {"np.ones((1, 2, 1, 2), dtype=np.int32)", Tensor::I32({1, 2, 1, 2}, {1, 1, 1, 1})},
+    {"np.array([[0.5, -2.25], [65504, 2**-24]], dtype=np.float16)",
+     Tensor::FromDoubles(DType::kF16, {2, 2}, {0.5, -2.25, 65504, 0x1p-24}).value()},
+    {"np.array([1e300, -0.1, 2.0**-1074], dtype=np.float64)",
+     Tensor::F64({3}, {1e300, -0.1, 0x1p-1074})},
+    {"np.array([[-2**63, 2**63 - 1, 2**53 + 1]], dtype=np.int64)",
+     Tensor::I64({1, 3}, {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                          (int64_t{1} << 53) + 1})},
+    // bf16 has no numpy dtype: its raw bits, as uint16 (1.5, -3, inf).
+    {"np.array([0x3fc0, 0xc040, 0x7f80], dtype=np.uint16)",
+     Tensor::FromDoubles(DType::kBF16, {3}, {1.5, -3, INFINITY}).value()},
 };
 
 TEST_F(NpyTest, WritesWhatNumpySaveWritesAndReadsIt) {
@@ -80,6 +93,22 @@ TEST_F(NpyTest, NumpyLoadsWhatItWrites) {
         {hex, a.numpy});
     EXPECT_EQ(same, "True\n") << a.numpy;
   }
+}
+
+// README's line for numpy users: a bf16 file's uint16 bits widened to float32, exactly.
+TEST_F(NpyTest, ReadmesLineWidensBF16BitsToFloat32) {
+  const Tensor bf16 =
+      Tensor::FromDoubles(DType::kBF16, {2, 2}, {1.5, -0.0078125, 3.0e38, -1e-40}).value();
+  std::string hex;
+  for (std::byte b : NpyFile(bf16)) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
+  const std::string widened = RunPython(
+      "import io, json, sys, numpy as np\n"
+      "a = np.load(io.BytesIO(bytes.fromhex(sys.argv[1])))\n"
+      "a = (a.astype(np.uint32) << 16).view(np.float32)\n"
+      "print(json.dumps([str(a.dtype), a.shape, a.ravel().tolist()]))",
+      {hex});
+  EXPECT_EQ(nlohmann::json::parse(widened), nlohmann::json({"float32", {2, 2}, bf16.ToDoubles()}))
+      << widened;
 }
 
 // A file of format version `major`.0 with header `dict` (padded as numpy pads) and `data`.
@@ -113,7 +142,8 @@ TEST(NpyRefusalTest, AnythingButACOrderedArrayOfAKnownDtypeIsRefusedByName) {
       {{std::byte{'h'}, std::byte{'i'}}, "magic"},
       {Handmade(ok, 8, /*major=*/9), "version 9.0"},
       {Handmade("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), "'>f4'"},
-      {Handmade("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 16), "'<f8'"},
+      {Handmade("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16), "'<c8'"},
+      {Handmade("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", 8), "'<u4'"},
       {Handmade("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8), "Fortran"},
       {Handmade("{'descr': '<f4', 'fortran_order': False, }", 8), "lacks"},
       {Handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1, }", 8), "'x'"},
@@ -134,13 +164,21 @@ TEST(NpyRefusalTest, AnythingButACOrderedArrayOfAKnownDtypeIsRefusedByName) {
   EXPECT_EQ(ParseNpy(header).status().code(), Code::kInvalidArgument) << "header cut short";
 }
 
-TEST(NpyRefusalTest, TheDescrTableNamesWhatItHolds) {
-  EXPECT_EQ(NpyDescr(DType::kF32).value(), "<f4");
-  EXPECT_EQ(NpyDescr(DType::kI32).value(), "<i4");
-  EXPECT_EQ(DTypeOfNpyDescr("<i4").value(), DType::kI32);
-  auto unknown = DTypeOfNpyDescr("<u2");
+TEST(NpyRefusalTest, TheDescrTableHasEveryDtypeBothWays) {
+  const struct {
+    DType dtype;
+    const char* descr;
+  } rows[] = {{DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "<u2"},
+              {DType::kF16, "<f2"}, {DType::kF64, "<f8"}, {DType::kI64, "<i8"}};
+  for (const auto& r : rows) {
+    EXPECT_EQ(NpyDescr(r.dtype).value(), r.descr) << DTypeName(r.dtype);
+    EXPECT_EQ(DTypeOfNpyDescr(r.descr).value(), r.dtype) << r.descr;
+  }
+  auto unknown = DTypeOfNpyDescr("<u4");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("<f4 (f32), <i4 (i32)"), std::string::npos)
+  EXPECT_NE(unknown.status().message().find(
+                "<f4 (f32), <i4 (i32), <u2 (bf16), <f2 (f16), <f8 (f64), <i8 (i64)"),
+            std::string::npos)
       << unknown.status().ToString();
 }
 
