@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -54,6 +55,15 @@ FunctionBuilder TrainStep(const MlpConfig& c) {
   b.Output(b.SgdUpdate(b2, b.AllReduceSum(db2), lr));
   b.Output(b.AllReduceSum(ce.loss));
   return b;
+}
+
+// The precision a checkpoint's "precision" value names (a dtype code), or the value itself
+// where it names none.
+std::string PrecisionName(const Tensor& saved) {
+  if (saved.dtype() != DType::kI32 || saved.num_elements() != 1) return saved.ToString();
+  const int32_t code = saved.as<int32_t>()[0];
+  if (code < 0 || code >= static_cast<int32_t>(kNumDTypes)) return std::to_string(code);
+  return std::string(DTypeName(static_cast<DType>(code)));
 }
 
 }  // namespace
@@ -111,12 +121,21 @@ Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& 
   // The weights the next step reads: values at first, then futures of the last step.
   std::vector<Input> weights = {init.w1, init.b1, init.w2, init.b2};
   MlpResult result{init, 1, {}, {}};
-  const std::vector<std::string> names = {"w1", "b1", "w2", "b2", "step"};
+  // The state a resume needs: the f32 (master) weights, whatever the precision, the step,
+  // and the precision, which a resume must share to go on as the saved run would have.
+  const std::vector<std::string> names = {"w1", "b1", "w2", "b2", "step", "precision"};
+  const Tensor precision = Tensor::I32({}, {static_cast<int32_t>(config.precision)});
   std::optional<Run> run;  // the last step's, or the checkpoint's: its results 0-3 are the weights
   if (config.resume) {
     ATOLL_ASSIGN_OR_RETURN(Checkpoint saved,
                            client.Load(config.checkpoint, slice, {.names = names}));
     ATOLL_ASSIGN_OR_RETURN(const Tensor last, saved.run.Wait(4, config.step_timeout));
+    ATOLL_ASSIGN_OR_RETURN(const Tensor saved_precision, saved.run.Wait(5, config.step_timeout));
+    if (saved_precision != precision) {
+      return InvalidArgument(fmt::format(
+          "checkpoint '{}' is of a run in precision {}; resume it in that precision, not {}",
+          config.checkpoint, PrecisionName(saved_precision), DTypeName(config.precision)));
+    }
     result.first_step = last.as<int32_t>()[0] + 1;
     for (size_t i = 0; i < weights.size(); ++i) weights[i] = saved.run.Output(i);
     run = std::move(saved.run);
@@ -138,6 +157,7 @@ Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& 
       std::vector<std::pair<std::string, Input>> tensors;
       for (size_t i = 0; i < weights.size(); ++i) tensors.emplace_back(names[i], weights[i]);
       tensors.emplace_back("step", Tensor::I32({}, {s}));
+      tensors.emplace_back("precision", precision);
       ATOLL_RETURN_IF_ERROR(client.Save(tensors, config.checkpoint)
                                 .WithContext(fmt::format("step {}: checkpoint", s)));
     }

@@ -38,13 +38,14 @@ struct MlpConfig {
   DType precision = DType::kF32;  // of the matmuls: kF32, or kBF16 (mixed precision)
   std::chrono::milliseconds step_timeout{30000};
   // A checkpoint directory (Client::Save: relative to the object stores' checkpoint root):
-  // the weights and the step number are saved there every `checkpoint_every` steps and
+  // the weights, the step number and the precision are saved there every `checkpoint_every` steps and
   // after the last. Empty: none.
   std::string checkpoint;
   int checkpoint_every = 10;
   // Starts from the checkpoint's weights and step instead of InitMlp and step 1, and runs
   // on to step `steps`: with the same sizes, seed and learning rate, the steps after it
-  // are those of a run that was never interrupted.
+  // are those of a run that was never interrupted. The precision is saved too (the weights
+  // are the f32 master weights in either) and must be the same: another is refused.
   bool resume = false;
 };
 
