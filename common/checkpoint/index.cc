@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -30,18 +33,47 @@ Status CheckName(std::string_view what, std::string_view name, size_t max) {
   return Status::Ok();
 }
 
-// Reads `j[key]` as T, or InvalidArgument naming `where` and the key.
+template <typename T>
+struct ElementOf {
+  using type = T;
+};
+template <typename T>
+struct ElementOf<std::vector<T>> {
+  using type = T;
+};
+
+// True when `v` is a whole number that Int holds. nlohmann's get<Int> casts any number
+// without a word: 4.5 to 4, and a float beyond Int's range is undefined behaviour.
+template <typename Int>
+bool HoldsWhole(const json& v) {
+  if (v.is_number_unsigned()) return std::in_range<Int>(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::in_range<Int>(v.get<int64_t>());
+  return false;
+}
+
+// Reads `j[key]` as T, or InvalidArgument naming `where` and the key. The numbers of an
+// integer T (or of a vector of them) must be whole and in its range.
 template <typename T>
 Result<T> Field(const json& j, const char* key, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) {
     return InvalidArgument(fmt::format("the checkpoint index: {} has no '{}'", where, key));
   }
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
+  const json& v = j.at(key);
+  const auto wrong = [&] {
     return InvalidArgument(
         fmt::format("the checkpoint index: {}'s '{}' is not what it should be: {}", where, key,
-                    j.at(key).dump().substr(0, 200)));
+                    v.dump().substr(0, 200)));
+  };
+  using Element = typename ElementOf<T>::type;
+  if constexpr (std::is_integral_v<Element>) {
+    const bool whole = v.is_array() ? std::all_of(v.begin(), v.end(), HoldsWhole<Element>)
+                                    : HoldsWhole<Element>(v);
+    if (!whole) return wrong();
+  }
+  try {
+    return v.get<T>();
+  } catch (const json::exception& e) {
+    return wrong();
   }
 }
 

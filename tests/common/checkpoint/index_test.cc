@@ -74,6 +74,14 @@ TEST(IndexTest, InconsistentIndexesAreRefusedNamingWhatIsWrong) {
       {[](json& j) { j["tensors"][1]["descr"] = "<i8"; }, "i32 with descr '<i8', not '<i4'"},
       {[](json& j) { j["tensors"][0]["shape"] = "big"; }, "'shape'"},
       {[](json& j) { j["tensors"][0]["shape"][0] = 0; }, "has shape"},
+      // Numbers that are not whole, or that the field's type does not hold (a float beyond
+      // int64 was undefined behaviour, found by checkpoint_fuzzer).
+      {[](json& j) { j["tensors"][0]["shape"][1] = 2e35; }, "'shape' is not what"},
+      {[](json& j) { j["tensors"][0]["shape"][1] = 6.5; }, "'shape' is not what"},
+      {[](json& j) { j["tensors"][0]["split"][0] = uint64_t{1} << 40; }, "'split' is not what"},
+      {[](json& j) { j["tensors"][0]["blocks"][0]["crc32"] = -1; }, "'crc32' is not what"},
+      {[](json& j) { j["tensors"][0]["blocks"][0]["bytes"] = 1e300; }, "'bytes' is not what"},
+      {[](json& j) { j["version"] = 1.0; }, "'version' is not what"},
       {[](json& j) {
          j["tensors"][0]["split"] = {0, 2};
        },
