@@ -38,8 +38,8 @@ struct MlpConfig {
   DType precision = DType::kF32;  // of the matmuls: kF32, or kBF16 (mixed precision)
   std::chrono::milliseconds step_timeout{30000};
   // A checkpoint directory (Client::Save: relative to the object stores' checkpoint root):
-  // the weights, the step number and the precision are saved there every `checkpoint_every` steps and
-  // after the last. Empty: none.
+  // the weights, the step number and the precision are saved there every
+  // `checkpoint_every` steps and after the last. Empty: none.
   std::string checkpoint;
   int checkpoint_every = 10;
   // Starts from the checkpoint's weights and step instead of InitMlp and step 1, and runs

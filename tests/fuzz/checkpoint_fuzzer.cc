@@ -23,8 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!header.ok()) std::abort();
     std::string file = *header;
     file.append(reinterpret_cast<const char*>(tensor->data()), tensor->nbytes());
-    auto again = atl::checkpoint::ParseNpy(
-        {reinterpret_cast<const std::byte*>(file.data()), file.size()});
+    auto again =
+        atl::checkpoint::ParseNpy({reinterpret_cast<const std::byte*>(file.data()), file.size()});
     if (!again.ok() || !(*again == *tensor)) std::abort();
     return 0;
   }

@@ -45,14 +45,18 @@ int WriteSeeds(const fs::path& out) {
     const auto dtype = static_cast<DType>(code);
     const Tensor t = Tensor::FromDoubles(dtype, {2, 3}, {1, 2, 3, 4, 5, 6}).value();
     const std::string data(reinterpret_cast<const char*>(t.data()), t.nbytes());
-    ok &= Write(out / "checkpoint" / ("npy-" + std::string(DTypeName(dtype))),
-                std::string(1, '\0') + checkpoint::EncodeNpyHeader(t.dtype(), t.shape()).value() +
-                    data);
+    ok &= Write(
+        out / "checkpoint" / ("npy-" + std::string(DTypeName(dtype))),
+        std::string(1, '\0') + checkpoint::EncodeNpyHeader(t.dtype(), t.shape()).value() + data);
   }
   checkpoint::Index index;
   index.tensors.push_back(
-      {"w", DType::kF32, {4, 2}, {2}, {0, -1}, {{"w.0.t.npy", {0, 0}, {2, 2}, 144, 1, "h0"},
-                                                {"w.1.t.npy", {2, 0}, {2, 2}, 144, 2, "h1"}}});
+      {"w",
+       DType::kF32,
+       {4, 2},
+       {2},
+       {0, -1},
+       {{"w.0.t.npy", {0, 0}, {2, 2}, 144, 1, "h0"}, {"w.1.t.npy", {2, 0}, {2, 2}, 144, 2, "h1"}}});
   ok &= Write(out / "checkpoint" / "index", "\x01" + checkpoint::IndexToJson(index));
   if (!ok) std::fprintf(stderr, "cannot write the seeds under %s\n", out.c_str());
   return ok ? 0 : 1;
