@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   atl::AddExampleCommand(app, global);
   atl::AddKeygenCommand(app, global);
   atl::AddProbeCommand(app, global);
+  atl::AddCheckpointCommand(app, global);
 #ifdef ATOLL_HAVE_SUBMIT
   atl::AddSubmitCommand(app, global);
 #endif

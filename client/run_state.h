@@ -38,4 +38,10 @@ struct RunState {
   ~RunState();  // releases `objects` if Cancel did not
 };
 
+// Waits (at most `timeout`) until every shard of results `which` of `run` is sealed, without
+// reading their bytes: Run::Wait's watch for refusals and losses, for a caller that has the
+// stores use the shards themselves (Client::Save). The error of a failed shard, naming it.
+Status AwaitSealed(const RunState& run, const std::vector<size_t>& which,
+                   std::chrono::milliseconds timeout);
+
 }  // namespace atl

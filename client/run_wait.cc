@@ -13,37 +13,34 @@
 
 #include "client/client_impl.h"
 #include "client/sharding.h"
+#include "client/store_calls.h"
 
 namespace atl {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
-
-// What is left of `deadline`, at least 1 ms so that a late call still asks once.
-std::chrono::milliseconds Left(Deadline deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-}
 
 Status LossError(const Client::Impl::Loss& loss) { return Unavailable(loss.reason); }
 
-// One result shard being read.
+// One result shard being read, or only waited for until it is sealed (`data` false: its
+// bytes stay in the store, and `got` is an empty tensor).
 struct ShardRead {
   size_t result = 0;
   const ResultShard* where = nullptr;
   net::Requester* store = nullptr;
+  bool data = true;
   uint64_t request = 0;  // 0: not sent
   std::optional<Result<Tensor>> got;
 };
 
-Result<Tensor> ShardFromReply(const proto::Incoming& in) {
+Result<Tensor> ShardFromReply(const proto::Incoming& in, bool data) {
   if (in.header.kind() == proto::Kind::kError) {
     ATOLL_ASSIGN_OR_RETURN(proto::Error error, in.header.As<proto::Error>());
     return proto::FromError(error);
   }
   ATOLL_ASSIGN_OR_RETURN(auto reply, in.header.As<proto::GetObjectReply>());
+  if (!data) return Tensor();
   if (in.data.size() != 1) return Internal("the reply carries no data frame");
   std::vector<std::byte> bytes(in.data[0].size());
   if (!bytes.empty()) std::memcpy(bytes.data(), in.data[0].data(), bytes.size());
@@ -52,12 +49,13 @@ Result<Tensor> ShardFromReply(const proto::Incoming& in) {
 
 // Every shard of results `which` (those that are not the run's own arguments), with its
 // store connected.
-Result<std::vector<ShardRead>> PlanReads(const RunState& run, const std::vector<size_t>& which) {
+Result<std::vector<ShardRead>> PlanReads(const RunState& run, const std::vector<size_t>& which,
+                                         bool data) {
   std::vector<ShardRead> reads;
   for (size_t r : which) {
     for (const auto& s : run.results[r].shards) {
       ATOLL_ASSIGN_OR_RETURN(net::Requester * store, run.client->Watcher(s.store));
-      reads.push_back({r, &s, store, 0, std::nullopt});
+      reads.push_back({r, &s, store, data, 0, std::nullopt});
     }
   }
   return reads;
@@ -74,22 +72,11 @@ Status TakeReplies(net::Requester& store, std::vector<ShardRead>& reads) {
     if (!in.ok()) continue;
     for (ShardRead& read : reads) {
       if (read.store == &store && read.request == in->header.request_id() && !read.got) {
-        read.got = ShardFromReply(*in);
+        read.got = ShardFromReply(*in, read.data);
         break;
       }
     }
   }
-}
-
-// The reply to `request` from `store`, waiting until `deadline`.
-Result<proto::Incoming> AwaitReply(net::Requester& store, uint64_t request, Deadline deadline) {
-  while (Clock::now() < deadline) {
-    ATOLL_ASSIGN_OR_RETURN(auto frames, net::RecvFrames(store.socket(), Left(deadline)));
-    if (!frames) break;
-    auto in = proto::ParseIncoming(std::move(*frames), /*routed=*/false);
-    if (in.ok() && in->header.request_id() == request) return in;
-  }
-  return DeadlineExceeded(fmt::format("no reply from the object store at {}", store.endpoint()));
 }
 
 // A service the run needs is lost: a shard sealed already still counts, one that is not
@@ -103,7 +90,7 @@ void ReadAfterLoss(const RunState& run, const Client::Impl::Loss& loss,
       continue;
     }
     auto request =
-        read.store->Send(proto::GetObject{read.where->object_id, read.where->shard, 0, true});
+        read.store->Send(proto::GetObject{read.where->object_id, read.where->shard, 0, read.data});
     if (!request.ok()) {
       read.got = request.status();
       continue;
@@ -111,7 +98,7 @@ void ReadAfterLoss(const RunState& run, const Client::Impl::Loss& loss,
     read.request = *request;
     auto in = AwaitReply(*read.store, *request, Clock::now() + run.client->options.request_timeout);
     read.got = in.ok() && in->header.kind() != proto::Kind::kError
-                   ? ShardFromReply(*in)
+                   ? ShardFromReply(*in, read.data)
                    : Result<Tensor>(LossError(loss));
   }
 }
@@ -174,10 +161,10 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
     ReadAfterLoss(run, *loss, reads);
     return Status::Ok();
   }
-  const auto wait_ms = static_cast<uint32_t>(Left(deadline).count());
+  const auto wait_ms = static_cast<uint32_t>(TimeLeft(deadline).count());
   for (ShardRead& read : reads) {
-    auto request =
-        read.store->Send(proto::GetObject{read.where->object_id, read.where->shard, wait_ms, true});
+    auto request = read.store->Send(
+        proto::GetObject{read.where->object_id, read.where->shard, wait_ms, read.data});
     if (!request.ok()) return request.status().WithContext("read a result");
     read.request = *request;
   }
@@ -198,7 +185,7 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
     ATOLL_RETURN_IF_ERROR(CheckPeers(run, reads, Clock::now() >= patience));
     if (Clock::now() >= (answered ? deadline : give_up)) break;
     auto items = Watched(run, reads);
-    const auto period = std::min(Left(answered ? deadline : give_up), client.notice_period);
+    const auto period = std::min(TimeLeft(answered ? deadline : give_up), client.notice_period);
     ATOLL_RETURN_IF_ERROR(net::Poll(items, period));
     for (ShardRead& read : reads) {
       if (!read.got) ATOLL_RETURN_IF_ERROR(TakeReplies(*read.store, reads));
@@ -217,14 +204,26 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
   return Status::Ok();
 }
 
+// Sends and awaits the reads of every shard of results `which` of `run`.
+Result<std::vector<ShardRead>> ReadShards(const RunState& run, const std::vector<size_t>& which,
+                                          std::chrono::milliseconds timeout, bool data) {
+  if (run.cancelled) return Cancelled(fmt::format("run {} was cancelled", run.id));
+  const Deadline deadline = Clock::now() + timeout;
+  ATOLL_ASSIGN_OR_RETURN(std::vector<ShardRead> reads, PlanReads(run, which, data));
+  ATOLL_RETURN_IF_ERROR(AwaitReads(run, reads, deadline, timeout));
+  return reads;
+}
+
+Status ShardError(const RunState& run, const ShardRead& read) {
+  return read.got->status().WithContext(
+      fmt::format("run {} result {} shard {}", run.id, read.result, read.where->shard));
+}
+
 // Results `which` of `run`, each assembled from its shards (or the client's own copy of an
 // argument the run returns).
 Result<std::vector<Tensor>> ReadResults(const RunState& run, const std::vector<size_t>& which,
                                         std::chrono::milliseconds timeout) {
-  if (run.cancelled) return Cancelled(fmt::format("run {} was cancelled", run.id));
-  const Deadline deadline = Clock::now() + timeout;
-  ATOLL_ASSIGN_OR_RETURN(std::vector<ShardRead> reads, PlanReads(run, which));
-  ATOLL_RETURN_IF_ERROR(AwaitReads(run, reads, deadline, timeout));
+  ATOLL_ASSIGN_OR_RETURN(std::vector<ShardRead> reads, ReadShards(run, which, timeout, true));
   std::vector<Tensor> out;
   for (size_t r : which) {
     const ResultPlan& plan = run.results[r];
@@ -235,10 +234,7 @@ Result<std::vector<Tensor>> ReadResults(const RunState& run, const std::vector<s
     std::vector<Tensor> shards;
     for (ShardRead& read : reads) {
       if (read.result != r) continue;
-      if (!read.got->ok()) {
-        return read.got->status().WithContext(
-            fmt::format("run {} result {} shard {}", run.id, r, read.where->shard));
-      }
+      if (!read.got->ok()) return ShardError(run, read);
       shards.push_back(std::move(*read.got).value());
     }
     ATOLL_ASSIGN_OR_RETURN(Tensor t, Assemble(shards, plan.type, plan.mesh));
@@ -249,6 +245,16 @@ Result<std::vector<Tensor>> ReadResults(const RunState& run, const std::vector<s
 }
 
 }  // namespace
+
+Status AwaitSealed(const RunState& run, const std::vector<size_t>& which,
+                   std::chrono::milliseconds timeout) {
+  ATOLL_ASSIGN_OR_RETURN(std::vector<ShardRead> reads, ReadShards(run, which, timeout, false));
+  for (const ShardRead& read : reads) {
+    if (!read.got->ok()) return ShardError(run, read);
+  }
+  run.client->DrainAcks(std::chrono::milliseconds(0));
+  return Status::Ok();
+}
 
 Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
   std::vector<size_t> all(state_->results.size());

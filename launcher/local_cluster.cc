@@ -222,6 +222,9 @@ std::vector<std::string> LocalCluster::Argv(const Child& child) const {
     if (it != p.endpoints.end()) argv.insert(argv.end(), {option, it->second});
   }
   if (!keys_dir_.empty()) argv.insert(argv.end(), {"--keys", keys_dir_});
+  if (p.role == "objectstore" || p.role == "simhosts") {
+    argv.insert(argv.end(), {"--checkpoint-root", checkpoint_root()});
+  }
   if (!plan_.bind.empty()) argv.insert(argv.end(), {"--bind", plan_.bind});
   if (!plan_.advertise.empty()) argv.insert(argv.end(), {"--advertise", plan_.advertise});
   argv.insert(argv.end(), {"--ready-file", child.ready_path});

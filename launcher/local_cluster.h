@@ -19,6 +19,9 @@
 //   <state_dir>/run/<name>.ready    each service's ready file (common/ready_file.h)
 //   <state_dir>/rm.state            the RM's state, kept across RM restarts (Restart);
 //                                   the plan may name another file (rm_state_file)
+//   <state_dir>/checkpoints/        the object stores' checkpoint root, unless the options
+//                                   or the config (checkpoints.root) name another; kept
+//                                   across starts
 //   <state_dir>/keys/               the CURVE keys, unless the config or the options name
 //                                   another place (common/net/curve_keys.h); kept across
 //                                   starts; made by a plan that starts the RM, required
@@ -64,6 +67,9 @@ struct LocalClusterOptions {
   // The CURVE keys directory; empty: the config's security.keys_dir, else <state_dir>/keys.
   std::string keys_dir;
   std::string state_dir;  // empty: DefaultStateDir()
+  // The object stores' checkpoint root; empty: the config's checkpoints.root, else
+  // <state_dir>/checkpoints.
+  std::string checkpoint_root;
   std::string bin_dir;    // where atoll-rm & co. are; empty: the running executable's dir
   std::string log_level;  // passed to every service with --log-level; empty: the config's
   // How long each service may take from its start to its ready file.
@@ -119,6 +125,12 @@ class LocalCluster {
   // config's security.mode is: what a client of this cluster passes as
   // ClientOptions::keys_dir (or $ATOLL_KEYS).
   std::string keys_dir() const { return keys_dir_.empty() ? "plain" : keys_dir_; }
+  // Where its object stores keep checkpoints (given to each as --checkpoint-root).
+  std::string checkpoint_root() const {
+    if (!options_.checkpoint_root.empty()) return options_.checkpoint_root;
+    return config_.checkpoint_root.empty() ? options_.state_dir + "/checkpoints"
+                                           : config_.checkpoint_root;
+  }
 
   // The pid of the service `name`; NotFound if there is no such service or it has been
   // reaped. For fault-injection tests: Signal(name, SIGKILL) kills one service.

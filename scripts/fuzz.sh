@@ -3,14 +3,14 @@
 # clang-14 into build-fuzz/ (only the libraries they need, every one instrumented with
 # AddressSanitizer and UBSan; the gcc build in build/ is untouched), seeds each from real
 # inputs (one encoded sample per message kind, tuple batches as an executor sends them,
-# events, examples/*.toml, config/*.toml) and runs each for SECONDS. Fails when any harness finds
+# events, examples/*.toml, config/*.toml, checkpoint files) and runs each for SECONDS. Fails when any harness finds
 # a crash, leak, undefined behaviour, hang or oversized allocation; the input that did is
 # left in build-fuzz/findings/<harness>/ (replay: build-fuzz/fuzz/<harness>_fuzzer FILE).
 #   scripts/fuzz.sh [SECONDS_PER_HARNESS]   (default 20: with the build, about 5 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
-harnesses=(header message tuples event job config)
+harnesses=(header message tuples event job config checkpoint)
 build_dir=build-fuzz
 
 bash scripts/setup.sh

@@ -13,7 +13,7 @@ build_only=0
 packages=(
   build-essential cmake pkg-config clang-format
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libfmt-dev libtoml11-dev
-  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
+  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libsleef-dev
   python3 python3-matplotlib

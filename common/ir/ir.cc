@@ -183,9 +183,7 @@ bool IsFirstReplica(const TensorType& type, const Shape& mesh, int shard) {
   return true;
 }
 
-namespace {
-
-Status CheckType(const std::string& what, const TensorType& t, const Shape& mesh) {
+Status CheckLayout(const std::string& what, const TensorType& t, const Shape& mesh) {
   for (auto d : t.shape) {
     if (d <= 0 && d != kDynamicDim)
       return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
@@ -224,6 +222,8 @@ Status CheckType(const std::string& what, const TensorType& t, const Shape& mesh
   }
   return Status::Ok();
 }
+
+namespace {
 
 Status CheckOperand(const FunctionDef& fn, const Operand& o, size_t before_op) {
   if (o.kind == Operand::kScalar) return Status::Ok();
@@ -266,7 +266,7 @@ Status CheckCollective(const Op& op, const Shape& mesh) {
     return InvalidArgument(fmt::format("{} runs along mesh axis {}, but the mesh {} has {} axes",
                                        OpName(op.code), axis, ShapeString(mesh), mesh.size()));
   }
-  ATOLL_RETURN_IF_ERROR(CheckType(fmt::format("{} result", OpName(op.code)), op.type, mesh));
+  ATOLL_RETURN_IF_ERROR(CheckLayout(fmt::format("{} result", OpName(op.code)), op.type, mesh));
   const int64_t members = mesh[axis];
   auto member = [&](int64_t coordinate, std::string_view what) -> Status {
     if (coordinate < members) return Status::Ok();
@@ -313,7 +313,7 @@ Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
                                        ShapeString(mesh), *devices, num_shards));
   }
   for (size_t i = 0; i < fn.inputs.size(); ++i) {
-    ATOLL_RETURN_IF_ERROR(CheckType(fmt::format("input {}", i), fn.inputs[i], mesh));
+    ATOLL_RETURN_IF_ERROR(CheckLayout(fmt::format("input {}", i), fn.inputs[i], mesh));
   }
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const Op& op = fn.ops[i];

@@ -151,6 +151,11 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op);
 // the slice's real extents.
 Status Validate(const FunctionDef& fn, int num_shards, bool slice_known = true);
 
+// InvalidArgument, naming `what`, unless `type` can be laid out over `mesh`: positive (or
+// dynamic) dimensions, a split per dimension naming distinct axes of the mesh, and every
+// static dimension that is cut dividing evenly over its axis.
+Status CheckLayout(const std::string& what, const TensorType& type, const Shape& mesh);
+
 // The shape of one shard of `type` over `mesh` (a dynamic dimension stays dynamic).
 Shape ShardShape(const TensorType& type, const Shape& mesh);
 // Where shard `shard`'s block starts in the global tensor (static dimensions only).

@@ -142,4 +142,119 @@ struct StoreStats {
                  device_bytes, tombstones_per_owner);
 };
 
+// Checkpoints (docs/design-notes.md, "Checkpoints"). Every `dir` is relative to the store's
+// checkpoint root, below the sender's key name for a client key; the store refuses absolute
+// paths, '..' and symbolic links. Files are written to a temporary name and renamed.
+
+// A shard this store holds, to write as the .npy file `file`.
+struct ShardFile {
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  std::string file;
+  bool operator==(const ShardFile&) const = default;
+  MSGPACK_DEFINE(object_id, shard, file);
+};
+
+// A value the client sends whole (the next data frame), to write as `file`.
+struct ValueFile {
+  std::string file;
+  DType dtype = DType::kF32;
+  Shape shape;
+  bool operator==(const ValueFile&) const = default;
+  MSGPACK_DEFINE(file, dtype, shape);
+};
+
+// Writes the owner's sealed shards held here and the values (data frame i for values[i])
+// into `dir` (made if missing). Answered SaveShardsReply once every file is written.
+struct SaveShards {
+  static constexpr Kind kKind = Kind::kSaveShards;
+  uint64_t owner_client = 0;
+  std::string dir;
+  std::vector<ShardFile> shards;
+  std::vector<ValueFile> values;
+  bool operator==(const SaveShards&) const = default;
+  MSGPACK_DEFINE(owner_client, dir, shards, values);
+};
+
+struct FileWritten {
+  std::string file;
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;  // of the whole file (zlib's)
+  bool operator==(const FileWritten&) const = default;
+  MSGPACK_DEFINE(file, bytes, crc32);
+};
+
+struct SaveShardsReply {
+  static constexpr Kind kKind = Kind::kSaveShardsReply;
+  std::vector<FileWritten> files;  // in request order: shards, then values
+  bool operator==(const SaveShardsReply&) const = default;
+  MSGPACK_DEFINE(files);
+};
+
+// Completes a checkpoint once every store wrote its files: writes `index` as index.json (the
+// last file written, so a checkpoint without one is incomplete), then removes the files of
+// `dir` that look like checkpoint data (.npy, temporaries) and `files` does not name (an
+// earlier save's). Answered Ok.
+struct CommitCheckpoint {
+  static constexpr Kind kKind = Kind::kCommitCheckpoint;
+  uint64_t owner_client = 0;
+  std::string dir;
+  std::string index;
+  std::vector<std::string> files;
+  bool operator==(const CommitCheckpoint&) const = default;
+  MSGPACK_DEFINE(owner_client, dir, index, files);
+};
+
+// Reads `dir`'s index.json: answered CheckpointIndexText, or NotFound when there is none.
+struct ReadCheckpointIndex {
+  static constexpr Kind kKind = Kind::kReadCheckpointIndex;
+  uint64_t client = 0;
+  std::string dir;
+  bool operator==(const ReadCheckpointIndex&) const = default;
+  MSGPACK_DEFINE(client, dir);
+};
+
+struct CheckpointIndexText {
+  static constexpr Kind kKind = Kind::kCheckpointIndexText;
+  std::string index;
+  bool operator==(const CheckpointIndexText&) const = default;
+  MSGPACK_DEFINE(index);
+};
+
+// The block [begin, begin + size) of .npy file `file` (which must be `bytes` long with CRC-32
+// `crc32` and hold a `file_shape` array), written at `at` in a shard.
+struct FilePiece {
+  std::string file;
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  Shape file_shape;
+  Shape begin;
+  Shape size;
+  Shape at;
+  bool operator==(const FilePiece&) const = default;
+  MSGPACK_DEFINE(file, bytes, crc32, file_shape, begin, size, at);
+};
+
+// A new shard of the owner's, in the host arena, made of pieces of files that cover it.
+struct ShardFromFiles {
+  uint64_t object_id = 0;
+  uint32_t shard = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+  std::vector<FilePiece> pieces;
+  bool operator==(const ShardFromFiles&) const = default;
+  MSGPACK_DEFINE(object_id, shard, dtype, shape, pieces);
+};
+
+// Reads shards from `dir`'s files into new sealed objects owned by `owner_client`: all of
+// them, or none (an error leaves nothing behind). Answered Ok.
+struct LoadShards {
+  static constexpr Kind kKind = Kind::kLoadShards;
+  uint64_t owner_client = 0;
+  std::string dir;
+  std::vector<ShardFromFiles> shards;
+  bool operator==(const LoadShards&) const = default;
+  MSGPACK_DEFINE(owner_client, dir, shards);
+};
+
 }  // namespace atl::proto

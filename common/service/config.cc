@@ -107,6 +107,13 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
     ATOLL_RETURN_IF_ERROR(ReadInt(t, "batch_window_us", "dataplane.batch_window_us", 0,
                                   kMaxBatchWindowUs, c.dataplane.batch_window_us));
   }
+  if (root.contains("checkpoints")) {
+    c.checkpoint_root = Get(toml::find(root, "checkpoints"), "root", c.checkpoint_root);
+    if (!c.checkpoint_root.empty() && c.checkpoint_root.front() != '/') {
+      return InvalidArgument("checkpoints.root must be an absolute path, not '" +
+                             c.checkpoint_root + "'");
+    }
+  }
   if (root.contains("security")) {
     const auto& t = toml::find(root, "security");
     c.security.mode = Get(t, "mode", c.security.mode);

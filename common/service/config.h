@@ -99,6 +99,10 @@ struct ClusterConfig {
   // host still its own executor and object store, with its own sockets), so that hundreds
   // of simulated hosts fit on one machine: 1..4096. 0: every host is two processes.
   uint32_t sim_hosts_per_process = 0;
+  // Where each object store reads and writes checkpoints ([checkpoints] root): client paths
+  // are relative to it. Empty: the launcher's <state dir>/checkpoints, given to each store as
+  // --checkpoint-root; a store given neither refuses checkpoints (FailedPrecondition).
+  std::string checkpoint_root;
   DataPlaneConfig dataplane;
   SecurityConfig security;
   QuotaConfig quotas;

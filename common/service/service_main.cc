@@ -21,6 +21,8 @@ void AddServiceOptions(CLI::App& app, ServiceOptions& options) {
   app.add_option("--advertise", options.advertise,
                  "the address peers reach this service at, put in the endpoints it registers "
                  "(default: the bound one; for 0.0.0.0, the interface that routes to the RM)");
+  app.add_option("--checkpoint-root", options.checkpoint_root,
+                 "where an object store keeps checkpoints (overrides checkpoints.root)");
 }
 
 Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptions& options) {
@@ -31,6 +33,7 @@ Result<ClusterConfig> StartService(const std::string& service_name, ServiceOptio
   if (!config.ok()) return config.status();
   if (!options.events_in.empty()) config->events_in_endpoint = options.events_in;
   if (!options.keys_dir.empty()) config->security.keys_dir = options.keys_dir;
+  if (!options.checkpoint_root.empty()) config->checkpoint_root = options.checkpoint_root;
   // Containers: the address to bind and advertise is known only where the service runs
   // (a pod's IP, a container's interface), so the environment may override the config's.
   if (const char* bind_host = std::getenv("ATOLL_BIND_HOST"); bind_host && *bind_host) {

@@ -15,16 +15,17 @@ namespace atl {
 
 struct ServiceOptions {
   std::string config_path;
-  std::string ready_file;  // empty: write none
-  std::string log_level;   // empty: the config's cluster.log_level
-  std::string events_in;   // empty: the config's rm.events_in
-  std::string keys_dir;    // empty: the config's security.keys_dir
-  std::string bind;        // empty: $ATOLL_BIND_HOST, else the config's cluster.bind_host
-  std::string advertise;   // empty: see ClusterConfig::advertise_host
+  std::string ready_file;       // empty: write none
+  std::string log_level;        // empty: the config's cluster.log_level
+  std::string events_in;        // empty: the config's rm.events_in
+  std::string keys_dir;         // empty: the config's security.keys_dir
+  std::string bind;             // empty: $ATOLL_BIND_HOST, else the config's cluster.bind_host
+  std::string advertise;        // empty: see ClusterConfig::advertise_host
+  std::string checkpoint_root;  // empty: the config's checkpoints.root (object stores use it)
 };
 
-// Adds --config, --ready-file, --log-level, --events-in, --keys, --bind and --advertise to
-// `app`.
+// Adds --config, --ready-file, --log-level, --events-in, --keys, --bind, --advertise and
+// --checkpoint-root to `app`.
 void AddServiceOptions(CLI::App& app, ServiceOptions& options);
 
 // Loads the configuration named by --config, applies the overrides in `options` and the

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "common/base/state_dir.h"
+
 namespace atl::examples {
 
 ExampleCluster::ExampleCluster(std::string default_config) : config_(std::move(default_config)) {}
@@ -29,6 +31,9 @@ Result<std::unique_ptr<Client>> ExampleCluster::Connect(const std::string& name)
     LocalClusterOptions options;
     options.config_path = config_;
     options.state_dir = dir_;
+    // Checkpoints outlive this cluster, where `atoll up`'s clusters keep theirs: a run may
+    // resume from them on the next one.
+    options.checkpoint_root = DefaultStateDir() + "/checkpoints";
     cluster_ = std::make_unique<LocalCluster>(options);
     ATOLL_RETURN_IF_ERROR(
         cluster_->Start().WithContext("starting a local cluster from " + config_));

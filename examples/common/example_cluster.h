@@ -1,6 +1,7 @@
 // The cluster an example program runs on: a running one (--rm), or else one of its own,
 // started from a config (--config; on free loopback ports, the way tests start theirs) and
-// stopped and removed when this object goes away.
+// stopped and removed when this object goes away, all but its checkpoints: those go where
+// `atoll up`'s go (<state dir>/checkpoints), so that a later run can resume from them.
 #pragma once
 
 #include <memory>

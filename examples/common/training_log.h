@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,11 +14,13 @@
 
 namespace atl::examples {
 
-// Step `step` of `steps`: its loss (`loss_digits` decimals) and `examples` over `elapsed`.
+// Step `step` of `steps`: its loss (`loss_digits` decimals) and `examples` over `elapsed`,
+// then `note` (e.g. "  (checkpoint saved)").
 inline void PrintStep(int step, int steps, double loss, double examples,
-                      std::chrono::duration<double> elapsed, int loss_digits = 4) {
-  fmt::print("step {:3}/{}  loss {:.{}f}  {:8.0f} examples/s\n", step, steps, loss, loss_digits,
-             examples / elapsed.count());
+                      std::chrono::duration<double> elapsed, int loss_digits = 4,
+                      std::string_view note = {}) {
+  fmt::print("step {:3}/{}  loss {:.{}f}  {:8.0f} examples/s{}\n", step, steps, loss, loss_digits,
+             examples / elapsed.count(), note);
   std::fflush(stdout);
 }
 

@@ -1,7 +1,8 @@
 // atoll-example-mlp: data-parallel training of a small MLP on synthetic data (examples/mlp/
 // mlp.h). Without --rm it starts its own local cluster (the topology of config/test.toml,
 // on free loopback ports) and stops it at the end; with --rm it uses a running one
-// (`atoll up`). Prints a line per step (loss, throughput) and a summary.
+// (`atoll up`). Prints a line per step (loss, throughput) and a summary. --checkpoint DIR
+// saves the weights every --checkpoint-every steps; --resume goes on from them.
 #include <string>
 
 #include <fmt/format.h>
@@ -33,6 +34,15 @@ int Main(int argc, char** argv) {
                  "f32 loss and master weights)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));
+  app.add_option("--checkpoint", config.checkpoint,
+                 "save the weights here (a directory below the object stores' checkpoint root)");
+  app.add_option("--checkpoint-every", config.checkpoint_every, "steps between checkpoints")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag(
+         "--resume", config.resume,
+         "start from the --checkpoint's weights and step (same sizes, seed, lr and precision)")
+      ->needs("--checkpoint");
   int loss_digits = 4;
   app.add_option("--loss-digits", loss_digits, "decimals of the losses printed")
       ->capture_default_str()
@@ -59,9 +69,19 @@ int Main(int argc, char** argv) {
              config.steps, config.learning_rate,
              precision == "bf16" ? ", bf16 matmuls with f32 master weights" : "");
   const auto batch = static_cast<double>(config.batch);
+  bool first = true;
   auto result = atl::examples::TrainMlp(**client, *slice, config, [&](const auto& step) {
-    atl::examples::PrintStep(step.step, config.steps, step.loss, batch, step.elapsed, loss_digits);
+    if (first && config.resume)
+      fmt::print("resumed after step {} from {}\n", step.step - 1, config.checkpoint);
+    first = false;
+    atl::examples::PrintStep(step.step, config.steps, step.loss, batch, step.elapsed, loss_digits,
+                             step.checkpointed ? "  (checkpoint saved)" : "");
   });
+  if (result.ok() && result->losses.empty()) {
+    fmt::print("nothing to do: {} holds step {} already\n", config.checkpoint,
+               result->first_step - 1);
+    return 0;
+  }
   return atl::examples::Finish(result, batch);
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -65,6 +67,15 @@ Result<FunctionBuilder> TrainStep(const MlpConfig& c) {
   return b;
 }
 
+// The precision a checkpoint's "precision" value names (a dtype code), or the value itself
+// where it names none.
+std::string PrecisionName(const Tensor& saved) {
+  if (saved.dtype() != DType::kI32 || saved.num_elements() != 1) return saved.ToString();
+  const int32_t code = saved.as<int32_t>()[0];
+  if (code < 0 || code >= static_cast<int32_t>(kNumDTypes)) return std::to_string(code);
+  return std::string(DTypeName(static_cast<DType>(code)));
+}
+
 }  // namespace
 
 MlpParams InitMlp(const MlpConfig& c) {
@@ -101,6 +112,9 @@ Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& 
         fmt::format("need steps >= 1 and a batch ({}) that divides over {} devices", config.batch,
                     slice.num_devices()));
   }
+  if (config.checkpoint_every < 1 || (config.resume && config.checkpoint.empty())) {
+    return InvalidArgument("need checkpoint_every >= 1, and a checkpoint to resume from");
+  }
   ATOLL_ASSIGN_OR_RETURN(const FunctionBuilder builder, TrainStep(config));
   ATOLL_ASSIGN_OR_RETURN(Function step, client.Register(builder, slice));
   ProgramBuilder p;
@@ -114,25 +128,63 @@ Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& 
   p.Return(p.Call(step, args));
   ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
 
-  MlpResult result{init, {}, {}};
+  // The weights the next step reads: values at first, then futures of the last step.
+  std::vector<Input> weights = {init.w1, init.b1, init.w2, init.b2};
+  MlpResult result{init, 1, {}, {}};
+  // The state a resume needs: the f32 (master) weights, whatever the precision, the step,
+  // and the precision, which a resume must share to go on as the saved run would have.
+  const std::vector<std::string> names = {"w1", "b1", "w2", "b2", "step", "precision"};
+  const Tensor precision = Tensor::I32({}, {static_cast<int32_t>(config.precision)});
+  std::optional<Run> run;  // the last step's, or the checkpoint's: its results 0-3 are the weights
+  if (config.resume) {
+    ATOLL_ASSIGN_OR_RETURN(Checkpoint saved,
+                           client.Load(config.checkpoint, slice, {.names = names}));
+    ATOLL_ASSIGN_OR_RETURN(const Tensor last, saved.run.Wait(4, config.step_timeout));
+    ATOLL_ASSIGN_OR_RETURN(const Tensor saved_precision, saved.run.Wait(5, config.step_timeout));
+    if (saved_precision != precision) {
+      return InvalidArgument(fmt::format(
+          "checkpoint '{}' is of a run in precision {}; resume it in that precision, not {}",
+          config.checkpoint, PrecisionName(saved_precision), DTypeName(config.precision)));
+    }
+    result.first_step = last.as<int32_t>()[0] + 1;
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = saved.run.Output(i);
+    run = std::move(saved.run);
+  }
   const auto start = std::chrono::steady_clock::now();
-  for (int s = 1; s <= config.steps; ++s) {
+  for (int s = result.first_step; s <= config.steps; ++s) {
     const auto step_start = std::chrono::steady_clock::now();
     MlpBatch batch = MakeMlpBatch(config, s);
-    MlpParams& w = result.params;
     ATOLL_ASSIGN_OR_RETURN(
-        Run run, client.Submit(program, {std::move(batch.x), std::move(batch.labels), w.w1, w.b1,
-                                         w.w2, w.b2}));
-    auto outputs = run.Wait(config.step_timeout);
-    if (!outputs.ok()) return outputs.status().WithContext(fmt::format("step {}", s));
-    w = {std::move((*outputs)[0]), std::move((*outputs)[1]), std::move((*outputs)[2]),
-         std::move((*outputs)[3])};
-    result.losses.push_back((*outputs)[4].as<float>()[0]);
+        run, client.Submit(program, {std::move(batch.x), std::move(batch.labels), weights[0],
+                                     weights[1], weights[2], weights[3]}));
+    auto loss = run->Wait(4, config.step_timeout);
+    if (!loss.ok()) return loss.status().WithContext(fmt::format("step {}", s));
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = run->Output(i);
+    result.losses.push_back(loss->as<float>()[0]);
+    const bool save =
+        !config.checkpoint.empty() && (s % config.checkpoint_every == 0 || s == config.steps);
+    if (save) {
+      std::vector<std::pair<std::string, Input>> tensors;
+      for (size_t i = 0; i < weights.size(); ++i) tensors.emplace_back(names[i], weights[i]);
+      tensors.emplace_back("step", Tensor::I32({}, {s}));
+      tensors.emplace_back("precision", precision);
+      ATOLL_RETURN_IF_ERROR(client.Save(tensors, config.checkpoint)
+                                .WithContext(fmt::format("step {}: checkpoint", s)));
+    }
     if (on_step) {
-      on_step({s, result.losses.back(), std::chrono::steady_clock::now() - step_start});
+      on_step({s, result.losses.back(), std::chrono::steady_clock::now() - step_start, save});
     }
   }
   result.elapsed = std::chrono::steady_clock::now() - start;
+  if (run) {
+    std::vector<Tensor> last;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      ATOLL_ASSIGN_OR_RETURN(Tensor w, run->Wait(i, config.step_timeout));
+      last.push_back(std::move(w));
+    }
+    result.params = {std::move(last[0]), std::move(last[1]), std::move(last[2]),
+                     std::move(last[3])};
+  }
   return result;
 }
 

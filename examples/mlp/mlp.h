@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "atoll/client.h"
@@ -38,6 +39,16 @@ struct MlpConfig {
   uint32_t seed = 1;              // of the initial weights and of the data
   DType precision = DType::kF32;  // of the matmuls: kF32, or kBF16 (mixed precision)
   std::chrono::milliseconds step_timeout{30000};
+  // A checkpoint directory (Client::Save: relative to the object stores' checkpoint root):
+  // the weights, the step number and the precision are saved there every
+  // `checkpoint_every` steps and after the last. Empty: none.
+  std::string checkpoint;
+  int checkpoint_every = 10;
+  // Starts from the checkpoint's weights and step instead of InitMlp and step 1, and runs
+  // on to step `steps`: with the same sizes, seed and learning rate, the steps after it
+  // are those of a run that was never interrupted. The precision is saved too (the weights
+  // are the f32 master weights in either) and must be the same: another is refused.
+  bool resume = false;
 };
 
 struct MlpParams {  // f32, whatever the precision (the master weights)
@@ -75,16 +86,21 @@ struct MlpStep {
   int step = 0;     // from 1
   double loss = 0;  // the batch's mean cross-entropy, before this step's update
   std::chrono::duration<double> elapsed{};  // submit to results
+  bool checkpointed = false;                // the weights after it were saved
 };
 
 struct MlpResult {
   MlpParams params;            // after the last step
-  std::vector<double> losses;  // one per step
+  int first_step = 1;          // the first step run: 1, or the one after a resumed checkpoint
+  std::vector<double> losses;  // one per step run
   std::chrono::duration<double> elapsed{};
 };
 
-// Registers the training step on `slice` and runs config.steps steps, calling `on_step`
-// after each. Errors: the first one from registering or from a step (which names it).
+// Registers the training step on `slice` and runs steps up to config.steps, calling
+// `on_step` after each. The weights stay in the object stores between steps (each step's
+// outputs feed the next as futures); only the loss is read back, and the weights after the
+// last step. Errors: the first one from registering, loading, saving or a step (which
+// names it).
 Result<MlpResult> TrainMlp(Client& client, const Slice& slice, const MlpConfig& config,
                            const std::function<void(const MlpStep&)>& on_step = {});
 

@@ -1,5 +1,6 @@
 // The atoll client library: connect to a cluster, get virtual slices of devices,
-// register compiled functions on them, trace programs, run them and wait for results.
+// register compiled functions on them, trace programs, run them and wait for results, save
+// results to checkpoints and load them back.
 //
 // Thread safety: a Client is used by one thread at a time. It runs one background thread
 // of its own that heartbeats the RM and the object stores, so that a client that dies has
@@ -15,9 +16,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "atoll/function.h"
@@ -146,6 +149,25 @@ class Run {
   std::shared_ptr<RunState> state_;
 };
 
+// A checkpoint loaded by Client::Load: result i of `run` is the tensor names[i], in the
+// object stores of the slice it was loaded onto, owned by the client like a run's results:
+// run.Output(i) feeds later runs, run.Wait(i) reads a value back.
+struct Checkpoint {
+  std::vector<std::string> names;
+  Run run;
+};
+
+struct LoadOptions {
+  // The tensors to load, in this order; empty: every one, in the order they were saved.
+  std::vector<std::string> names = {};
+  // How to lay tensors out over the slice's mesh, by name. A tensor not named here is cut
+  // along the mesh axes it was saved with (the slice's mesh must have them, and each cut
+  // dimension must divide over its axis); any layout of the same global tensor loads.
+  std::map<std::string, Sharding> shardings = {};
+  // Bound on the whole load (reading the index, every store's reading of its shards).
+  std::chrono::milliseconds timeout{60000};
+};
+
 class Client {
  public:
   static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
@@ -164,6 +186,28 @@ class Client {
   // (Run::Wait reports a refusal). Returns without waiting for results.
   Result<Run> Submit(const Program& program, const std::vector<Input>& args,
                      const SubmitOptions& options = {});
+
+  // Checkpoints (README, "Checkpoints"). `path` is a directory relative to each object
+  // store's checkpoint root ([checkpoints] root; below the client key's name under CURVE);
+  // absolute paths, '..' and symbolic links are refused. Across machines each host's store
+  // writes under its own root: loading on other hosts needs a shared filesystem or a copy.
+
+  // Saves `tensors` under their names into `path`: one numpy .npy file per distinct block
+  // of each future (written by the object store that holds it, the bytes never passing
+  // through this client; the futures' runs are waited for, at most `timeout` in all) and
+  // one per value (written by every store taking part), then the index (index.json), last.
+  // A checkpoint saved over stays whole until the new index replaces the old one; files it
+  // no longer names are removed then. Names: 1 to 128 of [A-Za-z0-9_.-], not starting with
+  // '.'. At least one tensor must be a future. One save at a time per path.
+  Status Save(const std::vector<std::pair<std::string, Input>>& tensors, const std::string& path,
+              std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Loads tensors of the checkpoint at `path` onto `slice`: the index is read by the store
+  // of the slice's first device's host, and each device's host's store reads its shard into
+  // a new object of this client's. NotFound for a checkpoint without an index (never
+  // saved, or a save that did not finish) or a missing file; InvalidArgument for a corrupt
+  // file or index (sizes, CRC-32, .npy header) or a layout that does not fit the slice.
+  Result<Checkpoint> Load(const std::string& path, const Slice& slice,
+                          const LoadOptions& options = {});
 
   struct Impl;  // opaque: defined inside the library
 

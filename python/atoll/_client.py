@@ -6,13 +6,13 @@ import atexit
 import os
 import time
 import weakref
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _atoll
 from ._tracing import Function, Program, trace_function
-from ._types import DType, TensorType, dtype_named
+from ._types import DType, Sharding, TensorType, dtype_named
 
 Array = np.ndarray
 Results = Union[np.ndarray, Tuple[np.ndarray, ...]]
@@ -148,6 +148,45 @@ class Client:
                     raise _atoll.InvalidArgument(f"argument {i}: {e}") from None
         run = self._client.submit(program._compiled, wire, sequential)
         return Run(self, run, program._returns_tuple)
+
+    def save(self, tensors: Mapping[str, Any], path: str, *, timeout: float = 60.0) -> None:
+        """Saves ``tensors`` (name -> Future of a run, or numpy array) as the checkpoint
+        ``path``: a directory relative to each object store's checkpoint root, one numpy .npy
+        file per block written by the store that holds it, and an index (index.json) written
+        last; numpy alone reads it back (README, "Checkpoints"). At least one tensor is a
+        Future; arrays are of a dtype atoll takes (float32, float16, float64, int32,
+        int64); a bf16 tensor's files hold its raw bits as uint16 (README). Waits for the futures' runs (at most ``timeout``
+        seconds in all).
+
+        Raises atoll.InvalidArgument for a bad name or path, atoll.PermissionDenied for a
+        path that leaves the root ('..', a symbolic link), the error of a failed run.
+        """
+        wire = []
+        for name, value in tensors.items():
+            if isinstance(value, Future):
+                wire.append((name, value._future))
+            else:
+                wire.append((name, np.asarray(value)))
+        self._client.save(wire, path, timeout)
+
+    def load(self, path: str, slice: Slice, names: Optional[Sequence[str]] = None, *,
+             shardings: Optional[Mapping[str, Sharding]] = None,
+             timeout: float = 60.0) -> Dict[str, "Future"]:
+        """Loads the checkpoint ``path`` onto ``slice``: name -> Future, in ``names`` order
+        (None: every tensor, in the order saved). Each future feeds later runs (its shards are
+        in the slice's object stores) or is read with .result(). A tensor is laid out as it
+        was saved unless ``shardings`` names it (atoll.split(0), atoll.replicated, ...).
+
+        Raises atoll.NotFound for a checkpoint without an index (never saved, or a save that
+        did not finish) or a missing file, atoll.InvalidArgument for a corrupt one or a
+        layout that does not fit the slice.
+        """
+        wire_shardings = {name: [-1 if a is None else a for a in s.axes]
+                          for name, s in (shardings or {}).items()}
+        loaded, run = self._client.load(path, slice._slice, list(names or []), wire_shardings,
+                                        timeout)
+        checkpoint = Run(self, run, returns_tuple=True)
+        return {name: checkpoint.output(i) for i, name in enumerate(loaded)}
 
     def close(self) -> None:
         """Says goodbye: the cluster frees this client's slices and objects. Its runs and

@@ -3,6 +3,7 @@
 // may block goes through the Session (session.h): GIL released, one thread at a time, Ctrl-C
 // honoured.
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -106,6 +107,58 @@ FutureObject Output(RunObject& run, size_t index) {
   }));
 }
 
+// Saves `tensors`, (name, future or array) pairs, as checkpoint `path` (Client::Save).
+void Save(const std::shared_ptr<Session>& session, const py::sequence& tensors,
+          const std::string& path, double timeout_s) {
+  std::vector<std::pair<std::string, Input>> inputs;
+  std::vector<std::pair<size_t, FutureHandle*>> futures;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto pair = tensors[i].cast<py::tuple>();
+    auto name = pair[0].cast<std::string>();
+    py::handle value = pair[1];
+    if (py::isinstance<FutureObject>(value)) {
+      auto& future = value.cast<FutureObject&>();
+      if (future.handle->session() != session) {
+        throw StatusError(InvalidArgument("tensor '" + name + "' is a future of another client"));
+      }
+      futures.emplace_back(i, future.handle.get());
+      inputs.emplace_back(std::move(name), Tensor());
+    } else {
+      inputs.emplace_back(std::move(name), Unwrap(TensorFromArray(value, i)));
+    }
+  }
+  ThrowIfError(session->Call([&](Client& client) -> Status {
+    for (const auto& [i, handle] : futures) {
+      const Future* future = handle->value_under_lock();
+      if (future == nullptr) return FailedPrecondition("the client is closed");
+      inputs[i].second = Input(*future);
+    }
+    Status saved = client.Save(inputs, path, Timeout(timeout_s).value());
+    // The copies of the futures go while the client is sure to be there.
+    for (const auto& [i, handle] : futures) inputs[i].second = Input(Tensor());
+    return saved;
+  }));
+}
+
+// Loads checkpoint `path` onto `slice` (Client::Load): the names loaded and a run whose
+// results they are.
+std::pair<std::vector<std::string>, RunObject> Load(
+    const std::shared_ptr<Session>& session, const std::string& path, const Slice& slice,
+    const std::vector<std::string>& names, const std::map<std::string, std::vector<int>>& shardings,
+    double timeout_s) {
+  LoadOptions options{.names = names, .shardings = {}, .timeout = Timeout(timeout_s).value()};
+  for (const auto& [name, axes] : shardings) options.shardings[name] = Sharding::Axes(axes);
+  return Unwrap(
+      session->Call([&](Client& client) -> Result<std::pair<std::vector<std::string>, RunObject>> {
+        ATOLL_ASSIGN_OR_RETURN(Checkpoint loaded, client.Load(path, slice, options));
+        const uint64_t id = loaded.run.id();
+        const size_t count = loaded.names.size();
+        return std::pair{
+            std::move(loaded.names),
+            RunObject{std::make_unique<RunHandle>(session, std::move(loaded.run)), id, count}};
+      }));
+}
+
 }  // namespace
 
 void BindClient(py::module_& m) {
@@ -169,6 +222,9 @@ void BindClient(py::module_& m) {
           },
           py::arg("builder"), py::arg("slice"))
       .def("submit", &Submit, py::arg("program"), py::arg("args"), py::arg("sequential"))
+      .def("save", &Save, py::arg("tensors"), py::arg("path"), py::arg("timeout"))
+      .def("load", &Load, py::arg("path"), py::arg("slice"), py::arg("names"), py::arg("shardings"),
+           py::arg("timeout"))
       .def("close", &Session::Close);
 
   py::class_<RunObject>(m, "Run", "A submitted run.")

@@ -16,6 +16,7 @@ StoreOptions HostStoreOptions(const ClusterConfig& config, const HostPlacement& 
   store.events_in = config.events_in_endpoint;
   store.quota_objects = config.quotas.store_objects;
   store.quota_bytes = config.quotas.store_bytes;
+  store.checkpoint_root = config.checkpoint_root;
   store.rm_endpoint = config.rm_endpoint;
   if (store.rm_endpoint.ends_with(":*")) {
     // The config lets the RM pick its port: only --rm says where it is.

@@ -12,13 +12,9 @@
 
 namespace atl::store {
 
-namespace {
-
-std::string ShardName(uint64_t object, uint32_t shard) {
+std::string StoreService::ShardName(uint64_t object, uint32_t shard) {
   return "object " + std::to_string(object) + " shard " + std::to_string(shard);
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------
 // Sending.
@@ -30,13 +26,9 @@ StoreService::ReplyTo StoreService::ReplyToOf(const proto::Incoming& in) {
   return to;
 }
 
-template <typename T>
-void StoreService::Send(const ReplyTo& to, const T& body, net::Frames data) {
-  const Status sent = net::Send(socket_, &to.routing_id, to.request_id, body, std::move(data));
-  if (!sent.ok()) {
-    spdlog::debug("{} reply to request {} not sent: {}", proto::KindName(T::kKind), to.request_id,
-                  sent.ToString());
-  }
+void StoreService::LogUnsent(proto::Kind kind, uint64_t request_id, const Status& sent) {
+  spdlog::debug("{} reply to request {} not sent: {}", proto::KindName(kind), request_id,
+                sent.ToString());
 }
 
 void StoreService::SendError(const ReplyTo& to, const Status& status) {
@@ -139,6 +131,14 @@ Status StoreService::Dispatch(const proto::Incoming& in) {
       return OnStats(in);
     case proto::Kind::kHostChanged:
       return OnHostChanged(in);
+    case proto::Kind::kSaveShards:
+      return OnSaveShards(in);
+    case proto::Kind::kCommitCheckpoint:
+      return OnCommitCheckpoint(in);
+    case proto::Kind::kReadCheckpointIndex:
+      return OnReadCheckpointIndex(in);
+    case proto::Kind::kLoadShards:
+      return OnLoadShards(in);
     default:
       return InvalidArgument("the object store does not handle " +
                              std::string(proto::KindName(in.header.kind())) + " messages");
@@ -326,14 +326,17 @@ Status StoreService::OnPut(const proto::Incoming& in) {
                      {static_cast<const std::byte*>(frame.data()), frame.size()},
                      {arena_.data(), arena_.size()}));
   Send(ReplyToOf(in), proto::Ok{});
-  events_.Publish("object.created", {{"object", req.object_id},
-                                     {"shard", uint64_t{req.shard}},
-                                     {"owner", req.owner_client},
-                                     {"nbytes", info.nbytes}});
-  events_.Publish("object.sealed", {{"object", req.object_id}, {"shard", uint64_t{req.shard}}});
-  WakeWaiters(req.object_id, req.shard);
-  FreeIfReleased(req.object_id);
+  AnnouncePut(req.object_id, req.shard, req.owner_client, info.nbytes);
   return Status::Ok();
+}
+
+void StoreService::AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, uint64_t nbytes) {
+  events_.Publish(
+      "object.created",
+      {{"object", object}, {"shard", uint64_t{shard}}, {"owner", owner}, {"nbytes", nbytes}});
+  events_.Publish("object.sealed", {{"object", object}, {"shard", uint64_t{shard}}});
+  WakeWaiters(object, shard);
+  FreeIfReleased(object);
 }
 
 Status StoreService::OnGet(const proto::Incoming& in) {

@@ -40,6 +40,12 @@
 // live client is never created (OwnerCache asks the RM once per client), so nothing is
 // left that no collection would free. Refusals are PermissionDenied or NotFound.
 //
+// Checkpoints (store_checkpoints.cc). SaveShards writes the owner's sealed shards held here
+// (and values the client sends) as .npy files below the checkpoint root, CommitCheckpoint
+// writes the index last, ReadCheckpointIndex reads it, LoadShards reads files into new
+// objects of the owner's in the arena, all or none. Every path is confined to the root
+// (CheckpointDir) below the owner's key name; see docs/design-notes.md, "Checkpoints".
+//
 // Liveness. The store heartbeats the RM every heartbeat period (when it has an RM), so that
 // the RM can declare it lost when it falls silent and stop placing work on its host.
 //
@@ -86,6 +92,10 @@ struct StoreOptions {
   // unlimited.
   uint64_t quota_objects = 0;
   uint64_t quota_bytes = 0;
+  // Where checkpoints are read and written (an absolute path; made on the first save). A
+  // client's paths are relative to <root>/<its key's name> (to <root> in plain text). Empty:
+  // checkpoint requests are refused (FailedPrecondition).
+  std::string checkpoint_root;
 };
 
 class StoreService {
@@ -138,6 +148,16 @@ class StoreService {
   Status OnHeartbeat(const proto::Incoming& in);
   Status OnGoodbye(const proto::Incoming& in);
   Status OnStats(const proto::Incoming& in);
+  // Checkpoints (store_checkpoints.cc).
+  Status OnSaveShards(const proto::Incoming& in);
+  Status OnCommitCheckpoint(const proto::Incoming& in);
+  Status OnReadCheckpointIndex(const proto::Incoming& in);
+  Status OnLoadShards(const proto::Incoming& in);
+  // Where `client`'s checkpoints are: the checkpoint root, below the key it connected with.
+  // PermissionDenied unless the sender may act for `client`; NotFound when `client` is not
+  // connected; FailedPrecondition when this store has no root.
+  Result<std::string> CheckpointRootOf(const proto::Incoming& in, uint64_t client,
+                                       std::string_view action);
   // PermissionDenied unless the sender is a member or the client whose `object` it is.
   Status CheckObjectOwner(const proto::Incoming& in, uint64_t object, std::string_view action);
   // NotFound unless `owner_client` is a live client; PermissionDenied unless the sender is a
@@ -160,6 +180,11 @@ class StoreService {
   void OnRm();
   void PublishCollected(const Collected& collected);
   void PublishFreed(uint64_t object);
+  // A shard put whole (created and sealed at once): announced, its waiters answered, and
+  // freed if it was released before it existed.
+  void AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, uint64_t nbytes);
+  // "object N shard S", for messages.
+  static std::string ShardName(uint64_t object, uint32_t shard);
   // Frees `object` if it was released and its last shard was just sealed (its waiters
   // answered first), then retries what waits for memory.
   void FreeIfReleased(uint64_t object);
@@ -178,7 +203,11 @@ class StoreService {
   void DropPending(uint64_t client, const std::string& why);
 
   template <typename T>
-  void Send(const ReplyTo& to, const T& body, net::Frames data = {});
+  void Send(const ReplyTo& to, const T& body, net::Frames data = {}) {
+    const Status sent = net::Send(socket_, &to.routing_id, to.request_id, body, std::move(data));
+    if (!sent.ok()) LogUnsent(T::kKind, to.request_id, sent);
+  }
+  static void LogUnsent(proto::Kind kind, uint64_t request_id, const Status& sent);
   void SendError(const ReplyTo& to, const Status& status);
   static ReplyTo ReplyToOf(const proto::Incoming& in);
 

@@ -1,7 +1,9 @@
 // The MLP example in mixed precision (examples/mlp, precision bf16): bf16 matmuls with f32
 // master weights train as the f32 model does, on the same data and steps, to within 2% of its
-// final loss; and the bf16 run is a different computation (its losses are not f32's).
+// final loss; and the bf16 run is a different computation (its losses are not f32's). A bf16
+// run's checkpoint resumes it exactly.
 #include <cmath>
+#include <vector>
 
 #include "examples/mlp/mlp.h"
 #include "tests/e2e/cluster_fixture.h"
@@ -50,6 +52,50 @@ TEST_F(MlpMixedPrecisionTest, BF16FinalLossIsWithinTwoPercentOfF32s) {
   for (const Tensor* w : {&mixed.params.w1, &mixed.params.b1, &mixed.params.w2, &mixed.params.b2}) {
     EXPECT_EQ(w->dtype(), DType::kF32);
   }
+}
+
+// A bf16 run's checkpoint (its f32 master weights, the step and the precision) resumes to the
+// losses and weights of a run that was never stopped, exactly; in f32 it is refused.
+TEST_F(MlpMixedPrecisionTest, BF16TrainingResumesFromACheckpointWithTheSameLosses) {
+  auto client = Connect("mlp-bf16-resume");
+  ASSERT_NE(client, nullptr);
+  MlpConfig saved;
+  saved.precision = DType::kBF16;
+  saved.steps = 3;
+  saved.checkpoint = "mlp-bf16/run";
+  saved.checkpoint_every = 3;
+  const MlpResult first = Train(*client, saved);
+  ASSERT_EQ(first.losses.size(), 3u);
+
+  MlpConfig resume = saved;
+  resume.resume = true;
+  resume.steps = 8;
+  const MlpResult resumed = Train(*client, resume);
+  ASSERT_EQ(resumed.first_step, 4);
+  ASSERT_EQ(resumed.losses.size(), 5u);
+
+  MlpConfig uninterrupted = resume;
+  uninterrupted.resume = false;
+  uninterrupted.checkpoint = "";
+  const MlpResult reference = Train(*client, uninterrupted);
+  ASSERT_EQ(reference.losses.size(), 8u);
+  EXPECT_EQ(resumed.losses,
+            std::vector<double>(reference.losses.begin() + 3, reference.losses.end()));
+  EXPECT_EQ(resumed.params.w1, reference.params.w1);
+  EXPECT_EQ(resumed.params.b2, reference.params.b2);
+  EXPECT_EQ(resumed.params.w1.dtype(), DType::kF32);
+
+  MlpConfig in_f32 = resume;
+  in_f32.precision = DType::kF32;
+  auto slice = client->CreateSlice(4, "island0");
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  auto refused = examples::TrainMlp(*client, *slice, in_f32);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+  EXPECT_NE(
+      refused.status().message().find("in precision bf16; resume it in that precision, not f32"),
+      std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST_F(MlpMixedPrecisionTest, TheExampleProgramTakesThePrecision) {

@@ -192,6 +192,54 @@ TEST_F(SecurityTest, AClientTouchesOnlyItsOwnThings) {
   ExpectRunsCorrectly(*b, *b_program);
 }
 
+// Checkpoints are a client key's own: each key has its own directory below a store's root,
+// and a client saves only its own objects, as itself.
+TEST_F(SecurityTest, CheckpointsAreTheirClientKeysOwn) {
+  auto a = ConnectAs("alice");
+  auto b = ConnectAs("bob");
+  ASSERT_TRUE(a && b);
+  auto a_program = Doubling(*a);
+  ASSERT_TRUE(a_program.ok()) << a_program.status().ToString();
+  auto run = a->Submit(*a_program, {Tensor::F32({2}, {1, 2})});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const Status saved = a->Save({{"y", run->Output(0)}}, "secret");
+  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  EXPECT_TRUE(std::filesystem::exists(cluster_->checkpoint_root() + "/alice/secret/index.json"));
+
+  // B sees its own directory, not A's, and may not act as A nor save A's objects.
+  auto b_slice = b->CreateSlice(1);
+  ASSERT_TRUE(b_slice.ok()) << b_slice.status().ToString();
+  EXPECT_EQ(b->Load("secret", *b_slice).status().code(), Code::kNotFound);
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  auto expect_denied = [](const auto& result, const std::string& what) {
+    EXPECT_EQ(result.status().code(), Code::kPermissionDenied)
+        << what << ": " << result.status().ToString();
+  };
+  const std::string store = Endpoint("objectstore-i0h0", "endpoint");
+  expect_denied(
+      Ask<proto::CheckpointIndexText>(bob, store, proto::ReadCheckpointIndex{a->id(), "secret"}),
+      "read A's index");
+  const uint64_t object = proto::MakeObjectId(a->id(), uint64_t{1} << 38);
+  net::KeyedContext alice(ClientKey(KeysDir(), "alice"));
+  ASSERT_TRUE(Ask<proto::Ok>(alice, store, proto::PutObject{object, 0, a->id(), DType::kF32, {2}},
+                             Bytes({7, 8}))
+                  .ok());
+  expect_denied(
+      Ask<proto::SaveShardsReply>(
+          bob, store, proto::SaveShards{a->id(), "stolen", {{object, 0, "y.0.t.npy"}}, {}}),
+      "save as A");
+  expect_denied(
+      Ask<proto::SaveShardsReply>(
+          bob, store, proto::SaveShards{b->id(), "stolen", {{object, 0, "y.0.t.npy"}}, {}}),
+      "save A's object as itself");
+  expect_denied(
+      Ask<proto::Ok>(bob, store,
+                     proto::LoadShards{b->id(), "secret", {{object + 1, 0, DType::kF32, {2}, {}}}}),
+      "load into an object of A's");
+  EXPECT_FALSE(std::filesystem::exists(cluster_->checkpoint_root() + "/bob/stolen"));
+  EXPECT_FALSE(std::filesystem::exists(cluster_->checkpoint_root() + "/alice/stolen"));
+}
+
 TEST_F(SecurityTest, OnlyMembersSendTuplesAndStoreWrites) {
   auto b = ConnectAs("bob");
   ASSERT_NE(b, nullptr);

@@ -1,14 +1,16 @@
 // Writes the seed corpora of the message harnesses from real messages (sample_messages.h):
 // every single-frame sample for the header and message harnesses, every message with data
 // frames (the TupleBatches, joined as fuzz_frames.h says) for the tuples harness, events
-// for the events harness. scripts/fuzz.sh
-// adds the job files and configs as text seeds.
-//   atoll-fuzz-seeds OUT_DIR   -> OUT_DIR/{header,message,tuples,event}/<name>
+// for the events harness, .npy files and an index for the checkpoint harness (after the
+// byte that picks its reader). scripts/fuzz.sh adds the job files and configs as text seeds.
+//   atoll-fuzz-seeds OUT_DIR   -> OUT_DIR/{header,message,tuples,event,checkpoint}/<name>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "common/checkpoint/index.h"
+#include "common/checkpoint/npy.h"
 #include "tests/fuzz/fuzz_frames.h"
 #include "tests/fuzz/sample_messages.h"
 
@@ -24,7 +26,7 @@ bool Write(const fs::path& path, const std::string& bytes) {
 }
 
 int WriteSeeds(const fs::path& out) {
-  for (const char* dir : {"header", "message", "tuples", "event"}) {
+  for (const char* dir : {"header", "message", "tuples", "event", "checkpoint"}) {
     fs::create_directories(out / dir);
   }
   bool ok = true;
@@ -39,6 +41,23 @@ int WriteSeeds(const fs::path& out) {
   for (const SampleMessage& event : SampleEvents()) {
     ok &= Write(out / "event" / event.name, JoinFrames(event.frames));
   }
+  for (size_t code = 0; code < kNumDTypes; ++code) {  // a file of each dtype
+    const auto dtype = static_cast<DType>(code);
+    const Tensor t = Tensor::FromDoubles(dtype, {2, 3}, {1, 2, 3, 4, 5, 6}).value();
+    const std::string data(reinterpret_cast<const char*>(t.data()), t.nbytes());
+    ok &= Write(
+        out / "checkpoint" / ("npy-" + std::string(DTypeName(dtype))),
+        std::string(1, '\0') + checkpoint::EncodeNpyHeader(t.dtype(), t.shape()).value() + data);
+  }
+  checkpoint::Index index;
+  index.tensors.push_back(
+      {"w",
+       DType::kF32,
+       {4, 2},
+       {2},
+       {0, -1},
+       {{"w.0.t.npy", {0, 0}, {2, 2}, 144, 1, "h0"}, {"w.1.t.npy", {2, 0}, {2, 2}, 144, 2, "h1"}}});
+  ok &= Write(out / "checkpoint" / "index", "\x01" + checkpoint::IndexToJson(index));
   if (!ok) std::fprintf(stderr, "cannot write the seeds under %s\n", out.c_str());
   return ok ? 0 : 1;
 }

@@ -25,13 +25,15 @@ using AllMessages = ::testing::Types<
     GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram,
     SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, StoreHello, StoreHelloReply,
     CreateObject, CreateObjectReply, SealObject, PutObject, GetObject, GetObjectReply,
-    ReleaseObject, GetStoreStats, StoreStats>;
+    ReleaseObject, GetStoreStats, StoreStats, SaveShards, SaveShardsReply, CommitCheckpoint,
+    ReadCheckpointIndex, CheckpointIndexText, LoadShards>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =
     ::testing::Types<DeviceDesc, DeviceInfo, DeviceStatus, HostStatus, IslandStatus, SliceStatus,
                      InputSource, OutputDest, Entry, TupleHeader, PlacedEntry, CrossIslandNode,
-                     ir::TensorType, ir::Operand, ir::Op, ir::FunctionDef>;
+                     ShardFile, ValueFile, FileWritten, FilePiece, ShardFromFiles, ir::TensorType,
+                     ir::Operand, ir::Op, ir::FunctionDef>;
 
 template <typename... Ts>
 std::multiset<uint16_t> KindsOf(::testing::Types<Ts...>) {

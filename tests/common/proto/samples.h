@@ -403,4 +403,62 @@ inline StoreStats Sample<StoreStats>() {
   return {3, 1024, uint64_t{1} << 28, {{42, 2}, {43, 1}}, {4096, 0}, {1 << 20, 1 << 20}, {{43, 1}}};
 }
 
+// ---------------------------------------------------------------------------------------
+// Checkpoints.
+
+template <>
+inline ShardFile Sample<ShardFile>() {
+  return {555, 3, "w1.1.5f3a9c1e.npy"};
+}
+
+template <>
+inline ValueFile Sample<ValueFile>() {
+  return {"step.0.5f3a9c1e.npy", DType::kI32, {1}};
+}
+
+template <>
+inline SaveShards Sample<SaveShards>() {
+  return {42, "runs/mlp", {Sample<ShardFile>()}, {Sample<ValueFile>()}};
+}
+
+template <>
+inline FileWritten Sample<FileWritten>() {
+  return {"w1.1.5f3a9c1e.npy", 2176, 0xcbf43926};
+}
+
+template <>
+inline SaveShardsReply Sample<SaveShardsReply>() {
+  return {{Sample<FileWritten>()}};
+}
+
+template <>
+inline CommitCheckpoint Sample<CommitCheckpoint>() {
+  return {42, "runs/mlp", "{\"format\": \"atoll-checkpoint\"}", {"w1.1.5f3a9c1e.npy"}};
+}
+
+template <>
+inline ReadCheckpointIndex Sample<ReadCheckpointIndex>() {
+  return {42, "runs/mlp"};
+}
+
+template <>
+inline CheckpointIndexText Sample<CheckpointIndexText>() {
+  return {"{\"format\": \"atoll-checkpoint\"}"};
+}
+
+template <>
+inline FilePiece Sample<FilePiece>() {
+  return {"w1.1.5f3a9c1e.npy", 2176, 0xcbf43926, {16, 32}, {8, 0}, {8, 32}, {0, 4}};
+}
+
+template <>
+inline ShardFromFiles Sample<ShardFromFiles>() {
+  return {556, 2, DType::kI32, {8, 36}, {Sample<FilePiece>()}};
+}
+
+template <>
+inline LoadShards Sample<LoadShards>() {
+  return {42, "runs/mlp", {Sample<ShardFromFiles>()}};
+}
+
 }  // namespace atl::proto::samples

@@ -1,7 +1,7 @@
 // The cluster configuration: the [dataplane] table, the bounds on waits that end in a
 // clear error instead of a hang ([scheduler] cross_island_wait_ms, [executor]
-// input_wait_ms), and the range of every other numeric key: defaults, values, and refusals
-// that name the key.
+// input_wait_ms), the checkpoint root, and the range of every other numeric key: defaults,
+// values, and refusals that name the key.
 #include <gtest/gtest.h>
 
 #include "common/service/config.h"
@@ -81,6 +81,21 @@ TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
 // Found by fuzzing (tests/fuzz/config_fuzzer.cc): a config without [[islands]] read a
 // destroyed temporary (an AddressSanitizer build stops there). The islands are a starting
 // list, which may be empty (they join at run time), as may an island's hosts.
+TEST(CheckpointConfig, TheRootIsUnsetByDefaultAndAnAbsolutePath) {
+  auto c = Parse("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->checkpoint_root, "");
+  c = Parse("[checkpoints]\nroot = \"/var/lib/atoll/checkpoints\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->checkpoint_root, "/var/lib/atoll/checkpoints");
+  c = Parse("[checkpoints]\nroot = \"checkpoints\"\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("checkpoints.root must be an absolute path"),
+            std::string::npos)
+      << c.status().ToString();
+}
+
 TEST(ClusterConfigTest, NoIslandsIsAnEmptyStartingList) {
   for (const char* text : {"", "[cluster]\nheartbeat_ms = 50\n"}) {
     auto c = ParseClusterConfig(text, "test");

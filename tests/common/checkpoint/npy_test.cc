@@ -1,0 +1,186 @@
+// The .npy writer and reader against numpy itself (Debian's /usr/bin/python3): the files
+// atoll writes are byte for byte what numpy.save writes, numpy reads them, atoll reads what
+// numpy writes, and every file atoll cannot read is refused by name.
+#include "common/checkpoint/npy.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/common/checkpoint/numpy_python.h"
+
+namespace atl::checkpoint {
+namespace {
+
+using testing::HaveNumpy;
+using testing::RunPython;
+
+std::vector<std::byte> FromHex(const std::string& hex) {
+  std::vector<std::byte> bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<std::byte>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return bytes;
+}
+
+std::vector<std::byte> NpyFile(const Tensor& t) {
+  auto header = EncodeNpyHeader(t.dtype(), t.shape());
+  EXPECT_TRUE(header.ok()) << header.status().ToString();
+  std::vector<std::byte> file(header.ok() ? header->size() : 0);
+  if (header.ok()) std::memcpy(file.data(), header->data(), header->size());
+  file.insert(file.end(), t.data(), t.data() + t.nbytes());
+  return file;
+}
+
+class NpyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 has no numpy (scripts/setup.sh)";
+  }
+};
+
+// What numpy.save writes for each array, as hex, and what atoll writes.
+const struct {
+  const char* numpy;  // a Python expression
+  Tensor tensor;
+} kArrays[] = {
+    {"np.arange(6, dtype=np.float32).reshape(2, 3) * 1.5",
+     Tensor::F32({2, 3}, {0, 1.5, 3, 4.5, 6, 7.5})},
+    {"np.array([-2, 7, 2**31 - 1], dtype=np.int32)", Tensor::I32({3}, {-2, 7, 2147483647})},
+    {"np.array(3.25, dtype=np.float32)", Tensor::F32({}, {3.25})},
+    {"np.ones((1, 2, 1, 2), dtype=np.int32)", Tensor::I32({1, 2, 1, 2}, {1, 1, 1, 1})},
+    {"np.array([[0.5, -2.25], [65504, 2**-24]], dtype=np.float16)",
+     Tensor::FromDoubles(DType::kF16, {2, 2}, {0.5, -2.25, 65504, 0x1p-24}).value()},
+    {"np.array([1e300, -0.1, 2.0**-1074], dtype=np.float64)",
+     Tensor::F64({3}, {1e300, -0.1, 0x1p-1074})},
+    {"np.array([[-2**63, 2**63 - 1, 2**53 + 1]], dtype=np.int64)",
+     Tensor::I64({1, 3}, {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                          (int64_t{1} << 53) + 1})},
+    // bf16 has no numpy dtype: its raw bits, as uint16 (1.5, -3, inf).
+    {"np.array([0x3fc0, 0xc040, 0x7f80], dtype=np.uint16)",
+     Tensor::FromDoubles(DType::kBF16, {3}, {1.5, -3, INFINITY}).value()},
+};
+
+TEST_F(NpyTest, WritesWhatNumpySaveWritesAndReadsIt) {
+  for (const auto& a : kArrays) {
+    const std::string hex = RunPython(
+        "import io, sys, numpy as np\n"
+        "f = io.BytesIO(); np.save(f, eval(sys.argv[1])); print(f.getvalue().hex())",
+        {a.numpy});
+    const std::vector<std::byte> numpy = FromHex(hex.substr(0, hex.find('\n')));
+    EXPECT_EQ(NpyFile(a.tensor), numpy) << a.numpy;
+    auto read = ParseNpy(numpy);
+    ASSERT_TRUE(read.ok()) << a.numpy << ": " << read.status().ToString();
+    EXPECT_EQ(*read, a.tensor) << a.numpy;
+  }
+}
+
+TEST_F(NpyTest, NumpyLoadsWhatItWrites) {
+  for (const auto& a : kArrays) {
+    std::string hex;
+    for (std::byte b : NpyFile(a.tensor)) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
+    const std::string same = RunPython(
+        "import io, sys, numpy as np\n"
+        "a = np.load(io.BytesIO(bytes.fromhex(sys.argv[1])))\n"
+        "want = eval(sys.argv[2])\n"
+        "print(a.dtype == want.dtype and a.shape == want.shape and (a == want).all())",
+        {hex, a.numpy});
+    EXPECT_EQ(same, "True\n") << a.numpy;
+  }
+}
+
+// README's line for numpy users: a bf16 file's uint16 bits widened to float32, exactly.
+TEST_F(NpyTest, ReadmesLineWidensBF16BitsToFloat32) {
+  const Tensor bf16 =
+      Tensor::FromDoubles(DType::kBF16, {2, 2}, {1.5, -0.0078125, 3.0e38, -1e-40}).value();
+  std::string hex;
+  for (std::byte b : NpyFile(bf16)) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
+  const std::string widened = RunPython(
+      "import io, json, sys, numpy as np\n"
+      "a = np.load(io.BytesIO(bytes.fromhex(sys.argv[1])))\n"
+      "a = (a.astype(np.uint32) << 16).view(np.float32)\n"
+      "print(json.dumps([str(a.dtype), a.shape, a.ravel().tolist()]))",
+      {hex});
+  EXPECT_EQ(nlohmann::json::parse(widened), nlohmann::json({"float32", {2, 2}, bf16.ToDoubles()}))
+      << widened;
+}
+
+// A file of format version `major`.0 with header `dict` (padded as numpy pads) and `data`.
+std::vector<std::byte> Handmade(const std::string& dict, size_t data_bytes, int major = 1) {
+  const size_t prefix = major == 1 ? 10 : 12;
+  std::string header = dict;
+  header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string file = "\x93NUMPY";
+  file += static_cast<char>(major);
+  file += '\0';
+  for (size_t i = 0; i < prefix - 8; ++i)
+    file += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  std::vector<std::byte> bytes(file.size() + data_bytes);
+  std::memcpy(bytes.data(), file.data(), file.size());
+  return bytes;
+}
+
+TEST(NpyRefusalTest, AnythingButACOrderedArrayOfAKnownDtypeIsRefusedByName) {
+  const std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+  ASSERT_TRUE(ParseNpy(Handmade(ok, 8)).ok());
+  ASSERT_TRUE(ParseNpy(Handmade(ok, 8, /*major=*/2)).ok()) << "format 2.0: a 4-byte length";
+  ASSERT_TRUE(
+      ParseNpy(Handmade("{\"shape\": (2,), \"descr\": \"<i4\", \"fortran_order\": False}", 8)).ok())
+      << "keys in any order, either quote";
+  const struct {
+    std::vector<std::byte> file;
+    const char* says;
+  } cases[] = {
+      {{std::byte{'h'}, std::byte{'i'}}, "magic"},
+      {Handmade(ok, 8, /*major=*/9), "version 9.0"},
+      {Handmade("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), "'>f4'"},
+      {Handmade("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16), "'<c8'"},
+      {Handmade("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", 8), "'<u4'"},
+      {Handmade("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8), "Fortran"},
+      {Handmade("{'descr': '<f4', 'fortran_order': False, }", 8), "lacks"},
+      {Handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1, }", 8), "'x'"},
+      {Handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }", 8), "shape"},
+      {Handmade("{'descr': '<f4', 'fortran_order': False, 'shape': [2], }", 8), "tuple"},
+      {Handmade("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", 8), "True nor False"},
+      {Handmade(ok, 4), "truncated"},
+      {Handmade(ok, 12), "longer"},
+  };
+  for (const auto& c : cases) {
+    auto read = ParseNpy(c.file);
+    ASSERT_FALSE(read.ok()) << c.says;
+    EXPECT_EQ(read.status().code(), Code::kInvalidArgument) << read.status().ToString();
+    EXPECT_NE(read.status().message().find(c.says), std::string::npos) << read.status().ToString();
+  }
+  auto header = Handmade(ok, 0);
+  header.resize(header.size() - 20);
+  EXPECT_EQ(ParseNpy(header).status().code(), Code::kInvalidArgument) << "header cut short";
+}
+
+TEST(NpyRefusalTest, TheDescrTableHasEveryDtypeBothWays) {
+  const struct {
+    DType dtype;
+    const char* descr;
+  } rows[] = {{DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "<u2"},
+              {DType::kF16, "<f2"}, {DType::kF64, "<f8"}, {DType::kI64, "<i8"}};
+  for (const auto& r : rows) {
+    EXPECT_EQ(NpyDescr(r.dtype).value(), r.descr) << DTypeName(r.dtype);
+    EXPECT_EQ(DTypeOfNpyDescr(r.descr).value(), r.dtype) << r.descr;
+  }
+  auto unknown = DTypeOfNpyDescr("<u4");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find(
+                "<f4 (f32), <i4 (i32), <u2 (bf16), <f2 (f16), <f8 (f64), <i8 (i64)"),
+            std::string::npos)
+      << unknown.status().ToString();
+}
+
+}  // namespace
+}  // namespace atl::checkpoint

@@ -1,0 +1,31 @@
+"""Reads an atoll checkpoint with numpy alone, as README's "Checkpoints" shows, and prints
+each tensor as JSON: {name: {"descr", "shape", "values"}}. The tests run it on what the
+object stores wrote.
+
+usage: read_checkpoint.py DIR
+"""
+import json
+import sys
+
+import numpy as np
+
+
+# The lines README quotes.
+def load(path):
+    index = json.load(open(f"{path}/index.json"))
+    tensors = {}
+    for t in index["tensors"]:
+        a = np.empty(t["shape"], dtype=t["descr"])
+        for b in t["blocks"]:
+            a[tuple(slice(o, o + n) for o, n in zip(b["offset"], b["shape"]))] = np.load(
+                f"{path}/{b['file']}")
+        if t["dtype"] == "bf16":  # raw bits ('<u2'): the top half of a float32's
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        tensors[t["name"]] = a
+    return tensors
+
+
+if __name__ == "__main__":
+    print(json.dumps({name: {"descr": a.dtype.str, "shape": list(a.shape),
+                             "values": a.ravel().tolist()}
+                      for name, a in load(sys.argv[1]).items()}))
