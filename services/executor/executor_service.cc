@@ -76,10 +76,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
       [this](const proto::OutputDest& dest, const Result<Tensor>& value) {
         store_link_->WriteOutput(dest.object_id, dest.shard, value);
       });
-  // Threads handing work to each other spin briefly before they sleep where each device has
-  // a core's share (SpinCondition); simulated devices, many to a core, sleep at once.
-  const auto wait_spin =
-      device_kind_ == "sim" ? std::chrono::microseconds(0) : SpinCondition::kDefaultSpin;
+  // Threads handing work to each other spin briefly before they sleep (SpinCondition).
   hub_ = std::make_unique<CollectiveHub>(
       data_endpoint_.advertised,
       [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
@@ -93,7 +90,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
         h.shard = from_host;
         completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), std::move(value)});
       },
-      kCollectiveTimeout, CollectiveHub::kAllPairsMaxHosts, wait_spin);
+      kCollectiveTimeout, CollectiveHub::kAllPairsMaxHosts, wait_spin_);
   ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(device_kind_));
   // Each device multiplies on its own share of the cores, with OpenBLAS single-threaded:
   // its threaded calls run one at a time per process (kernels/matmul_threads.h).
@@ -113,7 +110,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
           router_->DeliverLocal(c);
           completions_.Push(std::move(c));
         },
-        matmul_threads, wait_spin));
+        matmul_threads, wait_spin_));
   }
 
   ATOLL_RETURN_IF_ERROR(rm_.Connect());

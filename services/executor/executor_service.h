@@ -18,6 +18,7 @@
 // through a queue plus an eventfd.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include <zmq.hpp>
 
 #include "common/base/shm_arena.h"
+#include "common/base/spin_condition.h"
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
 #include "common/net/rejection_log.h"
@@ -55,6 +57,9 @@ class ExecutorService {
   // Before Start(): bind these addresses instead of free ports on the config's bind_host (a
   // restarted executor comes back where its peers know it); an empty one: a free port.
   void BindOn(std::string control_endpoint, std::string data_endpoint);
+  // Before Start(): how long device threads and collectives spin before they sleep
+  // (SpinCondition::kDefaultSpin unless set; 0 where many hosts' threads share a process).
+  void SetWaitSpin(std::chrono::microseconds spin) { wait_spin_ = spin; }
   // Binds, maps the object store's arena and registers with the RM (bounded by `timeout`).
   Status Start(std::chrono::milliseconds timeout);
   // Serves until Stop() (from any thread) or a shutdown signal.
@@ -105,6 +110,7 @@ class ExecutorService {
   std::string device_kind_;
   uint32_t num_devices_ = 0;
   uint64_t device_memory_bytes_ = 0;
+  std::chrono::microseconds wait_spin_ = SpinCondition::kDefaultSpin;
   uint32_t matmul_threads_ = 0;       // per device; 0: an even share of the cores
   std::vector<uint32_t> device_ids_;  // cluster-wide ids of devices_, given by the RM
 

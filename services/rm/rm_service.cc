@@ -129,8 +129,7 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   if (!rejoin) host.store_last_heard = Clock::now();
   Reconnected(host, in);
   host.last_heard = Clock::now();
-  if (rejoin) CompileAgainOn(host);
-  if (rejoin && !host.alive) OnHostBack(host);
+  const bool back = rejoin && !host.alive;
   host.alive = true;
   if (!rejoin) {
     for (uint32_t i = 0; i < req.devices.size(); ++i) {
@@ -149,8 +148,14 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
                                            {"memory_bytes", state_.devices[id].desc.memory_bytes}});
   }
   SaveState();
-  return net::Reply(socket_, in,
-                    proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms});
+  Status replied =
+      net::Reply(socket_, in, proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms});
+  // Its functions again, after the reply: the executor's registration call takes nothing but
+  // its reply (a Compile ahead of it would be dropped as a stray reply); its loop reads these
+  // next, before the schedulers hear that it is back.
+  if (rejoin) CompileAgainOn(host);
+  if (back) OnHostBack(host);
+  return replied;
 }
 
 Status RmService::OnHeartbeat(proto::Incoming& in) {

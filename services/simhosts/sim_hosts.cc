@@ -81,6 +81,9 @@ Status SimHosts::StartHost(const ClusterConfig& config, const HostPlacement& whe
   host.store_loop = std::thread([store = host.store.get()] { store->Run(); });
   host.executor =
       std::make_unique<executor::ExecutorService>(context_, config, where, store_endpoint);
+  // Hundreds of hosts' device threads share this process's cores: spinning would only take
+  // the core from the thread that has work.
+  host.executor->SetWaitSpin(std::chrono::microseconds(0));
   ATOLL_RETURN_IF_ERROR(host.executor->Start(timeout));
   host.executor_loop = std::thread([executor = host.executor.get()] { executor->Run(); });
   return Status::Ok();
