@@ -30,6 +30,7 @@ constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
 constexpr int64_t kMaxMiB = int64_t{1} << 20;
 constexpr int64_t kMaxMatmulThreads = 1024;
+constexpr int64_t kMaxWaitSpinUs = 1000;
 constexpr int64_t kMaxSimHostsPerProcess = 4096;
 
 // The [quotas] keys, each with its largest value: beyond these a quota means nothing on
@@ -163,6 +164,8 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
       ATOLL_RETURN_IF_ERROR(ReadMiB(ht, "arena_mb", where + "arena_mb", h.arena_bytes));
       ATOLL_RETURN_IF_ERROR(ReadInt(ht, "matmul_threads", where + "matmul_threads", 0,
                                     kMaxMatmulThreads, h.matmul_threads));
+      ATOLL_RETURN_IF_ERROR(
+          ReadInt(ht, "wait_spin_us", where + "wait_spin_us", 0, kMaxWaitSpinUs, h.wait_spin_us));
       ATOLL_RETURN_IF_ERROR(CheckDeviceKind(h.kind).WithContext("host " + h.name));
       if (!names.insert(h.name).second) {
         return InvalidArgument("host name '" + h.name + "' is used twice");

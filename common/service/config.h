@@ -23,6 +23,11 @@ struct HostConfig {
   // Threads each device's matmuls run on (kernels/matmul_threads.h): 0..1024; 0 gives each
   // device an even share of the cores the executor may use, max(1, cores / devices).
   uint32_t matmul_threads = 0;
+  // How long a device thread, or a shard waiting in a collective, spins before it sleeps
+  // (SpinCondition), in microseconds: 0..1000. 0 (the default): sleep at once. Spinning
+  // pays only where each device thread has a core of its own: on 2 cores shared by a
+  // cluster's services it took the cores from the threads that had work.
+  uint32_t wait_spin_us = 0;
 };
 
 // The executors' data plane (tuples between executors). Tuples bound for one host are

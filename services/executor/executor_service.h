@@ -58,7 +58,7 @@ class ExecutorService {
   // restarted executor comes back where its peers know it); an empty one: a free port.
   void BindOn(std::string control_endpoint, std::string data_endpoint);
   // Before Start(): how long device threads and collectives spin before they sleep
-  // (SpinCondition::kDefaultSpin unless set; 0 where many hosts' threads share a process).
+  // (the host's wait_spin_us unless set; 0 where many hosts' threads share a process).
   void SetWaitSpin(std::chrono::microseconds spin) { wait_spin_ = spin; }
   // Binds, maps the object store's arena and registers with the RM (bounded by `timeout`).
   Status Start(std::chrono::milliseconds timeout);
@@ -110,9 +110,9 @@ class ExecutorService {
   std::string device_kind_;
   uint32_t num_devices_ = 0;
   uint64_t device_memory_bytes_ = 0;
-  std::chrono::microseconds wait_spin_ = SpinCondition::kDefaultSpin;
-  uint32_t matmul_threads_ = 0;       // per device; 0: an even share of the cores
-  std::vector<uint32_t> device_ids_;  // cluster-wide ids of devices_, given by the RM
+  uint32_t matmul_threads_ = 0;          // per device; 0: an even share of the cores
+  std::chrono::microseconds wait_spin_;  // [[islands.hosts]] wait_spin_us, or SetWaitSpin
+  std::vector<uint32_t> device_ids_;     // cluster-wide ids of devices_, given by the RM
 
   zmq::socket_t control_;  // ROUTER: Dispatch from schedulers
   zmq::socket_t data_;     // ROUTER: TupleBatch from peer executors
