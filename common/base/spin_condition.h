@@ -4,9 +4,10 @@
 // have halted), several times the work of a chained computation. The threads that hand work
 // to each other on the hot path (the shards of a gang meeting in an all-reduce, a device
 // thread awaiting its next item) usually hear from each other within microseconds, so a
-// waiter looks again for up to `spin` before it blocks. It yields the CPU between looks:
-// when another thread is runnable on this core (under load, on a machine with few cores) it
-// runs instead, so spinning costs little where it cannot help.
+// waiter may look again for up to `spin` before it blocks, yielding the CPU between looks.
+// That pays only where each waiter has a core to itself: on 2 cores shared by a cluster the
+// spinning threads took the cores from those with work (see the design notes), so the
+// executors' default is 0, which blocks at once like std::condition_variable.
 //
 // Thread-safe. Use it as std::condition_variable: change the shared state under the mutex,
 // then NotifyAll (under the mutex or not).
@@ -24,10 +25,8 @@ namespace atl {
 
 class SpinCondition {
  public:
-  // How long a waiter looks again before it blocks, by default.
-  static constexpr std::chrono::microseconds kDefaultSpin{50};
-
-  explicit SpinCondition(std::chrono::microseconds spin = kDefaultSpin) : spin_(spin) {}
+  // `spin`: how long a waiter looks again before it blocks; 0 blocks at once.
+  explicit SpinCondition(std::chrono::microseconds spin) : spin_(spin) {}
 
   void NotifyAll() {
     epoch_.fetch_add(1, std::memory_order_release);

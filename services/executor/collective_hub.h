@@ -61,7 +61,7 @@ class CollectiveHub {
   // `wait_spin`: how long a shard waiting for the others looks again before it sleeps.
   CollectiveHub(std::string self_endpoint, Send send, std::chrono::milliseconds timeout,
                 size_t all_pairs_max_hosts = kAllPairsMaxHosts,
-                std::chrono::microseconds wait_spin = SpinCondition::kDefaultSpin);
+                std::chrono::microseconds wait_spin = std::chrono::microseconds(0));
 
   // Contributes shard `shard`'s block `local` to collective `key` (`op` over the gang
   // `layout`) and waits (at most the hub's timeout) for the shard's block of the result.

@@ -30,7 +30,7 @@ class DeviceStream {
   // (kernels::SetMatmulThreads; 0: OpenBLAS's own threads). `wait_spin`: how long the thread
   // looks for its next item before it sleeps (SpinCondition).
   DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone on_done, int matmul_threads,
-               std::chrono::microseconds wait_spin = SpinCondition::kDefaultSpin);
+               std::chrono::microseconds wait_spin = std::chrono::microseconds(0));
   ~DeviceStream();  // stops and joins the thread; queued items are dropped
 
   // Queues an item at its place in gang order.

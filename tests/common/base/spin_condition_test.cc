@@ -14,7 +14,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(SpinConditionTest, ReadyStateReturnsAtOnce) {
-  SpinCondition cv;
+  SpinCondition cv(std::chrono::microseconds(50));
   std::mutex mu;
   std::unique_lock lock(mu);
   EXPECT_TRUE(cv.WaitFor(lock, 0s, [] { return true; }));
@@ -55,7 +55,7 @@ TEST(SpinConditionTest, WakesOnANotificationWhileSpinningOrAsleep) {
 }
 
 TEST(SpinConditionTest, UnboundedWaitReturnsOnceReady) {
-  SpinCondition cv;
+  SpinCondition cv(std::chrono::microseconds(50));
   std::mutex mu;
   int value = 0;
   std::thread setter([&] {
