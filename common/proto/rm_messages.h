@@ -38,8 +38,12 @@ struct RegisterExecutorReply {
   static constexpr Kind kKind = Kind::kRegisterExecutorReply;
   std::vector<uint32_t> device_ids;  // cluster-wide ids, one per DeviceDesc in order
   uint32_t heartbeat_ms = 0;
+  // The functions the RM compiles on it right after this reply (a restarted executor's:
+  // those of slices with a device on its host). Dispatches may reach it first; one naming
+  // a function still coming waits for its Compile.
+  std::vector<uint64_t> functions_coming;
   bool operator==(const RegisterExecutorReply&) const = default;
-  MSGPACK_DEFINE(device_ids, heartbeat_ms);
+  MSGPACK_DEFINE(device_ids, heartbeat_ms, functions_coming);
 };
 
 // "Still alive": executors, schedulers and object stores -> RM; clients -> RM, their
@@ -128,8 +132,12 @@ struct ServiceChanged {
   std::string endpoint;                  // where it listens (an executor's control endpoint)
   bool lost = true;
   std::string reason;  // for a loss: what was lost and why
+  // A store's process instance (StoreHelloReply::instance): the one lost, or the one back;
+  // 0 for other roles. An executor that found a restart itself has moved on to the new
+  // instance by the time the RM's notice of it comes, and must not drop that one.
+  uint64_t instance = 0;
   bool operator==(const ServiceChanged&) const = default;
-  MSGPACK_DEFINE(role, name, endpoint, lost, reason);
+  MSGPACK_DEFINE(role, name, endpoint, lost, reason, instance);
 };
 
 // A scheduler or object store -> RM: whom do these clients and functions belong to? For
@@ -151,8 +159,11 @@ struct Owners {
   std::vector<bool> clients_alive;
   // Per function asked: the client that registered it; 0 when the RM knows no such function.
   std::vector<uint64_t> function_clients;
+  // Every client id below this one was given out: a client below it that is not alive has
+  // left (said goodbye or lapsed); one at or above it never connected.
+  uint64_t next_client_id = 0;
   bool operator==(const Owners&) const = default;
-  MSGPACK_DEFINE(client_users, clients_alive, function_clients);
+  MSGPACK_DEFINE(client_users, clients_alive, function_clients, next_client_id);
 };
 
 // A member (`atoll stop`) -> RM: host `host` is about to leave. The RM takes its devices

@@ -100,6 +100,11 @@ struct ClusterConfig {
   // before failing it (DeadlineExceeded), so that a tuple lost in flight cannot hold a
   // device for ever: milliseconds, 1..86400000. Long: a producer may compute for minutes.
   uint32_t input_wait_ms = 600000;
+  // How long after registering a restarted executor holds dispatches that name functions
+  // the RM is still to compile on it (it gets them only after its registration reply, and
+  // dispatches may come first) before their shards fail (NotFound): milliseconds,
+  // 1..600000. Later dispatches wait behind a held one, keeping gang order.
+  uint32_t compile_wait_ms = 5000;
   // How many hosts of kind "sim" the launcher runs in one `atoll-simhosts` process (each
   // host still its own executor and object store, with its own sockets), so that hundreds
   // of simulated hosts fit on one machine: 1..4096. 0: every host is two processes.

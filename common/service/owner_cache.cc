@@ -18,12 +18,14 @@ Result<proto::Owners> OwnerCache::Ask(proto::LookupOwners request) {
 Result<std::string> OwnerCache::ClientUser(uint64_t client) {
   if (rm_ == nullptr) return std::string();
   if (auto it = client_users_.find(client); it != client_users_.end()) return it->second;
-  if (gone_clients_.count(client) == 0) {
+  auto gone = gone_clients_.find(client);
+  if (gone == gone_clients_.end()) {
     ATOLL_ASSIGN_OR_RETURN(proto::Owners owners, Ask({{client}, {}}));
     if (owners.clients_alive[0]) return client_users_[client] = owners.client_users[0];
     if (gone_clients_.size() >= kMaxGoneClients) gone_clients_.clear();
-    gone_clients_.insert(client);
+    gone = gone_clients_.emplace(client, client < owners.next_client_id).first;
   }
+  if (gone->second) return Cancelled(fmt::format("client {} has left the cluster", client));
   return NotFound(fmt::format("client {} is not connected to the cluster", client));
 }
 

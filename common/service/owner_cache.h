@@ -3,9 +3,9 @@
 // (object stores, schedulers) that check that a request's sender may act for the client it
 // names, and that an object's owner is a live client before creating it.
 //
-// A client the RM does not know is remembered as gone (ids are never reused); that memory
-// is bounded, dropped whole when it grows past kMaxGoneClients, so that a flood of made-up
-// ids cannot grow it.
+// A client the RM does not know is remembered as gone (ids are never reused), with whether
+// it had connected and left or never connected; that memory is bounded, dropped whole when
+// it grows past kMaxGoneClients, so that a flood of made-up ids cannot grow it.
 //
 // Not thread-safe: one per service loop. A lookup blocks that loop for one RM round trip.
 #pragma once
@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -31,11 +30,13 @@ class OwnerCache {
   // with no key.
   OwnerCache(net::Requester* rm, std::chrono::milliseconds timeout) : rm_(rm), timeout_(timeout) {}
 
-  // The user id client `client` connected with. NotFound when it is not connected;
-  // Unavailable when the RM cannot be asked.
+  // The user id client `client` connected with. Cancelled when it has left the cluster (its
+  // work and objects are being stopped and collected: asked for, not a fault), NotFound
+  // when it never connected; Unavailable when the RM cannot be asked.
   Result<std::string> ClientUser(uint64_t client);
-  // PermissionDenied unless `sender` may act for `client` (proto::RequireClient); NotFound
-  // when `client` is not connected. A member passes without a lookup.
+  // PermissionDenied unless `sender` may act for `client` (proto::RequireClient); Cancelled
+  // or NotFound when `client` is not connected, as ClientUser. A member passes without a
+  // lookup.
   Status CheckClient(const proto::Peer& sender, uint64_t client, std::string_view action);
   // The client of each function of `functions` (0: no such function), asking the RM once
   // for those not known yet.
@@ -50,7 +51,8 @@ class OwnerCache {
   net::Requester* rm_;
   std::chrono::milliseconds timeout_;
   std::map<uint64_t, std::string> client_users_;
-  std::set<uint64_t> gone_clients_;
+  // Clients not connected: true for one that connected and left.
+  std::map<uint64_t, bool> gone_clients_;
   std::map<uint64_t, uint64_t> function_clients_;
 };
 

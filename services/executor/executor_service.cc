@@ -34,6 +34,7 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
       store_(context, std::move(store_endpoint)),
+      held_(int64_t{config_.compile_wait_ms} * 1000),
       outbox_(context, config_.dataplane) {}
 
 ExecutorService::~ExecutorService() {
@@ -127,6 +128,8 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
                                 registered.device_ids.size(), num_devices_));
   }
   device_ids_ = registered.device_ids;
+  functions_coming_.insert(registered.functions_coming.begin(), registered.functions_coming.end());
+  coming_until_us_ = SteadyMicros() + int64_t{config_.compile_wait_ms} * 1000;
   return Status::Ok();
 }
 
@@ -143,8 +146,10 @@ void ExecutorService::Run() {
   loop_.AddFd("batch window", outbox_.timer_fd(), [this] { FlushTuples(); });
   loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { Heartbeat(); });
-  loop_.AddTimer("input waits", std::chrono::milliseconds(config_.heartbeat_ms),
-                 [this] { FailLateInputs(); });
+  loop_.AddTimer("waits", std::chrono::milliseconds(config_.heartbeat_ms), [this] {
+    AdmitHeld();  // those whose wait for a Compile is over
+    FailLateInputs();
+  });
   loop_.Run();
 }
 
@@ -208,6 +213,27 @@ void ExecutorService::OnControl() {
 
 void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& scheduler) {
   if (dispatch.entries.empty()) return;
+  const auto coming = [this](uint64_t f) { return IsComing(f); };
+  if (held_.empty() && !NamesComingFunction(dispatch, coming)) {
+    AdmitDispatch(std::move(dispatch), scheduler);
+    return;
+  }
+  events_->Publish("dispatch.held", {{"run", dispatch.entries.front().run_id},
+                                     {"host", host_},
+                                     {"entries", uint64_t{dispatch.entries.size()}},
+                                     {"behind", uint64_t{held_.size()}}});
+  held_.Add(std::move(dispatch), scheduler, SteadyMicros());
+}
+
+void ExecutorService::AdmitHeld() {
+  if (held_.empty()) return;
+  const auto coming = [this](uint64_t f) { return IsComing(f); };
+  for (auto& held : held_.TakeReady(coming, SteadyMicros())) {
+    AdmitDispatch(std::move(held.dispatch), held.scheduler);
+  }
+}
+
+void ExecutorService::AdmitDispatch(proto::Dispatch dispatch, const std::string& scheduler) {
   const uint64_t run = dispatch.entries.front().run_id;
   const uint64_t first_gang = dispatch.entries.front().gang_seq;
   const uint64_t last_gang = dispatch.entries.back().gang_seq;
@@ -245,8 +271,11 @@ Status ExecutorService::OnRunLoop(proto::Incoming& in) {
 
 Status ExecutorService::OnCancelRun(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::CancelRun cancel, in.header.As<proto::CancelRun>());
-  devices_.CancelRun(cancel.run_id, Cancelled(fmt::format("run {} was cancelled by client {}",
-                                                          cancel.run_id, cancel.client_id)));
+  const Status why =
+      Cancelled(fmt::format("run {} was cancelled by client {}", cancel.run_id, cancel.client_id));
+  held_.FailRun(cancel.run_id, why);
+  devices_.CancelRun(cancel.run_id, why);
+  AdmitHeld();          // a held dispatch of only this run's entries waits for nothing now
   return Status::Ok();  // a notice: no reply
 }
 
@@ -288,6 +317,7 @@ void ExecutorService::OnRm() {
     switch (in->header.kind()) {
       case proto::Kind::kCompile:
         OnCompile(*in);
+        AdmitHeld();
         break;
       case proto::Kind::kHostChanged:
         OnHostChanged(*in);
@@ -438,12 +468,16 @@ void ExecutorService::OnStore() {
     store_link_->OnReply(*in);
   }
   if (store_restarted_) {
-    store_link_->Detach(Unavailable(fmt::format(
-        "the object store of host {} restarted, and the objects it held are gone", host_)));
+    DetachRestartedStore();
     Status attached = AttachStore(std::chrono::milliseconds(config_.heartbeat_ms));
     if (!attached.ok()) PublishError(attached);
   }
   FlushTuples();
+}
+
+void ExecutorService::DetachRestartedStore() {
+  store_link_->Detach(Unavailable(fmt::format(
+      "the object store of host {} restarted, and the objects it held are gone", host_)));
 }
 
 Status ExecutorService::AttachStore(std::chrono::milliseconds timeout) {
@@ -462,12 +496,21 @@ Status ExecutorService::AttachStore(std::chrono::milliseconds timeout) {
 void ExecutorService::OnServiceChanged(const proto::Incoming& in) {
   auto changed = in.header.As<proto::ServiceChanged>();
   if (!changed.ok() || changed->role != proto::Heartbeat::kStore || changed->name != host_) return;
+  // A store restart this executor found itself (a reply from a new instance) is old news
+  // when the RM's notice of it comes: the link is on the new instance already, with
+  // reservations granted and outputs to seal there.
+  const bool current = changed->instance != 0 && changed->instance == store_link_->instance();
   if (changed->lost) {
+    if (changed->instance != 0 && !current) return;  // an instance it has left behind
     // Attached again when the RM says it is back: asking a dead store would only block.
     store_link_->Detach(Unavailable(changed->reason));
     store_restarted_ = false;
     return;
   }
+  if (current && store_link_->attached()) return;
+  // AttachStore's hello drops the replies it meets on the store socket: nothing may be
+  // pending there (a lost notice that never came would leave reservations pending).
+  if (store_link_->attached()) DetachRestartedStore();
   Status attached = AttachStore(std::chrono::milliseconds(config_.heartbeat_ms));
   if (!attached.ok()) PublishError(attached);
 }

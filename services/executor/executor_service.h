@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@
 #include "services/executor/completion_queue.h"
 #include "services/executor/device_streams.h"
 #include "services/executor/gang_reports.h"
+#include "services/executor/held_dispatches.h"
 #include "services/executor/input_mailbox.h"
 #include "services/executor/output_router.h"
 #include "services/executor/store_link.h"
@@ -72,7 +74,13 @@ class ExecutorService {
 
  private:
   void OnControl();
+  // Admits `dispatch` now, or holds it (HeldDispatches) while it names a function the RM
+  // is still to compile here or an earlier one is held.
   void OnDispatch(proto::Dispatch dispatch, const std::string& scheduler);
+  // Admits the held dispatches whose functions came or whose wait is over.
+  void AdmitHeld();
+  // Does the host-side work for every entry of `dispatch` and queues its shards.
+  void AdmitDispatch(proto::Dispatch dispatch, const std::string& scheduler);
   Status OnRunLoop(proto::Incoming& in);
   // The run's scheduler cancelled it: its shards here fail with Cancelled, a running one at
   // its next check.
@@ -90,11 +98,19 @@ class ExecutorService {
   // Asks the host's object store for its arena and maps it: at start, and whenever the store
   // came back or turned out to have restarted. What was asked of the old one has failed.
   Status AttachStore(std::chrono::milliseconds timeout);
+  // What the store link had pending fails: the store process it talked to is gone.
+  void DetachRestartedStore();
   void OnStore();
   void OnCompletions();
   void Heartbeat();
   // Fails shards that waited longer than [executor] input_wait_ms for a tuple.
   void FailLateInputs();
+  // A function the RM said it compiles here (functions_coming) that has not come yet, and
+  // may still: for [executor] compile_wait_ms after registering.
+  bool IsComing(uint64_t function_id) const {
+    return functions_coming_.count(function_id) != 0 && SteadyMicros() < coming_until_us_ &&
+           admission_->Find(function_id) == nullptr;
+  }
 
   // Carries out the admission of one entry: reserves, queues, reads and awaits inputs.
   void Admit(proto::Entry entry, const std::string& scheduler);
@@ -139,7 +155,10 @@ class ExecutorService {
   SocketStoreRequests store_requests_{store_.socket()};
   // Gangs with shards running here, reported to their scheduler once all of them finished.
   GangReports gang_reports_;
-  TupleOutbox outbox_;  // tuples for other hosts, batched per destination
+  std::set<uint64_t> functions_coming_;  // RegisterExecutorReply's
+  int64_t coming_until_us_ = 0;          // SteadyMicros
+  HeldDispatches held_;  // waiting for their functions' Compile, [executor] compile_wait_ms
+  TupleOutbox outbox_;   // tuples for other hosts, batched per destination
   // Received over the data plane since start, published as `dataplane.stats`.
   struct Received {
     uint64_t tuples = 0;

@@ -68,6 +68,9 @@ class StoreLink {
   // output not yet sealed fails with `why`, and so does every reservation and read until
   // the next Attach.
   void Detach(const Status& why);
+  // Whether it is attached, and to which store process instance (0 before the first Attach).
+  bool attached() const { return detached_.ok() && instance_ != 0; }
+  uint64_t instance() const { return instance_; }
 
   // Reserves space for output shard (create.object_id, create.shard) of `item`, which does
   // not run before the space is granted (ItemSink::Reserved). A `deferred` reservation (a

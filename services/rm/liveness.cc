@@ -32,13 +32,14 @@ Status RmService::OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incomi
       if (it == state_.hosts.end()) return Status::Ok();
       Host& host = it->second;
       // Restarted within the liveness window: what the old one held is gone all the same.
-      const bool restarted = host.store_instance != 0 && beat.instance != host.store_instance;
-      const bool new_instance = beat.instance != host.store_instance;
+      const uint64_t old_instance = host.store_instance;
+      const bool restarted = old_instance != 0 && beat.instance != old_instance;
+      const bool new_instance = beat.instance != old_instance;
       host.store_instance = beat.instance;
       host.store_last_heard = now;
       if (new_instance) SaveState();
       if (restarted && host.store_alive) {
-        OnStoreLost(host, "it restarted, and the objects it held are gone");
+        OnStoreLost(host, "it restarted, and the objects it held are gone", old_instance);
       }
       if (!host.store_alive) OnStoreBack(host);
       return Status::Ok();
@@ -66,7 +67,8 @@ void RmService::CheckLiveness() {
     OnHostLost(host, host.drained ? "it was drained and has left" : "its executor " + missed);
   }
   for (const std::string& name : SilentStores(state_, now, lapse)) {
-    OnStoreLost(state_.hosts.at(name), "it " + missed);
+    Host& host = state_.hosts.at(name);
+    OnStoreLost(host, "it " + missed, host.store_instance);
   }
   for (const std::string& island : SilentSchedulers(state_, now, lapse)) {
     OnSchedulerLost(island, "it " + missed);
@@ -110,13 +112,13 @@ void RmService::OnSchedulerBack(const std::string& island) {
   events_->Publish("island.back", {{"island", island}, {"endpoint", endpoint}});
 }
 
-void RmService::OnStoreLost(Host& host, const std::string& why) {
+void RmService::OnStoreLost(Host& host, const std::string& why, uint64_t instance) {
   host.store_alive = false;
   const std::string reason = fmt::format("the object store of host {} ({}) was lost: {}", host.name,
                                          host.store_endpoint, why);
   spdlog::warn("{}", reason);
-  const proto::ServiceChanged notice{proto::Heartbeat::kStore, host.name, host.store_endpoint, true,
-                                     reason};
+  const proto::ServiceChanged notice{
+      proto::Heartbeat::kStore, host.name, host.store_endpoint, true, reason, instance};
   TellExecutor(host, notice);
   TellClients(notice);
   events_->Publish("host.store_lost", {{"host", host.name},
@@ -128,8 +130,8 @@ void RmService::OnStoreLost(Host& host, const std::string& why) {
 void RmService::OnStoreBack(Host& host) {
   host.store_alive = true;
   spdlog::info("the object store of host {} is back", host.name);
-  const proto::ServiceChanged notice{proto::Heartbeat::kStore, host.name, host.store_endpoint,
-                                     false, ""};
+  const proto::ServiceChanged notice{
+      proto::Heartbeat::kStore, host.name, host.store_endpoint, false, "", host.store_instance};
   TellExecutor(host, notice);
   TellClients(notice);
   events_->Publish("host.store_back", {{"host", host.name}, {"endpoint", host.store_endpoint}});

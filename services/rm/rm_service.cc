@@ -148,12 +148,13 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
                                            {"memory_bytes", state_.devices[id].desc.memory_bytes}});
   }
   SaveState();
-  Status replied =
-      net::Reply(socket_, in, proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms});
+  const std::vector<uint64_t> functions = rejoin ? FunctionsOn(host) : std::vector<uint64_t>{};
+  Status replied = net::Reply(
+      socket_, in, proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms, functions});
   // Its functions again, after the reply: the executor's registration call takes nothing but
   // its reply (a Compile ahead of it would be dropped as a stray reply); its loop reads these
   // next, before the schedulers hear that it is back.
-  if (rejoin) CompileAgainOn(host);
+  CompileAgainOn(host, functions);
   if (back) OnHostBack(host);
   return replied;
 }
@@ -372,16 +373,25 @@ Result<size_t> RmService::SendCompile(uint64_t rm_request, uint64_t function_id,
   return hosts.size();
 }
 
-void RmService::CompileAgainOn(const Host& host) {
-  const uint64_t rm_request = next_request_id_++;  // no registration waits on it
+std::vector<uint64_t> RmService::FunctionsOn(const Host& host) const {
+  std::vector<uint64_t> functions;
   for (const auto& [function_id, f] : state_.functions) {
     auto it = state_.slices.find(f.slice);
     if (it == state_.slices.end()) continue;
     const Slice& slice = it->second;
-    const bool here = std::any_of(slice.device_ids.begin(), slice.device_ids.end(),
-                                  [&](uint32_t d) { return state_.devices[d].host == host.name; });
-    if (!here) continue;
-    auto sent = SendCompile(rm_request, function_id, slice, f.def, host.name);
+    if (std::any_of(slice.device_ids.begin(), slice.device_ids.end(),
+                    [&](uint32_t d) { return state_.devices[d].host == host.name; })) {
+      functions.push_back(function_id);
+    }
+  }
+  return functions;
+}
+
+void RmService::CompileAgainOn(const Host& host, const std::vector<uint64_t>& functions) {
+  const uint64_t rm_request = next_request_id_++;  // no registration waits on it
+  for (uint64_t function_id : functions) {
+    const Function& f = state_.functions.at(function_id);
+    auto sent = SendCompile(rm_request, function_id, state_.slices.at(f.slice), f.def, host.name);
     if (!sent.ok())
       spdlog::warn("compile function {} again: {}", function_id, sent.status().ToString());
   }
@@ -465,6 +475,7 @@ Status RmService::OnLookupOwners(proto::Incoming& in) {
     auto it = state_.functions.find(id);
     owners.function_clients.push_back(it != state_.functions.end() ? it->second.client : 0);
   }
+  owners.next_client_id = state_.next_client_id;
   return net::Reply(socket_, in, owners);
 }
 

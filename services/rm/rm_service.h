@@ -106,7 +106,8 @@ class RmService {
   void CheckLiveness();
   void OnSchedulerLost(const std::string& island, const std::string& why);
   void OnSchedulerBack(const std::string& island);
-  void OnStoreLost(Host& host, const std::string& why);
+  // `instance`: the store process lost (the host's current one, unless it restarted).
+  void OnStoreLost(Host& host, const std::string& why, uint64_t instance);
   void OnStoreBack(Host& host);
   // Sends `notice` to every connected client.
   void TellClients(const proto::ServiceChanged& notice);
@@ -132,8 +133,9 @@ class RmService {
   Result<size_t> SendCompile(uint64_t rm_request, uint64_t function_id, const Slice& slice,
                              const ir::FunctionDef& def, const std::string& only_host = "");
   // A restarted executor knows no function: every function of a slice with a device on
-  // its host is compiled there again (answers are not awaited).
-  void CompileAgainOn(const Host& host);
+  // its host (FunctionsOn) is compiled there again (answers are not awaited).
+  std::vector<uint64_t> FunctionsOn(const Host& host) const;
+  void CompileAgainOn(const Host& host, const std::vector<uint64_t>& functions);
 
   // Elasticity (elastic.cc). A lost host: executors stop waiting for its tuples and its
   // partials in collectives, schedulers fail the queued gangs that need it, its store fails

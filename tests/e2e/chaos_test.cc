@@ -12,6 +12,8 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/member_context.h"
@@ -85,8 +87,9 @@ Result<Workload> StartWorkload(const std::string& rm, int index) {
   return w;
 }
 
-// Runs the client's program until `stop`, counting outcomes.
-void RunClient(Workload& w, const std::atomic<bool>& stop, Tally& tally) {
+// Runs the client's program until `stop`, counting outcomes. A hung run's sample says
+// when it was submitted, in seconds since `start`, to be matched with the kills.
+void RunClient(Workload& w, const std::atomic<bool>& stop, Clock::time_point start, Tally& tally) {
   while (!stop.load()) {
     // Submit is bounded by the client's request timeout (its argument puts), Wait by the
     // run's own: a run is hung when Wait takes all of it.
@@ -97,8 +100,10 @@ void RunClient(Workload& w, const std::atomic<bool>& stop, Tally& tally) {
     if (Clock::now() - waited_from >= kRunTimeout) {
       std::lock_guard lock(tally.mu);
       tally.hung++;
-      tally.samples.push_back("hung: " +
-                              (out.ok() ? std::string("late result") : out.status().ToString()));
+      tally.samples.push_back(
+          fmt::format("hung (submitted at {:.1f} s): {}",
+                      std::chrono::duration<double>(waited_from - start).count(),
+                      out.ok() ? std::string("late result") : out.status().ToString()));
       continue;
     }
     if (!out.ok()) {
@@ -141,7 +146,8 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
   Tally tally;
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
-  for (auto& w : workloads) threads.emplace_back([&] { RunClient(w, stop, tally); });
+  const auto start = Clock::now();
+  for (auto& w : workloads) threads.emplace_back([&] { RunClient(w, stop, start, tally); });
 
   const std::vector<std::string> services = {"rm",
                                              "scheduler-island0",
@@ -163,7 +169,12 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
       const std::string& victim = services[random() % services.size()];
       // Killed behind the launcher's back (Signal() would tell it the exit is expected),
       // so that its supervision restarts it.
-      if (auto pid = cluster_->Pid(victim); pid.ok() && kill(*pid, SIGKILL) == 0) kills[victim]++;
+      if (auto pid = cluster_->Pid(victim); pid.ok() && kill(*pid, SIGKILL) == 0) {
+        kills[victim]++;
+        std::cout << fmt::format("{:.1f} s: killed {}\n",
+                                 std::chrono::duration<double>(Clock::now() - start).count(),
+                                 victim);
+      }
       next_kill = Clock::now() + std::chrono::milliseconds(2000 + random() % 2000);
     }
     ASSERT_TRUE(cluster_->Supervise().ok());

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,7 +47,12 @@ class ClusterTest : public ::testing::Test {
       cluster_ = nullptr;
     }
     if (state_dir_ != nullptr) {
-      std::filesystem::remove_all(*state_dir_);
+      // A failed suite's services' logs are what says why: they stay.
+      if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
+        std::cout << "the cluster's logs stay in " << *state_dir_ << "/logs\n";
+      } else {
+        std::filesystem::remove_all(*state_dir_);
+      }
       delete state_dir_;
       state_dir_ = nullptr;
     }

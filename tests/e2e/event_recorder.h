@@ -51,6 +51,13 @@ class EventRecorder {
     return std::nullopt;
   }
 
+  // One line per event, topic and fields: what a failed expectation on `events` shows.
+  static std::string Describe(const std::vector<Event>& events) {
+    std::string lines;
+    for (const Event& e : events) lines += e.topic + " " + e.fields.dump() + "\n";
+    return lines;
+  }
+
   // Collects events of `run` until `done` says the set is complete (bounded by 30 s).
   std::vector<Event> Collect(uint64_t run,
                              const std::function<bool(const std::vector<Event>&)>& done) {

@@ -237,7 +237,8 @@ TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
   });
   EXPECT_EQ(std::count_if(stopped.begin(), stopped.end(),
                           [](const Event& e) { return e.topic == "gang.cancelled"; }),
-            2);
+            2)
+      << EventRecorder::Describe(stopped);
 }
 
 // ---------------------------------------------------------------------------------------

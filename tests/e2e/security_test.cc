@@ -270,6 +270,22 @@ TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
   EXPECT_THAT(put.status().message(), HasSubstr("not connected"));
 }
 
+TEST_F(SecurityTest, ObjectsOfAClientThatLeftAreRefusedAsCancelledNotUnknown) {
+  // An executor reserving the output of a shard admitted just before its client left: the
+  // refusal says the client left (Cancelled, as the shard's cancel does), not that the
+  // client is unknown (NotFound), which would read as a fault.
+  auto alice = ConnectAs("alice");
+  ASSERT_NE(alice, nullptr);
+  const uint64_t left = alice->id();
+  alice.reset();
+  MemberContext member;
+  auto reserved = Ask<proto::CreateObjectReply>(
+      member, Endpoint("objectstore-i0h0", "endpoint"),
+      proto::CreateObject{proto::MakeObjectId(left, 1), 0, left, DType::kF32, {2}, 0});
+  EXPECT_EQ(reserved.status().code(), Code::kCancelled) << reserved.status().ToString();
+  EXPECT_THAT(reserved.status().message(), HasSubstr("has left the cluster"));
+}
+
 TEST_F(SecurityTest, ReadersOfAShardThatWillNeverBeWrittenAreAnsweredAtOnce) {
   // A reader waits for a shard that then cannot be written: its reservation is refused (the
   // owner is not connected), or its seal names a shard this store never reserved (one a

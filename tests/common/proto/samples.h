@@ -94,7 +94,7 @@ inline RegisterExecutor Sample<RegisterExecutor>() {
 
 template <>
 inline RegisterExecutorReply Sample<RegisterExecutorReply>() {
-  return {{4, 5, 4294967295u}, 250};
+  return {{4, 5, 4294967295u}, 250, {7, 1ull << 40}};
 }
 
 template <>
@@ -157,7 +157,7 @@ inline LookupOwners Sample<LookupOwners>() {
 }
 template <>
 inline Owners Sample<Owners>() {
-  return {{"client:alice", ""}, {true, false}, {3}};
+  return {{"client:alice", ""}, {true, false}, {3}, 5};
 }
 template <>
 inline DrainHost Sample<DrainHost>() {
@@ -169,7 +169,7 @@ inline DrainHostReply Sample<DrainHostReply>() {
 }
 template <>
 inline ServiceChanged Sample<ServiceChanged>() {
-  return {Heartbeat::kStore, "host-1", "tcp://10.0.0.1:5001", false, "it came back"};
+  return {Heartbeat::kStore, "host-1", "tcp://10.0.0.1:5001", false, "it came back", 0x5eed};
 }
 
 template <>

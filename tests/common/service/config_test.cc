@@ -1,7 +1,7 @@
 // The cluster configuration: the [dataplane] table, the bounds on waits that end in a
 // clear error instead of a hang ([scheduler] cross_island_wait_ms, [executor]
-// input_wait_ms), the checkpoint root, and the range of every other numeric key: defaults,
-// values, and refusals that name the key.
+// input_wait_ms and compile_wait_ms), the checkpoint root, and the range of every other numeric
+// key: defaults, values, and refusals that name the key.
 #include <gtest/gtest.h>
 
 #include "common/service/config.h"
@@ -58,17 +58,22 @@ TEST(WaitBoundsConfig, DefaultsAndValues) {
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
   EXPECT_EQ(defaults->cross_island_wait_ms, 60000u);
   EXPECT_EQ(defaults->input_wait_ms, 600000u);
-  auto set = Parse("[scheduler]\ncross_island_wait_ms = 250\n[executor]\ninput_wait_ms = 900\n");
+  EXPECT_EQ(defaults->compile_wait_ms, 5000u);
+  auto set = Parse(
+      "[scheduler]\ncross_island_wait_ms = 250\n[executor]\ninput_wait_ms = 900\n"
+      "compile_wait_ms = 40\n");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(set->cross_island_wait_ms, 250u);
   EXPECT_EQ(set->input_wait_ms, 900u);
+  EXPECT_EQ(set->compile_wait_ms, 40u);
 }
 
 TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
   for (const char* bad :
        {"[scheduler]\ncross_island_wait_ms = 0", "[scheduler]\ncross_island_wait_ms = -1",
         "[scheduler]\ncross_island_wait_ms = 3600001", "[executor]\ninput_wait_ms = 0",
-        "[executor]\ninput_wait_ms = -7", "[executor]\ninput_wait_ms = 86400001"}) {
+        "[executor]\ninput_wait_ms = -7", "[executor]\ninput_wait_ms = 86400001",
+        "[executor]\ncompile_wait_ms = 0", "[executor]\ncompile_wait_ms = 600001"}) {
     auto c = Parse(std::string(bad) + "\n");
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_EQ(c.status().code(), Code::kInvalidArgument) << bad;
