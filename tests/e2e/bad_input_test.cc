@@ -46,11 +46,13 @@ class BadInputTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
+    // A real client, heartbeating on its own: one that only said hello would be dropped
+    // once its liveness window passed, and a loaded machine gets there within a test.
+    probe_ = Connect("probe");
+    ASSERT_NE(probe_, nullptr);
+    client_id_ = probe_->id();
     net::Requester rm(context_, cluster_->info().rm_endpoint);
     ASSERT_TRUE(rm.Connect().ok());
-    auto hello = rm.Call<proto::HelloClientReply>(proto::HelloClient{"probe"}, 5s);
-    ASSERT_TRUE(hello.ok()) << hello.status().ToString();
-    client_id_ = hello->client_id;
     auto slice = rm.Call<proto::SliceInfo>(proto::CreateSlice{client_id_, 1, "", ""}, 5s);
     ASSERT_TRUE(slice.ok()) << slice.status().ToString();
     const auto& device = slice->devices.at(0);
@@ -86,6 +88,7 @@ class BadInputTest : public ClusterTest {
   }
 
   MemberContext context_;
+  std::unique_ptr<Client> probe_;
   uint64_t client_id_ = 0;
   Endpoints endpoints_;
 };
