@@ -227,7 +227,7 @@ Status Run::Cancel() {
   for (const auto& endpoint : run.schedulers) {
     Status sent = [&]() -> Status {
       ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, client.Peer(endpoint));
-      return scheduler->Post(proto::CancelRun{client.id, run.id});
+      return scheduler->Post(proto::CancelRun{client.id, run.id, ""});
     }();
     if (!sent.ok() && status.ok()) status = sent.WithContext("cancel at scheduler " + endpoint);
   }

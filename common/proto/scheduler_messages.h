@@ -54,13 +54,17 @@ struct SubmitProgram {
 // entries to: drop what is left of run `run_id`. The scheduler places the run's queued
 // gangs at once, failed with Cancelled (so that their results and consumers hear why);
 // an executor fails the run's queued shards and stops its running one at the next check
-// (between ops, and every millisecond of a spin). A notice: no reply.
+// (between ops, and every millisecond of a spin) or in a collective. A notice: no reply.
 struct CancelRun {
   static constexpr Kind kKind = Kind::kCancelRun;
   uint64_t client_id = 0;
   uint64_t run_id = 0;
+  // Empty: the client cancelled it (Cancelled). Otherwise the scheduler stops a run that
+  // already failed, and its shards fail with this (Unavailable): a host of it was lost, so
+  // its partners there would only wait out their collectives.
+  std::string failure;
   bool operator==(const CancelRun&) const = default;
-  MSGPACK_DEFINE(client_id, run_id);
+  MSGPACK_DEFINE(client_id, run_id, failure);
 };
 
 // Scheduler -> client (request id 0, on the connection the submission came in on): every

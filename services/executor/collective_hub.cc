@@ -201,6 +201,16 @@ void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
   cv_.NotifyAll();
 }
 
+void CollectiveHub::CancelRun(uint64_t run, const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [key, state] : states_) {
+      if (key.run == run && !state.Complete()) state.failed = why;
+    }
+  }
+  cv_.NotifyAll();
+}
+
 void CollectiveHub::HostBack(const std::string& endpoint) {
   std::lock_guard lock(mu_);
   lost_hosts_.erase(endpoint);

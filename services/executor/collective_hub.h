@@ -86,6 +86,9 @@ class CollectiveHub {
   // that needs it, until HostBack.
   void HostLost(const std::string& endpoint, const Status& why);
   void HostBack(const std::string& endpoint);
+  // Run `run` was cancelled (`why`): its collectives waiting here fail now. A shard of it
+  // that has not reached one yet stops at its next op (its cancel flag).
+  void CancelRun(uint64_t run, const Status& why);
   // The executor is stopping: every collective waiting now, and every later one, fails
   // with `why` at once, so that device threads can be joined.
   void Stop(const Status& why);

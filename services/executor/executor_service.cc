@@ -271,10 +271,13 @@ Status ExecutorService::OnRunLoop(proto::Incoming& in) {
 
 Status ExecutorService::OnCancelRun(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(proto::CancelRun cancel, in.header.As<proto::CancelRun>());
-  const Status why =
-      Cancelled(fmt::format("run {} was cancelled by client {}", cancel.run_id, cancel.client_id));
+  const Status why = cancel.failure.empty()
+                         ? Cancelled(fmt::format("run {} was cancelled by client {}", cancel.run_id,
+                                                 cancel.client_id))
+                         : Unavailable(cancel.failure);
   held_.FailRun(cancel.run_id, why);
   devices_.CancelRun(cancel.run_id, why);
+  hub_->CancelRun(cancel.run_id, why);
   AdmitHeld();          // a held dispatch of only this run's entries waits for nothing now
   return Status::Ok();  // a notice: no reply
 }

@@ -147,8 +147,8 @@ Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
   events_->Publish(
       "run.cancelled",
       {{"run", cancel.run_id}, {"client", cancel.client_id}, {"island", options_.island}});
-  CancelAtExecutors(cancel);
-  return Status::Ok();  // a notice: no reply
+  CancelAtExecutors({cancel.client_id, cancel.run_id, ""});  // a client names no failure
+  return Status::Ok();                                       // a notice: no reply
 }
 
 void SchedulerService::CancelAtExecutors(const proto::CancelRun& cancel) {
@@ -218,7 +218,7 @@ void SchedulerService::DropClient(uint64_t client, const std::string& why) {
         "client.dropped",
         {{"client", client}, {"island", options_.island}, {"runs", uint64_t{runs}}, {"why", why}});
   }
-  for (uint64_t run : unfinished) CancelAtExecutors({client, run});
+  for (uint64_t run : unfinished) CancelAtExecutors({client, run, ""});
   DispatchReleased();
 }
 
@@ -230,6 +230,10 @@ Status SchedulerService::OnHostChanged(proto::Incoming& in) {
   }
   const std::vector<uint64_t> failed =
       order_->ExecutorLost(changed.control_endpoint, Unavailable(changed.reason));
+  // Their shards on other hosts stop too: a collective partner there would wait for the
+  // lost host's share until the collective's bound, holding its device (a restarted
+  // executor is back at once, without the work the old one had).
+  for (uint64_t run : failed) CancelAtExecutors({0, run, changed.reason});
   if (!failed.empty()) {
     events_->Publish("host.lost_runs", {{"island", options_.island},
                                         {"host", changed.host},

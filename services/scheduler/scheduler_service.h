@@ -73,7 +73,8 @@ class SchedulerService {
   // dropped (IslandOrder::DropClient) and a client.dropped event says how many.
   void DropClient(uint64_t client, const std::string& why);
   void CheckClients();
-  // Passes `cancel` on to the executors the run's entries went to.
+  // Passes `cancel` on to the executors the run's entries went to (for a failed run, with its
+  // failure).
   void CancelAtExecutors(const proto::CancelRun& cancel);
   // The RM's HostChanged: the queued runs that need a lost executor fail at once, naming
   // its host, and so do later ones until it is back (IslandOrder::ExecutorLost).

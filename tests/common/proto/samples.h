@@ -327,7 +327,7 @@ inline SubmitProgram Sample<SubmitProgram>() {
 
 template <>
 inline CancelRun Sample<CancelRun>() {
-  return {42, 5};
+  return {42, 5, "host h1 was lost"};
 }
 
 template <>

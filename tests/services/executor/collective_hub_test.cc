@@ -181,6 +181,31 @@ TEST_F(CollectiveHubTest, ALostHostFailsTheAllReducesWaitingForItAtOnceNamingIt)
   EXPECT_LT(took, 100ms);
 }
 
+TEST_F(CollectiveHubTest, ACancelledRunsWaitingAllReduceFailsWithTheCancelOthersWaitOn) {
+  CollectiveHub hub = MakeHub(30s);  // the executor's timeout: far beyond what the test waits
+  const GangLayout layout({kA, kB});
+  const CollectiveKey cancelled{7, 3, 5};
+  const CollectiveKey other{8, 3, 5};
+  auto waiting = std::async(std::launch::async,
+                            [&] { return Sum(hub, cancelled, layout, 1, Tensor::F32({1}, {2})); });
+  auto other_waiting = std::async(
+      std::launch::async, [&] { return Sum(hub, other, layout, 1, Tensor::F32({1}, {4})); });
+  ASSERT_TRUE(WaitForSent(2)) << "the local partials never went out";
+
+  hub.CancelRun(7, Unavailable("host a was lost"));
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready) << "still waiting after the cancel";
+  Result<Tensor> total = waiting.get();
+  EXPECT_EQ(total.status().code(), Code::kUnavailable) << total.status().ToString();
+  EXPECT_NE(total.status().message().find("host a was lost"), std::string::npos)
+      << total.status().ToString();
+  EXPECT_NE(other_waiting.wait_for(0s), std::future_status::ready) << "run 8 was not cancelled";
+  hub.Deposit(other, 0, Tensor::F32({1}, {1}));
+  ASSERT_EQ(other_waiting.wait_for(10s), std::future_status::ready);
+  Result<Tensor> other_total = other_waiting.get();
+  ASSERT_TRUE(other_total.ok()) << other_total.status().ToString();
+  EXPECT_EQ(*other_total, Tensor::F32({1}, {5}));
+}
+
 TEST_F(CollectiveHubTest, AnAllReduceIncludingALostHostFailsAtOnceUntilItIsBack) {
   using Clock = std::chrono::steady_clock;
   CollectiveHub hub = MakeHub(30s);
