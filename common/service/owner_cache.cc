@@ -36,6 +36,11 @@ Status OwnerCache::CheckClient(const proto::Peer& sender, uint64_t client,
   return proto::RequireClient(sender, client, user, action);
 }
 
+Status OwnerCache::CheckGoodbye(const proto::Peer& sender, uint64_t client) {
+  Status allowed = CheckClient(sender, client, "say goodbye");
+  return allowed.code() == Code::kCancelled ? Status::Ok() : allowed;
+}
+
 Result<std::map<uint64_t, uint64_t>> OwnerCache::FunctionClients(
     const std::vector<uint64_t>& functions) {
   proto::LookupOwners unknown;

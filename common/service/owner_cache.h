@@ -38,6 +38,10 @@ class OwnerCache {
   // or NotFound when `client` is not connected, as ClientUser. A member passes without a
   // lookup.
   Status CheckClient(const proto::Peer& sender, uint64_t client, std::string_view action);
+  // CheckClient for a Goodbye, which also passes once `client` has left: a goodbye that
+  // came after the RM dropped the client (its heartbeats late under load) still collects
+  // what it left here, and a client gone has nothing left to protect.
+  Status CheckGoodbye(const proto::Peer& sender, uint64_t client);
   // The client of each function of `functions` (0: no such function), asking the RM once
   // for those not known yet.
   Result<std::map<uint64_t, uint64_t>> FunctionClients(const std::vector<uint64_t>& functions);

@@ -406,7 +406,7 @@ Status StoreService::OnHeartbeat(const proto::Incoming& in) {
 
 Status StoreService::OnGoodbye(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
-  ATOLL_RETURN_IF_ERROR(owners_.CheckClient(in.sender, req.client_id, "say goodbye"));
+  ATOLL_RETURN_IF_ERROR(owners_.CheckGoodbye(in.sender, req.client_id));
   const Collected collected = directory_.Goodbye(req.client_id);
   Send(ReplyToOf(in), proto::Ok{});
   PublishCollected(collected);

@@ -101,7 +101,7 @@ void SchedulerService::OnRequest() {
         return OnHostChanged(in);  // a notice from the RM: no reply
       case proto::Kind::kGoodbye: {
         ATOLL_ASSIGN_OR_RETURN(auto bye, in.header.As<proto::Goodbye>());
-        ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, bye.client_id, "say goodbye"));
+        ATOLL_RETURN_IF_ERROR(owners_->CheckGoodbye(in.sender, bye.client_id));
         DropClient(bye.client_id, "said goodbye");
         return net::Reply(socket_, in, proto::Ok{});
       }

@@ -284,6 +284,11 @@ TEST_F(SecurityTest, ObjectsOfAClientThatLeftAreRefusedAsCancelledNotUnknown) {
       proto::CreateObject{proto::MakeObjectId(left, 1), 0, left, DType::kF32, {2}, 0});
   EXPECT_EQ(reserved.status().code(), Code::kCancelled) << reserved.status().ToString();
   EXPECT_THAT(reserved.status().message(), HasSubstr("has left the cluster"));
+  // A goodbye that comes late (the RM dropped the client first) is taken, whoever sends it:
+  // nothing of the client's is left to protect.
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  auto late = Ask<proto::Ok>(bob, Endpoint("objectstore-i0h0", "endpoint"), proto::Goodbye{left});
+  EXPECT_TRUE(late.ok()) << late.status().ToString();
 }
 
 TEST_F(SecurityTest, ReadersOfAShardThatWillNeverBeWrittenAreAnsweredAtOnce) {
