@@ -34,7 +34,6 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
       store_(context, std::move(store_endpoint)),
-      held_(int64_t{config_.compile_wait_ms} * 1000),
       outbox_(context, config_.dataplane) {}
 
 ExecutorService::~ExecutorService() {
@@ -128,8 +127,8 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
                                 registered.device_ids.size(), num_devices_));
   }
   device_ids_ = registered.device_ids;
-  functions_coming_.insert(registered.functions_coming.begin(), registered.functions_coming.end());
-  coming_until_us_ = SteadyMicros() + int64_t{config_.compile_wait_ms} * 1000;
+  held_.Expect(registered.functions_coming,
+               SteadyMicros() + int64_t{config_.compile_wait_ms} * 1000);
   return Status::Ok();
 }
 
@@ -213,8 +212,8 @@ void ExecutorService::OnControl() {
 
 void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& scheduler) {
   if (dispatch.entries.empty()) return;
-  const auto coming = [this](uint64_t f) { return IsComing(f); };
-  if (held_.empty() && !NamesComingFunction(dispatch, coming)) {
+  const auto compiled = [this](uint64_t f) { return IsCompiled(f); };
+  if (!held_.MustHold(dispatch, compiled, SteadyMicros())) {
     AdmitDispatch(std::move(dispatch), scheduler);
     return;
   }
@@ -222,13 +221,13 @@ void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& sc
                                      {"host", host_},
                                      {"entries", uint64_t{dispatch.entries.size()}},
                                      {"behind", uint64_t{held_.size()}}});
-  held_.Add(std::move(dispatch), scheduler, SteadyMicros());
+  held_.Add(std::move(dispatch), scheduler);
 }
 
 void ExecutorService::AdmitHeld() {
   if (held_.empty()) return;
-  const auto coming = [this](uint64_t f) { return IsComing(f); };
-  for (auto& held : held_.TakeReady(coming, SteadyMicros())) {
+  const auto compiled = [this](uint64_t f) { return IsCompiled(f); };
+  for (auto& held : held_.TakeReady(compiled, SteadyMicros())) {
     AdmitDispatch(std::move(held.dispatch), held.scheduler);
   }
 }

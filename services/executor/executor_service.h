@@ -20,7 +20,6 @@
 
 #include <chrono>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -105,12 +104,7 @@ class ExecutorService {
   void Heartbeat();
   // Fails shards that waited longer than [executor] input_wait_ms for a tuple.
   void FailLateInputs();
-  // A function the RM said it compiles here (functions_coming) that has not come yet, and
-  // may still: for [executor] compile_wait_ms after registering.
-  bool IsComing(uint64_t function_id) const {
-    return functions_coming_.count(function_id) != 0 && SteadyMicros() < coming_until_us_ &&
-           admission_->Find(function_id) == nullptr;
-  }
+  bool IsCompiled(uint64_t function_id) const { return admission_->Find(function_id) != nullptr; }
 
   // Carries out the admission of one entry: reserves, queues, reads and awaits inputs.
   void Admit(proto::Entry entry, const std::string& scheduler);
@@ -155,10 +149,10 @@ class ExecutorService {
   SocketStoreRequests store_requests_{store_.socket()};
   // Gangs with shards running here, reported to their scheduler once all of them finished.
   GangReports gang_reports_;
-  std::set<uint64_t> functions_coming_;  // RegisterExecutorReply's
-  int64_t coming_until_us_ = 0;          // SteadyMicros
-  HeldDispatches held_;  // waiting for their functions' Compile, [executor] compile_wait_ms
-  TupleOutbox outbox_;   // tuples for other hosts, batched per destination
+  // Waiting for the Compile of RegisterExecutorReply::functions_coming, [executor]
+  // compile_wait_ms at most.
+  HeldDispatches held_;
+  TupleOutbox outbox_;  // tuples for other hosts, batched per destination
   // Received over the data plane since start, published as `dataplane.stats`.
   struct Received {
     uint64_t tuples = 0;

@@ -6,24 +6,34 @@
 
 namespace atl::executor {
 
-bool NamesComingFunction(const proto::Dispatch& dispatch, const IsComing& coming) {
-  return std::any_of(dispatch.entries.begin(), dispatch.entries.end(),
-                     [&](const auto& e) { return e.error_code == 0 && coming(e.function_id); });
+void HeldDispatches::Expect(const std::vector<uint64_t>& functions, int64_t until_us) {
+  awaited_.insert(functions.begin(), functions.end());
+  awaited_until_us_ = until_us;
 }
 
-void HeldDispatches::Add(proto::Dispatch dispatch, std::string scheduler, int64_t now_us) {
-  held_.push_back({std::move(dispatch), std::move(scheduler), now_us});
+bool HeldDispatches::AwaitsFunction(const proto::Dispatch& dispatch, const IsCompiled& compiled,
+                                    int64_t now_us) const {
+  if (awaited_.empty() || now_us >= awaited_until_us_) return false;
+  return std::any_of(dispatch.entries.begin(), dispatch.entries.end(), [&](const auto& e) {
+    return e.error_code == 0 && awaited_.count(e.function_id) != 0 && !compiled(e.function_id);
+  });
 }
 
-std::vector<HeldDispatches::Held> HeldDispatches::TakeReady(const IsComing& coming,
+bool HeldDispatches::MustHold(const proto::Dispatch& dispatch, const IsCompiled& compiled,
+                              int64_t now_us) const {
+  return !held_.empty() || AwaitsFunction(dispatch, compiled, now_us);
+}
+
+void HeldDispatches::Add(proto::Dispatch dispatch, std::string scheduler) {
+  held_.push_back({std::move(dispatch), std::move(scheduler)});
+}
+
+std::vector<HeldDispatches::Held> HeldDispatches::TakeReady(const IsCompiled& compiled,
                                                             int64_t now_us) {
+  if (now_us >= awaited_until_us_) awaited_.clear();  // what has not come will not
   std::vector<Held> ready;
-  while (!held_.empty()) {
-    Held& front = held_.front();
-    if (now_us - front.since_us <= wait_us_ && NamesComingFunction(front.dispatch, coming)) {
-      break;
-    }
-    ready.push_back(std::move(front));
+  while (!held_.empty() && !AwaitsFunction(held_.front().dispatch, compiled, now_us)) {
+    ready.push_back(std::move(held_.front()));
     held_.pop_front();
   }
   return ready;

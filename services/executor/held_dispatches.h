@@ -9,22 +9,25 @@
 // Dispatches leave in arrival order, and one held keeps every later one behind it: the
 // executor queues shards on each device in gang order, and a later gang admitted ahead of
 // a held one could run its collectives before the held one's partners, which wait for it.
-// A dispatch that has waited longer than the bound leaves anyway; the shards of functions
-// that never came then fail (NotFound) as they would have at once.
+// The functions stop being awaited `[executor] compile_wait_ms` after registering; what is
+// held then leaves, and the shards of functions that never came fail (NotFound) as they
+// would have at once.
 //
 // Pure logic, times given by the caller (any steady clock, microseconds). Not thread-safe:
 // the executor's loop owns it.
 //
 // Example:
-//   HeldDispatches held(2'000'000);
-//   if (held.empty() && !NamesComingFunction(d, coming)) admit(d) else held.Add(d, s, now);
+//   HeldDispatches held;
+//   held.Expect(reply.functions_coming, now + wait);
+//   if (held.MustHold(d, compiled, now)) held.Add(d, s); else admit(d);
 //   ... after a Compile, and periodically:
-//   for (auto& h : held.TakeReady(coming, now)) admit(h.dispatch, h.scheduler);
+//   for (auto& h : held.TakeReady(compiled, now)) admit(h.dispatch, h.scheduler);
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,39 +36,41 @@
 
 namespace atl::executor {
 
-// Whether a function is to be compiled on this host and has not been yet.
-using IsComing = std::function<bool(uint64_t function_id)>;
-
-// True when an entry of `dispatch` that is to run (no error from its scheduler) names a
-// function still `coming`.
-bool NamesComingFunction(const proto::Dispatch& dispatch, const IsComing& coming);
+// Whether a function is compiled on this host.
+using IsCompiled = std::function<bool(uint64_t function_id)>;
 
 class HeldDispatches {
  public:
   struct Held {
     proto::Dispatch dispatch;
     std::string scheduler;  // the routing id it came from
-    int64_t since_us = 0;
   };
 
-  // A dispatch waits at most `wait_us` for its functions.
-  explicit HeldDispatches(int64_t wait_us) : wait_us_(wait_us) {}
+  // The RM compiles `functions` here next; they are awaited until `until_us`.
+  void Expect(const std::vector<uint64_t>& functions, int64_t until_us);
 
   bool empty() const { return held_.empty(); }
   size_t size() const { return held_.size(); }
 
+  // Whether `dispatch` must wait: one is held already, or an entry of it that is to run (no
+  // error from its scheduler) names an awaited function not `compiled` yet.
+  bool MustHold(const proto::Dispatch& dispatch, const IsCompiled& compiled, int64_t now_us) const;
   // Holds `dispatch`, from `scheduler`, behind those held already.
-  void Add(proto::Dispatch dispatch, std::string scheduler, int64_t now_us);
-  // The dispatches to admit now, in arrival order: from the front, each that names no
-  // function still coming or that has waited longer than the bound, up to the first that
-  // waits on.
-  std::vector<Held> TakeReady(const IsComing& coming, int64_t now_us);
+  void Add(proto::Dispatch dispatch, std::string scheduler);
+  // The dispatches to admit now, in arrival order: from the front, each that waits for no
+  // function any more, up to the first that still does.
+  std::vector<Held> TakeReady(const IsCompiled& compiled, int64_t now_us);
   // The held entries of run `run` carry `why` as their scheduler's error, so that they fail
   // with it when admitted (as a cancelled run's queued shards do). Returns how many.
   size_t FailRun(uint64_t run, const Status& why);
 
  private:
-  const int64_t wait_us_;
+  // Whether an entry of `dispatch` that is to run names an awaited function not compiled.
+  bool AwaitsFunction(const proto::Dispatch& dispatch, const IsCompiled& compiled,
+                      int64_t now_us) const;
+
+  std::set<uint64_t> awaited_;
+  int64_t awaited_until_us_ = 0;
   std::deque<Held> held_;
 };
 

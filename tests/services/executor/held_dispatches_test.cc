@@ -27,55 +27,63 @@ std::vector<uint64_t> Runs(const std::vector<HeldDispatches::Held>& held) {
   return runs;
 }
 
-TEST(HeldDispatchesTest, ADispatchNamesAComingFunctionOnlyWhenAnEntryIsToRunIt) {
-  auto coming = [](uint64_t f) { return f == 2; };
-  EXPECT_FALSE(NamesComingFunction(OneEntry(1, 1), coming));
-  EXPECT_TRUE(NamesComingFunction(OneEntry(1, 2), coming));
+TEST(HeldDispatchesTest, ADispatchIsHeldOnlyWhenAnEntryIsToRunAFunctionStillComing) {
+  HeldDispatches held;
+  held.Expect({2, 3}, kWaitUs);
+  auto compiled = [](uint64_t f) { return f == 3; };
+  EXPECT_FALSE(held.MustHold(OneEntry(1, 1), compiled, 0)) << "function 1 is not coming";
+  EXPECT_TRUE(held.MustHold(OneEntry(1, 2), compiled, 0));
+  EXPECT_FALSE(held.MustHold(OneEntry(1, 3), compiled, 0)) << "function 3 came already";
   proto::Dispatch given_up = OneEntry(1, 2);
   given_up.entries[0].error_code = static_cast<int32_t>(Code::kCancelled);
-  EXPECT_FALSE(NamesComingFunction(given_up, coming)) << "it runs nothing: nothing to wait for";
+  EXPECT_FALSE(held.MustHold(given_up, compiled, 0)) << "it runs nothing: nothing to wait for";
 }
 
 TEST(HeldDispatchesTest, ACompileReleasesTheHeldDispatchAndThoseBehindItInOrder) {
-  std::set<uint64_t> still_coming{2, 3};
-  auto coming = [&](uint64_t f) { return still_coming.count(f) != 0; };
-  HeldDispatches held(kWaitUs);
-  held.Add(OneEntry(10, 2), "s", 0);
-  held.Add(OneEntry(11, 1), "s", 5);  // not coming, but behind the held one
-  held.Add(OneEntry(12, 3), "t", 6);
-  EXPECT_TRUE(held.TakeReady(coming, 10).empty()) << "function 2 is not compiled yet";
-  still_coming.erase(2);
-  auto ready = held.TakeReady(coming, 20);
+  std::set<uint64_t> compiled_here;
+  auto compiled = [&](uint64_t f) { return compiled_here.count(f) != 0; };
+  HeldDispatches held;
+  held.Expect({2, 3}, kWaitUs);
+  held.Add(OneEntry(10, 2), "s");
+  EXPECT_TRUE(held.MustHold(OneEntry(11, 1), compiled, 5)) << "behind the held one";
+  held.Add(OneEntry(11, 1), "s");
+  held.Add(OneEntry(12, 3), "t");
+  EXPECT_TRUE(held.TakeReady(compiled, 10).empty()) << "function 2 is not compiled yet";
+  compiled_here.insert(2);
+  auto ready = held.TakeReady(compiled, 20);
   EXPECT_EQ(Runs(ready), (std::vector<uint64_t>{10, 11}));
   EXPECT_EQ(ready[0].scheduler, "s");
   EXPECT_EQ(held.size(), 1u) << "function 3 is still unknown";
-  still_coming.erase(3);
-  ready = held.TakeReady(coming, 30);
+  compiled_here.insert(3);
+  ready = held.TakeReady(compiled, 30);
   EXPECT_EQ(Runs(ready), (std::vector<uint64_t>{12}));
   EXPECT_EQ(ready[0].scheduler, "t");
   EXPECT_TRUE(held.empty());
 }
 
-TEST(HeldDispatchesTest, ADispatchLeavesAfterItsWaitEvenIfItsFunctionNeverCame) {
-  auto coming = [](uint64_t) { return true; };
-  HeldDispatches held(kWaitUs);
-  held.Add(OneEntry(10, 2), "s", 0);
-  held.Add(OneEntry(11, 2), "s", 600);
-  EXPECT_TRUE(held.TakeReady(coming, kWaitUs).empty()) << "left before its wait was over";
-  EXPECT_EQ(Runs(held.TakeReady(coming, kWaitUs + 1)), (std::vector<uint64_t>{10}));
-  EXPECT_EQ(Runs(held.TakeReady(coming, 600 + kWaitUs + 1)), (std::vector<uint64_t>{11}));
+TEST(HeldDispatchesTest, DispatchesLeaveWhenTheWaitIsOverEvenIfTheirFunctionNeverCame) {
+  auto compiled = [](uint64_t) { return false; };
+  HeldDispatches held;
+  held.Expect({2}, kWaitUs);
+  held.Add(OneEntry(10, 2), "s");
+  held.Add(OneEntry(11, 2), "s");
+  EXPECT_TRUE(held.TakeReady(compiled, kWaitUs - 1).empty()) << "left before the wait was over";
+  EXPECT_EQ(Runs(held.TakeReady(compiled, kWaitUs)), (std::vector<uint64_t>{10, 11}));
+  EXPECT_FALSE(held.MustHold(OneEntry(12, 2), compiled, kWaitUs + 1))
+      << "a function that did not come in time is not waited for again";
 }
 
 TEST(HeldDispatchesTest, ACancelledRunsHeldEntriesCarryTheCancelAndNeedNoFunction) {
-  auto coming = [](uint64_t) { return true; };
-  HeldDispatches held(kWaitUs);
+  auto compiled = [](uint64_t) { return false; };
+  HeldDispatches held;
+  held.Expect({2}, kWaitUs);
   proto::Dispatch two = OneEntry(10, 2);
   two.entries.push_back(two.entries[0]);
   two.entries[1].shard = 1;
-  held.Add(std::move(two), "s", 0);
-  held.Add(OneEntry(11, 2), "s", 0);
+  held.Add(std::move(two), "s");
+  held.Add(OneEntry(11, 2), "s");
   EXPECT_EQ(held.FailRun(10, Cancelled("run 10 was cancelled")), 2u);
-  auto ready = held.TakeReady(coming, 1);
+  auto ready = held.TakeReady(compiled, 1);
   ASSERT_EQ(Runs(ready), (std::vector<uint64_t>{10})) << "run 11 still waits for function 2";
   for (const proto::Entry& e : ready[0].dispatch.entries) {
     const Status carried = proto::FromError({e.error_code, e.error});
