@@ -157,6 +157,7 @@ Result<LoweredRun> Lower(const Program::Impl& program, const std::vector<Lowerin
       e.node = static_cast<uint32_t>(k);
       e.function_id = fn.id;
       e.device = fn.slice.devices[s].local_index;
+      e.slice_mapping = fn.slice.mapping;
       e.shard = s;
       e.num_shards = n;
       e.owner_client = client_id;

@@ -22,8 +22,9 @@ struct Compile {
   ir::FunctionDef function;
   // The data endpoint of the executor that runs each shard: where collectives meet.
   std::vector<std::string> shard_endpoints;
+  uint32_t slice_mapping = 0;  // the mapping of its slice those endpoints are (SliceInfo)
   bool operator==(const Compile&) const = default;
-  MSGPACK_DEFINE(function_id, num_shards, function, shard_endpoints);
+  MSGPACK_DEFINE(function_id, num_shards, function, shard_endpoints, slice_mapping);
 };
 
 // Where one input of a shard comes from.
@@ -102,9 +103,13 @@ struct Entry {
   // nothing and fail its consumers and results with that error.
   int32_t error_code = 0;
   std::string error;
+  // The mapping of the function's slice the run was lowered for (SliceInfo::mapping): a
+  // function compiled here for another runs its shards elsewhere, so this one is refused
+  // rather than wait in a collective for partners that are not coming.
+  uint32_t slice_mapping = 0;
   bool operator==(const Entry&) const = default;
   MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
-                 sequential, inputs, outputs, peers, error_code, error);
+                 sequential, inputs, outputs, peers, error_code, error, slice_mapping);
 };
 
 // Scheduler -> executor: all of this executor's entries of one program, in gang order.

@@ -215,8 +215,11 @@ struct SliceInfo {
   std::string island;
   std::string scheduler_endpoint;
   std::vector<DeviceInfo> devices;  // virtual device i is devices[i]
+  // Which mapping of the slice onto devices this is: 0 when made, one more per remap. A
+  // run lowered for one mapping does not run on another's compiled functions.
+  uint32_t mapping = 0;
   bool operator==(const SliceInfo&) const = default;
-  MSGPACK_DEFINE(slice_id, island, scheduler_endpoint, devices);
+  MSGPACK_DEFINE(slice_id, island, scheduler_endpoint, devices, mapping);
 };
 
 struct RegisterFunction {

@@ -106,8 +106,9 @@ struct GangDone {
   uint32_t shards = 0;     // how many of the gang's shards this report covers
   uint64_t busy_us = 0;    // the longest of those shards' time on its device
   int32_t error_code = 0;  // atl::Code of a failed shard among them; 0: none failed
+  std::string error;       // that shard's error, when one failed
   bool operator==(const GangDone&) const = default;
-  MSGPACK_DEFINE(gang_seq, shards, busy_us, error_code);
+  MSGPACK_DEFINE(gang_seq, shards, busy_us, error_code, error);
 };
 
 }  // namespace atl::proto

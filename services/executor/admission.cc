@@ -20,7 +20,8 @@ Status AdmissionCore::Compile(proto::Compile compile) {
   }
   functions_[compile.function_id] = {
       std::make_shared<const ir::FunctionDef>(std::move(compile.function)), compile.num_shards,
-      std::make_shared<const GangLayout>(std::move(compile.shard_endpoints))};
+      std::make_shared<const GangLayout>(std::move(compile.shard_endpoints)),
+      compile.slice_mapping};
   return Status::Ok();
 }
 
@@ -59,6 +60,15 @@ Status AdmissionCore::CheckFunction(const proto::Entry& e, const CompiledFunctio
   if (fn->num_shards != e.num_shards) {
     return InvalidArgument(fmt::format("function {} was compiled for {} shards, not {}",
                                        e.function_id, fn->num_shards, e.num_shards));
+  }
+  if (fn->slice_mapping != e.slice_mapping) {
+    // Lowered before a remap (or compiled here before one): its shards' placement and the
+    // one the collectives here expect differ. Transient: the run, submitted again, is
+    // lowered for the slice's current mapping.
+    return Unavailable(fmt::format(
+        "function {} is compiled on host {} for mapping {} of its slice, the run was lowered "
+        "for mapping {}: the slice was remapped (a host was lost); submit the run again",
+        e.function_id, host_, fn->slice_mapping, e.slice_mapping));
   }
   if (fn->def->inputs.size() != e.inputs.size() || fn->def->outputs.size() != e.outputs.size()) {
     return InvalidArgument(fmt::format(

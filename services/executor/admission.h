@@ -34,6 +34,7 @@ struct CompiledFunction {
   std::shared_ptr<const ir::FunctionDef> def;
   uint32_t num_shards = 0;
   std::shared_ptr<const GangLayout> layout;  // where the slice's shards run
+  uint32_t slice_mapping = 0;                // which mapping of the slice that layout is
 };
 
 // Object-store space for one output shard of an admitted entry.

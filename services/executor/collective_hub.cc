@@ -88,7 +88,11 @@ Result<Tensor> CollectiveHub::RunComputed(const CollectiveKey& key, const GangLa
   const bool done = cv_.WaitFor(lock, timeout_, [&] {
     return st.Complete() || (st.made && st.Heard() == st.awaited.size());
   });
-  if (!done) {
+  if (!done && !st.made) {
+    st.failed = DeadlineExceeded(
+        fmt::format("{}: {} of its {} shards on this host came within {} ms", Describe(key, st),
+                    st.local.size(), st.plan->local_shards.size(), timeout_.count()));
+  } else if (!done) {
     st.failed = DeadlineExceeded(
         fmt::format("{}: heard from {} of the {} hosts it waits for within {} ms",
                     Describe(key, st), st.Heard(), st.awaited.size(), timeout_.count()));

@@ -417,7 +417,7 @@ void ExecutorService::SendOutputs(const Completion& done) {
   if (!done.item->scheduler.empty()) {
     gang_reports_.ShardDone(done.item->scheduler, e.gang_seq,
                             static_cast<uint64_t>(done.end_us - done.start_us),
-                            done.outputs.status().code());
+                            done.outputs.status());
   }
   if (done.outputs.ok()) {
     events_->Publish("gang.done", {{"run", e.run_id},

@@ -11,7 +11,7 @@
 // Example:
 //   for (const auto& e : dispatch.entries) reports.Expect(scheduler, e.gang_seq);
 //   ... as each shard finishes:
-//   reports.ShardDone(scheduler, gang_seq, busy_us, Code::kOk);
+//   reports.ShardDone(scheduler, gang_seq, busy_us, outputs.status());
 //   ... at the end of the loop turn:
 //   for (auto& [scheduler, done] : reports.TakeReady()) { send done to scheduler }
 #pragma once
@@ -31,9 +31,11 @@ class GangReports {
  public:
   // One more shard of gang `gang_seq` from `scheduler` (its routing id) runs here.
   void Expect(const std::string& scheduler, uint64_t gang_seq);
-  // A shard of the gang finished (`code` not kOk: it failed). The gang's report is ready
-  // once every expected shard did; a shard never expected is reported on its own.
-  void ShardDone(const std::string& scheduler, uint64_t gang_seq, uint64_t busy_us, Code code);
+  // A shard of the gang finished (`outcome` not OK: it failed, and the report names the
+  // first such error). The gang's report is ready once every expected shard did; a shard
+  // never expected is reported on its own.
+  void ShardDone(const std::string& scheduler, uint64_t gang_seq, uint64_t busy_us,
+                 const Status& outcome);
   // The reports ready since the last call, in the order they became ready, each with the
   // scheduler it goes to.
   std::vector<std::pair<std::string, proto::GangDone>> TakeReady();

@@ -55,6 +55,7 @@ Result<bool> RemapSliceOff(RmState& state, uint64_t slice_id, const std::string&
   for (uint32_t d : slice.device_ids) state.devices[d].slices--;
   for (uint32_t d : after) state.devices[d].slices++;
   slice.device_ids = std::move(after);
+  slice.mapping++;
   return true;
 }
 

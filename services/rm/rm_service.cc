@@ -306,7 +306,8 @@ void RmService::Reconnected(Host& host, const proto::Incoming& in) {
 }
 
 proto::SliceInfo RmService::DescribeSlice(const Slice& slice) const {
-  proto::SliceInfo info{slice.id, slice.island, state_.scheduler_by_island.at(slice.island), {}};
+  proto::SliceInfo info{
+      slice.id, slice.island, state_.scheduler_by_island.at(slice.island), {}, slice.mapping};
   for (uint32_t id : slice.device_ids) {
     const Device& d = state_.devices[id];
     const Host& h = state_.hosts.at(d.host);
@@ -354,7 +355,8 @@ Status RmService::OnRegisterFunction(proto::Incoming& in) {
 Result<size_t> RmService::SendCompile(uint64_t rm_request, uint64_t function_id, const Slice& slice,
                                       const ir::FunctionDef& def, const std::string& only_host) {
   std::set<std::string> hosts;
-  proto::Compile compile{function_id, static_cast<uint32_t>(slice.device_ids.size()), def, {}};
+  proto::Compile compile{
+      function_id, static_cast<uint32_t>(slice.device_ids.size()), def, {}, slice.mapping};
   for (uint32_t d : slice.device_ids) {
     hosts.insert(state_.devices[d].host);
     compile.shard_endpoints.push_back(state_.hosts.at(state_.devices[d].host).data_endpoint);

@@ -61,8 +61,9 @@ struct RmState {
     uint64_t client = 0;
     std::string island;
     std::vector<uint32_t> device_ids;  // virtual device i is device_ids[i]
+    uint32_t mapping = 0;              // which mapping onto devices: one more per remap
     bool operator==(const Slice&) const = default;
-    MSGPACK_DEFINE(id, client, island, device_ids);
+    MSGPACK_DEFINE(id, client, island, device_ids, mapping);
   };
   struct Client {
     std::string name;

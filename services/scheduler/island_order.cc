@@ -203,12 +203,18 @@ Status IslandOrder::NeedsLostExecutor(const Run& run) const {
 std::vector<uint64_t> IslandOrder::ExecutorLost(const std::string& executor, const Status& why) {
   lost_executors_.insert_or_assign(executor, why);
   // Its shards in flight will never report: counted done, so that the window moves on.
+  // Their runs failed (their outputs are gone with it); those with gangs left stop.
+  std::set<uint64_t> failed_in_flight;
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     auto next = std::next(it);
-    if (it->second.shards_left.erase(executor) && it->second.shards_left.empty()) Land(it);
+    if (it->second.shards_left.erase(executor)) {
+      failed_in_flight.insert(it->second.run);
+      if (it->second.shards_left.empty()) Land(it);
+    }
     it = next;
   }
-  std::vector<uint64_t> failed;
+  std::erase_if(failed_in_flight, [&](uint64_t run) { return !unfinished_.count(run); });
+  std::vector<uint64_t> failed(failed_in_flight.begin(), failed_in_flight.end());
   for (auto client = clients_.begin(); client != clients_.end();) {
     ClientQueue& queue = client->second;
     for (auto run = queue.runs.begin(); run != queue.runs.end();) {
@@ -216,7 +222,7 @@ std::vector<uint64_t> IslandOrder::ExecutorLost(const std::string& executor, con
         ++run;
         continue;
       }
-      failed.push_back(run->run_id);
+      if (!failed_in_flight.count(run->run_id)) failed.push_back(run->run_id);
       run = FailRun(client->first, queue, run, why);
     }
     client = queue.runs.empty() ? clients_.erase(client) : std::next(client);
@@ -311,20 +317,31 @@ std::vector<IslandOrder::Expired> IslandOrder::Expire(int64_t now_us, int64_t he
   return expired;
 }
 
-void IslandOrder::OnGangDone(const std::string& executor, const proto::GangDone& done) {
+std::optional<IslandOrder::FailedRun> IslandOrder::OnGangDone(const std::string& executor,
+                                                              const proto::GangDone& done) {
   auto it = in_flight_.find(done.gang_seq);
-  if (it == in_flight_.end()) return;  // a duplicate or a gang from before a restart
+  if (it == in_flight_.end()) return std::nullopt;  // a duplicate or from before a restart
   Flight& f = it->second;
   // Not expected from `executor`: a duplicate, or it was counted lost meanwhile.
   auto left = f.shards_left.find(executor);
-  if (left == f.shards_left.end()) return;
+  if (left == f.shards_left.end()) return std::nullopt;
+  const FailedRun of{f.client, f.run};
   f.busy_us = std::max(f.busy_us, done.busy_us);
   left->second -= std::min<size_t>(left->second, done.shards);
   if (left->second == 0) f.shards_left.erase(left);
-  if (!f.shards_left.empty()) return;
-  double& cost = cost_us_.try_emplace(f.function_id, static_cast<double>(f.busy_us)).first->second;
-  cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);
-  Land(it);
+  if (f.shards_left.empty()) {
+    double& cost =
+        cost_us_.try_emplace(f.function_id, static_cast<double>(f.busy_us)).first->second;
+    cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);
+    Land(it);
+  }
+  if (done.error_code == 0 || done.error_code == static_cast<int32_t>(Code::kCancelled)) {
+    return std::nullopt;
+  }
+  auto unfinished = unfinished_.find(of.run);
+  if (unfinished == unfinished_.end() || unfinished->second.failed) return std::nullopt;
+  unfinished->second.failed = true;
+  return of;
 }
 
 void IslandOrder::Land(std::map<uint64_t, Flight>::iterator it) {

@@ -19,6 +19,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,9 +36,18 @@ class IslandOrder {
   // Checks that `program` lists each node's shards together, each shard once, and queues
   // its gangs. InvalidArgument names what is wrong; nothing is queued then.
   Status Submit(proto::SubmitProgram program);
+  // A run a shard of which failed.
+  struct FailedRun {
+    uint64_t client = 0;
+    uint64_t run = 0;
+  };
   // Records finished shards of a gang, reported by `executor` (its control endpoint) once
-  // per executor; the gang leaves the flight when all its shards did.
-  void OnGangDone(const std::string& executor, const proto::GangDone& done);
+  // per executor; the gang leaves the flight when all its shards did. Returns the gang's
+  // run the first time a report says a shard of it failed (not Cancelled: a cancel stops
+  // the rest itself) while the run has gangs left here: the caller stops the rest of it
+  // (CancelRun, and at its executors), whose shards could otherwise wait out a collective
+  // for the failed shard's share.
+  std::optional<FailedRun> OnGangDone(const std::string& executor, const proto::GangDone& done);
   // Releases every gang the policy and the window allow now. Returns, per executor
   // control endpoint, its entries in gang order.
   std::map<std::string, proto::Dispatch> Release();
@@ -67,7 +77,7 @@ class IslandOrder {
   // `Entry::error` set, as DropClient's do, so that its consumers and results fail naming
   // the host), its shards in flight count as done, and runs submitted later that need it
   // fail the same way at once, until ExecutorBack. A lost executor is sent nothing. Returns
-  // the runs failed now.
+  // the runs failed now: those queued, and those with shards in flight on it.
   std::vector<uint64_t> ExecutorLost(const std::string& executor, const Status& why);
   void ExecutorBack(const std::string& executor);
 
@@ -123,6 +133,7 @@ class IslandOrder {
     uint64_t client = 0;
     size_t gangs = 0;
     bool notify_done = false;
+    bool failed = false;  // OnGangDone returned it already
   };
   struct ClientQueue {
     double weight = 1.0;

@@ -166,6 +166,14 @@ void SchedulerService::CancelAtExecutors(const proto::CancelRun& cancel) {
   }
 }
 
+void SchedulerService::StopFailedRun(const IslandOrder::FailedRun& failed,
+                                     const std::string& error) {
+  const std::string failure =
+      fmt::format("run {} stopped: a shard of it failed ({})", failed.run, error);
+  order_->CancelRun(failed.client, failed.run, Unavailable(failure));
+  CancelAtExecutors({failed.client, failed.run, failure});
+}
+
 void SchedulerService::ReportFinishedRuns() {
   for (const auto& finished : order_->TakeFinishedRuns()) {
     run_executors_.erase(finished.run);
@@ -193,7 +201,8 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     }
     if (in->header.kind() == proto::Kind::kGangDone) {
       auto done = in->header.As<proto::GangDone>();
-      if (done.ok()) order_->OnGangDone(endpoint, *done);
+      if (!done.ok()) continue;
+      if (auto failed = order_->OnGangDone(endpoint, *done)) StopFailedRun(*failed, done->error);
       continue;
     }
     if (in->header.kind() == proto::Kind::kError) {

@@ -6,14 +6,17 @@
 #include <signal.h>
 
 #include <atomic>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <random>
+#include <stop_token>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "common/net/event_reader.h"
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/member_context.h"
@@ -34,7 +37,28 @@ class ChaosTest : public ClusterTest {
   // Heartbeats of 200 ms x 3: 16 clients and 11 services share two loaded cores, and a
   // client whose heartbeats lapse under load loses its slices like a dead one.
   static void SetUpTestSuite() { StartCluster(ATOLL_SOURCE_DIR "/tests/e2e/liveness.toml"); }
+
+  // Where the event stream goes, beside the services' logs, which a failed suite keeps:
+  // a hung run's events say which gang or object it waited for.
+  static std::string EventLogPath() { return *state_dir_ + "/logs/events.log"; }
 };
+
+// Writes every event of the bus to `path`, one line each, until stopped.
+void RecordEvents(std::stop_token stop, const std::string& endpoint, const std::string& path) {
+  MemberContext context;
+  zmq::socket_t socket = net::MakeSocket(context, zmq::socket_type::sub);
+  socket.set(zmq::sockopt::subscribe, "");
+  socket.set(zmq::sockopt::rcvhwm, 0);  // a loaded bus must not drop what explains a hang
+  if (!net::Connect(socket, endpoint).ok()) return;
+  std::ofstream out(path);
+  while (!stop.stop_requested()) {
+    auto frames = net::RecvFrames(socket, std::chrono::milliseconds(100));
+    if (!frames.ok() || !frames->has_value() || (*frames)->size() != 2) continue;
+    if (auto event = DecodeEvent((**frames)[0], (**frames)[1]); event.ok()) {
+      out << FormatEventLine(*event) << "\n";
+    }
+  }
+}
 
 // What happened to the runs, over all clients.
 struct Tally {
@@ -101,7 +125,7 @@ void RunClient(Workload& w, const std::atomic<bool>& stop, Clock::time_point sta
       std::lock_guard lock(tally.mu);
       tally.hung++;
       tally.samples.push_back(
-          fmt::format("hung (submitted at {:.1f} s): {}",
+          fmt::format("hung (run {}, submitted at {:.1f} s): {}", run.ok() ? run->id() : 0,
                       std::chrono::duration<double>(waited_from - start).count(),
                       out.ok() ? std::string("late result") : out.status().ToString()));
       continue;
@@ -143,6 +167,7 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
     ASSERT_TRUE(w.ok()) << "client " << i << ": " << w.status().ToString();
     workloads.push_back(std::move(w).value());
   }
+  std::jthread recorder(RecordEvents, EventsEndpoint(), EventLogPath());
   Tally tally;
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
@@ -208,6 +233,8 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
     if (left.size() == 4 && total == 0) break;
     std::this_thread::sleep_for(100ms);
   } while (Clock::now() < gone);
+
+  recorder = {};  // stops and joins: the log is complete
 
   uint64_t failed = 0;
   for (const auto& [code, n] : tally.failed) failed += n;

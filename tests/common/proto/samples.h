@@ -143,7 +143,7 @@ inline SliceInfo Sample<SliceInfo>() {
   DeviceInfo second = Sample<DeviceInfo>();
   second.device_id = 8;
   second.local_index = 0;
-  return {9, "island-a", "tcp://10.0.0.2:6000", {Sample<DeviceInfo>(), second}};
+  return {9, "island-a", "tcp://10.0.0.2:6000", {Sample<DeviceInfo>(), second}, 3};
 }
 
 template <>
@@ -223,7 +223,8 @@ inline Compile Sample<Compile>() {
       77,
       4,
       Sample<ir::FunctionDef>(),
-      {"tcp://10.0.0.3:5001", "tcp://10.0.0.3:5001", "tcp://10.0.0.4:5001", "tcp://10.0.0.5:5001"}};
+      {"tcp://10.0.0.3:5001", "tcp://10.0.0.3:5001", "tcp://10.0.0.4:5001", "tcp://10.0.0.5:5001"},
+      3};
 }
 
 template <>
@@ -262,7 +263,8 @@ inline Entry Sample<Entry>() {
           {{Sample<OutputDest>(), tuple}, {}},
           {"tcp://10.0.0.5:5000"},
           5,
-          "the scheduler gave up"};
+          "the scheduler gave up",
+          3};
 }
 
 template <>
@@ -307,7 +309,7 @@ inline TupleBatch Sample<TupleBatch>() {
 
 template <>
 inline GangDone Sample<GangDone>() {
-  return {91, 3, 330, static_cast<int32_t>(Code::kInvalidArgument)};
+  return {91, 3, 330, static_cast<int32_t>(Code::kInvalidArgument), "InvalidArgument: bad shape"};
 }
 
 template <>

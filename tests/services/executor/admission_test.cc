@@ -57,6 +57,25 @@ TEST_F(AdmissionTest, AShardCountOtherThanCompiledFails) {
   EXPECT_EQ(a.item->function, nullptr);
 }
 
+// A run lowered before its slice was remapped, on a function compiled here for the new
+// mapping (and the other way round): refused at once, Unavailable (submitting again
+// helps), not run with a layout whose partners are elsewhere.
+TEST_F(AdmissionTest, AnEntryForAnotherMappingOfTheSliceFailsUnavailable) {
+  proto::Compile remapped = MakeCompile(kScale, ScaleFunction(kRows), 2);
+  remapped.slice_mapping = 1;
+  ASSERT_TRUE(core_.Compile(remapped).ok());
+  proto::Entry old = MakeEntry(kScale, 0, 2);
+  Admission a = core_.Admit(old, "");
+  EXPECT_EQ(a.item->failure.code(), Code::kUnavailable);
+  EXPECT_NE(a.item->failure.message().find(
+                "compiled on host host0 for mapping 1 of its slice, the run was lowered for "
+                "mapping 0"),
+            std::string::npos)
+      << a.item->failure.ToString();
+  old.slice_mapping = 1;
+  EXPECT_TRUE(core_.Admit(old, "").item->failure.ok());
+}
+
 TEST_F(AdmissionTest, AnArityOtherThanTheFunctionsFails) {
   proto::Entry e = MakeEntry(kScale, 0, 2);
   e.inputs.push_back({proto::InputSource::kTuple, 0, 0});

@@ -149,6 +149,17 @@ TEST_F(CollectiveHubTest, AHostThatNeverContributesTimesTheGangOut) {
       << total.status().ToString();
 }
 
+// Both shards on this host (kB), one never comes: the timeout says which wait it was.
+TEST_F(CollectiveHubTest, ALocalShardThatNeverComesTimesTheGangOutNamingIt) {
+  CollectiveHub hub = MakeHub(50ms);
+  const GangLayout layout({kB, kB});
+  Result<Tensor> total = Sum(hub, {7, 3, 2}, layout, 1, Tensor::F32({1}, {2}));
+  EXPECT_EQ(total.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(total.status().message().find("1 of its 2 shards on this host came within 50 ms"),
+            std::string::npos)
+      << total.status().ToString();
+}
+
 TEST_F(CollectiveHubTest, AnErrorFromAnotherHostIsEveryShardsResult) {
   CollectiveHub hub = MakeHub(10s);
   const GangLayout layout({kA, kB});

@@ -93,7 +93,7 @@ inline ir::FunctionDef AllReduceFunction(int64_t n) {
 inline proto::Compile MakeCompile(uint64_t id, ir::FunctionDef fn, uint32_t num_shards,
                                   const std::string& endpoint = "tcp://self:1") {
   return proto::Compile{id, num_shards, std::move(fn),
-                        std::vector<std::string>(num_shards, endpoint)};
+                        std::vector<std::string>(num_shards, endpoint), 0};
 }
 
 // Shard `shard` of function `function_id` on local device `device`, with one tuple input

@@ -10,10 +10,10 @@ TEST(GangReportsTest, AGangIsReportedOnceWhenItsLastLocalShardFinished) {
   GangReports reports;
   for (int shard = 0; shard < 4; ++shard) reports.Expect("s", 7);
   for (uint64_t busy : {10, 40, 20}) {
-    reports.ShardDone("s", 7, busy, Code::kOk);
+    reports.ShardDone("s", 7, busy, Status::Ok());
     EXPECT_TRUE(reports.TakeReady().empty()) << "reported before the last shard";
   }
-  reports.ShardDone("s", 7, 30, Code::kOk);
+  reports.ShardDone("s", 7, 30, Status::Ok());
   auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].first, "s");
@@ -31,9 +31,9 @@ TEST(GangReportsTest, GangsReadyInOneTurnAreReportedEachOnItsOwnInOrder) {
   reports.Expect("s", 1);
   reports.Expect("s", 2);
   reports.Expect("t", 1);
-  reports.ShardDone("s", 2, 5, Code::kOk);
-  reports.ShardDone("t", 1, 5, Code::kOk);
-  reports.ShardDone("s", 1, 5, Code::kOk);
+  reports.ShardDone("s", 2, 5, Status::Ok());
+  reports.ShardDone("t", 1, 5, Status::Ok());
+  reports.ShardDone("s", 1, 5, Status::Ok());
   auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 3u);
   EXPECT_EQ(ready[0].first, "s");
@@ -44,20 +44,21 @@ TEST(GangReportsTest, GangsReadyInOneTurnAreReportedEachOnItsOwnInOrder) {
   EXPECT_EQ(ready[2].second.gang_seq, 1u);
 }
 
-TEST(GangReportsTest, AFailedShardMarksItsGangsReport) {
+TEST(GangReportsTest, AFailedShardMarksItsGangsReportWithTheFirstError) {
   GangReports reports;
-  reports.Expect("s", 3);
-  reports.Expect("s", 3);
-  reports.ShardDone("s", 3, 5, Code::kNotFound);
-  reports.ShardDone("s", 3, 5, Code::kOk);
+  for (int shard = 0; shard < 3; ++shard) reports.Expect("s", 3);
+  reports.ShardDone("s", 3, 5, NotFound("function 4 was never compiled"));
+  reports.ShardDone("s", 3, 5, Status::Ok());
+  reports.ShardDone("s", 3, 5, Unavailable("a later failure"));
   auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].second.error_code, static_cast<int32_t>(Code::kNotFound));
+  EXPECT_EQ(ready[0].second.error, "NotFound: function 4 was never compiled");
 }
 
 TEST(GangReportsTest, AShardNeverExpectedIsReportedOnItsOwn) {
   GangReports reports;
-  reports.ShardDone("s", 9, 5, Code::kOk);
+  reports.ShardDone("s", 9, 5, Status::Ok());
   auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].second.shards, 1u);

@@ -117,6 +117,7 @@ TEST_F(ElasticCoreTest, ASliceLeavesTheLostHostForLiveDevicesOfItsIsland) {
   EXPECT_TRUE(*moved);
   // Device 0 of the idle a2 (not b0's: another island; not a0's 1: dead).
   EXPECT_THAT(state_.slices.at(slice).device_ids, ElementsAre(4, 2));
+  EXPECT_EQ(state_.slices.at(slice).mapping, 1u) << "runs lowered before differ from now";
   EXPECT_THAT(SliceLoads(state_), ElementsAre(0, 0, 1, 0, 1, 0, 0, 0));
 }
 
@@ -141,6 +142,7 @@ TEST_F(ElasticCoreTest, SlicesNotOnTheLostHostStayAsTheyAre) {
   ASSERT_TRUE(moved.ok());
   EXPECT_FALSE(*moved);
   EXPECT_THAT(state_.slices.at(slice).device_ids, ElementsAre(2, 4));
+  EXPECT_EQ(state_.slices.at(slice).mapping, 0u);
   EXPECT_THAT(SliceLoads(state_), ElementsAre(0, 0, 1, 0, 1, 0, 0, 0));
 }
 

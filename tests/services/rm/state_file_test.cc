@@ -43,8 +43,8 @@ RmState SampleState() {
   s.clients[3].name = "trainer";
   s.clients[3].routing_id = "client-0123456789abcdef";
   s.clients[5].name = "server";
-  s.slices[2] = {2, 3, "a", {1, 2, 0}};
-  s.slices[4] = {4, 5, "b", {5}};
+  s.slices[2] = {2, 3, "a", {1, 2, 0}, 4};
+  s.slices[4] = {4, 5, "b", {5}, 0};
   for (const auto& [id, slice] : s.slices) {
     for (uint32_t d : slice.device_ids) s.devices[d].slices++;
   }
@@ -145,7 +145,7 @@ RmState LayoutState() {
   state.clients[3].name = "trainer";
   state.clients[3].routing_id = "client-3";
   state.clients[3].user_id = "client:alice";
-  state.slices[2] = {2, 3, "a", {0}};
+  state.slices[2] = {2, 3, "a", {0}, 2};
   state.next_slice_id = 3;
   state.next_client_id = 4;
   return state;
@@ -181,15 +181,16 @@ std::string LayoutBytes(bool appended) {
   pack.pack(std::string("trainer"));
   if (appended) pack.pack(std::string("client-3"));
   if (appended) pack.pack(std::string("client:alice"));
-  pack.pack_map(1);  // slices: id, client, island, devices
+  pack.pack_map(1);  // slices: id, client, island, devices, mapping
   pack.pack(2);
-  pack.pack_array(4);
+  pack.pack_array(appended ? 5 : 4);
   pack.pack(2);
   pack.pack(3);
   pack.pack(std::string("a"));
   pack.pack(std::vector<uint32_t>{0});
-  pack.pack_map(0);  // functions
-  pack.pack(3);      // the next slice, client and function ids
+  if (appended) pack.pack(2);  // remapped twice
+  pack.pack_map(0);            // functions
+  pack.pack(3);                // the next slice, client and function ids
   pack.pack(4);
   pack.pack(1);
   return std::string(want.data(), want.size());
@@ -214,6 +215,7 @@ TEST_F(StateFileTest, AVersionOneFileWithoutTheAppendedFieldsReadsThemAsDefaults
   want.hosts.at("h0").drained = false;
   want.clients.at(3).routing_id.clear();
   want.clients.at(3).user_id.clear();
+  want.slices.at(2).mapping = 0;
   EXPECT_TRUE(*read == want);
 }
 
@@ -230,7 +232,7 @@ TEST_F(StateFileTest, LivenessAndConnectionsAreNotKept) {
   h0.alive = false;
   h0.routing_id = "executor-h0";
   h0.last_heard = Clock::now();
-  h0.held.push_back({9, proto::Compile{7, 3, state.functions.at(7).def, {}}});
+  h0.held.push_back({9, proto::Compile{7, 3, state.functions.at(7).def, {}, 2}});
   h0.store_alive = false;
   h0.store_last_heard = Clock::now();
   state.schedulers["a"] = {Clock::now(), false};

@@ -99,13 +99,26 @@ TEST(HostLossOrderTest, TheLostExecutorsShardsInFlightCountAsDone) {
   order.OnGangDone("e0", Done(seq, 1));
   EXPECT_TRUE(order.Release().empty()) << "e1's shard still runs";
 
-  EXPECT_TRUE(order.ExecutorLost("e1", kLost).empty()) << "nothing queued needed e1";
+  EXPECT_TRUE(order.ExecutorLost("e1", kLost).empty()) << "run 10 ended with it: none to stop";
   EXPECT_EQ(order.in_flight(), 0u);
   // A late report from the lost executor changes nothing.
   order.OnGangDone("e1", Done(seq, 1));
   const auto next = order.Release();
   ASSERT_EQ(SentTo(next, "e0").gangs, (std::vector<std::pair<uint64_t, uint32_t>>{{20, 0}}));
   EXPECT_FALSE(SentTo(next, "e0").failed[0]);
+}
+
+// A run all in flight, with a shard on the lost executor and one still running on e0: it is
+// returned, so that the scheduler stops e0's shard, which might wait in a collective for
+// the lost one's share (a restarted executor is back at once, without it).
+TEST(HostLossOrderTest, ARunInFlightOnTheLostExecutorIsReturnedWhileItsOtherShardsRun) {
+  IslandOrder order(MakeFifoPolicy(), /*window=*/0);
+  ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 1)).ok());
+  ASSERT_TRUE(order.Submit(Program(2, 20, {"e0"}, 1)).ok());
+  const auto released = order.Release();
+  ASSERT_EQ(SentTo(released, "e1").gangs.size(), 1u);
+  EXPECT_EQ(order.ExecutorLost("e1", kLost), (std::vector<uint64_t>{10})) << "run 20 never used e1";
+  EXPECT_EQ(order.in_flight(), 2u) << "e0's shards of both runs still report";
 }
 
 TEST(HostLossOrderTest, RunsSubmittedWhileItIsLostFailAtOnceUntilItIsBack) {

@@ -1,6 +1,7 @@
 // IslandOrder: one order on every device, the window, sequential runs, and the policies.
 #include "services/scheduler/island_order.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -368,6 +369,41 @@ TEST(IslandOrderTest, CancellingARunAllInFlightSaysItIsHere) {
   auto released = order.Release();
   EXPECT_TRUE(order.CancelRun(1, 1, Cancelled("stop")));  // its executors must hear it
   EXPECT_TRUE(order.Release().empty());
+}
+
+// A shard that failed while its partners run: the first report of it names the run, once,
+// so that the scheduler stops the rest; a cancelled shard, or a run with nothing left here,
+// names nothing.
+TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 2)).ok());
+  ASSERT_TRUE(order.Submit(MakeProgram(2, 2, {{"e0", 0}}, 2)).ok());
+  auto released = order.Release();
+  const auto& to_e1 = released.at("e1").entries;
+  ASSERT_EQ(to_e1.size(), 2u);
+
+  proto::GangDone failed = Done(to_e1[0].gang_seq, 1);
+  failed.error_code = static_cast<int32_t>(Code::kNotFound);
+  failed.error = "NotFound: function 7 was never compiled on host h1";
+  auto stop = order.OnGangDone("e1", failed);
+  ASSERT_TRUE(stop.has_value()) << "e0's shard of the gang may wait in a collective";
+  EXPECT_EQ(stop->client, 1u);
+  EXPECT_EQ(stop->run, 1u);
+  failed.gang_seq = to_e1[1].gang_seq;  // its next node fails too: already stopping
+  EXPECT_FALSE(order.OnGangDone("e1", failed).has_value());
+
+  // Run 2: a cancelled shard is asked for, and its run stops by the cancel itself.
+  const auto& to_e0 = released.at("e0").entries;
+  const auto run2 =
+      std::find_if(to_e0.begin(), to_e0.end(), [](const proto::Entry& e) { return e.run_id == 2; });
+  ASSERT_NE(run2, to_e0.end());
+  proto::GangDone cancelled = Done(run2->gang_seq, 1);
+  cancelled.error_code = static_cast<int32_t>(Code::kCancelled);
+  EXPECT_FALSE(order.OnGangDone("e0", cancelled).has_value());
+  // Its last gang failing finishes it: nothing is left to stop.
+  proto::GangDone last = Done(std::next(run2)->gang_seq, 1);
+  last.error_code = static_cast<int32_t>(Code::kInternal);
+  EXPECT_FALSE(order.OnGangDone("e0", last).has_value());
 }
 
 }  // namespace
