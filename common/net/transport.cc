@@ -145,7 +145,7 @@ Result<zmq::socket_t*> DealerPool::Get(const std::string& endpoint) {
   auto it = sockets_.find(endpoint);
   if (it != sockets_.end()) return &it->second;
   zmq::socket_t socket = MakeSocket(context_, zmq::socket_type::dealer);
-  if (drop_when_full_) socket.set(zmq::sockopt::sndtimeo, 0);
+  socket.set(zmq::sockopt::sndtimeo, 0);
   ATOLL_RETURN_IF_ERROR(Connect(socket, endpoint));
   return &sockets_.emplace(endpoint, std::move(socket)).first->second;
 }

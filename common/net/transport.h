@@ -84,19 +84,17 @@ Result<std::optional<proto::Incoming>> RecvRequest(zmq::socket_t& router,
                                                    std::string* sender = nullptr);
 
 // DEALER sockets to peers (executors, schedulers, object stores) by endpoint, each
-// connected on first use and kept. Used from one thread.
+// connected on first use and kept. Used from one thread: a service's loop. A send to a
+// peer whose queue is full (1,000 messages: a peer gone, or not reading) fails at once
+// rather than wait: one such peer must never stall the loop, whose heartbeats would stop
+// with it and get the whole service declared lost.
 class DealerPool {
  public:
-  // Sends may wait for a peer whose queue is full as MakeSocket says (5 s), or, when
-  // `drop_when_full`, fail at once: for notices that must never stall the sender's loop
-  // on a peer that is gone or not reading.
-  explicit DealerPool(zmq::context_t& context, bool drop_when_full = false)
-      : context_(context), drop_when_full_(drop_when_full) {}
+  explicit DealerPool(zmq::context_t& context) : context_(context) {}
   Result<zmq::socket_t*> Get(const std::string& endpoint);
 
  private:
   zmq::context_t& context_;
-  bool drop_when_full_;
   std::map<std::string, zmq::socket_t> sockets_;
 };
 

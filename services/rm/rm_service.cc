@@ -24,8 +24,8 @@ RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string 
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       proxy_(context),
       placement_(MakeSpreadEvenlyPolicy()),
-      stores_(context, /*drop_when_full=*/true),
-      schedulers_(context, /*drop_when_full=*/true) {
+      stores_(context),
+      schedulers_(context) {
   for (const auto& island : config_.islands) configured_islands_.push_back(island.name);
 }
 
