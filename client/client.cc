@@ -33,7 +33,8 @@ void RunState::ReleaseObjects() {
 
 RunState::~RunState() {
   ReleaseObjects();
-  client->refused.erase(id);
+  client->failed.erase(id);
+  client->live_runs.erase(id);
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -40,17 +40,20 @@ struct Client::Impl {
   // Streamed submissions not acknowledged yet: scheduler -> request id -> run.
   std::map<std::string, std::map<uint64_t, uint64_t>> unacked;
   std::map<uint64_t, size_t> acks_missing;  // by run
-  std::map<uint64_t, Status> refused;       // runs a scheduler refused, with why
+  // Runs a scheduler refused or said failed (RunFailed), with why; only runs still held
+  // (live_runs): a notice may come after its run was dropped.
+  std::map<uint64_t, Status> failed;
+  std::set<uint64_t> live_runs;  // ids of the RunStates that exist
   // The runs each run reads, until its schedulers said RunDone.
   ReadsLedger reads;
 
   // Reads whatever schedulers sent: answers to submissions, waiting at most `timeout` in
-  // total for those still missing, and RunDone notices that have arrived (never waited
-  // for: they free memory, nobody blocks on them).
+  // total for those still missing, and RunDone and RunFailed notices that have arrived
+  // (never waited for: a reader looks for them between its reads' replies).
   void DrainAcks(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (auto& [endpoint, pending] : unacked) {
-      while (!pending.empty() || reads.Awaits(endpoint)) {
+      while (true) {
         const auto left = pending.empty()
                               ? std::chrono::milliseconds(0)
                               : std::max(std::chrono::milliseconds(0),
@@ -66,13 +69,23 @@ struct Client::Impl {
           }
           continue;
         }
+        if (in->header.request_id() == 0 && in->header.kind() == proto::Kind::kRunFailed) {
+          auto notice = in->header.As<proto::RunFailed>();
+          if (notice.ok() && live_runs.count(notice->run_id) && !failed.count(notice->run_id)) {
+            failed[notice->run_id] =
+                proto::FromError({notice->error_code, notice->error})
+                    .WithContext(fmt::format("run {} failed on island scheduler {}", notice->run_id,
+                                             endpoint));
+          }
+          continue;
+        }
         auto it = pending.find(in->header.request_id());
         if (it == pending.end()) continue;
         const uint64_t run = it->second;
         pending.erase(it);
         if (in->header.kind() == proto::Kind::kError) {
           auto error = in->header.As<proto::Error>();
-          refused[run] =
+          failed[run] =
               (error.ok() ? proto::FromError(*error) : error.status())
                   .WithContext("scheduler " + endpoint + " refused run " + std::to_string(run));
           reads.Done(endpoint, run);  // it will not run there: no RunDone comes
@@ -176,7 +189,12 @@ struct Client::Impl {
 
   // Ids the client makes itself: unique per client, no round trip.
   uint64_t NextObjectId() { return proto::MakeObjectId(id, next_object++); }
-  uint64_t NextRunId() { return proto::MakeRunId(id, next_run++); }
+  // A new run's id, live until its RunState goes (~RunState).
+  uint64_t NextRunId() {
+    const uint64_t run = proto::MakeRunId(id, next_run++);
+    live_runs.insert(run);
+    return run;
+  }
 };
 
 }  // namespace atl

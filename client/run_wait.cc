@@ -174,7 +174,7 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
   const Deadline patience = Clock::now() + client.options.request_timeout;
   while (true) {
     client.DrainAcks(std::chrono::milliseconds(0));
-    if (auto it = client.refused.find(run.id); it != client.refused.end()) return it->second;
+    if (auto it = client.failed.find(run.id); it != client.failed.end()) return it->second;
     client.ApplyNotices();
     if (const auto* loss = client.LossFor(run)) {
       ReadAfterLoss(run, *loss, reads);

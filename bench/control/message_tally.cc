@@ -80,6 +80,7 @@ std::string ReceiverOf(proto::Kind kind) {
     case K::kServiceChanged:
     case K::kSubmitReply:
     case K::kRunDone:
+    case K::kRunFailed:
       return "client";
     default:
       return "reply";

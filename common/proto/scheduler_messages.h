@@ -77,6 +77,20 @@ struct RunDone {
   MSGPACK_DEFINE(run_id);
 };
 
+// Scheduler -> client (request id 0, like RunDone): a shard of run `run_id` failed with
+// (`error_code`, `error`), so the run's results will not all come: a reader stops waiting
+// now. Some failures can never reach the results' stores (an executor whose store
+// restarted cannot seal what it never reserved there). Sent once, for the run's first
+// failed shard on this island that the client did not cancel.
+struct RunFailed {
+  static constexpr Kind kKind = Kind::kRunFailed;
+  uint64_t run_id = 0;
+  int32_t error_code = 0;  // an atl::Code
+  std::string error;
+  bool operator==(const RunFailed&) const = default;
+  MSGPACK_DEFINE(run_id, error_code, error);
+};
+
 // Scheduler -> scheduler: node `node` of run `run_id` took its place in the sender's
 // island order, so nodes it feeds may take theirs. A notice: no reply.
 struct NodeReleased {
@@ -106,7 +120,7 @@ struct GangDone {
   uint32_t shards = 0;     // how many of the gang's shards this report covers
   uint64_t busy_us = 0;    // the longest of those shards' time on its device
   int32_t error_code = 0;  // atl::Code of a failed shard among them; 0: none failed
-  std::string error;       // that shard's error, when one failed
+  std::string error;       // that shard's error message, when one failed
   bool operator==(const GangDone&) const = default;
   MSGPACK_DEFINE(gang_seq, shards, busy_us, error_code, error);
 };

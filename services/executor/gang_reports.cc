@@ -17,7 +17,7 @@ void Count(proto::GangDone& report, uint64_t busy_us, const Status& outcome) {
   report.busy_us = std::max(report.busy_us, busy_us);
   if (report.error_code == 0 && !outcome.ok()) {
     report.error_code = static_cast<int32_t>(outcome.code());
-    report.error = outcome.ToString();
+    report.error = outcome.message();
   }
 }
 

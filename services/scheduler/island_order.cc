@@ -339,7 +339,9 @@ std::optional<IslandOrder::FailedRun> IslandOrder::OnGangDone(const std::string&
     return std::nullopt;
   }
   auto unfinished = unfinished_.find(of.run);
-  if (unfinished == unfinished_.end() || unfinished->second.failed) return std::nullopt;
+  // Gone: this report finished the run (a report of a finished run finds no flight).
+  if (unfinished == unfinished_.end()) return FailedRun{of.client, of.run, true};
+  if (unfinished->second.failed) return std::nullopt;
   unfinished->second.failed = true;
   return of;
 }

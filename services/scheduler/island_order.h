@@ -40,13 +40,14 @@ class IslandOrder {
   struct FailedRun {
     uint64_t client = 0;
     uint64_t run = 0;
+    bool finished = false;  // nothing of it is left here
   };
   // Records finished shards of a gang, reported by `executor` (its control endpoint) once
   // per executor; the gang leaves the flight when all its shards did. Returns the gang's
-  // run the first time a report says a shard of it failed (not Cancelled: a cancel stops
-  // the rest itself) while the run has gangs left here: the caller stops the rest of it
-  // (CancelRun, and at its executors), whose shards could otherwise wait out a collective
-  // for the failed shard's share.
+  // run the first time a report says a shard of it failed (not Cancelled: asked for): the
+  // caller tells its client, and, unless it finished, stops the rest of it (CancelRun, and
+  // at its executors), whose shards could otherwise wait out a collective for the failed
+  // shard's share.
   std::optional<FailedRun> OnGangDone(const std::string& executor, const proto::GangDone& done);
   // Releases every gang the policy and the window allow now. Returns, per executor
   // control endpoint, its entries in gang order.

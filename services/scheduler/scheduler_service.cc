@@ -166,12 +166,21 @@ void SchedulerService::CancelAtExecutors(const proto::CancelRun& cancel) {
   }
 }
 
-void SchedulerService::StopFailedRun(const IslandOrder::FailedRun& failed,
-                                     const std::string& error) {
-  const std::string failure =
-      fmt::format("run {} stopped: a shard of it failed ({})", failed.run, error);
-  order_->CancelRun(failed.client, failed.run, Unavailable(failure));
-  CancelAtExecutors({failed.client, failed.run, failure});
+void SchedulerService::OnRunFailed(const IslandOrder::FailedRun& failed,
+                                   const proto::GangDone& report) {
+  if (!failed.finished) {
+    const std::string failure =
+        fmt::format("run {} stopped: a shard of it failed ({}: {})", failed.run,
+                    CodeName(static_cast<Code>(report.error_code)), report.error);
+    order_->CancelRun(failed.client, failed.run, Unavailable(failure));
+    CancelAtExecutors({failed.client, failed.run, failure});
+  }
+  auto route = client_routes_.find(failed.client);
+  if (route == client_routes_.end()) return;  // the client left: nobody to tell
+  zmq::message_t to(route->second.data(), route->second.size());
+  Status sent =
+      net::Send(socket_, &to, 0, proto::RunFailed{failed.run, report.error_code, report.error});
+  if (!sent.ok()) spdlog::debug("RunFailed for run {}: {}", failed.run, sent.ToString());
 }
 
 void SchedulerService::ReportFinishedRuns() {
@@ -202,7 +211,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     if (in->header.kind() == proto::Kind::kGangDone) {
       auto done = in->header.As<proto::GangDone>();
       if (!done.ok()) continue;
-      if (auto failed = order_->OnGangDone(endpoint, *done)) StopFailedRun(*failed, done->error);
+      if (auto failed = order_->OnGangDone(endpoint, *done)) OnRunFailed(*failed, *done);
       continue;
     }
     if (in->header.kind() == proto::Kind::kError) {

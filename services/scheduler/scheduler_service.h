@@ -76,9 +76,10 @@ class SchedulerService {
   // Passes `cancel` on to the executors the run's entries went to (for a failed run, with its
   // failure).
   void CancelAtExecutors(const proto::CancelRun& cancel);
-  // A shard of `failed` failed with `error`: the rest of the run stops, here and at its
-  // executors, rather than wait out a collective for the failed shard's share.
-  void StopFailedRun(const IslandOrder::FailedRun& failed, const std::string& error);
+  // A shard of `failed` failed (`report`): its client hears it (RunFailed), and the rest of
+  // the run stops, here and at its executors, rather than wait out a collective for the
+  // failed shard's share.
+  void OnRunFailed(const IslandOrder::FailedRun& failed, const proto::GangDone& report);
   // The RM's HostChanged: the queued runs that need a lost executor fail at once, naming
   // its host, and so do later ones until it is back (IslandOrder::ExecutorLost).
   Status OnHostChanged(proto::Incoming& in);

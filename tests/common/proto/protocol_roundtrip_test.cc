@@ -23,7 +23,7 @@ using AllMessages = ::testing::Types<
     HelloClientReply, Goodbye, HostChanged, CreateSlice, SliceInfo, SliceRemapped, ServiceChanged,
     LookupOwners, Owners, DrainHost, DrainHostReply, RegisterFunction, RegisterFunctionReply,
     GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram,
-    SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, StoreHello, StoreHelloReply,
+    SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, RunFailed, StoreHello, StoreHelloReply,
     CreateObject, CreateObjectReply, SealObject, PutObject, GetObject, GetObjectReply,
     ReleaseObject, GetStoreStats, StoreStats, SaveShards, SaveShardsReply, CommitCheckpoint,
     ReadCheckpointIndex, CheckpointIndexText, LoadShards>;

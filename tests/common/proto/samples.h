@@ -309,7 +309,7 @@ inline TupleBatch Sample<TupleBatch>() {
 
 template <>
 inline GangDone Sample<GangDone>() {
-  return {91, 3, 330, static_cast<int32_t>(Code::kInvalidArgument), "InvalidArgument: bad shape"};
+  return {91, 3, 330, static_cast<int32_t>(Code::kInvalidArgument), "bad shape"};
 }
 
 template <>
@@ -335,6 +335,11 @@ inline CancelRun Sample<CancelRun>() {
 template <>
 inline RunDone Sample<RunDone>() {
   return {5};
+}
+
+template <>
+inline RunFailed Sample<RunFailed>() {
+  return {5, static_cast<int32_t>(Code::kUnavailable), "the object store of host h1 was lost"};
 }
 
 template <>

@@ -53,7 +53,7 @@ TEST(GangReportsTest, AFailedShardMarksItsGangsReportWithTheFirstError) {
   auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].second.error_code, static_cast<int32_t>(Code::kNotFound));
-  EXPECT_EQ(ready[0].second.error, "NotFound: function 4 was never compiled");
+  EXPECT_EQ(ready[0].second.error, "function 4 was never compiled");
 }
 
 TEST(GangReportsTest, AShardNeverExpectedIsReportedOnItsOwn) {

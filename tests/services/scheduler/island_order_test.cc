@@ -372,8 +372,8 @@ TEST(IslandOrderTest, CancellingARunAllInFlightSaysItIsHere) {
 }
 
 // A shard that failed while its partners run: the first report of it names the run, once,
-// so that the scheduler stops the rest; a cancelled shard, or a run with nothing left here,
-// names nothing.
+// so that the scheduler tells its client and stops the rest; a cancelled shard names
+// nothing; a failure that finished the run names it as finished.
 TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
   IslandOrder order(MakeFifoPolicy(), 0);
   ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 2)).ok());
@@ -400,10 +400,14 @@ TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
   proto::GangDone cancelled = Done(run2->gang_seq, 1);
   cancelled.error_code = static_cast<int32_t>(Code::kCancelled);
   EXPECT_FALSE(order.OnGangDone("e0", cancelled).has_value());
-  // Its last gang failing finishes it: nothing is left to stop.
+  // Its last gang failing finishes it: named for its client, with nothing left to stop.
   proto::GangDone last = Done(std::next(run2)->gang_seq, 1);
   last.error_code = static_cast<int32_t>(Code::kInternal);
-  EXPECT_FALSE(order.OnGangDone("e0", last).has_value());
+  auto finished = order.OnGangDone("e0", last);
+  ASSERT_TRUE(finished.has_value());
+  EXPECT_EQ(finished->run, 2u);
+  EXPECT_TRUE(finished->finished);
+  EXPECT_FALSE(stop->finished);
 }
 
 }  // namespace
