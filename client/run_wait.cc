@@ -174,13 +174,17 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
   const Deadline patience = Clock::now() + client.options.request_timeout;
   while (true) {
     client.DrainAcks(std::chrono::milliseconds(0));
-    if (auto it = client.failed.find(run.id); it != client.failed.end()) return it->second;
+    const bool answered = std::all_of(reads.begin(), reads.end(), [](auto& r) { return r.got; });
+    // A refused or failed run ends the wait, unless what it waited for came already (a
+    // result sealed before another shard of the run failed).
+    if (auto it = client.failed.find(run.id); it != client.failed.end() && !answered) {
+      return it->second;
+    }
     client.ApplyNotices();
     if (const auto* loss = client.LossFor(run)) {
       ReadAfterLoss(run, *loss, reads);
       return Status::Ok();
     }
-    const bool answered = std::all_of(reads.begin(), reads.end(), [](auto& r) { return r.got; });
     if (answered && !client.acks_missing.count(run.id)) return Status::Ok();
     ATOLL_RETURN_IF_ERROR(CheckPeers(run, reads, Clock::now() >= patience));
     if (Clock::now() >= (answered ? deadline : give_up)) break;
