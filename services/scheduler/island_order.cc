@@ -204,17 +204,16 @@ std::vector<uint64_t> IslandOrder::ExecutorLost(const std::string& executor, con
   lost_executors_.insert_or_assign(executor, why);
   // Its shards in flight will never report: counted done, so that the window moves on.
   // Their runs failed (their outputs are gone with it); those with gangs left stop.
-  std::set<uint64_t> failed_in_flight;
+  std::set<uint64_t> failed;
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     auto next = std::next(it);
     if (it->second.shards_left.erase(executor)) {
-      failed_in_flight.insert(it->second.run);
+      failed.insert(it->second.run);
       if (it->second.shards_left.empty()) Land(it);
     }
     it = next;
   }
-  std::erase_if(failed_in_flight, [&](uint64_t run) { return !unfinished_.count(run); });
-  std::vector<uint64_t> failed(failed_in_flight.begin(), failed_in_flight.end());
+  std::erase_if(failed, [&](uint64_t run) { return !unfinished_.count(run); });
   for (auto client = clients_.begin(); client != clients_.end();) {
     ClientQueue& queue = client->second;
     for (auto run = queue.runs.begin(); run != queue.runs.end();) {
@@ -222,12 +221,16 @@ std::vector<uint64_t> IslandOrder::ExecutorLost(const std::string& executor, con
         ++run;
         continue;
       }
-      if (!failed_in_flight.count(run->run_id)) failed.push_back(run->run_id);
+      failed.insert(run->run_id);
       run = FailRun(client->first, queue, run, why);
     }
     client = queue.runs.empty() ? clients_.erase(client) : std::next(client);
   }
-  return failed;
+  // Stopped here, by the caller: their shards failing for it are not news (OnGangDone).
+  for (uint64_t run : failed) {
+    if (auto u = unfinished_.find(run); u != unfinished_.end()) u->second.failed = true;
+  }
+  return {failed.begin(), failed.end()};
 }
 
 void IslandOrder::ExecutorBack(const std::string& executor) { lost_executors_.erase(executor); }

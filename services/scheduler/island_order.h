@@ -134,7 +134,7 @@ class IslandOrder {
     uint64_t client = 0;
     size_t gangs = 0;
     bool notify_done = false;
-    bool failed = false;  // OnGangDone returned it already
+    bool failed = false;  // OnGangDone returned it, or ExecutorLost failed it, already
   };
   struct ClientQueue {
     double weight = 1.0;

@@ -121,6 +121,19 @@ TEST(HostLossOrderTest, ARunInFlightOnTheLostExecutorIsReturnedWhileItsOtherShar
   EXPECT_EQ(order.in_flight(), 2u) << "e0's shards of both runs still report";
 }
 
+// The runs ExecutorLost returned are stopped by the caller: their shards failing for it
+// later are not a failure to stop them for again.
+TEST(HostLossOrderTest, ShardsFailingForTheLossDoNotStopTheirRunAgain) {
+  IslandOrder order(MakeFifoPolicy(), /*window=*/0);
+  ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 2)).ok());
+  const auto released = order.Release();
+  ASSERT_EQ(SentTo(released, "e0").gangs.size(), 2u);
+  EXPECT_EQ(order.ExecutorLost("e1", kLost), (std::vector<uint64_t>{10}));
+  proto::GangDone stopped = Done(released.at("e0").entries[0].gang_seq, 1);
+  stopped.error_code = static_cast<int32_t>(Code::kUnavailable);
+  EXPECT_FALSE(order.OnGangDone("e0", stopped).has_value()) << "node 1 still runs on e0";
+}
+
 TEST(HostLossOrderTest, RunsSubmittedWhileItIsLostFailAtOnceUntilItIsBack) {
   IslandOrder order(MakeFifoPolicy(), /*window=*/1);
   EXPECT_TRUE(order.ExecutorLost("e1", kLost).empty());
