@@ -6,12 +6,13 @@
 //   client_submit        the client lowers the call and sends the submission
 //   to_scheduler         ZeroMQ to the scheduler, which orders the program (program.scheduled)
 //   to_executor          the scheduler's dispatch to the executor, which admits the shard:
-//                        buffers reserved, inputs resolved, queued (dispatch.admitted)
+//                        large outputs reserved, inputs resolved, queued (dispatch.admitted)
 //   to_device_thread     the device thread wakes and takes the shard (gang.done start_us)
 //   compute              the function runs (gang.done end_us)
 //   to_executor_loop     the completion wakes the executor's loop, which reports it (gang.done)
-//   to_store             the loop writes the output into the store's arena and seals it;
-//                        the store takes the seal (object.sealed)
+//   to_store             the loop sends the output to the store, whole (a small one), or
+//                        writes it into its reserved space and seals it; the store seals
+//                        it (object.sealed)
 //   to_client            the store answers the waiting read; the client decodes the result
 // A chained computation (the next call of one program on the same device, dispatched ahead)
 // crosses two on its critical path: compute, and to_next_start (the device thread hands the

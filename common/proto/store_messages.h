@@ -71,7 +71,9 @@ struct SealObject {
 };
 
 // Create + copy + seal in one message, the bytes in data frame 0: for callers that do not
-// map the arena (a client on another machine).
+// map the arena (a client on another machine), and for an executor's small output, which
+// then needs no reservation round trip. Into a device's memory (members only) it waits for
+// room as CreateObject does, and is answered Ok once sealed.
 struct PutObject {
   static constexpr Kind kKind = Kind::kPutObject;
   uint64_t object_id = 0;
@@ -79,8 +81,9 @@ struct PutObject {
   uint64_t owner_client = 0;
   DType dtype = DType::kF32;
   Shape shape;
+  int32_t device = CreateObject::kHost;
   bool operator==(const PutObject&) const = default;
-  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape);
+  MSGPACK_DEFINE(object_id, shard, owner_client, dtype, shape, device);
 };
 
 // Waits up to timeout_ms for the shard to be sealed (0: answer at once). The reply

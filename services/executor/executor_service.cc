@@ -66,8 +66,12 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   arena_ = std::make_unique<ShmRegion>();
   admission_ = std::make_unique<AdmissionCore>(host_, num_devices_);
   store_link_ = std::make_unique<StoreLink>(
-      store_requests_, devices_, *arena_, [this](const Status& error) { PublishError(error); },
-      [this] { store_restarted_ = true; });
+      store_requests_, devices_, *arena_,
+      StoreLink::Hooks{
+          .on_error = [this](const Status& error) { PublishError(error); },
+          .on_restarted = [this] { store_restarted_ = true; },
+          .on_ahead_answered = [this](const std::shared_ptr<WorkItem>& item,
+                                      const Status& answer) { OnAheadAnswered(*item, answer); }});
   ATOLL_RETURN_IF_ERROR(AttachStore(timeout));
   router_ = std::make_unique<OutputRouter>(
       data_endpoint_.advertised, mailbox_,
@@ -293,9 +297,14 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
   }
   // Object-store space for outputs that land there is reserved ahead of the data.
   for (OutputReservation& r : admitted.reservations) {
-    Status sent = store_link_->ReserveOutput(std::move(r.create), r.deferred, item);
-    if (!sent.ok() && item->failure.ok()) {
-      item->failure = sent.WithContext("reserve output in the object store");
+    Result<bool> ahead = store_link_->ReserveOutput(std::move(r.create), r.deferred, item);
+    if (!ahead.ok() && item->failure.ok()) {
+      item->failure = ahead.status().WithContext("reserve output in the object store");
+    }
+    // The shard runs without waiting for that space, but its gang is not done before the
+    // store has it: the answer counts as one more of the gang's shards.
+    if (ahead.ok() && *ahead && !item->scheduler.empty()) {
+      gang_reports_.Expect(item->scheduler, item->entry.gang_seq);
     }
   }
   devices_.Enqueue(item);
@@ -307,10 +316,15 @@ void ExecutorService::Admit(proto::Entry entry, const std::string& scheduler) {
   for (const InputKey& key : admitted.tuple_inputs) mailbox_.Await(key, item);
 }
 
+void ExecutorService::OnAheadAnswered(const WorkItem& item, const Status& answer) {
+  if (item.scheduler.empty()) return;  // not a scheduler's: nobody waits for its report
+  gang_reports_.ShardDone(item.scheduler, item.entry.gang_seq, /*busy_us=*/0, answer);
+}
+
 void ExecutorService::OnRm() {
   for (int i = 0; i < 64; ++i) {
     auto frames = net::RecvFrames(rm_.socket(), std::chrono::milliseconds(0));
-    if (!frames.ok() || !frames->has_value()) return;
+    if (!frames.ok() || !frames->has_value()) break;
     auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
     if (!in.ok()) {
       rejected_.Reject("the RM at " + rm_.endpoint(), in.status());
@@ -336,6 +350,7 @@ void ExecutorService::OnRm() {
         break;  // late replies to setup calls
     }
   }
+  FlushTuples();  // a store lost or back answers the reservations shards ran ahead of
 }
 
 void ExecutorService::OnCompile(const proto::Incoming& in) {

@@ -110,6 +110,8 @@ class ExecutorService {
   void Admit(proto::Entry entry, const std::string& scheduler);
   // Reports the shard to its scheduler and the event stream, and sends its outputs.
   void SendOutputs(const Completion& done);
+  // The store answered a reservation `item` ran ahead of: one more part of its gang's report.
+  void OnAheadAnswered(const WorkItem& item, const Status& answer);
   void FlushTuples();
   void PublishError(const Status& error);
 

@@ -27,13 +27,20 @@ Status SocketStoreRequests::Send(uint64_t request_id, const proto::SealObject& r
   return net::Send(socket_, nullptr, request_id, request);
 }
 
-StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error,
-                     std::function<void()> on_restarted)
+Status SocketStoreRequests::Send(uint64_t request_id, const proto::PutObject& request,
+                                 const Tensor& value) {
+  net::Frames data;
+  data.emplace_back(value.data(), value.nbytes());
+  return net::Send(socket_, nullptr, request_id, request, std::move(data));
+}
+
+StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, Hooks hooks,
+                     RunAheadLimits run_ahead)
     : send_(requests),
       items_(items),
       arena_(arena),
-      on_error_(std::move(on_error)),
-      on_restarted_(std::move(on_restarted)) {}
+      hooks_(std::move(hooks)),
+      run_ahead_(run_ahead) {}
 
 void StoreLink::Attach(uint64_t instance) {
   instance_ = instance;
@@ -45,40 +52,53 @@ void StoreLink::Detach(const Status& why) {
   for (auto& [id, request] : std::exchange(requests_, {})) {
     if (request.kind == Request::kGetInput) {
       items_.Fail(request.item, why.WithContext("read argument"));
-    } else if (request.kind == Request::kCreate && request.write->waiting) {
-      items_.Fail(request.write->waiting, why.WithContext("reserve output"));
-      request.write->waiting.reset();
+    } else if (request.kind == Request::kCreate || request.kind == Request::kPut) {
+      AnswerWaiting(*request.write, why.WithContext("reserve output"));
     }
   }
-  for (auto& [key, write] : std::exchange(writes_, {})) FeedLocalReaders(*write, why);
+  for (auto& [key, write] : std::exchange(writes_, {})) {
+    AnswerWaiting(*write, why.WithContext("reserve output"));  // a shard running ahead
+    FeedLocalReaders(*write, why);
+  }
 }
 
 Status StoreLink::CheckInstance(uint64_t instance) {
   if (instance == instance_) return Status::Ok();
-  if (on_restarted_) on_restarted_();
+  if (hooks_.on_restarted) hooks_.on_restarted();
   return Unavailable("the object store restarted since this executor mapped its arena");
 }
 
-template <typename Body>
-Status StoreLink::Send(Request request, const Body& body) {
+template <typename... Body>
+Status StoreLink::Send(Request request, const Body&... body) {
   const uint64_t id = next_request_++;
-  ATOLL_RETURN_IF_ERROR(send_.Send(id, body));
+  ATOLL_RETURN_IF_ERROR(send_.Send(id, body...));
   requests_.emplace(id, std::move(request));
   return Status::Ok();
 }
 
-Status StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
-                                const std::shared_ptr<WorkItem>& item) {
+Result<bool> StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
+                                      const std::shared_ptr<WorkItem>& item) {
   ATOLL_RETURN_IF_ERROR(detached_);
   auto write = std::make_shared<Write>();
   write->create = std::move(create);
   write->deferred = deferred;
   writes_[{write->create.object_id, write->create.shard}] = write;
-  if (deferred) return Status::Ok();
-  ATOLL_RETURN_IF_ERROR(Send({Request::kCreate, write, nullptr, 0}, write->create));
+  if (deferred) return false;
+  // A negative dimension (data-dependent) never gets here; the store refuses the absurd.
+  const uint64_t nbytes =
+      static_cast<uint64_t>(NumElements(write->create.shape)) * DTypeSize(write->create.dtype);
   write->waiting = item;
+  if (nbytes > 0 && nbytes <= run_ahead_.output_bytes &&
+      ahead_bytes_ + nbytes <= run_ahead_.budget_bytes) {
+    // Reserved with its value (Put), or, when the shard fails, like a deferred output.
+    write->deferred = true;
+    write->ahead_bytes = nbytes;
+    ahead_bytes_ += nbytes;
+    return true;
+  }
+  ATOLL_RETURN_IF_ERROR(Send({Request::kCreate, write, nullptr, 0}, write->create));
   item->reservations_missing++;
-  return Status::Ok();
+  return false;
 }
 
 void StoreLink::ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input) {
@@ -115,6 +135,11 @@ void StoreLink::WriteOutput(uint64_t object_id, uint32_t shard, const Result<Ten
     write->failure = value.status();
   }
   FeedLocalReaders(*write, write->failure);
+  if (write->ahead_bytes > 0 && write->value) {
+    writes_.erase(it);
+    Put(write);
+    return;
+  }
   if (!write->deferred) {
     Complete(write);
     return;
@@ -129,7 +154,7 @@ void StoreLink::WriteOutput(uint64_t object_id, uint32_t shard, const Result<Ten
   Status sent = Send({Request::kCreate, write, nullptr, 0}, write->create);
   if (!sent.ok()) {
     writes_.erase(it);
-    on_error_(sent.WithContext("reserve output"));
+    hooks_.on_error(sent.WithContext("reserve output"));
   }
 }
 
@@ -151,7 +176,11 @@ void StoreLink::OnReply(const proto::Incoming& reply) {
       OnGetReply(request, reply, error);
       break;
     case Request::kSeal:
-      if (!error.ok()) on_error_(error.WithContext("seal"));
+      if (!error.ok()) hooks_.on_error(error.WithContext("seal"));
+      break;
+    case Request::kPut:
+      AnswerWaiting(*request.write, error.WithContext("put output"));
+      if (!error.ok()) hooks_.on_error(error.WithContext("put output"));
       break;
   }
 }
@@ -161,20 +190,13 @@ void StoreLink::OnCreateReply(const Request& request, const proto::Incoming& rep
   if (error.ok() && !created.ok()) error = created.status();
   if (error.ok()) error = CheckInstance(created->instance);
   Write& write = *request.write;
-  if (write.waiting) {
-    if (error.ok()) {
-      items_.Reserved(write.waiting);
-    } else {
-      items_.Fail(write.waiting, error.WithContext("reserve output"));
-    }
-    write.waiting.reset();
-  }
+  AnswerWaiting(write, error.WithContext("reserve output"));
   if (!error.ok()) {
     // Nothing to seal: the object store refused the space (one that can never fit is
     // recorded there as failed, so that its readers get the error).
     FeedLocalReaders(write, error.WithContext("reserve output"));
     writes_.erase({write.create.object_id, write.create.shard});
-    on_error_(error.WithContext("reserve output"));
+    hooks_.on_error(error.WithContext("reserve output"));
     return;
   }
   write.offset = created->offset;
@@ -200,6 +222,31 @@ Result<Tensor> StoreLink::ReadArena(const proto::GetObjectReply& reply) const {
   ATOLL_ASSIGN_OR_RETURN(auto bytes, std::as_const(arena_).Slice(reply.offset, reply.nbytes));
   return Tensor::FromBytes(reply.dtype, reply.shape,
                            std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+void StoreLink::Put(const std::shared_ptr<Write>& write) {
+  const Tensor& value = *write->value;
+  const proto::CreateObject& c = write->create;
+  const proto::PutObject put{c.object_id,   c.shard,       c.owner_client,
+                             value.dtype(), value.shape(), c.device};
+  Status sent = Send({Request::kPut, write, nullptr, 0}, put, value);
+  if (!sent.ok()) {
+    AnswerWaiting(*write, sent.WithContext("put output"));
+    hooks_.on_error(sent.WithContext("put output"));
+  }
+}
+
+void StoreLink::AnswerWaiting(Write& write, const Status& answer) {
+  std::shared_ptr<WorkItem> item = std::exchange(write.waiting, nullptr);
+  if (!item) return;
+  if (write.ahead_bytes > 0) {
+    ahead_bytes_ -= std::exchange(write.ahead_bytes, 0);
+    if (hooks_.on_ahead_answered) hooks_.on_ahead_answered(item, answer);
+  } else if (answer.ok()) {
+    items_.Reserved(item);
+  } else {
+    items_.Fail(item, answer);
+  }
 }
 
 void StoreLink::FeedLocalReaders(Write& write, const Status& failure) {
@@ -232,7 +279,7 @@ void StoreLink::Complete(const std::shared_ptr<Write>& write) {
     seal.error = write->failure.message();
   }
   Status sent = Send({Request::kSeal, nullptr, nullptr, 0}, seal);
-  if (!sent.ok()) on_error_(sent);
+  if (!sent.ok()) hooks_.on_error(sent);
 }
 
 }  // namespace atl::executor

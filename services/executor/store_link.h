@@ -5,9 +5,16 @@
 // request it answers. A shard on this host that reads an object still being written here
 // (a chain of op-by-op calls) gets the value straight from the write, not through the store.
 //
+// A small output is not reserved ahead: its shard runs at once and the value goes to the
+// store whole (PutObject, which waits there for room in the device's memory as a
+// reservation would), so that a short computation pays for no store round trip before it
+// starts and for one message after. RunAheadLimits bound the bytes sent so and not yet
+// answered; beyond them a shard waits for its space as before.
+//
 // Seams: requests leave through StoreRequests (a socket in the executor, a fake in tests),
 // replies come in decoded through OnReply; inputs, grants and failures go to an ItemSink;
-// errors nobody waits for (a refused reservation, a failed seal) go to `on_error`.
+// the answers to reservations a shard ran ahead of, and errors nobody waits for (a refused
+// reservation, a failed seal) go to the Hooks.
 //
 // Not thread-safe: the executor's loop owns it.
 #pragma once
@@ -38,6 +45,9 @@ class StoreRequests {
   virtual Status Send(uint64_t request_id, const proto::CreateObject& request) = 0;
   virtual Status Send(uint64_t request_id, const proto::GetObject& request) = 0;
   virtual Status Send(uint64_t request_id, const proto::SealObject& request) = 0;
+  // A PutObject, `value`'s bytes its data frame.
+  virtual Status Send(uint64_t request_id, const proto::PutObject& request,
+                      const Tensor& value) = 0;
 };
 
 // StoreRequests over the executor's DEALER socket to the object store.
@@ -47,19 +57,34 @@ class SocketStoreRequests final : public StoreRequests {
   Status Send(uint64_t request_id, const proto::CreateObject& request) override;
   Status Send(uint64_t request_id, const proto::GetObject& request) override;
   Status Send(uint64_t request_id, const proto::SealObject& request) override;
+  Status Send(uint64_t request_id, const proto::PutObject& request, const Tensor& value) override;
 
  private:
   zmq::socket_t& socket_;
 };
 
+// Which outputs a shard may run ahead of: each at most `output_bytes`, while the values
+// waiting for their space hold at most `budget_bytes` in all.
+struct RunAheadLimits {
+  uint64_t output_bytes = uint64_t{64} << 10;
+  uint64_t budget_bytes = uint64_t{4} << 20;
+};
+
 class StoreLink {
  public:
-  using OnError = std::function<void(const Status&)>;
-
+  struct Hooks {
+    // An error nobody waits for.
+    std::function<void(const Status&)> on_error;
+    // A reply showed that the store restarted since the last Attach.
+    std::function<void()> on_restarted;
+    // The store answered (OK: granted) a reservation that `item` did not wait for: until
+    // then its output is not in the store, so the shard is not done.
+    std::function<void(const std::shared_ptr<WorkItem>& item, const Status& answer)>
+        on_ahead_answered;
+  };
   // `requests`, `items` and `arena` (the store's arena, mapped here) must outlive the link.
-  // `on_restarted` runs when a reply shows that the store restarted since the last Attach.
-  StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, OnError on_error,
-            std::function<void()> on_restarted = {});
+  StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, Hooks hooks,
+            RunAheadLimits run_ahead = {});
 
   // `arena` now maps the region of the store process `instance` (StoreHelloReply): replies
   // from any other instance are refused, never read or written through `arena`.
@@ -72,25 +97,30 @@ class StoreLink {
   bool attached() const { return detached_.ok() && instance_ != 0; }
   uint64_t instance() const { return instance_; }
 
-  // Reserves space for output shard (create.object_id, create.shard) of `item`, which does
-  // not run before the space is granted (ItemSink::Reserved). A `deferred` reservation (a
-  // data-dependent shape) is only recorded: it is sent once the value exists. Returns the
-  // error when the request could not be sent.
-  Status ReserveOutput(proto::CreateObject create, bool deferred,
-                       const std::shared_ptr<WorkItem>& item);
+  // Reserves space for output shard (create.object_id, create.shard) of `item`. Returns
+  // whether `item` runs ahead of it (its value is put whole once it exists, and the store's
+  // answer comes to Hooks::on_ahead_answered); if not, `item` does not run before the
+  // space is granted (ItemSink::Reserved). A `deferred` reservation (a data-dependent
+  // shape) is only recorded: it is sent once the value exists. Returns the error when the
+  // request could not be sent.
+  Result<bool> ReserveOutput(proto::CreateObject create, bool deferred,
+                             const std::shared_ptr<WorkItem>& item);
   // Reads input `input` of `item` (an object-store source) into the item, or fails it:
   // from a write still in progress on this host, else from the object store (which waits
   // a while for the object to appear).
   void ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input);
   // The value of output shard (object_id, shard), or the failure of the shard that made
-  // it: written and sealed once its space is granted. Nothing happens for a shard without
-  // a reservation (it failed and was reported then).
+  // it: put whole when its shard ran ahead, else written and sealed once its space is
+  // granted. Nothing happens for a shard without a reservation (it failed and was
+  // reported then).
   void WriteOutput(uint64_t object_id, uint32_t shard, const Result<Tensor>& value);
   // A reply from the object store; one that answers no pending request is ignored.
   void OnReply(const proto::Incoming& reply);
 
   size_t pending_requests() const { return requests_.size(); }
   size_t pending_writes() const { return writes_.size(); }
+  // The bytes of outputs shards ran ahead of that the store has not taken yet.
+  uint64_t ahead_bytes() const { return ahead_bytes_; }
 
  private:
   // An output shard going into the store: space is reserved at admission (or once the
@@ -102,23 +132,30 @@ class StoreLink {
     Status failure;                  // a failed shard seals its output with the error
     bool deferred = false;
     bool finished = false;
-    std::shared_ptr<WorkItem> waiting;  // the shard that runs once this space is granted
+    // The shard that writes it, until the store answers: it runs only once the space is
+    // granted, unless `ahead_bytes` is not 0 (it runs ahead; the value is put whole).
+    std::shared_ptr<WorkItem> waiting;
+    uint64_t ahead_bytes = 0;
     // Shards on this host admitted to read this object before it was written.
     std::vector<std::pair<std::shared_ptr<WorkItem>, uint32_t>> local_readers;
   };
   // What a reply continues.
   struct Request {
-    enum Kind { kCreate, kGetInput, kSeal } kind = kCreate;
-    std::shared_ptr<Write> write;    // kCreate
+    enum Kind { kCreate, kGetInput, kSeal, kPut } kind = kCreate;
+    std::shared_ptr<Write> write;    // kCreate, kPut
     std::shared_ptr<WorkItem> item;  // kGetInput
     uint32_t input = 0;              // kGetInput
   };
 
-  template <typename Body>
-  Status Send(Request request, const Body& body);
+  template <typename... Body>
+  Status Send(Request request, const Body&... body);
+  // Sends the value of a write whose shard ran ahead, whole.
+  void Put(const std::shared_ptr<Write>& write);
   void OnCreateReply(const Request& request, const proto::Incoming& reply, Status error);
   void OnGetReply(const Request& request, const proto::Incoming& reply, const Status& error);
   Result<Tensor> ReadArena(const proto::GetObjectReply& reply) const;
+  // Tells the shard waiting for the write's space that the store answered (`answer`).
+  void AnswerWaiting(Write& write, const Status& answer);
   // Hands the write's value (or `failure`) to the shards on this host that read it.
   void FeedLocalReaders(Write& write, const Status& failure);
   // Writes the value into its space and seals it, once both exist.
@@ -131,8 +168,9 @@ class StoreLink {
   StoreRequests& send_;
   ItemSink& items_;
   ShmRegion& arena_;
-  const OnError on_error_;
-  const std::function<void()> on_restarted_;
+  const Hooks hooks_;
+  const RunAheadLimits run_ahead_;
+  uint64_t ahead_bytes_ = 0;
   uint64_t instance_ = 0;
   Status detached_;                       // not OK between Detach and Attach
   std::map<uint64_t, Request> requests_;  // by request id

@@ -37,6 +37,7 @@ struct WorkItem {
   size_t inputs_missing = 0;
   // Outputs whose device memory the object store has not granted yet: the shard does not
   // run before its outputs have room (backpressure), so the stream waits here, in order.
+  // Small outputs are not counted: they are put whole once the shard ran (StoreLink).
   size_t reservations_missing = 0;
   Status failure;  // not OK: run nothing, pass the error on to every consumer
   // Set to stop the item while it runs (its run was cancelled); read by the device thread.

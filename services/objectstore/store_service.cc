@@ -179,6 +179,11 @@ Status StoreService::CheckNewObject(const proto::Incoming& in, uint64_t object,
 Status StoreService::OnCreate(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
   ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "reserve store memory (CreateObject)"));
+  return Reserve(in, std::move(req), std::nullopt);
+}
+
+Status StoreService::Reserve(const proto::Incoming& in, proto::CreateObject req,
+                             std::optional<std::vector<std::byte>> put) {
   if (Status owner = CheckNewObject(in, req.object_id, req.owner_client); !owner.ok()) {
     // Never made (its owner gone, or the RM not there to vouch for it): readers already
     // waiting for it would otherwise wait out their whole timeout.
@@ -191,7 +196,7 @@ Status StoreService::OnCreate(const proto::Incoming& in) {
     ATOLL_ASSIGN_OR_RETURN(
         ShardInfo info,
         directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype, req.shape));
-    AnswerCreated(ReplyToOf(in), req, info);
+    AnswerCreated(ReplyToOf(in), req, info, put);
     return Status::Ok();
   }
   if (!directory_.CanEverFit(req.device, nbytes)) return RejectForever(req, nbytes);
@@ -204,7 +209,7 @@ Status StoreService::OnCreate(const proto::Incoming& in) {
     auto created = directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype,
                                      req.shape, req.device);
     if (created.ok()) {
-      AnswerCreated(ReplyToOf(in), req, *created);
+      AnswerCreated(ReplyToOf(in), req, *created, put);
       return Status::Ok();
     }
     if (created.status().code() != Code::kOutOfMemory) return created.status();
@@ -220,7 +225,7 @@ Status StoreService::OnCreate(const proto::Incoming& in) {
                                      {"device_bytes_in_use", stats.device_bytes_in_use[req.device]},
                                      {"device_bytes", stats.device_bytes[req.device]},
                                      {"queued", uint64_t{queue.size()}}});
-  queue.push_back({ReplyToOf(in), std::move(req)});
+  queue.push_back({ReplyToOf(in), std::move(req), std::move(put)});
   return Status::Ok();
 }
 
@@ -244,7 +249,18 @@ Status StoreService::Refuse(const proto::CreateObject& req, const Status& error)
 }
 
 void StoreService::AnswerCreated(const ReplyTo& to, const proto::CreateObject& req,
-                                 const ShardInfo& info) {
+                                 const ShardInfo& info,
+                                 const std::optional<std::vector<std::byte>>& put) {
+  if (put) {
+    if (!put->empty()) std::memcpy(arena_.data() + info.offset, put->data(), put->size());
+    if (Status sealed = directory_.Seal(req.object_id, req.shard); !sealed.ok()) {
+      SendError(to, sealed);
+      return;
+    }
+    Send(to, proto::Ok{});
+    AnnouncePut(req.object_id, req.shard, req.owner_client, info.nbytes);
+    return;
+  }
   Send(to, proto::CreateObjectReply{info.offset, info.nbytes, instance_});
   events_.Publish("object.created", {{"object", req.object_id},
                                      {"shard", uint64_t{req.shard}},
@@ -264,7 +280,7 @@ void StoreService::RetryPending() {
       const PendingCreate head = std::move(queue.front());
       queue.pop_front();
       if (created.ok()) {
-        AnswerCreated(head.to, head.request, *created);
+        AnswerCreated(head.to, head.request, *created, head.put);
       } else if (created.status().code() == Code::kResourceExhausted) {
         // Its owner's other reservations took the quota while it waited.
         SendError(head.to, Refuse(head.request, created.status()));
@@ -318,8 +334,24 @@ Status StoreService::OnPut(const proto::Incoming& in) {
     return InvalidArgument("PutObject for " + ShardName(req.object_id, req.shard) +
                            " needs exactly one data frame, got " + std::to_string(in.data.size()));
   }
-  ATOLL_RETURN_IF_ERROR(CheckNewObject(in, req.object_id, req.owner_client));
   const auto& frame = in.data[0];
+  if (req.device != proto::CreateObject::kHost) {
+    // An executor's output, written whole: it waits for room in the device's memory like a
+    // reservation would, its bytes with it.
+    ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "put into a device's memory"));
+    ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(req.dtype, req.shape));
+    if (frame.size() != nbytes) {
+      return InvalidArgument(ShardName(req.object_id, req.shard) + ": " +
+                             std::to_string(frame.size()) + " data bytes do not match its " +
+                             std::to_string(nbytes));
+    }
+    const auto* bytes = static_cast<const std::byte*>(frame.data());
+    return Reserve(in,
+                   proto::CreateObject{req.object_id, req.shard, req.owner_client, req.dtype,
+                                       req.shape, req.device},
+                   std::vector<std::byte>(bytes, bytes + frame.size()));
+  }
+  ATOLL_RETURN_IF_ERROR(CheckNewObject(in, req.object_id, req.owner_client));
   ATOLL_ASSIGN_OR_RETURN(
       ShardInfo info,
       directory_.Put(req.object_id, req.shard, req.owner_client, req.dtype, req.shape,

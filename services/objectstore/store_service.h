@@ -129,9 +129,11 @@ class StoreService {
     TimePoint deadline;
   };
   using ShardKey = std::pair<uint64_t, uint32_t>;  // (object, shard)
+  // A device shard waiting for room: a reservation, or a put whose bytes wait with it.
   struct PendingCreate {
     ReplyTo to;
     proto::CreateObject request;
+    std::optional<std::vector<std::byte>> put;
   };
 
   StoreService(zmq::context_t& context, StoreOptions options, ShmRegion arena, DeadlineTimer timer);
@@ -188,8 +190,14 @@ class StoreService {
   // Frees `object` if it was released and its last shard was just sealed (its waiters
   // answered first), then retries what waits for memory.
   void FreeIfReleased(uint64_t object);
-  // Answers a CreateObject whose space was reserved.
-  void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info);
+  // Makes room for `req` (a CreateObject, or a put into a device's memory with its bytes in
+  // `put`) now, or queues it behind earlier ones until a free makes room (backpressure).
+  Status Reserve(const proto::Incoming& in, proto::CreateObject req,
+                 std::optional<std::vector<std::byte>> put);
+  // Answers a request whose space was reserved: a CreateObject with where it lies; a put
+  // once its bytes are written there and sealed.
+  void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info,
+                     const std::optional<std::vector<std::byte>>& put);
   // Refuses a request that can never fit, recording the shard as failed with the error.
   Status RejectForever(const proto::CreateObject& req, uint64_t nbytes);
   // Refuses a request for good with `error` (it can never fit, or is over its owner's

@@ -382,7 +382,7 @@ inline SealObject Sample<SealObject>() {
 
 template <>
 inline PutObject Sample<PutObject>() {
-  return {556, 2, 43, DType::kI32, {8}};
+  return {556, 2, 43, DType::kI32, {8}, 1};
 }
 
 template <>

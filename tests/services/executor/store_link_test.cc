@@ -3,6 +3,7 @@
 #include "services/executor/store_link.h"
 
 #include <cstring>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -26,8 +27,14 @@ class FakeStore final : public StoreRequests {
   Status Send(uint64_t id, const proto::CreateObject& r) override { return Record(id, r); }
   Status Send(uint64_t id, const proto::GetObject& r) override { return Record(id, r); }
   Status Send(uint64_t id, const proto::SealObject& r) override { return Record(id, r); }
+  Status Send(uint64_t id, const proto::PutObject& r, const Tensor& value) override {
+    ATOLL_RETURN_IF_ERROR(Record(id, r));
+    values[sent.size() - 1] = value;
+    return Status::Ok();
+  }
 
   std::vector<Sent> sent;
+  std::map<size_t, Tensor> values;  // a put's data, by its index in `sent`
   Status refuse;
 
  private:
@@ -57,8 +64,19 @@ class StoreLinkTest : public ::testing::Test {
     auto region = ShmRegion::Create(ShmRegion::MakeName("store-link-test"), 4096);
     ASSERT_TRUE(region.ok()) << region.status().ToString();
     arena_ = std::make_unique<ShmRegion>(std::move(region).value());
-    link_ = std::make_unique<StoreLink>(store_, sink_, *arena_,
-                                        [this](const Status& e) { errors_.push_back(e); });
+    // Every shard waits for its space unless a test lets it run ahead.
+    MakeLink({.output_bytes = 0, .budget_bytes = 0});
+  }
+  void MakeLink(RunAheadLimits run_ahead) {
+    link_ = std::make_unique<StoreLink>(
+        store_, sink_, *arena_,
+        StoreLink::Hooks{.on_error = [this](const Status& e) { errors_.push_back(e); },
+                         .on_restarted = {},
+                         .on_ahead_answered =
+                             [this](const std::shared_ptr<WorkItem>& item, const Status& answer) {
+                               ahead_answers_.emplace_back(item, answer);
+                             }},
+        run_ahead);
   }
 
   // An item that writes output shard (object, shard), f32 [2].
@@ -88,6 +106,7 @@ class StoreLinkTest : public ::testing::Test {
   RecordingSink sink_;
   std::unique_ptr<ShmRegion> arena_;
   std::vector<Status> errors_;
+  std::vector<std::pair<std::shared_ptr<WorkItem>, Status>> ahead_answers_;
   std::unique_ptr<StoreLink> link_;
 };
 
@@ -154,6 +173,97 @@ TEST_F(StoreLinkTest, ARefusedReservationFailsTheShardAndIsReported) {
   EXPECT_EQ(link_->pending_writes(), 0u);
 
   link_->WriteOutput(5, 0, Tensor::F32({2}, {1, 2}));  // the shard ran anyway: nothing to do
+  EXPECT_EQ(store_.sent.size(), 1u);
+}
+
+TEST_F(StoreLinkTest, ASmallOutputsShardRunsAtOnceAndItsValueIsPutWhole) {
+  MakeLink({});
+  auto item = MakeItem(MakeEntry(1, 0, 1));
+  auto ahead = link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 1}, false, item);
+  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
+  EXPECT_TRUE(*ahead);
+  EXPECT_EQ(item->reservations_missing, 0u) << "the shard need not wait";
+  EXPECT_TRUE(store_.sent.empty()) << "no reservation round trip";
+  EXPECT_EQ(link_->ahead_bytes(), 8u);
+
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {1.5f, 2.5f}));
+  ASSERT_EQ(store_.sent.size(), 1u);
+  const auto put = SentAs<proto::PutObject>(0);
+  EXPECT_EQ(put.object_id, 5u);
+  EXPECT_EQ(put.owner_client, 42u);
+  EXPECT_EQ(put.shape, (Shape{2}));
+  EXPECT_EQ(put.device, 1) << "into the device's memory, as reserved";
+  EXPECT_EQ(store_.values.at(0), Tensor::F32({2}, {1.5f, 2.5f}));
+  EXPECT_TRUE(ahead_answers_.empty()) << "not done before the store has it";
+
+  link_->OnReply(Reply(store_.sent[0].id, proto::Ok{}));
+  ASSERT_EQ(ahead_answers_.size(), 1u);
+  EXPECT_EQ(ahead_answers_[0].first, item);
+  EXPECT_TRUE(ahead_answers_[0].second.ok());
+  EXPECT_TRUE(sink_.calls().empty()) << "no grant to a stream that did not wait for it";
+  EXPECT_EQ(link_->ahead_bytes(), 0u);
+  EXPECT_EQ(link_->pending_writes(), 0u);
+  EXPECT_EQ(link_->pending_requests(), 0u);
+}
+
+TEST_F(StoreLinkTest, AFailedShardThatRanAheadSealsItsOutputWithTheError) {
+  MakeLink({});
+  auto item = MakeItem(MakeEntry(1, 0, 1));
+  ASSERT_TRUE(*link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, item));
+  link_->WriteOutput(5, 0, Result<Tensor>(Internal("kernel broke")));
+  ASSERT_EQ(store_.sent.size(), 1u);
+  EXPECT_EQ(SentAs<proto::CreateObject>(0).shape, (Shape{2}));
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 8}));
+  ASSERT_EQ(store_.sent.size(), 2u);
+  EXPECT_EQ(SentAs<proto::SealObject>(1).error, "kernel broke");
+  ASSERT_EQ(ahead_answers_.size(), 1u);
+  EXPECT_TRUE(ahead_answers_[0].second.ok()) << "its output is in the store, sealed failed";
+  EXPECT_EQ(link_->ahead_bytes(), 0u);
+}
+
+TEST_F(StoreLinkTest, AnOutputOverTheLimitOrBeyondTheBudgetWaitsForItsSpace) {
+  MakeLink({.output_bytes = 8, .budget_bytes = 12});
+  auto first = MakeItem(MakeEntry(1, 0, 1));
+  auto big = MakeItem(MakeEntry(1, 1, 1));
+  auto second = MakeItem(MakeEntry(1, 2, 1));
+  EXPECT_TRUE(*link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, first));
+  EXPECT_FALSE(*link_->ReserveOutput({6, 0, 42, DType::kF32, {3}, 0}, false, big));
+  EXPECT_FALSE(*link_->ReserveOutput({7, 0, 42, DType::kF32, {2}, 0}, false, second))
+      << "8 more bytes would pass the budget of 12";
+  EXPECT_EQ(big->reservations_missing, 1u);
+  EXPECT_EQ(second->reservations_missing, 1u);
+  EXPECT_EQ(link_->ahead_bytes(), 8u);
+
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {1, 2}));
+  ASSERT_EQ(store_.sent.size(), 3u);
+  link_->OnReply(Reply(store_.sent[2].id, proto::Ok{}));
+  EXPECT_EQ(link_->ahead_bytes(), 0u);
+  auto third = MakeItem(MakeEntry(1, 3, 1));
+  EXPECT_TRUE(*link_->ReserveOutput({8, 0, 42, DType::kF32, {2}, 0}, false, third))
+      << "the store took the put: its budget is back";
+}
+
+TEST_F(StoreLinkTest, ARefusedOrLostOutputOfAShardThatRanAheadIsReportedForIt) {
+  MakeLink({});
+  auto refused = MakeItem(MakeEntry(1, 0, 1));
+  auto lost = MakeItem(MakeEntry(1, 1, 1));
+  ASSERT_TRUE(*link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, refused));
+  ASSERT_TRUE(*link_->ReserveOutput({6, 0, 42, DType::kF32, {2}, 0}, false, lost));
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {1, 2}));
+  link_->OnReply(Reply(store_.sent[0].id, proto::ToError(OutOfMemory("device 0 is full"))));
+  link_->Detach(Unavailable("the store restarted"));  // before `lost` ran
+
+  ASSERT_EQ(ahead_answers_.size(), 2u);
+  EXPECT_EQ(ahead_answers_[0].first, refused);
+  EXPECT_EQ(ahead_answers_[0].second.code(), Code::kOutOfMemory);
+  EXPECT_NE(ahead_answers_[0].second.ToString().find("put output"), std::string::npos);
+  EXPECT_EQ(ahead_answers_[1].first, lost);
+  EXPECT_EQ(ahead_answers_[1].second.code(), Code::kUnavailable);
+  EXPECT_TRUE(sink_.calls().empty()) << "neither waits in its stream: nothing to fail there";
+  EXPECT_EQ(link_->ahead_bytes(), 0u);
+  ASSERT_EQ(errors_.size(), 1u) << "the refusal is reported too";
+
+  link_->WriteOutput(6, 0, Tensor::F32({2}, {3, 4}));  // it ran anyway: nothing to send
   EXPECT_EQ(store_.sent.size(), 1u);
 }
 
@@ -261,8 +371,8 @@ TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereGetsItWithoutTheStore) {
 TEST_F(StoreLinkTest, RequestsThatCannotBeSentFailAtOnce) {
   store_.refuse = Unavailable("store socket closed");
   auto item = MakeItem(MakeEntry(1, 0, 1));
-  Status reserved = link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, item);
-  EXPECT_EQ(reserved.code(), Code::kUnavailable);
+  Result<bool> reserved = link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, item);
+  EXPECT_EQ(reserved.status().code(), Code::kUnavailable);
   EXPECT_EQ(item->reservations_missing, 0u);
 
   proto::Entry e = MakeEntry(1, 0, 1);

@@ -69,8 +69,9 @@ class StoreProcessTest : public ::testing::Test {
   }
 
   // Starts the store with a one-island, one-host configuration and waits (10 s at most) for
-  // its ready file. `heartbeat_ms` * 4 is how long a silent client keeps its objects.
-  void StartStore(uint32_t heartbeat_ms = 1000) {
+  // its ready file. `heartbeat_ms` * 4 is how long a silent client keeps its objects. The
+  // host has one cpu device of `device_memory_mb` when that is not 0.
+  void StartStore(uint32_t heartbeat_ms = 1000, uint32_t device_memory_mb = 0) {
     const std::string config = dir_ + "/cluster.toml";
     const std::string ready = dir_ + "/store.ready";
     {
@@ -83,6 +84,9 @@ class StoreProcessTest : public ::testing::Test {
           << "[checkpoints]\nroot = \"" << checkpoint_root() << "\"\n"
           << "[[islands]]\nname = \"i0\"\n"
           << "[[islands.hosts]]\nname = \"h0\"\narena_mb = 4\n";
+      if (device_memory_mb != 0) {
+        out << "devices = 1\nkind = \"cpu\"\ndevice_memory_mb = " << device_memory_mb << "\n";
+      }
     }
     const std::string binary = ATOLL_BIN_DIR "/atoll-objectstore";
     pid_ = fork();

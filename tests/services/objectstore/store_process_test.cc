@@ -103,6 +103,47 @@ TEST_F(StoreProcessTest, GetWaitsUntilAnotherRequestSeals) {
   EXPECT_EQ(FrameBytes(in->data[0]), Bytes({9.0f, 8.0f}));
 }
 
+TEST_F(StoreProcessTest, APutIntoAFullDeviceWaitsForRoomWithItsBytes) {
+  StartStore(1000, /*device_memory_mb=*/1);
+  auto store = Connect();
+  // 768 KiB of the device's 1 MiB, reserved and sealed.
+  const int64_t big = 192 * 1024;
+  auto created = store->Call<proto::CreateObjectReply>(
+      proto::CreateObject{1, 0, 0, DType::kF32, {big}, 0}, kCallTimeout);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::SealObject{1, 0, 0, ""}, kCallTimeout).ok());
+
+  // 512 KiB more does not fit now: the put is not answered, and waits.
+  std::vector<float> values(128 * 1024, 0.5f);
+  values.back() = 7.0f;
+  zmq::socket_t producer = net::MakeSocket(context_, zmq::socket_type::dealer);
+  ASSERT_TRUE(net::Connect(producer, endpoint_).ok());
+  proto::PutObject put{2, 0, 0, DType::kF32, {static_cast<int64_t>(values.size())}, 0};
+  ASSERT_TRUE(net::Send(producer, nullptr, 1, put, DataFrame(Bytes(values))).ok());
+  auto waiting = WaitForEvent("object.waiting", "object", 2, 5s);
+  ASSERT_TRUE(waiting.has_value()) << "the put did not wait for room";
+  auto early = net::RecvFrames(producer, 0ms);
+  ASSERT_TRUE(early.ok());
+  EXPECT_FALSE(early->has_value()) << "answered before it had room";
+
+  // A put whose bytes do not match its shape is refused at once.
+  proto::PutObject wrong{3, 0, 0, DType::kF32, {4}, 0};
+  auto refused = store->Call<proto::Ok>(wrong, kCallTimeout, DataFrame(Bytes({1, 2})));
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+
+  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{1}, kCallTimeout).ok());
+  auto answer = net::RecvFrames(producer, kCallTimeout);
+  ASSERT_TRUE(answer.ok() && answer->has_value()) << "the put was never answered";
+  auto in = proto::ParseIncoming(std::move(**answer), false);
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->header.kind(), proto::Kind::kOk);
+  net::Frames data;
+  auto got = Get(*store, 2, 0, &data);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(FrameBytes(data[0]), Bytes(values));
+}
+
 TEST_F(StoreProcessTest, WaitingGetTimesOutWithDeadlineExceeded) {
   StartStore();
   auto store = Connect();
