@@ -65,6 +65,7 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
+#include "common/base/deadline_timer.h"
 #include "common/base/shm_arena.h"
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
@@ -73,7 +74,6 @@
 #include "common/proto/codec.h"
 #include "common/service/owner_cache.h"
 #include "services/objectstore/clock.h"
-#include "services/objectstore/deadline_timer.h"
 #include "services/objectstore/directory.h"
 
 namespace atl::store {

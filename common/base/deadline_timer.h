@@ -4,10 +4,11 @@
 // Not thread-safe: arm, clear and drain it from the loop that polls its fd.
 #pragma once
 
-#include "atoll/status.h"
-#include "services/objectstore/clock.h"
+#include <chrono>
 
-namespace atl::store {
+#include "atoll/status.h"
+
+namespace atl {
 
 class DeadlineTimer {
  public:
@@ -24,7 +25,7 @@ class DeadlineTimer {
   int fd() const { return fd_; }
 
   // Fires once at `when` (at once if it has passed), replacing any earlier arming.
-  void ArmAt(TimePoint when);
+  void ArmAt(std::chrono::steady_clock::time_point when);
   // Disarms it; a firing not yet drained stays readable until Drain().
   void Clear();
   // Consumes a firing so that the fd stops being readable.
@@ -35,4 +36,4 @@ class DeadlineTimer {
   int fd_ = -1;
 };
 
-}  // namespace atl::store
+}  // namespace atl
