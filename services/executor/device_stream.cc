@@ -121,11 +121,6 @@ void DeviceStream::CancelRun(uint64_t run, const Status& why) {
   cv_.NotifyAll();
 }
 
-bool DeviceStream::busy() const {
-  std::lock_guard lock(mu_);
-  return !queue_.empty() || running_ != nullptr;
-}
-
 size_t DeviceStream::queued() const {
   std::lock_guard lock(mu_);
   return queue_.size();

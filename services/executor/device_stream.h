@@ -46,8 +46,6 @@ class DeviceStream {
   void CancelRun(uint64_t run, const Status& why);
 
   size_t queued() const;
-  // Whether an item is queued or running.
-  bool busy() const;
   // Total time this stream spent running items since it started, in microseconds.
   uint64_t busy_us() const { return busy_us_.load(std::memory_order_relaxed); }
 

@@ -37,13 +37,6 @@ class DeviceStreams final : public ItemSink {
   void Fail(const std::shared_ptr<WorkItem>& item, Status status) override {
     streams_[item->entry.device]->Fail(item, std::move(status));
   }
-  // Whether any device has an item queued or running.
-  bool busy() const {
-    for (const auto& stream : streams_) {
-      if (stream->busy()) return true;
-    }
-    return false;
-  }
   // Stops run `run` on every device (DeviceStream::CancelRun).
   void CancelRun(uint64_t run, const Status& why) {
     for (auto& stream : streams_) stream->CancelRun(run, why);

@@ -58,8 +58,6 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
                                        net::Audience::kMembers));
   ATOLL_RETURN_IF_ERROR(completions_.Open());
   ATOLL_RETURN_IF_ERROR(outbox_.Start());
-  ATOLL_ASSIGN_OR_RETURN(DeadlineTimer report_timer, DeadlineTimer::Create());
-  report_timer_.emplace(std::move(report_timer));
   events_ = std::make_unique<EventPublisher>(context_, "executor/" + host_);
   ATOLL_RETURN_IF_ERROR(events_->Connect(config_.events_in_endpoint));
 
@@ -149,10 +147,6 @@ void ExecutorService::Run() {
   loop_.AddSocket("store", store_.socket(), [this] { OnStore(); });
   loop_.AddFd("completions", completions_.fd(), [this] { OnCompletions(); });
   loop_.AddFd("batch window", outbox_.timer_fd(), [this] { FlushTuples(); });
-  loop_.AddFd("gang reports", report_timer_->fd(), [this] {
-    report_timer_->Drain();
-    FlushTuples();
-  });
   loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { Heartbeat(); });
   loop_.AddTimer("waits", std::chrono::milliseconds(config_.heartbeat_ms), [this] {
@@ -468,13 +462,11 @@ void ExecutorService::SendOutputs(const Completion& done) {
 }
 
 void ExecutorService::FlushTuples() {
-  for (const auto& [scheduler, done] :
-       gang_reports_.TakeDue(devices_.busy(), std::chrono::steady_clock::now())) {
+  for (const auto& [scheduler, done] : gang_reports_.TakeReady()) {
     zmq::message_t routing(scheduler.data(), scheduler.size());
     Status sent = net::Send(control_, &routing, 0, done);
     if (!sent.ok()) PublishError(sent.WithContext("report finished gangs"));
   }
-  if (auto due = gang_reports_.NextDue()) report_timer_->ArmAt(*due);
   for (const Status& error : outbox_.Flush()) PublishError(error);
 }
 

@@ -20,13 +20,11 @@
 
 #include <chrono>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <zmq.hpp>
 
-#include "common/base/deadline_timer.h"
 #include "common/base/shm_arena.h"
 #include "common/base/spin_condition.h"
 #include "common/net/event_loop.h"
@@ -114,7 +112,6 @@ class ExecutorService {
   void SendOutputs(const Completion& done);
   // The store answered a reservation `item` ran ahead of: one more part of its gang's report.
   void OnAheadAnswered(const WorkItem& item, const Status& answer);
-  // Sends the gang reports that are due and the tuple batches that are.
   void FlushTuples();
   void PublishError(const Status& error);
 
@@ -154,7 +151,6 @@ class ExecutorService {
   SocketStoreRequests store_requests_{store_.socket()};
   // Gangs with shards running here, reported to their scheduler once all of them finished.
   GangReports gang_reports_;
-  std::optional<DeadlineTimer> report_timer_;  // fires when held gang reports fall due
   // Waiting for the Compile of RegisterExecutorReply::functions_coming, [executor]
   // compile_wait_ms at most.
   HeldDispatches held_;

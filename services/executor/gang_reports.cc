@@ -40,20 +40,8 @@ void GangReports::ShardDone(const std::string& scheduler, uint64_t gang_seq, uin
   pending_.erase(it);
 }
 
-std::vector<std::pair<std::string, proto::GangDone>> GangReports::TakeDue(bool devices_busy,
-                                                                          TimePoint now) {
-  if (ready_.empty()) return {};
-  if (!held_since_) held_since_ = now;
-  const bool due =
-      !devices_busy || ready_.size() >= limits_.max_held || now - *held_since_ >= limits_.hold;
-  if (!due) return {};
-  held_since_.reset();
+std::vector<std::pair<std::string, proto::GangDone>> GangReports::TakeReady() {
   return std::exchange(ready_, {});
-}
-
-std::optional<GangReports::TimePoint> GangReports::NextDue() const {
-  if (!held_since_) return std::nullopt;
-  return *held_since_ + limits_.hold;
 }
 
 }  // namespace atl::executor

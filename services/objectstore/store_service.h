@@ -65,7 +65,6 @@
 #include <zmq.hpp>
 
 #include "atoll/status.h"
-#include "common/base/deadline_timer.h"
 #include "common/base/shm_arena.h"
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
@@ -74,6 +73,7 @@
 #include "common/proto/codec.h"
 #include "common/service/owner_cache.h"
 #include "services/objectstore/clock.h"
+#include "services/objectstore/deadline_timer.h"
 #include "services/objectstore/directory.h"
 
 namespace atl::store {

@@ -6,19 +6,15 @@
 namespace atl::executor {
 namespace {
 
-using namespace std::chrono_literals;
-const GangReports::TimePoint kNow{10s};
-
 TEST(GangReportsTest, AGangIsReportedOnceWhenItsLastLocalShardFinished) {
   GangReports reports;
   for (int shard = 0; shard < 4; ++shard) reports.Expect("s", 7);
   for (uint64_t busy : {10, 40, 20}) {
     reports.ShardDone("s", 7, busy, Status::Ok());
-    EXPECT_TRUE(reports.TakeDue(/*devices_busy=*/false, kNow).empty())
-        << "reported before the last shard";
+    EXPECT_TRUE(reports.TakeReady().empty()) << "reported before the last shard";
   }
   reports.ShardDone("s", 7, 30, Status::Ok());
-  auto ready = reports.TakeDue(/*devices_busy=*/false, kNow);
+  auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].first, "s");
   const proto::GangDone& done = ready[0].second;
@@ -27,7 +23,7 @@ TEST(GangReportsTest, AGangIsReportedOnceWhenItsLastLocalShardFinished) {
   EXPECT_EQ(done.busy_us, 40u);  // the longest shard
   EXPECT_EQ(done.error_code, 0);
   EXPECT_EQ(reports.pending(), 0u);
-  EXPECT_TRUE(reports.TakeDue(/*devices_busy=*/false, kNow).empty());
+  EXPECT_TRUE(reports.TakeReady().empty());
 }
 
 TEST(GangReportsTest, GangsReadyInOneTurnAreReportedEachOnItsOwnInOrder) {
@@ -38,7 +34,7 @@ TEST(GangReportsTest, GangsReadyInOneTurnAreReportedEachOnItsOwnInOrder) {
   reports.ShardDone("s", 2, 5, Status::Ok());
   reports.ShardDone("t", 1, 5, Status::Ok());
   reports.ShardDone("s", 1, 5, Status::Ok());
-  auto ready = reports.TakeDue(/*devices_busy=*/false, kNow);
+  auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 3u);
   EXPECT_EQ(ready[0].first, "s");
   EXPECT_EQ(ready[0].second.gang_seq, 2u);
@@ -54,7 +50,7 @@ TEST(GangReportsTest, AFailedShardMarksItsGangsReportWithTheFirstError) {
   reports.ShardDone("s", 3, 5, NotFound("function 4 was never compiled"));
   reports.ShardDone("s", 3, 5, Status::Ok());
   reports.ShardDone("s", 3, 5, Unavailable("a later failure"));
-  auto ready = reports.TakeDue(/*devices_busy=*/false, kNow);
+  auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].second.error_code, static_cast<int32_t>(Code::kNotFound));
   EXPECT_EQ(ready[0].second.error, "function 4 was never compiled");
@@ -63,39 +59,10 @@ TEST(GangReportsTest, AFailedShardMarksItsGangsReportWithTheFirstError) {
 TEST(GangReportsTest, AShardNeverExpectedIsReportedOnItsOwn) {
   GangReports reports;
   reports.ShardDone("s", 9, 5, Status::Ok());
-  auto ready = reports.TakeDue(/*devices_busy=*/false, kNow);
+  auto ready = reports.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].second.shards, 1u);
   EXPECT_EQ(reports.pending(), 0u);
-}
-
-TEST(GangReportsTest, ReportsWaitWhileTheDevicesAreBusyUntilTheHoldIsOver) {
-  GangReports reports({.hold = 250us, .max_held = 64});
-  reports.ShardDone("s", 1, 5, Status::Ok());
-  EXPECT_TRUE(reports.TakeDue(/*devices_busy=*/true, kNow).empty()) << "more are coming";
-  ASSERT_TRUE(reports.NextDue().has_value());
-  EXPECT_EQ(*reports.NextDue(), kNow + 250us);
-  reports.ShardDone("s", 2, 5, Status::Ok());
-  EXPECT_TRUE(reports.TakeDue(true, kNow + 249us).empty());
-  auto due = reports.TakeDue(true, kNow + 250us);
-  ASSERT_EQ(due.size(), 2u) << "both go together once the first held one is due";
-  EXPECT_EQ(due[0].second.gang_seq, 1u);
-  EXPECT_EQ(due[1].second.gang_seq, 2u);
-  EXPECT_FALSE(reports.NextDue().has_value());
-}
-
-TEST(GangReportsTest, ReportsGoAtOnceWhenTheDevicesAreIdleOrEnoughAreHeld) {
-  GangReports reports({.hold = 250us, .max_held = 3});
-  reports.ShardDone("s", 1, 5, Status::Ok());
-  EXPECT_TRUE(reports.TakeDue(true, kNow).empty());
-  EXPECT_EQ(reports.TakeDue(/*devices_busy=*/false, kNow).size(), 1u)
-      << "nothing left to run: a synchronous call waits for no one";
-  for (uint64_t gang : {2, 3}) {
-    reports.ShardDone("s", gang, 5, Status::Ok());
-    EXPECT_TRUE(reports.TakeDue(true, kNow).empty());
-  }
-  reports.ShardDone("s", 4, 5, Status::Ok());
-  EXPECT_EQ(reports.TakeDue(true, kNow).size(), 3u) << "max_held reached";
 }
 
 }  // namespace

@@ -4,11 +4,10 @@
 // Not thread-safe: arm, clear and drain it from the loop that polls its fd.
 #pragma once
 
-#include <chrono>
-
 #include "atoll/status.h"
+#include "services/objectstore/clock.h"
 
-namespace atl {
+namespace atl::store {
 
 class DeadlineTimer {
  public:
@@ -25,7 +24,7 @@ class DeadlineTimer {
   int fd() const { return fd_; }
 
   // Fires once at `when` (at once if it has passed), replacing any earlier arming.
-  void ArmAt(std::chrono::steady_clock::time_point when);
+  void ArmAt(TimePoint when);
   // Disarms it; a firing not yet drained stays readable until Drain().
   void Clear();
   // Consumes a firing so that the fd stops being readable.
@@ -36,4 +35,4 @@ class DeadlineTimer {
   int fd_ = -1;
 };
 
-}  // namespace atl
+}  // namespace atl::store

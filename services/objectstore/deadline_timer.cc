@@ -1,4 +1,4 @@
-#include "common/base/deadline_timer.h"
+#include "services/objectstore/deadline_timer.h"
 
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-namespace atl {
+namespace atl::store {
 
 namespace {
 
@@ -43,7 +43,7 @@ DeadlineTimer::~DeadlineTimer() {
   if (fd_ >= 0) close(fd_);
 }
 
-void DeadlineTimer::ArmAt(std::chrono::steady_clock::time_point when) {
+void DeadlineTimer::ArmAt(TimePoint when) {
   // std::chrono::steady_clock is CLOCK_MONOTONIC on Linux, so its epoch is the timerfd's.
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
   if (ns <= 0) ns = 1;  // 0 would disarm
@@ -60,4 +60,4 @@ void DeadlineTimer::Drain() {
   [[maybe_unused]] const ssize_t n = read(fd_, &expirations, sizeof(expirations));
 }
 
-}  // namespace atl
+}  // namespace atl::store

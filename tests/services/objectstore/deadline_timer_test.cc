@@ -1,10 +1,10 @@
-#include "common/base/deadline_timer.h"
+#include "services/objectstore/deadline_timer.h"
 
 #include <poll.h>
 
 #include <gtest/gtest.h>
 
-namespace atl {
+namespace atl::store {
 namespace {
 
 using namespace std::chrono_literals;
@@ -46,4 +46,4 @@ TEST(DeadlineTimerTest, RearmingReplacesTheEarlierDeadline) {
 }
 
 }  // namespace
-}  // namespace atl
+}  // namespace atl::store
