@@ -258,6 +258,10 @@ TEST_F(SecurityTest, OnlyMembersSendTuplesAndStoreWrites) {
   EXPECT_EQ(reserved.status().code(), Code::kPermissionDenied) << reserved.status().ToString();
   auto sealed = Ask<proto::Ok>(bob, store, proto::SealObject{own, 0, 0, ""});
   EXPECT_EQ(sealed.status().code(), Code::kPermissionDenied) << sealed.status().ToString();
+  // A put into a device's memory is an executor's output: a client puts into the arena only.
+  auto device_put = Ask<proto::Ok>(
+      bob, store, proto::PutObject{own, 0, b->id(), DType::kF32, {2}, 0}, Bytes({1, 2}));
+  EXPECT_EQ(device_put.status().code(), Code::kPermissionDenied) << device_put.status().ToString();
 }
 
 TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
