@@ -350,7 +350,7 @@ void ExecutorService::OnRm() {
         break;  // late replies to setup calls
     }
   }
-  FlushTuples();  // a store lost or back answers the reservations shards ran ahead of
+  FlushTuples();  // a store lost or back fails the puts of shards that ran without waiting
 }
 
 void ExecutorService::OnCompile(const proto::Incoming& in) {

@@ -52,12 +52,14 @@ void StoreLink::Detach(const Status& why) {
   for (auto& [id, request] : std::exchange(requests_, {})) {
     if (request.kind == Request::kGetInput) {
       items_.Fail(request.item, why.WithContext("read argument"));
-    } else if (request.kind == Request::kCreate || request.kind == Request::kPut) {
+    } else if (request.kind == Request::kCreate) {
       AnswerWaiting(*request.write, why.WithContext("reserve output"));
+    } else if (request.kind == Request::kPut) {
+      AnswerWaiting(*request.write, why.WithContext("put output"));
     }
   }
   for (auto& [key, write] : std::exchange(writes_, {})) {
-    AnswerWaiting(*write, why.WithContext("reserve output"));  // a shard running ahead
+    AnswerWaiting(*write, why.WithContext("put output"));  // a shard still running for it
     FeedLocalReaders(*write, why);
   }
 }
@@ -87,16 +89,17 @@ Result<bool> StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
   // A negative dimension (data-dependent) never gets here; the store refuses the absurd.
   const uint64_t nbytes =
       static_cast<uint64_t>(NumElements(write->create.shape)) * DTypeSize(write->create.dtype);
-  write->waiting = item;
   if (nbytes > 0 && nbytes <= run_ahead_.output_bytes &&
       ahead_bytes_ + nbytes <= run_ahead_.budget_bytes) {
     // Reserved with its value (Put), or, when the shard fails, like a deferred output.
     write->deferred = true;
     write->ahead_bytes = nbytes;
     ahead_bytes_ += nbytes;
+    write->waiting = item;
     return true;
   }
   ATOLL_RETURN_IF_ERROR(Send({Request::kCreate, write, nullptr, 0}, write->create));
+  write->waiting = item;
   item->reservations_missing++;
   return false;
 }

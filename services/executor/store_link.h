@@ -63,8 +63,9 @@ class SocketStoreRequests final : public StoreRequests {
   zmq::socket_t& socket_;
 };
 
-// Which outputs a shard may run ahead of: each at most `output_bytes`, while the values
-// waiting for their space hold at most `budget_bytes` in all.
+// Which outputs are put whole instead of reserved ahead: each at most `output_bytes`, while
+// the puts (and outputs of shards running for them) the store has not answered hold at
+// most `budget_bytes` in all.
 struct RunAheadLimits {
   uint64_t output_bytes = uint64_t{64} << 10;
   uint64_t budget_bytes = uint64_t{4} << 20;
@@ -77,8 +78,8 @@ class StoreLink {
     std::function<void(const Status&)> on_error;
     // A reply showed that the store restarted since the last Attach.
     std::function<void()> on_restarted;
-    // The store answered (OK: granted) a reservation that `item` did not wait for: until
-    // then its output is not in the store, so the shard is not done.
+    // The store answered (OK: took it) the output of `item`, which ran without a
+    // reservation: until then the output is not in the store, so the shard is not done.
     std::function<void(const std::shared_ptr<WorkItem>& item, const Status& answer)>
         on_ahead_answered;
   };

@@ -183,7 +183,7 @@ Status StoreService::OnCreate(const proto::Incoming& in) {
 }
 
 Status StoreService::Reserve(const proto::Incoming& in, proto::CreateObject req,
-                             std::optional<std::vector<std::byte>> put) {
+                             std::optional<std::span<const std::byte>> put) {
   if (Status owner = CheckNewObject(in, req.object_id, req.owner_client); !owner.ok()) {
     // Never made (its owner gone, or the RM not there to vouch for it): readers already
     // waiting for it would otherwise wait out their whole timeout.
@@ -225,7 +225,9 @@ Status StoreService::Reserve(const proto::Incoming& in, proto::CreateObject req,
                                      {"device_bytes_in_use", stats.device_bytes_in_use[req.device]},
                                      {"device_bytes", stats.device_bytes[req.device]},
                                      {"queued", uint64_t{queue.size()}}});
-  queue.push_back({ReplyToOf(in), std::move(req), std::move(put)});
+  std::optional<std::vector<std::byte>> held;
+  if (put) held.emplace(put->begin(), put->end());
+  queue.push_back({ReplyToOf(in), std::move(req), std::move(held)});
   return Status::Ok();
 }
 
@@ -250,7 +252,7 @@ Status StoreService::Refuse(const proto::CreateObject& req, const Status& error)
 
 void StoreService::AnswerCreated(const ReplyTo& to, const proto::CreateObject& req,
                                  const ShardInfo& info,
-                                 const std::optional<std::vector<std::byte>>& put) {
+                                 std::optional<std::span<const std::byte>> put) {
   if (put) {
     if (!put->empty()) std::memcpy(arena_.data() + info.offset, put->data(), put->size());
     if (Status sealed = directory_.Seal(req.object_id, req.shard); !sealed.ok()) {
@@ -280,7 +282,9 @@ void StoreService::RetryPending() {
       const PendingCreate head = std::move(queue.front());
       queue.pop_front();
       if (created.ok()) {
-        AnswerCreated(head.to, head.request, *created, head.put);
+        std::optional<std::span<const std::byte>> put;
+        if (head.put) put.emplace(*head.put);
+        AnswerCreated(head.to, head.request, *created, put);
       } else if (created.status().code() == Code::kResourceExhausted) {
         // Its owner's other reservations took the quota while it waited.
         SendError(head.to, Refuse(head.request, created.status()));
@@ -345,11 +349,10 @@ Status StoreService::OnPut(const proto::Incoming& in) {
                              std::to_string(frame.size()) + " data bytes do not match its " +
                              std::to_string(nbytes));
     }
-    const auto* bytes = static_cast<const std::byte*>(frame.data());
     return Reserve(in,
                    proto::CreateObject{req.object_id, req.shard, req.owner_client, req.dtype,
                                        req.shape, req.device},
-                   std::vector<std::byte>(bytes, bytes + frame.size()));
+                   std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
   }
   ATOLL_RETURN_IF_ERROR(CheckNewObject(in, req.object_id, req.owner_client));
   ATOLL_ASSIGN_OR_RETURN(

@@ -59,6 +59,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -192,12 +193,13 @@ class StoreService {
   void FreeIfReleased(uint64_t object);
   // Makes room for `req` (a CreateObject, or a put into a device's memory with its bytes in
   // `put`) now, or queues it behind earlier ones until a free makes room (backpressure).
+  // A put's bytes are copied only when it has to wait.
   Status Reserve(const proto::Incoming& in, proto::CreateObject req,
-                 std::optional<std::vector<std::byte>> put);
+                 std::optional<std::span<const std::byte>> put);
   // Answers a request whose space was reserved: a CreateObject with where it lies; a put
   // once its bytes are written there and sealed.
   void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info,
-                     const std::optional<std::vector<std::byte>>& put);
+                     std::optional<std::span<const std::byte>> put);
   // Refuses a request that can never fit, recording the shard as failed with the error.
   Status RejectForever(const proto::CreateObject& req, uint64_t nbytes);
   // Refuses a request for good with `error` (it can never fit, or is over its owner's
