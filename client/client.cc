@@ -21,9 +21,30 @@
 
 namespace atl {
 
+namespace {
+
+// The shards of `results` worth reading ahead: those of the results the run makes (not its
+// arguments, nor earlier runs' futures) of at most ReadAhead::kMaxResultBytes.
+std::vector<ReadAhead::Shard> ReadAheadShards(const std::vector<ResultPlan>& results) {
+  std::vector<ReadAhead::Shard> shards;
+  for (const ResultPlan& r : results) {
+    if (r.arg_index >= 0 || r.borrowed_arg >= 0) continue;
+    const auto bytes = static_cast<uint64_t>(NumElements(r.type.shape)) * DTypeSize(r.type.dtype);
+    if (bytes > ReadAhead::kMaxResultBytes) continue;
+    for (const ResultShard& s : r.shards) shards.push_back({s.store, s.object_id, s.shard, bytes});
+  }
+  return shards;
+}
+
+}  // namespace
+
 void RunState::ReleaseObjects() {
+  // Where a read ahead of the run is still open, the release follows it on its socket.
+  const std::map<std::string, net::Requester*> reading = client->read_ahead.Drop(id);
   for (const auto& owned : objects) {
-    auto peer = client->Peer(owned.store);
+    auto it = reading.find(owned.store);
+    Result<net::Requester*> peer =
+        it != reading.end() ? Result<net::Requester*>(it->second) : client->Peer(owned.store);
     if (peer.ok()) {
       (void)(*peer)->Post(proto::ReleaseObject{owned.object_id, client->id, owned.shards});
     }
@@ -162,6 +183,7 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
     if (r.borrowed_arg >= 0) run->borrowed.push_back(args[r.borrowed_arg].future()->run_);
   }
   run->results = std::move(lowered.results);
+  impl_->read_ahead.Add(run->id, ReadAheadShards(run->results));
   for (const auto& [endpoint, submit] : lowered.per_scheduler) run->schedulers.insert(endpoint);
   run->needs_schedulers = run->schedulers;
   for (const auto& owned : run->objects) run->needs_stores.insert(owned.store);

@@ -16,6 +16,7 @@
 #include "atoll/client.h"
 #include "client/heartbeat.h"
 #include "client/internal.h"
+#include "client/read_ahead.h"
 #include "client/reads_ledger.h"
 #include "client/run_state.h"
 #include "common/net/transport.h"
@@ -32,7 +33,8 @@ struct Client::Impl {
   zmq::context_t context{1, 8192};
   std::unique_ptr<net::Requester> rm;
   std::map<std::string, std::unique_ptr<net::Requester>> peers;  // schedulers and stores
-  std::map<uint64_t, proto::SliceInfo> slices;                   // this client's, by id
+  ReadAhead read_ahead{context};                // later runs' small results, read by a wait
+  std::map<uint64_t, proto::SliceInfo> slices;  // this client's, by id
   // The functions registered on each slice, to move with it when the RM remaps it.
   std::map<uint64_t, std::vector<std::weak_ptr<const Function::Impl>>> functions;
   // Object stores and schedulers used: they track this client's liveness and hear Goodbye.

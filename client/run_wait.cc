@@ -1,9 +1,10 @@
 // Run::Wait: reading a run's results back. Every shard's read goes out at once, before the
 // schedulers have answered the submission: each read waits in its object store until the
 // shard is sealed, so a synchronous round trip costs the run itself and one reply per
-// shard, not a round trip per step. Meanwhile the wait watches for what ends it early: a
-// scheduler's refusal of the submission, and the RM's notice that a service the run needs
-// is lost.
+// shard, not a round trip per step; the later runs' small results are read ahead in the same
+// wait (read_ahead.h), so reading a batch of runs one after another costs no round trip each.
+// Meanwhile the wait watches for what ends it early: a scheduler's refusal of the
+// submission, and the RM's notice that a service the run needs is lost.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -31,6 +32,7 @@ struct ShardRead {
   net::Requester* store = nullptr;
   bool data = true;
   uint64_t request = 0;  // 0: not sent
+  bool ahead = false;    // read ahead (read_ahead.h): its reply comes there
   std::optional<Result<Tensor>> got;
 };
 
@@ -55,7 +57,7 @@ Result<std::vector<ShardRead>> PlanReads(const RunState& run, const std::vector<
   for (size_t r : which) {
     for (const auto& s : run.results[r].shards) {
       ATOLL_ASSIGN_OR_RETURN(net::Requester * store, run.client->Watcher(s.store));
-      reads.push_back({r, &s, store, data, 0, std::nullopt});
+      reads.push_back({r, &s, store, data, 0, false, std::nullopt});
     }
   }
   return reads;
@@ -77,6 +79,26 @@ Status TakeReplies(net::Requester& store, std::vector<ShardRead>& reads) {
       }
     }
   }
+}
+
+// Sends `read`, to wait up to `wait_ms` in its store.
+Status SendRead(ShardRead& read, uint32_t wait_ms) {
+  auto request = read.store->Send(
+      proto::GetObject{read.where->object_id, read.where->shard, wait_ms, read.data});
+  if (!request.ok()) return request.status().WithContext("read a result");
+  read.request = *request;
+  read.ahead = false;
+  return Status::Ok();
+}
+
+// Takes `read`'s reply from the reads ahead, or marks it as coming there; false when it
+// must be sent (none was read ahead, or the one read ahead outlived its wait in the store).
+bool FromReadAhead(ReadAhead& ahead, ShardRead& read) {
+  ReadAhead::Lookup found = ahead.Take(read.where->object_id, read.where->shard);
+  read.ahead = found.state == ReadAhead::Lookup::kOpen;
+  if (found.state == ReadAhead::Lookup::kAnswered)
+    read.got = ShardFromReply(*found.reply, read.data);
+  return found.state != ReadAhead::Lookup::kNone;
 }
 
 // A service the run needs is lost: a shard sealed already still counts, one that is not
@@ -110,10 +132,11 @@ std::vector<zmq::pollitem_t> Watched(const RunState& run, const std::vector<Shar
   std::vector<zmq::pollitem_t> items;
   std::set<net::Requester*> stores;
   for (const ShardRead& read : reads) {
-    if (!read.got && stores.insert(read.store).second) {
+    if (!read.got && !read.ahead && stores.insert(read.store).second) {
       items.push_back({read.store->socket().handle(), 0, ZMQ_POLLIN, 0});
     }
   }
+  client.read_ahead.AddPollItems(items);
   for (const auto& endpoint : run.schedulers) {
     if (auto it = client.peers.find(endpoint); it != client.peers.end()) {
       items.push_back({it->second->socket().handle(), 0, ZMQ_POLLIN, 0});
@@ -148,12 +171,13 @@ Status CheckPeers(const RunState& run, const std::vector<ShardRead>& reads, bool
   return Status::Ok();
 }
 
-// Sends every read and waits until each has its answer and the schedulers accepted the run.
-// Ends early with a scheduler's refusal, when a service the run needs is lost, or when a
-// peer that owes an answer refused this client or (after a request timeout) is not
+// Sends every read (or takes its reply from those read ahead) and waits until each has its
+// answer and the schedulers accepted the run; with `read_ahead`, later runs' small results
+// are read ahead meanwhile. Ends early with a scheduler's refusal, when a service the run needs is
+// lost, or when a peer that owes an answer refused this client or (after a request timeout) is not
 // connected.
 Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline deadline,
-                  std::chrono::milliseconds timeout) {
+                  std::chrono::milliseconds timeout, bool read_ahead) {
   Client::Impl& client = *run.client;
   // A loss known already: no waiting reads, only the look at what is sealed.
   client.ApplyNotices();
@@ -163,11 +187,10 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
   }
   const auto wait_ms = static_cast<uint32_t>(TimeLeft(deadline).count());
   for (ShardRead& read : reads) {
-    auto request = read.store->Send(
-        proto::GetObject{read.where->object_id, read.where->shard, wait_ms, read.data});
-    if (!request.ok()) return request.status().WithContext("read a result");
-    read.request = *request;
+    if (read.data && FromReadAhead(client.read_ahead, read)) continue;
+    ATOLL_RETURN_IF_ERROR(SendRead(read, wait_ms));
   }
+  if (read_ahead) client.read_ahead.ReadAfter(run.id, wait_ms);
   // The stores answer a read that waited too long themselves; this bound is for a store
   // that never answers.
   const Deadline give_up = deadline + client.options.request_timeout;
@@ -191,8 +214,14 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
     auto items = Watched(run, reads);
     const auto period = std::min(TimeLeft(answered ? deadline : give_up), client.notice_period);
     ATOLL_RETURN_IF_ERROR(net::Poll(items, period));
+    client.read_ahead.Collect();
     for (ShardRead& read : reads) {
-      if (!read.got) ATOLL_RETURN_IF_ERROR(TakeReplies(*read.store, reads));
+      if (read.got) continue;
+      if (!read.ahead) {
+        ATOLL_RETURN_IF_ERROR(TakeReplies(*read.store, reads));
+      } else if (!FromReadAhead(client.read_ahead, read)) {
+        ATOLL_RETURN_IF_ERROR(SendRead(read, static_cast<uint32_t>(TimeLeft(deadline).count())));
+      }
     }
   }
   if (client.acks_missing.count(run.id)) {
@@ -214,7 +243,8 @@ Result<std::vector<ShardRead>> ReadShards(const RunState& run, const std::vector
   if (run.cancelled) return Cancelled(fmt::format("run {} was cancelled", run.id));
   const Deadline deadline = Clock::now() + timeout;
   ATOLL_ASSIGN_OR_RETURN(std::vector<ShardRead> reads, PlanReads(run, which, data));
-  ATOLL_RETURN_IF_ERROR(AwaitReads(run, reads, deadline, timeout));
+  // A caller reading data reads later runs' results next, usually: they are read ahead.
+  ATOLL_RETURN_IF_ERROR(AwaitReads(run, reads, deadline, timeout, /*read_ahead=*/data));
   return reads;
 }
 
