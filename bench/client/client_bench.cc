@@ -9,7 +9,8 @@
 //   round_trip_hops  where a round trip's microseconds go, hop by hop (hop_trace.h): the
 //                    median over `round_trips` round trips of 16 floats, per run
 //   chain_hops       the same for one computation of a chain of `chain` calls in one
-//                    program on one device
+//                    program on one device (128: bench/dispatch's chain)
+//   chain_run_hops   where that whole run's microseconds go (hop_trace.h)
 // Derived: the round trip over raw ZeroMQ's, per size.
 #include <poll.h>
 
@@ -136,20 +137,28 @@ class Workload {
     return medians;
   }
 
-  // The hops of one computation in a program of `calls` chained calls, traced.
-  Result<Hops> TracedChain(HopTrace& trace, int calls) {
+  // The hops of a program of `calls` chained calls, traced: per computation, and the run's.
+  struct ChainTrace {
+    Hops step, run;
+  };
+  Result<ChainTrace> TracedChain(HopTrace& trace, int calls) {
     ProgramBuilder p;
     Traced t = p.Arg(DType::kF32, {floats_});
     for (int i = 0; i < calls; ++i) t = p.Call(inc_, {t})[0];
     p.Return({t});
     ATOLL_ASSIGN_OR_RETURN(Program chain, p.Build());
+    const int64_t submit_us = NowMicros();
     ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(chain, {Fresh(0)}));
+    const int64_t sent_us = NowMicros();
     ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> out, run.Wait(kTimeout));
+    const int64_t done_us = NowMicros();
     ATOLL_RETURN_IF_ERROR(Check(out[0], calls - 1));
     ATOLL_RETURN_IF_ERROR(trace.Collect(std::chrono::milliseconds(300)));
-    auto hops = trace.Chain(run.id());
+    ChainTrace traced;
+    ATOLL_ASSIGN_OR_RETURN(traced.step, trace.Chain(run.id()));
+    ATOLL_ASSIGN_OR_RETURN(traced.run, trace.ChainRun(run.id(), submit_us, sent_us, done_us));
     trace.Clear();
-    return hops;
+    return traced;
   }
 
   // Microseconds per synchronous round trip, over `count` of them; each checks its value.
@@ -211,12 +220,13 @@ Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
   zmq::context_t context;
   HopTrace trace(context, events_out);
   ATOLL_RETURN_IF_ERROR(trace.Start([&] { return workload.RoundTrips(1).status(); }));
-  std::map<std::string, std::vector<double>> round_trip, chain;
+  std::map<std::string, std::vector<double>> round_trip, chain, chain_run;
   for (int r = 0; r < sweep.runs; ++r) {
     ATOLL_ASSIGN_OR_RETURN(Hops hops, workload.TracedRoundTrips(trace, sweep.round_trips));
     for (const auto& [hop, us] : hops) round_trip[hop].push_back(us);
-    ATOLL_ASSIGN_OR_RETURN(hops, workload.TracedChain(trace, sweep.chain));
-    for (const auto& [hop, us] : hops) chain[hop].push_back(us);
+    ATOLL_ASSIGN_OR_RETURN(auto traced, workload.TracedChain(trace, sweep.chain));
+    for (const auto& [hop, us] : traced.step) chain[hop].push_back(us);
+    for (const auto& [hop, us] : traced.run) chain_run[hop].push_back(us);
   }
   auto add = [&](const char* series, const std::vector<std::string>& order, auto& samples) {
     fmt::print("{}:", series);
@@ -228,12 +238,13 @@ Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
   };
   add("round_trip_hops", RoundTripHops(), round_trip);
   add("chain_hops", ChainHops(), chain);
+  add("chain_run_hops", ChainRunHops(), chain_run);
   return Status::Ok();
 }
 
 Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const Sweep sweep =
-      options.quick ? Sweep{{16}, 200, 500, 50, 3} : Sweep{{16, 4096}, 1000, 5000, 200, 7};
+      options.quick ? Sweep{{16}, 200, 500, 128, 3} : Sweep{{16, 4096}, 1000, 5000, 128, 7};
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-client-{}", getpid());
   BenchTopology topology;

@@ -31,6 +31,12 @@ const std::vector<std::string>& ChainHops() {
   return hops;
 }
 
+const std::vector<std::string>& ChainRunHops() {
+  static const std::vector<std::string> hops = {"client_submit", "to_scheduler", "to_first_start",
+                                                "chain",         "last_report",  "to_client"};
+  return hops;
+}
+
 HopTrace::HopTrace(zmq::context_t& context, std::string events_out)
     : socket_(net::MakeSocket(context, zmq::socket_type::sub)), endpoint_(std::move(events_out)) {}
 
@@ -103,14 +109,41 @@ Result<Hops> HopTrace::RoundTrip(uint64_t run, int64_t submit_us, int64_t sent_u
   return hops;
 }
 
-Result<Hops> HopTrace::Chain(uint64_t run) const {
+std::vector<const Event*> HopTrace::Gangs(uint64_t run) const {
   auto done = Of(run, "gang.done");
-  if (done.size() < 2) {
-    return NotFound(fmt::format("run {}: {} gang.done events, not a chain", run, done.size()));
-  }
   std::sort(done.begin(), done.end(), [](const Event* a, const Event* b) {
     return a->fields["gang"].get<uint64_t>() < b->fields["gang"].get<uint64_t>();
   });
+  return done;
+}
+
+Result<Hops> HopTrace::ChainRun(uint64_t run, int64_t submit_us, int64_t sent_us,
+                                int64_t done_us) const {
+  const auto scheduled = Of(run, "program.scheduled");
+  const auto done = Gangs(run);
+  if (scheduled.size() != 1 || done.size() < 2) {
+    return NotFound(fmt::format("run {}: {} program.scheduled, {} gang.done", run, scheduled.size(),
+                                done.size()));
+  }
+  const int64_t at[] = {submit_us,
+                        sent_us,
+                        Stamp(*scheduled[0]),
+                        Micros(*done.front(), "start_us"),
+                        Micros(*done.back(), "end_us"),
+                        Stamp(*done.back()),
+                        done_us};
+  Hops hops;
+  for (size_t i = 0; i < ChainRunHops().size(); ++i) {
+    hops[ChainRunHops()[i]] = static_cast<double>(at[i + 1] - at[i]);
+  }
+  return hops;
+}
+
+Result<Hops> HopTrace::Chain(uint64_t run) const {
+  const auto done = Gangs(run);
+  if (done.size() < 2) {
+    return NotFound(fmt::format("run {}: {} gang.done events, not a chain", run, done.size()));
+  }
   std::vector<double> compute, to_next, report;
   for (size_t i = 0; i < done.size(); ++i) {
     compute.push_back(

@@ -19,6 +19,15 @@
 // output to the next shard, queued on its own stream, and starts it). Off that path, the
 // executor's loop reports the shard (report: from its end to gang.done).
 //
+// A whole chained run (what bench/dispatch's chained rate divides its calls by) crosses:
+//   client_submit        the client lowers the program and sends the submission
+//   to_scheduler         ZeroMQ to the scheduler, which orders every gang (program.scheduled)
+//   to_first_start       the dispatch to the executor, which admits the first shards and
+//                        starts one (admitting the rest overlaps the chain)
+//   chain                from the first shard's start to the last one's end
+//   last_report          the loop reports the last shard (its gang.done)
+//   to_client            its output sealed in the store, the waiting read answered
+//
 // Not thread-safe: one thread records and reads.
 #pragma once
 
@@ -34,9 +43,11 @@
 
 namespace atl::bench {
 
-// The hops of a synchronous round trip and of a chained computation, in order.
+// The hops of a synchronous round trip, of a chained computation and of a chained run, in
+// order.
 const std::vector<std::string>& RoundTripHops();
 const std::vector<std::string>& ChainHops();
+const std::vector<std::string>& ChainRunHops();
 
 // Microseconds per hop, by hop name.
 using Hops = std::map<std::string, double>;
@@ -59,6 +70,8 @@ class HopTrace {
 
   // The median hops per computation of run `run`, a chain of calls on one device.
   Result<Hops> Chain(uint64_t run) const;
+  // The hops of that whole run, timed by the client as RoundTrip's.
+  Result<Hops> ChainRun(uint64_t run, int64_t submit_us, int64_t sent_us, int64_t done_us) const;
 
   // Forgets the events taken so far.
   void Clear() { events_.clear(); }
@@ -66,6 +79,8 @@ class HopTrace {
  private:
   // The events of run `run` with `topic`, in the order they came.
   std::vector<const Event*> Of(uint64_t run, const std::string& topic) const;
+  // Its gang.done events, in gang order.
+  std::vector<const Event*> Gangs(uint64_t run) const;
 
   zmq::socket_t socket_;
   std::string endpoint_;
