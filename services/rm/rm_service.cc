@@ -429,7 +429,7 @@ void RmService::FinishRegistration(uint64_t rm_request_id, const Status& status)
   }
   auto f = state_.functions.find(p.function_id);
   if (f == state_.functions.end()) return;  // its client left while it compiled
-  SaveState();
+  SaveFunction(p.function_id, f->second);
   events_->Publish(
       "function.registered",
       {{"function", p.function_id}, {"name", f->second.def.name}, {"slice", f->second.slice}});
@@ -490,11 +490,18 @@ Status RmService::CheckClient(const proto::Incoming& in, uint64_t client_id,
 
 void RmService::SaveState() {
   if (state_file_.empty()) return;
-  Status written = WriteStateFile(state_file_, state_);
-  if (!written.ok()) {
-    spdlog::error("{}", written.message());
-    events_->Publish("error.rm", {{"error", written.message()}});
-  }
+  ReportSaveError(WriteStateFile(state_file_, state_));
+}
+
+void RmService::SaveFunction(uint64_t id, const RmState::Function& function) {
+  if (state_file_.empty()) return;
+  ReportSaveError(AppendFunction(state_file_, id, function));
+}
+
+void RmService::ReportSaveError(const Status& saved) {
+  if (saved.ok()) return;
+  spdlog::error("{}", saved.message());
+  events_->Publish("error.rm", {{"error", saved.message()}});
 }
 
 Status RmService::LoadState() {

@@ -158,10 +158,13 @@ class RmService {
   void DrainStepDone(uint64_t drain);
 
   // Persistence (state_file.h): `state_` is saved after every change of what persists of
-  // it; a failed write is logged and published, not fatal. LoadState() starts afresh when
-  // there is no state file yet.
+  // it, a registered function by appending it alone (SaveFunction); a failed write is
+  // logged and published, not fatal. LoadState() starts afresh when there is no state file
+  // yet.
   Status LoadState();
   void SaveState();
+  void SaveFunction(uint64_t id, const RmState::Function& function);
+  void ReportSaveError(const Status& saved);
 
   zmq::context_t& context_;
   ClusterConfig config_;

@@ -47,6 +47,49 @@ Status CheckReferences(const RmState& state) {
   return Status::Ok();
 }
 
+std::string JournalPath(const std::string& path) { return path + ".functions"; }
+
+// One record of the function journal.
+struct JournalRecord {
+  uint64_t id = 0;
+  RmState::Function function;
+  MSGPACK_DEFINE(id, function);
+};
+
+// Adds to `state` the functions of the journal of `path` that it does not hold already.
+Status ReplayJournal(const std::string& path, RmState& state) {
+  const std::string journal = JournalPath(path);
+  if (!std::filesystem::exists(journal)) return Status::Ok();
+  std::ifstream in(journal, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return Unavailable("cannot read the function journal " + journal);
+  const uint64_t written_whole = state.next_function_id;
+  size_t offset = 0;
+  while (offset < bytes.size()) {
+    JournalRecord r;
+    try {
+      msgpack::object_handle record = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr,
+                                                      nullptr, proto::UntrustedLimit(bytes.size()));
+      record.get().convert(r);
+    } catch (const msgpack::insufficient_bytes&) {
+      break;  // cut short by a crash mid-append: that registration was never answered
+    } catch (const std::exception& e) {
+      return InvalidArgument("the function journal " + journal + " is unreadable: " + e.what());
+    }
+    if (r.id < written_whole) continue;
+    auto slice = state.slices.find(r.function.slice);
+    if (slice == state.slices.end() || slice->second.client != r.function.client) {
+      return InvalidArgument(
+          fmt::format("the function journal {}: function {} is on slice {} of "
+                      "client {}, which the state does not hold",
+                      journal, r.id, r.function.slice, r.function.client));
+    }
+    state.next_function_id = std::max(state.next_function_id, r.id + 1);
+    state.functions[r.id] = std::move(r.function);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status WriteStateFile(const std::string& path, const RmState& state) {
@@ -74,6 +117,20 @@ Status WriteStateFile(const std::string& path, const RmState& state) {
     std::filesystem::rename(temp, path, ec);
   }
   if (ec) return Unavailable(fmt::format("cannot write the state file {}: {}", path, ec.message()));
+  // Everything the journal held is in the state file now (a journal left by a failed removal
+  // is harmless: its records are older than the state file's next_function_id).
+  std::filesystem::remove(JournalPath(path), ec);
+  return Status::Ok();
+}
+
+Status AppendFunction(const std::string& path, uint64_t id, const RmState::Function& function) {
+  msgpack::sbuffer buffer;
+  msgpack::pack(buffer, JournalRecord{id, function});
+  const std::string journal = JournalPath(path);
+  std::ofstream out(journal, std::ios::binary | std::ios::app);
+  out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  out.close();
+  if (out.fail()) return Unavailable("cannot append to the function journal " + journal);
   return Status::Ok();
 }
 
@@ -113,6 +170,7 @@ Result<RmState> ReadStateFile(const std::string& path) {
   }
   Status consistent = CheckReferences(state);
   if (!consistent.ok()) return consistent.WithContext("the state file " + path);
+  ATOLL_RETURN_IF_ERROR(ReplayJournal(path, state));
   return state;
 }
 

@@ -1,6 +1,7 @@
 // The RM's state file: what is written is read back whole; liveness and connections are
 // not kept; a missing, unreadable, truncated, foreign or garbage file gives an error naming
-// it, never a crash; a failed write leaves the previous file whole.
+// it, never a crash; a failed write leaves the previous file whole. Functions appended to
+// its journal are read back after it, once; a record cut short ends the journal.
 #include "services/rm/state_file.h"
 
 #include <unistd.h>
@@ -366,6 +367,85 @@ TEST_F(StateFileTest, RecordsNamingWhatTheStateLacksAreRefused) {
     ExpectRefused(Code::kInvalidArgument, c.what);
     EXPECT_THAT(ReadStateFile(path_).status().message(), HasSubstr(c.error)) << c.what;
   }
+}
+
+// The function journal: registrations appended one by one, folded into the next whole write.
+
+TEST_F(StateFileTest, FunctionsAppendedAreReadBackAfterTheWholeState) {
+  RmState state = SampleState();
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  RmState::Function second = state.functions.at(7);
+  second.def.name = "second";
+  RmState::Function third = second;
+  third.slice = 4;
+  third.client = 5;
+  ASSERT_TRUE(AppendFunction(path_, 8, second).ok());
+  ASSERT_TRUE(AppendFunction(path_, 9, third).ok());
+  auto read = ReadStateFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  state.functions[8] = second;
+  state.functions[9] = third;
+  state.next_function_id = 10;
+  EXPECT_EQ(read->functions, state.functions);
+  EXPECT_EQ(read->next_function_id, 10u);
+  EXPECT_TRUE(*read == state);
+
+  // The next whole write holds them, and the journal is gone.
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  EXPECT_FALSE(fs::exists(path_ + ".functions"));
+  auto again = ReadStateFile(path_);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(*again == state);
+}
+
+TEST_F(StateFileTest, AJournalRecordOlderThanTheWholeStateIsNotReplayed) {
+  RmState state = SampleState();
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_TRUE(AppendFunction(path_, 8, state.functions.at(7)).ok());
+  // Function 8 dropped (its client left) and the whole state written, but the journal's
+  // removal failed: the record must not bring it back.
+  state.next_function_id = 9;
+  const std::string journal = path_ + ".functions";
+  const std::string kept = journal + ".kept";
+  fs::copy_file(journal, kept);
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  fs::rename(kept, journal);
+  auto read = ReadStateFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_FALSE(read->functions.count(8));
+  EXPECT_EQ(read->next_function_id, 9u);
+}
+
+TEST_F(StateFileTest, ARecordCutShortEndsTheJournal) {
+  RmState state = SampleState();
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_TRUE(AppendFunction(path_, 8, state.functions.at(7)).ok());
+  const std::string journal = path_ + ".functions";
+  const auto one = fs::file_size(journal);
+  ASSERT_TRUE(AppendFunction(path_, 9, state.functions.at(7)).ok());
+  std::ifstream in(journal, std::ios::binary);
+  const std::string whole{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  for (auto n = one; n < whole.size(); ++n) {
+    std::ofstream(journal, std::ios::binary | std::ios::trunc) << whole.substr(0, n);
+    auto read = ReadStateFile(path_);
+    ASSERT_TRUE(read.ok()) << n << " bytes: " << read.status().ToString();
+    EXPECT_TRUE(read->functions.count(8)) << n << " bytes";
+    EXPECT_FALSE(read->functions.count(9)) << n << " bytes";
+    EXPECT_EQ(read->next_function_id, 9u) << n << " bytes";
+  }
+}
+
+TEST_F(StateFileTest, AJournalOfGarbageOrOfFunctionsOnUnknownSlicesIsRefused) {
+  RmState state = SampleState();
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  RmState::Function stray = state.functions.at(7);
+  stray.slice = 99;
+  ASSERT_TRUE(AppendFunction(path_, 8, stray).ok());
+  ExpectRefused(Code::kInvalidArgument, "a function on a slice the state lacks");
+
+  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  std::ofstream(path_ + ".functions", std::ios::binary) << std::string("\xc1\xc1\xc1", 3);
+  ExpectRefused(Code::kInvalidArgument, "garbage");
 }
 
 }  // namespace
