@@ -14,6 +14,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
+#include "tests/e2e/one_call_program.h"
 #include "tests/e2e/store_stats.h"
 
 namespace atl::testing {
@@ -21,17 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-// A one-call program: `body(x)` over `slice`, x a replicated f32 [2].
-Result<Program> OneCall(Client& client, const Slice& slice, const std::string& name,
-                        const std::function<Value(FunctionBuilder&, Value)>& body) {
-  FunctionBuilder b(name);
-  b.Output(body(b, b.Input(DType::kF32, {2}, Sharding::Replicated())));
-  ATOLL_ASSIGN_OR_RETURN(Function fn, client.Register(b, slice));
-  ProgramBuilder p;
-  p.Return({p.Call(fn, {p.Arg(DType::kF32, {2})})[0]});
-  return p.Build();
-}
 
 Value Inc(FunctionBuilder& b, Value x) { return b.Add(x, 1.0); }
 

@@ -10,6 +10,7 @@
 #include "common/net/sent_counters.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/member_context.h"
+#include "tests/e2e/one_call_program.h"
 #include "tests/e2e/store_stats.h"
 
 namespace atl::testing {
@@ -19,17 +20,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 uint64_t ReadsSent() { return net::SentCounts()[proto::Kind::kGetObject].messages; }
-
-// A one-call program: `body(x)` on one device, x an f32[2].
-Result<Program> OneCall(Client& client, const Slice& slice, const std::string& name,
-                        const std::function<Value(FunctionBuilder&, Value)>& body) {
-  FunctionBuilder b(name);
-  b.Output(body(b, b.Input(DType::kF32, {2}, Sharding::Replicated())));
-  ATOLL_ASSIGN_OR_RETURN(Function fn, client.Register(b, slice));
-  ProgramBuilder p;
-  p.Return({p.Call(fn, {p.Arg(DType::kF32, {2})})[0]});
-  return p.Build();
-}
 
 Value Inc(FunctionBuilder& b, Value x) { return b.Add(x, 1.0); }
 
