@@ -4,8 +4,9 @@
 // A synchronous round trip (one call, its result read) crosses these hops, each measured
 // from the end of the one before:
 //   client_submit        the client lowers the call and sends the submission
-//   to_scheduler         ZeroMQ to the scheduler, which orders the program (program.scheduled)
-//   to_executor          the scheduler's dispatch to the executor, which admits the shard:
+//   to_scheduler         ZeroMQ to the scheduler, which orders the program, sends the dispatch,
+//                        then answers the client (program.scheduled)
+//   to_executor          the dispatch on its way to the executor, which admits the shard:
 //                        large outputs reserved, inputs resolved, queued (dispatch.admitted)
 //   to_device_thread     the device thread wakes and takes the shard (gang.done start_us)
 //   compute              the function runs (gang.done end_us)

@@ -111,6 +111,7 @@ void SchedulerService::OnRequest() {
     }
   });
   DispatchReleased();
+  AnswerSubmissions();
 }
 
 Status SchedulerService::OnSubmit(proto::Incoming& in) {
@@ -128,12 +129,26 @@ Status SchedulerService::OnSubmit(proto::Incoming& in) {
   const size_t queued_before = order_->queued();
   ATOLL_RETURN_IF_ERROR(order_->Submit(std::move(program)).WithContext("submit"));
   const auto gangs = static_cast<uint32_t>(order_->queued() - queued_before);
-  events_->Publish("program.scheduled", {{"run", run},
-                                         {"client", client},
-                                         {"island", options_.island},
-                                         {"gangs", uint64_t{gangs}},
-                                         {"policy", std::string(order_->policy().name())}});
-  return net::Reply(socket_, in, proto::SubmitReply{gangs});
+  Ordered& ordered = ordered_.emplace_back();
+  if (in.routing_id) ordered.client.copy(*in.routing_id);
+  ordered.request_id = in.header.request_id();
+  ordered.reply = proto::SubmitReply{gangs};
+  ordered.scheduled = {{"run", run},
+                       {"client", client},
+                       {"island", options_.island},
+                       {"gangs", uint64_t{gangs}},
+                       {"policy", std::string(order_->policy().name())}};
+  return Status::Ok();
+}
+
+void SchedulerService::AnswerSubmissions() {
+  for (Ordered& o : ordered_) {
+    Status sent = net::Send(socket_, &o.client, o.request_id, o.reply);
+    // A client gone meanwhile hears nothing; its lapse is reported on its own.
+    if (!sent.ok()) spdlog::debug("SubmitReply: {}", sent.ToString());
+    events_->Publish("program.scheduled", o.scheduled);
+  }
+  ordered_.clear();
 }
 
 Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
