@@ -1,7 +1,5 @@
 #include "client/read_ahead.h"
 
-#include <set>
-
 namespace atl {
 
 void ReadAhead::Add(uint64_t run, std::vector<Shard> shards) {
@@ -50,12 +48,10 @@ void ReadAhead::Collect() {
   }
 }
 
-void ReadAhead::AddPollItems(std::vector<zmq::pollitem_t>& items) {
-  std::set<net::Requester*> owing;
-  for (const auto& [request, key] : by_request_) {
-    if (owing.insert(request.first).second) {
-      items.push_back({request.first->socket().handle(), 0, ZMQ_POLLIN, 0});
-    }
+void ReadAhead::AddPollItems(std::vector<zmq::pollitem_t>& items) const {
+  // A late reply to a dropped read wakes the poll once; Collect drops it.
+  for (const auto& [store, socket] : sockets_) {
+    items.push_back({socket->socket().handle(), 0, ZMQ_POLLIN, 0});
   }
 }
 

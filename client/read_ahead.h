@@ -10,7 +10,7 @@
 // open or answered at once. Reads ahead go out on a socket of their own per store, which
 // nothing else reads, so that no other reader of the client's store sockets drops their
 // replies. A run dropped while a read ahead of it is still open must be released through
-// that same socket (ReleaseSocket), after the read: ZeroMQ keeps one socket's order, so the
+// that same socket (the one Drop returns), after the read: ZeroMQ keeps one socket's order, so the
 // store answers the read (Cancelled) instead of waiting for a shard that was freed.
 //
 // Not thread-safe: the client's thread only.
@@ -66,8 +66,8 @@ class ReadAhead {
   // Takes the replies that have come, without waiting.
   void Collect();
 
-  // Appends the sockets that owe replies, to poll while waiting for them.
-  void AddPollItems(std::vector<zmq::pollitem_t>& items);
+  // Appends its sockets (one per store read ahead from), to poll while waiting for replies.
+  void AddPollItems(std::vector<zmq::pollitem_t>& items) const;
 
   // Run `run` is gone (or cancelled): forgets its reads, and returns the stores where one
   // is still open, by endpoint, each with the socket to release the run's objects through.

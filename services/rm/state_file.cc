@@ -49,6 +49,14 @@ Status CheckReferences(const RmState& state) {
 
 std::string JournalPath(const std::string& path) { return path + ".functions"; }
 
+// The bytes of the file at `path` (`what` names it in the error).
+Result<std::string> ReadBytes(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return Unavailable("cannot read " + what + " " + path);
+  return bytes;
+}
+
 // One record of the function journal.
 struct JournalRecord {
   uint64_t id = 0;
@@ -60,9 +68,7 @@ struct JournalRecord {
 Status ReplayJournal(const std::string& path, RmState& state) {
   const std::string journal = JournalPath(path);
   if (!std::filesystem::exists(journal)) return Status::Ok();
-  std::ifstream in(journal, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return Unavailable("cannot read the function journal " + journal);
+  ATOLL_ASSIGN_OR_RETURN(const std::string bytes, ReadBytes(journal, "the function journal"));
   const uint64_t written_whole = state.next_function_id;
   size_t offset = 0;
   while (offset < bytes.size()) {
@@ -141,9 +147,7 @@ Result<RmState> ReadStateFile(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, error)) {
     return InvalidArgument("the state file " + path + " is not a regular file");
   }
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return Unavailable("cannot read the state file " + path);
+  ATOLL_ASSIGN_OR_RETURN(const std::string bytes, ReadBytes(path, "the state file"));
   RmState state;
   try {
     // Limits as for a message from the wire: a damaged length must not allocate gigabytes.

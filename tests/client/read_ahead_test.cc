@@ -48,6 +48,16 @@ class ReadAheadTest : public ::testing::Test {
     }
   }
 
+  // Runs 2 and 3 (objects 20 and 30) read ahead by a wait for run 1: the reads the store got.
+  std::vector<proto::Incoming> ReadTwoAhead() {
+    ahead_.Add(2, {ShardOf(20)});
+    ahead_.Add(3, {ShardOf(30)});
+    ahead_.ReadAfter(1, 100);
+    std::vector<proto::Incoming> raw;
+    Reads(&raw);
+    return raw;
+  }
+
   // Collects replies until `object`'s read is no longer open, at most a few seconds.
   Lookup AwaitAnswer(uint64_t object) {
     for (int i = 0; i < 100; ++i) {
@@ -99,11 +109,8 @@ TEST_F(ReadAheadTest, AWaitReadsOnlyTheLaterRunsAndEachReplyIsTakenOnce) {
 }
 
 TEST_F(ReadAheadTest, AReadThatOutlivedItsWaitIsForgottenAndOtherErrorsAreAnswers) {
-  ahead_.Add(2, {ShardOf(20)});
-  ahead_.Add(3, {ShardOf(30)});
-  ahead_.ReadAfter(1, 100);
-  std::vector<proto::Incoming> raw;
-  ASSERT_EQ(Reads(&raw).size(), 2u);
+  const std::vector<proto::Incoming> raw = ReadTwoAhead();
+  ASSERT_EQ(raw.size(), 2u);
   ASSERT_TRUE(net::ReplyError(store_, raw[0], DeadlineExceeded("not sealed in time")).ok());
   ASSERT_TRUE(net::ReplyError(store_, raw[1], Cancelled("released before it was sealed")).ok());
   EXPECT_EQ(AwaitAnswer(20).state, Lookup::kNone) << "its wait must read it again";
@@ -130,11 +137,8 @@ TEST_F(ReadAheadTest, TheWindowBoundsRunsAndBytes) {
 }
 
 TEST_F(ReadAheadTest, ADroppedRunNamesTheStoresWhereItsReadIsOpenAndItsLateReplyIsIgnored) {
-  ahead_.Add(2, {ShardOf(20)});
-  ahead_.Add(3, {ShardOf(30)});
-  ahead_.ReadAfter(1, 100);
-  std::vector<proto::Incoming> raw;
-  ASSERT_EQ(Reads(&raw).size(), 2u);
+  const std::vector<proto::Incoming> raw = ReadTwoAhead();
+  ASSERT_EQ(raw.size(), 2u);
   const auto open = ahead_.Drop(2);
   ASSERT_EQ(open.size(), 1u);
   EXPECT_EQ(open.begin()->first, endpoint_);
