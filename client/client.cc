@@ -23,6 +23,10 @@ namespace atl {
 
 namespace {
 
+// Submissions to one island scheduler that may go unanswered at once: below the ZeroMQ
+// high-water mark (1,000 messages) of the scheduler's queue of answers to this client.
+constexpr size_t kMaxUnacked = 256;
+
 // The shards of `results` worth reading ahead: those of the results the run makes (not its
 // arguments, nor earlier runs' futures) of at most ReadAhead::kMaxResultBytes.
 std::vector<ReadAhead::Shard> ReadAheadShards(const std::vector<ResultPlan>& results) {
@@ -224,8 +228,17 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
             .WithContext("put argument"));
   }
   // Streamed: the scheduler's answer is read later (DrainAcks), so back-to-back calls cost
-  // no round trip each.
+  // no round trip each. At most kMaxUnacked go unanswered: the scheduler's answers queue in
+  // its ROUTER, which would lose those past its high-water mark.
   for (const auto& [endpoint, submit] : lowered.per_scheduler) {
+    if (impl_->unacked[endpoint].size() >= kMaxUnacked) {
+      impl_->DrainAcks(timeout, kMaxUnacked - 1);
+      if (impl_->unacked[endpoint].size() >= kMaxUnacked) {
+        return DeadlineExceeded(
+            fmt::format("island scheduler {} answered none of the last {} submissions within {} ms",
+                        endpoint, kMaxUnacked, timeout.count()));
+      }
+    }
     ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, impl_->Watcher(endpoint));
     ATOLL_ASSIGN_OR_RETURN(uint64_t request, scheduler->Send(submit));
     impl_->unacked[endpoint][request] = run->id;

@@ -50,13 +50,14 @@ struct Client::Impl {
   ReadsLedger reads;
 
   // Reads whatever schedulers sent: answers to submissions, waiting at most `timeout` in
-  // total for those still missing, and RunDone and RunFailed notices that have arrived
-  // (never waited for: a reader looks for them between its reads' replies).
-  void DrainAcks(std::chrono::milliseconds timeout) {
+  // total while more than `keep` to one scheduler are missing, and RunDone and RunFailed
+  // notices that have arrived (never waited for: a reader looks for them between its
+  // reads' replies).
+  void DrainAcks(std::chrono::milliseconds timeout, size_t keep = 0) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (auto& [endpoint, pending] : unacked) {
       while (true) {
-        const auto left = pending.empty()
+        const auto left = pending.size() <= keep
                               ? std::chrono::milliseconds(0)
                               : std::max(std::chrono::milliseconds(0),
                                          std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -24,6 +24,13 @@ zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
   } else {
     socket.set(zmq::sockopt::sndtimeo, kSendTimeoutMs);
   }
+  if (type == zmq::socket_type::dealer) {
+    // A DEALER hears answers to its own requests and notices about its own runs, so what
+    // queues here is bounded by what it asked for. A bounded queue would push back into
+    // the answering ROUTER, which then loses the answer (see above) whenever this process
+    // reads less often than the peer answers: a burst of replies to a stream of requests.
+    socket.set(zmq::sockopt::rcvhwm, 0);
+  }
   if (const Credentials credentials = CredentialsOf(context); credentials.curve()) {
     socket.set(zmq::sockopt::curve_publickey, credentials.own.public_key);
     socket.set(zmq::sockopt::curve_secretkey, credentials.own.secret_key);

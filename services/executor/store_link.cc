@@ -35,12 +35,13 @@ Status SocketStoreRequests::Send(uint64_t request_id, const proto::PutObject& re
 }
 
 StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, Hooks hooks,
-                     RunAheadLimits run_ahead)
+                     RunAheadLimits run_ahead, size_t max_in_flight)
     : send_(requests),
       items_(items),
       arena_(arena),
       hooks_(std::move(hooks)),
-      run_ahead_(run_ahead) {}
+      run_ahead_(run_ahead),
+      max_in_flight_(std::max<size_t>(max_in_flight, 1)) {}
 
 void StoreLink::Attach(uint64_t instance) {
   instance_ = instance;
@@ -49,7 +50,7 @@ void StoreLink::Attach(uint64_t instance) {
 
 void StoreLink::Detach(const Status& why) {
   detached_ = why;
-  for (auto& [id, request] : std::exchange(requests_, {})) {
+  auto fail = [&](const Request& request) {
     if (request.kind == Request::kGetInput) {
       items_.Fail(request.item, why.WithContext("read argument"));
     } else if (request.kind == Request::kCreate) {
@@ -57,6 +58,10 @@ void StoreLink::Detach(const Status& why) {
     } else if (request.kind == Request::kPut) {
       AnswerWaiting(*request.write, why.WithContext("put output"));
     }
+  };
+  for (auto& [id, request] : std::exchange(requests_, {})) fail(request);
+  for (auto* queue : {&urgent_, &creates_}) {
+    for (const Request& request : std::exchange(*queue, {})) fail(request);
   }
   for (auto& [key, write] : std::exchange(writes_, {})) {
     AnswerWaiting(*write, why.WithContext("put output"));  // a shard still running for it
@@ -70,12 +75,58 @@ Status StoreLink::CheckInstance(uint64_t instance) {
   return Unavailable("the object store restarted since this executor mapped its arena");
 }
 
-template <typename... Body>
-Status StoreLink::Send(Request request, const Body&... body) {
+Status StoreLink::Send(Request request) {
+  if (requests_.size() >= max_in_flight_ || !urgent_.empty() || !creates_.empty()) {
+    (request.kind == Request::kCreate ? creates_ : urgent_).push_back(std::move(request));
+    return Status::Ok();
+  }
   const uint64_t id = next_request_++;
-  ATOLL_RETURN_IF_ERROR(send_.Send(id, body...));
+  ATOLL_RETURN_IF_ERROR(Transmit(id, request));
   requests_.emplace(id, std::move(request));
   return Status::Ok();
+}
+
+Status StoreLink::Transmit(uint64_t id, const Request& request) {
+  switch (request.kind) {
+    case Request::kCreate:
+      return send_.Send(id, request.write->create);
+    case Request::kGetInput: {
+      const proto::InputSource& src = request.item->entry.inputs[request.input];
+      return send_.Send(id, proto::GetObject{src.object_id, src.shard, kArgumentWaitMs, false});
+    }
+    case Request::kSeal: {
+      const Write& write = *request.write;
+      proto::SealObject seal{write.create.object_id, write.create.shard, 0, ""};
+      if (!write.failure.ok()) {
+        seal.error_code = static_cast<int32_t>(write.failure.code());
+        seal.error = write.failure.message();
+      }
+      return send_.Send(id, seal);
+    }
+    case Request::kPut: {
+      const Tensor& value = *request.write->value;
+      const proto::CreateObject& c = request.write->create;
+      return send_.Send(id,
+                        proto::PutObject{c.object_id, c.shard, c.owner_client, value.dtype(),
+                                         value.shape(), c.device},
+                        value);
+    }
+  }
+  return Internal("unknown store request kind");
+}
+
+void StoreLink::SendQueued() {
+  while (requests_.size() < max_in_flight_ && (!urgent_.empty() || !creates_.empty())) {
+    auto& queue = urgent_.empty() ? creates_ : urgent_;
+    Request request = std::move(queue.front());
+    queue.pop_front();
+    const uint64_t id = next_request_++;
+    if (Status sent = Transmit(id, request); !sent.ok()) {
+      Answer(request, nullptr, sent);  // as if the store had refused it
+      continue;
+    }
+    requests_.emplace(id, std::move(request));
+  }
 }
 
 Result<bool> StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
@@ -98,7 +149,7 @@ Result<bool> StoreLink::ReserveOutput(proto::CreateObject create, bool deferred,
     write->waiting = item;
     return true;
   }
-  ATOLL_RETURN_IF_ERROR(Send({Request::kCreate, write, nullptr, 0}, write->create));
+  ATOLL_RETURN_IF_ERROR(Send({Request::kCreate, write, nullptr, 0}));
   write->waiting = item;
   item->reservations_missing++;
   return false;
@@ -123,8 +174,7 @@ void StoreLink::ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input)
     }
     return;
   }
-  Status sent = Send({Request::kGetInput, nullptr, item, input},
-                     proto::GetObject{src.object_id, src.shard, kArgumentWaitMs, false});
+  Status sent = Send({Request::kGetInput, nullptr, item, input});
   if (!sent.ok()) items_.Fail(item, sent.WithContext("read argument"));
 }
 
@@ -154,7 +204,7 @@ void StoreLink::WriteOutput(uint64_t object_id, uint32_t shard, const Result<Ten
   } else {
     for (int64_t& d : write->create.shape) d = std::max<int64_t>(d, 0);
   }
-  Status sent = Send({Request::kCreate, write, nullptr, 0}, write->create);
+  Status sent = Send({Request::kCreate, write, nullptr, 0});
   if (!sent.ok()) {
     writes_.erase(it);
     hooks_.on_error(sent.WithContext("reserve output"));
@@ -171,6 +221,11 @@ void StoreLink::OnReply(const proto::Incoming& reply) {
     auto err = reply.header.As<proto::Error>();
     error = err.ok() ? proto::FromError(*err) : err.status();
   }
+  Answer(request, &reply, std::move(error));
+  SendQueued();
+}
+
+void StoreLink::Answer(const Request& request, const proto::Incoming* reply, Status error) {
   switch (request.kind) {
     case Request::kCreate:
       OnCreateReply(request, reply, std::move(error));
@@ -188,10 +243,10 @@ void StoreLink::OnReply(const proto::Incoming& reply) {
   }
 }
 
-void StoreLink::OnCreateReply(const Request& request, const proto::Incoming& reply, Status error) {
-  auto created = reply.header.As<proto::CreateObjectReply>();
-  if (error.ok() && !created.ok()) error = created.status();
-  if (error.ok()) error = CheckInstance(created->instance);
+void StoreLink::OnCreateReply(const Request& request, const proto::Incoming* reply, Status error) {
+  Result<proto::CreateObjectReply> created = error;
+  if (error.ok()) created = reply->header.As<proto::CreateObjectReply>();
+  if (error.ok()) error = created.ok() ? CheckInstance(created->instance) : created.status();
   Write& write = *request.write;
   AnswerWaiting(write, error.WithContext("reserve output"));
   if (!error.ok()) {
@@ -206,11 +261,11 @@ void StoreLink::OnCreateReply(const Request& request, const proto::Incoming& rep
   Complete(request.write);
 }
 
-void StoreLink::OnGetReply(const Request& request, const proto::Incoming& reply,
+void StoreLink::OnGetReply(const Request& request, const proto::Incoming* reply,
                            const Status& error) {
   Result<Tensor> value = error;
   if (error.ok()) {
-    auto got = reply.header.As<proto::GetObjectReply>();
+    auto got = reply->header.As<proto::GetObjectReply>();
     Status same = got.ok() ? CheckInstance(got->instance) : got.status();
     value = same.ok() ? ReadArena(*got) : Result<Tensor>(same);
   }
@@ -228,11 +283,7 @@ Result<Tensor> StoreLink::ReadArena(const proto::GetObjectReply& reply) const {
 }
 
 void StoreLink::Put(const std::shared_ptr<Write>& write) {
-  const Tensor& value = *write->value;
-  const proto::CreateObject& c = write->create;
-  const proto::PutObject put{c.object_id,   c.shard,       c.owner_client,
-                             value.dtype(), value.shape(), c.device};
-  Status sent = Send({Request::kPut, write, nullptr, 0}, put, value);
+  Status sent = Send({Request::kPut, write, nullptr, 0});
   if (!sent.ok()) {
     AnswerWaiting(*write, sent.WithContext("put output"));
     hooks_.on_error(sent.WithContext("put output"));
@@ -268,7 +319,6 @@ void StoreLink::Complete(const std::shared_ptr<Write>& write) {
   if (!write->value && write->failure.ok()) return;
   write->finished = true;
   writes_.erase({write->create.object_id, write->create.shard});
-  proto::SealObject seal{write->create.object_id, write->create.shard, 0, ""};
   if (write->value) {
     auto span = arena_.Slice(*write->offset, write->value->nbytes());
     if (!span.ok()) {
@@ -276,12 +326,9 @@ void StoreLink::Complete(const std::shared_ptr<Write>& write) {
     } else if (write->value->nbytes() > 0) {  // an empty tensor's data() may be null
       std::memcpy(span->data(), write->value->data(), write->value->nbytes());
     }
+    write->value.reset();  // in the arena now; the seal may wait for a free request slot
   }
-  if (!write->failure.ok()) {
-    seal.error_code = static_cast<int32_t>(write->failure.code());
-    seal.error = write->failure.message();
-  }
-  Status sent = Send({Request::kSeal, nullptr, nullptr, 0}, seal);
+  Status sent = Send({Request::kSeal, write, nullptr, 0});
   if (!sent.ok()) hooks_.on_error(sent);
 }
 

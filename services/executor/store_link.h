@@ -11,6 +11,11 @@
 // starts and for one message after. RunAheadLimits bound the bytes sent so and not yet
 // answered; beyond them a shard waits for its space as before.
 //
+// The store's replies to this executor queue in the store's ROUTER, which refuses (and so
+// loses) a reply beyond its high-water mark: at most `max_in_flight` requests are
+// unanswered at once, and the rest wait here in order, those that finish a shard (seals,
+// puts, reads) ahead of reservations for shards admitted further ahead.
+//
 // Seams: requests leave through StoreRequests (a socket in the executor, a fake in tests),
 // replies come in decoded through OnReply; inputs, grants and failures go to an ItemSink;
 // the answers to reservations a shard ran ahead of, and errors nobody waits for (a refused
@@ -20,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -84,8 +90,11 @@ class StoreLink {
         on_ahead_answered;
   };
   // `requests`, `items` and `arena` (the store's arena, mapped here) must outlive the link.
+  // Below the ZeroMQ high-water mark (1,000 messages) of the store's reply queue.
+  static constexpr size_t kMaxInFlight = 256;
+
   StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, Hooks hooks,
-            RunAheadLimits run_ahead = {});
+            RunAheadLimits run_ahead = {}, size_t max_in_flight = kMaxInFlight);
 
   // `arena` now maps the region of the store process `instance` (StoreHelloReply): replies
   // from any other instance are refused, never read or written through `arena`.
@@ -118,7 +127,9 @@ class StoreLink {
   // A reply from the object store; one that answers no pending request is ignored.
   void OnReply(const proto::Incoming& reply);
 
+  // Requests sent and not answered yet, and those waiting for one of them to be answered.
   size_t pending_requests() const { return requests_.size(); }
+  size_t queued_requests() const { return urgent_.size() + creates_.size(); }
   size_t pending_writes() const { return writes_.size(); }
   // The bytes of outputs shards ran ahead of that the store has not taken yet.
   uint64_t ahead_bytes() const { return ahead_bytes_; }
@@ -143,17 +154,25 @@ class StoreLink {
   // What a reply continues.
   struct Request {
     enum Kind { kCreate, kGetInput, kSeal, kPut } kind = kCreate;
-    std::shared_ptr<Write> write;    // kCreate, kPut
+    std::shared_ptr<Write> write;    // kCreate, kPut, kSeal
     std::shared_ptr<WorkItem> item;  // kGetInput
     uint32_t input = 0;              // kGetInput
   };
 
-  template <typename... Body>
-  Status Send(Request request, const Body&... body);
+  // Sends `request` now when fewer than max_in_flight_ are unanswered and none waits before
+  // it, else queues it. Returns the error of a request that could not be sent now.
+  Status Send(Request request);
+  // The request's message, built from what it continues.
+  Status Transmit(uint64_t id, const Request& request);
+  // Sends queued requests while the window allows; one that cannot be sent is answered as
+  // if the store had refused it.
+  void SendQueued();
+  // Continues `request` with the store's `reply` (null: never sent) or `error`.
+  void Answer(const Request& request, const proto::Incoming* reply, Status error);
   // Sends the value of a write whose shard ran ahead, whole.
   void Put(const std::shared_ptr<Write>& write);
-  void OnCreateReply(const Request& request, const proto::Incoming& reply, Status error);
-  void OnGetReply(const Request& request, const proto::Incoming& reply, const Status& error);
+  void OnCreateReply(const Request& request, const proto::Incoming* reply, Status error);
+  void OnGetReply(const Request& request, const proto::Incoming* reply, const Status& error);
   Result<Tensor> ReadArena(const proto::GetObjectReply& reply) const;
   // Tells the shard waiting for the write's space that the store answered (`answer`).
   void AnswerWaiting(Write& write, const Status& answer);
@@ -171,10 +190,13 @@ class StoreLink {
   ShmRegion& arena_;
   const Hooks hooks_;
   const RunAheadLimits run_ahead_;
+  const size_t max_in_flight_;
   uint64_t ahead_bytes_ = 0;
   uint64_t instance_ = 0;
   Status detached_;                       // not OK between Detach and Attach
   std::map<uint64_t, Request> requests_;  // by request id
+  std::deque<Request> urgent_;            // queued seals, puts and reads
+  std::deque<Request> creates_;           // queued reservations
   // Output shards bound for the store, by (object id, shard), until sealed.
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<Write>> writes_;
   uint64_t next_request_ = 1;

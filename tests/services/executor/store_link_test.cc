@@ -67,7 +67,7 @@ class StoreLinkTest : public ::testing::Test {
     // Every shard waits for its space unless a test lets it run ahead.
     MakeLink({.output_bytes = 0, .budget_bytes = 0});
   }
-  void MakeLink(RunAheadLimits run_ahead) {
+  void MakeLink(RunAheadLimits run_ahead, size_t max_in_flight = StoreLink::kMaxInFlight) {
     link_ = std::make_unique<StoreLink>(
         store_, sink_, *arena_,
         StoreLink::Hooks{.on_error = [this](const Status& e) { errors_.push_back(e); },
@@ -76,13 +76,13 @@ class StoreLinkTest : public ::testing::Test {
                              [this](const std::shared_ptr<WorkItem>& item, const Status& answer) {
                                ahead_answers_.emplace_back(item, answer);
                              }},
-        run_ahead);
+        run_ahead, max_in_flight);
   }
 
-  // An item that writes output shard (object, shard), f32 [2].
-  std::shared_ptr<WorkItem> Writer() {
+  // An item that writes output shard (object, 0), f32 [2].
+  std::shared_ptr<WorkItem> Writer(uint64_t object = 5) {
     auto item = MakeItem(MakeEntry(1, 0, 1));
-    EXPECT_TRUE(link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 0}, false, item).ok());
+    EXPECT_TRUE(link_->ReserveOutput({object, 0, 42, DType::kF32, {2}, 0}, false, item).ok());
     return item;
   }
   // Request `i` as a T (a default T when it is not one; the test fails then).
@@ -397,6 +397,77 @@ TEST_F(StoreLinkTest, AReplyToNoPendingRequestIsIgnoredAndASealErrorReported) {
   link_->OnReply(Reply(store_.sent[1].id, proto::ToError(NotFound("no such object"))));
   ASSERT_EQ(errors_.size(), 1u);
   EXPECT_NE(errors_[0].ToString().find("seal"), std::string::npos);
+}
+
+TEST_F(StoreLinkTest, AtMostTheWindowIsUnansweredAndTheRestGoInOrderAsRepliesCome) {
+  MakeLink({.output_bytes = 0, .budget_bytes = 0}, /*max_in_flight=*/2);
+  for (uint64_t object : {10, 11, 12, 13}) Writer(object);
+  ASSERT_EQ(store_.sent.size(), 2u) << "two requests unanswered at most";
+  EXPECT_EQ(link_->pending_requests(), 2u);
+  EXPECT_EQ(link_->queued_requests(), 2u);
+
+  link_->OnReply(Reply(store_.sent[1].id, proto::CreateObjectReply{64, 8}));
+  ASSERT_EQ(store_.sent.size(), 3u) << "a reply lets the next queued request go";
+  EXPECT_EQ(SentAs<proto::CreateObject>(2).object_id, 12u);
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 8}));
+  ASSERT_EQ(store_.sent.size(), 4u);
+  EXPECT_EQ(SentAs<proto::CreateObject>(3).object_id, 13u);
+  EXPECT_EQ(link_->queued_requests(), 0u);
+  EXPECT_EQ(sink_.calls().size(), 2u) << "the two answered reservations were granted";
+}
+
+TEST_F(StoreLinkTest, AQueuedSealGoesBeforeQueuedReservations) {
+  MakeLink({.output_bytes = 0, .budget_bytes = 0}, /*max_in_flight=*/1);
+  for (uint64_t object : {10, 11, 12}) Writer(object);
+  link_->WriteOutput(10, 0, Tensor::F32({2}, {1, 2}));
+  ASSERT_EQ(store_.sent.size(), 1u);
+
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 8}));
+  ASSERT_EQ(store_.sent.size(), 2u);
+  const auto seal = SentAs<proto::SealObject>(1);
+  EXPECT_EQ(seal.object_id, 10u) << "the finished shard's seal goes before later reservations";
+  EXPECT_EQ(ArenaFloat(0), 1.0f);
+  link_->OnReply(Reply(store_.sent[1].id, proto::Ok{}));
+  ASSERT_EQ(store_.sent.size(), 3u);
+  EXPECT_EQ(SentAs<proto::CreateObject>(2).object_id, 11u);
+  EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(StoreLinkTest, QueuedRequestsFailWhenTheStoreIsLostOrTheyCannotBeSent) {
+  MakeLink({.output_bytes = 0, .budget_bytes = 0}, /*max_in_flight=*/1);
+  auto first = Writer(10);
+  auto second = Writer(11);
+  auto third = Writer(12);
+  ASSERT_EQ(store_.sent.size(), 1u);
+
+  // The socket refuses what is sent next: the queued reservations fail their shards.
+  store_.refuse = Unavailable("store socket closed");
+  link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 8}));
+  auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].kind, Call::kReserved);
+  EXPECT_EQ(calls[0].item, first);
+  for (size_t i : {1, 2}) {
+    EXPECT_EQ(calls[i].kind, Call::kFail);
+    EXPECT_EQ(calls[i].item, i == 1 ? second : third);
+    EXPECT_EQ(calls[i].status.code(), Code::kUnavailable);
+  }
+  ASSERT_EQ(errors_.size(), 2u);
+  EXPECT_NE(errors_[0].ToString().find("reserve output"), std::string::npos);
+
+  store_.refuse = Status::Ok();
+  auto fourth = Writer(13);
+  auto fifth = Writer(14);
+  link_->Detach(Unavailable("the object store was lost"));
+  calls = sink_.calls();
+  std::vector<std::shared_ptr<WorkItem>> failed;
+  for (const auto& call : calls) {
+    if (call.kind == Call::kFail && call.status.ToString().find("was lost") != std::string::npos)
+      failed.push_back(call.item);
+  }
+  EXPECT_EQ(failed, (std::vector<std::shared_ptr<WorkItem>>{fourth, fifth}))
+      << "the sent and the queued reservation fail with the store";
+  EXPECT_EQ(link_->pending_requests() + link_->queued_requests(), 0u);
 }
 
 }  // namespace
