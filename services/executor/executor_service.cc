@@ -34,7 +34,7 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
       store_(context, std::move(store_endpoint)),
-      outbox_(context, config_.dataplane) {}
+      outbox_(context, config_.dataplane, std::chrono::milliseconds(config_.input_wait_ms)) {}
 
 ExecutorService::~ExecutorService() {
   // A device thread may wait in a collective whose partner's message never comes.

@@ -7,10 +7,23 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace atl::executor {
 
-TupleOutbox::TupleOutbox(zmq::context_t& context, const DataPlaneConfig& config)
-    : config_(config), window_(config.batch_window_us), peers_(context) {}
+namespace {
+
+// How soon a held batch is tried again: a quarter of how long it has been held, within
+// these bounds, so that a peer back at once costs little delay and one gone for long
+// little CPU.
+constexpr std::chrono::milliseconds kFirstRetry{1};
+constexpr std::chrono::milliseconds kLastRetry{100};
+
+}  // namespace
+
+TupleOutbox::TupleOutbox(zmq::context_t& context, const DataPlaneConfig& config,
+                         std::chrono::milliseconds hold_limit)
+    : config_(config), window_(config.batch_window_us), hold_limit_(hold_limit), peers_(context) {}
 
 TupleOutbox::~TupleOutbox() {
   if (timer_fd_ >= 0) close(timer_fd_);
@@ -42,11 +55,21 @@ std::vector<Status> TupleOutbox::Flush() {
   for (auto& [endpoint, batch] : batches_) {
     if (batch.message.tuples.empty() || !Due(batch, now)) continue;
     const uint64_t tuples = batch.message.tuples.size();
-    net::Frames frames = batch.frames.Take();
-    Status sent = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * peer, peers_.Get(endpoint));
-      return net::Send(*peer, nullptr, 0, batch.message, std::move(frames));
-    }();
+    auto peer = peers_.Get(endpoint);
+    Status sent = peer.status();
+    if (sent.ok()) {
+      // Room for the first frame is room for the whole message: ZeroMQ takes the rest of a
+      // multipart message once it took its first part.
+      const bool room = ((*peer)->get(zmq::sockopt::events) & ZMQ_POLLOUT) != 0;
+      if (!room) {
+        if (batch.held_since == kNever) batch.held_since = now;
+        if (now - batch.held_since < hold_limit_) continue;
+        sent = Unavailable(fmt::format("the peer took nothing for {} ms (its queue is full)",
+                                       hold_limit_.count()));
+      } else {
+        sent = net::Send(**peer, nullptr, 0, batch.message, batch.frames.Take());
+      }
+    }
     if (sent.ok()) {
       stats_.tuples += tuples;
       stats_.batches++;
@@ -55,18 +78,34 @@ std::vector<Status> TupleOutbox::Flush() {
       errors.push_back(
           sent.WithContext("send " + std::to_string(tuples) + " tuples to " + endpoint));
     }
+    batch.frames.Take();  // a dropped batch's frames go with it
     batch.message.tuples.clear();
     batch.bytes = 0;
     batch.urgent = false;
+    batch.held_since = kNever;
   }
   ArmTimer(now);
   return errors;
 }
 
+size_t TupleOutbox::held() const {
+  size_t n = 0;
+  for (const auto& [endpoint, batch] : batches_) n += batch.held_since != kNever;
+  return n;
+}
+
+std::chrono::steady_clock::time_point TupleOutbox::NextLook(
+    const Batch& batch, std::chrono::steady_clock::time_point now) const {
+  if (batch.held_since == kNever) return batch.first + window_;
+  const auto retry = std::clamp<std::chrono::steady_clock::duration>((now - batch.held_since) / 4,
+                                                                     kFirstRetry, kLastRetry);
+  return now + retry;
+}
+
 void TupleOutbox::ArmTimer(std::chrono::steady_clock::time_point now) {
   auto next = kDisarmed;
   for (const auto& [endpoint, batch] : batches_) {
-    if (!batch.message.tuples.empty()) next = std::min(next, batch.first + window_);
+    if (!batch.message.tuples.empty()) next = std::min(next, NextLook(batch, now));
   }
   if (timer_fd_ < 0 || next == armed_for_) return;  // most turns: nothing pending, as before
   armed_for_ = next;

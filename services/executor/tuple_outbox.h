@@ -10,6 +10,12 @@
 // Flush() sends what is due; the owner calls it at the end of every loop turn and when
 // timer_fd() (a timerfd armed for the next batch to fall due) becomes readable.
 //
+// A peer whose queue is full (it has not read its data socket for a while: 1,000 messages
+// there and 1,000 here, past the kernel's buffers) holds its batch here, still growing,
+// and the batch is tried again on the timer (every 1 to 100 ms, backing off) until the peer
+// takes it; only a batch held `hold_limit` is dropped and reported, since its consumer has
+// given up on it by then (the executor passes its input_wait_ms).
+//
 // Tensor data is never copied into the msgpack header: small tensors share one frame, a
 // large tensor's frame borrows its bytes (ZeroMQ frees them once sent); see tuple_frames.h.
 //
@@ -41,7 +47,8 @@ class TupleOutbox {
     uint64_t bytes = 0;    // tensor bytes
   };
 
-  TupleOutbox(zmq::context_t& context, const DataPlaneConfig& config);
+  TupleOutbox(zmq::context_t& context, const DataPlaneConfig& config,
+              std::chrono::milliseconds hold_limit = std::chrono::minutes(10));
   ~TupleOutbox();
   TupleOutbox(const TupleOutbox&) = delete;
   TupleOutbox& operator=(const TupleOutbox&) = delete;
@@ -56,11 +63,14 @@ class TupleOutbox {
   void Add(const std::string& endpoint, proto::TupleHeader header, Result<Tensor> value,
            bool urgent);
 
-  // Sends every batch that is due and re-arms the timer for the next one. Returns one error
-  // per batch that could not be sent (the batch is dropped: its consumers' waits are bounded).
+  // Sends every batch that is due and its peer can take, and re-arms the timer for the next
+  // one or the next try. Returns one error per batch dropped: its peer is not an endpoint,
+  // or took nothing for hold_limit (its consumers' waits are bounded).
   std::vector<Status> Flush();
 
   const Stats& stats() const { return stats_; }
+  // Batches due but held for a peer whose queue is full.
+  size_t held() const;
 
  private:
   struct Batch {
@@ -69,14 +79,21 @@ class TupleOutbox {
     uint64_t bytes = 0;
     bool urgent = false;
     std::chrono::steady_clock::time_point first;  // when the oldest tuple was queued
+    // When its peer's queue was first found full, while it still is (kNever otherwise).
+    std::chrono::steady_clock::time_point held_since = kNever;
   };
   bool Due(const Batch& batch, std::chrono::steady_clock::time_point now) const;
+  // When to look at `batch` next: its window's end, or its next try while it is held.
+  std::chrono::steady_clock::time_point NextLook(const Batch& batch,
+                                                 std::chrono::steady_clock::time_point now) const;
   void ArmTimer(std::chrono::steady_clock::time_point now);
 
-  static constexpr auto kDisarmed = std::chrono::steady_clock::time_point::max();
+  static constexpr auto kNever = std::chrono::steady_clock::time_point::max();
+  static constexpr auto kDisarmed = kNever;
 
   DataPlaneConfig config_;
   std::chrono::microseconds window_;
+  std::chrono::milliseconds hold_limit_;
   net::DealerPool peers_;  // to other executors' data planes
   std::map<std::string, Batch> batches_;
   int timer_fd_ = -1;

@@ -22,9 +22,9 @@ class TupleOutboxTest : public ::testing::Test {
     endpoint_ = *bound;
   }
 
-  // The next TupleBatch the peer received, within a second.
-  std::optional<proto::Incoming> Receive() {
-    auto frames = net::RecvFrames(peer_, 1000ms);
+  // The next TupleBatch the peer received, within `timeout`.
+  std::optional<proto::Incoming> Receive(std::chrono::milliseconds timeout = 1000ms) {
+    auto frames = net::RecvFrames(peer_, timeout);
     if (!frames.ok() || !frames->has_value()) return std::nullopt;
     auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/true);
     EXPECT_TRUE(in.ok()) << in.status().ToString();
@@ -174,6 +174,64 @@ TEST_F(TupleOutboxTest, AnUnreachablePeerIsReportedNotThrown) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].message().find("not an endpoint"), std::string::npos) << errors[0].ToString();
   EXPECT_EQ(outbox.stats().batches, 0u);
+}
+
+// The peer's ROUTER stops reading (its queue and the outbox's fill): batches wait in the
+// outbox instead of being dropped, and all of them arrive, in order, once the peer reads.
+TEST_F(TupleOutboxTest, APeerThatDoesNotReadHoldsItsBatchesUntilItDoes) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1, .batch_window_us = 0});
+  ASSERT_TRUE(outbox.Start().ok());
+  const std::vector<float> values(1024, 1.0f);  // 4 KiB a tuple: past the kernel's buffers
+  constexpr uint32_t kTuples = 5000;            // one batch each (batch_bytes 1)
+  for (uint32_t s = 0; s < kTuples; ++s) {
+    outbox.Add(endpoint_, Header(s), Tensor::F32({1024}, values), false);
+    const auto errors = outbox.Flush();
+    ASSERT_TRUE(errors.empty()) << errors[0].ToString();
+  }
+  EXPECT_EQ(outbox.held(), 1u) << "the peer read nothing, yet everything went";
+  EXPECT_LT(outbox.stats().tuples, kTuples);
+
+  // The peer reads; the held batch goes on the outbox's timer.
+  uint32_t next = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (next < kTuples && std::chrono::steady_clock::now() < deadline) {
+    while (auto in = Receive(10ms)) {
+      auto batch = in->header.As<proto::TupleBatch>();
+      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      for (const auto& h : batch->tuples) ASSERT_EQ(h.shard, next++) << "out of order";
+      if (next == kTuples) break;
+    }
+    if (TimerFires(outbox, 100)) {
+      ASSERT_TRUE(outbox.Flush().empty());
+    }
+  }
+  EXPECT_EQ(next, kTuples) << "tuples were lost";
+  EXPECT_EQ(outbox.held(), 0u);
+  EXPECT_EQ(outbox.stats().tuples, kTuples);
+}
+
+TEST_F(TupleOutboxTest, ABatchHeldPastTheHoldLimitIsDroppedAndReported) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1, .batch_window_us = 0}, 50ms);
+  ASSERT_TRUE(outbox.Start().ok());
+  const std::vector<float> values(1024, 1.0f);
+  // A producer goes on adding (64 MB/s) while the peer reads nothing, until a batch is
+  // dropped.
+  std::vector<Status> errors;
+  bool held = false;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (uint32_t s = 0; errors.empty() && std::chrono::steady_clock::now() < deadline;) {
+    for (int i = 0; i < 16; ++i) {
+      outbox.Add(endpoint_, Header(s++), Tensor::F32({1024}, values), false);
+    }
+    errors = outbox.Flush();
+    held = held || outbox.held() > 0;
+    TimerFires(outbox, 1);
+  }
+  EXPECT_TRUE(held);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message().find("took nothing for 50 ms"), std::string::npos)
+      << errors[0].ToString();
+  EXPECT_EQ(outbox.held(), 0u);
 }
 
 }  // namespace
