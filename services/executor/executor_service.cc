@@ -34,7 +34,12 @@ ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
       data_(net::MakeSocket(context, zmq::socket_type::router)),
       rm_(context, config_.rm_endpoint),
       store_(context, std::move(store_endpoint)),
-      outbox_(context, config_.dataplane, std::chrono::milliseconds(config_.input_wait_ms)) {}
+      outbox_(context, config_.dataplane, std::chrono::milliseconds(config_.input_wait_ms)) {
+  // Gang reports to a scheduler must not be lost (its window would never move on): its
+  // queue here holds at most one report per gang it dispatched, so it is not bounded
+  // further, and a burst of reports in one loop turn never finds it full.
+  control_.set(zmq::sockopt::sndhwm, 0);
+}
 
 ExecutorService::~ExecutorService() {
   // A device thread may wait in a collective whose partner's message never comes.

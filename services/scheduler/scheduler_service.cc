@@ -336,19 +336,21 @@ void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> rel
     }();
     if (!sent.ok()) {
       // Those shards will never report: take them out of the flight so the window moves
-      // on. Their consumers fail on missing inputs.
+      // on, and fail their runs as a failed shard does (their partners elsewhere stop).
+      const Status failure = sent.WithContext("dispatch to executor " + endpoint);
       std::vector<proto::GangDone> lost;
       for (const auto& e : dispatch.entries) {
         if (lost.empty() || lost.back().gang_seq != e.gang_seq) {
           lost.emplace_back().gang_seq = e.gang_seq;
-          lost.back().error_code = static_cast<int32_t>(sent.code());
+          lost.back().error_code = static_cast<int32_t>(failure.code());
+          lost.back().error = failure.message();
         }
         lost.back().shards++;
       }
-      for (const auto& gang : lost) order_->OnGangDone(endpoint, gang);
-      events_->Publish(
-          "error.scheduler",
-          {{"error", sent.WithContext("dispatch to executor " + endpoint).ToString()}});
+      for (const auto& gang : lost) {
+        if (auto failed = order_->OnGangDone(endpoint, gang)) OnRunFailed(*failed, gang);
+      }
+      events_->Publish("error.scheduler", {{"error", failure.ToString()}});
     }
   }
 }
