@@ -11,6 +11,11 @@
 //   chain_hops       the same for one computation of a chain of `chain` calls in one
 //                    program on one device (128: bench/dispatch's chain)
 //   chain_run_hops   where that whole run's microseconds go (hop_trace.h)
+//   op_by_op_stream  `stream` one-call programs streamed back to back over both devices,
+//                    x = all_reduce_mean(x) + 1, each on the previous one's future, the
+//                    last waited for: calls/s sustained past every queue's high-water mark
+//                    (such a stream hung about one run in two while requests in flight to
+//                    a ROUTER were not bounded; docs/design-notes.md)
 // Derived: the round trip over raw ZeroMQ's, per size.
 #include <poll.h>
 
@@ -42,6 +47,7 @@ struct Sweep {
   int round_trips = 0;  // per sample
   int programs = 0;     // per sample
   int chain = 0;        // calls in the chained program of chain_hops
+  int stream = 0;       // calls in an op_by_op_stream sample
   int runs = 0;
   int warmup = 50;
 };
@@ -95,6 +101,29 @@ class ZmqEcho {
   zmq::socket_t socket_;
   pid_t pid_ = -1;
 };
+
+// One op_by_op_stream sample: calls/s over `calls` streamed calls on `both` devices.
+Result<double> StreamedCalls(Client& client, const Slice& both, int calls) {
+  FunctionBuilder b("mean_inc");
+  b.Output(b.Add(b.AllReduceMean(b.Input(DType::kF32, {16}, Sharding::Replicated())), 1.0));
+  ATOLL_ASSIGN_OR_RETURN(Function step, client.Register(b, both));
+  ProgramBuilder p;
+  p.Return(p.Call(step, {p.Arg(DType::kF32, {16})}));
+  ATOLL_ASSIGN_OR_RETURN(Program one, p.Build());
+  const auto start = Clock::now();
+  ATOLL_ASSIGN_OR_RETURN(Run run, client.Submit(one, {Tensor::F32({16}, std::vector<float>(16))}));
+  for (int i = 1; i < calls; ++i) {
+    ATOLL_ASSIGN_OR_RETURN(Run next, client.Submit(one, {run.Output(0)}));
+    run = std::move(next);
+  }
+  ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> out, run.Wait(std::chrono::minutes(2)));
+  const double rate = calls / std::chrono::duration<double>(Clock::now() - start).count();
+  // Each call adds 1 (exact in f32 below 2^24): a lost or repeated call shows.
+  if (out[0] != Tensor::F32({16}, std::vector<float>(16, static_cast<float>(calls)))) {
+    return Internal(fmt::format("a stream of {} calls ended at {}", calls, out[0].ToString()));
+  }
+  return rate;
+}
 
 // f(x) = x + 1 on one device, for tensors of `floats` floats.
 class Workload {
@@ -243,8 +272,8 @@ Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
 }
 
 Status RunSweep(const BenchOptions& options, BenchResult& result) {
-  const Sweep sweep =
-      options.quick ? Sweep{{16}, 200, 500, 128, 3} : Sweep{{16, 4096}, 1000, 5000, 128, 7};
+  const Sweep sweep = options.quick ? Sweep{{16}, 200, 500, 128, 10000, 3}
+                                    : Sweep{{16, 4096}, 1000, 5000, 128, 100000, 7};
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-client-{}", getpid());
   BenchTopology topology;
@@ -283,6 +312,15 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   }
   fmt::print("raw ZeroMQ round trip {:.1f} us\n", Median(zmq_us));
   ATOLL_RETURN_IF_ERROR(MeasureHops(sweep, *client, slice, cluster->info().events_out, result));
+  ATOLL_ASSIGN_OR_RETURN(Slice both, client->CreateSlice(2));
+  std::vector<double> stream_rates;
+  for (int r = 0; r < 3; ++r) {
+    ATOLL_ASSIGN_OR_RETURN(double rate, StreamedCalls(*client, both, sweep.stream));
+    stream_rates.push_back(rate);
+  }
+  fmt::print("op-by-op stream of {} calls: {:.0f}/s\n", sweep.stream, Median(stream_rates));
+  result.Add("op_by_op_stream", {{"calls", sweep.stream}, {"devices", 2}}, "calls_per_s", "1/s",
+             stream_rates);
   result.Add("zmq_round_trip", {{"bytes", 64}}, "us_per_round_trip", "us", zmq_us);
   client.reset();
   Status stopped = cluster->Stop();
