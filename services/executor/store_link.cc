@@ -60,8 +60,9 @@ void StoreLink::Detach(const Status& why) {
     }
   };
   for (auto& [id, request] : std::exchange(requests_, {})) fail(request);
-  for (auto* queue : {&urgent_, &creates_}) {
-    for (const Request& request : std::exchange(*queue, {})) fail(request);
+  for (Lane& lane : lanes_) {
+    lane.in_flight = 0;
+    for (const Request& request : std::exchange(lane.queued, {})) fail(request);
   }
   for (auto& [key, write] : std::exchange(writes_, {})) {
     AnswerWaiting(*write, why.WithContext("put output"));  // a shard still running for it
@@ -75,13 +76,20 @@ Status StoreLink::CheckInstance(uint64_t instance) {
   return Unavailable("the object store restarted since this executor mapped its arena");
 }
 
+StoreLink::Lane& StoreLink::LaneOf(const Request& request) {
+  const bool waits_for_memory = request.kind == Request::kCreate || request.kind == Request::kPut;
+  return lanes_[waits_for_memory ? 0 : 1];
+}
+
 Status StoreLink::Send(Request request) {
-  if (requests_.size() >= max_in_flight_ || !urgent_.empty() || !creates_.empty()) {
-    (request.kind == Request::kCreate ? creates_ : urgent_).push_back(std::move(request));
+  Lane& lane = LaneOf(request);
+  if (lane.in_flight >= max_in_flight_ || !lane.queued.empty()) {
+    lane.queued.push_back(std::move(request));
     return Status::Ok();
   }
   const uint64_t id = next_request_++;
   ATOLL_RETURN_IF_ERROR(Transmit(id, request));
+  lane.in_flight++;
   requests_.emplace(id, std::move(request));
   return Status::Ok();
 }
@@ -116,16 +124,18 @@ Status StoreLink::Transmit(uint64_t id, const Request& request) {
 }
 
 void StoreLink::SendQueued() {
-  while (requests_.size() < max_in_flight_ && (!urgent_.empty() || !creates_.empty())) {
-    auto& queue = urgent_.empty() ? creates_ : urgent_;
-    Request request = std::move(queue.front());
-    queue.pop_front();
-    const uint64_t id = next_request_++;
-    if (Status sent = Transmit(id, request); !sent.ok()) {
-      Answer(request, nullptr, sent);  // as if the store had refused it
-      continue;
+  for (Lane& lane : lanes_) {
+    while (lane.in_flight < max_in_flight_ && !lane.queued.empty()) {
+      Request request = std::move(lane.queued.front());
+      lane.queued.pop_front();
+      const uint64_t id = next_request_++;
+      if (Status sent = Transmit(id, request); !sent.ok()) {
+        Answer(request, nullptr, sent);  // as if the store had refused it
+        continue;
+      }
+      lane.in_flight++;
+      requests_.emplace(id, std::move(request));
     }
-    requests_.emplace(id, std::move(request));
   }
 }
 
@@ -216,6 +226,7 @@ void StoreLink::OnReply(const proto::Incoming& reply) {
   if (it == requests_.end()) return;
   Request request = std::move(it->second);
   requests_.erase(it);
+  LaneOf(request).in_flight--;
   Status error;
   if (reply.header.kind() == proto::Kind::kError) {
     auto err = reply.header.As<proto::Error>();

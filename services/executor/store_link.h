@@ -12,9 +12,11 @@
 // answered; beyond them a shard waits for its space as before.
 //
 // The store's replies to this executor queue in the store's ROUTER, which refuses (and so
-// loses) a reply beyond its high-water mark: at most `max_in_flight` requests are
-// unanswered at once, and the rest wait here in order, those that finish a shard (seals,
-// puts, reads) ahead of reservations for shards admitted further ahead.
+// loses) a reply beyond its high-water mark, so the requests unanswered at once are
+// bounded; the rest wait here, in order, in one of two lanes of `max_in_flight` each:
+// reservations and puts, which the store may hold until memory is freed, and seals and
+// reads, which it answers soon. A seal never waits behind reservations waiting for memory
+// that only the sealed result's reader would free.
 //
 // Seams: requests leave through StoreRequests (a socket in the executor, a fake in tests),
 // replies come in decoded through OnReply; inputs, grants and failures go to an ItemSink;
@@ -24,6 +26,7 @@
 // Not thread-safe: the executor's loop owns it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -90,7 +93,8 @@ class StoreLink {
         on_ahead_answered;
   };
   // `requests`, `items` and `arena` (the store's arena, mapped here) must outlive the link.
-  // Below the ZeroMQ high-water mark (1,000 messages) of the store's reply queue.
+  // Per lane: both together below the ZeroMQ high-water mark (1,000 messages) of the
+  // store's queue of replies to this executor.
   static constexpr size_t kMaxInFlight = 256;
 
   StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, Hooks hooks,
@@ -129,7 +133,7 @@ class StoreLink {
 
   // Requests sent and not answered yet, and those waiting for one of them to be answered.
   size_t pending_requests() const { return requests_.size(); }
-  size_t queued_requests() const { return urgent_.size() + creates_.size(); }
+  size_t queued_requests() const { return lanes_[0].queued.size() + lanes_[1].queued.size(); }
   size_t pending_writes() const { return writes_.size(); }
   // The bytes of outputs shards ran ahead of that the store has not taken yet.
   uint64_t ahead_bytes() const { return ahead_bytes_; }
@@ -159,12 +163,18 @@ class StoreLink {
     uint32_t input = 0;              // kGetInput
   };
 
-  // Sends `request` now when fewer than max_in_flight_ are unanswered and none waits before
-  // it, else queues it. Returns the error of a request that could not be sent now.
+  // Requests of one lane: how many are unanswered, and those waiting to be sent.
+  struct Lane {
+    size_t in_flight = 0;
+    std::deque<Request> queued;
+  };
+  Lane& LaneOf(const Request& request);
+  // Sends `request` now when its lane has fewer than max_in_flight_ unanswered and none
+  // queued, else queues it. Returns the error of a request that could not be sent now.
   Status Send(Request request);
   // The request's message, built from what it continues.
   Status Transmit(uint64_t id, const Request& request);
-  // Sends queued requests while the window allows; one that cannot be sent is answered as
+  // Sends queued requests while their lanes allow; one that cannot be sent is answered as
   // if the store had refused it.
   void SendQueued();
   // Continues `request` with the store's `reply` (null: never sent) or `error`.
@@ -195,8 +205,7 @@ class StoreLink {
   uint64_t instance_ = 0;
   Status detached_;                       // not OK between Detach and Attach
   std::map<uint64_t, Request> requests_;  // by request id
-  std::deque<Request> urgent_;            // queued seals, puts and reads
-  std::deque<Request> creates_;           // queued reservations
+  std::array<Lane, 2> lanes_;             // reservations and puts; seals and reads
   // Output shards bound for the store, by (object id, shard), until sealed.
   std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<Write>> writes_;
   uint64_t next_request_ = 1;

@@ -416,20 +416,26 @@ TEST_F(StoreLinkTest, AtMostTheWindowIsUnansweredAndTheRestGoInOrderAsRepliesCom
   EXPECT_EQ(sink_.calls().size(), 2u) << "the two answered reservations were granted";
 }
 
-TEST_F(StoreLinkTest, AQueuedSealGoesBeforeQueuedReservations) {
+TEST_F(StoreLinkTest, ASealDoesNotWaitBehindReservationsTheStoreHolds) {
   MakeLink({.output_bytes = 0, .budget_bytes = 0}, /*max_in_flight=*/1);
-  for (uint64_t object : {10, 11, 12}) Writer(object);
-  link_->WriteOutput(10, 0, Tensor::F32({2}, {1, 2}));
-  ASSERT_EQ(store_.sent.size(), 1u);
-
+  Writer(10);
   link_->OnReply(Reply(store_.sent[0].id, proto::CreateObjectReply{0, 8}));
+  // The store holds the next reservation until memory is freed; the one after is queued.
+  Writer(11);
+  Writer(12);
   ASSERT_EQ(store_.sent.size(), 2u);
-  const auto seal = SentAs<proto::SealObject>(1);
-  EXPECT_EQ(seal.object_id, 10u) << "the finished shard's seal goes before later reservations";
+  EXPECT_EQ(link_->queued_requests(), 1u);
+
+  link_->WriteOutput(10, 0, Tensor::F32({2}, {1, 2}));
+  ASSERT_EQ(store_.sent.size(), 3u) << "the finished shard's seal must go at once: its "
+                                       "reader may be what frees the memory";
+  EXPECT_EQ(SentAs<proto::SealObject>(2).object_id, 10u);
   EXPECT_EQ(ArenaFloat(0), 1.0f);
-  link_->OnReply(Reply(store_.sent[1].id, proto::Ok{}));
-  ASSERT_EQ(store_.sent.size(), 3u);
-  EXPECT_EQ(SentAs<proto::CreateObject>(2).object_id, 11u);
+  link_->OnReply(Reply(store_.sent[2].id, proto::Ok{}));
+  EXPECT_EQ(store_.sent.size(), 3u) << "a seal's answer does not open the reservations' lane";
+  link_->OnReply(Reply(store_.sent[1].id, proto::CreateObjectReply{64, 8}));
+  ASSERT_EQ(store_.sent.size(), 4u);
+  EXPECT_EQ(SentAs<proto::CreateObject>(3).object_id, 12u);
   EXPECT_TRUE(errors_.empty());
 }
 
