@@ -477,12 +477,13 @@ FIGURES = {"against_hosts": plot_against_hosts, "bars": plot_bars}
 
 def plot_metric(plt, result, metric, rows, out_dir):
     """Plots one metric of a bench as its PLOTS entry says; returns the PNG's file name, or
-    None when its rows cannot be drawn that way (no numeric param to put on x)."""
+    None when its rows cannot be drawn that way (no numeric param to put on x) or are one
+    point, which the table says as well."""
     bench = result["bench"]
     config = plot_config(bench)
     if config["series"] is not None:
         rows = [r for r in rows if r["series"] in config["series"]]
-    if not rows:
+    if len(rows) < 2:
         return None
     fig = FIGURES.get(config["figure"], plot_lines)(plt, result, metric, rows, config)
     if fig is None:

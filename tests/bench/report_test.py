@@ -162,6 +162,19 @@ class ReportTest(unittest.TestCase):
         self.assertIn("](control_messages_per_computation.png)", md)
         self.assertEqual(report.PLOTS["control"]["series"], ["total"])
 
+    def test_a_metric_of_one_point_is_a_table_line_without_a_plot(self):
+        rows = [row("stream", {"calls": 100000}, "calls_per_s", "1/s", [8000, 9000]),
+                row("a", {"n": 1}, "us", "us", [1]), row("a", {"n": 2}, "us", "us", [2])]
+        result = {"bench": "other", "commit": "abc1234", "machine": machine(),
+                  "quick": True, "rows": rows, "derived": {}}
+        self.write("other.json", result)
+        code, err = self.run_report()
+        self.assertEqual(code, 0, err)
+        md = self.read_md()
+        self.assertIn("| stream |", md)
+        self.assertNotIn("other_calls_per_s.png", md)
+        self.assertIn("](other_us.png)", md)
+
     def test_no_plots(self):
         self.write("dispatch.json", dispatch_result())
         code, err = self.run_report("--no-plots")
