@@ -183,7 +183,9 @@ class Client {
   Result<Function> Register(const FunctionBuilder& builder, const Slice& slice);
   // Lowers `program` onto the physical devices, puts value arguments into the object
   // stores and sends each island's scheduler one message, without waiting for its answer
-  // (Run::Wait reports a refusal). Returns without waiting for results.
+  // (Run::Wait reports a refusal). Returns without waiting for results. At most 256
+  // submissions to one scheduler go unanswered: past that, Submit waits for an answer, up
+  // to the request timeout (then DeadlineExceeded, naming the scheduler).
   Result<Run> Submit(const Program& program, const std::vector<Input>& args,
                      const SubmitOptions& options = {});
 
