@@ -103,6 +103,11 @@ void WriteHosts(const ClusterView& view, PrometheusText& out) {
       if (h.has_store_stats) out.Sample(HostLabels(h), static_cast<double>(h.*figure.field));
     }
   }
+  out.Family("atoll_dataplane_held_batches", MetricType::kGauge,
+             "Batches of tuples the host's executor holds for peers whose queue is full.");
+  for (const auto& [name, h] : view.hosts()) {
+    if (h.has_dataplane_stats) out.Sample(HostLabels(h), static_cast<double>(h.batches_held));
+  }
   for (const DataplaneFigure& figure : kDataplaneFigures) {
     out.Family(figure.name, MetricType::kCounter, figure.help);
     for (const auto& [name, h] : view.hosts()) {

@@ -18,6 +18,7 @@
 //   atoll_sent_messages_total / atoll_sent_bytes_total{service,island,host,kind}
 //                                            control messages each service sent, by kind
 //   atoll_dataplane_tuples_total / _bytes_total{island,host,direction}   executors' tuples
+//   atoll_dataplane_held_batches{island,host}   batches held for peers whose queue is full
 //   atoll_clients                            clients connected (the RM's count)
 //   atoll_runs{state}                        programs "scheduled" or "running"
 //   atoll_runs_finished_total{state}         programs finished "done", "failed", "abandoned"

@@ -200,6 +200,7 @@ void ClusterView::Apply(const Event& event) {
     host.bytes_out = U64(f, "bytes_out");
     host.tuples_in = U64(f, "tuples_in");
     host.bytes_in = U64(f, "bytes_in");
+    host.batches_held = U64(f, "batches_held");
   } else if (topic == "scheduler.stats") {
     const std::string name = Str(f, "island");
     if (name.empty()) return;

@@ -10,7 +10,8 @@
 //                                                         window, see ViewOptions) and
 //                                                         queued gangs per device
 //   store.stats {objects, bytes_in_use, arena_bytes}      memory in use per host
-//   dataplane.stats {tuples_out, bytes_out, ...}          tuples and bytes per host
+//   dataplane.stats {tuples_out, bytes_out, ...}          tuples and bytes per host, and
+//                                                         batches held for full peers
 //   scheduler.stats {queued, in_flight}                   gangs per island scheduler
 //   net.stats {"<Kind>.msgs", "<Kind>.bytes"}             messages sent per service
 //   slice.created/released                                slices (shards per gang)
@@ -97,6 +98,7 @@ class ClusterView {
     uint64_t bytes_out = 0;
     uint64_t tuples_in = 0;
     uint64_t bytes_in = 0;
+    uint64_t batches_held = 0;  // now: for peers whose queue is full
   };
   struct Island {
     std::string name;

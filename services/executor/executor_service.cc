@@ -196,7 +196,8 @@ void ExecutorService::Heartbeat() {
                                        {"tuples_in", received_.tuples},
                                        {"batches_in", received_.batches},
                                        {"bytes_in", received_.bytes},
-                                       {"last_in_us", received_.last_us}});
+                                       {"last_in_us", received_.last_us},
+                                       {"batches_held", uint64_t{outbox_.held()}}});
   events_->Publish("net.stats", net::SentCountFields());
 }
 

@@ -67,7 +67,8 @@ ClusterView BusyView() {
                                     {"tuples_in", 9},
                                     {"batches_in", 2},
                                     {"bytes_in", 576},
-                                    {"last_in_us", kT0}}));
+                                    {"last_in_us", kT0},
+                                    {"batches_held", 1}}));
   view.Apply(Ev("scheduler.stats", {{"island", "island0"}, {"queued", 5}, {"in_flight", 2}}));
   view.Apply(Ev("net.stats", {{"Dispatch.msgs", 12}, {"Dispatch.bytes", 3000}},  //
                 kT0, "scheduler/island0"));
@@ -163,6 +164,7 @@ TEST(ClusterMetricsTest, ObjectStoresAndTheDataPlane) {
   EXPECT_EQ(Value(m, "atoll_dataplane_bytes_total",
                   {{"island", "island0"}, {"host", "h0"}, {"direction", "in"}}),
             576);
+  EXPECT_EQ(Value(m, "atoll_dataplane_held_batches", h0), 1);
 }
 
 TEST(ClusterMetricsTest, MessagesPerServiceAndKind) {
@@ -222,7 +224,7 @@ TEST(ClusterMetricsTest, AnEmptyViewIsValidToo) {
   EXPECT_EQ(Value(m, "atoll_rm_up"), 1);
   EXPECT_EQ(Value(m, "atoll_run_duration_seconds_count"), 0);
   EXPECT_TRUE(m.Find("atoll_host_up").empty());
-  EXPECT_EQ(m.types.size(), 21u);  // every family is declared, samples or not
+  EXPECT_EQ(m.types.size(), 22u);  // every family is declared, samples or not
 }
 
 // The family a sample belongs to: a histogram's _bucket, _sum, _count belong to it.
