@@ -48,6 +48,7 @@ struct Sweep {
   int programs = 0;     // per sample
   int chain = 0;        // calls in the chained program of chain_hops
   int stream = 0;       // calls in an op_by_op_stream sample
+  int stream_runs = 0;  // op_by_op_stream samples (each a stream: seconds, not microseconds)
   int runs = 0;
   int warmup = 50;
 };
@@ -272,8 +273,8 @@ Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
 }
 
 Status RunSweep(const BenchOptions& options, BenchResult& result) {
-  const Sweep sweep = options.quick ? Sweep{{16}, 200, 500, 128, 10000, 3}
-                                    : Sweep{{16, 4096}, 1000, 5000, 128, 100000, 7};
+  const Sweep sweep = options.quick ? Sweep{{16}, 200, 500, 128, 10000, 1, 3}
+                                    : Sweep{{16, 4096}, 1000, 5000, 128, 100000, 3, 7};
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-client-{}", getpid());
   BenchTopology topology;
@@ -314,7 +315,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   ATOLL_RETURN_IF_ERROR(MeasureHops(sweep, *client, slice, cluster->info().events_out, result));
   ATOLL_ASSIGN_OR_RETURN(Slice both, client->CreateSlice(2));
   std::vector<double> stream_rates;
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < sweep.stream_runs; ++r) {
     ATOLL_ASSIGN_OR_RETURN(double rate, StreamedCalls(*client, both, sweep.stream));
     stream_rates.push_back(rate);
   }

@@ -53,50 +53,95 @@ std::vector<Status> TupleOutbox::Flush() {
   std::vector<Status> errors;
   const auto now = std::chrono::steady_clock::now();
   for (auto& [endpoint, batch] : batches_) {
-    if (batch.message.tuples.empty() || !Due(batch, now)) continue;
-    const uint64_t tuples = batch.message.tuples.size();
-    auto peer = peers_.Get(endpoint);
-    Status sent = peer.status();
-    if (sent.ok()) {
-      // Room for the first frame is room for the whole message: ZeroMQ takes the rest of a
-      // multipart message once it took its first part.
-      const bool room = ((*peer)->get(zmq::sockopt::events) & ZMQ_POLLOUT) != 0;
-      if (!room) {
-        if (batch.held_since == kNever) batch.held_since = now;
-        if (now - batch.held_since < hold_limit_) continue;
-        sent = Unavailable(fmt::format("the peer took nothing for {} ms (its queue is full)",
-                                       hold_limit_.count()));
-      } else {
-        sent = net::Send(**peer, nullptr, 0, batch.message, batch.frames.Take());
-      }
-    }
-    if (sent.ok()) {
-      stats_.tuples += tuples;
-      stats_.batches++;
-      stats_.bytes += batch.bytes;
-    } else {
-      errors.push_back(
-          sent.WithContext("send " + std::to_string(tuples) + " tuples to " + endpoint));
-    }
-    batch.frames.Take();  // a dropped batch's frames go with it
-    batch.message.tuples.clear();
-    batch.bytes = 0;
-    batch.urgent = false;
-    batch.held_since = kNever;
+    const bool due = !batch.message.tuples.empty() && Due(batch, now);
+    if (due || !batch.held.empty()) Send(endpoint, batch, due, now, errors);
   }
   ArmTimer(now);
   return errors;
 }
 
+void TupleOutbox::Send(const std::string& endpoint, Batch& batch, bool due,
+                       std::chrono::steady_clock::time_point now, std::vector<Status>& errors) {
+  auto dropped = [&](uint64_t tuples, const Status& why) {
+    errors.push_back(why.WithContext("send " + std::to_string(tuples) + " tuples to " + endpoint));
+  };
+  Result<zmq::socket_t*> peer = peers_.Get(endpoint);
+  if (!peer.ok()) {  // not an endpoint: nothing for it was ever sent, or held
+    if (due) dropped(Encode(batch).tuples, peer.status());
+    return;
+  }
+  // Oldest first: a batch never overtakes one held before it.
+  bool took = false;
+  while (!batch.held.empty()) {
+    Result<bool> went = TrySend(**peer, batch.held.front().frames);
+    if (went.ok() && !*went) break;
+    if (went.ok()) {
+      CountSent(batch.held.front());
+      took = true;
+    } else {
+      dropped(batch.held.front().tuples, went.status());
+    }
+    batch.held.pop_front();
+  }
+  if (due) {
+    Held next = Encode(batch);
+    Result<bool> went = batch.held.empty() ? TrySend(**peer, next.frames) : false;
+    if (!went.ok()) {
+      dropped(next.tuples, went.status());
+    } else if (*went) {
+      CountSent(next);
+    } else {
+      batch.held.push_back(std::move(next));
+    }
+  }
+  if (batch.held.empty()) {
+    batch.held_since = kNever;
+    return;
+  }
+  if (took || batch.held_since == kNever) batch.held_since = now;
+  if (now - batch.held_since < hold_limit_) return;
+  uint64_t tuples = 0;
+  for (const Held& message : batch.held) tuples += message.tuples;
+  dropped(tuples, Unavailable(fmt::format("the peer took nothing for {} ms (its queue is full)",
+                                          hold_limit_.count())));
+  batch.held.clear();
+  batch.held_since = kNever;
+}
+
+TupleOutbox::Held TupleOutbox::Encode(Batch& batch) {
+  Held message;
+  message.tuples = batch.message.tuples.size();
+  message.bytes = batch.bytes;
+  message.frames.push_back(proto::EncodeHeader(0, batch.message));
+  for (auto& frame : batch.frames.Take()) message.frames.push_back(std::move(frame));
+  batch.message.tuples.clear();
+  batch.bytes = 0;
+  batch.urgent = false;
+  return message;
+}
+
+Result<bool> TupleOutbox::TrySend(zmq::socket_t& peer, net::Frames& frames) {
+  Status sent = net::SendCounted(peer, frames, proto::TupleBatch::kKind, 0);
+  if (sent.ok()) return true;
+  if (frames.front().size() > 0) return false;  // refused before anything went
+  return sent;
+}
+
+void TupleOutbox::CountSent(const Held& message) {
+  stats_.tuples += message.tuples;
+  stats_.batches++;
+  stats_.bytes += message.bytes;
+}
+
 size_t TupleOutbox::held() const {
   size_t n = 0;
-  for (const auto& [endpoint, batch] : batches_) n += batch.held_since != kNever;
+  for (const auto& [endpoint, batch] : batches_) n += batch.held.size();
   return n;
 }
 
 std::chrono::steady_clock::time_point TupleOutbox::NextLook(
     const Batch& batch, std::chrono::steady_clock::time_point now) const {
-  if (batch.held_since == kNever) return batch.first + window_;
+  if (batch.held.empty()) return batch.first + window_;
   const auto retry = std::clamp<std::chrono::steady_clock::duration>((now - batch.held_since) / 4,
                                                                      kFirstRetry, kLastRetry);
   return now + retry;
@@ -105,7 +150,9 @@ std::chrono::steady_clock::time_point TupleOutbox::NextLook(
 void TupleOutbox::ArmTimer(std::chrono::steady_clock::time_point now) {
   auto next = kDisarmed;
   for (const auto& [endpoint, batch] : batches_) {
-    if (!batch.message.tuples.empty()) next = std::min(next, NextLook(batch, now));
+    if (!batch.message.tuples.empty() || !batch.held.empty()) {
+      next = std::min(next, NextLook(batch, now));
+    }
   }
   if (timer_fd_ < 0 || next == armed_for_) return;  // most turns: nothing pending, as before
   armed_for_ = next;

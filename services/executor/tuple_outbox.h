@@ -10,11 +10,13 @@
 // Flush() sends what is due; the owner calls it at the end of every loop turn and when
 // timer_fd() (a timerfd armed for the next batch to fall due) becomes readable.
 //
-// A peer whose queue is full (it has not read its data socket for a while: 1,000 messages
-// there and 1,000 here, past the kernel's buffers) holds its batch here, still growing,
-// and the batch is tried again on the timer (every 1 to 100 ms, backing off) until the peer
-// takes it; only a batch held `hold_limit` is dropped and reported, since its consumer has
-// given up on it by then (the executor passes its input_wait_ms).
+// A batch that a peer's full queue refuses (it has not read its data socket for a while:
+// 1,000 messages there and 1,000 here, past the kernel's buffers) is kept, encoded, and so
+// is every later batch for that peer, in order; they are tried again on the timer (every 1
+// to 100 ms, backing off) until the peer takes them. Only when the peer took nothing for
+// `hold_limit` are they dropped and reported: their consumers have given up on them by
+// then (the executor passes its input_wait_ms). A send is tried first and a batch kept only
+// when refused, so a peer with room costs no look at its queue.
 //
 // Tensor data is never copied into the msgpack header: small tensors share one frame, a
 // large tensor's frame borrows its bytes (ZeroMQ frees them once sent); see tuple_frames.h.
@@ -24,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -63,26 +66,45 @@ class TupleOutbox {
   void Add(const std::string& endpoint, proto::TupleHeader header, Result<Tensor> value,
            bool urgent);
 
-  // Sends every batch that is due and its peer can take, and re-arms the timer for the next
-  // one or the next try. Returns one error per batch dropped: its peer is not an endpoint,
-  // or took nothing for hold_limit (its consumers' waits are bounded).
+  // Sends every batch that is due and its peer takes, and re-arms the timer for the next one
+  // or the next try. Returns an error per batch dropped: its peer is not an endpoint; or,
+  // one for all its held batches, it took nothing for hold_limit (its consumers' waits are
+  // bounded).
   std::vector<Status> Flush();
 
   const Stats& stats() const { return stats_; }
-  // Batches due but held for a peer whose queue is full.
+  // Batches held for peers whose queue is full.
   size_t held() const;
 
  private:
+  struct Held {
+    net::Frames frames;  // header, then data
+    uint64_t tuples = 0;
+    uint64_t bytes = 0;
+  };
   struct Batch {
     proto::TupleBatch message;
     TupleFrames frames;
     uint64_t bytes = 0;
     bool urgent = false;
     std::chrono::steady_clock::time_point first;  // when the oldest tuple was queued
-    // When its peer's queue was first found full, while it still is (kNever otherwise).
+    // Earlier batches the peer's full queue refused, as they go on the wire, oldest first,
+    // and since when (kNever while none is held).
+    std::deque<Held> held;
     std::chrono::steady_clock::time_point held_since = kNever;
   };
   bool Due(const Batch& batch, std::chrono::steady_clock::time_point now) const;
+  // Sends `batch`'s held messages, oldest first, while the peer takes them; then, when
+  // `due`, its queued tuples, or holds them when the peer refuses them or older ones wait.
+  // Adds an error for what it dropped.
+  void Send(const std::string& endpoint, Batch& batch, bool due,
+            std::chrono::steady_clock::time_point now, std::vector<Status>& errors);
+  // The batch's queued tuples as they go on the wire; leaves the batch empty.
+  static Held Encode(Batch& batch);
+  // Whether `frames` went whole; false when the peer's full queue refused them untouched
+  // (ZeroMQ refuses only a message's first frame, and leaves a refused frame as it was).
+  static Result<bool> TrySend(zmq::socket_t& peer, net::Frames& frames);
+  void CountSent(const Held& message);
   // When to look at `batch` next: its window's end, or its next try while it is held.
   std::chrono::steady_clock::time_point NextLook(const Batch& batch,
                                                  std::chrono::steady_clock::time_point now) const;

@@ -188,8 +188,9 @@ TEST_F(TupleOutboxTest, APeerThatDoesNotReadHoldsItsBatchesUntilItDoes) {
     const auto errors = outbox.Flush();
     ASSERT_TRUE(errors.empty()) << errors[0].ToString();
   }
-  EXPECT_EQ(outbox.held(), 1u) << "the peer read nothing, yet everything went";
+  EXPECT_GT(outbox.held(), 0u) << "the peer read nothing, yet everything went";
   EXPECT_LT(outbox.stats().tuples, kTuples);
+  EXPECT_EQ(outbox.stats().batches + outbox.held(), kTuples) << "a batch was neither sent nor held";
 
   // The peer reads; the held batch goes on the outbox's timer.
   uint32_t next = 0;
