@@ -110,6 +110,14 @@ class ReportTest(unittest.TestCase):
             code = report.main(["--results", self.results, "--out", self.out, *extra])
         return code, err.getvalue()
 
+    def report_rows(self, bench, rows):
+        """Writes a quick result of `bench` with `rows`, reports, and returns RESULTS.md."""
+        self.write(f"{bench}.json", {"bench": bench, "commit": "abc1234", "machine": machine(),
+                                     "quick": True, "rows": rows, "derived": {}})
+        code, err = self.run_report()
+        self.assertEqual(code, 0, err)
+        return self.read_md()
+
     def read_md(self):
         with open(os.path.join(self.out, "RESULTS.md"), encoding="utf-8") as f:
             return f.read()
@@ -152,12 +160,7 @@ class ReportTest(unittest.TestCase):
     def test_a_plot_keeps_only_its_configured_series(self):
         rows = [row(series, {"hosts": h, "shards": n}, "messages_per_computation", "1", [n])
                 for series in ("total", "client->store") for h in (1, 2) for n in (8, 16)]
-        result = {"bench": "control", "commit": "abc1234", "machine": machine(),
-                  "quick": True, "rows": rows, "derived": {}}
-        self.write("control.json", result)
-        code, err = self.run_report()
-        self.assertEqual(code, 0, err)
-        md = self.read_md()
+        md = self.report_rows("control", rows)
         self.assertEqual(md.count("| client->store |"), 4)  # the table keeps every row
         self.assertIn("](control_messages_per_computation.png)", md)
         self.assertEqual(report.PLOTS["control"]["series"], ["total"])
@@ -165,12 +168,7 @@ class ReportTest(unittest.TestCase):
     def test_a_metric_of_one_point_is_a_table_line_without_a_plot(self):
         rows = [row("stream", {"calls": 100000}, "calls_per_s", "1/s", [8000, 9000]),
                 row("a", {"n": 1}, "us", "us", [1]), row("a", {"n": 2}, "us", "us", [2])]
-        result = {"bench": "other", "commit": "abc1234", "machine": machine(),
-                  "quick": True, "rows": rows, "derived": {}}
-        self.write("other.json", result)
-        code, err = self.run_report()
-        self.assertEqual(code, 0, err)
-        md = self.read_md()
+        md = self.report_rows("other", rows)
         self.assertIn("| stream |", md)
         self.assertNotIn("other_calls_per_s.png", md)
         self.assertIn("](other_us.png)", md)
