@@ -387,6 +387,11 @@ void ExecutorService::OnHostChanged(const proto::Incoming& in) {
   // consumers and results.
   mailbox_.FailWaitingOn(changed->control_endpoint, lost);
   hub_->HostLost(changed->data_endpoint, lost);
+  // Its consumers there are gone with it: what waits in the outbox for it would only be
+  // tried until input_wait_ms.
+  if (const uint64_t dropped = outbox_.PeerLost(changed->data_endpoint); dropped > 0) {
+    spdlog::info("dropped {} tuples for lost host {}", dropped, changed->host);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

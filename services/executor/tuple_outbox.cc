@@ -60,6 +60,16 @@ std::vector<Status> TupleOutbox::Flush() {
   return errors;
 }
 
+uint64_t TupleOutbox::PeerLost(const std::string& endpoint) {
+  auto it = batches_.find(endpoint);
+  if (it == batches_.end()) return 0;
+  uint64_t tuples = it->second.message.tuples.size();
+  for (const Held& message : it->second.held) tuples += message.tuples;
+  batches_.erase(it);
+  ArmTimer(std::chrono::steady_clock::now());
+  return tuples;
+}
+
 void TupleOutbox::Send(const std::string& endpoint, Batch& batch, bool due,
                        std::chrono::steady_clock::time_point now, std::vector<Status>& errors) {
   auto dropped = [&](uint64_t tuples, const Status& why) {

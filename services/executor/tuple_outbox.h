@@ -15,7 +15,8 @@
 // is every later batch for that peer, in order; they are tried again on the timer (every 1
 // to 100 ms, backing off) until the peer takes them. Only when the peer took nothing for
 // `hold_limit` are they dropped and reported: their consumers have given up on them by
-// then (the executor passes its input_wait_ms). A send is tried first and a batch kept only
+// then (the executor passes its input_wait_ms), or once the RM declares the peer lost
+// (PeerLost). A send is tried first and a batch kept only
 // when refused, so a peer with room costs no look at its queue.
 //
 // Tensor data is never copied into the msgpack header: small tensors share one frame, a
@@ -71,6 +72,10 @@ class TupleOutbox {
   // one for all its held batches, it took nothing for hold_limit (its consumers' waits are
   // bounded).
   std::vector<Status> Flush();
+
+  // The executor at `endpoint` is lost: its runs here are failed already, so the tuples
+  // queued or held for it are dropped now, not tried until hold_limit. Returns how many.
+  uint64_t PeerLost(const std::string& endpoint);
 
   const Stats& stats() const { return stats_; }
   // Batches held for peers whose queue is full.

@@ -48,7 +48,8 @@ void SchedulerService::PublishStats() {
   events_->Publish("net.stats", net::SentCountFields());
   events_->Publish("scheduler.stats", {{"island", options_.island},
                                        {"queued", uint64_t{order_->queued()}},
-                                       {"in_flight", uint64_t{order_->in_flight()}}});
+                                       {"in_flight", uint64_t{order_->in_flight()}},
+                                       {"dispatches_held", uint64_t{executors_.held()}}});
 }
 
 void SchedulerService::OnRm() {
@@ -73,6 +74,11 @@ void SchedulerService::Run() {
                  [this] { ExpireCrossIslandWaits(); });
   loop_.AddTimer("client liveness", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { CheckClients(); });
+  // Held messages also go on turns with nothing else to do: a stalled executor that reads
+  // again takes them within this period.
+  loop_.AddTimer("held dispatches", kHeldRetryPeriod, [this] {
+    if (executors_.held() > 0) DispatchReleased();
+  });
   loop_.Run();
 }
 
@@ -170,10 +176,8 @@ void SchedulerService::CancelAtExecutors(const proto::CancelRun& cancel) {
   auto executors = run_executors_.find(cancel.run_id);
   if (executors == run_executors_.end()) return;
   for (const std::string& endpoint : executors->second) {
-    Status sent = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
-      return net::Send(*executor, nullptr, 0, cancel);
-    }();
+    // After the run's dispatches, also when they are held.
+    Status sent = executors_.Send(endpoint, cancel);
     if (!sent.ok()) {
       events_->Publish("error.scheduler",
                        {{"error", sent.WithContext("cancel at executor " + endpoint).ToString()}});
@@ -212,7 +216,7 @@ void SchedulerService::ReportFinishedRuns() {
 }
 
 void SchedulerService::OnExecutor(const std::string& endpoint) {
-  auto socket = executors_.Get(endpoint);
+  auto socket = executors_.Socket(endpoint);
   if (!socket.ok()) return;
   for (int i = 0; i < 256; ++i) {
     auto frames = net::RecvFrames(**socket, std::chrono::milliseconds(0));
@@ -267,6 +271,12 @@ Status SchedulerService::OnHostChanged(proto::Incoming& in) {
   // lost host's share until the collective's bound, holding its device (a restarted
   // executor is back at once, without the work the old one had).
   for (uint64_t run : failed) CancelAtExecutors({0, run, changed.reason});
+  // Its runs failed on the loss: what is held for it (their cancels to it included) would
+  // only wait for it to come back.
+  if (const size_t dropped = executors_.Drop(changed.control_endpoint); dropped > 0) {
+    spdlog::info("dropped {} messages held for lost executor {}", dropped,
+                 changed.control_endpoint);
+  }
   if (!failed.empty()) {
     events_->Publish("host.lost_runs", {{"island", options_.island},
                                         {"host", changed.host},
@@ -305,6 +315,7 @@ void SchedulerService::ExpireCrossIslandWaits() {
 }
 
 void SchedulerService::DispatchReleased() {
+  executors_.Retry();  // what executors' full queues refused goes first, as they take it
   SendDispatches(order_->Release());
   for (auto& notice : order_->TakeNotices()) {
     Status sent = [&]() -> Status {
@@ -327,16 +338,17 @@ void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> rel
       if (i == 0 || dispatch.entries[i - 1].run_id != run) run_executors_[run].insert(endpoint);
     }
     Status sent = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Get(endpoint));
+      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Socket(endpoint));
       if (polled_.insert(endpoint).second) {
         loop_.AddSocket("executor " + endpoint, *executor,
                         [this, endpoint] { OnExecutor(endpoint); });
       }
-      return net::Send(*executor, nullptr, 0, dispatch);
+      return executors_.Send(endpoint, dispatch);
     }();
     if (!sent.ok()) {
-      // Those shards will never report: take them out of the flight so the window moves
-      // on, and fail their runs as a failed shard does (their partners elsewhere stop).
+      // It can never go (not an endpoint): those shards will never report. Take them out of
+      // the flight so the window moves on, and fail their runs as a failed shard does
+      // (their partners elsewhere stop).
       const Status failure = sent.WithContext("dispatch to executor " + endpoint);
       std::vector<proto::GangDone> lost;
       for (const auto& e : dispatch.entries) {

@@ -29,6 +29,7 @@
 #include "common/service/advertise.h"
 #include "common/service/config.h"
 #include "common/service/owner_cache.h"
+#include "services/scheduler/executor_links.h"
 #include "services/scheduler/island_order.h"
 
 namespace atl::scheduler {
@@ -91,8 +92,9 @@ class SchedulerService {
   Status OnHostChanged(proto::Incoming& in);
   void HeartbeatRm();
   // Every heartbeat, for watchers (`atoll dashboard`'s metrics, bench/control): net.stats
-  // (messages sent) and scheduler.stats {island, queued, in_flight} (gangs waiting here and
-  // gangs dispatched and not finished).
+  // (messages sent) and scheduler.stats {island, queued, in_flight, dispatches_held} (gangs
+  // waiting here, gangs dispatched and not finished, and messages held for executors whose
+  // queue is full, ExecutorLinks).
   void PublishStats();
   // The RM's answers: an Error to a heartbeat means it does not know this scheduler.
   void OnRm();
@@ -110,8 +112,10 @@ class SchedulerService {
   std::unique_ptr<OwnerCache> owners_;  // asks rm_
   // How long a submission waits for the RM to say whose a client or function is (once each).
   static constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
-  net::DealerPool executors_;  // to executors' control endpoints
-  net::DealerPool peers_;      // to other islands' schedulers
+  ExecutorLinks executors_;  // to executors' control endpoints
+  // How often messages held for executors' full queues are tried again.
+  static constexpr std::chrono::milliseconds kHeldRetryPeriod{10};
+  net::DealerPool peers_;  // to other islands' schedulers
   // When each client was last heard from (a heartbeat or a submission).
   std::map<uint64_t, std::chrono::steady_clock::time_point> last_heard_;
   std::set<std::string> polled_;  // executors whose replies the loop reads

@@ -235,5 +235,26 @@ TEST_F(TupleOutboxTest, ABatchHeldPastTheHoldLimitIsDroppedAndReported) {
   EXPECT_EQ(outbox.held(), 0u);
 }
 
+TEST_F(TupleOutboxTest, APeerDeclaredLostDropsWhatWasQueuedOrHeldForIt) {
+  TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 0});
+  ASSERT_TRUE(outbox.Start().ok());
+  const std::vector<float> values(1024, 1.0f);
+  // The peer reads nothing until batches are held; one more tuple then queues behind them.
+  uint32_t added = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (outbox.held() == 0 && std::chrono::steady_clock::now() < deadline) {
+    outbox.Add(endpoint_, Header(added++), Tensor::F32({1024}, values), false);
+    ASSERT_TRUE(outbox.Flush().empty());
+  }
+  ASSERT_GT(outbox.held(), 0u) << "the peer's queue never filled";
+  outbox.Add(endpoint_, Header(added++), Tensor::F32({1024}, values), false);
+
+  EXPECT_EQ(outbox.PeerLost(endpoint_), added - outbox.stats().tuples);
+  EXPECT_EQ(outbox.held(), 0u);
+  EXPECT_EQ(outbox.PeerLost(endpoint_), 0u);
+  EXPECT_FALSE(TimerFires(outbox, 200)) << "a retry is still armed for the lost peer";
+  EXPECT_TRUE(outbox.Flush().empty());
+}
+
 }  // namespace
 }  // namespace atl::executor
