@@ -32,7 +32,10 @@ constexpr IslandFigure kSchedulerFigures[] = {
      &ClusterView::Island::queued_gangs},
     {"atoll_scheduler_gangs_in_flight",
      "Gangs the island's scheduler dispatched that have not finished.",
-     &ClusterView::Island::gangs_in_flight}};
+     &ClusterView::Island::gangs_in_flight},
+    {"atoll_scheduler_held_dispatches",
+     "Messages the island's scheduler holds for executors whose queue is full.",
+     &ClusterView::Island::dispatches_held}};
 
 // A host's figure from its object store's last store.stats.
 struct HostFigure {

@@ -8,6 +8,7 @@
 //   atoll_scheduler_up{island}               1 while the island's scheduler is alive
 //   atoll_scheduler_queued_gangs{island}     gangs waiting in the scheduler (scheduler.stats)
 //   atoll_scheduler_gangs_in_flight{island}  gangs dispatched and not finished
+//   atoll_scheduler_held_dispatches{island}  messages held for executors whose queue is full
 //   atoll_host_up{island,host}               1 while the host's executor is alive
 //   atoll_device_busy_ratio{island,host,device}         busy fraction over the view's window
 //   atoll_device_busy_seconds_total{island,host,device} the executor's busy time

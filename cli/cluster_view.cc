@@ -208,6 +208,7 @@ void ClusterView::Apply(const Event& event) {
     island.has_scheduler_stats = true;
     island.queued_gangs = U64(f, "queued");
     island.gangs_in_flight = U64(f, "in_flight");
+    island.dispatches_held = U64(f, "dispatches_held");
   } else if (topic == "net.stats") {
     OnNetStats(f);
   } else if (topic == "slice.created") {

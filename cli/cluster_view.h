@@ -12,7 +12,8 @@
 //   store.stats {objects, bytes_in_use, arena_bytes}      memory in use per host
 //   dataplane.stats {tuples_out, bytes_out, ...}          tuples and bytes per host, and
 //                                                         batches held for full peers
-//   scheduler.stats {queued, in_flight}                   gangs per island scheduler
+//   scheduler.stats {queued, in_flight, dispatches_held}  gangs per island scheduler, and
+//                                                         messages held for full executors
 //   net.stats {"<Kind>.msgs", "<Kind>.bytes"}             messages sent per service
 //   slice.created/released                                slices (shards per gang)
 //   client.connected/gone                                 clients and their names
@@ -108,6 +109,7 @@ class ClusterView {
     bool has_scheduler_stats = false;
     uint64_t queued_gangs = 0;  // gangs waiting in its scheduler at the last report
     uint64_t gangs_in_flight = 0;
+    uint64_t dispatches_held = 0;  // for executors whose queue is full
   };
   struct Slice {
     uint64_t id = 0;

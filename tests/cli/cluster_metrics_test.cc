@@ -69,7 +69,8 @@ ClusterView BusyView() {
                                     {"bytes_in", 576},
                                     {"last_in_us", kT0},
                                     {"batches_held", 1}}));
-  view.Apply(Ev("scheduler.stats", {{"island", "island0"}, {"queued", 5}, {"in_flight", 2}}));
+  view.Apply(Ev("scheduler.stats",
+                {{"island", "island0"}, {"queued", 5}, {"in_flight", 2}, {"dispatches_held", 3}}));
   view.Apply(Ev("net.stats", {{"Dispatch.msgs", 12}, {"Dispatch.bytes", 3000}},  //
                 kT0, "scheduler/island0"));
   view.Apply(Ev("net.stats",
@@ -128,6 +129,7 @@ TEST(ClusterMetricsTest, HostsSchedulersAndTheRm) {
   EXPECT_EQ(Value(m, "atoll_scheduler_up", {{"island", "island1"}}), 0);
   EXPECT_EQ(Value(m, "atoll_scheduler_queued_gangs", {{"island", "island0"}}), 5);
   EXPECT_EQ(Value(m, "atoll_scheduler_gangs_in_flight", {{"island", "island0"}}), 2);
+  EXPECT_EQ(Value(m, "atoll_scheduler_held_dispatches", {{"island", "island0"}}), 3);
   // No scheduler.stats from island1 yet: no sample rather than a made-up 0.
   EXPECT_TRUE(m.Find("atoll_scheduler_queued_gangs", {{"island", "island1"}}).empty());
   EXPECT_EQ(Value(m, "atoll_clients"), 3);
@@ -224,7 +226,7 @@ TEST(ClusterMetricsTest, AnEmptyViewIsValidToo) {
   EXPECT_EQ(Value(m, "atoll_rm_up"), 1);
   EXPECT_EQ(Value(m, "atoll_run_duration_seconds_count"), 0);
   EXPECT_TRUE(m.Find("atoll_host_up").empty());
-  EXPECT_EQ(m.types.size(), 22u);  // every family is declared, samples or not
+  EXPECT_EQ(m.types.size(), 23u);  // every family is declared, samples or not
 }
 
 // The family a sample belongs to: a histogram's _bucket, _sum, _count belong to it.
