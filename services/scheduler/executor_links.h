@@ -4,9 +4,10 @@
 // refuses (kQueueMessages here, past the kernel's buffers: its loop is stopped, or a burst
 // outran the network) is kept as encoded, and every later message for that executor queues
 // behind it, in order. Retry() sends them, oldest first, as the executor takes them; the
-// scheduler calls it each loop turn and on a timer. They are held as long as the RM counts
-// the executor alive: what is held for one declared lost is dropped (Drop), as its runs fail
-// on the loss. The clients' quotas on runs in flight bound what can be held.
+// scheduler calls it each loop turn (the executor's reports are turns) and every heartbeat. They
+// are held as long as the RM counts the executor alive: what is held for one declared lost is
+// dropped (Drop), as its runs fail on the loss. The clients' quotas on runs in flight bound what
+// can be held.
 //
 // Not thread-safe: the scheduler's loop owns it.
 //

@@ -74,9 +74,10 @@ void SchedulerService::Run() {
                  [this] { ExpireCrossIslandWaits(); });
   loop_.AddTimer("client liveness", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { CheckClients(); });
-  // Held messages also go on turns with nothing else to do: a stalled executor that reads
-  // again takes them within this period.
-  loop_.AddTimer("held dispatches", kHeldRetryPeriod, [this] {
+  // Held messages go on every loop turn: an executor that reads again soon reports the
+  // gangs it ran, and each report is a turn. This timer is for one that has nothing to
+  // report, without waking an idle scheduler more often than its heartbeats do.
+  loop_.AddTimer("held dispatches", std::chrono::milliseconds(config_.heartbeat_ms), [this] {
     if (executors_.held() > 0) DispatchReleased();
   });
   loop_.Run();
