@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "common/net/try_send.h"
+
 namespace atl::executor {
 
 namespace {
@@ -18,6 +20,8 @@ namespace {
 // little CPU.
 constexpr std::chrono::milliseconds kFirstRetry{1};
 constexpr std::chrono::milliseconds kLastRetry{100};
+
+constexpr proto::Kind kBatch = proto::TupleBatch::kKind;
 
 }  // namespace
 
@@ -83,7 +87,7 @@ void TupleOutbox::Send(const std::string& endpoint, Batch& batch, bool due,
   // Oldest first: a batch never overtakes one held before it.
   bool took = false;
   while (!batch.held.empty()) {
-    Result<bool> went = TrySend(**peer, batch.held.front().frames);
+    Result<bool> went = net::TrySend(**peer, batch.held.front().frames, kBatch);
     if (went.ok() && !*went) break;
     if (went.ok()) {
       CountSent(batch.held.front());
@@ -95,7 +99,7 @@ void TupleOutbox::Send(const std::string& endpoint, Batch& batch, bool due,
   }
   if (due) {
     Held next = Encode(batch);
-    Result<bool> went = batch.held.empty() ? TrySend(**peer, next.frames) : false;
+    Result<bool> went = batch.held.empty() ? net::TrySend(**peer, next.frames, kBatch) : false;
     if (!went.ok()) {
       dropped(next.tuples, went.status());
     } else if (*went) {
@@ -128,13 +132,6 @@ TupleOutbox::Held TupleOutbox::Encode(Batch& batch) {
   batch.bytes = 0;
   batch.urgent = false;
   return message;
-}
-
-Result<bool> TupleOutbox::TrySend(zmq::socket_t& peer, net::Frames& frames) {
-  Status sent = net::SendCounted(peer, frames, proto::TupleBatch::kKind, 0);
-  if (sent.ok()) return true;
-  if (frames.front().size() > 0) return false;  // refused before anything went
-  return sent;
 }
 
 void TupleOutbox::CountSent(const Held& message) {

@@ -16,8 +16,8 @@
 // to 100 ms, backing off) until the peer takes them. Only when the peer took nothing for
 // `hold_limit` are they dropped and reported: their consumers have given up on them by
 // then (the executor passes its input_wait_ms), or once the RM declares the peer lost
-// (PeerLost). A send is tried first and a batch kept only
-// when refused, so a peer with room costs no look at its queue.
+// (PeerLost). A send is tried first and a batch kept only when refused (net::TrySend), so
+// a peer with room costs no look at its queue.
 //
 // Tensor data is never copied into the msgpack header: small tensors share one frame, a
 // large tensor's frame borrows its bytes (ZeroMQ frees them once sent); see tuple_frames.h.
@@ -106,9 +106,6 @@ class TupleOutbox {
             std::chrono::steady_clock::time_point now, std::vector<Status>& errors);
   // The batch's queued tuples as they go on the wire; leaves the batch empty.
   static Held Encode(Batch& batch);
-  // Whether `frames` went whole; false when the peer's full queue refused them untouched
-  // (ZeroMQ refuses only a message's first frame, and leaves a refused frame as it was).
-  static Result<bool> TrySend(zmq::socket_t& peer, net::Frames& frames);
   void CountSent(const Held& message);
   // When to look at `batch` next: its window's end, or its next try while it is held.
   std::chrono::steady_clock::time_point NextLook(const Batch& batch,

@@ -1,5 +1,7 @@
 #include "services/scheduler/executor_links.h"
 
+#include "common/net/try_send.h"
+
 namespace atl::scheduler {
 
 Result<zmq::socket_t*> ExecutorLinks::Socket(const std::string& endpoint) {
@@ -16,8 +18,11 @@ Status ExecutorLinks::Send(const std::string& endpoint, Message message) {
   ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * socket, Socket(endpoint));
   auto held = held_.find(endpoint);
   // A message never overtakes one held before it.
-  if (held == held_.end() && TrySend(*socket, message)) return Status::Ok();
-  if (held == held_.end()) held = held_.emplace(endpoint, std::deque<Message>()).first;
+  if (held == held_.end()) {
+    ATOLL_ASSIGN_OR_RETURN(const bool went, net::TrySend(*socket, message.frames, message.kind));
+    if (went) return Status::Ok();
+    held = held_.emplace(endpoint, std::deque<Message>()).first;
+  }
   held->second.push_back(std::move(message));
   held_count_++;
   return Status::Ok();
@@ -27,7 +32,12 @@ void ExecutorLinks::Retry() {
   for (auto it = held_.begin(); it != held_.end();) {
     auto socket = Socket(it->first);  // made when the first message was held
     std::deque<Message>& queue = it->second;
-    while (socket.ok() && !queue.empty() && TrySend(**socket, queue.front())) {
+    while (socket.ok() && !queue.empty()) {
+      Message& next = queue.front();
+      // A held message is whole (ZeroMQ refused its first frame), so an error cannot come
+      // from it half sent: it goes, or waits for room.
+      Result<bool> went = net::TrySend(**socket, next.frames, next.kind);
+      if (went.ok() && !*went) break;
       queue.pop_front();
       held_count_--;
     }
@@ -42,12 +52,6 @@ size_t ExecutorLinks::Drop(const std::string& endpoint) {
   held_count_ -= dropped;
   held_.erase(it);
   return dropped;
-}
-
-bool ExecutorLinks::TrySend(zmq::socket_t& socket, Message& message) {
-  // ZeroMQ refuses a message whole, at its first frame, and leaves that frame as it was;
-  // once the first frame is taken, the rest of the message is too.
-  return net::SendCounted(socket, message.frames, message.kind, 0).ok();
 }
 
 }  // namespace atl::scheduler

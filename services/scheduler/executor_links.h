@@ -2,12 +2,12 @@
 // order per executor. Its sockets never wait: one executor that reads nothing for a while
 // must not stall the island's other clients. So a message that an executor's full queue
 // refuses (kQueueMessages here, past the kernel's buffers: its loop is stopped, or a burst
-// outran the network) is kept as encoded, and every later message for that executor queues
-// behind it, in order. Retry() sends them, oldest first, as the executor takes them; the
-// scheduler calls it each loop turn (the executor's reports are turns) and every heartbeat. They
-// are held as long as the RM counts the executor alive: what is held for one declared lost is
-// dropped (Drop), as its runs fail on the loss. The clients' quotas on runs in flight bound what
-// can be held.
+// outran the network) is kept as encoded (net::TrySend), and every later message for that
+// executor queues behind it, in order. Retry() sends them, oldest first, as the executor
+// takes them; the scheduler calls it each loop turn (the executor's reports are turns) and
+// every heartbeat. They are held as long as the RM counts the executor alive: what is held
+// for one declared lost is dropped (Drop), as its runs fail on the loss. The clients'
+// quotas on runs in flight bound what can be held.
 //
 // Not thread-safe: the scheduler's loop owns it.
 //
@@ -70,8 +70,6 @@ class ExecutorLinks {
     proto::Kind kind;
   };
   Status Send(const std::string& endpoint, Message message);
-  // Whether `message` went; false when the executor's full queue refused it untouched.
-  static bool TrySend(zmq::socket_t& socket, Message& message);
 
   zmq::context_t& context_;
   std::map<std::string, zmq::socket_t> sockets_;     // by executor; a send never waits

@@ -339,8 +339,8 @@ void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> rel
       if (i == 0 || dispatch.entries[i - 1].run_id != run) run_executors_[run].insert(endpoint);
     }
     Status sent = [&]() -> Status {
-      ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Socket(endpoint));
-      if (polled_.insert(endpoint).second) {
+      if (polled_.insert(endpoint).second) {  // its first dispatch: read its reports
+        ATOLL_ASSIGN_OR_RETURN(zmq::socket_t * executor, executors_.Socket(endpoint));
         loop_.AddSocket("executor " + endpoint, *executor,
                         [this, endpoint] { OnExecutor(endpoint); });
       }
