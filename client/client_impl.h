@@ -109,6 +109,8 @@ struct Client::Impl {
   // The services lost now, until they are back, by (role, name): runs that need one are
   // refused at submission.
   std::map<std::pair<uint8_t, std::string>, Loss> down;
+  // Connection drops seen so far, per scheduler submitted to (WatchSchedulerConnections).
+  std::map<std::string, uint64_t> scheduler_drops;
   // How often a wait looks for the RM's notices: a quarter of a heartbeat period, so that a
   // loss fails the runs that need the service well within a period of its declaration.
   std::chrono::milliseconds notice_period{25};
@@ -135,18 +137,18 @@ struct Client::Impl {
     return Peer(endpoint);
   }
   // Applies what the RM sent on its own since the last call: services lost or back, and
-  // slices remapped off lost devices. Costs no round trip.
+  // slices remapped off lost devices; and the schedulers' dropped connections
+  // (WatchSchedulerConnections). Costs no round trip.
   void ApplyNotices() {
+    WatchSchedulerConnections();
     for (auto& notice : rm->TakeNotices()) {
       if (notice.header.kind() == proto::Kind::kServiceChanged) {
         auto changed = notice.header.As<proto::ServiceChanged>();
         if (!changed.ok()) continue;
         const auto key = std::make_pair(changed->role, changed->name);
         if (changed->lost) {
-          // What runs there read may go: their gangs there will never report.
-          if (changed->role == proto::Heartbeat::kScheduler) (void)reads.Lost(changed->endpoint);
           Loss loss{changed->role, changed->name, changed->endpoint, changed->reason};
-          losses.push_back(loss);
+          Lose(loss);
           down[key] = std::move(loss);
         } else {
           down.erase(key);
@@ -161,6 +163,34 @@ struct Client::Impl {
       auto& fns = functions[info.slice_id];
       std::erase_if(fns, [](const auto& f) { return f.expired(); });
       for (const auto& f : fns) f.lock()->slice = info;
+    }
+  }
+  // Records a lost service: the runs submitted before that need it fail (LossFor).
+  void Lose(const Loss& loss) {
+    // What runs there read may go: their gangs there will never report.
+    if (loss.role == proto::Heartbeat::kScheduler) (void)reads.Lost(loss.endpoint);
+    losses.push_back(loss);
+  }
+  // A scheduler's dropped connection loses what was in flight on it both ways (a
+  // submission, its answer, a RunFailed notice), and a scheduler that restarted knows none
+  // of the old one's runs: the runs that need it fail as if the RM had declared it lost,
+  // without waiting for the RM's notice, which a client misses while the RM itself
+  // restarts. Not `down`: it may be back at once, and the RM says when it is not.
+  void WatchSchedulerConnections() {
+    for (const auto& [endpoint, pending] : unacked) {
+      const uint64_t drops = peers.at(endpoint)->ConnectionDrops();
+      uint64_t& seen = scheduler_drops[endpoint];
+      if (drops == seen) continue;
+      seen = drops;
+      std::string scheduler = "the island scheduler at " + endpoint;
+      for (const auto& [slice_id, slice] : slices) {
+        if (slice.scheduler_endpoint == endpoint) {
+          scheduler = fmt::format("the scheduler of island {} ({})", slice.island, endpoint);
+        }
+      }
+      Lose({proto::Heartbeat::kScheduler, "", endpoint,
+            scheduler + " was lost: its connection dropped (it died or restarted, or the "
+                        "network failed)"});
     }
   }
   // The first loss announced since `run` was submitted of a service it needs; null if none.

@@ -43,14 +43,16 @@ void HeartbeatThread::Loop() {
     }
     (void)net::Send(it->second, nullptr, 0, beat);
   };
+  // The first beat goes at once: the RM counts the client's silence from its HelloClient,
+  // and a new socket's connection and handshake take a while on a loaded machine.
   std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, period_, [&] { return stop_; })) {
+  do {
     const std::set<std::string> watchers = watchers_;
     lock.unlock();
     beat_to(rm_endpoint_);
     for (const auto& w : watchers) beat_to(w);
     lock.lock();
-  }
+  } while (!cv_.wait_for(lock, period_, [&] { return stop_; }));
 }
 
 }  // namespace atl

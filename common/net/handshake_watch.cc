@@ -36,6 +36,11 @@ bool HandshakeWatch::Connected() {
   return connected_;
 }
 
+uint64_t HandshakeWatch::Drops() {
+  Drain();
+  return drops_;
+}
+
 void HandshakeWatch::Drain() {
   while (true) {
     // Each event is two frames: [uint16 event, uint32 value] and the endpoint.
@@ -50,6 +55,7 @@ void HandshakeWatch::Drain() {
     uint16_t kind = 0;
     std::memcpy(&kind, event.data(), sizeof(kind));
     if (kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || kind == ZMQ_EVENT_DISCONNECTED) {
+      if (kind == ZMQ_EVENT_DISCONNECTED && connected_) drops_++;
       connected_ = kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
     } else if (failure_) {
       continue;  // the first failure stands

@@ -27,6 +27,10 @@ class HandshakeWatch {
   // false while the peer is down or unreachable (ZeroMQ retries in the background). Never
   // waits.
   bool Connected();
+  // How many established connections to the peer have dropped since the watch started. A
+  // drop loses what was in flight on it, both ways, and may mean the peer restarted (a new
+  // process at the same address knows nothing of the old one's requests). Never waits.
+  uint64_t Drops();
 
  private:
   // Reads the events that came, in order.
@@ -36,6 +40,7 @@ class HandshakeWatch {
   std::string endpoint_;
   std::optional<Status> failure_;
   bool connected_ = false;
+  uint64_t drops_ = 0;
 };
 
 }  // namespace atl::net

@@ -213,6 +213,8 @@ Status Requester::Reachable() {
   return Status::Ok();
 }
 
+uint64_t Requester::ConnectionDrops() { return handshakes_ ? handshakes_->Drops() : 0; }
+
 std::vector<proto::Incoming> Requester::TakeNotices() {
   while (true) {
     auto got = RecvFrames(socket_, std::chrono::milliseconds(0));

@@ -136,6 +136,9 @@ class Requester {
   // this process's key, Unavailable while no connection is up; OK otherwise, and always for
   // a peer not watched. For callers that collect replies themselves (Send).
   Status Reachable();
+  // For a watched peer: how many established connections to it dropped (HandshakeWatch::
+  // Drops); 0 for a peer not watched.
+  uint64_t ConnectionDrops();
 
   // Sends a request whose reply the caller collects itself from socket(); returns its
   // request id. Do not mix with Call() on the same Requester: Call skips other replies.

@@ -5,7 +5,8 @@
 // placement and announced to every client, whose runs that need the lost service then fail
 // naming it; a service heard from again is back (host.back, host.store_back, island.back).
 // The notices go before the event: whoever watches the events and then uses the client
-// (the tests do) finds the client told already.
+// (the tests do) finds the client told already. A restarted RM declares nothing lost for
+// a while (kReconnectGrace): everyone must reconnect to it first.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -58,8 +59,7 @@ Status RmService::OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incomi
   }
 }
 
-void RmService::CheckLiveness() {
-  const auto now = Clock::now();
+void RmService::CheckHeartbeats(Clock::time_point now) {
   const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
   const std::string missed = fmt::format("missed {} heartbeats", config_.liveness);
   for (const std::string& name : SilentHosts(state_, now, lapse)) {
@@ -74,6 +74,11 @@ void RmService::CheckLiveness() {
     OnSchedulerLost(island, "it " + missed);
   }
   for (uint64_t id : SilentClients(state_, now, lapse)) DropClient(id, "heartbeat lapsed");
+}
+
+void RmService::CheckLiveness() {
+  const auto now = Clock::now();
+  if (now >= reconnect_until_) CheckHeartbeats(now);
   std::vector<uint64_t> expired;
   for (const auto& [id, p] : pending_) {
     if (now > p.deadline) expired.push_back(id);

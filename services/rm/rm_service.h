@@ -29,6 +29,12 @@ namespace atl::rm {
 
 // How long executors get to compile a function before its registration (or a remap) fails.
 inline constexpr auto kCompileTimeout = std::chrono::seconds(10);
+// How long a restarted RM waits for every service and client to be heard again before it
+// counts their heartbeats as missed (at least the liveness window itself). Reconnecting
+// to a new RM takes longer than one heartbeat: each peer's ZeroMQ retries the connection
+// on its own timer, then redoes the security handshake, all at once, and a loaded
+// machine's peers took up to 1.4 s. Less would drop live clients, whose slices are then gone.
+inline constexpr auto kReconnectGrace = std::chrono::seconds(5);
 
 inline std::string RoutingId(const proto::Incoming& in) {
   return in.routing_id ? in.routing_id->to_string() : std::string();
@@ -104,6 +110,8 @@ class RmService {
   // fail naming it; one heard again is back.
   Status OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incoming& in);
   void CheckLiveness();
+  // The part of CheckLiveness that declares silent services lost and drops silent clients.
+  void CheckHeartbeats(Clock::time_point now);
   void OnSchedulerLost(const std::string& island, const std::string& why);
   void OnSchedulerBack(const std::string& island);
   // `instance`: the store process lost (the host's current one, unless it restarted).
@@ -179,6 +187,8 @@ class RmService {
   ServiceEndpoint endpoint_, events_in_, events_out_;
 
   RmState state_;
+  // Until then the RM has restarted and declares nothing lost (kReconnectGrace).
+  Clock::time_point reconnect_until_{};
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
   std::map<uint64_t, PendingDrain> drains_;          // by the RM's own request id

@@ -3,8 +3,9 @@
 // virtual->physical map, registered functions, id counters), as one msgpack array written
 // on every change: to a temporary file, then renamed over the old one, so that a crash
 // mid-write leaves the previous state whole. Liveness is not kept: a restarted RM gives
-// every host and client a fresh `liveness` window to heartbeat again (their connections
-// come back by themselves: ZeroMQ reconnects to the same endpoint).
+// every host and client a fresh window to heartbeat again, the longer of `liveness`
+// periods and kReconnectGrace (their connections come back by themselves: ZeroMQ
+// reconnects to the same endpoint).
 //
 // A registered function is the one change that is not written whole: rewriting every
 // function held at each registration made registering n functions cost O(n^2) (5.7 ms a

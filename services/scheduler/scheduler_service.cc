@@ -8,6 +8,7 @@
 
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
+#include "common/proto/ids.h"
 #include "common/service/quota.h"
 #include "services/scheduler/submission_check.h"
 
@@ -195,12 +196,17 @@ void SchedulerService::OnRunFailed(const IslandOrder::FailedRun& failed,
     order_->CancelRun(failed.client, failed.run, Unavailable(failure));
     CancelAtExecutors({failed.client, failed.run, failure});
   }
-  auto route = client_routes_.find(failed.client);
+  TellRunFailed(failed.client, failed.run,
+                Status(static_cast<Code>(report.error_code), report.error));
+}
+
+void SchedulerService::TellRunFailed(uint64_t client, uint64_t run, const Status& why) {
+  auto route = client_routes_.find(client);
   if (route == client_routes_.end()) return;  // the client left: nobody to tell
   zmq::message_t to(route->second.data(), route->second.size());
-  Status sent =
-      net::Send(socket_, &to, 0, proto::RunFailed{failed.run, report.error_code, report.error});
-  if (!sent.ok()) spdlog::debug("RunFailed for run {}: {}", failed.run, sent.ToString());
+  Status sent = net::Send(socket_, &to, 0,
+                          proto::RunFailed{run, static_cast<int32_t>(why.code()), why.message()});
+  if (!sent.ok()) spdlog::debug("RunFailed for run {}: {}", run, sent.ToString());
 }
 
 void SchedulerService::ReportFinishedRuns() {
@@ -271,7 +277,11 @@ Status SchedulerService::OnHostChanged(proto::Incoming& in) {
   // Their shards on other hosts stop too: a collective partner there would wait for the
   // lost host's share until the collective's bound, holding its device (a restarted
   // executor is back at once, without the work the old one had).
-  for (uint64_t run : failed) CancelAtExecutors({0, run, changed.reason});
+  const Status lost = Unavailable(changed.reason);
+  for (uint64_t run : failed) {
+    CancelAtExecutors({0, run, changed.reason});
+    TellRunFailed(proto::ClientOfRun(run), run, lost);
+  }
   // Its runs failed on the loss: what is held for it (their cancels to it included) would
   // only wait for it to come back.
   if (const size_t dropped = executors_.Drop(changed.control_endpoint); dropped > 0) {

@@ -87,8 +87,12 @@ class SchedulerService {
   // the run stops, here and at its executors, rather than wait out a collective for the
   // failed shard's share.
   void OnRunFailed(const IslandOrder::FailedRun& failed, const proto::GangDone& report);
+  // Tells `client` that its run `run` failed (RunFailed, a notice), if it is still here.
+  void TellRunFailed(uint64_t client, uint64_t run, const Status& why);
   // The RM's HostChanged: the queued runs that need a lost executor fail at once, naming
-  // its host, and so do later ones until it is back (IslandOrder::ExecutorLost).
+  // its host, and so do later ones until it is back (IslandOrder::ExecutorLost). Their
+  // clients hear it from here too, not only from the RM, whose notices a client misses
+  // while the RM restarts.
   Status OnHostChanged(proto::Incoming& in);
   void HeartbeatRm();
   // Every heartbeat, for watchers (`atoll dashboard`'s metrics, bench/control): net.stats

@@ -2,10 +2,15 @@
 // endpoints while a client holds a slice. Its state file brings back the client, the slice
 // and its devices, and the registered functions: the client's next program runs, and a new
 // function registered on the old slice compiles on executors that reconnected by themselves.
+// A restarted RM gives its peers a while to reconnect before it declares any of them lost.
 #include <signal.h>
 
+#include <thread>
+
 #include "common/net/transport.h"
+#include "services/rm/rm_service.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
 
 namespace atl::testing {
@@ -23,6 +28,17 @@ Result<proto::ClusterStatus> AskStatus(const std::string& rm) {
   net::Requester peer(context, rm);
   ATOLL_RETURN_IF_ERROR(peer.Connect());
   return peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
+}
+
+// Whether the RM counts host `name`'s executor alive; an error when it cannot say.
+Result<bool> HostAlive(const std::string& rm, const std::string& name) {
+  ATOLL_ASSIGN_OR_RETURN(proto::ClusterStatus status, AskStatus(rm));
+  for (const auto& island : status.islands) {
+    for (const auto& host : island.hosts) {
+      if (host.name == name) return host.alive;
+    }
+  }
+  return NotFound("the RM does not know host " + name);
 }
 
 TEST_F(RmRestartTest, ClientsSlicesAndFunctionsSurviveAnRmRestart) {
@@ -78,6 +94,33 @@ TEST_F(RmRestartTest, ClientsSlicesAndFunctionsSurviveAnRmRestart) {
   auto another = client->CreateSlice(1);
   ASSERT_TRUE(another.ok()) << another.status().ToString();
   EXPECT_GT(another->id(), slice->id());
+}
+
+// Reconnecting to a restarted RM takes every peer a while (ZeroMQ's retry, a new security
+// handshake, on a loaded machine up to seconds): the RM declares nobody lost before
+// rm::kReconnectGrace, though a peer silent longer than the liveness window would be lost
+// otherwise. The grace does not hide a peer that stays silent: it is lost after it.
+TEST_F(RmRestartTest, ARestartedRmGivesItsPeersTimeToReconnectBeforeDeclaringThemLost) {
+  const ClusterConfig& config = cluster_->config();
+  const auto lapse = std::chrono::milliseconds(config.heartbeat_ms) * config.liveness;
+  ASSERT_LT(2 * lapse, rm::kReconnectGrace) << "the test needs a liveness window shorter than this";
+  ASSERT_TRUE(cluster_->Signal("executor-h2", SIGSTOP).ok());
+  Status restarted = cluster_->Restart("rm", SIGKILL);
+  std::optional<EventRecorder> events;
+  if (restarted.ok()) events.emplace(EventsEndpoint());  // the restarted RM's bus
+  // The silence under test: past a liveness window, within the grace.
+  if (restarted.ok()) std::this_thread::sleep_for(2 * lapse);
+  auto during = HostAlive(RmEndpoint(), "h2");
+  // Past the grace, the host still silent is lost.
+  auto is_h2 = [](const Event& e) { return e.fields["host"] == "h2"; };
+  const bool lost = events && events->WaitFor("host.lost", is_h2, rm::kReconnectGrace + 20s);
+  ASSERT_TRUE(cluster_->Signal("executor-h2", SIGCONT).ok());
+  ASSERT_TRUE(restarted.ok()) << restarted.ToString();
+  ASSERT_TRUE(during.ok()) << during.status().ToString();
+  EXPECT_TRUE(*during) << "host h2 was declared lost " << 2 * lapse << " after the restart";
+  EXPECT_TRUE(lost) << "host h2, silent past the grace, was not declared lost";
+  // Heard again, it is back.
+  EXPECT_TRUE(events->WaitFor("host.back", is_h2, 20s)) << "host h2 did not come back";
 }
 
 }  // namespace

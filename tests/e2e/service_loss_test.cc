@@ -102,8 +102,16 @@ TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestar
   ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
   const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);  // 4 s of work
   const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
+  EventRecorder declared(EventsEndpoint());
   KillMidRun(*client, doomed, "", "scheduler-island0", "the scheduler of island island0");
   if (HasFatalFailure()) return;
+  // The client may fail the run on the scheduler's dropped connection, before the RM
+  // declares the scheduler lost; the RM does within the bound.
+  ASSERT_TRUE(declared
+                  .WaitFor(
+                      "island.lost", [](const Event& e) { return e.fields["island"] == "island0"; },
+                      LossBound())
+                  .has_value());
 
   // The other island's scheduler serves on; no new slice goes to the lost island.
   ExpectRuns(*client, other, 3);

@@ -25,13 +25,11 @@ constexpr int kCalls = 64;  // per program: a dispatch of some kilobytes
 constexpr int kMaxPrograms = 20000;
 constexpr int kAfterHeld = 50;  // programs streamed once dispatches are held
 
-// Its own cluster (tests/e2e/stalled_executor.toml): a stopped executor stays alive for the
+// Its own cluster (tests/e2e/long_liveness.toml): a stopped executor stays alive for the
 // RM for 30 s.
 class StalledExecutorTest : public ClusterTest {
  public:
-  static void SetUpTestSuite() {
-    StartCluster(ATOLL_SOURCE_DIR "/tests/e2e/stalled_executor.toml");
-  }
+  static void SetUpTestSuite() { StartCluster(ATOLL_SOURCE_DIR "/tests/e2e/long_liveness.toml"); }
 
  protected:
   // x + kCalls over `slice`, one call after another, x a replicated f32[2].

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -60,11 +61,12 @@ TEST(CurveKeysTest, BadKeysAndNamesAreRefusedByName) {
 // ROUTER bound for `audience`.
 class Server {
  public:
-  Server(const std::string& keys, Audience audience)
+  Server(const std::string& keys, Audience audience,
+         const std::string& endpoint = "tcp://127.0.0.1:*")
       : context_(*ServiceCredentials(keys)),
         zap_(ZapHandler::Start(context_, CredentialsOf(context_).own.public_key, keys).value()),
         router_(MakeSocket(context_, zmq::socket_type::router)) {
-    endpoint_ = *Bind(router_, "tcp://127.0.0.1:*", audience);
+    endpoint_ = *Bind(router_, endpoint, audience);
   }
   const std::string& endpoint() const { return endpoint_; }
 
@@ -134,6 +136,37 @@ TEST_F(ZapTest, AMembersOnlySocketRefusesClientKeys) {
   auto served = std::async(std::launch::async, [&] { return server.ServeOne(); });
   EXPECT_TRUE(Call(*ServiceCredentials(dir_.path()), server.endpoint()).ok());
   EXPECT_TRUE(served.get().ok());
+}
+
+// A watched connection counts its drops: none while the peer serves, one once it is gone
+// (a restarted peer knows nothing of what was in flight), and the count stays when a new
+// peer at the same address takes the connection back.
+TEST_F(ZapTest, AWatchedConnectionCountsItsDrops) {
+  auto server = std::make_unique<Server>(dir_.path(), Audience::kEveryone);
+  const std::string endpoint = server->endpoint();
+  KeyedContext context(*ServiceCredentials(dir_.path()));
+  Requester requester(context, endpoint);
+  ASSERT_TRUE(requester.Connect(/*watch_handshakes=*/true).ok());
+  auto call = [&] {
+    auto served = std::async(std::launch::async, [&] { return server->ServeOne(); });
+    Status called = requester.Call<proto::Ok>(proto::Ok{}, 5000ms).status();
+    EXPECT_TRUE(served.get().ok());
+    return called;
+  };
+  ASSERT_TRUE(call().ok());
+  EXPECT_EQ(requester.ConnectionDrops(), 0u);
+
+  server.reset();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (requester.ConnectionDrops() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);  // the monitor's events come on ZeroMQ's I/O thread
+  }
+  EXPECT_EQ(requester.ConnectionDrops(), 1u);
+
+  server = std::make_unique<Server>(dir_.path(), Audience::kEveryone, endpoint);
+  ASSERT_TRUE(call().ok());
+  EXPECT_EQ(requester.ConnectionDrops(), 1u);
+  EXPECT_TRUE(requester.Reachable().ok());
 }
 
 }  // namespace
