@@ -107,11 +107,11 @@ TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestar
   if (HasFatalFailure()) return;
   // The client may fail the run on the scheduler's dropped connection, before the RM
   // declares the scheduler lost (what the refusals below need); the RM does soon after.
-  ASSERT_TRUE(declared
-                  .WaitFor(
-                      "island.lost", [](const Event& e) { return e.fields["island"] == "island0"; },
-                      10s)
-                  .has_value());
+  ASSERT_TRUE(
+      declared
+          .WaitFor(
+              "island.lost", [](const Event& e) { return e.fields["island"] == "island0"; }, 10s)
+          .has_value());
 
   // The other island's scheduler serves on; no new slice goes to the lost island.
   ExpectRuns(*client, other, 3);
