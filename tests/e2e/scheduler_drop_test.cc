@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/one_call_program.h"
 
 namespace atl::testing {
 namespace {
@@ -22,23 +23,19 @@ TEST_F(SchedulerDropTest, ARunItsSchedulerDiedWithFailsWhenTheConnectionDrops) {
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(1, "island0");
   ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  FunctionBuilder b("inc");
-  b.Output(b.Add(b.Input(DType::kF32, {2}), 1.0));
-  auto inc = client->Register(b, *slice);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
-  ProgramBuilder p;
-  p.Return({p.Call(*inc, {p.Arg(DType::kF32, {2})})[0]});
-  const Program program = p.Build().value();
+  auto program =
+      OneCall(*client, *slice, "inc", [](FunctionBuilder& b, Value x) { return b.Add(x, 1.0); });
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
   const Tensor x = Tensor::F32({2}, {1, 2});
   // A first run: the client's connection to the scheduler is up.
-  auto first = client->Submit(program, {x});
+  auto first = client->Submit(*program, {x});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_TRUE(first->Wait(20s).ok());
 
   // Stopped, the scheduler takes the submission into its socket's buffers and answers
   // nothing; killed, it takes the submission with it.
   ASSERT_TRUE(cluster_->Signal("scheduler-island0", SIGSTOP).ok());
-  auto doomed = client->Submit(program, {x});
+  auto doomed = client->Submit(*program, {x});
   ASSERT_TRUE(doomed.ok()) << doomed.status().ToString();
   ASSERT_TRUE(cluster_->Signal("scheduler-island0", SIGKILL).ok());
   auto out = doomed->Wait(20s);
@@ -51,7 +48,7 @@ TEST_F(SchedulerDropTest, ARunItsSchedulerDiedWithFailsWhenTheConnectionDrops) {
 
   // Back at the same address, it serves the client again.
   ASSERT_TRUE(cluster_->Restart("scheduler-island0", SIGKILL).ok());
-  auto again = client->Submit(program, {x});
+  auto again = client->Submit(*program, {x});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   auto again_out = again->Wait(20s);
   ASSERT_TRUE(again_out.ok()) << again_out.status().ToString();
