@@ -186,6 +186,7 @@ struct Client::Impl {
       for (const auto& [slice_id, slice] : slices) {
         if (slice.scheduler_endpoint == endpoint) {
           scheduler = fmt::format("the scheduler of island {} ({})", slice.island, endpoint);
+          break;
         }
       }
       Lose({proto::Heartbeat::kScheduler, "", endpoint,

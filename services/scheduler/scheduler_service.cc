@@ -272,12 +272,12 @@ Status SchedulerService::OnHostChanged(proto::Incoming& in) {
     order_->ExecutorBack(changed.control_endpoint);
     return Status::Ok();
   }
-  const std::vector<uint64_t> failed =
-      order_->ExecutorLost(changed.control_endpoint, Unavailable(changed.reason));
+  const Status lost = Unavailable(changed.reason);
+  const std::vector<uint64_t> failed = order_->ExecutorLost(changed.control_endpoint, lost);
   // Their shards on other hosts stop too: a collective partner there would wait for the
   // lost host's share until the collective's bound, holding its device (a restarted
-  // executor is back at once, without the work the old one had).
-  const Status lost = Unavailable(changed.reason);
+  // executor is back at once, without the work the old one had). Their clients hear it
+  // from here as well as from the RM.
   for (uint64_t run : failed) {
     CancelAtExecutors({0, run, changed.reason});
     TellRunFailed(proto::ClientOfRun(run), run, lost);
