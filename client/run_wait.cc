@@ -15,6 +15,7 @@
 #include "client/client_impl.h"
 #include "client/sharding.h"
 #include "client/store_calls.h"
+#include "common/net/socket_waiter.h"
 
 namespace atl {
 
@@ -179,6 +180,7 @@ Status CheckPeers(const RunState& run, const std::vector<ShardRead>& reads, bool
 Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline deadline,
                   std::chrono::milliseconds timeout, bool read_ahead) {
   Client::Impl& client = *run.client;
+  net::SocketWaiter waiter;  // each turn below drains what it polls: it sleeps at once
   // A loss known already: no waiting reads, only the look at what is sealed.
   client.ApplyNotices();
   if (const auto* loss = client.LossFor(run)) {
@@ -213,7 +215,7 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
     if (Clock::now() >= (answered ? deadline : give_up)) break;
     auto items = Watched(run, reads);
     const auto period = std::min(TimeLeft(answered ? deadline : give_up), client.notice_period);
-    ATOLL_RETURN_IF_ERROR(net::Poll(items, period));
+    ATOLL_RETURN_IF_ERROR(waiter.Poll(items, period));
     client.read_ahead.Collect();
     for (ShardRead& read : reads) {
       if (read.got) continue;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "common/net/socket_waiter.h"
+
 namespace atl {
 
 namespace {
@@ -59,7 +61,9 @@ void EventLoop::Invoke(HandlerStats& stats, const Handler& handler) {
 }
 
 void EventLoop::Run() {
+  net::SocketWaiter waiter;  // told of every use of a socket on this thread from now on
   std::vector<zmq::pollitem_t> items;
+  auto asked_all = std::chrono::steady_clock::now();
   while (!stop_.load() && !g_shutdown.load()) {
     if (items.empty() || !added_items_.empty()) {
       for (auto& i : added_items_) items_.push_back(i);
@@ -71,22 +75,25 @@ void EventLoop::Run() {
       if (g_shutdown_pipe[0] >= 0) items.push_back({nullptr, g_shutdown_pipe[0], ZMQ_POLLIN, 0});
     }
     auto now = std::chrono::steady_clock::now();
-    std::chrono::milliseconds wait(100);  // upper bound so Stop() from another thread is seen
+    std::chrono::milliseconds wait = idle_bound_;
     for (const auto& t : timers_) {
       wait = std::min(
           wait, std::max(std::chrono::milliseconds(0),
                          std::chrono::duration_cast<std::chrono::milliseconds>(t.next - now)));
     }
-    try {
-      zmq::poll(items.data(), items.size(), wait);
-    } catch (const zmq::error_t& e) {
-      if (e.num() == ETERM) return;
-      if (e.num() != EINTR) throw;
-    }
+    const Status polled = waiter.Poll(items, wait);
+    if (polled.code() == Code::kCancelled) return;  // the context was terminated
+    bool any = false;
     for (size_t i = 0; i < sources_.size(); ++i) {
-      if (items[i].revents & ZMQ_POLLIN) Invoke(sources_[i].stats, sources_[i].handler);
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      Invoke(sources_[i].stats, sources_[i].handler);
+      any = true;
     }
     now = std::chrono::steady_clock::now();
+    if (!any && now - asked_all >= idle_bound_) {
+      waiter.Forget();
+      asked_all = now;
+    }
     for (auto& t : timers_) {
       if (now >= t.next) {
         Invoke(t.stats, t.handler);

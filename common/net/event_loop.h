@@ -1,8 +1,9 @@
-// EventLoop: one per service thread. Polls its sockets (and raw fds) with zmq::poll and
-// runs named handlers and periodic timers; every handler's call count and run time are kept
-// so that a slow handler can be found. Not thread-safe: call everything from the thread
-// that runs it, except Stop(), which any thread (or a signal handler, via the shutdown fd)
-// may call.
+// EventLoop: one per service thread. Waits on its sockets (and raw fds) with a SocketWaiter
+// (socket_waiter.h: zmq::poll's semantics for a fraction of its system calls) and runs
+// named handlers and periodic timers; every handler's call count and run time are kept so
+// that a slow handler can be found. Not thread-safe: call everything from the thread that
+// runs it, except Stop(), which any thread (or a signal handler, via the shutdown fd) may
+// call.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,11 @@ class EventLoop {
  public:
   using Handler = std::function<void()>;
 
+  // `idle_bound`: the longest a turn sleeps with nothing to do, so that Stop() from another
+  // thread is seen.
+  explicit EventLoop(std::chrono::milliseconds idle_bound = std::chrono::milliseconds(100))
+      : idle_bound_(idle_bound) {}
+
   struct HandlerStats {
     std::string name;
     uint64_t calls = 0;
@@ -35,7 +41,9 @@ class EventLoop {
   // Runs `handler` every `period`, first one period from now.
   void AddTimer(std::string name, std::chrono::milliseconds period, Handler handler);
 
-  // Polls until Stop() or until the process-wide shutdown signal fd fires.
+  // Polls until Stop() or until the process-wide shutdown signal fd fires (or the sockets'
+  // context is terminated). After a sleep of `idle_bound` that nothing ended, every socket
+  // is asked again, as a backstop for a use its SocketWaiter was not told of.
   void Run();
   void Stop() { stop_.store(true); }
 
@@ -54,6 +62,7 @@ class EventLoop {
   };
   void Invoke(HandlerStats& stats, const Handler& handler);
 
+  const std::chrono::milliseconds idle_bound_;
   std::vector<zmq::pollitem_t> items_;
   std::vector<Source> sources_;  // parallel to items_
   // Sources added while running, merged between turns so no handler vector moves under a

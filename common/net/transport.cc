@@ -1,5 +1,7 @@
 #include "common/net/transport.h"
 
+#include "common/net/socket_waiter.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -49,6 +51,7 @@ Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint, Aud
   if (target.size() > 2 && target.compare(target.size() - 2, 2, ":0") == 0) {
     target.replace(target.size() - 1, 1, "*");
   }
+  SocketWaiter::NoteUse(socket.handle(), false);
   try {
     socket.bind(target);
     return socket.get(zmq::sockopt::last_endpoint);
@@ -58,6 +61,7 @@ Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint, Aud
 }
 
 Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
+  SocketWaiter::NoteUse(socket.handle(), false);
   try {
     socket.connect(endpoint);
     return Status::Ok();
@@ -67,6 +71,7 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
 }
 
 Status SendFrames(zmq::socket_t& socket, Frames& frames) {
+  SocketWaiter::NoteUse(socket.handle(), false);
   try {
     for (size_t i = 0; i < frames.size(); ++i) {
       const auto flags = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
@@ -92,6 +97,9 @@ Status SendCounted(zmq::socket_t& socket, Frames& frames, proto::Kind kind, size
 }
 
 Status Poll(std::vector<zmq::pollitem_t>& items, std::chrono::milliseconds timeout) {
+  for (const auto& item : items) {
+    if (item.socket != nullptr) SocketWaiter::NoteUse(item.socket, false);
+  }
   try {
     zmq::poll(items.data(), items.size(), timeout);
     return Status::Ok();
@@ -103,15 +111,24 @@ Status Poll(std::vector<zmq::pollitem_t>& items, std::chrono::milliseconds timeo
 }
 
 Result<std::optional<Frames>> RecvFrames(zmq::socket_t& socket, std::chrono::milliseconds timeout) {
+  // Finding nothing leaves the socket drained: its next message is announced.
+  bool drained = false;
+  struct Note {
+    void* socket;
+    const bool& drained;
+    ~Note() { SocketWaiter::NoteUse(socket, drained); }
+  } note{socket.handle(), drained};
   try {
     if (timeout.count() > 0) {
       zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-      if (zmq::poll(&item, 1, timeout) == 0) return std::optional<Frames>{};
+      drained = zmq::poll(&item, 1, timeout) == 0;
+      if (drained) return std::optional<Frames>{};
     }
     Frames frames;
     while (true) {
       zmq::message_t part;
       if (!socket.recv(part, zmq::recv_flags::dontwait)) {
+        drained = frames.empty();
         if (frames.empty()) return std::optional<Frames>{};
         return Internal("multipart message ended early");
       }

@@ -19,22 +19,28 @@ Status CompletionQueue::Open() {
 }
 
 void CompletionQueue::Push(Completion done) {
+  bool was_empty;
   {
     std::lock_guard lock(mu_);
+    was_empty = Empty();
     pending_.done.push_back(std::move(done));
   }
-  Wake();
+  if (was_empty) Wake();
 }
 
 void CompletionQueue::Push(OutgoingTuple tuple) {
+  bool was_empty;
   {
     std::lock_guard lock(mu_);
+    was_empty = Empty();
     pending_.outgoing.push_back(std::move(tuple));
   }
-  Wake();
+  if (was_empty) Wake();
 }
 
 CompletionQueue::Batch CompletionQueue::Take() {
+  // Cleared before the swap: a push after the swap finds the queue empty and wakes the
+  // loop again; one before it is taken now.
   uint64_t count = 0;
   [[maybe_unused]] auto n = read(fd_, &count, sizeof(count));
   Batch batch;

@@ -1,6 +1,8 @@
 // CompletionQueue: what device threads hand back to the executor's loop: finished shards
-// (their outputs still to be sent) and collective partials to send to other hosts. Every
-// push wakes the loop through an eventfd, which the loop polls.
+// (their outputs still to be sent) and collective partials to send to other hosts. A push
+// to an empty queue wakes the loop through an eventfd, which the loop polls; later pushes
+// join what that wake-up takes (a write(2) a push cost a microsecond or more, on threads
+// whose next shard waits).
 //
 // Thread-safe: any thread pushes; the loop takes. Open, the destructor and fd() belong to
 // the loop thread.
@@ -47,6 +49,7 @@ class CompletionQueue {
   Batch Take();
 
  private:
+  bool Empty() const { return pending_.done.empty() && pending_.outgoing.empty(); }  // mu_ held
   void Wake();
 
   int fd_ = -1;
