@@ -18,15 +18,17 @@ Result<proto::Owners> OwnerCache::Ask(proto::LookupOwners request) {
 Result<std::string> OwnerCache::ClientUser(uint64_t client) {
   if (rm_ == nullptr) return std::string();
   if (auto it = client_users_.find(client); it != client_users_.end()) return it->second;
-  auto gone = gone_clients_.find(client);
-  if (gone == gone_clients_.end()) {
+  if (gone_clients_.count(client) == 0) {
     ATOLL_ASSIGN_OR_RETURN(proto::Owners owners, Ask({{client}, {}}));
     if (owners.clients_alive[0]) return client_users_[client] = owners.client_users[0];
+    // An id the RM has not given out yet may be the next client's: not remembered.
+    if (client >= owners.next_client_id) {
+      return NotFound(fmt::format("client {} is not connected to the cluster", client));
+    }
     if (gone_clients_.size() >= kMaxGoneClients) gone_clients_.clear();
-    gone = gone_clients_.emplace(client, client < owners.next_client_id).first;
+    gone_clients_.insert(client);
   }
-  if (gone->second) return Cancelled(fmt::format("client {} has left the cluster", client));
-  return NotFound(fmt::format("client {} is not connected to the cluster", client));
+  return Cancelled(fmt::format("client {} has left the cluster", client));
 }
 
 Status OwnerCache::CheckClient(const proto::Peer& sender, uint64_t client,

@@ -3,9 +3,11 @@
 // (object stores, schedulers) that check that a request's sender may act for the client it
 // names, and that an object's owner is a live client before creating it.
 //
-// A client the RM does not know is remembered as gone (ids are never reused), with whether
-// it had connected and left or never connected; that memory is bounded, dropped whole when
-// it grows past kMaxGoneClients, so that a flood of made-up ids cannot grow it.
+// A client that connected and left is remembered as gone (ids are never reused); that
+// memory is bounded, dropped whole when it grows past kMaxGoneClients, so that a flood of
+// made-up ids cannot grow it. An id the RM has not given out yet is asked about each time:
+// it may be the next client's (remembering it once refused a real client that a stray
+// message had named before it connected).
 //
 // Not thread-safe: one per service loop. A lookup blocks that loop for one RM round trip.
 #pragma once
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,8 +58,7 @@ class OwnerCache {
   net::Requester* rm_;
   std::chrono::milliseconds timeout_;
   std::map<uint64_t, std::string> client_users_;
-  // Clients not connected: true for one that connected and left.
-  std::map<uint64_t, bool> gone_clients_;
+  std::set<uint64_t> gone_clients_;  // clients that connected and left
   std::map<uint64_t, uint64_t> function_clients_;
 };
 
