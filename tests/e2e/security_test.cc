@@ -274,6 +274,29 @@ TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
   EXPECT_THAT(put.status().message(), HasSubstr("not connected"));
 }
 
+TEST_F(SecurityTest, AStrayMessageNamingTheNextClientsIdDoesNotLockThatClientOut) {
+  // A message naming an id the RM has not given out yet is refused as not connected; the
+  // client that then gets that id is served. (The wire fuzz test once found a store that
+  // remembered the first answer and refused the real client for good.)
+  auto alice = ConnectAs("alice");
+  ASSERT_NE(alice, nullptr);
+  const uint64_t next = alice->id() + 1;
+  const std::string store = Endpoint("objectstore-i0h0", "endpoint");
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  auto put = [&] {
+    return Ask<proto::Ok>(bob, store,
+                          proto::PutObject{proto::MakeObjectId(next, 1), 0, next, DType::kF32, {2}},
+                          Bytes({1, 2}));
+  };
+  auto early = put();
+  EXPECT_EQ(early.status().code(), Code::kNotFound) << early.status().ToString();
+  auto b = ConnectAs("bob");
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->id(), next) << "another client took the id this test named";
+  auto served = put();
+  EXPECT_TRUE(served.ok()) << served.status().ToString();
+}
+
 TEST_F(SecurityTest, ObjectsOfAClientThatLeftAreRefusedAsCancelledNotUnknown) {
   // An executor reserving the output of a shard admitted just before its client left: the
   // refusal says the client left (Cancelled, as the shard's cancel does), not that the
