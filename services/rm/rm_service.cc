@@ -107,6 +107,12 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterExecutor>());
   if (req.island.empty()) return InvalidArgument("executor " + req.host + " names no island");
   if (req.devices.empty()) return InvalidArgument("executor has no devices");
+  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its control endpoint", req.control_endpoint)
+                            .WithContext("executor " + req.host));
+  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its data endpoint", req.data_endpoint)
+                            .WithContext("executor " + req.host));
+  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its object store", req.store_endpoint)
+                            .WithContext("executor " + req.host));
   // An island the RM has not heard of is admitted with it: its devices are numbered now,
   // and slices there wait for its scheduler (OnCreateSlice).
   AdmitIsland(req.island, "executor " + req.host);
@@ -181,6 +187,8 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
 Status RmService::OnRegisterScheduler(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterScheduler>());
   if (req.island.empty()) return InvalidArgument("a scheduler must name its island");
+  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its endpoint", req.endpoint)
+                            .WithContext("the scheduler of island " + req.island));
   AdmitIsland(req.island, "its scheduler at " + req.endpoint);
   auto was = state_.scheduler_by_island.find(req.island);
   const bool moved = was != state_.scheduler_by_island.end() && was->second != req.endpoint;

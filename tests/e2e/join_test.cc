@@ -170,6 +170,33 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
   EXPECT_THAT(lost->fields["reason"].get<std::string>(), HasSubstr("drained and has left"));
 }
 
+TEST_F(JoinTest, AServiceAnnouncingAnAddressNoPeerCanReachIsRefusedAtRegistration) {
+  // Refused there, rather than admitted for every later dispatch or connection to it to fail.
+  MemberContext context;
+  net::Requester rm(context, RmEndpoint());
+  ASSERT_TRUE(rm.Connect().ok());
+  for (const std::string endpoint : {"not-an-endpoint", "tcp://", "tcp://:5555", "tcp://host",
+                                     "tcp://host:0", "tcp://host:99999", "ipc:///tmp/x"}) {
+    auto executor =
+        rm.Call<proto::RegisterExecutorReply>(proto::RegisterExecutor{"malformed",
+                                                                      "island0",
+                                                                      endpoint,
+                                                                      "tcp://127.0.0.1:9",
+                                                                      "tcp://127.0.0.1:9",
+                                                                      {{"cpu", 1 << 20}}},
+                                              5s);
+    ASSERT_FALSE(executor.ok()) << endpoint << " was admitted";
+    EXPECT_EQ(executor.status().code(), Code::kInvalidArgument) << executor.status().ToString();
+    EXPECT_THAT(executor.status().message(), HasSubstr("'" + endpoint + "'"));
+    auto scheduler = rm.Call<proto::Ok>(proto::RegisterScheduler{"nowhere", endpoint}, 5s);
+    ASSERT_FALSE(scheduler.ok()) << endpoint << " was admitted";
+    EXPECT_EQ(scheduler.status().code(), Code::kInvalidArgument) << scheduler.status().ToString();
+  }
+  const Topology t = AskRm(RmEndpoint());
+  EXPECT_EQ(t.island_of.count("malformed"), 0u);
+  EXPECT_EQ(t.scheduled.count("nowhere"), 0u);
+}
+
 TEST_F(JoinTest, AnIslandNoOneHeardOfJoinsWithItsFirstHostWhichStartsItsScheduler) {
   // An executor of an island without a scheduler is admitted, and slices there wait.
   {
