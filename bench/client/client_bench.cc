@@ -11,6 +11,8 @@
 //   chain_hops       the same for one computation of a chain of `chain` calls in one
 //                    program on one device (128: bench/dispatch's chain)
 //   chain_run_hops   where that whole run's microseconds go (hop_trace.h)
+//   op_by_op_hops    the same per call of `chain` one-call programs on one device, each on
+//                    the one before's future (hop_trace.h)
 //   op_by_op_stream  `stream` one-call programs streamed back to back over both devices,
 //                    x = all_reduce_mean(x) + 1, each on the previous one's future, the
 //                    last waited for: calls/s sustained past every queue's high-water mark
@@ -191,6 +193,26 @@ class Workload {
     return traced;
   }
 
+  // The hops per call of a stream of `calls` one-call programs, each on the previous one's
+  // future, traced.
+  Result<Hops> TracedOpByOp(HopTrace& trace, int calls) {
+    std::vector<uint64_t> runs;
+    std::vector<int64_t> sent_us;
+    ATOLL_ASSIGN_OR_RETURN(Run run, client_.Submit(program_, {Fresh(0)}));
+    for (int i = 0; i < calls; ++i) {
+      ATOLL_ASSIGN_OR_RETURN(Run next, client_.Submit(program_, {run.Output(0)}));
+      sent_us.push_back(NowMicros());
+      runs.push_back(next.id());
+      run = std::move(next);
+    }
+    ATOLL_ASSIGN_OR_RETURN(std::vector<Tensor> out, run.Wait(kTimeout));
+    ATOLL_RETURN_IF_ERROR(Check(out[0], calls));
+    ATOLL_RETURN_IF_ERROR(trace.Collect(std::chrono::milliseconds(300)));
+    auto hops = trace.OpByOp(runs, sent_us);
+    trace.Clear();
+    return hops;
+  }
+
   // Microseconds per synchronous round trip, over `count` of them; each checks its value.
   Result<double> RoundTrips(int count) {
     const auto start = Clock::now();
@@ -250,13 +272,15 @@ Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
   zmq::context_t context;
   HopTrace trace(context, events_out);
   ATOLL_RETURN_IF_ERROR(trace.Start([&] { return workload.RoundTrips(1).status(); }));
-  std::map<std::string, std::vector<double>> round_trip, chain, chain_run;
+  std::map<std::string, std::vector<double>> round_trip, chain, chain_run, op_by_op;
   for (int r = 0; r < sweep.runs; ++r) {
     ATOLL_ASSIGN_OR_RETURN(Hops hops, workload.TracedRoundTrips(trace, sweep.round_trips));
     for (const auto& [hop, us] : hops) round_trip[hop].push_back(us);
     ATOLL_ASSIGN_OR_RETURN(auto traced, workload.TracedChain(trace, sweep.chain));
     for (const auto& [hop, us] : traced.step) chain[hop].push_back(us);
     for (const auto& [hop, us] : traced.run) chain_run[hop].push_back(us);
+    ATOLL_ASSIGN_OR_RETURN(Hops calls, workload.TracedOpByOp(trace, sweep.chain));
+    for (const auto& [hop, us] : calls) op_by_op[hop].push_back(us);
   }
   auto add = [&](const char* series, const std::vector<std::string>& order, auto& samples) {
     fmt::print("{}:", series);
@@ -269,6 +293,7 @@ Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
   add("round_trip_hops", RoundTripHops(), round_trip);
   add("chain_hops", ChainHops(), chain);
   add("chain_run_hops", ChainRunHops(), chain_run);
+  add("op_by_op_hops", OpByOpHops(), op_by_op);
   return Status::Ok();
 }
 

@@ -37,6 +37,12 @@ const std::vector<std::string>& ChainRunHops() {
   return hops;
 }
 
+const std::vector<std::string>& OpByOpHops() {
+  static const std::vector<std::string> hops = {"compute", "to_next_start", "client_ahead",
+                                                "admitted_ahead"};
+  return hops;
+}
+
 HopTrace::HopTrace(zmq::context_t& context, std::string events_out)
     : socket_(net::MakeSocket(context, zmq::socket_type::sub)), endpoint_(std::move(events_out)) {}
 
@@ -156,6 +162,50 @@ Result<Hops> HopTrace::Chain(uint64_t run) const {
   }
   return Hops{
       {"compute", Median(compute)}, {"to_next_start", Median(to_next)}, {"report", Median(report)}};
+}
+
+Result<Hops> HopTrace::OpByOp(const std::vector<uint64_t>& runs,
+                              const std::vector<int64_t>& sent_us) const {
+  // A dispatch can carry several runs' gangs: it is found by its gangs, not its first run.
+  std::vector<const Event*> admissions;
+  for (const Event& e : events_) {
+    if (e.topic == "dispatch.admitted") admissions.push_back(&e);
+  }
+  auto admission_of = [&](uint64_t gang) -> const Event* {
+    for (const Event* e : admissions) {
+      if (e->fields["first_gang"].get<uint64_t>() <= gang &&
+          gang <= e->fields["last_gang"].get<uint64_t>()) {
+        return e;
+      }
+    }
+    return nullptr;
+  };
+  std::map<std::string, std::vector<double>> per_hop;
+  const Event* before = nullptr;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto done = Of(runs[i], "gang.done");
+    const Event* admitted =
+        done.size() == 1 ? admission_of(done[0]->fields["gang"].get<uint64_t>()) : nullptr;
+    if (admitted == nullptr) {
+      return NotFound(fmt::format("run {}: {} gang.done, {} admission", runs[i], done.size(),
+                                  admitted == nullptr ? "no" : "its"));
+    }
+    const Event& now = *done[0];
+    per_hop["compute"].push_back(
+        static_cast<double>(Micros(now, "end_us") - Micros(now, "start_us")));
+    if (before != nullptr) {
+      const int64_t previous_end = Micros(*before, "end_us");
+      per_hop["to_next_start"].push_back(
+          static_cast<double>(Micros(now, "start_us") - previous_end));
+      per_hop["client_ahead"].push_back(static_cast<double>(previous_end - sent_us[i]));
+      per_hop["admitted_ahead"].push_back(static_cast<double>(previous_end - Stamp(*admitted)));
+    }
+    before = &now;
+  }
+  if (per_hop["to_next_start"].empty()) return NotFound("an op-by-op trace needs two calls");
+  Hops hops;
+  for (const auto& [hop, us] : per_hop) hops[hop] = Median(us);
+  return hops;
 }
 
 }  // namespace atl::bench

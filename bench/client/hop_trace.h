@@ -29,6 +29,14 @@
 //   last_report          the loop reports the last shard (its gang.done)
 //   to_client            its output sealed in the store, the waiting read answered
 //
+// A stream of one-call programs on one device, each on the previous one's future (what
+// bench/dispatch's op-by-op rate divides its calls by), crosses per call, on its critical
+// path, compute and to_next_start (from the previous call's end to this one's start: its
+// input handed over, the shard started). Beside them, how far ahead of that the call
+// was: client_ahead (its submission sent, before the previous call ended) and
+// admitted_ahead (its dispatch admitted by the executor, before the previous call ended).
+// Negative leads are late: the call waited for them.
+//
 // Not thread-safe: one thread records and reads.
 #pragma once
 
@@ -49,6 +57,7 @@ namespace atl::bench {
 const std::vector<std::string>& RoundTripHops();
 const std::vector<std::string>& ChainHops();
 const std::vector<std::string>& ChainRunHops();
+const std::vector<std::string>& OpByOpHops();
 
 // Microseconds per hop, by hop name.
 using Hops = std::map<std::string, double>;
@@ -73,6 +82,10 @@ class HopTrace {
   Result<Hops> Chain(uint64_t run) const;
   // The hops of that whole run, timed by the client as RoundTrip's.
   Result<Hops> ChainRun(uint64_t run, int64_t submit_us, int64_t sent_us, int64_t done_us) const;
+
+  // The median hops per call of `runs`, one-call programs on one device, each on the one
+  // before's output; `sent_us` is when each submission was sent (NowMicros()).
+  Result<Hops> OpByOp(const std::vector<uint64_t>& runs, const std::vector<int64_t>& sent_us) const;
 
   // Forgets the events taken so far.
   void Clear() { events_.clear(); }

@@ -71,7 +71,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   arena_ = std::make_unique<ShmRegion>();
   admission_ = std::make_unique<AdmissionCore>(host_, num_devices_);
   store_link_ = std::make_unique<StoreLink>(
-      store_requests_, devices_, *arena_,
+      store_requests_, devices_, object_readers_, *arena_,
       StoreLink::Hooks{
           .on_error = [this](const Status& error) { PublishError(error); },
           .on_restarted = [this] { store_restarted_ = true; },
@@ -79,7 +79,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
                                       const Status& answer) { OnAheadAnswered(*item, answer); }});
   ATOLL_RETURN_IF_ERROR(AttachStore(timeout));
   router_ = std::make_unique<OutputRouter>(
-      data_endpoint_.advertised, mailbox_,
+      data_endpoint_.advertised, mailbox_, object_readers_,
       [this](const std::string& endpoint, proto::TupleHeader h, Result<Tensor> value, bool urgent) {
         outbox_.Add(endpoint, std::move(h), std::move(value), urgent);
       },

@@ -148,6 +148,8 @@ class ExecutorService {
   std::unique_ptr<OutputRouter> router_;
   DeviceStreams devices_;
   InputMailbox mailbox_{devices_};  // tuple inputs, from the loop and device threads
+  // Inputs from objects this host is writing, from the loop and device threads.
+  ObjectReaders object_readers_{devices_};
   SocketStoreRequests store_requests_{store_.socket()};
   // Gangs with shards running here, reported to their scheduler once all of them finished.
   GangReports gang_reports_;

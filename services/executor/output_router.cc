@@ -8,10 +8,11 @@
 
 namespace atl::executor {
 
-OutputRouter::OutputRouter(std::string self_endpoint, InputMailbox& mailbox, SendRemote send_remote,
-                           WriteStore write_store)
+OutputRouter::OutputRouter(std::string self_endpoint, InputMailbox& mailbox, ObjectReaders& readers,
+                           SendRemote send_remote, WriteStore write_store)
     : self_(std::move(self_endpoint)),
       mailbox_(mailbox),
+      readers_(readers),
       send_remote_(std::move(send_remote)),
       write_store_(std::move(write_store)) {}
 
@@ -19,6 +20,11 @@ void OutputRouter::DeliverLocal(Completion& done) const {
   const proto::Entry& e = done.item->entry;
   for (size_t o = 0; o < e.outputs.size(); ++o) {
     for (const auto& dest : e.outputs[o]) {
+      if (dest.kind == proto::OutputDest::kStore) {
+        // Failures go to its readers with the write, from the loop thread.
+        if (done.outputs.ok()) readers_.Deliver({dest.object_id, dest.shard}, (*done.outputs)[o]);
+        continue;
+      }
       // Pieces of a reshard are cut and put together by the loop thread.
       if (dest.kind != proto::OutputDest::kTuple || dest.data_endpoint != self_ ||
           dest.piece.of > 0) {

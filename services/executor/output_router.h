@@ -5,8 +5,8 @@
 // a piece of the output (a resharding edge: a block, or the rows routed to it); pieces
 // for this host are put together here before the consumer gets them.
 //
-// Thread-safety: DeliverLocal may run on a device thread (it touches only the mailbox);
-// everything else runs on the executor's loop.
+// Thread-safety: DeliverLocal may run on a device thread (it touches only the mailbox and
+// the object readers); everything else runs on the executor's loop.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +17,7 @@
 #include "atoll/tensor.h"
 #include "common/proto/protocol.h"
 #include "services/executor/input_mailbox.h"
+#include "services/executor/object_readers.h"
 #include "services/executor/piece_assembler.h"
 #include "services/executor/work_item.h"
 
@@ -31,13 +32,15 @@ class OutputRouter {
   // Writes an output shard (or the producer's error) into the object store.
   using WriteStore = std::function<void(const proto::OutputDest& dest, const Result<Tensor>&)>;
 
-  // `self_endpoint`: this host's data endpoint. `mailbox` must outlive the router.
-  OutputRouter(std::string self_endpoint, InputMailbox& mailbox, SendRemote send_remote,
-               WriteStore write_store);
+  // `self_endpoint`: this host's data endpoint. `mailbox` and `readers` must outlive the
+  // router.
+  OutputRouter(std::string self_endpoint, InputMailbox& mailbox, ObjectReaders& readers,
+               SendRemote send_remote, WriteStore write_store);
 
   // Hands whole outputs of `done` to their consumers on this host, straight from the
   // device thread (a chain of shards on one host never waits for the loop), and marks
-  // them delivered so that Route skips them.
+  // them delivered so that Route skips them. The shards reading an output it writes into
+  // the store get its value too (op-by-op calls); the write itself is left to Route.
   void DeliverLocal(Completion& done) const;
   // Sends every output of `done` (its values, or its error) to every destination it has not
   // reached yet. Copies an output only when a destination keeps it.
@@ -57,6 +60,7 @@ class OutputRouter {
 
   const std::string self_;
   InputMailbox& mailbox_;
+  ObjectReaders& readers_;
   const SendRemote send_remote_;
   const WriteStore write_store_;
   PieceAssembler pieces_;  // consumer shards being put together from reshard pieces

@@ -34,10 +34,11 @@ Status SocketStoreRequests::Send(uint64_t request_id, const proto::PutObject& re
   return net::Send(socket_, nullptr, request_id, request, std::move(data));
 }
 
-StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, Hooks hooks,
-                     RunAheadLimits run_ahead, size_t max_in_flight)
+StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ObjectReaders& readers,
+                     ShmRegion& arena, Hooks hooks, RunAheadLimits run_ahead, size_t max_in_flight)
     : send_(requests),
       items_(items),
+      readers_(readers),
       arena_(arena),
       hooks_(std::move(hooks)),
       run_ahead_(run_ahead),
@@ -180,7 +181,7 @@ void StoreLink::ReadInput(const std::shared_ptr<WorkItem>& item, uint32_t input)
     } else if (!write.failure.ok()) {
       items_.Fail(item, write.failure);
     } else {
-      write.local_readers.emplace_back(item, input);
+      readers_.Await({src.object_id, src.shard}, item, input);
     }
     return;
   }
@@ -315,14 +316,12 @@ void StoreLink::AnswerWaiting(Write& write, const Status& answer) {
 }
 
 void StoreLink::FeedLocalReaders(Write& write, const Status& failure) {
-  for (auto& [item, input] : write.local_readers) {
-    if (failure.ok() && write.value) {
-      items_.Deliver(item, input, *write.value);
-    } else {
-      items_.Fail(item, failure.ok() ? Internal("no value") : failure);
-    }
+  const ObjectReaders::ObjectShard object{write.create.object_id, write.create.shard};
+  if (failure.ok() && write.value) {
+    readers_.Deliver(object, *write.value);
+  } else {
+    readers_.Fail(object, failure.ok() ? Internal("no value") : failure);
   }
-  write.local_readers.clear();
 }
 
 void StoreLink::Complete(const std::shared_ptr<Write>& write) {

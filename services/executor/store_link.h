@@ -3,7 +3,8 @@
 // output into its space in the shared-memory arena and seals it (SealObject), reads
 // arguments (GetObject, then the bytes from the arena), and matches every reply to the
 // request it answers. A shard on this host that reads an object still being written here
-// (a chain of op-by-op calls) gets the value straight from the write, not through the store.
+// (a chain of op-by-op calls) gets the value straight from the write, not through the store:
+// it waits in ObjectReaders, where the device thread that runs the writer hands it over.
 //
 // A small output is not reserved ahead: its shard runs at once and the value goes to the
 // store whole (PutObject, which waits there for room in the device's memory as a
@@ -42,6 +43,7 @@
 #include "atoll/tensor.h"
 #include "common/base/shm_arena.h"
 #include "common/proto/codec.h"
+#include "services/executor/object_readers.h"
 #include "services/executor/work_item.h"
 
 namespace atl::executor {
@@ -92,13 +94,14 @@ class StoreLink {
     std::function<void(const std::shared_ptr<WorkItem>& item, const Status& answer)>
         on_ahead_answered;
   };
-  // `requests`, `items` and `arena` (the store's arena, mapped here) must outlive the link.
+  // `requests`, `items`, `readers` and `arena` (the store's arena, mapped here) must outlive
+  // the link.
   // Per lane: both together below the ZeroMQ high-water mark (1,000 messages) of the
   // store's queue of replies to this executor.
   static constexpr size_t kMaxInFlight = 256;
 
-  StoreLink(StoreRequests& requests, ItemSink& items, ShmRegion& arena, Hooks hooks,
-            RunAheadLimits run_ahead = {}, size_t max_in_flight = kMaxInFlight);
+  StoreLink(StoreRequests& requests, ItemSink& items, ObjectReaders& readers, ShmRegion& arena,
+            Hooks hooks, RunAheadLimits run_ahead = {}, size_t max_in_flight = kMaxInFlight);
 
   // `arena` now maps the region of the store process `instance` (StoreHelloReply): replies
   // from any other instance are refused, never read or written through `arena`.
@@ -152,8 +155,6 @@ class StoreLink {
     // granted, unless `ahead_bytes` is not 0 (it runs ahead; the value is put whole).
     std::shared_ptr<WorkItem> waiting;
     uint64_t ahead_bytes = 0;
-    // Shards on this host admitted to read this object before it was written.
-    std::vector<std::pair<std::shared_ptr<WorkItem>, uint32_t>> local_readers;
   };
   // What a reply continues.
   struct Request {
@@ -186,7 +187,8 @@ class StoreLink {
   Result<Tensor> ReadArena(const proto::GetObjectReply& reply) const;
   // Tells the shard waiting for the write's space that the store answered (`answer`).
   void AnswerWaiting(Write& write, const Status& answer);
-  // Hands the write's value (or `failure`) to the shards on this host that read it.
+  // Hands the write's value (or `failure`) to the shards on this host that read it and were
+  // not handed it by the device thread.
   void FeedLocalReaders(Write& write, const Status& failure);
   // Writes the value into its space and seals it, once both exist.
   void Complete(const std::shared_ptr<Write>& write);
@@ -197,6 +199,7 @@ class StoreLink {
 
   StoreRequests& send_;
   ItemSink& items_;
+  ObjectReaders& readers_;
   ShmRegion& arena_;
   const Hooks hooks_;
   const RunAheadLimits run_ahead_;

@@ -37,8 +37,9 @@ void ReceiveBatch(net::Frames frames) {
   if (values->size() != batch->tuples.size()) std::abort();
   NoSink sink;
   InputMailbox mailbox(sink);
+  ObjectReaders readers(sink);
   OutputRouter router(
-      "tcp://127.0.0.1:1", mailbox,
+      "tcp://127.0.0.1:1", mailbox, readers,
       [](const std::string&, proto::TupleHeader, Result<Tensor>, bool) { std::abort(); },
       [](const proto::OutputDest&, const Result<Tensor>&) { std::abort(); });
   for (size_t i = 0; i < values->size(); ++i) {

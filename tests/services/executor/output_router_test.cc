@@ -51,10 +51,11 @@ class OutputRouterTest : public ::testing::Test {
 
   RecordingSink sink_;
   InputMailbox mailbox_{sink_};
+  ObjectReaders readers_{sink_};
   std::vector<Remote> remote_;
   std::vector<StoreWrite> stored_;
   OutputRouter router_{
-      kSelf, mailbox_,
+      kSelf, mailbox_, readers_,
       [this](const std::string& endpoint, proto::TupleHeader h, Result<Tensor> v, bool urgent) {
         remote_.push_back({endpoint, std::move(h), std::move(v), urgent});
       },
@@ -88,6 +89,33 @@ TEST_F(OutputRouterTest, EachDestinationGetsTheOutputOnce) {
   ASSERT_EQ(stored_.size(), 1u);
   EXPECT_EQ(stored_[0].dest.object_id, 5u);
   EXPECT_EQ(*stored_[0].value, Tensor::F32({2}, {1, 2}));
+}
+
+TEST_F(OutputRouterTest, AShardReadingAStoreOutputGetsItFromTheDeviceThreadAndTheStoreStill) {
+  auto reader = MakeItem(MakeEntry(2, 1, 2));
+  readers_.Await({5, 1}, reader, 0);  // an op-by-op call on the writer's future
+  Completion done = Done({{StoreDest(5, 1)}}, std::vector<Tensor>{Tensor::F32({1}, {4})});
+  router_.DeliverLocal(done);  // on the device thread
+  const auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kDeliver);
+  EXPECT_EQ(calls[0].item, reader);
+  EXPECT_EQ(*calls[0].value, Tensor::F32({1}, {4}));
+  EXPECT_TRUE(stored_.empty()) << "the store's write is the loop's";
+  router_.Route(done);
+  ASSERT_EQ(stored_.size(), 1u);
+  EXPECT_EQ(sink_.calls().size(), 1u);
+}
+
+TEST_F(OutputRouterTest, AFailedStoreOutputsReadersAreLeftToTheWrite) {
+  auto reader = MakeItem(MakeEntry(2, 1, 2));
+  readers_.Await({5, 1}, reader, 0);
+  Completion done = Done({{StoreDest(5, 1)}}, Internal("kernel broke"));
+  router_.DeliverLocal(done);
+  EXPECT_TRUE(sink_.calls().empty()) << "the write fails its readers, with its context";
+  router_.Route(done);
+  ASSERT_EQ(stored_.size(), 1u);
+  EXPECT_FALSE(stored_[0].value.ok());
 }
 
 TEST_F(OutputRouterTest, WithoutTheDeviceThreadTheLoopFeedsLocalConsumers) {

@@ -69,7 +69,7 @@ class StoreLinkTest : public ::testing::Test {
   }
   void MakeLink(RunAheadLimits run_ahead, size_t max_in_flight = StoreLink::kMaxInFlight) {
     link_ = std::make_unique<StoreLink>(
-        store_, sink_, *arena_,
+        store_, sink_, readers_, *arena_,
         StoreLink::Hooks{.on_error = [this](const Status& e) { errors_.push_back(e); },
                          .on_restarted = {},
                          .on_ahead_answered =
@@ -104,6 +104,7 @@ class StoreLinkTest : public ::testing::Test {
 
   FakeStore store_;
   RecordingSink sink_;
+  ObjectReaders readers_{sink_};
   std::unique_ptr<ShmRegion> arena_;
   std::vector<Status> errors_;
   std::vector<std::pair<std::shared_ptr<WorkItem>, Status>> ahead_answers_;
@@ -366,6 +367,40 @@ TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereGetsItWithoutTheStore) {
   EXPECT_EQ(calls[0].kind, Call::kDeliver);
   EXPECT_EQ(calls[0].item, reader);
   EXPECT_EQ(*calls[0].value, Tensor::F32({2}, {9, 10}));
+}
+
+TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereIsHandedItOnceByWhicheverThreadIsFirst) {
+  Writer();
+  proto::Entry e = MakeEntry(1, 0, 1);
+  e.inputs = {{proto::InputSource::kStore, 5, 0}};
+  auto reader = MakeItem(e);
+  link_->ReadInput(reader, 0);
+  readers_.Deliver({5, 0}, Tensor::F32({2}, {9, 10}));  // the writer's device thread
+  ASSERT_EQ(sink_.calls().size(), 1u);
+  EXPECT_EQ(sink_.calls()[0].item, reader);
+
+  link_->WriteOutput(5, 0, Tensor::F32({2}, {9, 10}));  // the loop, after it
+  EXPECT_EQ(sink_.calls().size(), 1u) << "the reader was handed the value twice";
+  auto later = MakeItem(e);
+  link_->ReadInput(later, 0);  // admitted after both: from the write
+  const auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].item, later);
+  EXPECT_EQ(*calls[1].value, Tensor::F32({2}, {9, 10}));
+}
+
+TEST_F(StoreLinkTest, ReadersOfAFailedOutputWrittenHereFailWithItsError) {
+  Writer();
+  proto::Entry e = MakeEntry(1, 0, 1);
+  e.inputs = {{proto::InputSource::kStore, 5, 0}};
+  auto reader = MakeItem(e);
+  link_->ReadInput(reader, 0);
+  link_->WriteOutput(5, 0, Internal("kernel broke"));
+  const auto calls = sink_.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, Call::kFail);
+  EXPECT_EQ(calls[0].item, reader);
+  EXPECT_NE(calls[0].status.ToString().find("kernel broke"), std::string::npos);
 }
 
 TEST_F(StoreLinkTest, RequestsThatCannotBeSentFailAtOnce) {
