@@ -33,7 +33,8 @@ const std::vector<std::string>& ChainHops() {
 
 const std::vector<std::string>& ChainRunHops() {
   static const std::vector<std::string> hops = {"client_submit", "to_scheduler", "to_first_start",
-                                                "chain",         "last_report",  "to_client"};
+                                                "chain",         "last_report",  "to_store",
+                                                "to_client"};
   return hops;
 }
 
@@ -82,6 +83,17 @@ std::vector<const Event*> HopTrace::Of(uint64_t run, const std::string& topic) c
   return out;
 }
 
+Result<const Event*> HopTrace::SealedBetween(uint64_t run, int64_t from_us, int64_t to_us) const {
+  const Event* sealed = nullptr;
+  for (const Event& e : events_) {
+    if (e.topic != "object.sealed" || Stamp(e) < from_us || Stamp(e) > to_us) continue;
+    if (sealed != nullptr) return NotFound(fmt::format("run {}: two objects sealed", run));
+    sealed = &e;
+  }
+  if (sealed == nullptr) return NotFound(fmt::format("run {}: no object.sealed", run));
+  return sealed;
+}
+
 Result<Hops> HopTrace::RoundTrip(uint64_t run, int64_t submit_us, int64_t sent_us,
                                  int64_t done_us) const {
   const auto scheduled = Of(run, "program.scheduled");
@@ -91,14 +103,7 @@ Result<Hops> HopTrace::RoundTrip(uint64_t run, int64_t submit_us, int64_t sent_u
     return NotFound(fmt::format("run {}: {} program.scheduled, {} dispatch.admitted, {} gang.done",
                                 run, scheduled.size(), admitted.size(), done.size()));
   }
-  // The run's result is the only object sealed between its gang and its read.
-  const Event* sealed = nullptr;
-  for (const Event& e : events_) {
-    if (e.topic != "object.sealed" || Stamp(e) < Stamp(*done[0]) || Stamp(e) > done_us) continue;
-    if (sealed != nullptr) return NotFound(fmt::format("run {}: two objects sealed", run));
-    sealed = &e;
-  }
-  if (sealed == nullptr) return NotFound(fmt::format("run {}: no object.sealed", run));
+  ATOLL_ASSIGN_OR_RETURN(const Event* sealed, SealedBetween(run, Stamp(*done[0]), done_us));
   const int64_t at[] = {submit_us,
                         sent_us,
                         Stamp(*scheduled[0]),
@@ -131,12 +136,14 @@ Result<Hops> HopTrace::ChainRun(uint64_t run, int64_t submit_us, int64_t sent_us
     return NotFound(fmt::format("run {}: {} program.scheduled, {} gang.done", run, scheduled.size(),
                                 done.size()));
   }
+  ATOLL_ASSIGN_OR_RETURN(const Event* sealed, SealedBetween(run, Stamp(*done.back()), done_us));
   const int64_t at[] = {submit_us,
                         sent_us,
                         Stamp(*scheduled[0]),
                         Micros(*done.front(), "start_us"),
                         Micros(*done.back(), "end_us"),
                         Stamp(*done.back()),
+                        Stamp(*sealed),
                         done_us};
   Hops hops;
   for (size_t i = 0; i < ChainRunHops().size(); ++i) {

@@ -27,7 +27,8 @@
 //                        starts one (admitting the rest overlaps the chain)
 //   chain                from the first shard's start to the last one's end
 //   last_report          the loop reports the last shard (its gang.done)
-//   to_client            its output sealed in the store, the waiting read answered
+//   to_store             its output put into the store and sealed (object.sealed)
+//   to_client            the store answers the waiting read; the client decodes the result
 //
 // A stream of one-call programs on one device, each on the previous one's future (what
 // bench/dispatch's op-by-op rate divides its calls by), crosses per call, on its critical
@@ -93,6 +94,9 @@ class HopTrace {
  private:
   // The events of run `run` with `topic`, in the order they came.
   std::vector<const Event*> Of(uint64_t run, const std::string& topic) const;
+  // The one object sealed from `from_us` to `to_us`: the run's result, read by a client
+  // that waits for nothing else.
+  Result<const Event*> SealedBetween(uint64_t run, int64_t from_us, int64_t to_us) const;
   // Its gang.done events, in gang order.
   std::vector<const Event*> Gangs(uint64_t run) const;
 
