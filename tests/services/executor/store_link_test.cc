@@ -85,6 +85,14 @@ class StoreLinkTest : public ::testing::Test {
     EXPECT_TRUE(link_->ReserveOutput({object, 0, 42, DType::kF32, {2}, 0}, false, item).ok());
     return item;
   }
+  // An item admitted to read output shard (object, 0) as its input 0.
+  std::shared_ptr<WorkItem> ReaderOf(uint64_t object) {
+    proto::Entry e = MakeEntry(1, 0, 1);
+    e.inputs = {{proto::InputSource::kStore, object, 0}};
+    auto reader = MakeItem(e);
+    link_->ReadInput(reader, 0);
+    return reader;
+  }
   // Request `i` as a T (a default T when it is not one; the test fails then).
   template <typename T>
   T SentAs(size_t i) {
@@ -355,10 +363,7 @@ TEST_F(StoreLinkTest, AnArgumentTheStoreCannotGiveFailsTheReader) {
 
 TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereGetsItWithoutTheStore) {
   Writer();
-  proto::Entry e = MakeEntry(1, 0, 1);
-  e.inputs = {{proto::InputSource::kStore, 5, 0}};
-  auto reader = MakeItem(e);
-  link_->ReadInput(reader, 0);
+  auto reader = ReaderOf(5);
   EXPECT_EQ(store_.sent.size(), 1u) << "no GetObject for an object being written here";
 
   link_->WriteOutput(5, 0, Tensor::F32({2}, {9, 10}));
@@ -371,18 +376,14 @@ TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereGetsItWithoutTheStore) {
 
 TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereIsHandedItOnceByWhicheverThreadIsFirst) {
   Writer();
-  proto::Entry e = MakeEntry(1, 0, 1);
-  e.inputs = {{proto::InputSource::kStore, 5, 0}};
-  auto reader = MakeItem(e);
-  link_->ReadInput(reader, 0);
+  auto reader = ReaderOf(5);
   readers_.Deliver({5, 0}, Tensor::F32({2}, {9, 10}));  // the writer's device thread
   ASSERT_EQ(sink_.calls().size(), 1u);
   EXPECT_EQ(sink_.calls()[0].item, reader);
 
   link_->WriteOutput(5, 0, Tensor::F32({2}, {9, 10}));  // the loop, after it
   EXPECT_EQ(sink_.calls().size(), 1u) << "the reader was handed the value twice";
-  auto later = MakeItem(e);
-  link_->ReadInput(later, 0);  // admitted after both: from the write
+  auto later = ReaderOf(5);  // admitted after both: from the write
   const auto calls = sink_.calls();
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[1].item, later);
@@ -391,10 +392,7 @@ TEST_F(StoreLinkTest, AReaderOfAnOutputWrittenHereIsHandedItOnceByWhicheverThrea
 
 TEST_F(StoreLinkTest, ReadersOfAFailedOutputWrittenHereFailWithItsError) {
   Writer();
-  proto::Entry e = MakeEntry(1, 0, 1);
-  e.inputs = {{proto::InputSource::kStore, 5, 0}};
-  auto reader = MakeItem(e);
-  link_->ReadInput(reader, 0);
+  auto reader = ReaderOf(5);
   link_->WriteOutput(5, 0, Internal("kernel broke"));
   const auto calls = sink_.calls();
   ASSERT_EQ(calls.size(), 1u);
