@@ -70,24 +70,6 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
   }
 }
 
-Status CheckServingEndpoint(std::string_view what, const std::string& endpoint) {
-  auto refuse = [&](std::string_view why) {
-    return InvalidArgument(std::string(what) + " '" + endpoint + "' " + std::string(why) +
-                           " (want tcp://HOST:PORT)");
-  };
-  constexpr std::string_view kScheme = "tcp://";
-  if (endpoint.rfind(kScheme, 0) != 0) return refuse("is not a tcp address");
-  const size_t colon = endpoint.rfind(':');
-  if (colon < kScheme.size() + 1) return refuse("names no host and port");
-  const std::string port = endpoint.substr(colon + 1);
-  if (port.empty() || port.size() > 5 ||
-      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) == 0 ||
-      std::stoi(port) > 65535) {
-    return refuse("has no port in 1-65535");
-  }
-  return Status::Ok();
-}
-
 Status SendFrames(zmq::socket_t& socket, Frames& frames) {
   SocketWaiter::NoteUse(socket.handle(), false);
   try {

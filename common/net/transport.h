@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <zmq.hpp>
@@ -42,12 +41,6 @@ zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type);
 Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint,
                          Audience audience = Audience::kEveryone);
 Status Connect(zmq::socket_t& socket, const std::string& endpoint);
-
-// OK when `endpoint` is one a peer can connect to: tcp://HOST:PORT, HOST not empty (a name,
-// an address, or an IPv6 address in brackets), PORT 1-65535. InvalidArgument naming `what`
-// (such as "control endpoint") otherwise: for a service announcing where it serves, so
-// that a malformed address is refused there rather than failing every later connection.
-Status CheckServingEndpoint(std::string_view what, const std::string& endpoint);
 
 // Sends all frames as one multipart message.
 Status SendFrames(zmq::socket_t& socket, Frames& frames);

@@ -53,6 +53,21 @@ Result<std::string> EndpointHost(const std::string& endpoint) {
   return host;
 }
 
+Status CheckAdvertised(std::string_view what, const std::string& endpoint) {
+  auto parts = SplitEndpoint(endpoint);
+  if (!parts.ok()) return parts.status().WithContext(what);
+  auto refuse = [&](std::string_view why) {
+    return InvalidArgument(fmt::format("{} '{}' {}", what, endpoint, why));
+  };
+  if (IsWildcardHost(parts->first)) return refuse("names no host a peer can connect to");
+  const std::string& port = parts->second;
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(port) == 0 || std::stoi(port) > 65535) {
+    return refuse("has no port in 1-65535");
+  }
+  return Status::Ok();
+}
+
 Result<std::string> WithHost(const std::string& endpoint, const std::string& host) {
   ATOLL_ASSIGN_OR_RETURN(auto parts, SplitEndpoint(endpoint));
   const bool ipv6 = host.find(':') != std::string::npos && host.front() != '[';

@@ -27,6 +27,12 @@ bool IsWildcardHost(std::string_view host);
 // anything else.
 Result<std::string> EndpointHost(const std::string& endpoint);
 
+// OK when `endpoint` is one a peer can connect to: tcp://HOST:PORT, HOST neither empty nor
+// a wildcard, PORT 1-65535. InvalidArgument naming `what` (such as "its data endpoint")
+// otherwise: for a service registering where it serves, refused there rather than failing
+// every later connection to it.
+Status CheckAdvertised(std::string_view what, const std::string& endpoint);
+
 // `endpoint` ("tcp://HOST:PORT") with HOST replaced by `host`.
 Result<std::string> WithHost(const std::string& endpoint, const std::string& host);
 

@@ -44,7 +44,7 @@ class ObjectReaders {
   std::vector<Reader> Take(const ObjectShard& object);
 
   ItemSink& sink_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::map<ObjectShard, std::vector<Reader>> waiting_;  // guarded by mu_
 };
 

@@ -11,6 +11,7 @@
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/net/transport.h"
+#include "common/service/advertise.h"
 #include "services/rm/elastic_core.h"
 #include "services/rm/slice_quota.h"
 #include "services/rm/state_file.h"
@@ -107,12 +108,12 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterExecutor>());
   if (req.island.empty()) return InvalidArgument("executor " + req.host + " names no island");
   if (req.devices.empty()) return InvalidArgument("executor has no devices");
-  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its control endpoint", req.control_endpoint)
+  ATOLL_RETURN_IF_ERROR(CheckAdvertised("its control endpoint", req.control_endpoint)
                             .WithContext("executor " + req.host));
-  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its data endpoint", req.data_endpoint)
-                            .WithContext("executor " + req.host));
-  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its object store", req.store_endpoint)
-                            .WithContext("executor " + req.host));
+  ATOLL_RETURN_IF_ERROR(
+      CheckAdvertised("its data endpoint", req.data_endpoint).WithContext("executor " + req.host));
+  ATOLL_RETURN_IF_ERROR(
+      CheckAdvertised("its object store", req.store_endpoint).WithContext("executor " + req.host));
   // An island the RM has not heard of is admitted with it: its devices are numbered now,
   // and slices there wait for its scheduler (OnCreateSlice).
   AdmitIsland(req.island, "executor " + req.host);
@@ -187,7 +188,7 @@ Status RmService::OnHeartbeat(proto::Incoming& in) {
 Status RmService::OnRegisterScheduler(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::RegisterScheduler>());
   if (req.island.empty()) return InvalidArgument("a scheduler must name its island");
-  ATOLL_RETURN_IF_ERROR(net::CheckServingEndpoint("its endpoint", req.endpoint)
+  ATOLL_RETURN_IF_ERROR(CheckAdvertised("its endpoint", req.endpoint)
                             .WithContext("the scheduler of island " + req.island));
   AdmitIsland(req.island, "its scheduler at " + req.endpoint);
   auto was = state_.scheduler_by_island.find(req.island);

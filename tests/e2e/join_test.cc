@@ -175,8 +175,9 @@ TEST_F(JoinTest, AServiceAnnouncingAnAddressNoPeerCanReachIsRefusedAtRegistratio
   MemberContext context;
   net::Requester rm(context, RmEndpoint());
   ASSERT_TRUE(rm.Connect().ok());
-  for (const std::string endpoint : {"not-an-endpoint", "tcp://", "tcp://:5555", "tcp://host",
-                                     "tcp://host:0", "tcp://host:99999", "ipc:///tmp/x"}) {
+  for (const std::string endpoint :
+       {"not-an-endpoint", "tcp://", "tcp://:5555", "tcp://host", "tcp://host:0",
+        "tcp://host:99999", "ipc:///tmp/x", "tcp://0.0.0.0:5555"}) {
     auto executor =
         rm.Call<proto::RegisterExecutorReply>(proto::RegisterExecutor{"malformed",
                                                                       "island0",
