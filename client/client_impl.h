@@ -109,8 +109,11 @@ struct Client::Impl {
   // The services lost now, until they are back, by (role, name): runs that need one are
   // refused at submission.
   std::map<std::pair<uint8_t, std::string>, Loss> down;
-  // Connection drops seen so far, per scheduler submitted to (WatchSchedulerConnections).
-  std::map<std::string, uint64_t> scheduler_drops;
+  // Connection drops seen so far, per scheduler submitted to and object store used
+  // (WatchConnections).
+  std::map<std::string, uint64_t> connection_drops;
+  // When WatchConnections last looked at the object stores' connections.
+  std::chrono::steady_clock::time_point stores_watched;
   // How often a wait looks for the RM's notices: a quarter of a heartbeat period, so that a
   // loss fails the runs that need the service well within a period of its declaration.
   std::chrono::milliseconds notice_period{25};
@@ -137,10 +140,10 @@ struct Client::Impl {
     return Peer(endpoint);
   }
   // Applies what the RM sent on its own since the last call: services lost or back, and
-  // slices remapped off lost devices; and the schedulers' dropped connections
-  // (WatchSchedulerConnections). Costs no round trip.
+  // slices remapped off lost devices; and the schedulers' and stores' dropped connections
+  // (WatchConnections). Costs no round trip.
   void ApplyNotices() {
-    WatchSchedulerConnections();
+    WatchConnections();
     for (auto& notice : rm->TakeNotices()) {
       if (notice.header.kind() == proto::Kind::kServiceChanged) {
         auto changed = notice.header.As<proto::ServiceChanged>();
@@ -171,17 +174,15 @@ struct Client::Impl {
     if (loss.role == proto::Heartbeat::kScheduler) (void)reads.Lost(loss.endpoint);
     losses.push_back(loss);
   }
-  // A scheduler's dropped connection loses what was in flight on it both ways (a
-  // submission, its answer, a RunFailed notice), and a scheduler that restarted knows none
-  // of the old one's runs: the runs that need it fail as if the RM had declared it lost,
-  // without waiting for the RM's notice, which a client misses while the RM itself
-  // restarts. Not `down`: it may be back at once, and the RM says when it is not.
-  void WatchSchedulerConnections() {
+  // A scheduler's or an object store's dropped connection loses what was in flight on it
+  // both ways (a submission or a read, its answer, a notice), and one that restarted knows
+  // none of the old one's runs or objects: the runs that need it fail as if the RM had
+  // declared it lost, without waiting for the RM's notice, which comes a liveness window
+  // later (and which a client misses while the RM itself restarts). Not `down`: it may be
+  // back at once, and the RM says when it is not. The schedulers are looked at on every
+  // call; the stores, one per host used, once a notice period (as often as a wait looks).
+  void WatchConnections() {
     for (const auto& [endpoint, pending] : unacked) {
-      const uint64_t drops = peers.at(endpoint)->ConnectionDrops();
-      uint64_t& seen = scheduler_drops[endpoint];
-      if (drops == seen) continue;
-      seen = drops;
       std::string scheduler = "the island scheduler at " + endpoint;
       for (const auto& [slice_id, slice] : slices) {
         if (slice.scheduler_endpoint == endpoint) {
@@ -189,10 +190,33 @@ struct Client::Impl {
           break;
         }
       }
-      Lose({proto::Heartbeat::kScheduler, "", endpoint,
-            scheduler + " was lost: its connection dropped (it died or restarted, or the "
-                        "network failed)"});
+      LoseIfDropped(proto::Heartbeat::kScheduler, "", endpoint, scheduler);
     }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - stores_watched < notice_period) return;
+    stores_watched = now;
+    std::map<std::string, std::string> stores;  // host by endpoint, of the stores used
+    for (const auto& [slice_id, slice] : slices) {
+      for (const auto& device : slice.devices) {
+        if (peers.count(device.store_endpoint)) stores[device.store_endpoint] = device.host;
+      }
+    }
+    for (const auto& [endpoint, host] : stores) {
+      LoseIfDropped(proto::Heartbeat::kStore, host, endpoint,
+                    fmt::format("the object store of host {} ({})", host, endpoint));
+    }
+  }
+  // Records the loss of peer `endpoint`, called `who`, when its connection dropped since
+  // the last look.
+  void LoseIfDropped(uint8_t role, const std::string& name, const std::string& endpoint,
+                     const std::string& who) {
+    const uint64_t drops = peers.at(endpoint)->ConnectionDrops();
+    uint64_t& seen = connection_drops[endpoint];
+    if (drops == seen) return;
+    seen = drops;
+    Lose({role, name, endpoint,
+          who + " was lost: its connection dropped (it died or restarted, or the network "
+                "failed)"});
   }
   // The first loss announced since `run` was submitted of a service it needs; null if none.
   const Loss* LossFor(const RunState& run) const {

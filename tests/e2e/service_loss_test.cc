@@ -144,8 +144,16 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
   ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
   const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);
   const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
+  EventRecorder declared(EventsEndpoint());
   KillMidRun(*client, doomed, "i1h0", "objectstore-i1h0", "the object store of host i1h0");
   if (HasFatalFailure()) return;
+  // The client may fail the run on the store's dropped connection, before the RM declares
+  // the store lost (what the placement below needs); the RM does soon after.
+  ASSERT_TRUE(
+      declared
+          .WaitFor(
+              "host.store_lost", [](const Event& e) { return e.fields["host"] == "i1h0"; }, 10s)
+          .has_value());
 
   // Other hosts serve on, and new slices keep off the host without a store.
   ExpectRuns(*client, other, 3);
