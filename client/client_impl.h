@@ -183,6 +183,7 @@ struct Client::Impl {
   // call; the stores, one per host used, once a notice period (as often as a wait looks).
   void WatchConnections() {
     for (const auto& [endpoint, pending] : unacked) {
+      if (!Dropped(endpoint)) continue;
       std::string scheduler = "the island scheduler at " + endpoint;
       for (const auto& [slice_id, slice] : slices) {
         if (slice.scheduler_endpoint == endpoint) {
@@ -190,30 +191,29 @@ struct Client::Impl {
           break;
         }
       }
-      LoseIfDropped(proto::Heartbeat::kScheduler, "", endpoint, scheduler);
+      LoseDropped(proto::Heartbeat::kScheduler, "", endpoint, scheduler);
     }
     const auto now = std::chrono::steady_clock::now();
     if (now - stores_watched < notice_period) return;
     stores_watched = now;
-    std::map<std::string, std::string> stores;  // host by endpoint, of the stores used
+    std::set<std::string> looked;  // a host's devices share its store
     for (const auto& [slice_id, slice] : slices) {
       for (const auto& device : slice.devices) {
-        if (peers.count(device.store_endpoint)) stores[device.store_endpoint] = device.host;
+        const std::string& store = device.store_endpoint;
+        if (!peers.count(store) || !looked.insert(store).second || !Dropped(store)) continue;
+        LoseDropped(proto::Heartbeat::kStore, device.host, store,
+                    fmt::format("the object store of host {} ({})", device.host, store));
       }
     }
-    for (const auto& [endpoint, host] : stores) {
-      LoseIfDropped(proto::Heartbeat::kStore, host, endpoint,
-                    fmt::format("the object store of host {} ({})", host, endpoint));
-    }
   }
-  // Records the loss of peer `endpoint`, called `who`, when its connection dropped since
-  // the last look.
-  void LoseIfDropped(uint8_t role, const std::string& name, const std::string& endpoint,
-                     const std::string& who) {
+  // Whether peer `endpoint`'s connection dropped since the last look.
+  bool Dropped(const std::string& endpoint) {
     const uint64_t drops = peers.at(endpoint)->ConnectionDrops();
-    uint64_t& seen = connection_drops[endpoint];
-    if (drops == seen) return;
-    seen = drops;
+    return std::exchange(connection_drops[endpoint], drops) != drops;
+  }
+  // Records the loss of peer `endpoint`, called `who`, whose connection dropped.
+  void LoseDropped(uint8_t role, const std::string& name, const std::string& endpoint,
+                   const std::string& who) {
     Lose({role, name, endpoint,
           who + " was lost: its connection dropped (it died or restarted, or the network "
                 "failed)"});
