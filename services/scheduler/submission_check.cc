@@ -48,7 +48,9 @@ Status CheckEntry(const proto::Entry& entry, const proto::SubmitProgram& program
 
 Status CheckSubmission(const proto::Peer& sender, const proto::SubmitProgram& program,
                        OwnerCache& owners) {
-  if (sender.member()) return Status::Ok();
+  // Even a member submits only for a connected client: ids are handed out in order, and a
+  // run queued for one not given out yet would sit in the queue its real client later gets.
+  if (sender.member()) return owners.ClientUser(program.client_id).status();
   const uint64_t client = program.client_id;
   ATOLL_RETURN_IF_ERROR(owners.CheckClient(sender, client, "submit a run"));
   ATOLL_RETURN_IF_ERROR(CheckRun(program.run_id, client));

@@ -269,5 +269,51 @@ TEST_F(BadInputTest, AProgramNamingAnUnknownFunctionFailsWithThatError) {
   ExpectStillServing();
 }
 
+// Client ids are handed out in order, so a stray message can name the next client's id
+// before that client exists. A scheduler that queued such a submission, even a member's,
+// kept it in the queue the real client later got: a run held for its cross-island producers
+// (which never come) held every run of that client on the island for cross_island_wait_ms.
+TEST_F(BadInputTest, ASubmissionForAClientNotConnectedYetIsRefusedAndHoldsUpNobody) {
+  net::Requester rm(context_, endpoints_.rm);
+  ASSERT_TRUE(rm.Connect().ok());
+  auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  const uint64_t next = client_id_ + 1;  // no other client connects meanwhile
+  proto::Entry held;
+  held.run_id = (next << 32) | 1;
+  held.node = 1;
+  held.num_shards = 1;
+  held.owner_client = next;
+  // Fed by node 0 on another island, which nobody places: held in its client's queue.
+  const proto::CrossIslandNode fed{1, {0}, {}};
+  for (const auto& island : status->islands) {
+    Status s = RawCall(context_, island.scheduler_endpoint,
+                       {Encoded(proto::SubmitProgram{
+                           next, held.run_id, {{endpoints_.control, held}}, 1.0, {fed}})});
+    EXPECT_EQ(s.code(), Code::kNotFound) << island.name << ": " << s.ToString();
+    EXPECT_NE(s.message().find(std::to_string(next)), std::string::npos) << s.ToString();
+  }
+  // The client that gets that id runs on every island as any other.
+  auto client = Connect("next");
+  ASSERT_NE(client, nullptr);
+  ASSERT_EQ(client->id(), next);
+  for (const auto& island : status->islands) {
+    SCOPED_TRACE(island.name);
+    auto slice = client->CreateSlice(1, island.name);
+    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    FunctionBuilder b("inc");
+    b.Output(b.Add(b.Input(DType::kF32, {2}), 1.0));
+    auto fn = client->Register(b, *slice);
+    ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+    ProgramBuilder p;
+    p.Return({p.Call(*fn, {p.Arg(DType::kF32, {2})})[0]});
+    auto run = client->Submit(*p.Build(), {Tensor::F32({2}, {1, 2})});
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    auto out = run->Wait(20s);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
+  }
+}
+
 }  // namespace
 }  // namespace atl::testing
