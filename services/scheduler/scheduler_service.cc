@@ -94,6 +94,8 @@ void SchedulerService::OnRequest() {
       case proto::Kind::kNodeReleased: {
         ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "release a node"));
         ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
+        // Kept until its run comes: only for a connected client's, as a submission.
+        ATOLL_RETURN_IF_ERROR(owners_->ClientUser(proto::ClientOfRun(released.run_id)).status());
         order_->OnPeerReleased(released.run_id, released.node);
         return Status::Ok();  // a notice: no reply
       }

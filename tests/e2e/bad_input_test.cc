@@ -287,9 +287,13 @@ TEST_F(BadInputTest, ASubmissionForAClientNotConnectedYetIsRefusedAndHoldsUpNobo
   // Fed by node 0 on another island, which nobody places: held in its client's queue.
   const proto::CrossIslandNode fed{1, {0}, {}};
   for (const auto& island : status->islands) {
+    // Nor is a release of another island's node kept for that client's runs.
     Status s = RawCall(context_, island.scheduler_endpoint,
-                       {Encoded(proto::SubmitProgram{
-                           next, held.run_id, {{endpoints_.control, held}}, 1.0, {fed}})});
+                       {Encoded(proto::NodeReleased{held.run_id, 0})});
+    EXPECT_EQ(s.code(), Code::kNotFound) << island.name << ": " << s.ToString();
+    s = RawCall(context_, island.scheduler_endpoint,
+                {Encoded(proto::SubmitProgram{
+                    next, held.run_id, {{endpoints_.control, held}}, 1.0, {fed}})});
     EXPECT_EQ(s.code(), Code::kNotFound) << island.name << ": " << s.ToString();
     EXPECT_NE(s.message().find(std::to_string(next)), std::string::npos) << s.ToString();
   }
