@@ -280,13 +280,16 @@ std::string TempDir() {
   return std::filesystem::temp_directory_path() / fmt::format("atoll-bench-dispatch-{}", getpid());
 }
 
-Status RunSweep(const BenchOptions& options, BenchResult& result) {
+// `only_hosts` not empty: those host counts of the sweep alone (to look at one closely).
+Status RunSweep(const BenchOptions& options, const std::vector<int>& only_hosts,
+                BenchResult& result) {
   Sweep sweep;
   if (options.quick) {
     sweep = {{1, 2}, {0, 1000}, 64, 3};
   } else {
     sweep = {{1, 2, 4, 8}, {0, 100, 300, 1000, 3000}, 128, 5};
   }
+  if (!only_hosts.empty()) sweep.hosts = only_hosts;
   const std::string dir = TempDir();
   Medians medians;
   for (int hosts : sweep.hosts) {
@@ -467,10 +470,11 @@ Status RunSimSweep(const BenchOptions& options, BenchResult& result) {
 
 int main(int argc, char** argv) {
   bool sim_only = false, no_sim = false;
+  std::vector<int> only_hosts;
   return atl::bench::RunBenchmark(
       argc, argv, "dispatch", "computations per second against hosts and compute time (Figure 5)",
       [&](const atl::bench::BenchOptions& options, atl::bench::BenchResult& result) {
-        if (!sim_only) ATOLL_RETURN_IF_ERROR(atl::bench::RunSweep(options, result));
+        if (!sim_only) ATOLL_RETURN_IF_ERROR(atl::bench::RunSweep(options, only_hosts, result));
         if (!no_sim) ATOLL_RETURN_IF_ERROR(atl::bench::RunSimSweep(options, result));
         return atl::Status::Ok();
       },
@@ -478,5 +482,10 @@ int main(int argc, char** argv) {
         app.add_flag("--sim-only", sim_only, "Only the simulated-hosts series (*_sim)");
         app.add_flag("--no-sim", no_sim, "Every series but the simulated-hosts ones")
             ->excludes(app.get_option("--sim-only"));
+        app.add_option("--hosts", only_hosts,
+                       "Only these host counts of the real-host sweep (a partial result: write "
+                       "it elsewhere with --out)")
+            ->delimiter(',')
+            ->check(CLI::PositiveNumber);
       });
 }
