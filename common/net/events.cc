@@ -26,12 +26,12 @@ Status EventPublisher::Connect(const std::string& endpoint) {
   return Status::Ok();
 }
 
-zmq::message_t EncodeEventBody(std::string_view source, const EventFields& fields) {
+zmq::message_t EncodeEventBody(std::string_view source, const EventFields& fields, int64_t ts_us) {
   msgpack::sbuffer buffer;
   msgpack::packer<msgpack::sbuffer> packer(buffer);
   packer.pack_map(static_cast<uint32_t>(fields.size() + 2));
   packer.pack(std::string_view("ts_us"));
-  packer.pack(NowMicros());
+  packer.pack(ts_us != 0 ? ts_us : NowMicros());
   packer.pack(std::string_view("src"));
   packer.pack(source);
   for (const auto& [key, value] : fields) {
@@ -41,11 +41,11 @@ zmq::message_t EncodeEventBody(std::string_view source, const EventFields& field
   return zmq::message_t(buffer.data(), buffer.size());
 }
 
-void EventPublisher::Publish(std::string_view topic, const EventFields& fields) {
+void EventPublisher::Publish(std::string_view topic, const EventFields& fields, int64_t ts_us) {
   if (!connected_) return;
   try {
     socket_.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    socket_.send(EncodeEventBody(source_, fields), zmq::send_flags::dontwait);
+    socket_.send(EncodeEventBody(source_, fields, ts_us), zmq::send_flags::dontwait);
   } catch (const zmq::error_t&) {
     // Dropped: see the class comment.
   }

@@ -23,7 +23,9 @@ class EventPublisher {
  public:
   EventPublisher(zmq::context_t& context, std::string source);
   Status Connect(const std::string& events_in_endpoint);
-  void Publish(std::string_view topic, const EventFields& fields);
+  // `ts_us`: when it happened (NowMicros), for an event published after more urgent work
+  // that followed it (a result's readers answered first); 0: now.
+  void Publish(std::string_view topic, const EventFields& fields, int64_t ts_us = 0);
 
  private:
   std::string source_;
@@ -31,8 +33,10 @@ class EventPublisher {
   bool connected_ = false;
 };
 
-// An event's second frame: the msgpack map of "ts_us" (now), "src" (`source`) and `fields`.
-zmq::message_t EncodeEventBody(std::string_view source, const EventFields& fields);
+// An event's second frame: the msgpack map of "ts_us" (`ts_us`, or now when 0), "src"
+// (`source`) and `fields`.
+zmq::message_t EncodeEventBody(std::string_view source, const EventFields& fields,
+                               int64_t ts_us = 0);
 
 // Wall-clock microseconds since the epoch.
 int64_t NowMicros();

@@ -439,6 +439,10 @@ void ExecutorService::OnCompletions() {
 }
 
 void ExecutorService::SendOutputs(const Completion& done) {
+  // The outputs first: a reader or a consumer waits for them; the report and the event
+  // only say what happened (stamped when the loop took the shard).
+  const int64_t taken_us = NowMicros();
+  router_->Route(done);
   const proto::Entry& e = done.item->entry;
   if (!done.item->scheduler.empty()) {
     gang_reports_.ShardDone(done.item->scheduler, e.gang_seq,
@@ -446,39 +450,45 @@ void ExecutorService::SendOutputs(const Completion& done) {
                             done.outputs.status());
   }
   if (done.outputs.ok()) {
-    events_->Publish("gang.done", {{"run", e.run_id},
-                                   {"node", uint64_t{e.node}},
-                                   {"gang", e.gang_seq},
-                                   {"shard", uint64_t{e.shard}},
-                                   {"device", uint64_t{device_ids_[e.device]}},
-                                   {"host", host_},
-                                   {"client", e.owner_client},
-                                   {"start_us", done.start_us},
-                                   {"end_us", done.end_us}});
+    events_->Publish("gang.done",
+                     {{"run", e.run_id},
+                      {"node", uint64_t{e.node}},
+                      {"gang", e.gang_seq},
+                      {"shard", uint64_t{e.shard}},
+                      {"device", uint64_t{device_ids_[e.device]}},
+                      {"host", host_},
+                      {"client", e.owner_client},
+                      {"start_us", done.start_us},
+                      {"end_us", done.end_us}},
+                     taken_us);
   } else if (done.outputs.status().code() == Code::kCancelled) {
     // Its run was cancelled (or its client left): asked for, not a fault.
-    events_->Publish("gang.cancelled", {{"run", e.run_id},
-                                        {"node", uint64_t{e.node}},
-                                        {"shard", uint64_t{e.shard}},
-                                        {"host", host_},
-                                        {"why", done.outputs.status().ToString()}});
+    events_->Publish("gang.cancelled",
+                     {{"run", e.run_id},
+                      {"node", uint64_t{e.node}},
+                      {"shard", uint64_t{e.shard}},
+                      {"host", host_},
+                      {"why", done.outputs.status().ToString()}},
+                     taken_us);
   } else {
-    events_->Publish("error.gang", {{"run", e.run_id},
-                                    {"node", uint64_t{e.node}},
-                                    {"shard", uint64_t{e.shard}},
-                                    {"host", host_},
-                                    {"error", done.outputs.status().ToString()}});
+    events_->Publish("error.gang",
+                     {{"run", e.run_id},
+                      {"node", uint64_t{e.node}},
+                      {"shard", uint64_t{e.shard}},
+                      {"host", host_},
+                      {"error", done.outputs.status().ToString()}},
+                     taken_us);
   }
-  router_->Route(done);
 }
 
 void ExecutorService::FlushTuples() {
+  // Tuples before reports: a consumer on another host waits for them.
+  for (const Status& error : outbox_.Flush()) PublishError(error);
   for (const auto& [scheduler, done] : gang_reports_.TakeReady()) {
     zmq::message_t routing(scheduler.data(), scheduler.size());
     Status sent = net::Send(control_, &routing, 0, done);
     if (!sent.ok()) PublishError(sent.WithContext("report finished gangs"));
   }
-  for (const Status& error : outbox_.Flush()) PublishError(error);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -323,11 +323,12 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
     }
     return sealed;
   }
+  const int64_t sealed_us = NowMicros();
+  WakeWaiters(req.object_id, req.shard);  // its readers first, as for a put
   Send(ReplyToOf(in), proto::Ok{});
   EventFields fields{{"object", req.object_id}, {"shard", uint64_t{req.shard}}};
   if (!error.ok()) fields.emplace_back("error", error.ToString());
-  events_.Publish("object.sealed", fields);
-  WakeWaiters(req.object_id, req.shard);
+  events_.Publish("object.sealed", fields, sealed_us);
   FreeIfReleased(req.object_id);
   return Status::Ok();
 }
@@ -366,11 +367,14 @@ Status StoreService::OnPut(const proto::Incoming& in) {
 }
 
 void StoreService::AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, uint64_t nbytes) {
+  // Its readers first: they wait; the events only say what happened, and when.
+  const int64_t sealed_us = NowMicros();
+  WakeWaiters(object, shard);
   events_.Publish(
       "object.created",
-      {{"object", object}, {"shard", uint64_t{shard}}, {"owner", owner}, {"nbytes", nbytes}});
-  events_.Publish("object.sealed", {{"object", object}, {"shard", uint64_t{shard}}});
-  WakeWaiters(object, shard);
+      {{"object", object}, {"shard", uint64_t{shard}}, {"owner", owner}, {"nbytes", nbytes}},
+      sealed_us);
+  events_.Publish("object.sealed", {{"object", object}, {"shard", uint64_t{shard}}}, sealed_us);
   FreeIfReleased(object);
 }
 

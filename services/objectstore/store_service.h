@@ -183,7 +183,7 @@ class StoreService {
   void OnRm();
   void PublishCollected(const Collected& collected);
   void PublishFreed(uint64_t object);
-  // A shard put whole (created and sealed at once): announced, its waiters answered, and
+  // A shard put whole (created and sealed at once): its waiters answered, announced, and
   // freed if it was released before it existed.
   void AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, uint64_t nbytes);
   // "object N shard S", for messages.
