@@ -461,22 +461,15 @@ void ExecutorService::SendOutputs(const Completion& done) {
                       {"start_us", done.start_us},
                       {"end_us", done.end_us}},
                      taken_us);
-  } else if (done.outputs.status().code() == Code::kCancelled) {
-    // Its run was cancelled (or its client left): asked for, not a fault.
-    events_->Publish("gang.cancelled",
-                     {{"run", e.run_id},
-                      {"node", uint64_t{e.node}},
-                      {"shard", uint64_t{e.shard}},
-                      {"host", host_},
-                      {"why", done.outputs.status().ToString()}},
-                     taken_us);
   } else {
-    events_->Publish("error.gang",
+    // A cancelled run (or a client that left) is asked for, not a fault.
+    const bool cancelled = done.outputs.status().code() == Code::kCancelled;
+    events_->Publish(cancelled ? "gang.cancelled" : "error.gang",
                      {{"run", e.run_id},
                       {"node", uint64_t{e.node}},
                       {"shard", uint64_t{e.shard}},
                       {"host", host_},
-                      {"error", done.outputs.status().ToString()}},
+                      {cancelled ? "why" : "error", done.outputs.status().ToString()}},
                      taken_us);
   }
 }
