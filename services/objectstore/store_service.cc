@@ -323,9 +323,9 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
     }
     return sealed;
   }
-  const int64_t sealed_us = NowMicros();
-  WakeWaiters(req.object_id, req.shard);  // its readers first, as for a put
   Send(ReplyToOf(in), proto::Ok{});
+  const int64_t sealed_us = NowMicros();
+  WakeWaiters(req.object_id, req.shard);  // its readers before the event, as for a put
   EventFields fields{{"object", req.object_id}, {"shard", uint64_t{req.shard}}};
   if (!error.ok()) fields.emplace_back("error", error.ToString());
   events_.Publish("object.sealed", fields, sealed_us);

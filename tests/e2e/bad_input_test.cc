@@ -12,6 +12,7 @@
 
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
+#include "common/proto/ids.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/member_context.h"
 
@@ -286,7 +287,7 @@ TEST_F(BadInputTest, ASubmissionForAClientNotConnectedYetIsRefusedAndHoldsUpNobo
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   const uint64_t next = client_id_ + 1;  // no other client connects meanwhile
   proto::Entry held;
-  held.run_id = (next << 32) | 1;
+  held.run_id = proto::MakeRunId(next, 1);
   held.node = 1;
   held.num_shards = 1;
   held.owner_client = next;
