@@ -1,8 +1,11 @@
 #include "common/base/shm_arena.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +16,9 @@
 namespace atl {
 
 namespace {
+
+// Where glibc's shm_open keeps its objects.
+constexpr const char* kShmDir = "/dev/shm";
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -25,17 +31,21 @@ Status CheckName(const std::string& name) {
   return Status::Ok();
 }
 
-}  // namespace
-
-std::string ShmRegion::MakeName(std::string_view tag) {
-  std::string name = "/atoll-";
+// MakeName's name less the pid: "/atoll-<tag>-".
+std::string NamePrefix(std::string_view tag) {
+  std::string prefix = "/atoll-";
   for (char c : tag) {
     const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '_' || c == '.' || c == '-';
-    name.push_back(keep ? c : '_');
+    prefix.push_back(keep ? c : '_');
   }
-  name += "-" + std::to_string(getpid());
-  return name;
+  return prefix + "-";
+}
+
+}  // namespace
+
+std::string ShmRegion::MakeName(std::string_view tag) {
+  return NamePrefix(tag) + std::to_string(getpid());
 }
 
 Result<ShmRegion> ShmRegion::Create(const std::string& name, uint64_t bytes) {
@@ -45,27 +55,80 @@ Result<ShmRegion> ShmRegion::Create(const std::string& name, uint64_t bytes) {
     return InvalidArgument("shared-memory region " + name + " of " + std::to_string(bytes) +
                            " bytes is too large");
   }
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    const int err = errno;
-    return Unavailable("cannot create shared memory " + name + ": " + ErrnoText(err));
+  const auto create = [&] {
+    return shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  };
+  int fd = create();
+  int err = errno;
+  if (fd < 0 && err == EEXIST && RemoveIfAbandoned(name)) {
+    fd = create();
+    err = errno;
   }
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    const int err = errno;
+  if (fd < 0) {
+    return Unavailable("cannot create shared memory " + name + ": " + ErrnoText(err) +
+                       (err == EEXIST ? " (in use by a live process)" : ""));
+  }
+  // Locked before it is sized: RemoveIfAbandoned takes an unlocked, empty object for one
+  // still being made. Only such a check holds the lock, briefly, so this wait is short.
+  int locked;
+  do {
+    locked = flock(fd, LOCK_EX);
+  } while (locked != 0 && errno == EINTR);
+  const auto fail = [&](const std::string& what) {
+    const int cause = errno;
     close(fd);
     shm_unlink(name.c_str());
-    return Unavailable("cannot size shared memory " + name + " to " + std::to_string(bytes) +
-                       " bytes: " + ErrnoText(err));
+    return Unavailable(what + ": " + ErrnoText(cause));
+  };
+  if (locked != 0) return fail("cannot lock shared memory " + name);
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    return fail("cannot size shared memory " + name + " to " + std::to_string(bytes) + " bytes");
   }
   void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int err = errno;
-  close(fd);  // the mapping keeps the object alive
   if (addr == MAP_FAILED) {
-    shm_unlink(name.c_str());
-    return Unavailable("cannot map shared memory " + name + " (" + std::to_string(bytes) +
-                       " bytes): " + ErrnoText(err));
+    return fail("cannot map shared memory " + name + " (" + std::to_string(bytes) + " bytes)");
   }
-  return ShmRegion(name, addr, bytes, /*creator=*/true);
+  return ShmRegion(name, addr, bytes, fd);
+}
+
+bool ShmRegion::RemoveIfAbandoned(const std::string& name) {
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return false;  // gone already, or another user's
+  bool abandoned = false;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    struct stat st {};
+    abandoned = fstat(fd, &st) == 0 && st.st_size > 0;
+    if (abandoned) shm_unlink(name.c_str());
+  }
+  close(fd);  // and with it the lock
+  return abandoned;
+}
+
+std::vector<std::string> ShmRegion::RemoveAbandoned(std::string_view tag) {
+  // The rest of a name of this tag is the pid, digits only ("h0-" is not "h0-1-"'s).
+  const std::string prefix = NamePrefix(tag).substr(1);  // a file name has no '/'
+  std::vector<std::string> removed;
+  DIR* dir = opendir(kShmDir);
+  if (dir == nullptr) return removed;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string_view file = entry->d_name;
+    if (!file.starts_with(prefix) || file.size() == prefix.size()) continue;
+    const std::string_view pid = file.substr(prefix.size());
+    if (pid.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    const std::string name = "/" + std::string(file);
+    if (RemoveIfAbandoned(name)) removed.push_back(name);
+  }
+  closedir(dir);
+  return removed;
+}
+
+Result<uint64_t> ShmRegion::FreeBytes() {
+  struct statvfs fs {};
+  if (statvfs(kShmDir, &fs) != 0) {
+    const int err = errno;
+    return Unavailable(std::string("cannot stat ") + kShmDir + ": " + ErrnoText(err));
+  }
+  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
 }
 
 Result<ShmRegion> ShmRegion::Open(const std::string& name) {
@@ -93,14 +156,14 @@ Result<ShmRegion> ShmRegion::Open(const std::string& name) {
   if (addr == MAP_FAILED) {
     return Unavailable("cannot map shared memory " + name + ": " + ErrnoText(err));
   }
-  return ShmRegion(name, addr, bytes, /*creator=*/false);
+  return ShmRegion(name, addr, bytes, /*lock_fd=*/-1);
 }
 
 ShmRegion::ShmRegion(ShmRegion&& other) noexcept
     : name_(std::move(other.name_)),
       addr_(std::exchange(other.addr_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      creator_(std::exchange(other.creator_, false)) {}
+      lock_fd_(std::exchange(other.lock_fd_, -1)) {}
 
 ShmRegion& ShmRegion::operator=(ShmRegion&& other) noexcept {
   if (this != &other) {
@@ -108,7 +171,7 @@ ShmRegion& ShmRegion::operator=(ShmRegion&& other) noexcept {
     name_ = std::move(other.name_);
     addr_ = std::exchange(other.addr_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    creator_ = std::exchange(other.creator_, false);
+    lock_fd_ = std::exchange(other.lock_fd_, -1);
   }
   return *this;
 }
@@ -117,10 +180,13 @@ ShmRegion::~ShmRegion() { Reset(); }
 
 void ShmRegion::Reset() {
   if (addr_ != nullptr) munmap(addr_, size_);
-  if (creator_) shm_unlink(name_.c_str());
+  if (lock_fd_ >= 0) {
+    shm_unlink(name_.c_str());
+    close(lock_fd_);
+  }
   addr_ = nullptr;
   size_ = 0;
-  creator_ = false;
+  lock_fd_ = -1;
 }
 
 Result<std::span<std::byte>> ShmRegion::Slice(uint64_t offset, uint64_t nbytes) {

@@ -4,8 +4,13 @@
 //
 // Ownership: a region is move-only. Destruction unmaps it; the creator also unlinks the
 // name, so the memory goes away once every other mapping is gone. A process that dies
-// without running destructors leaves the name in /dev/shm; names carry the creator's pid so
-// that a later run never collides with it.
+// without running destructors leaves the name in /dev/shm. Its memory stays in use until the
+// name is removed, and a later process with the same pid cannot create the same name. This
+// happens in a container that restarts: /dev/shm survives and pids start again from 1.
+// So the creator holds an flock on the object for as long as it lives. The kernel drops
+// that lock when the process dies, however it dies, so an unlocked, sized object is known
+// to be abandoned. Create() replaces an abandoned object of its name, and RemoveAbandoned()
+// clears a tag's leftovers.
 //
 // Thread safety: the object itself is not synchronised (create, move and destroy it from
 // one thread); the mapped bytes may be read and written from any thread, under whatever
@@ -17,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "atoll/status.h"
 
@@ -29,10 +35,20 @@ class ShmRegion {
   static std::string MakeName(std::string_view tag);
 
   // Creates a new shared-memory object `name` ("/name", no other '/') of `bytes` bytes
-  // (> 0), zero-filled, and maps it. Fails with Unavailable when the name already exists
-  // (O_EXCL) or the system refuses, InvalidArgument for a bad name or size. The returned
-  // region unlinks the name when destroyed.
+  // (> 0), zero-filled, and maps it. An abandoned object of that name is removed first.
+  // Fails with Unavailable when a live region has the name or the system refuses, and with
+  // InvalidArgument for a bad name or size. The returned region unlinks the name when
+  // destroyed.
   [[nodiscard]] static Result<ShmRegion> Create(const std::string& name, uint64_t bytes);
+
+  // Removes every abandoned object that MakeName(`tag`) named in another process, and
+  // returns their names. Objects of live creators are left alone, and so are objects
+  // still being created.
+  static std::vector<std::string> RemoveAbandoned(std::string_view tag);
+
+  // The bytes still free where the objects live (/dev/shm). Created objects take their pages
+  // only when first written; a write that finds no page free kills its process (SIGBUS).
+  static Result<uint64_t> FreeBytes();
 
   // Maps an existing shared-memory object read-write, whole. NotFound when no object has
   // that name; Unavailable when it cannot be mapped. Never unlinks the name.
@@ -48,7 +64,7 @@ class ShmRegion {
   const std::string& name() const { return name_; }
   uint64_t size() const { return size_; }
   // True for the region made by Create(): it unlinks the name on destruction.
-  bool is_creator() const { return creator_; }
+  bool is_creator() const { return lock_fd_ >= 0; }
 
   std::byte* data() { return static_cast<std::byte*>(addr_); }
   const std::byte* data() const { return static_cast<const std::byte*>(addr_); }
@@ -59,14 +75,16 @@ class ShmRegion {
   [[nodiscard]] Result<std::span<const std::byte>> Slice(uint64_t offset, uint64_t nbytes) const;
 
  private:
-  ShmRegion(std::string name, void* addr, uint64_t size, bool creator)
-      : name_(std::move(name)), addr_(addr), size_(size), creator_(creator) {}
+  ShmRegion(std::string name, void* addr, uint64_t size, int lock_fd)
+      : name_(std::move(name)), addr_(addr), size_(size), lock_fd_(lock_fd) {}
   void Reset();
+  // Unlinks `name` when its object is abandoned (unlocked and sized); true if it did.
+  static bool RemoveIfAbandoned(const std::string& name);
 
   std::string name_;
   void* addr_ = nullptr;
   uint64_t size_ = 0;
-  bool creator_ = false;
+  int lock_fd_ = -1;  // the creator's: holds the flock that marks the object as live
 };
 
 }  // namespace atl

@@ -2,7 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace atl {
+
+std::chrono::milliseconds OwnerCache::LookupTimeout(std::chrono::milliseconds heartbeat,
+                                                    uint32_t liveness) {
+  return std::min(std::chrono::milliseconds(2000), heartbeat * liveness / 2);
+}
 
 Result<proto::Owners> OwnerCache::Ask(proto::LookupOwners request) {
   auto owners = rm_->Call<proto::Owners>(request, timeout_);

@@ -29,6 +29,12 @@ class OwnerCache {
  public:
   static constexpr size_t kMaxGoneClients = 4096;
 
+  // How long a lookup may block the loop of a service that heartbeats every `heartbeat` and
+  // is taken for lost after `liveness` silent periods: 2 s at most, and never more than
+  // half that lapse, so that an RM slow to answer fails the one request, not the service.
+  static std::chrono::milliseconds LookupTimeout(std::chrono::milliseconds heartbeat,
+                                                 uint32_t liveness);
+
   // `rm` null: no RM to ask (a store started alone, in tests): every client counts as live,
   // with no key.
   OwnerCache(net::Requester* rm, std::chrono::milliseconds timeout) : rm_(rm), timeout_(timeout) {}

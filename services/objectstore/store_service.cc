@@ -49,6 +49,20 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   // One region backs the arena and every device's memory (memory_pools.h).
   const uint64_t region_bytes =
       MemoryPools(options.arena_bytes, options.device_bytes).region_bytes();
+  // A store of this host killed with its supervisor (a container that died) left its region
+  // behind: its memory is only freed, and its name only free again, once it is removed.
+  for (const std::string& name : ShmRegion::RemoveAbandoned(options.host)) {
+    spdlog::warn("removed shared memory {}, left by a store of host {} that died", name,
+                 options.host);
+  }
+  if (auto free = ShmRegion::FreeBytes(); free.ok() && *free < region_bytes) {
+    spdlog::warn(
+        "/dev/shm has {} MiB free, less than the {} MiB of this store's region (the arena and "
+        "every device's memory): a write past what is free kills the store or the executor "
+        "(SIGBUS). Give /dev/shm more room (a container's shm_size) or lower arena_mb and "
+        "device_memory_mb",
+        *free >> 20, region_bytes >> 20);
+  }
   ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Create(options.arena_name, region_bytes));
   std::unique_ptr<StoreService> service(
       new StoreService(context, std::move(options), std::move(arena), std::move(timer)));
@@ -60,7 +74,9 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   if (!service->options_.rm_endpoint.empty()) {
     service->rm_ = std::make_unique<net::Requester>(context, service->options_.rm_endpoint);
     ATOLL_RETURN_IF_ERROR(service->rm_->Connect());
-    service->owners_ = OwnerCache(service->rm_.get(), kOwnerLookupTimeout);
+    service->owners_ = OwnerCache(
+        service->rm_.get(),
+        OwnerCache::LookupTimeout(service->options_.heartbeat, service->options_.liveness));
     service->loop_.AddSocket("store.rm", service->rm_->socket(),
                              [s = service.get()] { s->OnRm(); });
     service->loop_.AddTimer("store.heartbeat", service->options_.heartbeat,

@@ -101,9 +101,6 @@ struct StoreOptions {
 
 class StoreService {
  public:
-  // How long a request waits for the RM to say whose a client is (once per client).
-  static constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
-
   // Creates the arena, binds the socket and connects the publisher. Unavailable when the
   // arena or the socket cannot be made, InvalidArgument for bad options.
   [[nodiscard]] static Result<std::unique_ptr<StoreService>> Create(zmq::context_t& context,
@@ -228,7 +225,7 @@ class StoreService {
   zmq::socket_t socket_;
   std::string endpoint_;
   std::unique_ptr<net::Requester> rm_;  // null without an RM
-  OwnerCache owners_{nullptr, kOwnerLookupTimeout};
+  OwnerCache owners_{nullptr, {}};
   const uint64_t instance_;  // random, per process (StoreHelloReply)
   EventPublisher events_;
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer

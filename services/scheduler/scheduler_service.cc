@@ -34,7 +34,9 @@ Status SchedulerService::Start(std::chrono::milliseconds timeout) {
 
   rm_ = std::make_unique<net::Requester>(context_, config_.rm_endpoint);
   ATOLL_RETURN_IF_ERROR(rm_->Connect());
-  owners_ = std::make_unique<OwnerCache>(rm_.get(), kOwnerLookupTimeout);
+  owners_ = std::make_unique<OwnerCache>(
+      rm_.get(),
+      OwnerCache::LookupTimeout(std::chrono::milliseconds(config_.heartbeat_ms), config_.liveness));
   auto reply = rm_->Call<proto::Ok>(proto::RegisterScheduler{options_.island, endpoint_.advertised},
                                     timeout);
   return reply.status().WithContext("register with the RM at " + config_.rm_endpoint);

@@ -114,10 +114,8 @@ class SchedulerService {
   ServiceEndpoint endpoint_;
   std::unique_ptr<net::Requester> rm_;
   std::unique_ptr<OwnerCache> owners_;  // asks rm_
-  // How long a submission waits for the RM to say whose a client or function is (once each).
-  static constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
-  ExecutorLinks executors_;  // to executors' control endpoints
-  net::DealerPool peers_;    // to other islands' schedulers
+  ExecutorLinks executors_;             // to executors' control endpoints
+  net::DealerPool peers_;               // to other islands' schedulers
   // When each client was last heard from (a heartbeat or a submission).
   std::map<uint64_t, std::chrono::steady_clock::time_point> last_heard_;
   std::set<std::string> polled_;  // executors whose replies the loop reads

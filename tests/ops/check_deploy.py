@@ -42,6 +42,13 @@ KEYS_DIR = "/etc/atoll/keys"
 USER_ID = 10001
 # What a host takes when the config does not list it (common/service/config.h's HostConfig).
 DEFAULT_ARENA_MB = 256
+DEFAULT_DEVICE_MB = 256
+
+
+def region_mb(devices):
+    """The object store's shared-memory region in /dev/shm: its arena and each device's
+    memory (services/objectstore/memory_pools.h)."""
+    return DEFAULT_ARENA_MB + devices * DEFAULT_DEVICE_MB
 READY = ["atoll", "probe", "ready"]
 LIVE = ["atoll", "probe", "live"]
 
@@ -229,9 +236,9 @@ def check_compose(root):
               f"compose {name}: healthcheck should be atoll probe ready")
         check(svc.get("depends_on", {}).get("head", {}).get("condition") == "service_healthy",
               f"compose {name}: should start once the head is healthy")
-        check(megabytes(svc.get("shm_size", "64m")) >= DEFAULT_ARENA_MB,
-              f"compose {name}: shm_size {svc.get('shm_size')} cannot hold the "
-              f"{DEFAULT_ARENA_MB} MiB arena in /dev/shm")
+        check(megabytes(svc.get("shm_size", "64m")) >= region_mb(devices),
+              f"compose {name}: shm_size {svc.get('shm_size')} cannot hold the store's "
+              f"{region_mb(devices)} MiB region (arena and {devices} devices) in /dev/shm")
     joined = {island: sorted(h) for island, h in joined.items()}
     check(joined == local, f"compose: the hosts that join {joined} differ from "
                            f"config/local.toml's {local}")
@@ -514,9 +521,9 @@ def check_hosts(by_kind, local, rm_endpoint):
         mounts = {m["mountPath"]: m["name"] for m in containers[0].get("volumeMounts", [])}
         shm = {v["name"]: v for v in spec.get("volumes", [])}.get(mounts.get("/dev/shm"), {})
         check(shm.get("emptyDir", {}).get("medium") == "Memory" and
-              megabytes(shm["emptyDir"].get("sizeLimit", "0")) >= DEFAULT_ARENA_MB,
-              f"k8s {name}: /dev/shm should be a memory emptyDir that holds the "
-              f"{DEFAULT_ARENA_MB} MiB arena")
+              megabytes(shm["emptyDir"].get("sizeLimit", "0")) >= region_mb(devices),
+              f"k8s {name}: /dev/shm should be a memory emptyDir that holds the store's "
+              f"{region_mb(devices)} MiB region (arena and {devices} devices)")
     expected = {island: sorted((d, k) for (_n, d, k) in hosts) for island, hosts in local.items()}
     joined = {island: sorted(h) for island, h in joined.items()}
     check(joined == expected, f"k8s: the hosts that join (devices, kind) {joined} differ from "

@@ -89,7 +89,7 @@ sed -i '0,/replicas: 2/s//replicas: 1/' "$work/tree/docker/k8s/hosts.yaml"
 expect_failure k8s "island0 has 1 host for 2" "differ from config/local.toml"
 
 fresh  # a host without the shared-memory /dev/shm
-sed -i '0,/emptyDir: {medium: Memory, sizeLimit: 320Mi}/s//emptyDir: {}/' \
+sed -i '0,/emptyDir: {medium: Memory, sizeLimit: 800Mi}/s//emptyDir: {}/' \
   "$work/tree/docker/k8s/hosts.yaml"
 expect_failure k8s "/dev/shm is on disk" "/dev/shm should be a memory emptyDir"
 

@@ -119,12 +119,21 @@ run_healthchecks() {
   done
 }
 
-# The last lines of every container labelled $1: what a failure needs to be understood.
+# The last lines of every container labelled $1, how each last ended, and the warnings and
+# errors its services logged (~/.atoll/logs, copied out, so also from one that stopped):
+# what a failure needs to be understood.
 dump_containers() {
-  local c
+  local c logs
+  local ended='exit {{.State.ExitCode}}, OOM-killed {{.State.OOMKilled}}, restarts {{.RestartCount}}'
   podman ps -a --filter "label=$1" --format '{{.Names}} {{.Status}}'
   for c in $(containers_labelled "$1"); do
-    echo "--- $c"
+    echo "--- $c: $(podman inspect --format "$ended" "$c" 2>&1)"
     podman logs --tail 15 "$c" 2>&1
+    logs=$(mktemp -d)
+    if podman cp "$c:/home/atoll/.atoll/logs" "$logs" >/dev/null 2>&1; then
+      grep -hE '^[0-9:.]+ [^ ]+ (warning|error|critical):' "$logs"/logs/*.log 2>/dev/null |
+        sort | tail -n 20
+    fi
+    rm -rf "$logs"
   done
 }

@@ -1,5 +1,11 @@
 #include "common/base/shm_arena.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -57,6 +63,63 @@ TEST(ShmRegionTest, BadNamesAndSizesAreRejected) {
   EXPECT_EQ(ShmRegion::Create(ShmRegion::MakeName("zero"), 0).status().code(),
             Code::kInvalidArgument);
   EXPECT_EQ(ShmRegion::Open(ShmRegion::MakeName("never-created")).status().code(), Code::kNotFound);
+}
+
+// Creates `name` in a child process that then dies without unlinking it, as a store killed
+// with SIGKILL does.
+void CreateInADyingProcess(const std::string& name) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto region = ShmRegion::Create(name, 1 << 16);
+    _exit(region.ok() ? 0 : 1);  // no destructors: the name stays
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_TRUE(ShmRegion::Open(name).ok()) << name << " was not left behind";
+}
+
+TEST(ShmRegionTest, CreateReplacesAnObjectItsDeadCreatorLeftUnderTheSameName) {
+  // A container's restarted store: /dev/shm kept, the same pid again, so the same name.
+  const std::string name = ShmRegion::MakeName("shm-reuse");
+  CreateInADyingProcess(name);
+  auto created = ShmRegion::Create(name, 4096);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->size(), 4096u);
+  // A live creator's name is not taken over.
+  const Status taken = ShmRegion::Create(name, 4096).status();
+  EXPECT_EQ(taken.code(), Code::kUnavailable);
+  EXPECT_NE(taken.message().find("in use by a live process"), std::string::npos) << taken.ToString();
+}
+
+TEST(ShmRegionTest, RemoveAbandonedRemovesOnlyTheTagsObjectsWhoseCreatorsDied) {
+  const std::string tag = "shm-abandon-" + std::to_string(getpid());
+  const std::string dead = "/atoll-" + tag + "-1";
+  const std::string other_tag = "/atoll-" + tag + "-x-1";  // tag "<tag>-x", not "<tag>"
+  CreateInADyingProcess(dead);
+  CreateInADyingProcess(other_tag);
+  auto live = ShmRegion::Create(ShmRegion::MakeName(tag), 4096);
+  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  // Made but not sized yet, as by a Create still under way in another process.
+  const std::string unsized = "/atoll-" + tag + "-2";
+  const int fd = shm_open(unsized.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+
+  EXPECT_EQ(ShmRegion::RemoveAbandoned(tag), std::vector<std::string>{dead});
+  EXPECT_EQ(ShmRegion::Open(dead).status().code(), Code::kNotFound);
+  EXPECT_TRUE(ShmRegion::Open(live->name()).ok());
+  EXPECT_EQ(ShmRegion::Open(unsized).status().code(), Code::kUnavailable);  // still there, empty
+  EXPECT_TRUE(ShmRegion::Open(other_tag).ok());
+  EXPECT_EQ(ShmRegion::RemoveAbandoned(tag + "-x"), std::vector<std::string>{other_tag});
+  shm_unlink(unsized.c_str());
+}
+
+TEST(ShmRegionTest, FreeBytesSaysWhatIsLeftWhereObjectsLive) {
+  auto free = ShmRegion::FreeBytes();
+  ASSERT_TRUE(free.ok()) << free.status().ToString();
+  EXPECT_GT(*free, 0u);
 }
 
 }  // namespace

@@ -393,5 +393,21 @@ TEST_F(StoreProcessTest, SigtermExitsCleanlyAndUnlinksTheArena) {
   EXPECT_EQ(ShmRegion::Open(arena_).status().code(), Code::kNotFound);
 }
 
+TEST_F(StoreProcessTest, AStoreStartingRemovesTheArenaAKilledStoreOfItsHostLeft) {
+  // A host container that died whole: nothing unlinked the arena, and /dev/shm stays.
+  StartStore();
+  const std::string left = arena_;
+  kill(pid_, SIGKILL);
+  ASSERT_EQ(waitpid(pid_, nullptr, 0), pid_);
+  pid_ = -1;
+  ASSERT_TRUE(ShmRegion::Open(left).ok()) << "the killed store's arena was not left behind";
+
+  std::filesystem::remove(dir_ + "/store.ready");
+  StartStore();
+  EXPECT_NE(arena_, left);
+  EXPECT_EQ(ShmRegion::Open(left).status().code(), Code::kNotFound);
+  EXPECT_TRUE(ShmRegion::Open(arena_).ok());
+}
+
 }  // namespace
 }  // namespace atl::testing
