@@ -522,7 +522,7 @@ Status RmService::LoadState() {
     state_.schedulers[island].last_heard = now;
   }
   for (auto& [id, client] : state_.clients) client.last_heard = now;
-  reconnect_until_ = now + kReconnectGrace;
+  quiet_until_ = now + kReconnectGrace;
   spdlog::info("state from {}: {} hosts, {} clients, {} slices, {} functions", state_file_,
                state_.hosts.size(), state_.clients.size(), state_.slices.size(),
                state_.functions.size());

@@ -187,8 +187,10 @@ class RmService {
   ServiceEndpoint endpoint_, events_in_, events_out_;
 
   RmState state_;
-  // Until then the RM has restarted and declares nothing lost (kReconnectGrace).
-  Clock::time_point reconnect_until_{};
+  // Until then the RM declares nothing lost: it has just restarted (kReconnectGrace) or
+  // stalled (a liveness lapse; CheckLiveness).
+  Clock::time_point quiet_until_{};
+  Clock::time_point last_liveness_check_{};
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
   std::map<uint64_t, PendingDrain> drains_;          // by the RM's own request id
