@@ -92,6 +92,8 @@ StoreService::StoreService(zmq::context_t& context, StoreOptions options, ShmReg
       directory_(options_.arena_bytes, options_.heartbeat * options_.liveness, clock_,
                  options_.device_bytes,
                  {options_.quota_objects, options_.quota_bytes, "on host " + options_.host}),
+      client_stall_guard_("the object store of host " + options_.host, options_.heartbeat,
+                          options_.heartbeat, options_.heartbeat * options_.liveness),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       instance_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
       events_(context, "objectstore/" + options_.host),
@@ -570,7 +572,9 @@ void StoreService::ExpireWaiters() {
 }
 
 void StoreService::ExpireClients() {
-  for (const Collected& collected : directory_.Expire()) PublishCollected(collected);
+  if (client_stall_guard_.MayJudge(std::chrono::steady_clock::now())) {
+    for (const Collected& collected : directory_.Expire()) PublishCollected(collected);
+  }
   // Memory in use, for live views (`atoll top`, `atoll dashboard`): one event per period.
   const DirectoryStats stats = directory_.Stats();
   events_.Publish("store.stats", {{"host", options_.host},

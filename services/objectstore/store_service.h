@@ -73,6 +73,7 @@
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/owner_cache.h"
+#include "common/service/stall_guard.h"
 #include "services/objectstore/clock.h"
 #include "services/objectstore/deadline_timer.h"
 #include "services/objectstore/directory.h"
@@ -222,6 +223,7 @@ class StoreService {
   ShmRegion arena_;
   SteadyClock clock_;
   Directory directory_;
+  StallGuard client_stall_guard_;  // whether ExpireClients may collect silent clients now
   zmq::socket_t socket_;
   std::string endpoint_;
   std::unique_ptr<net::Requester> rm_;  // null without an RM

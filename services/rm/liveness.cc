@@ -7,9 +7,7 @@
 // The notices go before the event: whoever watches the events and then uses the client
 // (the tests do) finds the client told already. A restarted RM declares nothing lost for
 // a while (kReconnectGrace): everyone must reconnect to it first. Nor does an RM that
-// stalled, for a liveness lapse after it runs again (CheckLiveness).
-#include <algorithm>
-
+// stalled, for a liveness lapse after it runs again (StallGuard).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -81,21 +79,7 @@ void RmService::CheckHeartbeats(Clock::time_point now) {
 
 void RmService::CheckLiveness() {
   const auto now = Clock::now();
-  // This check, due every quarter period, is a period late or more: the RM did not run
-  // (its process paused, its machine or container starved of CPU). What runs beside it
-  // (its schedulers, in one container) likely stalled with it, and a silence the RM slept
-  // through says nothing of anyone: each gets a whole liveness lapse to be heard again.
-  const auto period = std::chrono::milliseconds(config_.heartbeat_ms);
-  const auto stalled = now - last_liveness_check_;
-  if (last_liveness_check_ != Clock::time_point{} && stalled > period) {
-    const auto lapse = period * config_.liveness;
-    spdlog::warn("the RM did not run for {} ms: it declares nothing lost for {} ms",
-                 std::chrono::duration_cast<std::chrono::milliseconds>(stalled).count(),
-                 lapse.count());
-    quiet_until_ = std::max(quiet_until_, now + lapse);
-  }
-  last_liveness_check_ = now;
-  if (now >= quiet_until_) CheckHeartbeats(now);
+  if (stall_guard_.MayJudge(now)) CheckHeartbeats(now);
   std::vector<uint64_t> expired;
   for (const auto& [id, p] : pending_) {
     if (now > p.deadline) expired.push_back(id);

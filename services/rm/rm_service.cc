@@ -18,6 +18,20 @@
 
 namespace atl::rm {
 
+namespace {
+
+std::chrono::milliseconds Heartbeat(const ClusterConfig& config) {
+  return std::chrono::milliseconds(config.heartbeat_ms);
+}
+
+// Four checks per heartbeat period: a silent service is declared lost at most a quarter
+// period late.
+std::chrono::milliseconds LivenessCheckPeriod(const ClusterConfig& config) {
+  return std::max(Heartbeat(config) / 4, std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
 RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string state_file)
     : context_(context),
       config_(std::move(config)),
@@ -25,6 +39,8 @@ RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string 
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       proxy_(context),
       placement_(MakeSpreadEvenlyPolicy()),
+      stall_guard_("the RM", LivenessCheckPeriod(config_), Heartbeat(config_),
+                   Heartbeat(config_) * config_.liveness),
       stores_(context),
       schedulers_(context) {
   for (const auto& island : config_.islands) configured_islands_.push_back(island.name);
@@ -45,11 +61,8 @@ Status RmService::Bind() {
 
 void RmService::Run() {
   loop_.AddSocket("request", socket_, [this] { OnRequest(); });
-  const auto period = std::chrono::milliseconds(config_.heartbeat_ms);
-  loop_.AddTimer("liveness",
-                 std::max<std::chrono::milliseconds>(period / 4, std::chrono::milliseconds(1)),
-                 [this] { CheckLiveness(); });
-  loop_.AddTimer("net.stats", period,
+  loop_.AddTimer("liveness", LivenessCheckPeriod(config_), [this] { CheckLiveness(); });
+  loop_.AddTimer("net.stats", Heartbeat(config_),
                  [this] { events_->Publish("net.stats", net::SentCountFields()); });
   loop_.Run();
   proxy_.Stop();
@@ -522,7 +535,7 @@ Status RmService::LoadState() {
     state_.schedulers[island].last_heard = now;
   }
   for (auto& [id, client] : state_.clients) client.last_heard = now;
-  quiet_until_ = now + kReconnectGrace;
+  stall_guard_.QuietUntil(now + kReconnectGrace);
   spdlog::info("state from {}: {} hosts, {} clients, {} slices, {} functions", state_file_,
                state_.hosts.size(), state_.clients.size(), state_.slices.size(),
                state_.functions.size());

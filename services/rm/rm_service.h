@@ -21,6 +21,7 @@
 #include "common/proto/codec.h"
 #include "common/service/advertise.h"
 #include "common/service/config.h"
+#include "common/service/stall_guard.h"
 #include "services/rm/event_proxy.h"
 #include "services/rm/placement.h"
 #include "services/rm/rm_state.h"
@@ -187,10 +188,9 @@ class RmService {
   ServiceEndpoint endpoint_, events_in_, events_out_;
 
   RmState state_;
-  // Until then the RM declares nothing lost: it has just restarted (kReconnectGrace) or
-  // stalled (a liveness lapse; CheckLiveness).
-  Clock::time_point quiet_until_{};
-  Clock::time_point last_liveness_check_{};
+  // Whether the RM may declare silent services lost now: not for a while after it restarted
+  // (kReconnectGrace) or stalled.
+  StallGuard stall_guard_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
   std::map<uint64_t, PendingDrain> drains_;          // by the RM's own request id

@@ -21,7 +21,11 @@ SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config
       options_(std::move(options)),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       executors_(context),
-      peers_(context) {}
+      peers_(context),
+      client_stall_guard_("scheduler " + options_.island,
+                          std::chrono::milliseconds(config_.heartbeat_ms),
+                          std::chrono::milliseconds(config_.heartbeat_ms),
+                          std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness) {}
 
 Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(auto policy, MakePolicy(options_.policy));
@@ -305,6 +309,7 @@ Status SchedulerService::OnHostChanged(proto::Incoming& in) {
 void SchedulerService::CheckClients() {
   const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
   const auto now = std::chrono::steady_clock::now();
+  if (!client_stall_guard_.MayJudge(now)) return;
   std::vector<uint64_t> lapsed;
   for (const auto& [client, heard] : last_heard_) {
     if (now - heard > lapse) lapsed.push_back(client);

@@ -29,6 +29,7 @@
 #include "common/service/advertise.h"
 #include "common/service/config.h"
 #include "common/service/owner_cache.h"
+#include "common/service/stall_guard.h"
 #include "services/scheduler/executor_links.h"
 #include "services/scheduler/island_order.h"
 
@@ -118,7 +119,8 @@ class SchedulerService {
   net::DealerPool peers_;               // to other islands' schedulers
   // When each client was last heard from (a heartbeat or a submission).
   std::map<uint64_t, std::chrono::steady_clock::time_point> last_heard_;
-  std::set<std::string> polled_;  // executors whose replies the loop reads
+  StallGuard client_stall_guard_;  // whether CheckClients may drop silent clients now
+  std::set<std::string> polled_;   // executors whose replies the loop reads
   // Each client's routing id on socket_ (its latest submission's): where RunDone goes.
   std::map<uint64_t, std::string> client_routes_;
   // The executors each unfinished run's entries were dispatched to: where CancelRun goes.

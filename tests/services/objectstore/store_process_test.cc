@@ -374,6 +374,31 @@ TEST_F(StoreProcessTest, SilentClientLosesItsObjectsWhileAHeartbeatingOneKeepsTh
   EXPECT_EQ(event->fields["count"], 1);
 }
 
+// A store that did not run for a while (paused, starved of CPU) finds its clients' heartbeats
+// still on their way in: it collects nothing until they have had a lapse to arrive.
+TEST_F(StoreProcessTest, AStoreThatStalledKeepsTheObjectsOfAClientThatHeartbeatAllAlong) {
+  StartStore(/*heartbeat_ms=*/50);  // silent clients are collected after 200 ms
+  auto store = Connect();
+  constexpr uint64_t kAlive = 202;
+  const proto::Heartbeat beat{proto::Heartbeat::kClient, std::to_string(kAlive)};
+  ASSERT_TRUE(store->Post(beat).ok());
+  ASSERT_TRUE(Put(*store, 2, kAlive, {2.0f}).ok());
+  // The client heartbeats every 20 ms throughout: 600 ms with the store stopped, 400 after.
+  const auto heartbeat_for = [&](std::chrono::milliseconds span) {
+    for (const auto end = Clock::now() + span; Clock::now() < end;) {
+      ASSERT_TRUE(store->Post(beat).ok());
+      std::this_thread::sleep_for(20ms);
+    }
+  };
+  ASSERT_EQ(kill(pid_, SIGSTOP), 0);
+  heartbeat_for(600ms);
+  ASSERT_EQ(kill(pid_, SIGCONT), 0);
+  heartbeat_for(400ms);
+  auto got = Get(*store, 2, 0);
+  EXPECT_TRUE(got.ok()) << "the live client's object was collected: " << got.status().ToString();
+  EXPECT_FALSE(WaitForEvent("object.collected", "client", kAlive, 0ms).has_value());
+}
+
 TEST_F(StoreProcessTest, GoodbyeFreesOnlyThatClientsObjects) {
   StartStore();
   auto store = Connect();
