@@ -74,7 +74,7 @@ void RmService::CheckHeartbeats(Clock::time_point now) {
   for (const std::string& island : SilentSchedulers(state_, now, lapse)) {
     OnSchedulerLost(island, "it " + missed);
   }
-  for (uint64_t id : SilentClients(state_, now, lapse)) DropClient(id, "heartbeat lapsed");
+  for (uint64_t id : SilentClients(state_, now, lapse)) DropClient(id, kLapsed);
 }
 
 void RmService::CheckLiveness() {

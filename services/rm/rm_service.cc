@@ -248,9 +248,6 @@ Status RmService::OnHelloClient(proto::Incoming& in) {
 
 Status RmService::OnGoodbye(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
-  if (!state_.clients.count(req.client_id)) {
-    return NotFound(fmt::format("client {} is unknown", req.client_id));
-  }
   ATOLL_RETURN_IF_ERROR(CheckClient(in, req.client_id, "say goodbye"));
   DropClient(req.client_id, "goodbye");
   return net::Reply(socket_, in, proto::Ok{});
@@ -268,6 +265,8 @@ void RmService::DropClient(uint64_t client_id, const std::string& why) {
     it = state_.slices.erase(it);
   }
   std::erase_if(state_.functions, [&](const auto& kv) { return kv.second.client == client_id; });
+  if (gone_reasons_.size() >= kMaxGoneReasons) gone_reasons_.clear();
+  gone_reasons_[client_id] = why;
   spdlog::info("client {} gone ({})", client_id, why);
   events_->Publish("client.gone", {{"client", client_id}, {"reason", why}});
   SaveState();
@@ -275,12 +274,8 @@ void RmService::DropClient(uint64_t client_id, const std::string& why) {
 
 Status RmService::OnCreateSlice(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateSlice>());
-  auto client = state_.clients.find(req.client_id);
-  if (client == state_.clients.end()) {
-    return NotFound(fmt::format("client {} is unknown; say HelloClient first", req.client_id));
-  }
   ATOLL_RETURN_IF_ERROR(CheckClient(in, req.client_id, "create a slice"));
-  client->second.routing_id = RoutingId(in);
+  state_.clients.at(req.client_id).routing_id = RoutingId(in);
   ATOLL_RETURN_IF_ERROR(CheckSliceQuota(state_, config_.quotas, req.client_id, req.num_devices));
   if (!req.island.empty() && !SchedulerAlive(req.island)) {
     return Unavailable("island '" + req.island + "' has no live scheduler" +
@@ -506,8 +501,20 @@ Status RmService::OnLookupOwners(proto::Incoming& in) {
 Status RmService::CheckClient(const proto::Incoming& in, uint64_t client_id,
                               std::string_view action) const {
   auto it = state_.clients.find(client_id);
-  return proto::RequireClient(in.sender, client_id,
-                              it != state_.clients.end() ? it->second.user_id : "", action);
+  if (it == state_.clients.end()) {
+    auto gone = gone_reasons_.find(client_id);
+    if (gone != gone_reasons_.end()) {
+      const std::string why = gone->second != kLapsed
+                                  ? gone->second
+                                  : fmt::format("{}: the RM heard none from it for {} ms", kLapsed,
+                                                config_.heartbeat_ms * config_.liveness);
+      return NotFound(fmt::format("{}: client {} has left the cluster ({}); connect again", action,
+                                  client_id, why));
+    }
+    return NotFound(
+        fmt::format("{}: client {} is unknown; say HelloClient first", action, client_id));
+  }
+  return proto::RequireClient(in.sender, client_id, it->second.user_id, action);
 }
 
 void RmService::SaveState() {

@@ -102,7 +102,8 @@ class RmService {
   Status OnCompileReply(proto::Incoming& in);
   Status OnClusterStatus(proto::Incoming& in);
   Status OnLookupOwners(proto::Incoming& in);
-  // PermissionDenied unless the sender of `in` may act for `client_id` (authorization.cc).
+  // NotFound unless `client_id` is connected (saying why, for a client gone lately), and
+  // PermissionDenied unless the sender of `in` may act for it.
   Status CheckClient(const proto::Incoming& in, uint64_t client_id, std::string_view action) const;
 
   // Liveness of every service (liveness.cc): executors, object stores and schedulers
@@ -130,8 +131,11 @@ class RmService {
   // Tells the slice's client where the slice runs now, and why.
   void TellSliceMoved(const Slice& slice, const std::string& reason);
 
-  // Frees a client's slices (and so the load they put on devices).
+  // Frees a client's slices (and so the load they put on devices), and remembers why it
+  // went for the calls it may still make (gone_reasons_). `why` is the client.gone event's
+  // reason: "goodbye" or kLapsed.
   void DropClient(uint64_t client_id, const std::string& why);
+  static constexpr const char* kLapsed = "heartbeat lapsed";
   void FinishRegistration(uint64_t rm_request_id, const Status& status);
   proto::SliceInfo DescribeSlice(const Slice& slice) const;
   // Learns where the host's executor is connected now and sends it what was held.
@@ -191,6 +195,11 @@ class RmService {
   // Whether the RM may declare silent services lost now: not for a while after it restarted
   // (kReconnectGrace) or stalled.
   StallGuard stall_guard_;
+  // Why each client gone since the RM started went (DropClient's `why`): a client paused
+  // past its lapse learns why at its next call. Bounded: dropped
+  // whole past kMaxGoneReasons, as a flood of made-up ids cannot grow it (ids are not reused).
+  static constexpr size_t kMaxGoneReasons = 4096;
+  std::map<uint64_t, std::string> gone_reasons_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id
   std::map<uint64_t, PendingRemap> remaps_;          // by the RM's own request id
   std::map<uint64_t, PendingDrain> drains_;          // by the RM's own request id

@@ -1,11 +1,14 @@
 // A scheduler or an object store SIGKILLed in the middle of a program: the program fails
 // within the liveness window plus one heartbeat period of the kill, naming the lost
 // service; a program that does not need it completes meanwhile; once the service is
-// restarted, the same program runs again.
+// restarted, the same program runs again. A client the RM dropped (silent past its lapse,
+// as a paused process is) learns why at its next call.
 #include <signal.h>
 
 #include <chrono>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "common/net/transport.h"
 #include "tests/e2e/cluster_fixture.h"
@@ -189,6 +192,40 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
               "host.store_back", [](const Event& e) { return e.fields["host"] == "i1h0"; }, 20s)
           .has_value());
   ExpectRuns(*client, doomed, 40);
+}
+
+TEST_F(ServiceLossTest, AClientTheRmDroppedIsToldWhyAtItsNextCall) {
+  MemberContext context;
+  net::Requester rm(context, RmEndpoint());
+  ASSERT_TRUE(rm.Connect().ok());
+  EventRecorder events(EventsEndpoint());
+  // One that never heartbeats (a process paused from the start), one that says goodbye.
+  auto silent = rm.Call<proto::HelloClientReply>(proto::HelloClient{"paused"}, 5s);
+  auto leaving = rm.Call<proto::HelloClientReply>(proto::HelloClient{"leaving"}, 5s);
+  ASSERT_TRUE(silent.ok() && leaving.ok()) << silent.status().ToString();
+  ASSERT_TRUE(rm.Call<proto::Ok>(proto::Goodbye{leaving->client_id}, 5s).ok());
+  const auto is_silent = [&](const Event& e) { return e.fields["client"] == silent->client_id; };
+  ASSERT_TRUE(events.WaitFor("client.gone", is_silent, 10 * LossBound()))
+      << "the RM did not drop the silent client";
+
+  const ClusterConfig& config = cluster_->config();
+  const Status dropped =
+      rm.Call<proto::SliceInfo>(proto::CreateSlice{silent->client_id, 1, "", ""}, 5s).status();
+  EXPECT_EQ(dropped.code(), Code::kNotFound);
+  EXPECT_EQ(dropped.message(),
+            fmt::format("create a slice: client {} has left the cluster (heartbeat lapsed: the RM "
+                        "heard none from it for {} ms); connect again",
+                        silent->client_id, config.heartbeat_ms * config.liveness));
+  const Status gone = rm.Call<proto::Ok>(proto::Goodbye{leaving->client_id}, 5s).status();
+  EXPECT_EQ(gone.message(),
+            fmt::format("say goodbye: client {} has left the cluster (goodbye); connect again",
+                        leaving->client_id));
+  const uint64_t never = leaving->client_id + 1000;
+  const Status unknown =
+      rm.Call<proto::SliceInfo>(proto::CreateSlice{never, 1, "", ""}, 5s).status();
+  EXPECT_EQ(unknown.message(), fmt::format("create a slice: client {} is unknown; say "
+                                           "HelloClient first",
+                                           never));
 }
 
 }  // namespace
