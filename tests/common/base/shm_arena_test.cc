@@ -90,7 +90,8 @@ TEST(ShmRegionTest, CreateReplacesAnObjectItsDeadCreatorLeftUnderTheSameName) {
   // A live creator's name is not taken over.
   const Status taken = ShmRegion::Create(name, 4096).status();
   EXPECT_EQ(taken.code(), Code::kUnavailable);
-  EXPECT_NE(taken.message().find("in use by a live process"), std::string::npos) << taken.ToString();
+  EXPECT_NE(taken.message().find("in use by a live process"), std::string::npos)
+      << taken.ToString();
 }
 
 TEST(ShmRegionTest, RemoveAbandonedRemovesOnlyTheTagsObjectsWhoseCreatorsDied) {
