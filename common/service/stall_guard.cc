@@ -8,8 +8,11 @@
 namespace atl {
 
 StallGuard::StallGuard(std::string who, Clock::duration check_period, Clock::duration heartbeat,
-                       Clock::duration lapse, Clock::time_point start)
-    : who_(std::move(who)), late_(check_period + heartbeat), lapse_(lapse), last_check_(start) {}
+                       uint32_t liveness, Clock::time_point start)
+    : who_(std::move(who)),
+      late_(check_period + heartbeat),
+      lapse_(heartbeat * liveness),
+      last_check_(start) {}
 
 bool StallGuard::MayJudge(Clock::time_point now) {
   const Clock::duration since = now - last_check_;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace atl {
@@ -18,10 +19,11 @@ class StallGuard {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `who` names the judge in the warning a stall logs ("the RM"). The first check is due a
-  // `check_period` after `start` (a stall before it counts too).
+  // `who` names the judge in the warning a stall logs ("the RM"); its peers heartbeat every
+  // `heartbeat` and are judged after `liveness` silent periods (the lapse). The first check
+  // is due a `check_period` after `start` (a stall before it counts too).
   StallGuard(std::string who, Clock::duration check_period, Clock::duration heartbeat,
-             Clock::duration lapse, Clock::time_point start = Clock::now());
+             uint32_t liveness, Clock::time_point start = Clock::now());
 
   // Called at each check: whether silences may be judged at `now`. False for a lapse from
   // a check that came late, and until a time QuietUntil set.

@@ -93,7 +93,7 @@ StoreService::StoreService(zmq::context_t& context, StoreOptions options, ShmReg
                  options_.device_bytes,
                  {options_.quota_objects, options_.quota_bytes, "on host " + options_.host}),
       client_stall_guard_("the object store of host " + options_.host, options_.heartbeat,
-                          options_.heartbeat, options_.heartbeat * options_.liveness),
+                          options_.heartbeat, options_.liveness),
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       instance_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
       events_(context, "objectstore/" + options_.host),

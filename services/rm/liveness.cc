@@ -74,7 +74,10 @@ void RmService::CheckHeartbeats(Clock::time_point now) {
   for (const std::string& island : SilentSchedulers(state_, now, lapse)) {
     OnSchedulerLost(island, "it " + missed);
   }
-  for (uint64_t id : SilentClients(state_, now, lapse)) DropClient(id, kLapsed);
+  for (uint64_t id : SilentClients(state_, now, lapse)) {
+    DropClient(id,
+               fmt::format("heartbeat lapsed: the RM heard none from it for {} ms", lapse.count()));
+  }
 }
 
 void RmService::CheckLiveness() {

@@ -39,8 +39,7 @@ RmService::RmService(zmq::context_t& context, ClusterConfig config, std::string 
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       proxy_(context),
       placement_(MakeSpreadEvenlyPolicy()),
-      stall_guard_("the RM", LivenessCheckPeriod(config_), Heartbeat(config_),
-                   Heartbeat(config_) * config_.liveness),
+      stall_guard_("the RM", LivenessCheckPeriod(config_), Heartbeat(config_), config_.liveness),
       stores_(context),
       schedulers_(context) {
   for (const auto& island : config_.islands) configured_islands_.push_back(island.name);
@@ -504,12 +503,8 @@ Status RmService::CheckClient(const proto::Incoming& in, uint64_t client_id,
   if (it == state_.clients.end()) {
     auto gone = gone_reasons_.find(client_id);
     if (gone != gone_reasons_.end()) {
-      const std::string why = gone->second != kLapsed
-                                  ? gone->second
-                                  : fmt::format("{}: the RM heard none from it for {} ms", kLapsed,
-                                                config_.heartbeat_ms * config_.liveness);
       return NotFound(fmt::format("{}: client {} has left the cluster ({}); connect again", action,
-                                  client_id, why));
+                                  client_id, gone->second));
     }
     return NotFound(
         fmt::format("{}: client {} is unknown; say HelloClient first", action, client_id));

@@ -133,9 +133,8 @@ class RmService {
 
   // Frees a client's slices (and so the load they put on devices), and remembers why it
   // went for the calls it may still make (gone_reasons_). `why` is the client.gone event's
-  // reason: "goodbye" or kLapsed.
+  // reason: "goodbye", or "heartbeat lapsed: ..." with the lapse.
   void DropClient(uint64_t client_id, const std::string& why);
-  static constexpr const char* kLapsed = "heartbeat lapsed";
   void FinishRegistration(uint64_t rm_request_id, const Status& status);
   proto::SliceInfo DescribeSlice(const Slice& slice) const;
   // Learns where the host's executor is connected now and sends it what was held.
@@ -196,8 +195,8 @@ class RmService {
   // (kReconnectGrace) or stalled.
   StallGuard stall_guard_;
   // Why each client gone since the RM started went (DropClient's `why`): a client paused
-  // past its lapse learns why at its next call. Bounded: dropped
-  // whole past kMaxGoneReasons, as a flood of made-up ids cannot grow it (ids are not reused).
+  // past its lapse learns why at its next call. Dropped whole past kMaxGoneReasons, so that
+  // it stays bounded (ids are never reused).
   static constexpr size_t kMaxGoneReasons = 4096;
   std::map<uint64_t, std::string> gone_reasons_;
   std::map<uint64_t, PendingRegistration> pending_;  // by the RM's own request id

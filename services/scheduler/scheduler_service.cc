@@ -22,10 +22,10 @@ SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       executors_(context),
       peers_(context),
+      // Checks once a period (the "client liveness" timer).
       client_stall_guard_("scheduler " + options_.island,
                           std::chrono::milliseconds(config_.heartbeat_ms),
-                          std::chrono::milliseconds(config_.heartbeat_ms),
-                          std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness) {}
+                          std::chrono::milliseconds(config_.heartbeat_ms), config_.liveness) {}
 
 Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(auto policy, MakePolicy(options_.policy));

@@ -14,9 +14,7 @@ const Clock::time_point kStart{std::chrono::hours(1)};
 
 // Checks every 125 ms of a 500 ms heartbeat, from kStart; a silence of 4 periods (2 s) is a
 // loss.
-StallGuard Guard() {
-  return StallGuard("test", kCheck, milliseconds(500), milliseconds(2000), kStart);
-}
+StallGuard Guard() { return StallGuard("test", kCheck, milliseconds(500), 4, kStart); }
 
 // Checks on time from `from` on: how long after `from` the first one that may judge came.
 milliseconds FirstJudgingCheck(StallGuard& guard, Clock::time_point from) {
