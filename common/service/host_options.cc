@@ -1,5 +1,7 @@
 #include "common/service/host_options.h"
 
+#include <CLI/CLI.hpp>
+
 namespace atl {
 
 void AddHostOptions(CLI::App& app, HostOptions& options) {

@@ -7,9 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "atoll/status.h"
+#include "common/service/cli_app.h"
 #include "common/service/config.h"
 
 namespace atl {

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <CLI/CLI.hpp>
+
 #include "common/net/event_loop.h"
 #include "common/net/security.h"
 #include "common/service/advertise.h"

@@ -5,10 +5,9 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "atoll/status.h"
 #include "common/net/zap_handler.h"
+#include "common/service/cli_app.h"
 #include "common/service/config.h"
 
 namespace atl {

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
+
 #include "common/base/state_dir.h"
 
 namespace atl::examples {

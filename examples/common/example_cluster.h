@@ -7,10 +7,9 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "atoll/client.h"
 #include "atoll/status.h"
+#include "common/service/cli_app.h"
 #include "launcher/local_cluster.h"
 
 namespace atl::examples {
