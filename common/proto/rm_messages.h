@@ -157,13 +157,16 @@ struct Owners {
   // is connected now. A client the RM does not know is not alive.
   std::vector<std::string> client_users;
   std::vector<bool> clients_alive;
+  // Per client asked: why it left, as its client.gone event said ("goodbye", "heartbeat
+  // lapsed: ..."); "" when it is alive, never connected, or left before the RM last started.
+  std::vector<std::string> clients_gone_why;
   // Per function asked: the client that registered it; 0 when the RM knows no such function.
   std::vector<uint64_t> function_clients;
   // Every client id below this one was given out: a client below it that is not alive has
   // left (said goodbye or lapsed); one at or above it never connected.
   uint64_t next_client_id = 0;
   bool operator==(const Owners&) const = default;
-  MSGPACK_DEFINE(client_users, clients_alive, function_clients, next_client_id);
+  MSGPACK_DEFINE(client_users, clients_alive, clients_gone_why, function_clients, next_client_id);
 };
 
 // A member (`atoll stop`) -> RM: host `host` is about to leave. The RM takes its devices

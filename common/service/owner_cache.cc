@@ -16,6 +16,7 @@ Result<proto::Owners> OwnerCache::Ask(proto::LookupOwners request) {
   if (!owners.ok()) return owners.status().WithContext("asking the RM who owns what");
   if (owners->client_users.size() != request.clients.size() ||
       owners->clients_alive.size() != request.clients.size() ||
+      owners->clients_gone_why.size() != request.clients.size() ||
       owners->function_clients.size() != request.functions.size()) {
     return Internal("the RM answered LookupOwners with lists of the wrong lengths");
   }
@@ -25,7 +26,8 @@ Result<proto::Owners> OwnerCache::Ask(proto::LookupOwners request) {
 Result<std::string> OwnerCache::ClientUser(uint64_t client) {
   if (rm_ == nullptr) return std::string();
   if (auto it = client_users_.find(client); it != client_users_.end()) return it->second;
-  if (gone_clients_.count(client) == 0) {
+  auto gone = gone_clients_.find(client);
+  if (gone == gone_clients_.end()) {
     ATOLL_ASSIGN_OR_RETURN(proto::Owners owners, Ask({{client}, {}}));
     if (owners.clients_alive[0]) return client_users_[client] = owners.client_users[0];
     // An id the RM has not given out yet may be the next client's: not remembered.
@@ -33,9 +35,10 @@ Result<std::string> OwnerCache::ClientUser(uint64_t client) {
       return NotFound(fmt::format("client {} is not connected to the cluster", client));
     }
     if (gone_clients_.size() >= kMaxGoneClients) gone_clients_.clear();
-    gone_clients_.insert(client);
+    gone = gone_clients_.emplace(client, std::move(owners.clients_gone_why[0])).first;
   }
-  return Cancelled(fmt::format("client {} has left the cluster", client));
+  if (gone->second.empty()) return Cancelled(fmt::format("client {} has left the cluster", client));
+  return Cancelled(fmt::format("client {} has left the cluster ({})", client, gone->second));
 }
 
 Status OwnerCache::CheckClient(const proto::Peer& sender, uint64_t client,

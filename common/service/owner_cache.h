@@ -3,9 +3,10 @@
 // (object stores, schedulers) that check that a request's sender may act for the client it
 // names, and that an object's owner is a live client before creating it.
 //
-// A client that connected and left is remembered as gone (ids are never reused); that
-// memory is bounded, dropped whole when it grows past kMaxGoneClients, so that a flood of
-// made-up ids cannot grow it. An id the RM has not given out yet is asked about each time:
+// A client that connected and left is remembered as gone (ids are never reused), with the
+// reason the RM gave, so that its late calls are told why they are refused; that memory is
+// bounded, dropped whole when it grows past kMaxGoneClients, so that a flood of made-up ids
+// cannot grow it. An id the RM has not given out yet is asked about each time:
 // it may be the next client's (remembering it once refused a real client that a stray
 // message had named before it connected).
 //
@@ -15,7 +16,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -40,7 +40,8 @@ class OwnerCache {
   OwnerCache(net::Requester* rm, std::chrono::milliseconds timeout) : rm_(rm), timeout_(timeout) {}
 
   // The user id client `client` connected with. Cancelled when it has left the cluster (its
-  // work and objects are being stopped and collected: asked for, not a fault), NotFound
+  // work and objects are being stopped and collected: asked for, not a fault), saying why
+  // when the RM knows ("client 7 has left the cluster (goodbye)"); NotFound
   // when it never connected; Unavailable when the RM cannot be asked.
   Result<std::string> ClientUser(uint64_t client);
   // PermissionDenied unless `sender` may act for `client` (proto::RequireClient); Cancelled
@@ -64,7 +65,7 @@ class OwnerCache {
   net::Requester* rm_;
   std::chrono::milliseconds timeout_;
   std::map<uint64_t, std::string> client_users_;
-  std::set<uint64_t> gone_clients_;  // clients that connected and left
+  std::map<uint64_t, std::string> gone_clients_;  // clients that connected and left: why
   std::map<uint64_t, uint64_t> function_clients_;
 };
 

@@ -488,6 +488,8 @@ Status RmService::OnLookupOwners(proto::Incoming& in) {
     auto it = state_.clients.find(id);
     owners.client_users.push_back(it != state_.clients.end() ? it->second.user_id : "");
     owners.clients_alive.push_back(it != state_.clients.end());
+    auto gone = gone_reasons_.find(id);
+    owners.clients_gone_why.push_back(gone != gone_reasons_.end() ? gone->second : "");
   }
   for (uint64_t id : req.functions) {
     auto it = state_.functions.find(id);

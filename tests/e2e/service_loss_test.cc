@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/net/transport.h"
+#include "common/proto/ids.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
@@ -220,6 +221,27 @@ TEST_F(ServiceLossTest, AClientTheRmDroppedIsToldWhyAtItsNextCall) {
   EXPECT_EQ(gone.message(),
             fmt::format("say goodbye: client {} has left the cluster (goodbye); connect again",
                         leaving->client_id));
+  // A store (as a scheduler would) refuses the dropped client's work saying why, as the RM
+  // told it: an executor creating an output for it is told the client lapsed.
+  const ProcessInfo* store = cluster_->info().Find("objectstore-i0h0");
+  ASSERT_NE(store, nullptr);
+  net::Requester store_link(context, store->endpoints.at("endpoint"));
+  ASSERT_TRUE(store_link.Connect().ok());
+  const auto create_for = [&](uint64_t client) {
+    return store_link
+        .Call<proto::CreateObjectReply>(
+            proto::CreateObject{proto::MakeObjectId(client, 1), 0, client, DType::kF32, {2}}, 5s)
+        .status();
+  };
+  const Status refused = create_for(silent->client_id);
+  EXPECT_EQ(refused.code(), Code::kCancelled);
+  EXPECT_EQ(refused.message(),
+            fmt::format("client {} has left the cluster (heartbeat lapsed: the RM heard none "
+                        "from it for {} ms)",
+                        silent->client_id, config.heartbeat_ms * config.liveness));
+  EXPECT_EQ(create_for(leaving->client_id).message(),
+            fmt::format("client {} has left the cluster (goodbye)", leaving->client_id));
+
   const uint64_t never = leaving->client_id + 1000;
   const Status unknown =
       rm.Call<proto::SliceInfo>(proto::CreateSlice{never, 1, "", ""}, 5s).status();

@@ -157,7 +157,7 @@ inline LookupOwners Sample<LookupOwners>() {
 }
 template <>
 inline Owners Sample<Owners>() {
-  return {{"client:alice", ""}, {true, false}, {3}, 5};
+  return {{"client:alice", ""}, {true, false}, {"", "goodbye"}, {3}, 5};
 }
 template <>
 inline DrainHost Sample<DrainHost>() {
