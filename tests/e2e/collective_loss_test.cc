@@ -23,8 +23,8 @@ using namespace std::chrono_literals;
 
 // Before each collective; shorter than the loss takes to be noticed, so that the first run's
 // surviving shards are waiting in their collective when it is.
-constexpr double kSpinUs = 200e3;
-constexpr char kVictim[] = "i0h1";
+constexpr double kCollectiveSpinUs = 200e3;
+constexpr char kCollectiveVictim[] = "i0h1";
 
 struct Kind {
   std::string name;
@@ -65,7 +65,8 @@ Result<Program> KindProgram(Client& client, const Slice& slice, const Kind& kind
   quick.Output(quick.Mul(quick.Input(DType::kF32, shape, layout), 1.0));
   ATOLL_ASSIGN_OR_RETURN(Function first, client.Register(quick, slice));
   FunctionBuilder slow(kind.name);
-  slow.Output(kind.apply(slow, slow.Spin(slow.Input(DType::kF32, shape, layout), kSpinUs)));
+  slow.Output(
+      kind.apply(slow, slow.Spin(slow.Input(DType::kF32, shape, layout), kCollectiveSpinUs)));
   ATOLL_ASSIGN_OR_RETURN(Function second, client.Register(slow, slice));
   ProgramBuilder p;
   p.Return(p.Call(second, p.Call(first, {p.Arg(DType::kF32, shape)})));
@@ -98,12 +99,12 @@ TEST_F(CollectiveLossTest, ALostHostFailsEveryKindOfCollectiveNamingIt) {
                   .WaitFor(
                       "gang.done",
                       [&](const Event& e) {
-                        return e.fields["host"] == kVictim && e.fields["run"] == first &&
+                        return e.fields["host"] == kCollectiveVictim && e.fields["run"] == first &&
                                e.fields["node"] == 0;
                       },
                       30s)
                   .has_value());
-  ASSERT_TRUE(cluster_->Signal(std::string("executor-") + kVictim, SIGKILL).ok());
+  ASSERT_TRUE(cluster_->Signal(std::string("executor-") + kCollectiveVictim, SIGKILL).ok());
 
   for (size_t k = 0; k < runs.size(); ++k) {
     SCOPED_TRACE(Kinds()[k].name);
@@ -111,7 +112,8 @@ TEST_F(CollectiveLossTest, ALostHostFailsEveryKindOfCollectiveNamingIt) {
     auto out = runs[k].Wait(45s);
     ASSERT_FALSE(out.ok()) << "completed without the lost host";
     EXPECT_NE(out.status().code(), Code::kDeadlineExceeded) << out.status().ToString();
-    EXPECT_NE(out.status().message().find(kVictim), std::string::npos) << out.status().ToString();
+    EXPECT_NE(out.status().message().find(kCollectiveVictim), std::string::npos)
+        << out.status().ToString();
     std::cout << Kinds()[k].name << ": " << out.status().ToString() << "\n";
   }
 

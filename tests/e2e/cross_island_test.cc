@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 
 constexpr int kClients = 8;
 constexpr int kRunsPerClient = 200;
-constexpr size_t kInFlight = 8;
+constexpr size_t kCrossingsInFlight = 8;
 constexpr auto kRunTimeout = 60s;
 
 // step(x) = all_reduce_sum(x) + 1 over a 4-device slice spanning both hosts of its island.
@@ -42,7 +42,7 @@ float Expected(float v) {
   return v;
 }
 
-// One client's share of the load: runs `kRunsPerClient` crossings, `kInFlight` at a time,
+// One client's share of the load: runs `kRunsPerClient` crossings, `kCrossingsInFlight` at a time,
 // checking every result. Returns what went wrong, or OK.
 Status CrossManyTimes(const std::string& rm, int index) {
   ATOLL_ASSIGN_OR_RETURN(
@@ -70,7 +70,7 @@ Status CrossManyTimes(const std::string& rm, int index) {
     const float input = static_cast<float>(index * 1000 + r) / 1000.0f;
     ATOLL_ASSIGN_OR_RETURN(Run run, client->Submit(program, {Tensor::F32({2}, {input, -input})}));
     in_flight.emplace_back(std::move(run), input);
-    if (in_flight.size() == kInFlight) ATOLL_RETURN_IF_ERROR(check_oldest());
+    if (in_flight.size() == kCrossingsInFlight) ATOLL_RETURN_IF_ERROR(check_oldest());
   }
   while (!in_flight.empty()) ATOLL_RETURN_IF_ERROR(check_oldest());
   return Status::Ok();

@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kClients = 8;
 constexpr int kCallsPerClient = 8;
-constexpr double kSpinUs = 20e3;  // each call's device time after its all-reduce
+constexpr double kStepSpinUs = 20e3;  // each call's device time after its all-reduce
 constexpr char kVictim[] = "i0h1";
 
 // Its own cluster (tests/e2e/liveness.toml, heartbeats of 200 ms x 3): the test kills one
@@ -39,7 +39,7 @@ class HostLossTest : public ClusterTest {
   static Program StepProgram(Client& client, const Slice& slice) {
     FunctionBuilder b("step");
     Value x = b.Input(DType::kF32, {2}, Sharding::Replicated());
-    b.Output(b.Add(b.Spin(b.AllReduceSum(x), kSpinUs), 1.0));
+    b.Output(b.Add(b.Spin(b.AllReduceSum(x), kStepSpinUs), 1.0));
     Function step = client.Register(b, slice).value();
     ProgramBuilder p;
     p.Return({p.Call(step, {p.Arg(DType::kF32, {2})})[0]});

@@ -235,9 +235,9 @@ TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
 // No fault, no error event.
 
 constexpr int kLoadRuns = 30;
-constexpr size_t kInFlight = 4;
+constexpr size_t kRunsInFlight = 4;
 
-// Runs `submit` kLoadRuns times, kInFlight at a time, checking each result with `check`.
+// Runs `submit` kLoadRuns times, kRunsInFlight at a time, checking each result with `check`.
 Status RunMany(const std::function<Result<Run>(int)>& submit,
                const std::function<Status(int, const Tensor&)>& check) {
   std::deque<std::pair<Run, int>> in_flight;
@@ -250,7 +250,7 @@ Status RunMany(const std::function<Result<Run>(int)>& submit,
   for (int r = 0; r < kLoadRuns; ++r) {
     ATOLL_ASSIGN_OR_RETURN(Run run, submit(r));
     in_flight.emplace_back(std::move(run), r);
-    if (in_flight.size() == kInFlight) ATOLL_RETURN_IF_ERROR(check_oldest());
+    if (in_flight.size() == kRunsInFlight) ATOLL_RETURN_IF_ERROR(check_oldest());
   }
   while (!in_flight.empty()) ATOLL_RETURN_IF_ERROR(check_oldest());
   return Status::Ok();

@@ -26,7 +26,8 @@ constexpr BinaryFn kOps[] = {BinaryFn::kAdd, BinaryFn::kSub, BinaryFn::kMul,
                              BinaryFn::kDiv, BinaryFn::kMax, BinaryFn::kMin};
 
 // Odd shapes on purpose: 1x1, primes, empty, rank 0, 1 and 3.
-const std::vector<Shape> kShapes = {{1, 1}, {7, 13}, {0, 5}, {3}, {2, 3, 4}, {}, {1}, {1000}};
+const std::vector<Shape> kArithmeticShapes = {{1, 1},    {7, 13}, {0, 5}, {3},
+                                              {2, 3, 4}, {},      {1},    {1000}};
 
 // Each f32 operation rounded once, as the kernel computes it: the double result of one
 // +, -, * or / rounds to the same float.
@@ -77,7 +78,7 @@ TEST(ArithmeticKernelTest, TensorTensorMatchesReference) {
   std::mt19937 rng(1);
   for (DType dtype : {DType::kF32, DType::kI32}) {
     for (BinaryFn op : kOps) {
-      for (const Shape& shape : kShapes) {
+      for (const Shape& shape : kArithmeticShapes) {
         SCOPED_TRACE(std::string(DTypeName(dtype)) + " " + std::string(BinaryFnName(op)) + " " +
                      ShapeString(shape));
         const Tensor a = RandomOperand(rng, dtype, shape, false);
@@ -101,7 +102,7 @@ TEST(ArithmeticKernelTest, TensorScalarAndScalarTensorMatchReference) {
   for (DType dtype : {DType::kF32, DType::kI32}) {
     const double scalar = dtype == DType::kF32 ? -1.75 : -7;
     for (BinaryFn op : kOps) {
-      for (const Shape& shape : kShapes) {
+      for (const Shape& shape : kArithmeticShapes) {
         SCOPED_TRACE(std::string(DTypeName(dtype)) + " " + std::string(BinaryFnName(op)) + " " +
                      ShapeString(shape));
         const Tensor t = RandomOperand(rng, dtype, shape, op == BinaryFn::kDiv);

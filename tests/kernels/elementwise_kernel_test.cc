@@ -24,7 +24,7 @@ using testutil::RandomF32;
 using testutil::RefBinary;
 using testutil::RefUnary;
 
-const std::vector<Shape> kShapes = {{1}, {7}, {13, 33}, {3, 1, 7}, {}, {0, 4}, {1000}};
+const std::vector<Shape> kElementwiseShapes = {{1}, {7}, {13, 33}, {3, 1, 7}, {}, {0, 4}, {1000}};
 
 constexpr BinaryFn kBinary[] = {BinaryFn::kAdd, BinaryFn::kSub, BinaryFn::kMul,
                                 BinaryFn::kDiv, BinaryFn::kMax, BinaryFn::kMin};
@@ -38,7 +38,7 @@ std::vector<double> Map(const std::vector<double>& x, const std::function<double
 TEST(ElementwiseKernelTest, UnaryMatchesReference) {
   std::mt19937 rng(21);
   for (UnaryFn fn : kUnaryFns) {
-    for (const Shape& shape : kShapes) {
+    for (const Shape& shape : kElementwiseShapes) {
       const Tensor x = RandomF32(rng, shape, DomainOf(fn).lo, DomainOf(fn).hi);
       ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, Unary(fn, x));
       SCOPED_TRACE(testing::Message() << UnaryFnName(fn) << " " << ShapeString(shape));
@@ -52,7 +52,7 @@ TEST(ElementwiseKernelTest, UnaryMatchesReference) {
 TEST(ElementwiseKernelTest, UnaryBackwardMatchesTheReferencesDerivative) {
   std::mt19937 rng(23);
   for (UnaryFn fn : kUnaryFns) {
-    for (const Shape& shape : kShapes) {
+    for (const Shape& shape : kElementwiseShapes) {
       const Tensor x = RandomF32(rng, shape, DomainOf(fn).lo, DomainOf(fn).hi);
       const Tensor dy = RandomF32(rng, shape);
       ATOLL_ASSERT_OK_AND_ASSIGN(Tensor dx, UnaryBackward(fn, dy, x));

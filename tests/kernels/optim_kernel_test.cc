@@ -18,12 +18,12 @@ using testutil::ExpectClose;
 using testutil::ExpectInvalid;
 using testutil::RandomF32;
 
-const std::vector<Shape> kShapes = {{1}, {7}, {13, 33}, {0}};
+const std::vector<Shape> kOptimizerShapes = {{1}, {7}, {13, 33}, {0}};
 
 TEST(OptimKernelTest, SgdMatchesReference) {
   std::mt19937 rng(81);
   const SgdOptions options{.learning_rate = 0.1f, .weight_decay = 0.01f};
-  for (const Shape& shape : kShapes) {
+  for (const Shape& shape : kOptimizerShapes) {
     const Tensor p = RandomF32(rng, shape), g = RandomF32(rng, shape);
     ATOLL_ASSERT_OK_AND_ASSIGN(Tensor next, SgdUpdate(p, g, options));
     const auto pv = p.ToDoubles(), gv = g.ToDoubles();
@@ -35,7 +35,7 @@ TEST(OptimKernelTest, SgdMatchesReference) {
 
 TEST(OptimKernelTest, MomentumAndAdamMatchReferenceOverSteps) {
   std::mt19937 rng(82);
-  for (const Shape& shape : kShapes) {
+  for (const Shape& shape : kOptimizerShapes) {
     SCOPED_TRACE(ShapeString(shape));
     Tensor p = RandomF32(rng, shape);
     std::vector<double> pv = p.ToDoubles(), vel(pv.size(), 0.0);

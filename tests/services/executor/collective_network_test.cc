@@ -20,8 +20,9 @@ using testutil::HostNames;
 using testutil::HubNetwork;
 using testutil::Interleaved;
 
-constexpr int64_t kRows = 6;   // every block is f32 [kRows, kCols]; both divide by 1, 2, 3, 6
-constexpr int64_t kCols = 12;  // and kCols by 4
+constexpr int64_t kBlockRows =
+    6;  // every block is f32 [kBlockRows, kBlockCols]; both divide by 1, 2, 3, 6
+constexpr int64_t kBlockCols = 12;  // and kBlockCols by 4
 
 // The shards of `shard`'s group (all of them for kWholeSlice), in coordinate order, from the
 // row-major mesh: computed apart from MeshGroups.
@@ -66,7 +67,7 @@ Tensor Definition(const CollectiveOp& op, const std::vector<Tensor>& blocks, int
   const auto n = static_cast<int64_t>(group.size());
   const int64_t me = std::find(group.begin(), group.end(), t) - group.begin();
   auto fold = [&](auto combine) {
-    return Make(kRows, kCols, [&](int64_t r, int64_t c) {
+    return Make(kBlockRows, kBlockCols, [&](int64_t r, int64_t c) {
       float v = At(blocks[group[0]], r, c);
       for (int64_t m = 1; m < n; ++m) v = combine(v, At(blocks[group[m]], r, c));
       return v;
@@ -82,20 +83,21 @@ Tensor Definition(const CollectiveOp& op, const std::vector<Tensor>& blocks, int
       return fold([](float a, float b) { return std::min(a, b); });
     case ir::OpCode::kAllReduceMean: {
       const Tensor total = fold(sum);
-      return Make(kRows, kCols,
+      return Make(kBlockRows, kBlockCols,
                   [&](int64_t r, int64_t c) { return At(total, r, c) / static_cast<float>(n); });
     }
     case ir::OpCode::kReduceScatter: {  // the sum's columns, block `me` of n
       const Tensor total = fold(sum);
-      return Make(kRows, kCols / n,
-                  [&](int64_t r, int64_t c) { return At(total, r, me * (kCols / n) + c); });
+      return Make(kBlockRows, kBlockCols / n,
+                  [&](int64_t r, int64_t c) { return At(total, r, me * (kBlockCols / n) + c); });
     }
     case ir::OpCode::kAllGather:  // every member's rows, in member order
-      return Make(kRows * n, kCols,
-                  [&](int64_t r, int64_t c) { return At(blocks[group[r / kRows]], r % kRows, c); });
+      return Make(kBlockRows * n, kBlockCols, [&](int64_t r, int64_t c) {
+        return At(blocks[group[r / kBlockRows]], r % kBlockRows, c);
+      });
     case ir::OpCode::kAllToAll:  // member m's columns block `me`, as rows block m
-      return Make(kRows * n, kCols / n, [&](int64_t r, int64_t c) {
-        return At(blocks[group[r / kRows]], r % kRows, me * (kCols / n) + c);
+      return Make(kBlockRows * n, kBlockCols / n, [&](int64_t r, int64_t c) {
+        return At(blocks[group[r / kBlockRows]], r % kBlockRows, me * (kBlockCols / n) + c);
       });
     case ir::OpCode::kBroadcast:
       return blocks[group[op.root]];
@@ -103,7 +105,7 @@ Tensor Definition(const CollectiveOp& op, const std::vector<Tensor>& blocks, int
       for (int64_t m = 0; m < n; ++m) {
         if (op.target_of[m] == me) return blocks[group[m]];
       }
-      return Tensor(DType::kF32, {kRows, kCols});
+      return Tensor(DType::kF32, {kBlockRows, kBlockCols});
     default:
       ADD_FAILURE() << "no definition of " << op.name();
       return {};
@@ -149,7 +151,7 @@ std::vector<Tensor> RandomBlocks(std::mt19937& rng, int64_t shards) {
   std::uniform_int_distribution<int> value(-50, 50);
   std::vector<Tensor> blocks;
   for (int64_t s = 0; s < shards; ++s) {
-    blocks.push_back(Make(kRows, kCols, [&](int64_t, int64_t) { return value(rng); }));
+    blocks.push_back(Make(kBlockRows, kBlockCols, [&](int64_t, int64_t) { return value(rng); }));
   }
   return blocks;
 }
@@ -215,7 +217,7 @@ TEST(CollectiveNetworkTest, AnAxisSumGivesEveryMemberOfAGroupTheSameBits) {
   const Shape mesh = {2, 6};
   std::vector<Tensor> blocks;
   for (int s = 0; s < 12; ++s) {
-    blocks.push_back(Make(kRows, kCols, [&](int64_t, int64_t) {
+    blocks.push_back(Make(kBlockRows, kBlockCols, [&](int64_t, int64_t) {
       return std::ldexp(mantissa(rng), 3 * exponent(rng));
     }));
   }

@@ -12,12 +12,12 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr uint64_t kArena = 64 * 1024;
-constexpr milliseconds kTimeout{200};
+constexpr milliseconds kClientTimeout{200};
 
 class DirectoryTest : public ::testing::Test {
  protected:
   FakeClock clock_;
-  Directory dir_{kArena, kTimeout, clock_};
+  Directory dir_{kArena, kClientTimeout, clock_};
 };
 
 TEST_F(DirectoryTest, CreateSealFind) {
@@ -108,7 +108,7 @@ TEST_F(DirectoryTest, SilentClientsLoseTheirObjectsOthersKeepTheirs) {
   ASSERT_TRUE(dir_.Create(3, 0, /*owner=*/0, DType::kF32, {1}).ok());  // unowned
   EXPECT_EQ(dir_.Stats().clients, 2u);
 
-  clock_.Advance(kTimeout);  // exactly the timeout: not yet lapsed
+  clock_.Advance(kClientTimeout);  // exactly the timeout: not yet lapsed
   EXPECT_TRUE(dir_.Expire().empty());
   dir_.Heartbeat(20);
   clock_.Advance(milliseconds(1));
@@ -122,9 +122,9 @@ TEST_F(DirectoryTest, SilentClientsLoseTheirObjectsOthersKeepTheirs) {
   EXPECT_TRUE(dir_.Find(3, 0).ok());
 
   // Creating objects does not keep a client alive; only heartbeats do.
-  clock_.Advance(kTimeout / 2);
+  clock_.Advance(kClientTimeout / 2);
   ASSERT_TRUE(dir_.Create(4, 0, 20, DType::kF32, {1}).ok());
-  clock_.Advance(kTimeout);
+  clock_.Advance(kClientTimeout);
   collected = dir_.Expire();
   ASSERT_EQ(collected.size(), 1u);
   EXPECT_EQ(collected[0].client, 20u);
@@ -150,7 +150,7 @@ TEST_F(DirectoryTest, GoodbyeFreesOnlyThatClientsObjects) {
 
   // Late outputs for a departed client are refused, until the goodbye is forgotten.
   EXPECT_EQ(dir_.Create(5, 0, 10, DType::kF32, {1}).status().code(), Code::kCancelled);
-  clock_.Advance(kTimeout + milliseconds(1));
+  clock_.Advance(kClientTimeout + milliseconds(1));
   dir_.Heartbeat(11);
   EXPECT_TRUE(dir_.Expire().empty());  // nothing to collect for a departed client
   EXPECT_TRUE(dir_.Create(5, 0, 10, DType::kF32, {1}).ok());
@@ -204,7 +204,7 @@ TEST_F(DirectoryTest, TombstonesAreForgottenWithTheirOwner) {
   dir_.Goodbye(7);
   EXPECT_EQ(dir_.Stats().tombstones, 1u);
   // Client 8 was never heard from but through its release: it lapses like any client.
-  clock_.Advance(kTimeout + milliseconds(1));
+  clock_.Advance(kClientTimeout + milliseconds(1));
   dir_.Expire();
   EXPECT_EQ(dir_.Stats().tombstones, 0u);
   // A tombstone of another owner does not doom an object of the same id.

@@ -55,7 +55,7 @@ TEST(OwnerUsageTest, OwnerZeroAndZeroLimitsAreUnlimited) {
   EXPECT_TRUE(unlimited.Check(7, true, uint64_t{1} << 40).ok());
 }
 
-constexpr milliseconds kTimeout{200};
+constexpr milliseconds kUsageClientTimeout{200};
 constexpr uint64_t kQuotaBytes = 1024;  // 256 f32
 
 // A store of a 64 KiB arena and one 4 KiB device, where each client may hold 3 objects
@@ -63,7 +63,7 @@ constexpr uint64_t kQuotaBytes = 1024;  // 256 f32
 class DirectoryQuotaTest : public ::testing::Test {
  protected:
   FakeClock clock_;
-  Directory dir_{64 * 1024, kTimeout, clock_, {4096}, {3, kQuotaBytes, "on host h0"}};
+  Directory dir_{64 * 1024, kUsageClientTimeout, clock_, {4096}, {3, kQuotaBytes, "on host h0"}};
 };
 
 TEST_F(DirectoryQuotaTest, CreateRefusesWhatWouldGoOverTheQuotaAndChangesNothing) {
@@ -141,7 +141,7 @@ TEST_F(DirectoryQuotaTest, EveryFreeGivesTheQuotaBack) {
   EXPECT_EQ(dir_.UsageOf(7), (Use{0, 0}));
   // Lapsed.
   ASSERT_TRUE(dir_.Create(4, 0, 8, DType::kF32, {256}).ok());
-  clock_.Advance(kTimeout + milliseconds(1));
+  clock_.Advance(kUsageClientTimeout + milliseconds(1));
   ASSERT_EQ(dir_.Expire().size(), 1u);
   EXPECT_EQ(dir_.UsageOf(8), (Use{0, 0}));
   EXPECT_TRUE(dir_.Create(5, 0, 8, DType::kF32, {256}).ok());

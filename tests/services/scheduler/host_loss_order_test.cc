@@ -37,7 +37,7 @@ proto::SubmitProgram Program(uint64_t client, uint64_t run,
   return p;
 }
 
-proto::GangDone Done(uint64_t seq, uint32_t shards) {
+proto::GangDone DoneReport(uint64_t seq, uint32_t shards) {
   proto::GangDone done;
   done.gang_seq = seq;
   done.shards = shards;
@@ -82,8 +82,8 @@ TEST(HostLossOrderTest, QueuedRunsThatNeedTheLostExecutorFailAtOnceOnTheLiveOnes
   EXPECT_EQ(order.queued(), 2u) << "runs 20 and 11 wait for the window";
 
   // Node 0's shard on e1 is counted done: e0's report alone takes it out of the flight.
-  order.OnGangDone("e0", Done(seq, 1));
-  order.OnGangDone("e0", Done(seq + 1, 1));  // the failed node 1
+  order.OnGangDone("e0", DoneReport(seq, 1));
+  order.OnGangDone("e0", DoneReport(seq + 1, 1));  // the failed node 1
   const auto next = order.Release();
   const Sent then = SentTo(next, "e0");
   ASSERT_EQ(then.gangs.size(), 1u);
@@ -96,13 +96,13 @@ TEST(HostLossOrderTest, TheLostExecutorsShardsInFlightCountAsDone) {
   ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 1)).ok());
   ASSERT_TRUE(order.Submit(Program(2, 20, {"e0"}, 1)).ok());
   const uint64_t seq = order.Release().at("e0").entries[0].gang_seq;
-  order.OnGangDone("e0", Done(seq, 1));
+  order.OnGangDone("e0", DoneReport(seq, 1));
   EXPECT_TRUE(order.Release().empty()) << "e1's shard still runs";
 
   EXPECT_TRUE(order.ExecutorLost("e1", kLost).empty()) << "run 10 ended with it: none to stop";
   EXPECT_EQ(order.in_flight(), 0u);
   // A late report from the lost executor changes nothing.
-  order.OnGangDone("e1", Done(seq, 1));
+  order.OnGangDone("e1", DoneReport(seq, 1));
   const auto next = order.Release();
   ASSERT_EQ(SentTo(next, "e0").gangs, (std::vector<std::pair<uint64_t, uint32_t>>{{20, 0}}));
   EXPECT_FALSE(SentTo(next, "e0").failed[0]);
@@ -129,7 +129,7 @@ TEST(HostLossOrderTest, ShardsFailingForTheLossDoNotStopTheirRunAgain) {
   const auto released = order.Release();
   ASSERT_EQ(SentTo(released, "e0").gangs.size(), 2u);
   EXPECT_EQ(order.ExecutorLost("e1", kLost), (std::vector<uint64_t>{10}));
-  proto::GangDone stopped = Done(released.at("e0").entries[0].gang_seq, 1);
+  proto::GangDone stopped = DoneReport(released.at("e0").entries[0].gang_seq, 1);
   stopped.error_code = static_cast<int32_t>(Code::kUnavailable);
   EXPECT_FALSE(order.OnGangDone("e0", stopped).has_value()) << "node 1 still runs on e0";
 }
@@ -145,7 +145,7 @@ TEST(HostLossOrderTest, RunsSubmittedWhileItIsLostFailAtOnceUntilItIsBack) {
   EXPECT_EQ(order.in_flight(), 3u) << "e0 still reports the failed shards";
 
   order.ExecutorBack("e1");
-  for (uint64_t seq = 1; seq <= 3; ++seq) order.OnGangDone("e0", Done(seq, 1));
+  for (uint64_t seq = 1; seq <= 3; ++seq) order.OnGangDone("e0", DoneReport(seq, 1));
   ASSERT_TRUE(order.Submit(Program(1, 11, {"e0", "e1"}, 1)).ok());
   const auto released = order.Release();
   ASSERT_EQ(SentTo(released, "e1").gangs.size(), 1u);
