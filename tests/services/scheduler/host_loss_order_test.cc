@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "services/scheduler/island_order.h"
+#include "tests/services/scheduler/done_report.h"
 
 namespace atl::scheduler {
 namespace {
@@ -35,13 +36,6 @@ proto::SubmitProgram Program(uint64_t client, uint64_t run,
     }
   }
   return p;
-}
-
-proto::GangDone DoneReport(uint64_t seq, uint32_t shards) {
-  proto::GangDone done;
-  done.gang_seq = seq;
-  done.shards = shards;
-  return done;
 }
 
 // The (run, node) of each entry sent to `executor`, and whether each failed with kLost.

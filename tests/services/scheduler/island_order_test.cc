@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/services/scheduler/done_report.h"
+
 namespace atl::scheduler {
 namespace {
 
@@ -39,15 +41,6 @@ proto::SubmitProgram MakeProgram(uint64_t client, uint64_t run, const std::vecto
   return p;
 }
 
-// A report of `shards` shards of gang `seq` done, each busy for `busy_us`.
-proto::GangDone Done(uint64_t seq, uint32_t shards, uint64_t busy_us = 10) {
-  proto::GangDone done;
-  done.gang_seq = seq;
-  done.shards = shards;
-  done.busy_us = busy_us;
-  return done;
-}
-
 // Reports every released gang done, once per executor, as executors do: (executor, report).
 std::vector<std::pair<std::string, proto::GangDone>> AllDone(
     const std::map<std::string, proto::Dispatch>& released) {
@@ -55,7 +48,7 @@ std::vector<std::pair<std::string, proto::GangDone>> AllDone(
   for (const auto& [exec, d] : released) {
     std::map<uint64_t, uint32_t> shards;  // by gang
     for (const auto& e : d.entries) shards[e.gang_seq]++;
-    for (const auto& [seq, n] : shards) done.emplace_back(exec, Done(seq, n, 100));
+    for (const auto& [seq, n] : shards) done.emplace_back(exec, DoneReport(seq, n, 100));
   }
   return done;
 }
@@ -135,7 +128,7 @@ TEST(IslandOrderTest, TheWindowBoundsGangsInFlight) {
   auto first = order.Release();
   EXPECT_EQ(first.at("e0").entries.size(), 2u);
   EXPECT_TRUE(order.Release().empty());
-  order.OnGangDone("e0", Done(first.at("e0").entries[0].gang_seq, 1));
+  order.OnGangDone("e0", DoneReport(first.at("e0").entries[0].gang_seq, 1));
   auto next = order.Release();
   ASSERT_EQ(next.at("e0").entries.size(), 1u);
   EXPECT_EQ(next.at("e0").entries[0].node, 2u);
@@ -148,16 +141,16 @@ TEST(IslandOrderTest, AGangLeavesTheFlightWhenReportsCoverAllItsShards) {
       order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e0", 1}, {"e0", 2}, {"e1", 0}}, 2)).ok());
   auto first = order.Release();
   const uint64_t seq = first.at("e0").entries[0].gang_seq;
-  order.OnGangDone("e0", Done(seq, 3));
+  order.OnGangDone("e0", DoneReport(seq, 3));
   EXPECT_TRUE(order.Release().empty()) << "released while e1's shard runs";
-  order.OnGangDone("e1", Done(seq, 1));
+  order.OnGangDone("e1", DoneReport(seq, 1));
   EXPECT_EQ(order.in_flight(), 0u);
   EXPECT_EQ(order.Release().at("e0").entries.size(), 3u);
   // A report covering more shards than its executor has left (a duplicate) does not
   // underflow, nor count for another executor's shards.
-  order.OnGangDone("e0", Done(seq + 1, 9));
+  order.OnGangDone("e0", DoneReport(seq + 1, 9));
   EXPECT_EQ(order.in_flight(), 1u) << "e1's shard still runs";
-  order.OnGangDone("e1", Done(seq + 1, 1));
+  order.OnGangDone("e1", DoneReport(seq + 1, 1));
   EXPECT_EQ(order.in_flight(), 0u);
 }
 
@@ -173,9 +166,9 @@ TEST(IslandOrderTest, ASequentialRunReleasesANodeOnlyWhenThePreviousOneIsDone) {
     }
     EXPECT_TRUE(order.Release().empty()) << "node " << node + 1 << " released early";
     // Done on one executor only: still in flight.
-    order.OnGangDone("e0", Done(released.at("e0").entries[0].gang_seq, 1));
+    order.OnGangDone("e0", DoneReport(released.at("e0").entries[0].gang_seq, 1));
     EXPECT_TRUE(order.Release().empty());
-    order.OnGangDone("e1", Done(released.at("e1").entries[0].gang_seq, 1));
+    order.OnGangDone("e1", DoneReport(released.at("e1").entries[0].gang_seq, 1));
   }
 }
 
@@ -197,7 +190,7 @@ TEST(IslandOrderTest, ProportionalShareGivesBackloggedClientsTimeByWeight) {
                     .Submit(MakeProgram(e.owner_client, run++, {{"e0", 0}}, 1, false,
                                         weights.at(e.owner_client)))
                     .ok());
-    order.OnGangDone("e0", Done(e.gang_seq, 1, 330));
+    order.OnGangDone("e0", DoneReport(e.gang_seq, 1, 330));
   }
   for (const auto& [client, w] : weights) {
     const double share = released_per_client[client] / 1500.0;
@@ -224,7 +217,7 @@ TEST(IslandOrderTest, AClientsUnfinishedRunsAreThoseQueuedOrInFlight) {
   ASSERT_TRUE(order.Submit(MakeProgram(2, 3, {{"e0", 0}}, 1)).ok());
   auto released = order.Release();
   EXPECT_EQ(order.UnfinishedRuns(1), (std::vector<uint64_t>{1, 2}));
-  order.OnGangDone("e0", Done(released.at("e0").entries[0].gang_seq, 1));
+  order.OnGangDone("e0", DoneReport(released.at("e0").entries[0].gang_seq, 1));
   EXPECT_EQ(order.UnfinishedRuns(1), (std::vector<uint64_t>{2}));
   EXPECT_EQ(order.UnfinishedRuns(2), (std::vector<uint64_t>{3}));
   EXPECT_TRUE(order.UnfinishedRuns(9).empty());
@@ -305,12 +298,12 @@ TEST(IslandOrderTest, ARunFinishesWhenEveryGangOfItLeftTheFlight) {
   // Run 1's first gang done on both executors, its second on e0 only: not finished.
   const uint64_t first = released.at("e0").entries[0].gang_seq;
   const uint64_t second = released.at("e0").entries[1].gang_seq;
-  order.OnGangDone("e0", Done(first, 1));
-  order.OnGangDone("e1", Done(first, 1));
-  order.OnGangDone("e0", Done(second, 1));
+  order.OnGangDone("e0", DoneReport(first, 1));
+  order.OnGangDone("e1", DoneReport(first, 1));
+  order.OnGangDone("e0", DoneReport(second, 1));
   EXPECT_TRUE(order.TakeFinishedRuns().empty());
   // A failed gang counts as done.
-  proto::GangDone failed = Done(second, 1);
+  proto::GangDone failed = DoneReport(second, 1);
   failed.error_code = static_cast<int32_t>(Code::kInternal);
   order.OnGangDone("e1", failed);
   auto finished = order.TakeFinishedRuns();
@@ -319,7 +312,7 @@ TEST(IslandOrderTest, ARunFinishesWhenEveryGangOfItLeftTheFlight) {
   EXPECT_EQ(finished[0].run, 1u);
   EXPECT_TRUE(finished[0].notify_done);
   // Run 2 did not ask to hear it, but finishes all the same (its bookkeeping goes).
-  order.OnGangDone("e0", Done(released.at("e0").entries[2].gang_seq, 1));
+  order.OnGangDone("e0", DoneReport(released.at("e0").entries[2].gang_seq, 1));
   finished = order.TakeFinishedRuns();
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].run, 2u);
@@ -382,7 +375,7 @@ TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
   const auto& to_e1 = released.at("e1").entries;
   ASSERT_EQ(to_e1.size(), 2u);
 
-  proto::GangDone failed = Done(to_e1[0].gang_seq, 1);
+  proto::GangDone failed = DoneReport(to_e1[0].gang_seq, 1);
   failed.error_code = static_cast<int32_t>(Code::kNotFound);
   failed.error = "NotFound: function 7 was never compiled on host h1";
   auto stop = order.OnGangDone("e1", failed);
@@ -397,11 +390,11 @@ TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
   const auto run2 =
       std::find_if(to_e0.begin(), to_e0.end(), [](const proto::Entry& e) { return e.run_id == 2; });
   ASSERT_NE(run2, to_e0.end());
-  proto::GangDone cancelled = Done(run2->gang_seq, 1);
+  proto::GangDone cancelled = DoneReport(run2->gang_seq, 1);
   cancelled.error_code = static_cast<int32_t>(Code::kCancelled);
   EXPECT_FALSE(order.OnGangDone("e0", cancelled).has_value());
   // Its last gang failing finishes it: named for its client, with nothing left to stop.
-  proto::GangDone last = Done(std::next(run2)->gang_seq, 1);
+  proto::GangDone last = DoneReport(std::next(run2)->gang_seq, 1);
   last.error_code = static_cast<int32_t>(Code::kInternal);
   auto finished = order.OnGangDone("e0", last);
   ASSERT_TRUE(finished.has_value());
