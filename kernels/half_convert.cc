@@ -8,9 +8,9 @@ namespace atl::kernels {
 namespace internal {
 namespace {
 
-struct Lanes {};  // SSE2, x86-64's baseline: the loops as the library is built
+struct Sse2Lanes {};  // SSE2, x86-64's baseline: the loops as the library is built
 
-std::vector<const HalfConvert*> Supported() {
+std::vector<const HalfConvert*> SupportedConverts() {
   // __builtin_cpu_supports also checks that the kernel saves the registers (XCR0).
   std::vector<const HalfConvert*> found;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
@@ -23,27 +23,29 @@ std::vector<const HalfConvert*> Supported() {
   return found;
 }
 
-const HalfConvert& Best() {
+const HalfConvert& BestConvert() {
   static const HalfConvert& best = *SupportedHalfConvert().front();
   return best;
 }
 
 }  // namespace
 
-constinit const HalfConvert kHalfConvertSse2 = {"sse2", &WidenLoop<Lanes, BF16>,
-                                                &NarrowLoop<Lanes, BF16>, &WidenLoop<Lanes, F16>,
-                                                &NarrowLoop<Lanes, F16>};
+constinit const HalfConvert kHalfConvertSse2 = {
+    "sse2", &WidenLoop<Sse2Lanes, BF16>, &NarrowLoop<Sse2Lanes, BF16>, &WidenLoop<Sse2Lanes, F16>,
+    &NarrowLoop<Sse2Lanes, F16>};
 
 std::span<const HalfConvert* const> SupportedHalfConvert() {
-  static const std::vector<const HalfConvert*> supported = Supported();
+  static const std::vector<const HalfConvert*> supported = SupportedConverts();
   return supported;
 }
 
 }  // namespace internal
 
-void WidenBF16(const BF16* x, float* y, int64_t n) { internal::Best().widen_bf16(x, y, n); }
-void NarrowToBF16(const float* x, BF16* y, int64_t n) { internal::Best().narrow_bf16(x, y, n); }
-void WidenF16(const F16* x, float* y, int64_t n) { internal::Best().widen_f16(x, y, n); }
-void NarrowToF16(const float* x, F16* y, int64_t n) { internal::Best().narrow_f16(x, y, n); }
+void WidenBF16(const BF16* x, float* y, int64_t n) { internal::BestConvert().widen_bf16(x, y, n); }
+void NarrowToBF16(const float* x, BF16* y, int64_t n) {
+  internal::BestConvert().narrow_bf16(x, y, n);
+}
+void WidenF16(const F16* x, float* y, int64_t n) { internal::BestConvert().widen_f16(x, y, n); }
+void NarrowToF16(const float* x, F16* y, int64_t n) { internal::BestConvert().narrow_f16(x, y, n); }
 
 }  // namespace atl::kernels

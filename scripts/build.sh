@@ -21,6 +21,12 @@ generator=()
 command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ] && generator=(-G Ninja)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# Debug information as line tables only (-g1): backtraces, perf and sanitizer reports still
+# name file and line, and the build takes about a third less time than with -g's full
+# information (locals and types, mostly "optimized out" at -O2 anyway). For a debugger's
+# view of variables: -DCMAKE_BUILD_TYPE=Debug in a build directory of its own. Settings
+# given to this script come after these, so theirs win.
 cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DATOLL_WERROR=ON "${configure[@]}" >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DATOLL_WERROR=ON "${configure[@]}" \
+  >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)" "${targets[@]}"
