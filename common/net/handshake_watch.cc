@@ -11,6 +11,10 @@ constexpr int kWatchedEvents =
     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED;
 
+// How many handshakes in a row the peer must drop, with no reason given, before the watch
+// calls it a refusal rather than a peer that went down mid-handshake.
+constexpr uint64_t kDroppedHandshakesRefused = 2;
+
 std::string NewMonitorEndpoint() {
   static std::atomic<uint64_t> next{0};
   return "inproc://handshake-watch-" + std::to_string(next.fetch_add(1));
@@ -57,13 +61,20 @@ void HandshakeWatch::Drain() {
     if (kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || kind == ZMQ_EVENT_DISCONNECTED) {
       if (kind == ZMQ_EVENT_DISCONNECTED && connected_) drops_++;
       connected_ = kind == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+      if (connected_) dropped_handshakes_ = 0;
     } else if (failure_) {
       continue;  // the first failure stands
     } else if (kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
       failure_ = PermissionDenied(endpoint_ +
                                   " refused this process's key: it is not one the cluster "
                                   "allows (see `atoll keygen --client` and $ATOLL_KEYS)");
-    } else {
+    } else if (kind == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+               ++dropped_handshakes_ >= kDroppedHandshakesRefused) {
+      // Without a protocol error, the peer closed the connection before the handshake was
+      // done. A server that cannot read this process's greeting (plain text, or another
+      // cluster's server key) does so on every attempt; a peer killed while the kernel had
+      // accepted the connection does so once, and is down, not refusing: its next attempts
+      // find no listener.
       failure_ = PermissionDenied(
           "the security handshake with " + endpoint_ +
           " failed: one side uses CURVE keys and the other plain text, or the keys do not "

@@ -21,7 +21,9 @@ class HandshakeWatch {
   HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string endpoint);
 
   // The first failed handshake since the watch started, if any: PermissionDenied when the
-  // peer refused this process's key or mechanism. Never waits.
+  // peer refused this process's key or mechanism. A peer that drops a handshake without
+  // saying why is called refusing only once it does so twice in a row: once is also what a
+  // peer killed mid-handshake looks like. Never waits.
   std::optional<Status> Failure();
   // Whether a connection to the peer completed its handshake and has not dropped since:
   // false while the peer is down or unreachable (ZeroMQ retries in the background). Never
@@ -41,6 +43,7 @@ class HandshakeWatch {
   std::optional<Status> failure_;
   bool connected_ = false;
   uint64_t drops_ = 0;
+  uint64_t dropped_handshakes_ = 0;  // in a row, since the last handshake that succeeded
 };
 
 }  // namespace atl::net

@@ -1,6 +1,11 @@
 // CURVE keys on disk, the ZAP handler and handshake watching, on real sockets over loopback:
 // who gets in on which audience, under which user id, and what a refused peer is told.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -127,6 +132,44 @@ TEST_F(ZapTest, UnknownKeysAndPlainTextAreRefusedAtTheHandshake) {
   Status plain = Call(Credentials{}, server.endpoint());
   EXPECT_EQ(plain.code(), Code::kPermissionDenied) << plain.ToString();
   EXPECT_THAT(plain.message(), HasSubstr("plain text"));
+}
+
+TEST_F(ZapTest, AServerKeyThatIsNotTheClustersIsRefusedAtTheHandshake) {
+  Server server(dir_.path(), Audience::kEveryone);
+  Credentials lost = *ClientCredentials(dir_.path(), "alice");
+  lost.server_key = NewKeyPair()->public_key;  // another cluster's
+  Status refused = Call(lost, server.endpoint());
+  EXPECT_EQ(refused.code(), Code::kPermissionDenied) << refused.ToString();
+  EXPECT_THAT(refused.message(), HasSubstr("keys do not match"));
+}
+
+// A peer killed while the kernel had already accepted a connection to it drops that
+// connection mid-handshake, as a refusing server does; but it is down, not refusing: a
+// caller is told the service is unreachable, not that the keys are wrong.
+TEST_F(ZapTest, APeerThatDiesMidHandshakeIsDownNotRefusing) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+
+  KeyedContext context(*ServiceCredentials(dir_.path()));
+  Requester requester(context, endpoint);
+  ASSERT_TRUE(requester.Connect(/*watch_handshakes=*/true).ok());
+  pollfd ready{listener, POLLIN, 0};
+  ASSERT_EQ(poll(&ready, 1, 5000), 1) << "the requester never connected";
+  const int accepted = accept(listener, nullptr, nullptr);
+  ASSERT_GE(accepted, 0);
+  close(accepted);  // the handshake is cut short ...
+  close(listener);  // ... and nothing listens there any more
+  Status called = requester.Call<proto::Ok>(proto::Ok{}, 1000ms).status();
+  EXPECT_EQ(called.code(), Code::kUnavailable) << called.ToString();
+  EXPECT_THAT(called.message(), HasSubstr("not connected"));
 }
 
 TEST_F(ZapTest, AMembersOnlySocketRefusesClientKeys) {
