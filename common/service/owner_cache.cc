@@ -49,8 +49,14 @@ Status OwnerCache::CheckClient(const proto::Peer& sender, uint64_t client,
 }
 
 Status OwnerCache::CheckGoodbye(const proto::Peer& sender, uint64_t client) {
-  Status allowed = CheckClient(sender, client, "say goodbye");
-  return allowed.code() == Code::kCancelled ? Status::Ok() : allowed;
+  // Only clients say goodbye, so a member's is looked up too (plain text makes every peer
+  // a member): one naming an id the RM has not given out would otherwise turn away the
+  // client that gets it next.
+  Result<std::string> user = ClientUser(client);
+  // Gone already: nothing of it is left to protect, whoever says so.
+  if (user.status().code() == Code::kCancelled) return Status::Ok();
+  ATOLL_RETURN_IF_ERROR(user.status().WithContext("say goodbye"));
+  return proto::RequireClient(sender, client, *user, "say goodbye");
 }
 
 Result<std::map<uint64_t, uint64_t>> OwnerCache::FunctionClients(

@@ -50,7 +50,8 @@ class OwnerCache {
   Status CheckClient(const proto::Peer& sender, uint64_t client, std::string_view action);
   // CheckClient for a Goodbye, which also passes once `client` has left: a goodbye that
   // came after the RM dropped the client (its heartbeats late under load) still collects
-  // what it left here, and a client gone has nothing left to protect.
+  // what it left here, and a client gone has nothing left to protect. Unlike CheckClient, a
+  // member's goodbye must name a client the RM gave out too.
   Status CheckGoodbye(const proto::Peer& sender, uint64_t client);
   // The client of each function of `functions` (0: no such function), asking the RM once
   // for those not known yet.

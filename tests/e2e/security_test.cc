@@ -297,6 +297,29 @@ TEST_F(SecurityTest, AStrayMessageNamingTheNextClientsIdDoesNotLockThatClientOut
   EXPECT_TRUE(served.ok()) << served.status().ToString();
 }
 
+TEST_F(SecurityTest, AGoodbyeNamingTheNextClientsIdDoesNotTurnThatClientAway) {
+  // A goodbye is its client's own, so even a member's must name a client the RM gave out:
+  // the wire fuzz test once had a store take a member's stray goodbye for the id the next
+  // client then got, and refuse that client's outputs as said goodbye, its run hanging.
+  auto alice = ConnectAs("alice");
+  ASSERT_NE(alice, nullptr);
+  const uint64_t next = alice->id() + 1;
+  const std::string store = Endpoint("objectstore-i0h0", "endpoint");
+  MemberContext member;
+  for (const std::string& peer : {store, Endpoint("scheduler-island0", "endpoint")}) {
+    auto early = Ask<proto::Ok>(member, peer, proto::Goodbye{next});
+    EXPECT_EQ(early.status().code(), Code::kNotFound) << peer << ": " << early.status().ToString();
+  }
+  auto b = ConnectAs("bob");
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->id(), next) << "another client took the id this test named";
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  auto put = Ask<proto::Ok>(
+      bob, store, proto::PutObject{proto::MakeObjectId(next, 1), 0, next, DType::kF32, {2}},
+      Bytes({1, 2}));
+  EXPECT_TRUE(put.ok()) << put.status().ToString();
+}
+
 TEST_F(SecurityTest, ObjectsOfAClientThatLeftAreRefusedAsCancelledNotUnknown) {
   // An executor reserving the output of a shard admitted just before its client left: the
   // refusal says the client left (Cancelled, as the shard's cancel does), not that the
