@@ -242,6 +242,9 @@ void IslandOrder::OnPeerReleased(uint64_t run, uint32_t node) {
 std::vector<IslandOrder::Notice> IslandOrder::TakeNotices() { return std::exchange(notices_, {}); }
 
 size_t IslandOrder::DropClient(uint64_t client, const Status& why) {
+  for (auto& [run, unfinished] : unfinished_) {
+    if (unfinished.client == client) unfinished.cancelled = true;
+  }
   auto it = clients_.find(client);
   if (it == clients_.end()) return 0;
   ClientQueue& queue = it->second;
@@ -267,6 +270,7 @@ size_t IslandOrder::UnfinishedRunCount(uint64_t client) const {
 bool IslandOrder::CancelRun(uint64_t client, uint64_t run, const Status& why) {
   auto unfinished = unfinished_.find(run);
   if (unfinished == unfinished_.end() || unfinished->second.client != client) return false;
+  unfinished->second.cancelled = true;
   auto queue = clients_.find(client);
   if (queue == clients_.end()) return true;  // all of it is in flight
   auto& runs = queue->second.runs;
@@ -329,6 +333,9 @@ std::optional<IslandOrder::FailedRun> IslandOrder::OnGangDone(const std::string&
   auto left = f.shards_left.find(executor);
   if (left == f.shards_left.end()) return std::nullopt;
   const FailedRun of{f.client, f.run};
+  auto unfinished = unfinished_.find(of.run);
+  const bool asked_for = done.error_code == static_cast<int32_t>(Code::kCancelled) &&
+                         unfinished != unfinished_.end() && unfinished->second.cancelled;
   f.busy_us = std::max(f.busy_us, done.busy_us);
   left->second -= std::min<size_t>(left->second, done.shards);
   if (left->second == 0) f.shards_left.erase(left);
@@ -338,10 +345,8 @@ std::optional<IslandOrder::FailedRun> IslandOrder::OnGangDone(const std::string&
     cost += kCostSmoothing * (static_cast<double>(f.busy_us) - cost);
     Land(it);
   }
-  if (done.error_code == 0 || done.error_code == static_cast<int32_t>(Code::kCancelled)) {
-    return std::nullopt;
-  }
-  auto unfinished = unfinished_.find(of.run);
+  if (done.error_code == 0 || asked_for) return std::nullopt;
+  unfinished = unfinished_.find(of.run);  // Land may have erased it
   // Gone: this report finished the run (a report of a finished run finds no flight).
   if (unfinished == unfinished_.end()) return FailedRun{of.client, of.run, true};
   if (unfinished->second.failed) return std::nullopt;

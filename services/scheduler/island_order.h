@@ -44,7 +44,8 @@ class IslandOrder {
   };
   // Records finished shards of a gang, reported by `executor` (its control endpoint) once
   // per executor; the gang leaves the flight when all its shards did. Returns the gang's
-  // run the first time a report says a shard of it failed (not Cancelled: asked for): the
+  // run the first time a report says a shard of it failed (Cancelled too, unless the run was
+  // cancelled here: a store may refuse the output of a client it takes for gone): the
   // caller tells its client, and, unless it finished, stops the rest of it (CancelRun, and
   // at its executors), whose shards could otherwise wait out a collective for the failed
   // shard's share.
@@ -135,6 +136,8 @@ class IslandOrder {
     size_t gangs = 0;
     bool notify_done = false;
     bool failed = false;  // OnGangDone returned it, or ExecutorLost failed it, already
+    // CancelRun or DropClient stopped it: the Cancelled reports of its shards are asked for.
+    bool cancelled = false;
   };
   struct ClientQueue {
     double weight = 1.0;

@@ -320,6 +320,28 @@ TEST_F(SecurityTest, AGoodbyeNamingTheNextClientsIdDoesNotTurnThatClientAway) {
   EXPECT_TRUE(put.ok()) << put.status().ToString();
 }
 
+TEST_F(SecurityTest, ARunWhoseOutputsAStoreRefusesFailsSayingWhyNotAtItsTimeout) {
+  // A faulty member says goodbye for a connected client at every store: the stores refuse
+  // its outputs as said goodbye. Its scheduler cancelled nothing, so it passes the shards'
+  // Cancelled on to the client, who would otherwise wait for shards never written.
+  auto alice = ConnectAs("alice");
+  ASSERT_NE(alice, nullptr);
+  auto program = Doubling(*alice);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  MemberContext member;
+  for (const auto& p : cluster_->info().processes) {
+    if (p.role != "objectstore") continue;
+    auto bye = Ask<proto::Ok>(member, p.endpoints.at("endpoint"), proto::Goodbye{alice->id()});
+    ASSERT_TRUE(bye.ok()) << p.name << ": " << bye.status().ToString();
+  }
+  auto run = alice->Submit(*program, {Tensor::F32({2}, {1, 2})});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto out = run->Wait(15s);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Code::kCancelled) << out.status().ToString();
+  EXPECT_THAT(out.status().message(), HasSubstr("said goodbye"));
+}
+
 TEST_F(SecurityTest, ObjectsOfAClientThatLeftAreRefusedAsCancelledNotUnknown) {
   // An executor reserving the output of a shard admitted just before its client left: the
   // refusal says the client left (Cancelled, as the shard's cancel does), not that the

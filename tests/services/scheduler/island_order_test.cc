@@ -385,11 +385,13 @@ TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
   failed.gang_seq = to_e1[1].gang_seq;  // its next node fails too: already stopping
   EXPECT_FALSE(order.OnGangDone("e1", failed).has_value());
 
-  // Run 2: a cancelled shard is asked for, and its run stops by the cancel itself.
+  // Run 2, cancelled here: its cancelled shard is asked for, and its run stops by the cancel
+  // itself.
   const auto& to_e0 = released.at("e0").entries;
   const auto run2 =
       std::find_if(to_e0.begin(), to_e0.end(), [](const proto::Entry& e) { return e.run_id == 2; });
   ASSERT_NE(run2, to_e0.end());
+  ASSERT_TRUE(order.CancelRun(2, 2, Cancelled("run 2 was cancelled by client 2")));
   proto::GangDone cancelled = DoneReport(run2->gang_seq, 1);
   cancelled.error_code = static_cast<int32_t>(Code::kCancelled);
   EXPECT_FALSE(order.OnGangDone("e0", cancelled).has_value());
@@ -401,6 +403,32 @@ TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
   EXPECT_EQ(finished->run, 2u);
   EXPECT_TRUE(finished->finished);
   EXPECT_FALSE(stop->finished);
+}
+
+// A shard cancelled though nobody cancelled its run here (a store refused the output of a
+// client it took for gone) fails the run like any error: its client waits for it otherwise.
+// A dropped client's runs are cancelled here: their reports name nothing.
+TEST(IslandOrderTest, ACancelledShardOfARunNotCancelledHereNamesIt) {
+  IslandOrder order(MakeFifoPolicy(), 0);
+  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 2)).ok());
+  ASSERT_TRUE(order.Submit(MakeProgram(2, 2, {{"e0", 0}}, 1)).ok());
+  auto released = order.Release();
+  const auto& to_e0 = released.at("e0").entries;
+  ASSERT_EQ(to_e0.size(), 3u);
+  ASSERT_EQ(to_e0[0].run_id, 1u);
+  proto::GangDone refused = DoneReport(to_e0[0].gang_seq, 1);
+  refused.error_code = static_cast<int32_t>(Code::kCancelled);
+  refused.error = "Cancelled: PutObject: client 1 said goodbye";
+  auto stop = order.OnGangDone("e0", refused);
+  ASSERT_TRUE(stop.has_value());
+  EXPECT_EQ(stop->run, 1u);
+  EXPECT_FALSE(stop->finished);
+
+  (void)order.DropClient(2, Cancelled("client 2 said goodbye"));
+  ASSERT_EQ(to_e0[2].run_id, 2u);
+  proto::GangDone dropped = DoneReport(to_e0[2].gang_seq, 1);
+  dropped.error_code = static_cast<int32_t>(Code::kCancelled);
+  EXPECT_FALSE(order.OnGangDone("e0", dropped).has_value());
 }
 
 }  // namespace
