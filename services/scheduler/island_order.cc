@@ -333,9 +333,9 @@ std::optional<IslandOrder::FailedRun> IslandOrder::OnGangDone(const std::string&
   auto left = f.shards_left.find(executor);
   if (left == f.shards_left.end()) return std::nullopt;
   const FailedRun of{f.client, f.run};
-  auto unfinished = unfinished_.find(of.run);
-  const bool asked_for = done.error_code == static_cast<int32_t>(Code::kCancelled) &&
-                         unfinished != unfinished_.end() && unfinished->second.cancelled;
+  // Read before Land, which may erase the run.
+  const bool asked_for =
+      done.error_code == static_cast<int32_t>(Code::kCancelled) && CancelledHere(of.run);
   f.busy_us = std::max(f.busy_us, done.busy_us);
   left->second -= std::min<size_t>(left->second, done.shards);
   if (left->second == 0) f.shards_left.erase(left);
@@ -346,12 +346,17 @@ std::optional<IslandOrder::FailedRun> IslandOrder::OnGangDone(const std::string&
     Land(it);
   }
   if (done.error_code == 0 || asked_for) return std::nullopt;
-  unfinished = unfinished_.find(of.run);  // Land may have erased it
+  auto unfinished = unfinished_.find(of.run);
   // Gone: this report finished the run (a report of a finished run finds no flight).
   if (unfinished == unfinished_.end()) return FailedRun{of.client, of.run, true};
   if (unfinished->second.failed) return std::nullopt;
   unfinished->second.failed = true;
   return of;
+}
+
+bool IslandOrder::CancelledHere(uint64_t run) const {
+  auto unfinished = unfinished_.find(run);
+  return unfinished != unfinished_.end() && unfinished->second.cancelled;
 }
 
 void IslandOrder::Land(std::map<uint64_t, Flight>::iterator it) {

@@ -168,6 +168,8 @@ class IslandOrder {
                                     std::deque<Run>::iterator run, const Status& why);
   // Why `run` cannot run: a gang of it has a shard on a lost executor. OK when none has.
   Status NeedsLostExecutor(const Run& run) const;
+  // Whether CancelRun or DropClient stopped `run`, not finished yet.
+  bool CancelledHere(uint64_t run) const;
   // Takes the gang `it` out of the flight, all its shards done.
   void Land(std::map<uint64_t, Flight>::iterator it);
   double ExpectedCost(uint64_t function_id) const;
