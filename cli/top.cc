@@ -150,8 +150,8 @@ void RunTop(const TopOptions& opts, const GlobalOptions& global) {
       }
       next_status = Clock::now() + milliseconds(opts.status_interval_ms);
     }
-    const auto until_frame =
-        std::chrono::duration_cast<milliseconds>(next_frame - Clock::now()).count();
+    // Rounded up, so that the last millisecond before a frame is not a busy loop.
+    const auto until_frame = std::chrono::ceil<milliseconds>(next_frame - Clock::now()).count();
     auto events = feed.Receive(milliseconds(std::clamp<int64_t>(until_frame, 0, 50)));
     if (!events.ok()) {
       if (ShutdownRequested()) break;

@@ -367,6 +367,13 @@ Status LocalCluster::SpawnChild(Child& child) {
   spawn.log_path = child.info.log;
   spawn.append_log = child.exit.has_value();  // started before: keep what that one logged
   spawn.detach = options_.detach;
+  if (child.info.role == "executor" || child.info.role == "simhosts") {
+    // Their devices multiply on threads of their own, with OpenBLAS set to one thread
+    // (kernels/matmul_threads.h). Said before it loads: otherwise it starts a thread per
+    // core that spins in sched_yield for about 100 ms of CPU, taken from the services
+    // starting beside it.
+    spawn.env = {"OPENBLAS_NUM_THREADS=1"};
+  }
   ATOLL_ASSIGN_OR_RETURN(pid_t pid, proc::Spawn(spawn));
   child.pid = pid;
   child.info.pid = pid;

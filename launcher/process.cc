@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -29,8 +30,8 @@ int AboveStdio(int fd) {
 }
 
 // Runs in the forked child: only async-signal-safe calls. Never returns.
-[[noreturn]] void ExecChild(char* const* argv, int in_fd, int out_fd, int log_fd, int report_fd,
-                            bool detach, pid_t launcher) {
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int in_fd, int out_fd, int log_fd,
+                            int report_fd, bool detach, pid_t launcher) {
   if (detach) {
     setsid();
   } else {
@@ -59,10 +60,25 @@ int AboveStdio(int fd) {
   if (syscall(SYS_close_range, static_cast<unsigned>(report_fd) + 1, ~0u, 0u) != 0) {
     for (int fd = report_fd + 1; fd < 4096; ++fd) close(fd);
   }
-  execv(argv[0], argv);
+  execve(argv[0], argv, envp);
   const int err = errno;
   [[maybe_unused]] auto n = write(report_fd, &err, sizeof err);
   _exit(127);
+}
+
+// The launcher's environment with `overrides` ("NAME=value") in place of its own values.
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& overrides) {
+  auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const bool overridden = std::any_of(overrides.begin(), overrides.end(), [&](const auto& o) {
+      return name_of(o) == name_of(entry);
+    });
+    if (!overridden) env.emplace_back(entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
 }
 
 }  // namespace
@@ -82,6 +98,11 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   std::vector<char*> argv;
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // Made before fork: the child may not allocate.
+  const std::vector<std::string> env = ChildEnvironment(options.env);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
 
   const int log_fd = AboveStdio(
       open(options.log_path.c_str(),
@@ -105,7 +126,7 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   const pid_t launcher = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
-    ExecChild(argv.data(), options.stdin_fd >= 0 ? options.stdin_fd : null_fd,
+    ExecChild(argv.data(), envp.data(), options.stdin_fd >= 0 ? options.stdin_fd : null_fd,
               options.stdout_fd >= 0 ? options.stdout_fd : log_fd, log_fd, report[1],
               options.detach, launcher);
   }

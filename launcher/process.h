@@ -33,6 +33,8 @@ struct SpawnOptions {
   // terminal (`atoll up`). false: it stays in the launcher's session and receives SIGTERM
   // when the launching THREAD exits (PR_SET_PDEATHSIG), so a test that dies leaks nothing.
   bool detach = false;
+  // "NAME=value" entries set in the child's environment, over the launcher's own.
+  std::vector<std::string> env = {};
 };
 
 // Starts the program; returns once it has exec'd. Fails with NotFound when the program is

@@ -76,10 +76,11 @@ void EventLoop::Run() {
     }
     auto now = std::chrono::steady_clock::now();
     std::chrono::milliseconds wait = idle_bound_;
+    // Rounded up: a wait rounded down to 0 ms would poll in a busy loop through the last
+    // millisecond before each timer.
     for (const auto& t : timers_) {
-      wait = std::min(
-          wait, std::max(std::chrono::milliseconds(0),
-                         std::chrono::duration_cast<std::chrono::milliseconds>(t.next - now)));
+      wait = std::min(wait, std::max(std::chrono::milliseconds(0),
+                                     std::chrono::ceil<std::chrono::milliseconds>(t.next - now)));
     }
     const Status polled = waiter.Poll(items, wait);
     if (polled.code() == Code::kCancelled) return;  // the context was terminated

@@ -61,8 +61,10 @@ Status SocketWaiter::Poll(std::vector<zmq::pollitem_t>& items, std::chrono::mill
       if (readable) item.revents = ZMQ_POLLIN;
       ready = ready || readable;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    // Rounded up: rounded down, the last millisecond before the deadline would be a busy
+    // loop of polls that wait 0 ms.
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const int wait = ready ? 0 : static_cast<int>(std::max<int64_t>(0, left.count()));
     const int polled = poll(fds_.data(), fds_.size(), wait);
     if (polled < 0) {

@@ -178,6 +178,16 @@ TEST_F(LocalClusterTest, StartsEveryServiceInOrderAndStopsThemAll) {
   EXPECT_THAT(executor_log, HasSubstr("--rm " + info.rm_endpoint));
   EXPECT_THAT(executor_log, HasSubstr("--events-in " + info.events_in));
   EXPECT_THAT(ReadFile(info.Find("scheduler-island1")->log), HasSubstr("--island island1"));
+  // Executors start with OpenBLAS told to keep no threads of its own.
+  auto environment = [&](const std::string& name) {
+    std::string env = ReadFile("/proc/" + std::to_string(info.Find(name)->pid) + "/environ");
+    std::replace(env.begin(), env.end(), '\0', '\n');
+    return "\n" + env;
+  };
+  EXPECT_THAT(environment("executor-i1h0"), HasSubstr("\nOPENBLAS_NUM_THREADS=1\n"));
+  EXPECT_THAT(environment("executor-i1h0"), HasSubstr("\nPATH="));  // and the launcher's own
+  EXPECT_THAT(environment("scheduler-island0"),
+              ::testing::Not(HasSubstr("\nOPENBLAS_NUM_THREADS=1\n")));
 
   std::vector<pid_t> pids;
   for (const auto& p : info.processes) pids.push_back(static_cast<pid_t>(p.pid));
@@ -359,6 +369,24 @@ TEST(ProcessTest, SpawnedChildrenWriteToTheirLogAndGetNoInheritedDescriptors) {
   // stdin, stdout, stderr, and the fd `ls` opens for /proc/self/fd: nothing inherited.
   EXPECT_EQ(proc::TailFile(spawn.log_path, 10), "out\nerr\n4\n");
   EXPECT_EQ(proc::TailFile(spawn.log_path, 1), "4\n");
+}
+
+TEST(ProcessTest, SpawnedChildrenGetTheLaunchersEnvironmentWithTheGivenEntriesOverIt) {
+  TempDir dir;
+  ScopedEnv kept("ATOLL_SPAWN_TEST_KEPT", "kept");
+  ScopedEnv replaced("ATOLL_SPAWN_TEST_SET", "the launcher's");
+  proc::SpawnOptions spawn;
+  spawn.argv = {"/bin/sh", "-c",
+                "echo \"$ATOLL_SPAWN_TEST_KEPT/$ATOLL_SPAWN_TEST_SET/$ATOLL_SPAWN_TEST_NEW\"; "
+                "env | grep -c ^ATOLL_SPAWN_TEST_SET="};
+  spawn.log_path = dir.path() + "/log";
+  spawn.env = {"ATOLL_SPAWN_TEST_SET=the child's", "ATOLL_SPAWN_TEST_NEW=new"};
+  auto pid = proc::Spawn(spawn);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  std::optional<proc::ExitInfo> exit;
+  ASSERT_TRUE(WaitFor([&] { return (exit = *proc::TryReap(*pid)).has_value(); }, 5000));
+  EXPECT_TRUE(exit->clean()) << exit->Describe();
+  EXPECT_EQ(proc::TailFile(spawn.log_path, 10), "kept/the child's/new\n1\n");
 }
 
 TEST(ProcessTest, SpawnedChildCanBeDrivenOverPipes) {
