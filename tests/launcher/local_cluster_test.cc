@@ -348,6 +348,22 @@ TEST_F(LocalClusterTest, StopRecordedClusterNeverSignalsARecycledPid) {
   EXPECT_FALSE(std::filesystem::exists(ClusterInfoPath(dir_.path())));
 }
 
+// Runs `spawn` to its end (5 s at most), which must be clean; returns its log's last lines.
+std::string RunToCleanEnd(const proc::SpawnOptions& spawn) {
+  auto pid = proc::Spawn(spawn);
+  if (!pid.ok()) {
+    ADD_FAILURE() << pid.status().ToString();
+    return "";
+  }
+  std::optional<proc::ExitInfo> exit;
+  if (!WaitFor([&] { return (exit = *proc::TryReap(*pid)).has_value(); }, 5000)) {
+    ADD_FAILURE() << "the child did not end within 5 s";
+    return "";
+  }
+  EXPECT_TRUE(exit->clean()) << exit->Describe();
+  return proc::TailFile(spawn.log_path, 10);
+}
+
 TEST(ProcessTest, SpawnReportsAProgramThatCannotRun) {
   TempDir dir;
   proc::SpawnOptions spawn;
@@ -361,13 +377,8 @@ TEST(ProcessTest, SpawnedChildrenWriteToTheirLogAndGetNoInheritedDescriptors) {
   proc::SpawnOptions spawn;
   spawn.argv = {"/bin/sh", "-c", "echo out; echo err >&2; ls /proc/self/fd | wc -l"};
   spawn.log_path = dir.path() + "/log";
-  auto pid = proc::Spawn(spawn);
-  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
-  std::optional<proc::ExitInfo> exit;
-  ASSERT_TRUE(WaitFor([&] { return (exit = *proc::TryReap(*pid)).has_value(); }, 5000));
-  EXPECT_TRUE(exit->clean()) << exit->Describe();
   // stdin, stdout, stderr, and the fd `ls` opens for /proc/self/fd: nothing inherited.
-  EXPECT_EQ(proc::TailFile(spawn.log_path, 10), "out\nerr\n4\n");
+  EXPECT_EQ(RunToCleanEnd(spawn), "out\nerr\n4\n");
   EXPECT_EQ(proc::TailFile(spawn.log_path, 1), "4\n");
 }
 
@@ -381,12 +392,7 @@ TEST(ProcessTest, SpawnedChildrenGetTheLaunchersEnvironmentWithTheGivenEntriesOv
                 "env | grep -c ^ATOLL_SPAWN_TEST_SET="};
   spawn.log_path = dir.path() + "/log";
   spawn.env = {"ATOLL_SPAWN_TEST_SET=the child's", "ATOLL_SPAWN_TEST_NEW=new"};
-  auto pid = proc::Spawn(spawn);
-  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
-  std::optional<proc::ExitInfo> exit;
-  ASSERT_TRUE(WaitFor([&] { return (exit = *proc::TryReap(*pid)).has_value(); }, 5000));
-  EXPECT_TRUE(exit->clean()) << exit->Describe();
-  EXPECT_EQ(proc::TailFile(spawn.log_path, 10), "kept/the child's/new\n1\n");
+  EXPECT_EQ(RunToCleanEnd(spawn), "kept/the child's/new\n1\n");
 }
 
 TEST(ProcessTest, SpawnedChildCanBeDrivenOverPipes) {
