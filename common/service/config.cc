@@ -29,6 +29,7 @@ constexpr int64_t kMaxBatchWindowUs = 1'000'000;
 constexpr int64_t kMaxCrossIslandWaitMs = 3'600'000;
 constexpr int64_t kMaxInputWaitMs = 86'400'000;
 constexpr int64_t kMaxCompileWaitMs = 600'000;
+constexpr int64_t kMaxHeldDispatchBytes = int64_t{1} << 30;
 constexpr int64_t kMaxMiB = int64_t{1} << 20;
 constexpr int64_t kMaxMatmulThreads = 1024;
 constexpr int64_t kMaxWaitSpinUs = 1000;
@@ -103,6 +104,8 @@ Result<ClusterConfig> FromToml(const toml::value& root) {
         ReadInt(t, "input_wait_ms", "executor.input_wait_ms", 1, kMaxInputWaitMs, c.input_wait_ms));
     ATOLL_RETURN_IF_ERROR(ReadInt(t, "compile_wait_ms", "executor.compile_wait_ms", 1,
                                   kMaxCompileWaitMs, c.compile_wait_ms));
+    ATOLL_RETURN_IF_ERROR(ReadInt(t, "held_dispatch_bytes", "executor.held_dispatch_bytes", 1,
+                                  kMaxHeldDispatchBytes, c.held_dispatch_bytes));
   }
   if (root.contains("dataplane")) {
     const auto& t = toml::find(root, "dataplane");

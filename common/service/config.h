@@ -105,6 +105,10 @@ struct ClusterConfig {
   // dispatches may come first) before their shards fail (NotFound): milliseconds,
   // 1..600000. Later dispatches wait behind a held one, keeping gang order.
   uint32_t compile_wait_ms = 5000;
+  // The most bytes of argument values (the small ones that travel inside dispatches) those
+  // held dispatches may keep: past it, a dispatch to hold is given up (ResourceExhausted)
+  // and its values dropped. 1..2^30; held dispatches are also bounded by compile_wait_ms.
+  uint32_t held_dispatch_bytes = 64 << 20;
   // How many hosts of kind "sim" the launcher runs in one `atoll-simhosts` process (each
   // host still its own executor and object store, with its own sockets), so that hundreds
   // of simulated hosts fit on one machine: 1..4096. 0: every host is two processes.

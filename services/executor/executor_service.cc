@@ -231,7 +231,8 @@ void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& sc
                                      {"host", host_},
                                      {"entries", uint64_t{dispatch.entries.size()}},
                                      {"behind", uint64_t{held_.size()}}});
-  held_.Add(std::move(dispatch), scheduler);
+  const Status given_up = held_.Add(std::move(dispatch), scheduler);
+  if (!given_up.ok()) events_->Publish("error.executor", {{"error", given_up.ToString()}});
 }
 
 void ExecutorService::AdmitHeld() {

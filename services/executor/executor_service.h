@@ -154,8 +154,8 @@ class ExecutorService {
   // Gangs with shards running here, reported to their scheduler once all of them finished.
   GangReports gang_reports_;
   // Waiting for the Compile of RegisterExecutorReply::functions_coming, [executor]
-  // compile_wait_ms at most.
-  HeldDispatches held_;
+  // compile_wait_ms at most, held_dispatch_bytes of argument values at most.
+  HeldDispatches held_{config_.held_dispatch_bytes};
   TupleOutbox outbox_;  // tuples for other hosts, batched per destination
   // Received over the data plane since start, published as `dataplane.stats`.
   struct Received {

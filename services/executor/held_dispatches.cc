@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "common/proto/codec.h"
 
 namespace atl::executor {
@@ -24,8 +26,30 @@ bool HeldDispatches::MustHold(const proto::Dispatch& dispatch, const IsCompiled&
   return !held_.empty() || AwaitsFunction(dispatch, compiled, now_us);
 }
 
-void HeldDispatches::Add(proto::Dispatch dispatch, std::string scheduler) {
-  held_.push_back({std::move(dispatch), std::move(scheduler)});
+Status HeldDispatches::Add(proto::Dispatch dispatch, std::string scheduler) {
+  uint64_t bytes = 0;
+  for (const proto::Entry& e : dispatch.entries) {
+    for (const proto::InputSource& input : e.inputs) bytes += input.bytes.size();
+  }
+  Status given_up = Status::Ok();
+  if (bytes > max_bytes_ - std::min(bytes_, max_bytes_)) {
+    given_up = ResourceExhausted(fmt::format(
+        "dispatch of run {} given up: it brings {} bytes of argument values to the {} held "
+        "here for functions still to be compiled, past the bound of {} "
+        "([executor] held_dispatch_bytes)",
+        dispatch.entries.front().run_id, bytes, bytes_, max_bytes_));
+    const proto::Error error = proto::ToError(given_up);
+    for (proto::Entry& e : dispatch.entries) {
+      for (proto::InputSource& input : e.inputs) input.bytes = {};
+      if (e.error_code != 0) continue;  // its scheduler's own error stands
+      e.error_code = error.code;
+      e.error = error.message;
+    }
+    bytes = 0;
+  }
+  bytes_ += bytes;
+  held_.push_back({std::move(dispatch), std::move(scheduler), bytes});
+  return given_up;
 }
 
 std::vector<HeldDispatches::Held> HeldDispatches::TakeReady(const IsCompiled& compiled,
@@ -33,6 +57,7 @@ std::vector<HeldDispatches::Held> HeldDispatches::TakeReady(const IsCompiled& co
   if (now_us >= awaited_until_us_) awaited_.clear();  // what has not come will not
   std::vector<Held> ready;
   while (!held_.empty() && !AwaitsFunction(held_.front().dispatch, compiled, now_us)) {
+    bytes_ -= held_.front().bytes;
     ready.push_back(std::move(held_.front()));
     held_.pop_front();
   }

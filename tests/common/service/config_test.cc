@@ -1,6 +1,7 @@
 // The cluster configuration: the [dataplane] table, the bounds on waits that end in a
 // clear error instead of a hang ([scheduler] cross_island_wait_ms, [executor]
-// input_wait_ms and compile_wait_ms), the checkpoint root, and the range of every other numeric
+// input_wait_ms and compile_wait_ms, and what held dispatches keep: held_dispatch_bytes),
+// the checkpoint root, and the range of every other numeric
 // key: defaults, values, and refusals that name the key.
 #include <gtest/gtest.h>
 
@@ -59,13 +60,15 @@ TEST(WaitBoundsConfig, DefaultsAndValues) {
   EXPECT_EQ(defaults->cross_island_wait_ms, 60000u);
   EXPECT_EQ(defaults->input_wait_ms, 600000u);
   EXPECT_EQ(defaults->compile_wait_ms, 5000u);
+  EXPECT_EQ(defaults->held_dispatch_bytes, 64u << 20);
   auto set = Parse(
       "[scheduler]\ncross_island_wait_ms = 250\n[executor]\ninput_wait_ms = 900\n"
-      "compile_wait_ms = 40\n");
+      "compile_wait_ms = 40\nheld_dispatch_bytes = 4096\n");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(set->cross_island_wait_ms, 250u);
   EXPECT_EQ(set->input_wait_ms, 900u);
   EXPECT_EQ(set->compile_wait_ms, 40u);
+  EXPECT_EQ(set->held_dispatch_bytes, 4096u);
 }
 
 TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
@@ -73,7 +76,8 @@ TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
        {"[scheduler]\ncross_island_wait_ms = 0", "[scheduler]\ncross_island_wait_ms = -1",
         "[scheduler]\ncross_island_wait_ms = 3600001", "[executor]\ninput_wait_ms = 0",
         "[executor]\ninput_wait_ms = -7", "[executor]\ninput_wait_ms = 86400001",
-        "[executor]\ncompile_wait_ms = 0", "[executor]\ncompile_wait_ms = 600001"}) {
+        "[executor]\ncompile_wait_ms = 0", "[executor]\ncompile_wait_ms = 600001",
+        "[executor]\nheld_dispatch_bytes = 0", "[executor]\nheld_dispatch_bytes = 1073741825"}) {
     auto c = Parse(std::string(bad) + "\n");
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_EQ(c.status().code(), Code::kInvalidArgument) << bad;

@@ -12,6 +12,7 @@ namespace atl::executor {
 namespace {
 
 constexpr int64_t kWaitUs = 1000;
+constexpr uint64_t kMaxBytes = 1000;
 
 proto::Dispatch OneEntry(uint64_t run, uint64_t function) {
   proto::Entry e;
@@ -28,7 +29,7 @@ std::vector<uint64_t> Runs(const std::vector<HeldDispatches::Held>& held) {
 }
 
 TEST(HeldDispatchesTest, ADispatchIsHeldOnlyWhenAnEntryIsToRunAFunctionStillComing) {
-  HeldDispatches held;
+  HeldDispatches held(kMaxBytes);
   held.Expect({2, 3}, kWaitUs);
   auto compiled = [](uint64_t f) { return f == 3; };
   EXPECT_FALSE(held.MustHold(OneEntry(1, 1), compiled, 0)) << "function 1 is not coming";
@@ -42,12 +43,12 @@ TEST(HeldDispatchesTest, ADispatchIsHeldOnlyWhenAnEntryIsToRunAFunctionStillComi
 TEST(HeldDispatchesTest, ACompileReleasesTheHeldDispatchAndThoseBehindItInOrder) {
   std::set<uint64_t> compiled_here;
   auto compiled = [&](uint64_t f) { return compiled_here.count(f) != 0; };
-  HeldDispatches held;
+  HeldDispatches held(kMaxBytes);
   held.Expect({2, 3}, kWaitUs);
-  held.Add(OneEntry(10, 2), "s");
+  ASSERT_TRUE(held.Add(OneEntry(10, 2), "s").ok());
   EXPECT_TRUE(held.MustHold(OneEntry(11, 1), compiled, 5)) << "behind the held one";
-  held.Add(OneEntry(11, 1), "s");
-  held.Add(OneEntry(12, 3), "t");
+  ASSERT_TRUE(held.Add(OneEntry(11, 1), "s").ok());
+  ASSERT_TRUE(held.Add(OneEntry(12, 3), "t").ok());
   EXPECT_TRUE(held.TakeReady(compiled, 10).empty()) << "function 2 is not compiled yet";
   compiled_here.insert(2);
   auto ready = held.TakeReady(compiled, 20);
@@ -63,10 +64,10 @@ TEST(HeldDispatchesTest, ACompileReleasesTheHeldDispatchAndThoseBehindItInOrder)
 
 TEST(HeldDispatchesTest, DispatchesLeaveWhenTheWaitIsOverEvenIfTheirFunctionNeverCame) {
   auto compiled = [](uint64_t) { return false; };
-  HeldDispatches held;
+  HeldDispatches held(kMaxBytes);
   held.Expect({2}, kWaitUs);
-  held.Add(OneEntry(10, 2), "s");
-  held.Add(OneEntry(11, 2), "s");
+  ASSERT_TRUE(held.Add(OneEntry(10, 2), "s").ok());
+  ASSERT_TRUE(held.Add(OneEntry(11, 2), "s").ok());
   EXPECT_TRUE(held.TakeReady(compiled, kWaitUs - 1).empty()) << "left before the wait was over";
   EXPECT_EQ(Runs(held.TakeReady(compiled, kWaitUs)), (std::vector<uint64_t>{10, 11}));
   EXPECT_FALSE(held.MustHold(OneEntry(12, 2), compiled, kWaitUs + 1))
@@ -75,13 +76,13 @@ TEST(HeldDispatchesTest, DispatchesLeaveWhenTheWaitIsOverEvenIfTheirFunctionNeve
 
 TEST(HeldDispatchesTest, ACancelledRunsHeldEntriesCarryTheCancelAndNeedNoFunction) {
   auto compiled = [](uint64_t) { return false; };
-  HeldDispatches held;
+  HeldDispatches held(kMaxBytes);
   held.Expect({2}, kWaitUs);
   proto::Dispatch two = OneEntry(10, 2);
   two.entries.push_back(two.entries[0]);
   two.entries[1].shard = 1;
-  held.Add(std::move(two), "s");
-  held.Add(OneEntry(11, 2), "s");
+  ASSERT_TRUE(held.Add(std::move(two), "s").ok());
+  ASSERT_TRUE(held.Add(OneEntry(11, 2), "s").ok());
   EXPECT_EQ(held.FailRun(10, Cancelled("run 10 was cancelled")), 2u);
   auto ready = held.TakeReady(compiled, 1);
   ASSERT_EQ(Runs(ready), (std::vector<uint64_t>{10})) << "run 11 still waits for function 2";
@@ -91,6 +92,41 @@ TEST(HeldDispatchesTest, ACancelledRunsHeldEntriesCarryTheCancelAndNeedNoFunctio
     EXPECT_EQ(carried.message(), "run 10 was cancelled");
   }
   EXPECT_EQ(held.FailRun(99, Cancelled("no such run")), 0u);
+}
+
+// One entry of `run` whose inline argument is `bytes` long.
+proto::Dispatch WithArgument(uint64_t run, uint64_t function, size_t bytes) {
+  proto::Dispatch d = OneEntry(run, function);
+  proto::InputSource argument;
+  argument.kind = proto::InputSource::kInline;
+  argument.bytes.resize(bytes);
+  d.entries[0].inputs.push_back(argument);
+  return d;
+}
+
+TEST(HeldDispatchesTest, ArgumentsPastTheBoundAreGivenUpInTheirPlaceAndTheRestStillWait) {
+  std::set<uint64_t> compiled_here;
+  auto compiled = [&](uint64_t f) { return compiled_here.count(f) != 0; };
+  HeldDispatches held(kMaxBytes);
+  held.Expect({2}, kWaitUs);
+  EXPECT_TRUE(held.Add(WithArgument(10, 2, 600), "s").ok());
+  EXPECT_TRUE(held.Add(WithArgument(11, 2, 400), "s").ok()) << "exactly at the bound";
+  const Status given_up = held.Add(WithArgument(12, 2, 1), "s");
+  EXPECT_EQ(given_up.code(), Code::kResourceExhausted);
+  EXPECT_NE(given_up.message().find("held_dispatch_bytes"), std::string::npos)
+      << given_up.ToString();
+  EXPECT_EQ(held.bytes(), kMaxBytes) << "the given-up one's value is dropped, not counted";
+  EXPECT_TRUE(held.TakeReady(compiled, 1).empty()) << "still waiting for function 2";
+  compiled_here.insert(2);
+  auto ready = held.TakeReady(compiled, 2);
+  ASSERT_EQ(Runs(ready), (std::vector<uint64_t>{10, 11, 12})) << "in arrival order";
+  EXPECT_EQ(held.bytes(), 0u);
+  EXPECT_EQ(ready[1].dispatch.entries[0].error_code, 0);
+  EXPECT_EQ(ready[1].dispatch.entries[0].inputs[0].bytes.size(), 400u);
+  const proto::Entry& dropped = ready[2].dispatch.entries[0];
+  EXPECT_EQ(proto::FromError({dropped.error_code, dropped.error}).code(), Code::kResourceExhausted);
+  EXPECT_TRUE(dropped.inputs[0].bytes.empty());
+  EXPECT_TRUE(held.Add(WithArgument(13, 2, kMaxBytes), "s").ok()) << "room again once they left";
 }
 
 }  // namespace
