@@ -370,7 +370,7 @@ Status LocalCluster::SpawnChild(Child& child) {
   if (child.info.role == "executor" || child.info.role == "simhosts") {
     // Their devices multiply on threads of their own, with OpenBLAS set to one thread
     // (kernels/matmul_threads.h). Said before it loads: otherwise it starts a thread per
-    // core that spins in sched_yield for about 100 ms of CPU, taken from the services
+    // core that spins in sched_yield for about 80 ms of CPU, taken from the services
     // starting beside it.
     spawn.env = {"OPENBLAS_NUM_THREADS=1"};
   }

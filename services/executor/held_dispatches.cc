@@ -8,6 +8,19 @@
 
 namespace atl::executor {
 
+namespace {
+
+// Gives `entry` up with `error`, unless its scheduler gave it up already (its error stands).
+// Returns whether it took the error.
+bool GiveUp(proto::Entry& entry, const proto::Error& error) {
+  if (entry.error_code != 0) return false;
+  entry.error_code = error.code;
+  entry.error = error.message;
+  return true;
+}
+
+}  // namespace
+
 void HeldDispatches::Expect(const std::vector<uint64_t>& functions, int64_t until_us) {
   awaited_.insert(functions.begin(), functions.end());
   awaited_until_us_ = until_us;
@@ -32,7 +45,7 @@ Status HeldDispatches::Add(proto::Dispatch dispatch, std::string scheduler) {
     for (const proto::InputSource& input : e.inputs) bytes += input.bytes.size();
   }
   Status given_up = Status::Ok();
-  if (bytes > max_bytes_ - std::min(bytes_, max_bytes_)) {
+  if (bytes_ + bytes > max_bytes_) {
     given_up = ResourceExhausted(fmt::format(
         "dispatch of run {} given up: it brings {} bytes of argument values to the {} held "
         "here for functions still to be compiled, past the bound of {} "
@@ -41,9 +54,7 @@ Status HeldDispatches::Add(proto::Dispatch dispatch, std::string scheduler) {
     const proto::Error error = proto::ToError(given_up);
     for (proto::Entry& e : dispatch.entries) {
       for (proto::InputSource& input : e.inputs) input.bytes = {};
-      if (e.error_code != 0) continue;  // its scheduler's own error stands
-      e.error_code = error.code;
-      e.error = error.message;
+      GiveUp(e, error);
     }
     bytes = 0;
   }
@@ -69,10 +80,7 @@ size_t HeldDispatches::FailRun(uint64_t run, const Status& why) {
   size_t failed = 0;
   for (Held& held : held_) {
     for (proto::Entry& e : held.dispatch.entries) {
-      if (e.run_id != run || e.error_code != 0) continue;
-      e.error_code = error.code;
-      e.error = error.message;
-      ++failed;
+      if (e.run_id == run && GiveUp(e, error)) ++failed;
     }
   }
   return failed;
