@@ -15,7 +15,7 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libfmt-dev libtoml11-dev
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libsleef-dev
+  libopenblas-dev libsleef-dev libjemalloc-dev
   python3 python3-matplotlib
   python3-dev pybind11-dev python3-numpy   # the Python package atoll (python/)
 )
