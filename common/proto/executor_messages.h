@@ -56,7 +56,7 @@ struct Piece {
   Shape dst_shape;
   uint32_t of = 0;
   bool operator==(const Piece&) const = default;
-  MSGPACK_DEFINE(begin, size, dst_begin, dst_shape, of);
+  MSGPACK_DEFINE_TRIMMED(of, begin, size, dst_begin, dst_shape);
 };
 
 // Where one output of a shard goes; an output may go to several places.
@@ -78,7 +78,8 @@ struct OutputDest {
   int32_t route_by = -1;
   uint32_t route_shards = 0;
   bool operator==(const OutputDest&) const = default;
-  MSGPACK_DEFINE(kind, data_endpoint, node, input, shard, object_id, piece, route_by, route_shards);
+  MSGPACK_DEFINE_TRIMMED(kind, data_endpoint, node, input, shard, object_id, piece, route_by,
+                         route_shards);
 };
 
 // One shard of one gang: everything an executor needs to run it without asking anyone.
@@ -108,8 +109,10 @@ struct Entry {
   // rather than wait in a collective for partners that are not coming.
   uint32_t slice_mapping = 0;
   bool operator==(const Entry&) const = default;
-  MSGPACK_DEFINE(run_id, node, gang_seq, function_id, device, shard, num_shards, owner_client,
-                 sequential, inputs, outputs, peers, error_code, error, slice_mapping);
+  // The wire order lists the fields most often set first, so that trimming drops the rest.
+  MSGPACK_DEFINE_TRIMMED(run_id, node, gang_seq, function_id, device, shard, num_shards,
+                         owner_client, slice_mapping, inputs, outputs, sequential, peers,
+                         error_code, error);
 };
 
 // Scheduler -> executor: all of this executor's entries of one program, in gang order.

@@ -122,7 +122,7 @@ struct GangDone {
   int32_t error_code = 0;  // atl::Code of a failed shard among them; 0: none failed
   std::string error;       // that shard's error message, when one failed
   bool operator==(const GangDone&) const = default;
-  MSGPACK_DEFINE(gang_seq, shards, busy_us, error_code, error);
+  MSGPACK_DEFINE_TRIMMED(gang_seq, shards, busy_us, error_code, error);
 };
 
 }  // namespace atl::proto
