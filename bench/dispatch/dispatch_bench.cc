@@ -255,24 +255,33 @@ double BreakEvenMs(const std::map<int, double>& series, const std::map<int, doub
 // medians[series][hosts][compute_us]
 using Medians = std::map<std::string, std::map<int, std::map<int, double>>>;
 
-// Measures series `name` at (hosts, compute): `runs` samples after a run that warms up
-// (connections, compiles), recorded as its row and its median.
-Status MeasureSeries(const std::string& name, int hosts, int compute, int runs,
-                     const std::function<Result<double>()>& measure, Medians& medians,
+using Series = std::vector<std::pair<std::string, std::function<Result<double>()>>>;
+
+// Measures every series at (hosts, compute): a run of each that warms up (connections,
+// compiles), then `runs` rounds of one sample of each in turn, so that a busy spell of this
+// shared machine falls on all of them rather than on whichever ran then, and the ratios
+// between them hold. Each is recorded as its row and its median.
+Status MeasureSeries(const Series& series, int hosts, int compute, int runs, Medians& medians,
                      BenchResult& result) {
-  std::vector<double> samples;
+  std::vector<std::vector<double>> samples(series.size());
   for (int r = 0; r <= runs; ++r) {
-    auto rate = measure();
-    ATOLL_RETURN_IF_ERROR(
-        rate.status().WithContext(fmt::format("{} hosts={} compute_us={}", name, hosts, compute)));
-    if (r > 0) samples.push_back(*rate);
+    for (size_t i = 0; i < series.size(); ++i) {
+      const auto& [name, measure] = series[i];
+      auto rate = measure();
+      ATOLL_RETURN_IF_ERROR(rate.status().WithContext(
+          fmt::format("{} hosts={} compute_us={}", name, hosts, compute)));
+      if (r > 0) samples[i].push_back(*rate);
+    }
   }
-  medians[name][hosts][compute] = Median(samples);
-  fmt::print("{:>20} hosts={:<3} compute_us={:>6}: {:>9.1f} computations/s\n", name, hosts, compute,
-             medians[name][hosts][compute]);
+  for (size_t i = 0; i < series.size(); ++i) {
+    const std::string& name = series[i].first;
+    medians[name][hosts][compute] = Median(samples[i]);
+    fmt::print("{:>20} hosts={:<3} compute_us={:>6}: {:>9.1f} computations/s\n", name, hosts,
+               compute, medians[name][hosts][compute]);
+    result.Add(name, {{"hosts", hosts}, {"compute_us", compute}}, "computations_per_s", "1/s",
+               samples[i]);
+  }
   std::fflush(stdout);
-  result.Add(name, {{"hosts", hosts}, {"compute_us", compute}}, "computations_per_s", "1/s",
-             samples);
   return Status::Ok();
 }
 
@@ -287,7 +296,7 @@ Status RunSweep(const BenchOptions& options, const std::vector<int>& only_hosts,
   if (options.quick) {
     sweep = {{1, 2}, {0, 1000}, 64, 3};
   } else {
-    sweep = {{1, 2, 4, 8}, {0, 100, 300, 1000, 3000}, 128, 5};
+    sweep = {{1, 2, 4, 8}, {0, 100, 300, 1000, 3000}, 128, 7};
   }
   if (!only_hosts.empty()) sweep.hosts = only_hosts;
   const std::string dir = TempDir();
@@ -300,7 +309,7 @@ Status RunSweep(const BenchOptions& options, const std::vector<int>& only_hosts,
     ATOLL_RETURN_IF_ERROR(curve.Start(fmt::format("{}/h{}-curve", dir, hosts))
                               .WithContext(fmt::format("CURVE cluster of {} hosts", hosts)));
     for (int compute : sweep.compute_us) {
-      const std::vector<std::pair<std::string, std::function<Result<double>()>>> series = {
+      const Series series = {
           {"op_by_op", [&] { return bench.OpByOp(compute); }},
           {"chained", [&] { return bench.Chained(compute, false); }},
           {"fused", [&] { return bench.Fused(compute); }},
@@ -309,10 +318,7 @@ Status RunSweep(const BenchOptions& options, const std::vector<int>& only_hosts,
           {"op_by_op_curve", [&] { return curve.OpByOp(compute); }},
           {"chained_curve", [&] { return curve.Chained(compute, false); }},
       };
-      for (const auto& [name, measure] : series) {
-        ATOLL_RETURN_IF_ERROR(
-            MeasureSeries(name, hosts, compute, sweep.runs, measure, medians, result));
-      }
+      ATOLL_RETURN_IF_ERROR(MeasureSeries(series, hosts, compute, sweep.runs, medians, result));
     }
     for (Bench* b : {&bench, &curve}) {
       Status stopped = b->Stop();
@@ -433,15 +439,12 @@ Status RunSimSweep(const BenchOptions& options, BenchResult& result) {
     fmt::print("  started in {:.1f} s\n",
                std::chrono::duration<double>(Clock::now() - started).count());
     for (int compute : size.compute_us) {
-      const std::vector<std::pair<std::string, std::function<Result<double>()>>> series = {
+      const Series series = {
           {"chained_sim", [&] { return bench.Chained(compute, false); }},
           {"op_by_op_sim", [&] { return bench.OpByOp(compute); }},
           {"multi_controller_sim", [&] { return bench.MultiController(compute); }},
       };
-      for (const auto& [name, measure] : series) {
-        ATOLL_RETURN_IF_ERROR(
-            MeasureSeries(name, hosts, compute, sweep.runs, measure, medians, result));
-      }
+      ATOLL_RETURN_IF_ERROR(MeasureSeries(series, hosts, compute, sweep.runs, medians, result));
     }
     ATOLL_ASSIGN_OR_RETURN(messages[hosts], MessagesPerComputation(bench, hosts, size.steps));
     fmt::print("{:>20} hosts={:<3}: {:.1f} control messages per computation ({:.2f} per host)\n",

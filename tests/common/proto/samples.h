@@ -233,16 +233,13 @@ inline InputSource Sample<InputSource>() {
 }
 
 template <>
+inline Piece Sample<Piece>() {
+  return {{0, 2}, {4, 2}, {0, 0}, {4, 4}, 2};
+}
+
+template <>
 inline OutputDest Sample<OutputDest>() {
-  return {OutputDest::kStore,
-          "tcp://10.0.0.3:5001",
-          3,
-          1,
-          2,
-          999,
-          {{0, 2}, {4, 2}, {0, 0}, {4, 4}, 2},
-          1,
-          4};
+  return {OutputDest::kStore, "tcp://10.0.0.3:5001", 3, 1, 2, 999, Sample<Piece>(), 1, 4};
 }
 
 template <>
