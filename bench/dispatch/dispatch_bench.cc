@@ -260,12 +260,15 @@ using Series = std::vector<std::pair<std::string, std::function<Result<double>()
 // Measures every series at (hosts, compute): a run of each that warms up (connections,
 // compiles), then `runs` rounds of one sample of each in turn, so that a busy spell of this
 // shared machine falls on all of them rather than on whichever ran then, and the ratios
-// between them hold. Each is recorded as its row and its median.
+// between them hold. Each round starts one series further on, so that no series always
+// follows the same one (and pays for what that one leaves running, as freeing its objects).
+// Each is recorded as its row and its median.
 Status MeasureSeries(const Series& series, int hosts, int compute, int runs, Medians& medians,
                      BenchResult& result) {
   std::vector<std::vector<double>> samples(series.size());
   for (int r = 0; r <= runs; ++r) {
-    for (size_t i = 0; i < series.size(); ++i) {
+    for (size_t k = 0; k < series.size(); ++k) {
+      const size_t i = (k + r) % series.size();
       const auto& [name, measure] = series[i];
       auto rate = measure();
       ATOLL_RETURN_IF_ERROR(rate.status().WithContext(
