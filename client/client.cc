@@ -16,6 +16,7 @@
 #include "client/reads_ledger.h"
 #include "client/run_state.h"
 #include "client/sharding.h"
+#include "common/net/tensor_frames.h"
 #include "common/net/transport.h"
 #include "common/proto/ids.h"
 
@@ -215,17 +216,15 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
   run->losses_seen = impl_->losses.size();
 
   const auto timeout = impl_->options.request_timeout;
-  for (const auto& put : lowered.puts) {
+  for (auto& put : lowered.puts) {
     ATOLL_ASSIGN_OR_RETURN(net::Requester * store, impl_->Watcher(put.store));
+    const proto::PutObject request{put.object_id, put.shard, impl_->id, put.value.dtype(),
+                                   put.value.shape()};
     net::Frames data;
-    data.emplace_back(put.value.data(), put.value.nbytes());
-    ATOLL_RETURN_IF_ERROR(
-        store
-            ->Call<proto::Ok>(proto::PutObject{put.object_id, put.shard, impl_->id,
-                                               put.value.dtype(), put.value.shape()},
-                              timeout, std::move(data))
-            .status()
-            .WithContext("put argument"));
+    data.push_back(net::BorrowedFrame(std::move(put.value)));
+    ATOLL_RETURN_IF_ERROR(store->Call<proto::Ok>(request, timeout, std::move(data))
+                              .status()
+                              .WithContext("put argument"));
   }
   // Streamed: the scheduler's answer is read later (DrainAcks), so back-to-back calls cost
   // no round trip each. At most kMaxUnacked go unanswered: the scheduler's answers queue in

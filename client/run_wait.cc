@@ -6,7 +6,6 @@
 // Meanwhile the wait watches for what ends it early: a scheduler's refusal of the
 // submission, and the RM's notice that a service the run needs is lost.
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <set>
 
@@ -16,6 +15,7 @@
 #include "client/sharding.h"
 #include "client/store_calls.h"
 #include "common/net/socket_waiter.h"
+#include "common/net/tensor_frames.h"
 
 namespace atl {
 
@@ -37,7 +37,8 @@ struct ShardRead {
   std::optional<Result<Tensor>> got;
 };
 
-Result<Tensor> ShardFromReply(const proto::Incoming& in, bool data) {
+// The shard in a store's reply; its data frame becomes the tensor's bytes, uncopied.
+Result<Tensor> ShardFromReply(proto::Incoming& in, bool data) {
   if (in.header.kind() == proto::Kind::kError) {
     ATOLL_ASSIGN_OR_RETURN(proto::Error error, in.header.As<proto::Error>());
     return proto::FromError(error);
@@ -45,9 +46,7 @@ Result<Tensor> ShardFromReply(const proto::Incoming& in, bool data) {
   ATOLL_ASSIGN_OR_RETURN(auto reply, in.header.As<proto::GetObjectReply>());
   if (!data) return Tensor();
   if (in.data.size() != 1) return Internal("the reply carries no data frame");
-  std::vector<std::byte> bytes(in.data[0].size());
-  if (!bytes.empty()) std::memcpy(bytes.data(), in.data[0].data(), bytes.size());
-  return Tensor::FromBytes(reply.dtype, reply.shape, std::move(bytes));
+  return net::AdoptFrame(reply.dtype, std::move(reply.shape), in.data[0]);
 }
 
 // Every shard of results `which` (those that are not the run's own arguments), with its

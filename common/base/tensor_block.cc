@@ -47,6 +47,8 @@ void ForEachRow(const Shape& whole, const Shape& begin, const Shape& size, Copy 
 
 Result<Tensor> ExtractBlock(const Tensor& src, const Shape& begin, const Shape& size) {
   ATOLL_RETURN_IF_ERROR(CheckInside(src.shape(), begin, size));
+  // The whole tensor (a replicated or one-device shard): one pass, not a zero fill and a copy.
+  if (size == src.shape()) return Tensor(src);
   Tensor out(src.dtype(), size);
   const size_t elem = DTypeSize(src.dtype());
   const size_t row = size.empty() ? elem : static_cast<size_t>(size.back()) * elem;

@@ -5,17 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "common/net/tensor_frames.h"
+
 namespace atl::executor {
 
 namespace {
-
-// A frame that borrows the tensor's bytes: ZeroMQ frees the tensor once it has sent them.
-zmq::message_t BorrowedFrame(Tensor tensor) {
-  auto* owner = new Tensor(std::move(tensor));
-  return zmq::message_t(
-      owner->data(), owner->nbytes(), [](void*, void* hint) { delete static_cast<Tensor*>(hint); },
-      owner);
-}
 
 // The bytes a packed tuple takes in the packed frame, at most `limit` (what is left of it).
 Result<size_t> PackedBytes(const proto::TupleHeader& h, size_t limit) {
@@ -26,17 +20,6 @@ Result<size_t> PackedBytes(const proto::TupleHeader& h, size_t limit) {
                                        DTypeName(h.dtype), ShapeString(h.shape), limit));
   }
   return static_cast<size_t>(bytes);
-}
-
-// The tensor in an unpacked frame, adopted when its address suits the dtype (a frame of
-// ZeroMQ's own allocation does), else copied.
-Result<Tensor> OwnFrameValue(const proto::TupleHeader& h, zmq::message_t& frame) {
-  auto owner = std::make_shared<zmq::message_t>(std::move(frame));
-  const std::span<std::byte> bytes(static_cast<std::byte*>(owner->data()), owner->size());
-  if (reinterpret_cast<uintptr_t>(bytes.data()) % std::max<size_t>(DTypeSize(h.dtype), 1) == 0) {
-    return Tensor::Adopt(h.dtype, h.shape, bytes, std::move(owner));
-  }
-  return Tensor::FromBytes(h.dtype, h.shape, {bytes.begin(), bytes.end()});
 }
 
 }  // namespace
@@ -57,7 +40,7 @@ size_t TupleFrames::Add(proto::TupleHeader& h, Result<Tensor> value) {
     packed_.insert(packed_.end(), value->data(), value->data() + bytes);
     any_packed_ = true;
   } else {
-    own_.push_back(BorrowedFrame(std::move(value).value()));
+    own_.push_back(net::BorrowedFrame(std::move(value).value()));
   }
   return bytes;
 }
@@ -110,7 +93,7 @@ Result<std::vector<Result<Tensor>>> TupleValues(const proto::TupleBatch& batch,
       values.push_back(Tensor::FromBytes(
           h.dtype, h.shape, {pack + offsets[next_packed], pack + offsets[next_packed + 1]}));
     } else {
-      values.push_back(OwnFrameValue(h, frames[next_own]));
+      values.push_back(net::AdoptFrame(h.dtype, h.shape, frames[next_own]));
     }
     next_packed += h.packed ? 1 : 0;
     next_own += h.packed ? 0 : 1;
