@@ -249,8 +249,16 @@ Result<std::vector<ShardRead>> ReadShards(const RunState& run, const std::vector
   return reads;
 }
 
-Status ShardError(const RunState& run, const ShardRead& read) {
-  return read.got->status().WithContext(
+// A shard's failed read, named. A read that ran out of time says so with the caller's
+// timeout: the store's own message names its last read's wait, which may have been only
+// what was left of this one (a read ahead sent again near the end).
+Status ShardError(const RunState& run, const ShardRead& read, std::chrono::milliseconds timeout) {
+  Status error = read.got->status();
+  if (error.code() == Code::kDeadlineExceeded) {
+    error = DeadlineExceeded(
+        fmt::format("not ready within the wait's {} ms: {}", timeout.count(), error.message()));
+  }
+  return error.WithContext(
       fmt::format("run {} result {} shard {}", run.id, read.result, read.where->shard));
 }
 
@@ -269,7 +277,7 @@ Result<std::vector<Tensor>> ReadResults(const RunState& run, const std::vector<s
     std::vector<Tensor> shards;
     for (ShardRead& read : reads) {
       if (read.result != r) continue;
-      if (!read.got->ok()) return ShardError(run, read);
+      if (!read.got->ok()) return ShardError(run, read, timeout);
       shards.push_back(std::move(*read.got).value());
     }
     ATOLL_ASSIGN_OR_RETURN(Tensor t, Assemble(shards, plan.type, plan.mesh));
@@ -285,7 +293,7 @@ Status AwaitSealed(const RunState& run, const std::vector<size_t>& which,
                    std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(std::vector<ShardRead> reads, ReadShards(run, which, timeout, false));
   for (const ShardRead& read : reads) {
-    if (!read.got->ok()) return ShardError(run, read);
+    if (!read.got->ok()) return ShardError(run, read, timeout);
   }
   run.client->DrainAcks(std::chrono::milliseconds(0));
   return Status::Ok();

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/net/request_server.h"
@@ -562,13 +563,44 @@ void StoreService::ExpireWaiters() {
     }
     const auto [object, shard] = it->first;
     SendError(it->second.to, DeadlineExceeded(ShardName(object, shard) + " was not sealed within " +
-                                              std::to_string(it->second.timeout_ms) + " ms"));
+                                              std::to_string(it->second.timeout_ms) + " ms" +
+                                              WaitingForRoom(object, shard)));
     it = waiters_.erase(it);
   }
   if (next && (!armed_ || *next < *armed_)) {
     deadline_timer_.ArmAt(*next);
     armed_ = next;
   }
+}
+
+std::string StoreService::WaitingForRoom(uint64_t object, uint32_t shard) const {
+  const MemoryPools& pools = directory_.pools();
+  auto use = [&](int32_t pool) {
+    return fmt::format("{} of {} bytes held by objects not released yet", pools.used_bytes(pool),
+                       pools.capacity(pool));
+  };
+  constexpr const char* kRemedy =
+      "; release what is no longer needed, or give the store more memory";
+  for (const auto& [pool, queue] : pending_) {
+    for (size_t ahead = 0; ahead < queue.size(); ++ahead) {
+      const proto::CreateObject& req = queue[ahead].request;
+      if (req.object_id == object && req.shard == shard) {
+        return fmt::format(
+            ": its producer's output waits for room in {} ({}, {} more requests "
+            "queued ahead of it){}",
+            MemoryPools::PoolName(pool), use(pool), ahead, kRemedy);
+      }
+    }
+  }
+  // Its producer's request may not have come yet, held up by the same shortage.
+  for (const auto& [pool, queue] : pending_) {
+    if (queue.empty()) continue;
+    return fmt::format(
+        ": {} has no room now ({}, {} requests waiting for it), which may hold up "
+        "its producer{}",
+        MemoryPools::PoolName(pool), use(pool), queue.size(), kRemedy);
+  }
+  return "";
 }
 
 void StoreService::ExpireClients() {

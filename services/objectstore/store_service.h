@@ -175,6 +175,10 @@ class StoreService {
   void AddWaiter(ShardKey key, Waiter waiter);
   // Answers waiters whose deadline has passed and re-arms the timer for the next one.
   void ExpireWaiters();
+  // Why a shard may not be sealed yet when memory is short (backpressure): its own space
+  // waits for room, or some pool has requests waiting (its producer's may be held up before
+  // it reaches the store); with the pool's use. "" when no request waits for memory.
+  std::string WaitingForRoom(uint64_t object, uint32_t shard) const;
   void ExpireClients();
   void HeartbeatRm();
   // The RM's answers: none to a heartbeat it accepts; an Error is logged (TakeErrors).

@@ -45,6 +45,13 @@ TEST_F(MemoryTest, ComputationWaitsForDeviceMemoryUntilBuffersAreReleased) {
   ASSERT_TRUE(waiting.has_value()) << "the second program's output never waited for memory";
   EXPECT_EQ(waiting->fields["nbytes"].get<uint64_t>(), uint64_t{kElems} * 4);
   EXPECT_EQ(waiting->fields["device_bytes"].get<uint64_t>(), uint64_t{4} << 20);
+  // A wait that gives up meanwhile says for how long it waited, and why.
+  auto early = second->Wait(300ms);
+  EXPECT_EQ(early.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(early.status().message().find("not ready within the wait's 300 ms"), std::string::npos)
+      << early.status().message();
+  EXPECT_NE(early.status().message().find("waits for room in device 0"), std::string::npos)
+      << early.status().message();
 
   // Releasing the first program's result frees the memory; only then does the second run.
   first.reset();

@@ -131,6 +131,19 @@ TEST_F(StoreProcessTest, APutIntoAFullDeviceWaitsForRoomWithItsBytes) {
   auto refused = store->Call<proto::Ok>(wrong, kCallTimeout, DataFrame(Bytes({1, 2})));
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
 
+  // A reader that gives up meanwhile is told why the shard is not sealed.
+  auto late = Get(*store, 2, 150);
+  EXPECT_EQ(late.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(late.status().message().find("waits for room in device 0 (786432 of 1048576 bytes"),
+            std::string::npos)
+      << late.status().message();
+  // One for a shard whose producer has not asked yet hears that the device is full.
+  auto unknown = Get(*store, 99, 150);
+  EXPECT_EQ(unknown.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(unknown.status().message().find("device 0 has no room now (786432 of 1048576 bytes"),
+            std::string::npos)
+      << unknown.status().message();
+
   ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{1}, kCallTimeout).ok());
   auto answer = net::RecvFrames(producer, kCallTimeout);
   ASSERT_TRUE(answer.ok() && answer->has_value()) << "the put was never answered";
@@ -155,6 +168,7 @@ TEST_F(StoreProcessTest, WaitingGetTimesOutWithDeadlineExceeded) {
   EXPECT_NE(got.status().message().find("object 77 shard 0"), std::string::npos)
       << got.status().message();
   EXPECT_NE(got.status().message().find("150 ms"), std::string::npos) << got.status().message();
+  EXPECT_EQ(got.status().message().find("room"), std::string::npos) << got.status().message();
   EXPECT_GE(waited, 150ms);
   EXPECT_LT(waited, 3s);
 }
