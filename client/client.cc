@@ -179,10 +179,14 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
                          Lower(*program.impl_, lowering_args, impl_->id, run->id, options,
                                impl_->options.weight, [this] { return impl_->NextObjectId(); }));
   AddPeers(lowered.per_scheduler);
-  // Results that are argument values are answered from the client's own copy.
-  std::vector<Tensor> values;
-  for (const auto& a : args) values.push_back(a.value() ? *a.value() : Tensor());
-  run->arg_values = std::move(values);
+  // Results that are argument values are answered from the client's own copy, kept for
+  // those arguments only.
+  run->arg_values.resize(args.size());
+  for (const auto& r : lowered.results) {
+    if (r.arg_index >= 0 && args[r.arg_index].value() != nullptr) {
+      run->arg_values[r.arg_index] = *args[r.arg_index].value();
+    }
+  }
   run->objects = OwnedObjects(lowered);
   for (const auto& r : lowered.results) {
     if (r.borrowed_arg >= 0) run->borrowed.push_back(args[r.borrowed_arg].future()->run_);

@@ -1,5 +1,7 @@
 // Op-by-op calls chained through futures: each call's result feeds the next call before it
 // exists, with no round trip per call; refusals and misplaced futures come back as errors.
+#include <optional>
+
 #include "tests/e2e/cluster_fixture.h"
 
 namespace atl::testing {
@@ -42,6 +44,35 @@ TEST_F(FuturesTest, OpByOpCallsChainThroughFutures) {
   auto out = run->Wait(30s);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->at(0), Tensor::F32({2}, expect));
+}
+
+TEST_F(FuturesTest, AnArgumentReturnedAsAResultIsTheClientsOwnCopy) {
+  auto client = Connect("futures-returned-argument");
+  ASSERT_NE(client, nullptr);
+  auto slice = client->CreateSlice(2, "island0");
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  FunctionBuilder b("inc");
+  b.Output(b.Add(b.AllReduceSum(b.Input(DType::kF32, {2}, Sharding::Replicated())), 1.0));
+  auto inc = client->Register(b, *slice);
+  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ProgramBuilder p;
+  Traced kept = p.Arg(DType::kF32, {2});
+  Traced x = p.Arg(DType::kF32, {2});
+  p.Return({p.Call(*inc, {x})[0], kept});
+  auto program = p.Build();
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  std::optional<atl::Run> run;
+  {
+    Tensor value = Tensor::F32({2}, {7, 8});
+    auto submitted = client->Submit(*program, {value, Tensor::F32({2}, {1, 2})});
+    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    run = std::move(*submitted);
+    value.as<float>()[0] = -1;  // the caller's tensor changes, then goes
+  }
+  auto out = run->Wait(30s);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at(0), Tensor::F32({2}, {3, 5}));
+  EXPECT_EQ(out->at(1), Tensor::F32({2}, {7, 8}));
 }
 
 TEST_F(FuturesTest, WaitingForOneResultLeavesItReadableByTheNextRun) {
