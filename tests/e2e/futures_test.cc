@@ -11,11 +11,15 @@ using namespace std::chrono_literals;
 
 class FuturesTest : public ClusterTest {
  protected:
-  // inc(x) = all_reduce_sum(x) + 1 over `slice`, as a one-call program.
-  static Result<Program> IncProgram(Client& client, const Slice& slice) {
+  // inc(x) = all_reduce_sum(x) + 1 over `slice`.
+  static Result<Function> Inc(Client& client, const Slice& slice) {
     FunctionBuilder b("inc");
     b.Output(b.Add(b.AllReduceSum(b.Input(DType::kF32, {2}, Sharding::Replicated())), 1.0));
-    ATOLL_ASSIGN_OR_RETURN(Function fn, client.Register(b, slice));
+    return client.Register(b, slice);
+  }
+  // inc as a one-call program.
+  static Result<Program> IncProgram(Client& client, const Slice& slice) {
+    ATOLL_ASSIGN_OR_RETURN(Function fn, Inc(client, slice));
     ProgramBuilder p;
     p.Return({p.Call(fn, {p.Arg(DType::kF32, {2})})[0]});
     return p.Build();
@@ -51,9 +55,7 @@ TEST_F(FuturesTest, AnArgumentReturnedAsAResultIsTheClientsOwnCopy) {
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(2, "island0");
   ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  FunctionBuilder b("inc");
-  b.Output(b.Add(b.AllReduceSum(b.Input(DType::kF32, {2}, Sharding::Replicated())), 1.0));
-  auto inc = client->Register(b, *slice);
+  auto inc = Inc(*client, *slice);
   ASSERT_TRUE(inc.ok()) << inc.status().ToString();
   ProgramBuilder p;
   Traced kept = p.Arg(DType::kF32, {2});
