@@ -1,8 +1,5 @@
 #include "services/executor/tuple_frames.h"
 
-#include <algorithm>
-#include <memory>
-
 #include <fmt/format.h>
 
 #include "common/net/tensor_frames.h"
