@@ -24,23 +24,31 @@ class FuturesTest : public ClusterTest {
     p.Return({p.Call(fn, {p.Arg(DType::kF32, {2})})[0]});
     return p.Build();
   }
+  // Connects client_ (named `name`) and gives it slice_, two devices on island0.
+  void ConnectWithSlice(const std::string& name) {
+    client_ = Connect(name);
+    ASSERT_NE(client_, nullptr);
+    auto slice = client_->CreateSlice(2, "island0");
+    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    slice_ = *slice;
+  }
+
+  std::unique_ptr<Client> client_;
+  Slice slice_;
 };
 
 TEST_F(FuturesTest, OpByOpCallsChainThroughFutures) {
-  auto client = Connect("futures");
-  ASSERT_NE(client, nullptr);
-  auto slice = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  auto inc = IncProgram(*client, *slice);
+  ASSERT_NO_FATAL_FAILURE(ConnectWithSlice("futures"));
+  auto inc = IncProgram(*client_, slice_);
   ASSERT_TRUE(inc.ok()) << inc.status().ToString();
   std::vector<float> expect = {1, -1};
-  auto run = client->Submit(*inc, {Tensor::F32({2}, expect)});
+  auto run = client_->Submit(*inc, {Tensor::F32({2}, expect)});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   for (auto& e : expect) e = 2 * e + 1;
   // The earlier runs go out of scope as the chain grows: their results must stay alive
   // for as long as a later run reads them.
   for (int i = 1; i < 30; ++i) {
-    auto next = client->Submit(*inc, {run->Output(0)});
+    auto next = client_->Submit(*inc, {run->Output(0)});
     ASSERT_TRUE(next.ok()) << "call " << i << ": " << next.status().ToString();
     run = std::move(next);
     for (auto& e : expect) e = 2 * e + 1;
@@ -51,11 +59,8 @@ TEST_F(FuturesTest, OpByOpCallsChainThroughFutures) {
 }
 
 TEST_F(FuturesTest, AnArgumentReturnedAsAResultIsTheClientsOwnCopy) {
-  auto client = Connect("futures-returned-argument");
-  ASSERT_NE(client, nullptr);
-  auto slice = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  auto inc = Inc(*client, *slice);
+  ASSERT_NO_FATAL_FAILURE(ConnectWithSlice("futures-returned-argument"));
+  auto inc = Inc(*client_, slice_);
   ASSERT_TRUE(inc.ok()) << inc.status().ToString();
   ProgramBuilder p;
   Traced kept = p.Arg(DType::kF32, {2});
@@ -66,7 +71,7 @@ TEST_F(FuturesTest, AnArgumentReturnedAsAResultIsTheClientsOwnCopy) {
   std::optional<atl::Run> run;
   {
     Tensor value = Tensor::F32({2}, {7, 8});
-    auto submitted = client->Submit(*program, {value, Tensor::F32({2}, {1, 2})});
+    auto submitted = client_->Submit(*program, {value, Tensor::F32({2}, {1, 2})});
     ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
     run = std::move(*submitted);
     value.as<float>()[0] = -1;  // the caller's tensor changes, then goes
@@ -78,13 +83,10 @@ TEST_F(FuturesTest, AnArgumentReturnedAsAResultIsTheClientsOwnCopy) {
 }
 
 TEST_F(FuturesTest, WaitingForOneResultLeavesItReadableByTheNextRun) {
-  auto client = Connect("futures-one-result");
-  ASSERT_NE(client, nullptr);
-  auto slice = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
-  auto inc = IncProgram(*client, *slice);
+  ASSERT_NO_FATAL_FAILURE(ConnectWithSlice("futures-one-result"));
+  auto inc = IncProgram(*client_, slice_);
   ASSERT_TRUE(inc.ok()) << inc.status().ToString();
-  auto run = client->Submit(*inc, {Tensor::F32({2}, {1, 2})});
+  auto run = client_->Submit(*inc, {Tensor::F32({2}, {1, 2})});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   auto first = run->Wait(0, 30s);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -92,7 +94,7 @@ TEST_F(FuturesTest, WaitingForOneResultLeavesItReadableByTheNextRun) {
   auto missing = run->Wait(1, 30s);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), Code::kInvalidArgument) << missing.status().ToString();
-  auto next = client->Submit(*inc, {run->Output(0)});
+  auto next = client_->Submit(*inc, {run->Output(0)});
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   auto second = next->Wait(0, 30s);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
