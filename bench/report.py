@@ -12,8 +12,8 @@ Usage:
   bench/report.py --results DIR --out DIR [--no-plots]
 
 Exit status: 0 when written; 1 when a result file is malformed (nothing is written then; the
-message names the file and the field) or matplotlib is missing (install python3-matplotlib,
-see scripts/setup.sh, or pass --no-plots). Needs python3 and matplotlib only.
+message names the file and the field) or matplotlib is missing (scripts/setup.sh
+installs it into .venv; or pass --no-plots). Needs python3 and matplotlib only.
 """
 
 import argparse
@@ -206,7 +206,7 @@ def write_markdown(results, plots_by_bench, path):
         "# atoll benchmark results",
         "",
         "Written by `bench/report.py` from `bench/results/*.json`; do not edit by hand (run",
-        "`python3 bench/report.py` after a benchmark). Each row is the min/median/max over",
+        "`.venv/bin/python bench/report.py` after a benchmark). Each row is the min/median/max over",
         "`runs` runs on the machine named in its section; compare series within one bench,",
         "as ratios, not absolute figures across machines.",
         "",
@@ -536,8 +536,8 @@ def main(argv):
         try:
             plots = write_plots(results, args.out)
         except ImportError:
-            print("report: matplotlib is missing: install python3-matplotlib "
-                  "(scripts/setup.sh) or pass --no-plots", file=sys.stderr)
+            print("report: matplotlib is missing: scripts/setup.sh installs it into .venv "
+                  "(run this with .venv/bin/python), or pass --no-plots", file=sys.stderr)
             return 1
     write_markdown(results, plots, os.path.join(args.out, "RESULTS.md"))
     return 0

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/global_options.h"
 #include "cli/trace.h"
+#include "atoll_version.h"
 #include "launcher/cluster_info.h"
 #if __has_include("cli/submit.h")
 #include "cli/submit.h"
@@ -16,6 +17,8 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"atoll: a Pathways-style runtime for islands of accelerators"};
+  app.set_version_flag("--version", std::string("atoll ") + ATOLL_VERSION,
+                       "Print atoll's version (with the commit it was built from) and exit");
   app.require_subcommand(1);
   // Options of `atoll` itself may also follow the subcommand: `atoll status --state-dir D`.
   app.fallthrough();

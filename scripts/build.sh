@@ -20,7 +20,13 @@ done
 generator=()
 command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ] && generator=(-G Ninja)
 launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# ccache with paths taken relative to the checkout and the build directory's own path left
+# out of the hash, so that another build directory beside build/ (the wheel's, build-wheel/:
+# tests/install/pip_install_test.sh) or another checkout reuses the objects compiled here.
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+fi
 # Debug information as line tables only (-g1): backtraces, perf and sanitizer reports still
 # name file and line, and the build takes about a third less time than with -g's full
 # information (locals and types, mostly "optimized out" at -O2 anyway). For a debugger's

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs atoll's build dependencies from Debian's packages, and the tools the test suite
-# drives (a terminal multiplexer, a headless browser, the deployment file validators, podman
-# to run the containers, and playwright-core from npm). Idempotent: when everything is
-# installed it does nothing (no apt-get update, no network).
-#   scripts/setup.sh               build dependencies and test tools
+# Installs atoll's dependencies: the C++ libraries and tools from Debian's packages, and the
+# Python packages from PyPI, pinned with their hashes in requirements.lock, into the project's
+# virtual environment .venv/ (every script, test and CMake rule uses .venv/bin/python).
+# Idempotent and quiet: when everything is installed it does nothing (no apt-get update, no
+# network).
+#   scripts/setup.sh               build dependencies, test tools and .venv
 #   scripts/setup.sh --build-only  build dependencies only (docker/Dockerfile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,28 +12,24 @@ build_only=0
 [ "${1:-}" = "--build-only" ] && build_only=1
 
 packages=(
-  build-essential cmake pkg-config clang-format
+  build-essential cmake pkg-config clang-format ninja-build ccache
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libfmt-dev libtoml11-dev
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libsleef-dev libjemalloc-dev
-  python3 python3-matplotlib
-  python3-dev pybind11-dev python3-numpy   # the Python package atoll (python/)
+  libopenblas-dev libsleef-dev libjemalloc-dev libdnnl-dev libeigen3-dev
+  python3 python3-dev python3-venv   # the interpreter .venv is made from, and its headers
 )
 
-# What tests/ops drives: `atoll top` in tmux, the dashboard in headless chromium, the
-# compose and Kubernetes files through docker-compose, yamllint and the Kubernetes API's
-# models (python3-kubernetes), and for real with podman (runc, netavark networks with DNS,
+# What the tests drive beyond the build: `atoll top` in tmux, the dashboard in Debian's
+# chromium (driven by playwright from PyPI), the compose and Kubernetes files through
+# docker-compose and yamllint, and for real with podman (runc, netavark networks with DNS,
 # catatonit for `init`, debootstrap for a base image: tests/ops/podman_lib.sh);
-# scripts/fuzz.sh's compiler and libFuzzer; pytest for tests/python; `ip`, which makes the
-# network namespaces of the tests and benchmarks across machines; Dask distributed, the
-# peer bench/peers measures against.
+# scripts/fuzz.sh's compiler and libFuzzer; `ip`, which makes the network namespaces of the
+# tests and benchmarks across machines.
 if [ $build_only -eq 0 ]; then
-  packages+=(tmux chromium docker-compose yamllint python3-yaml python3-kubernetes
+  packages+=(tmux chromium docker-compose yamllint
              podman runc netavark aardvark-dns catatonit iptables debootstrap
-             clang-14 libfuzzer-14-dev python3-pytest iproute2 python3-distributed)
-  # Node.js for playwright-core: Debian's, unless a node with npm is installed already.
-  command -v npm >/dev/null || packages+=(nodejs npm)
+             clang-14 libfuzzer-14-dev iproute2)
 fi
 
 missing=()
@@ -48,4 +45,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-[ $build_only -eq 1 ] || bash tests/ops/browser/setup.sh
+[ $build_only -eq 1 ] || bash scripts/venv.sh

@@ -145,7 +145,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   std::filesystem::create_directories(dir);
   ATOLL_ASSIGN_OR_RETURN(
       std::unique_ptr<DaskSide> dask,
-      DaskSide::Start(ATOLL_SYSTEM_PYTHON3, ATOLL_SOURCE_DIR "/bench/peers/dask_side.py",
+      DaskSide::Start(ATOLL_PYTHON, ATOLL_SOURCE_DIR "/bench/peers/dask_side.py",
                       dir + "/dask.log", std::chrono::seconds(60)));
   fmt::print("dask {} (LocalCluster: 2 worker processes x 1 thread)\n", dask->version());
   AtollSide atoll;

@@ -131,7 +131,9 @@ Result<TensorEntry> TensorFromJson(const json& j, size_t i) {
   ATOLL_ASSIGN_OR_RETURN(t.dtype, ParseDType(dtype));
   ATOLL_ASSIGN_OR_RETURN(const std::string descr, Field<std::string>(j, "descr", where));
   ATOLL_ASSIGN_OR_RETURN(const std::string_view want, NpyDescr(t.dtype));
-  if (descr != want) {
+  // A bf16 tensor saved before ml_dtypes has '<u2' (common/checkpoint/npy.cc).
+  const Result<DType> legacy = DTypeOfNpyDescr(descr);
+  if (descr != want && !(legacy.ok() && *legacy == t.dtype)) {
     return InvalidArgument(fmt::format("the checkpoint index: {} is {} with descr '{}', not '{}'",
                                        where, dtype, descr, want));
   }

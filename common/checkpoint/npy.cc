@@ -13,18 +13,22 @@ namespace atl::checkpoint {
 namespace {
 
 // One row per dtype (every dtype can be saved): its numpy descr, little-endian as every
-// atoll host is. numpy has no bfloat16 (ml_dtypes' descr is not portable), so bf16 is saved
-// as its raw bits, '<u2', which numpy reads as uint16; the index's dtype says they are bf16
-// (README, "Checkpoints", shows how numpy users widen them to float32).
+// atoll host is. bf16 is 'bfloat16', the name ml_dtypes (JAX's dtypes) registers with numpy:
+// np.load reads such a file as ml_dtypes.bfloat16 once ml_dtypes is imported, and without it
+// fails naming the type, rather than giving numbers of another type. (np.save itself writes
+// ml_dtypes' arrays as '<V2', opaque bytes that load back as no number at all.)
 struct NpyType {
   DType dtype;
   std::string_view descr;
 };
 constexpr NpyType kNpyTypes[] = {
-    {DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "<u2"},
+    {DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "bfloat16"},
     {DType::kF16, "<f2"}, {DType::kF64, "<f8"}, {DType::kI64, "<i8"},
 };
 static_assert(std::size(kNpyTypes) == kNumDTypes, "a new dtype needs its .npy descr here");
+// What atoll 0.1 wrote for bf16 before ml_dtypes: the raw bits as uint16. Still read, so that
+// those checkpoints load.
+constexpr NpyType kLegacyBF16 = {DType::kBF16, "<u2"};
 
 std::string KnownDescrs() {
   std::string known;
@@ -162,6 +166,7 @@ Result<DType> DTypeOfNpyDescr(std::string_view descr) {
   for (const NpyType& t : kNpyTypes) {
     if (t.descr == descr) return t.dtype;
   }
+  if (descr == kLegacyBF16.descr) return kLegacyBF16.dtype;
   return InvalidArgument(
       fmt::format("the .npy descr '{}' is not one atoll reads ({})", descr, KnownDescrs()));
 }

@@ -18,7 +18,8 @@ namespace atl::checkpoint {
 // numpy's name for `dtype` ("<f4"), little-endian; InvalidArgument for a dtype with no row
 // in the table (npy.cc), naming those that have one.
 Result<std::string_view> NpyDescr(DType dtype);
-// The inverse; InvalidArgument for any other descr (big-endian, Fortran, other types).
+// The inverse, and bf16 for '<u2' (raw bits, as atoll wrote bf16 before 'bfloat16');
+// InvalidArgument for any other descr (big-endian, Fortran, other types).
 Result<DType> DTypeOfNpyDescr(std::string_view descr);
 
 // The bytes before the data of a C-ordered array of `dtype` and `shape`.

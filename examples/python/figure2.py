@@ -3,7 +3,7 @@
 devices, a(x) = x * 2, b(x) = x + 1, c(x) = x / 2, and one program f(v) that calls them,
 traced into one dataflow graph and run on the cluster `atoll up` started (or --rm EP):
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/figure2.py
+    PYTHONPATH=build/python .venv/bin/python examples/python/figure2.py
     y = [2. 3.]
     z = [2. 4.]
 """

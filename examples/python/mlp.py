@@ -7,7 +7,7 @@ The batch is split over the slice's devices and the weights are replicated; the 
 gradients come from atoll.value_and_grad (each device computes its share, and the
 all_reduce_sum it adds makes the batch's), and every device takes the same SGD step. Run it on the cluster `atoll up` started (or --rm EP):
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/mlp.py --steps 5
+    PYTHONPATH=build/python .venv/bin/python examples/python/mlp.py --steps 5
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ Errors are exceptions, one class per status code (atoll.InvalidArgument, atoll.N
 """
 
 from . import ops
+from ._atoll import __version__
 from ._atoll import (Cancelled, DeadlineExceeded, Error, FailedPrecondition, Internal,
                      InvalidArgument, NotFound, OutOfMemory, PermissionDenied,
                      ResourceExhausted, Traced, Unavailable, Value)
@@ -38,5 +39,5 @@ __all__ = [
     "PermissionDenied", "Program", "ResourceExhausted", "Run", "Sharding", "Slice",
     "TensorType", "Traced", "Unavailable", "Value", "axes", "bf16", "connect", "f16", "f32",
     "f64", "function", "grad", "i32", "i64", "ops", "program", "replicated", "route", "split",
-    "value_and_grad",
+    "value_and_grad", "__version__",
 ]

@@ -117,9 +117,9 @@ class Client:
             sequential: bool = False) -> "Run":
         """Submits ``program`` (or one call of a Function) on ``args`` and returns at once.
 
-        Each argument is a numpy array of the argument's dtype (float32, float16, float64,
-        int32 or int64; a C-contiguous array crosses without a copy and must not change until
-        run() returns; numpy has no bfloat16, see atoll.bf16),
+        Each argument is a numpy array of the argument's dtype (float32, float16,
+        ml_dtypes.bfloat16, float64, int32 or int64; a C-contiguous array crosses without a
+        copy and must not change until run() returns),
         a Future of an earlier run (its value stays in the cluster), or anything numpy turns
         into an array (a list, a number), converted to the argument's dtype. sequential:
         each call's host-side work starts only once the previous one finished.
@@ -134,11 +134,6 @@ class Client:
         for i, arg in enumerate(args):
             if isinstance(arg, Future):
                 wire.append(arg._future)
-            elif i < len(program.args) and program.args[i].dtype.numpy is None:
-                raise _atoll.InvalidArgument(
-                    f"argument {i}: numpy has no bfloat16, so a bf16 argument cannot be an "
-                    "array: give the values as float32 to an f32 argument and "
-                    "atoll.ops.cast them to atoll.bf16 inside the function (or pass a Future)")
             elif isinstance(arg, np.ndarray) or i >= len(program.args):
                 wire.append(arg)
             else:
@@ -154,8 +149,9 @@ class Client:
         ``path``: a directory relative to each object store's checkpoint root, one numpy .npy
         file per block written by the store that holds it, and an index (index.json) written
         last; numpy alone reads it back (README, "Checkpoints"). At least one tensor is a
-        Future; arrays are of a dtype atoll takes (float32, float16, float64, int32,
-        int64); a bf16 tensor's files hold its raw bits as uint16 (README). Waits for the futures' runs (at most ``timeout``
+        Future; arrays are of a dtype atoll takes (float32, float16, ml_dtypes.bfloat16,
+        float64, int32, int64); a bf16 tensor's files say "bfloat16" in their descr, which
+        numpy reads once ml_dtypes is imported (README). Waits for the futures' runs (at most ``timeout``
         seconds in all).
 
         Raises atoll.InvalidArgument for a bad name or path, atoll.PermissionDenied for a

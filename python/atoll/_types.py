@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
+import ml_dtypes
 import numpy as np
 
 Dim = Optional[int]
@@ -91,15 +92,13 @@ class DType:
     """An element type: ``atoll.f32``, ``atoll.bf16``, ... Index it with a shape for a
     TensorType: ``atoll.f32[64, 32]``, ``atoll.f32[()]`` for a scalar.
 
-    ``numpy`` is the numpy dtype of its arrays, None for bf16, which numpy has not: a bf16
-    result comes back as a float32 array (widened exactly), and a bf16 argument cannot be
-    given as an array (give float32 values and ``atoll.ops.cast`` them inside the function,
-    or pass a Future of a bf16 result).
+    ``numpy`` is the numpy dtype of its arrays: numpy's own, and for bf16
+    ``ml_dtypes.bfloat16`` (the type JAX's bfloat16 arrays have), bit for bit.
     """
 
-    def __init__(self, name: str, numpy_dtype: Optional[type]) -> None:
+    def __init__(self, name: str, numpy_dtype: type) -> None:
         self.name = name
-        self.numpy = None if numpy_dtype is None else np.dtype(numpy_dtype)
+        self.numpy = np.dtype(numpy_dtype)
 
     def __getitem__(self, shape: Union[Dim, Tuple[Dim, ...]]) -> TensorType:
         dims = shape if isinstance(shape, tuple) else (shape,)
@@ -122,8 +121,8 @@ f32 = DType("f32", np.float32)
 """32-bit floats (numpy.float32)."""
 i32 = DType("i32", np.int32)
 """32-bit signed integers (numpy.int32)."""
-bf16 = DType("bf16", None)
-"""bfloat16, a storage format computed on in f32 (no numpy dtype: results come as float32)."""
+bf16 = DType("bf16", ml_dtypes.bfloat16)
+"""bfloat16, a storage format computed on in f32 (ml_dtypes.bfloat16 arrays)."""
 f16 = DType("f16", np.float16)
 """IEEE half precision, a storage format computed on in f32 (numpy.float16)."""
 f64 = DType("f64", np.float64)

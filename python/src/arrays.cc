@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/base/half.h"
+#include <stdexcept>
+#include <string_view>
 
 namespace py = pybind11;
 
@@ -14,41 +15,37 @@ namespace atl::python {
 
 namespace {
 
-// The numpy dtype of each atoll dtype that numpy has; bf16 is the one it has not.
+// The numpy dtype of each atoll dtype: numpy's own, and bfloat16 from ml_dtypes (the
+// package JAX uses), whose arrays hold the same bits atoll's bf16 tensors do.
 struct NumpyName {
   DType dtype;
   const char* numpy;
 };
-constexpr NumpyName kNumpyNames[] = {{DType::kF32, "float32"},
-                                     {DType::kI32, "int32"},
-                                     {DType::kF16, "float16"},
-                                     {DType::kF64, "float64"},
-                                     {DType::kI64, "int64"}};
+constexpr NumpyName kNumpyNames[] = {{DType::kF32, "float32"}, {DType::kI32, "int32"},
+                                     {DType::kF16, "float16"}, {DType::kF64, "float64"},
+                                     {DType::kI64, "int64"},   {DType::kBF16, "bfloat16"}};
+
+py::dtype DTypeNamed(const char* name) {
+  // ml_dtypes registers "bfloat16" with numpy once imported (atoll/__init__.py imports it).
+  if (std::string_view(name) == "bfloat16") py::module_::import("ml_dtypes");
+  return py::dtype(name);
+}
 
 // An array's atoll dtype, by numpy type number (which an array of the other byte order shares).
 std::optional<DType> DTypeOf(const py::array& array) {
   for (const NumpyName& n : kNumpyNames) {
-    if (array.dtype().num() == py::dtype(n.numpy).num()) return n.dtype;
+    if (array.dtype().num() == DTypeNamed(n.numpy).num()) return n.dtype;
   }
   return std::nullopt;
-}
-
-// A bf16 tensor as the f32 tensor of the same values (exact).
-Tensor WidenBF16(const Tensor& t) {
-  Tensor wide(DType::kF32, t.shape());
-  const auto in = t.as<BF16>();
-  auto out = wide.as<float>();
-  for (size_t i = 0; i < in.size(); ++i) out[i] = Widen(in[i]);
-  return wide;
 }
 
 }  // namespace
 
 pybind11::dtype NumpyDType(DType dtype) {
   for (const NumpyName& n : kNumpyNames) {
-    if (n.dtype == dtype) return py::dtype(n.numpy);
+    if (n.dtype == dtype) return DTypeNamed(n.numpy);
   }
-  return py::dtype("float32");  // bf16, which arrays give as float32
+  throw std::logic_error("dtype " + std::string(DTypeName(dtype)) + " has no numpy dtype");
 }
 
 Result<Tensor> TensorFromArray(py::handle object, size_t index) {
@@ -61,11 +58,10 @@ Result<Tensor> TensorFromArray(py::handle object, size_t index) {
   const std::optional<DType> known = DTypeOf(array);
   if (!known) {
     return InvalidArgument(argument +
-                           ": atoll takes float32 (f32), float16 (f16), float64 (f64), int32 "
-                           "(i32) or int64 (i64) arrays, got a " +
+                           ": atoll takes float32 (f32), float16 (f16), ml_dtypes.bfloat16 "
+                           "(bf16), float64 (f64), int32 (i32) or int64 (i64) arrays, got a " +
                            py::cast<std::string>(py::str(array.dtype())) +
-                           " array (convert it with .astype(); numpy has no bfloat16: give bf16 "
-                           "values as float32 and atoll.ops.cast them inside the function)");
+                           " array (convert it with .astype())");
   }
   const DType dtype = *known;
   if (array.dtype().byteorder() == '>') {
@@ -93,7 +89,6 @@ Result<Tensor> TensorFromArray(py::handle object, size_t index) {
 }
 
 py::array ArrayFromTensor(Tensor tensor) {
-  if (tensor.dtype() == DType::kBF16) tensor = WidenBF16(tensor);
   std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
   const py::dtype dtype = NumpyDType(tensor.dtype());
   if (tensor.nbytes() == 0) return py::array(dtype, shape, {});

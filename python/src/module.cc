@@ -4,9 +4,12 @@
 
 #include "python/src/bindings.h"
 #include "python/src/errors.h"
+#include "atoll_version.h"
 
 PYBIND11_MODULE(_atoll, m) {
   m.doc() = "atoll's C++ client library, bound for the Python package `atoll`.";
+  // The same string as `atoll --version` prints (cmake/AtollVersion.cmake).
+  m.attr("__version__") = ATOLL_VERSION;
   atl::python::BindErrors(m);
   atl::python::BindFunctionBuilder(m);
   auto ops = m.def_submodule("ops", "Every op of the IR, on the values of a traced function.");

@@ -20,10 +20,9 @@ using atl::testing::RunCommand;
 class PeersBenchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (RunCommand({ATOLL_SYSTEM_PYTHON3, "-c", "import distributed"}).exit_code != 0) {
-      GTEST_SKIP() << ATOLL_SYSTEM_PYTHON3
-                   << " cannot import distributed (install python3-distributed: "
-                      "scripts/setup.sh)";
+    if (RunCommand({ATOLL_PYTHON, "-c", "import distributed"}).exit_code != 0) {
+      GTEST_SKIP() << ATOLL_PYTHON
+                   << " cannot import distributed (scripts/setup.sh installs it into .venv)";
     }
     char pattern[] = "/tmp/atoll-peers-test-XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);

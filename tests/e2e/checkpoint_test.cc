@@ -102,7 +102,7 @@ TEST_F(CheckpointTest, SavedFuturesAreNumpyFilesAndLoadBackAsFuturesThatFeedRuns
   }
   EXPECT_EQ(npy, 6u);
   if (HaveNumpy()) {
-    const CommandResult read = RunCommand({kSystemPython, kReadCheckpointScript, Dir("ck/one")});
+    const CommandResult read = RunCommand({kPython, kReadCheckpointScript, Dir("ck/one")});
     ASSERT_EQ(read.exit_code, 0) << read.Describe();
     const json got = json::parse(read.out);
     EXPECT_EQ(got["y"]["descr"], "<f4");
@@ -246,7 +246,7 @@ TEST_F(CheckpointTest, EveryDtypeSavesAndLoadsBackBitForBit) {
     EXPECT_EQ(*blocks, c.x);
 
     if (HaveNumpy()) {
-      const CommandResult read = RunCommand({kSystemPython, kReadCheckpointScript, Dir(path)});
+      const CommandResult read = RunCommand({kPython, kReadCheckpointScript, Dir(path)});
       ASSERT_EQ(read.exit_code, 0) << read.Describe();
       const json got = json::parse(read.out);
       const json want =

@@ -37,7 +37,7 @@ printf '\n  [[islands.hosts]]\n  name = "i0h0"\n' >>"$work/tree/config/docker.to
 expect_failure compose "docker.toml lists a host" "lists hosts"
 
 fresh  # a host that joins the wrong island
-python3 - "$work/tree/docker/compose.yaml" <<'PY'
+"${ATOLL_PYTHON:-python3}" - "$work/tree/docker/compose.yaml" <<'PY'
 import sys
 p = sys.argv[1]
 s = open(p).read()
@@ -116,7 +116,7 @@ sed -i '0,/            limits: {cpu: "1", memory: 512Mi}/s///' "$work/tree/docke
 expect_failure k8s "the head has no limits" "needs cpu and memory limits"
 
 fresh  # a host without a liveness probe
-python3 - "$work/tree/docker/k8s/hosts.yaml" <<'PY'
+"${ATOLL_PYTHON:-python3}" - "$work/tree/docker/k8s/hosts.yaml" <<'PY'
 import sys
 p = sys.argv[1]
 s = open(p).read()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Opens `atoll dashboard` in headless Chromium (Debian's /usr/bin/chromium, driven by
-# playwright-core from npm) while two clients run jobs on the same devices, and checks that
+# playwright for Python from the venv: browser/dashboard_test.py) while two clients run jobs on the same devices, and checks that
 # devices, programs and the gang timeline appear and update, with both clients told apart.
 # Saves a screenshot to $ATOLL_DASHBOARD_SCREENSHOT (docs/dashboard.png is made this way).
 # Skipped (exit 77) only when chromium is not installed.
@@ -8,9 +8,9 @@ source "$(dirname "$0")/lib.sh"
 chromium=${ATOLL_CHROMIUM:-/usr/bin/chromium}
 [ -x "$chromium" ] || skip "chromium is not installed ($chromium; scripts/setup.sh installs Debian's)"
 browser_dir="$ATOLL_SOURCE_DIR/tests/ops/browser"
-command -v node >/dev/null || fail "node is not installed: run scripts/setup.sh"
-[ -f "$browser_dir/node_modules/playwright-core/package.json" ] ||
-  fail "playwright-core is not installed in $browser_dir: run scripts/setup.sh (npm ci there)"
+python=${ATOLL_PYTHON:-python3}
+"$python" -c "import playwright" 2>/dev/null ||
+  fail "$python has no playwright: run scripts/setup.sh (it installs requirements.lock into .venv)"
 
 start_cluster
 start_dashboard 300
@@ -19,7 +19,7 @@ echo "dashboard at $url"
 start_spin_job alpha 100000
 start_spin_job beta 100000
 
-ATOLL_CHROMIUM="$chromium" node "$browser_dir/dashboard_test.mjs" "$url" \
+ATOLL_CHROMIUM="$chromium" "$python" "$browser_dir/dashboard_test.py" "$url" \
   "${ATOLL_DASHBOARD_SCREENSHOT:-$work/dashboard.png}" || fail "the browser checks failed"
 for job in alpha beta; do
   ! grep -q "atoll:" "$work/$job.err" || fail "job $job: $(cat "$work/$job.err")"

@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 start_cluster
 start_dashboard 200
 start_spin_job http-job 100000
-python3 - "$url" <<'PY' || fail "HTTP checks"
+"${ATOLL_PYTHON:-python3}" - "$url" <<'PY' || fail "HTTP checks"
 import json, sys, time, urllib.request
 
 url = sys.argv[1]

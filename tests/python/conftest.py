@@ -3,7 +3,7 @@ with `atoll up` (config/test.toml: the services as processes on loopback, every 
 chosen freely), in a state dir of its own, and stopped with `atoll down`.
 
 Run by ctest (tests/python/CMakeLists.txt), or by hand after a build:
-    PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python
+    PYTHONPATH=build/python .venv/bin/python -m pytest tests/python
 ATOLL_BIN_DIR (default build/bin) names the binaries.
 """
 

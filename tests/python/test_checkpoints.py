@@ -8,6 +8,7 @@ import json
 import pathlib
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -86,27 +87,33 @@ def test_every_numpy_dtype_saves_and_loads_as_itself(cluster: Cluster, client: a
     np.testing.assert_array_equal(out, x + x)
 
 
-def test_bf16_is_saved_as_raw_bits_that_numpy_widens(cluster: Cluster,
-                                                      client: atoll.Client) -> None:
+def test_bf16_files_say_bfloat16_and_numpy_reads_them(cluster: Cluster,
+                                                       client: atoll.Client) -> None:
     s = client.slice(2)
 
     @atoll.function(s, atoll.f32[4].split(0))
     def to_bf16(x):
         return ops.cast(x, atoll.bf16)
 
-    x = np.array([1.0, 0.1, 300.7, -2.5], np.float32)
-    rounded = np.array([1.0, 0.10009765625, 300.0, -2.5], np.float32)  # 8 significant bits
+    x = np.random.default_rng(3).standard_normal(4).astype(np.float32) * 100
+    rounded = x.astype(ml_dtypes.bfloat16)  # the oracle of the rounding
     client.save({"w": client.run(to_bf16, x).output(0)}, "py/bf16")
     directory = files_of(cluster, "py/bf16")
     index = json.loads((directory / "index.json").read_text())
-    assert (index["tensors"][0]["dtype"], index["tensors"][0]["descr"]) == ("bf16", "<u2")
-    raw = np.load(directory / index["tensors"][0]["blocks"][0]["file"])
-    assert raw.dtype == np.uint16
-    np.testing.assert_array_equal(raw, rounded[:2].view(np.uint32) >> 16)
-    np.testing.assert_array_equal(read_with_numpy(str(directory))["w"], rounded)
+    assert (index["tensors"][0]["dtype"], index["tensors"][0]["descr"]) == ("bf16", "bfloat16")
+    block = np.load(directory / index["tensors"][0]["blocks"][0]["file"])
+    assert block.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(block.view(np.uint16), rounded[:2].view(np.uint16))
+    read = read_with_numpy(str(directory))["w"]
+    np.testing.assert_array_equal(np.asarray(read, np.float32), rounded.astype(np.float32))
     loaded = client.load("py/bf16", s)
     assert loaded["w"].dtype == atoll.bf16
-    np.testing.assert_array_equal(loaded["w"].result(timeout=30), rounded)
+    np.testing.assert_array_equal(loaded["w"].result(timeout=30).view(np.uint16),
+                                  rounded.view(np.uint16))
+    # A bf16 array saved from the client is the same file.
+    client.save({"w": rounded, "f": loaded["w"]}, "py/bf16_array")
+    again = client.load("py/bf16_array", s, ["w"])["w"].result(timeout=30)
+    np.testing.assert_array_equal(again.view(np.uint16), rounded.view(np.uint16))
 
 
 def test_checkpoint_refusals(client: atoll.Client) -> None:

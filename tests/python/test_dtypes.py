@@ -1,9 +1,10 @@
-"""numpy arrays of every dtype atoll has, both ways, on a real cluster: float16, float64 and
-int64 map to f16, f64 and i64 and come back as themselves; numpy has no bfloat16, so bf16
-values go in as float32 with an explicit cast and come back as float32."""
+"""numpy arrays of every dtype atoll has, both ways, on a real cluster: float16, float64,
+int64 and ml_dtypes.bfloat16 map to f16, f64, i64 and bf16 and come back as themselves, bit
+for bit (ml_dtypes' own conversion is the oracle of bf16's rounding)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -51,31 +52,56 @@ def test_i64_holds_what_i32_cannot(client: atoll.Client) -> None:
     np.testing.assert_array_equal(out, [3 * 2**33, -(2**33)])
 
 
-def test_bf16_goes_in_by_a_cast_and_comes_back_as_float32(client: atoll.Client) -> None:
+def bf16_bits(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a).view(np.uint16)
+
+
+def test_bf16_arrays_go_in_and_come_back_bit_for_bit(client: atoll.Client) -> None:
     s = client.slice(2)
+    rng = np.random.default_rng(7)
+    # Random values of every magnitude bf16 holds, rounding cases, signed zeros, infinities,
+    # subnormals and NaN.
+    x32 = np.concatenate([rng.standard_normal(10, np.float32) * np.float32(10.0) ** rng.integers(-30, 30, 10),
+                          np.array([0.1, 300.7, -0.0, 0.0, np.inf, -np.inf, 1e-40, 3.4e38, np.nan,
+                                    1.00390625, 1.01171875], np.float32)]).astype(np.float32)
+    n = x32.size
+    want = x32.astype(ml_dtypes.bfloat16)  # the oracle: ml_dtypes' round to nearest even
 
-    @atoll.function(s, atoll.f32[4].split(0))
+    @atoll.function(s, atoll.f32[n])
     def to_bf16(x):
-        return ops.cast(x, atoll.bf16) * 2
+        return ops.cast(x, atoll.bf16)
 
-    assert atoll.bf16.numpy is None
-    run = client.run(to_bf16, np.array([1.0, 0.1, 300.7, -2.5], np.float32))
+    assert atoll.bf16.numpy == np.dtype(ml_dtypes.bfloat16)
+    run = client.run(to_bf16, x32)
     assert run.output(0).dtype == atoll.bf16
     out = run.result(timeout=30)
-    assert out.dtype == np.float32
-    # bf16 keeps 8 significant bits: 0.1 -> 0.10009765625, 300.7 -> 300, each exactly doubled.
-    np.testing.assert_array_equal(out, [2.0, 0.2001953125, 600.0, -5.0])
+    assert out.dtype == ml_dtypes.bfloat16
+    finite = ~np.isnan(x32)
+    np.testing.assert_array_equal(bf16_bits(out)[finite], bf16_bits(want)[finite])
+    assert np.isnan(out.astype(np.float32)[~finite]).all()
 
-    # A bf16 result feeds a bf16 argument as a future; an array cannot be one.
-    @atoll.function(s, atoll.bf16[4].split(0))
+    # A bf16 array is an argument as it is, and comes back unchanged through a bf16 function;
+    # a Future of a bf16 result feeds the same argument.
+    @atoll.function(s, atoll.bf16[n])
+    def twice(x):
+        return x * 2
+
+    doubled = (want.astype(np.float32) * 2).astype(ml_dtypes.bfloat16)
+    for arg in (want, run.output(0)):
+        got = client.run(twice, arg).result(timeout=30)
+        assert got.dtype == ml_dtypes.bfloat16
+        np.testing.assert_array_equal(bf16_bits(got)[finite], bf16_bits(doubled)[finite])
+
+    @atoll.function(s, atoll.bf16[n])
     def widen(x):
         return ops.cast(x, "f32")
 
-    again = client.run(widen, run.output(0)).result(timeout=30)
-    assert again.dtype == np.float32
-    np.testing.assert_array_equal(again, out)
-    with pytest.raises(atoll.InvalidArgument, match="numpy has no bfloat16"):
-        client.run(widen, np.zeros(4, np.float32))
+    wide = client.run(widen, want).result(timeout=30)
+    assert wide.dtype == np.float32
+    np.testing.assert_array_equal(wide[finite], want.astype(np.float32)[finite])
+    # An array of another dtype is not silently converted into a bf16 argument.
+    with pytest.raises(atoll.InvalidArgument, match="argument 0"):
+        client.run(widen, np.zeros(n, np.float32))
 
 
 def test_arrays_of_other_dtypes_are_refused_naming_what_is_taken(client: atoll.Client) -> None:

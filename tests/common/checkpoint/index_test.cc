@@ -1,6 +1,6 @@
 // The checkpoint index: what IndexToJson writes reads back equal, every inconsistency is
 // refused by name, and the lines README gives a numpy user reassemble the global arrays
-// from the blocks (run with Debian's /usr/bin/python3).
+// from the blocks (run with the venv's Python).
 #include "common/checkpoint/index.h"
 
 #include <unistd.h>
@@ -70,7 +70,7 @@ TEST(IndexTest, InconsistentIndexesAreRefusedNamingWhatIsWrong) {
       {[](json& j) { j["tensors"][0]["name"] = "../w"; }, "cannot name a tensor"},
       {[](json& j) { j["tensors"][0]["dtype"] = "c128"; }, "unknown dtype 'c128'"},
       {[](json& j) { j["tensors"][0]["descr"] = ">f4"; }, "descr '>f4'"},
-      {[](json& j) { j["tensors"][0]["dtype"] = "bf16"; }, "bf16 with descr '<f4', not '<u2'"},
+      {[](json& j) { j["tensors"][0]["dtype"] = "bf16"; }, "bf16 with descr '<f4', not 'bfloat16'"},
       {[](json& j) { j["tensors"][1]["descr"] = "<i8"; }, "i32 with descr '<i8', not '<i4'"},
       {[](json& j) { j["tensors"][0]["shape"] = "big"; }, "'shape'"},
       {[](json& j) { j["tensors"][0]["shape"][0] = 0; }, "has shape"},
@@ -121,7 +121,7 @@ TEST(IndexTest, NamesAreFileNamesThatStayInTheirDirectory) {
 // Writes `t`'s blocks as the store would and the index, then reads them with README's
 // numpy lines.
 TEST(IndexTest, NumpyReassemblesTheGlobalArraysWithReadmesLines) {
-  if (!testing::HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 has no numpy (scripts/setup.sh)";
+  if (!testing::HaveNumpy()) GTEST_SKIP() << ATOLL_PYTHON " has no numpy (scripts/setup.sh)";
   char dir_template[] = "/tmp/atoll-index-test-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
@@ -148,7 +148,7 @@ TEST(IndexTest, NumpyReassemblesTheGlobalArraysWithReadmesLines) {
   }
   std::ofstream(dir + "/" + std::string(kIndexFile)) << IndexToJson(index);
   const testing::CommandResult read =
-      testing::RunCommand({testing::kSystemPython, testing::kReadCheckpointScript, dir});
+      testing::RunCommand({testing::kPython, testing::kReadCheckpointScript, dir});
   std::filesystem::remove_all(dir);
   ASSERT_EQ(read.exit_code, 0) << read.Describe();
   const json got = json::parse(read.out);

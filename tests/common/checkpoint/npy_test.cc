@@ -1,4 +1,4 @@
-// The .npy writer and reader against numpy itself (Debian's /usr/bin/python3): the files
+// The .npy writer and reader against numpy itself (the venv's Python): the files
 // atoll writes are byte for byte what numpy.save writes, numpy reads them, atoll reads what
 // numpy writes, and every file atoll cannot read is refused by name.
 #include "common/checkpoint/npy.h"
@@ -29,6 +29,12 @@ std::vector<std::byte> FromHex(const std::string& hex) {
   return bytes;
 }
 
+std::string Hex(const std::vector<std::byte>& bytes) {
+  std::string hex;
+  for (std::byte b : bytes) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
+  return hex;
+}
+
 std::vector<std::byte> NpyFile(const Tensor& t) {
   auto header = EncodeNpyHeader(t.dtype(), t.shape());
   EXPECT_TRUE(header.ok()) << header.status().ToString();
@@ -41,7 +47,7 @@ std::vector<std::byte> NpyFile(const Tensor& t) {
 class NpyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 has no numpy (scripts/setup.sh)";
+    if (!HaveNumpy()) GTEST_SKIP() << ATOLL_PYTHON " has no numpy (scripts/setup.sh)";
   }
 };
 
@@ -62,9 +68,6 @@ const struct {
     {"np.array([[-2**63, 2**63 - 1, 2**53 + 1]], dtype=np.int64)",
      Tensor::I64({1, 3}, {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
                           (int64_t{1} << 53) + 1})},
-    // bf16 has no numpy dtype: its raw bits, as uint16 (1.5, -3, inf).
-    {"np.array([0x3fc0, 0xc040, 0x7f80], dtype=np.uint16)",
-     Tensor::FromDoubles(DType::kBF16, {3}, {1.5, -3, INFINITY}).value()},
 };
 
 TEST_F(NpyTest, WritesWhatNumpySaveWritesAndReadsIt) {
@@ -83,8 +86,7 @@ TEST_F(NpyTest, WritesWhatNumpySaveWritesAndReadsIt) {
 
 TEST_F(NpyTest, NumpyLoadsWhatItWrites) {
   for (const auto& a : kArrays) {
-    std::string hex;
-    for (std::byte b : NpyFile(a.tensor)) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
+    const std::string hex = Hex(NpyFile(a.tensor));
     const std::string same = RunPython(
         "import io, sys, numpy as np\n"
         "a = np.load(io.BytesIO(bytes.fromhex(sys.argv[1])))\n"
@@ -95,20 +97,42 @@ TEST_F(NpyTest, NumpyLoadsWhatItWrites) {
   }
 }
 
-// README's line for numpy users: a bf16 file's uint16 bits widened to float32, exactly.
-TEST_F(NpyTest, ReadmesLineWidensBF16BitsToFloat32) {
-  const Tensor bf16 =
-      Tensor::FromDoubles(DType::kBF16, {2, 2}, {1.5, -0.0078125, 3.0e38, -1e-40}).value();
-  std::string hex;
-  for (std::byte b : NpyFile(bf16)) hex += fmt::format("{:02x}", static_cast<unsigned>(b));
-  const std::string widened = RunPython(
-      "import io, json, sys, numpy as np\n"
+// A bf16 file is 'bfloat16' to numpy: with ml_dtypes imported np.load gives an
+// ml_dtypes.bfloat16 array of the same bits as ml_dtypes' own rounding of the values (the
+// oracle: atoll's rounding is round to nearest even, as is theirs), and without it numpy
+// refuses the file naming the type.
+TEST_F(NpyTest, NumpyWithMlDtypesLoadsBF16BitForBit) {
+  const std::vector<double> values = {1.5, -0.0078125, 3.0e38, -1e-40, 0.1, 300.7, INFINITY};
+  const Tensor bf16 = Tensor::FromDoubles(DType::kBF16, {7}, values).value();
+  std::string literal;
+  for (double v : values) literal += fmt::format("float('{}'), ", v);
+  const std::string same = RunPython(
+      "import io, sys, numpy as np, ml_dtypes\n"
       "a = np.load(io.BytesIO(bytes.fromhex(sys.argv[1])))\n"
-      "a = (a.astype(np.uint32) << 16).view(np.float32)\n"
-      "print(json.dumps([str(a.dtype), a.shape, a.ravel().tolist()]))",
-      {hex});
-  EXPECT_EQ(nlohmann::json::parse(widened), nlohmann::json({"float32", {2, 2}, bf16.ToDoubles()}))
-      << widened;
+      "want = np.array(eval(sys.argv[2]), np.float32).astype(ml_dtypes.bfloat16)\n"
+      "print(a.dtype == ml_dtypes.bfloat16, (a.view(np.uint16) == want.view(np.uint16)).all())",
+      {Hex(NpyFile(bf16)), "[" + literal + "]"});
+  EXPECT_EQ(same, "True True\n");
+  const std::string refused = RunPython(
+      "import io, sys, numpy as np\n"
+      "try:\n  np.load(io.BytesIO(bytes.fromhex(sys.argv[1])))\n"
+      "except Exception as e:\n  print('bfloat16' in str(e))",
+      {Hex(NpyFile(bf16))});
+  EXPECT_EQ(refused, "True\n");
+}
+
+// A bf16 file as atoll wrote it before 'bfloat16': its raw bits as '<u2'.
+TEST(NpyLegacyTest, ReadsBF16SavedAsRawBits) {
+  const Tensor bf16 = Tensor::FromDoubles(DType::kBF16, {3}, {1.5, -3, INFINITY}).value();
+  std::vector<std::byte> file = NpyFile(bf16);
+  std::string bytes(reinterpret_cast<const char*>(file.data()), file.size());
+  const size_t at = bytes.find("'bfloat16'");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 10, "'<u2'     ");  // same length: the data stays aligned
+  const auto* begin = reinterpret_cast<const std::byte*>(bytes.data());
+  auto read = ParseNpy(std::vector<std::byte>(begin, begin + bytes.size()));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, bf16);
 }
 
 // A file of format version `major`.0 with header `dict` (padded as numpy pads) and `data`.
@@ -168,7 +192,7 @@ TEST(NpyRefusalTest, TheDescrTableHasEveryDtypeBothWays) {
   const struct {
     DType dtype;
     const char* descr;
-  } rows[] = {{DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "<u2"},
+  } rows[] = {{DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "bfloat16"},
               {DType::kF16, "<f2"}, {DType::kF64, "<f8"}, {DType::kI64, "<i8"}};
   for (const auto& r : rows) {
     EXPECT_EQ(NpyDescr(r.dtype).value(), r.descr) << DTypeName(r.dtype);
@@ -177,7 +201,7 @@ TEST(NpyRefusalTest, TheDescrTableHasEveryDtypeBothWays) {
   auto unknown = DTypeOfNpyDescr("<u4");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find(
-                "<f4 (f32), <i4 (i32), <u2 (bf16), <f2 (f16), <f8 (f64), <i8 (i64)"),
+                "<f4 (f32), <i4 (i32), bfloat16 (bf16), <f2 (f16), <f8 (f64), <i8 (i64)"),
             std::string::npos)
       << unknown.status().ToString();
 }

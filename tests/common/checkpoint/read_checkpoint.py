@@ -7,6 +7,7 @@ usage: read_checkpoint.py DIR
 import json
 import sys
 
+import ml_dtypes  # noqa: F401 (registers "bfloat16", the descr of bf16 files, with numpy)
 import numpy as np
 
 
@@ -19,8 +20,6 @@ def load(path):
         for b in t["blocks"]:
             a[tuple(slice(o, o + n) for o, n in zip(b["offset"], b["shape"]))] = np.load(
                 f"{path}/{b['file']}")
-        if t["dtype"] == "bf16":  # raw bits ('<u2'): the top half of a float32's
-            a = (a.astype(np.uint32) << 16).view(np.float32)
         tensors[t["name"]] = a
     return tensors
 
