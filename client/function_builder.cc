@@ -232,6 +232,19 @@ Value FunctionBuilder::Column(Value x, int64_t j) {
   return AddOp(*impl_, ir::OpCode::kColumn, {ToOperand(x)}, static_cast<double>(j));
 }
 
+Value FunctionBuilder::Primitive(std::string_view name, const std::vector<Value>& operands,
+                                 const std::vector<int64_t>& params, double attr) {
+  if (!impl_->status.ok()) return {};
+  const Result<ir::OpCode> code = ir::OpCodeNamed(name);
+  if (!code.ok()) {
+    impl_->status = code.status().WithContext("function '" + impl_->def.name + "'");
+    return {};
+  }
+  std::vector<ir::Operand> wire;
+  for (Value v : operands) wire.push_back(ToOperand(v));
+  return AddOp(*impl_, *code, std::move(wire), attr, params);
+}
+
 Value FunctionBuilder::Cast(Value x, DType dtype) {
   return AddOp(*impl_, ir::OpCode::kCast, {ToOperand(x)}, static_cast<double>(dtype));
 }

@@ -10,6 +10,7 @@
 
 #include "common/base/dtype_types.h"
 #include "compute/cancellation.h"
+#include "compute/cpu_lax_ops.h"
 #include "kernels/arithmetic.h"
 #include "kernels/cast.h"
 #include "kernels/elementwise.h"
@@ -385,7 +386,7 @@ Result<Tensor> RunCpuOp(const ir::Op& op, Operands operands) {
     return InvalidArgument(fmt::format("unknown op code {}", index));
   }
   const CpuRow& row = kCpuTable[index];
-  if (operands.size() != row.operands) {
+  if (!ir::TakesOperandCount(op.code, operands.size())) {
     return InvalidArgument(fmt::format("{} takes {} operand{}, got {}", ir::OpName(op.code),
                                        row.operands, row.operands == 1 ? "" : "s",
                                        operands.size()));

@@ -53,6 +53,13 @@ T Div(T a, T b) {
   return b == -1 ? static_cast<T>(U{0} - static_cast<U>(a)) : a / b;
 }
 
+// The unsigned integers (u8, u32, and bool as 0 or 1) add modulo their width; bool's sum is
+// its or.
+template <std::unsigned_integral T>
+T Add(T a, T b) {
+  return static_cast<T>(a + b);
+}
+
 // True for a float NaN; integers have none.
 template <typename T>
 bool IsNan(T v) {

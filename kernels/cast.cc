@@ -17,22 +17,24 @@ namespace atl::kernels {
 
 namespace {
 
-// `v` of a floating type (float, double) or an integer one, as the integer type To: nullopt
-// when it has no value there (NaN, infinite, out of range after truncation toward zero).
-template <std::signed_integral To, typename From>
+// `v` of a floating type (float, double) or an integer one (bool too), as the integer type
+// To (or bool, 0 and 1): nullopt when it has no value there (NaN, infinite, out of range after
+// truncation toward zero).
+template <std::integral To, typename From>
 std::optional<To> ToInteger(From v) {
-  // [min, -min) holds To's range; NaN fails both comparisons.
+  if constexpr (std::is_same_v<From, To>) return v;
+  // [min, 2^digits) holds To's range; NaN fails both comparisons.
   constexpr double kMin = static_cast<double>(std::numeric_limits<To>::min());
+  const double upper = std::ldexp(1.0, std::numeric_limits<To>::digits);
+  double t = 0;
   if constexpr (std::is_integral_v<From>) {
-    if (v < std::numeric_limits<To>::min() || v > std::numeric_limits<To>::max()) {
-      return std::nullopt;
-    }
-    return static_cast<To>(v);
+    t = static_cast<double>(v);  // an int64 beyond 2^53 rounds, but only to a whole number
+                                 // that is out of every narrower type's range as it was
   } else {
-    const double t = std::trunc(static_cast<double>(v));
-    if (!(t >= kMin && t < -kMin)) return std::nullopt;
-    return static_cast<To>(t);
+    t = std::trunc(static_cast<double>(v));
   }
+  if (!(t >= kMin && t < upper)) return std::nullopt;
+  return static_cast<To>(t);
 }
 
 // One element of type From as To, or nullopt (into an integer type only).

@@ -32,7 +32,8 @@
 // devices_ratio_n_N_devices_D = per_device / openblas_default, fused_ratio_elements_E =
 // atoll_fused / direct_loop, OP_ratio_elements_E = atoll / libm_loop,
 // D_matmul_ratio_n_N = dtype D / f32 (D = bf16, f16, f64), CONVERSION_ratio_elements_E =
-// that conversion / copy.
+// that conversion / copy, dot_general_ratio_BxMxKxN = atoll_dot_general /
+// openblas_sgemm_per_batch.
 #include <cblas.h>
 
 #include <fmt/format.h>
@@ -68,6 +69,8 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
     ATOLL_RETURN_IF_ERROR(BenchTranscendental(e, sweep, result));
   }
   for (int64_t e : sweep.fused_elements) ATOLL_RETURN_IF_ERROR(BenchConversions(e, sweep, result));
+  // Attention's scores: 16 heads of [128, 64] x [64, 128].
+  ATOLL_RETURN_IF_ERROR(BenchDotGeneral(16, 128, 64, 128, sweep, result));
   return Status::Ok();
 }
 

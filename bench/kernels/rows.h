@@ -18,5 +18,8 @@ Status BenchFused(int64_t elements, const Sweep& sweep, BenchResult& result);
 Status BenchTranscendental(int64_t elements, const Sweep& sweep, BenchResult& result);
 Status BenchMatmulDTypes(int64_t n, const Sweep& sweep, BenchResult& result);
 Status BenchConversions(int64_t elements, const Sweep& sweep, BenchResult& result);
+// dot_general [batch,m,k] x [batch,k,n] against one OpenBLAS sgemm per batch.
+Status BenchDotGeneral(int64_t batch, int64_t m, int64_t k, int64_t n, const Sweep& sweep,
+                       BenchResult& result);
 
 }  // namespace atl::bench

@@ -9,8 +9,9 @@
 
 namespace atl {
 
-// Calls f(T{}) with the element type T of `dtype`: float, int32_t, BF16, F16, double or
-// int64_t. Does nothing for a code outside the table (callers check the dtype first).
+// Calls f(T{}) with the element type T of `dtype`: float, int32_t, BF16, F16, double,
+// int64_t, bool, int8_t, uint8_t or uint32_t. Does nothing for a code outside the table
+// (callers check the dtype first).
 template <typename F>
 void VisitDType(DType dtype, F&& f) {
   switch (dtype) {
@@ -31,6 +32,18 @@ void VisitDType(DType dtype, F&& f) {
       return;
     case DType::kI64:
       f(int64_t{});
+      return;
+    case DType::kBool:
+      f(bool{});
+      return;
+    case DType::kI8:
+      f(int8_t{});
+      return;
+    case DType::kU8:
+      f(uint8_t{});
+      return;
+    case DType::kU32:
+      f(uint32_t{});
       return;
   }
 }

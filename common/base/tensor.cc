@@ -145,9 +145,11 @@ std::optional<T> FromDouble(double v) {
   } else if constexpr (std::is_floating_point_v<T>) {
     return static_cast<T>(v);
   } else {
-    // [min, -min) holds the whole numbers of T's range; NaN fails both comparisons.
+    // [min, 2^digits) holds the whole numbers of T's range (bool: 0 and 1); NaN fails both
+    // comparisons.
     constexpr double kMin = static_cast<double>(std::numeric_limits<T>::min());
-    if (!(v >= kMin && v < -kMin) || std::trunc(v) != v) return std::nullopt;
+    const double upper = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    if (!(v >= kMin && v < upper) || std::trunc(v) != v) return std::nullopt;
     return static_cast<T>(v);
   }
 }

@@ -40,6 +40,19 @@ std::string_view OpName(OpCode code) {
   return row != nullptr ? row->name : "?";
 }
 
+Result<OpCode> OpCodeNamed(std::string_view name) {
+  for (size_t code = 0; code < kNumOpCodes; ++code) {
+    if (kOpTable[code].name == name) return static_cast<OpCode>(code);
+  }
+  return InvalidArgument(fmt::format("no primitive is called '{}'", name));
+}
+
+bool TakesOperandCount(OpCode code, size_t count) {
+  const OpRow* row = RowOf(code);
+  if (row == nullptr) return false;
+  return row->operands == kVariadic ? count >= 1 : count == row->operands;
+}
+
 bool IsUnaryOp(OpCode code) {
   switch (code) {
 #define ATOLL_UNARY_OP(Name, name) case OpCode::k##Name:
@@ -289,7 +302,10 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
   if (row == nullptr) {
     return InvalidArgument(fmt::format("unknown op code {}", static_cast<int>(op.code)));
   }
-  if (op.operands.size() != row->operands) {
+  if (!TakesOperandCount(op.code, op.operands.size())) {
+    if (row->operands == kVariadic) {
+      return InvalidArgument(fmt::format("{} takes one or more operands, got none", row->name));
+    }
     return InvalidArgument(fmt::format("{} takes {} operand{}, got {}", row->name, row->operands,
                                        row->operands == 1 ? "" : "s", op.operands.size()));
   }

@@ -46,6 +46,9 @@ bool IsReplicated(const TensorType& type);
 // kMul, kDiv, kMatmul, kSpin, kAllReduceSum, kFilter, the unary ops of
 // include/atoll/unary_ops.def (kExp, ..., kGelu), kGeluGrad, ..., kColumn, then the other
 // collectives (kAllReduceMax, ..., kCollectivePermute).
+// The operand count of a row that takes one or more operands (select_n, concatenate).
+inline constexpr size_t kVariadic = static_cast<size_t>(-1);
+
 enum class OpCode : uint8_t {
 #define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) k##Name,
 #include "common/ir/ops.def"
@@ -59,6 +62,10 @@ static_assert(kNumOpCodes <= 256, "an OpCode is one byte on the wire");
 
 // The row's name ("add", "matmul", "exp", ...); "?" for a code outside the table.
 std::string_view OpName(OpCode code);
+// The code of the row called `name`; InvalidArgument naming it when no row is.
+Result<OpCode> OpCodeNamed(std::string_view name);
+// Whether `count` operands fit the row of `code` (its count, or one or more for kVariadic).
+bool TakesOperandCount(OpCode code, size_t count);
 
 // True for the codes of the unary ops (the rows of include/atoll/unary_ops.def).
 bool IsUnaryOp(OpCode code);

@@ -55,6 +55,42 @@ Result<TensorType> InferAllToAll(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferBroadcast(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferCollectivePermute(const FunctionDef& fn, const Op& op);
 
+// type_rules_lax.cc and type_rules_lax_shape.cc: the jax.lax primitives.
+Result<TensorType> InferLaxBinary(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferLaxUnary(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferSelectN(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferClamp(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferConvertElementType(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferReduceAxes(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferReshape(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferBroadcastInDim(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferTransposeNd(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferSlice(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferConcatenate(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferPad(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferRev(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferIota(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferFull(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferIntegerPow(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferCumulative(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferBitcastConvertType(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferDynamicSlice(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferDynamicUpdateSlice(const FunctionDef& fn, const Op& op);
+// type_rules_gather.cc.
+Result<TensorType> InferGather(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferSort(const FunctionDef& fn, const Op& op);
+
+// Gather's and scatter's dimension numbers, read from params as ops.def lays them out: the
+// first `lists` counted lists, then the rest (gather's slice_sizes).
+struct IndexedDims {
+  std::vector<std::vector<int64_t>> lists;
+  std::vector<int64_t> rest;
+};
+Result<IndexedDims> ReadIndexedDims(const Op& op, size_t lists);
+
 // type_rules_grad.cc: the gradient ops Grad emits.
 Result<TensorType> InferOperandGrad(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferFillLike(const FunctionDef& fn, const Op& op);
@@ -84,6 +120,15 @@ inline constexpr DTypeSet kFloats =
 // layer norm, the routed-expert and gating ops).
 inline constexpr DTypeSet kWideFloats = SetOf(DType::kF32) | SetOf(DType::kF64);
 inline constexpr DTypeSet kIntegers = SetOf(DType::kI32) | SetOf(DType::kI64);
+// Every integer dtype, signed and unsigned; bool; the numbers (integers and floats); all.
+inline constexpr DTypeSet kAllIntegers =
+    kIntegers | SetOf(DType::kI8) | SetOf(DType::kU8) | SetOf(DType::kU32);
+inline constexpr DTypeSet kBoolSet = SetOf(DType::kBool);
+inline constexpr DTypeSet kNumeric = kAllIntegers | kFloats;
+inline constexpr DTypeSet kEveryDType = kNumeric | kBoolSet;
+// A dtype's code as an attr (convert_element_type, iota, argmax, dot_general's preferred
+// type): the dtype, or InvalidArgument naming the op and the attr.
+Result<DType> DTypeAttr(const Op& op, double attr, std::string_view what);
 
 // "f32, f64, bf16 or f16": the set's names, in the table's order, for messages.
 std::string DTypeSetName(DTypeSet set);

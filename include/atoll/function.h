@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -215,6 +216,15 @@ class FunctionBuilder {
                           const std::vector<std::pair<int64_t, int64_t>>& pairs);
 
   void Output(Value v);
+
+  // Any primitive of the IR by its name ("max", "reshape", "dot_general", ...: a row of the
+  // op table common/ir/ops.def, which says what each takes and how its whole-number `params`
+  // and its `attr` are laid out), on `operands`. How the front ends reach the jax.lax
+  // primitives (atoll.lax in Python, the JAX and ONNX lowerings), as JAX binds a primitive.
+  // A name no row has, or operands, params or an attr that the row's rule refuses, is this
+  // builder's status(), naming the primitive and what it expected.
+  Value Primitive(std::string_view name, const std::vector<Value>& operands,
+                  const std::vector<int64_t>& params = {}, double attr = 0.0);
 
   // Function `f`'s ops inlined on `args`, one per input of f, each of that input's dtype,
   // shape and sharding: f's outputs as values of this builder. How a function made by Grad

@@ -16,7 +16,7 @@
 namespace atl {
 
 // The element types, one per row of atoll/dtypes.def (which says what each is), in its order:
-// kF32, kI32, kBF16, kF16, kF64, kI64.
+// kF32, kI32, kBF16, kF16, kF64, kI64, kBool, kI8, kU8, kU32.
 enum class DType : uint8_t {
 #define ATOLL_DTYPE(Name, name, bytes, Class) k##Name,
 #include "atoll/dtypes.def"
@@ -28,8 +28,8 @@ inline constexpr size_t kNumDTypes = 0
     ;
 
 // A dtype's class (atoll/dtypes.def): computed on in its own precision, a storage format
-// computed on in f32, or an integer.
-enum class DTypeClass : uint8_t { kFloat, kStorage, kInteger };
+// computed on in f32, an integer, or a boolean.
+enum class DTypeClass : uint8_t { kFloat, kStorage, kInteger, kBool };
 
 // The row's name ("f32", "bf16", ...); "?" for a code outside the table.
 std::string_view DTypeName(DType dtype);
@@ -40,7 +40,9 @@ size_t DTypeSize(DType dtype);
 // The row's class; kInteger for a code outside the table (whose size is 0 anyway).
 DTypeClass ClassOf(DType dtype);
 // f32, f64, bf16 or f16.
-inline bool IsFloating(DType dtype) { return ClassOf(dtype) != DTypeClass::kInteger; }
+inline bool IsFloating(DType dtype) {
+  return ClassOf(dtype) == DTypeClass::kFloat || ClassOf(dtype) == DTypeClass::kStorage;
+}
 
 using Shape = std::vector<int64_t>;
 // In a function's declared shape: a dimension whose size is known only once the function

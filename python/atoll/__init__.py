@@ -23,21 +23,22 @@ Errors are exceptions, one class per status code (atoll.InvalidArgument, atoll.N
 ...), all subclasses of atoll.Error.
 """
 
-from . import ops
+from . import lax, ops
 from ._atoll import __version__
 from ._atoll import (Cancelled, DeadlineExceeded, Error, FailedPrecondition, Internal,
                      InvalidArgument, NotFound, OutOfMemory, PermissionDenied,
                      ResourceExhausted, Traced, Unavailable, Value)
 from ._client import Client, Future, Run, Slice, connect
 from ._tracing import Function, Program, function, grad, program, route, value_and_grad
-from ._types import (DType, Sharding, TensorType, axes, bf16, f16, f32, f64, i32, i64, replicated,
-                     split)
+from ._types import (DType, Sharding, TensorType, axes, bf16, bool_, f16, f32, f64, i8, i32, i64,
+                     replicated, split, u8, u32)
 
 __all__ = [
     "Cancelled", "Client", "DType", "DeadlineExceeded", "Error", "FailedPrecondition",
     "Function", "Future", "Internal", "InvalidArgument", "NotFound", "OutOfMemory",
     "PermissionDenied", "Program", "ResourceExhausted", "Run", "Sharding", "Slice",
-    "TensorType", "Traced", "Unavailable", "Value", "axes", "bf16", "connect", "f16", "f32",
-    "f64", "function", "grad", "i32", "i64", "ops", "program", "replicated", "route", "split",
+    "TensorType", "Traced", "Unavailable", "Value", "axes", "bf16", "bool_", "connect", "f16", "f32",
+    "f64", "function", "grad", "i8", "i32", "i64", "lax", "ops", "program", "replicated",
+    "route", "split", "u8", "u32",
     "value_and_grad", "__version__",
 ]

@@ -22,6 +22,10 @@ Value = _atoll.Value
 # The program being traced on this thread (or task), which calls of compiled functions join.
 _tracing: contextvars.ContextVar[Optional[_atoll.ProgramBuilder]] = contextvars.ContextVar(
     "atoll_tracing", default=None)
+# A value of the function being traced on this thread, for the primitives that take no
+# operand (atoll.lax.iota) to know which function they belong to.
+tracing_function: contextvars.ContextVar[Optional[_atoll.Value]] = contextvars.ContextVar(
+    "atoll_tracing_function", default=None)
 
 
 def _check_types(types: Sequence[Any], what: str) -> Tuple[TensorType, ...]:
@@ -90,7 +94,12 @@ def trace_function(fn: Callable[..., Any], inputs: Sequence[TensorType],
     types = _check_types(inputs, "input")
     builder = _atoll.FunctionBuilder(name or getattr(fn, "__name__", "function"))
     values = [builder.input(t.dtype.name, wire_shape(t.shape), wire_axes(t)) for t in types]
-    outputs, as_tuple = _outputs(fn(*values), _atoll.Value, f"function '{builder.name}'")
+    token = tracing_function.set(values[0] if values else None)
+    try:
+        result = fn(*values)
+    finally:
+        tracing_function.reset(token)
+    outputs, as_tuple = _outputs(result, _atoll.Value, f"function '{builder.name}'")
     for v in outputs:
         builder.output(v)
     return builder, len(outputs), as_tuple

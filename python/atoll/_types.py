@@ -130,12 +130,31 @@ f64 = DType("f64", np.float64)
 i64 = DType("i64", np.int64)
 """64-bit signed integers (numpy.int64)."""
 
-_DTYPES = {d.name: d for d in (f32, i32, bf16, f16, f64, i64)}
+bool_ = DType("bool", np.bool_)
+"""Booleans (numpy.bool_): what comparisons give, what select_n picks with."""
+i8 = DType("i8", np.int8)
+"""8-bit signed integers (numpy.int8)."""
+u8 = DType("u8", np.uint8)
+"""8-bit unsigned integers (numpy.uint8)."""
+u32 = DType("u32", np.uint32)
+"""32-bit unsigned integers (numpy.uint32): random bits, bit casts of f32."""
+
+_DTYPES = {d.name: d for d in (f32, i32, bf16, f16, f64, i64, bool_, i8, u8, u32)}
 
 
 def dtype_named(name: str) -> DType:
-    """The DType called ``name`` ("f32", "i32", "bf16", "f16", "f64" or "i64")."""
+    """The DType called ``name`` ("f32", "i32", "bf16", "f16", "f64", "i64", "bool", "i8",
+    "u8" or "u32")."""
     return _DTYPES[name]
+
+
+def dtype_of_numpy(dtype) -> DType:
+    """The DType whose arrays have numpy dtype ``dtype``; ValueError for one atoll lacks."""
+    dtype = np.dtype(dtype)
+    for d in _DTYPES.values():
+        if d.numpy == dtype:
+            return d
+    raise ValueError(f"atoll has no dtype for numpy's {dtype}")
 
 
 def wire_shape(shape: Tuple[Dim, ...]) -> list:

@@ -23,7 +23,9 @@ struct NumpyName {
 };
 constexpr NumpyName kNumpyNames[] = {{DType::kF32, "float32"}, {DType::kI32, "int32"},
                                      {DType::kF16, "float16"}, {DType::kF64, "float64"},
-                                     {DType::kI64, "int64"},   {DType::kBF16, "bfloat16"}};
+                                     {DType::kI64, "int64"},   {DType::kBF16, "bfloat16"},
+                                     {DType::kBool, "bool"},   {DType::kI8, "int8"},
+                                     {DType::kU8, "uint8"},    {DType::kU32, "uint32"}};
 
 py::dtype DTypeNamed(const char* name) {
   // ml_dtypes registers "bfloat16" with numpy once imported (atoll/__init__.py imports it).
@@ -59,7 +61,8 @@ Result<Tensor> TensorFromArray(py::handle object, size_t index) {
   if (!known) {
     return InvalidArgument(argument +
                            ": atoll takes float32 (f32), float16 (f16), ml_dtypes.bfloat16 "
-                           "(bf16), float64 (f64), int32 (i32) or int64 (i64) arrays, got a " +
+                           "(bf16), float64 (f64), int32 (i32), int64 (i64), bool, int8 (i8), "
+                           "uint8 (u8) or uint32 (u32) arrays, got a " +
                            py::cast<std::string>(py::str(array.dtype())) +
                            " array (convert it with .astype())");
   }

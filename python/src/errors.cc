@@ -50,8 +50,8 @@ void BindErrors(py::module_& m) {
     const Code code = static_cast<Code>(c);
     const std::string name(CodeName(code));
     py::tuple bases = BuiltinBase(code) == nullptr
-                          ? py::make_tuple(error)
-                          : py::make_tuple(error, py::handle(BuiltinBase(code)));
+                          ? py::tuple(py::make_tuple(error))
+                          : py::tuple(py::make_tuple(error, py::handle(BuiltinBase(code))));
     py::object cls = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
         (module_name + "." + name).c_str(), ("The atoll status code " + name + ".").c_str(),
         bases.ptr(), nullptr));

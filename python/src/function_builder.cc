@@ -162,6 +162,29 @@ void BindFunctionBuilder(py::module_& m) {
                  "so Python control flow cannot depend on its values");
            })
       .def_property_readonly(
+          "dtype",
+          [](const SymbolicValue& a) {
+            return std::string(DTypeName(Unwrap(a.trace->builder.TypeOf(a.value)).dtype));
+          },
+          "The value's dtype, by name ('f32', 'bool', ...).")
+      .def_property_readonly(
+          "shape",
+          [](const SymbolicValue& a) {
+            const Shape shape = Unwrap(a.trace->builder.TypeOf(a.value)).shape;
+            return py::tuple(py::cast(shape));
+          },
+          "The value's global shape, a tuple.")
+      .def_property_readonly(
+          "split",
+          [](const SymbolicValue& a) {
+            const auto type = Unwrap(a.trace->builder.TypeOf(a.value));
+            std::vector<int> axes(type.shape.size(), -1);
+            std::copy_n(type.sharding.axes.begin(),
+                        std::min(type.sharding.axes.size(), axes.size()), axes.begin());
+            return py::tuple(py::cast(axes));
+          },
+          "Per dimension, the mesh axis it is cut along, or -1.")
+      .def_property_readonly(
           "function", [](const SymbolicValue& a) { return a.trace->name; },
           "The name of the function this value belongs to.")
       .def("__repr__", [](const SymbolicValue& a) {

@@ -60,6 +60,37 @@ void BindOps(py::module_& ops) {
 #include "atoll/unary_ops.def"
 
   ops.def(
+      "primitive",
+      [](const std::string& name, const std::vector<SymbolicValue>& operands,
+         const std::vector<int64_t>& params, double attr) {
+        if (operands.empty()) {
+          throw StatusError(InvalidArgument(
+              "atoll.ops.primitive('" + name + "'): give at least one operand (a value of the "
+              "function being traced); for a primitive of none (iota), pass trace="));
+        }
+        std::vector<Value> values;
+        for (const SymbolicValue& v : operands) {
+          TraceOf(operands[0], v);
+          values.push_back(v.value);
+        }
+        return Apply(operands[0].trace,
+                     [&](Builder& f) { return f.Primitive(name, values, params, attr); });
+      },
+      py::arg("name"), py::arg("operands"), py::arg("params") = std::vector<int64_t>{},
+      py::arg("attr") = 0.0,
+      "The IR's primitive `name` (a row of common/ir/ops.def: 'max', 'reshape', 'dot_general', "
+      "...) on `operands`, with its whole-number params and its attr as the row lays them out. "
+      "atoll.lax wraps each in jax.lax's signature.");
+  ops.def(
+      "primitive_of",
+      [](const SymbolicValue& of, const std::string& name, const std::vector<int64_t>& params,
+         double attr) {
+        return Apply(of.trace, [&](Builder& f) { return f.Primitive(name, {}, params, attr); });
+      },
+      py::arg("of"), py::arg("name"), py::arg("params") = std::vector<int64_t>{},
+      py::arg("attr") = 0.0,
+      "A primitive of no operands (iota) in the function that `of` belongs to.");
+  ops.def(
       "matmul",
       [](const SymbolicValue& a, const SymbolicValue& b, bool transpose_a, bool transpose_b) {
         TraceOf(a, b);

@@ -28,7 +28,11 @@ TEST(DTypeTest, EveryRowHasItsNameSizeAndClassAndOldCodesStay) {
                                  {DType::kBF16, "bf16", 2, DTypeClass::kStorage},
                                  {DType::kF16, "f16", 2, DTypeClass::kStorage},
                                  {DType::kF64, "f64", 8, DTypeClass::kFloat},
-                                 {DType::kI64, "i64", 8, DTypeClass::kInteger}};
+                                 {DType::kI64, "i64", 8, DTypeClass::kInteger},
+                                 {DType::kBool, "bool", 1, DTypeClass::kBool},
+                                 {DType::kI8, "i8", 1, DTypeClass::kInteger},
+                                 {DType::kU8, "u8", 1, DTypeClass::kInteger},
+                                 {DType::kU32, "u32", 4, DTypeClass::kInteger}};
   ASSERT_EQ(rows.size(), kNumDTypes);
   for (size_t code = 0; code < rows.size(); ++code) {
     const Row& row = rows[code];
@@ -38,7 +42,8 @@ TEST(DTypeTest, EveryRowHasItsNameSizeAndClassAndOldCodesStay) {
     EXPECT_EQ(*ParseDType(row.name), row.dtype);
     EXPECT_EQ(DTypeSize(row.dtype), row.bytes);
     EXPECT_EQ(ClassOf(row.dtype), row.cls);
-    EXPECT_EQ(IsFloating(row.dtype), row.cls != DTypeClass::kInteger);
+    EXPECT_EQ(IsFloating(row.dtype),
+              row.cls == DTypeClass::kFloat || row.cls == DTypeClass::kStorage);
   }
   const auto unknown = static_cast<DType>(kNumDTypes);
   EXPECT_EQ(DTypeName(unknown), "?");

@@ -1,0 +1,98 @@
+// The kernels of the jax.lax primitives (common/ir/ops.def's last rows), on one shard's
+// local tensors, with jax.lax's semantics on CPU (ops.def and the rows of
+// common/ir/lax_binary_ops.def and lax_unary_ops.def say what each computes). They take every
+// dtype the primitive does but bf16 and f16, which the cpu backend widens to f32 first and
+// rounds the result of once (compute/cpu_ops.h). Each returns a new tensor; InvalidArgument
+// for operands the primitive does not take (the type rules refuse them first), OutOfMemory
+// when the result cannot be allocated. Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "atoll/status.h"
+#include "atoll/tensor.h"
+
+namespace atl::kernels {
+
+enum class LaxBinaryFn : uint8_t {
+#define ATOLL_BINARY_OP(Name, name, Takes, Gives) k##Name,
+#include "common/ir/lax_binary_ops.def"
+};
+enum class LaxUnaryFn : uint8_t {
+#define ATOLL_LAX_UNARY_OP(Name, name, Takes, Gives) k##Name,
+#include "common/ir/lax_unary_ops.def"
+};
+std::string_view LaxBinaryFnName(LaxBinaryFn fn);
+std::string_view LaxUnaryFnName(LaxUnaryFn fn);
+
+// Elementwise (lax_elementwise.cc): a and b of one dtype and shape; comparisons give bool.
+Result<Tensor> LaxBinary(LaxBinaryFn fn, const Tensor& a, const Tensor& b);
+Result<Tensor> LaxUnary(LaxUnaryFn fn, const Tensor& x);
+// which (bool or i32, the cases' shape or []) picks among the cases (one dtype and shape).
+Result<Tensor> SelectN(const Tensor& which, std::span<const Tensor* const> cases);
+// min(max(x, lo), hi), lo and hi of x's shape or [].
+Result<Tensor> Clamp(const Tensor& lo, const Tensor& x, const Tensor& hi);
+// x's values as `to`, as XLA converts (ops.def's convert_element_type).
+Result<Tensor> ConvertElementType(const Tensor& x, DType to);
+
+// Moving data (lax_shape.cc): the layouts of ops.def's rows (reshape is shape_ops.h's).
+Result<Tensor> BroadcastInDim(const Tensor& x, const Shape& shape,
+                              const std::vector<int64_t>& dims);
+Result<Tensor> TransposeNd(const Tensor& x, const std::vector<int64_t>& perm);
+Result<Tensor> Slice(const Tensor& x, const std::vector<int64_t>& start,
+                     const std::vector<int64_t>& limit, const std::vector<int64_t>& strides);
+Result<Tensor> Concatenate(std::span<const Tensor* const> xs, int64_t dim);
+Result<Tensor> Pad(const Tensor& x, const Tensor& value, const std::vector<int64_t>& low,
+                   const std::vector<int64_t>& high, const std::vector<int64_t>& interior);
+Result<Tensor> Rev(const Tensor& x, const std::vector<int64_t>& dims);
+Result<Tensor> Iota(DType dtype, const Shape& shape, int64_t dim);
+
+// Reducing (lax_reduce.cc).
+enum class LaxReduceFn : uint8_t { kMax, kMin, kProd, kAnd, kOr };
+Result<Tensor> ReduceAxes(LaxReduceFn fn, const Tensor& x, const std::vector<int64_t>& axes);
+// The position along `axis` of the first largest (max) or smallest element, NaN first.
+Result<Tensor> ArgReduce(bool max, const Tensor& x, int64_t axis, DType index);
+// dot_general with the dimension numbers of ops.def's row, the result of dtype `out`.
+struct DotDims {
+  std::vector<int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
+};
+Result<Tensor> DotGeneral(const Tensor& lhs, const Tensor& rhs, const DotDims& dims, DType out);
+
+// The rest (lax_misc.cc).
+// x^y by repeated squaring, as jax lowers integer_pow (a negative y: 1 / x^-y).
+Result<Tensor> IntegerPow(const Tensor& x, int64_t y);
+enum class CumulativeFn : uint8_t { kSum, kProd, kMax, kMin };
+Result<Tensor> Cumulative(CumulativeFn fn, const Tensor& x, int64_t axis, bool reverse);
+// The starts clamped into [0, size - slice size] per dimension, as jax clamps them.
+std::vector<int64_t> ClampedStarts(const Shape& shape, const Shape& sizes,
+                                   std::span<const Tensor* const> starts);
+Result<Tensor> DynamicSlice(const Tensor& x, std::span<const Tensor* const> starts,
+                            const Shape& sizes);
+Result<Tensor> DynamicUpdateSlice(const Tensor& x, const Tensor& update,
+                                  std::span<const Tensor* const> starts);
+// The same bytes as a tensor of `to` (of the same width).
+Result<Tensor> BitcastConvertType(const Tensor& x, DType to);
+
+// gather and scatter (lax_gather.cc), with the dimension numbers of ops.def's rows.
+struct GatherDims {
+  std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map, slice_sizes;
+};
+// `fill`: a slice that does not fit gives jax's fill value; else its start is clamped.
+Result<Tensor> Gather(const Tensor& operand, const Tensor& indices, const GatherDims& dims,
+                      const Shape& out_shape, bool fill);
+struct ScatterDims {
+  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
+};
+enum class ScatterFn : uint8_t { kReplace, kAdd, kMul, kMin, kMax };
+// `drop`: an update whose window does not fit is dropped; else its start is clamped.
+Result<Tensor> Scatter(ScatterFn fn, const Tensor& operand, const Tensor& indices,
+                       const Tensor& updates, const ScatterDims& dims, bool drop);
+
+// Operand `output` reordered by a stable sort along `dim` of the first `keys` operands
+// (lax_sort.cc).
+Result<Tensor> Sort(std::span<const Tensor* const> xs, int64_t dim, int64_t keys, int64_t output);
+
+}  // namespace atl::kernels
