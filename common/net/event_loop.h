@@ -57,6 +57,9 @@ class EventLoop {
   };
   // The longest turn since the loop started. Read it from the loop's thread (a handler).
   const Stall& LongestStall() const { return longest_stall_; }
+  uint64_t LongestStallMicros() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(longest_stall_.longest).count();
+  }
 
  private:
   struct Source {

@@ -41,6 +41,33 @@ Result<std::string> OwnerCache::ClientUser(uint64_t client) {
   return Cancelled(fmt::format("client {} has left the cluster ({})", client, gone->second));
 }
 
+Status OwnerCache::Learn(const proto::OwnersKnown& known) {
+  if (known.clients.size() != known.client_users.size() ||
+      known.functions.size() != known.function_clients.size()) {
+    return InvalidArgument("OwnersKnown with lists of unequal lengths");
+  }
+  if (client_users_.size() + known.clients.size() > kMaxKnown) client_users_.clear();
+  if (function_clients_.size() + known.functions.size() > kMaxKnown) function_clients_.clear();
+  for (size_t i = 0; i < known.clients.size(); ++i) {
+    // A client this service saw leave stays gone: ids are never reused.
+    if (gone_clients_.count(known.clients[i]) == 0) {
+      client_users_[known.clients[i]] = known.client_users[i];
+    }
+  }
+  for (size_t i = 0; i < known.functions.size(); ++i) {
+    if (known.function_clients[i] != 0) {
+      function_clients_[known.functions[i]] = known.function_clients[i];
+    }
+  }
+  return Status::Ok();
+}
+
+Status OwnerCache::LearnFrom(const proto::Incoming& in) {
+  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "tell who owns what"));
+  ATOLL_ASSIGN_OR_RETURN(auto known, in.header.As<proto::OwnersKnown>());
+  return Learn(known);
+}
+
 Status OwnerCache::CheckClient(const proto::Peer& sender, uint64_t client,
                                std::string_view action) {
   if (sender.member()) return Status::Ok();

@@ -13,9 +13,11 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "launcher/local_cluster.h"
 #include "tests/e2e/tenant_load.h"
@@ -30,6 +32,9 @@ constexpr int kClients = 256;
 constexpr int kProcesses = 32;
 constexpr int kRuns = 20;
 constexpr int kInFlight = 4;
+// many_tenants.toml's heartbeat and liveness: a peer silent for 2 s is lost.
+constexpr auto kHeartbeat = 500ms;
+constexpr auto kLivenessWindow = 4 * kHeartbeat;
 
 struct RunningCluster {
   std::string state_dir;
@@ -127,6 +132,44 @@ class ManyTenantsTest : public ::testing::Test {
     return total;
   }
 
+  // Every service's event loop's longest stall, by service, from `atoll status --json`.
+  static std::map<std::string, int64_t> LongestStallsUs(const RunningCluster& c) {
+    // The services' figures travel on their heartbeats: wait for the ones after the load.
+    std::this_thread::sleep_for(2 * kHeartbeat);
+    const CommandResult status =
+        RunCommand({ATOLL_BIN_DIR "/atoll", "--rm", c.cluster->info().rm_endpoint, "--keys",
+                    c.keys_dir, "status", "--json"});
+    std::map<std::string, int64_t> stalls;
+    EXPECT_EQ(status.exit_code, 0) << status.Describe();
+    if (status.exit_code != 0) return stalls;
+    const auto json = nlohmann::json::parse(status.out);
+    stalls["rm"] = json.at("rm_longest_stall_us").get<int64_t>();
+    for (const auto& island : json.at("islands")) {
+      const std::string name = island.at("name");
+      stalls["scheduler-" + name] = island.at("scheduler_longest_stall_us").get<int64_t>();
+      for (const auto& host : island.at("hosts")) {
+        const std::string h = host.at("name");
+        stalls["executor-" + h] = host.at("executor_longest_stall_us").get<int64_t>();
+        stalls["objectstore-" + h] = host.at("store_longest_stall_us").get<int64_t>();
+      }
+    }
+    return stalls;
+  }
+
+  // No service's loop stalled for half the liveness window: one that does is close to
+  // missing its own heartbeats, and to not hearing its peers'.
+  static void ExpectNoLongStall(const RunningCluster& c, const std::string& what) {
+    const auto stalls = LongestStallsUs(c);
+    EXPECT_EQ(stalls.size(), 11u) << what << ": the RM, 2 schedulers, 4 executors, 4 stores";
+    int64_t longest = 0;
+    for (const auto& [service, us] : stalls) {
+      longest = std::max(longest, us);
+      EXPECT_LT(us, std::chrono::microseconds(kLivenessWindow).count() / 2)
+          << what << ": " << service << "'s event loop stalled for " << us / 1000 << " ms";
+    }
+    std::cout << fmt::format("{}: longest event loop stall {} ms\n", what, longest / 1000);
+  }
+
   static void ExpectAllRight(const TenantLoadResult& r, int clients, const std::string& what) {
     std::string errors;
     for (const auto& e : r.errors) errors += "\n  " + e;
@@ -147,6 +190,8 @@ TEST_F(ManyTenantsTest, ManyClientsOfOneProcessConnectAtOnce) {
   ExpectAllRight(curve, kClients, "CURVE");
   ExpectAllRight(plain, kClients, "plain");
   EXPECT_LE(curve.seconds, 2 * plain.seconds);
+  ExpectNoLongStall(*curve_, "CURVE");
+  ExpectNoLongStall(*plain_, "plain");
 }
 
 TEST_F(ManyTenantsTest, ManyClientProcessesConnectAtOnce) {
@@ -157,6 +202,8 @@ TEST_F(ManyTenantsTest, ManyClientProcessesConnectAtOnce) {
   ExpectAllRight(curve, kProcesses, "CURVE");
   ExpectAllRight(plain, kProcesses, "plain");
   EXPECT_LE(curve.seconds, 2 * plain.seconds);
+  ExpectNoLongStall(*curve_, "CURVE");
+  ExpectNoLongStall(*plain_, "plain");
 }
 
 }  // namespace
