@@ -14,8 +14,8 @@
 namespace atl::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr auto kTimeout = std::chrono::seconds(60);
+using ConnectClock = std::chrono::steady_clock;
+constexpr auto kRunTimeout = std::chrono::seconds(60);
 
 // One new client's whole start: connect, slice, function, one run (its result checked).
 Status OneClient(const std::string& rm, const std::string& keys, int index) {
@@ -31,7 +31,7 @@ Status OneClient(const std::string& rm, const std::string& keys, int index) {
   p.Return({p.Call(inc, {p.Arg(DType::kF32, {2})})[0]});
   ATOLL_ASSIGN_OR_RETURN(Program program, p.Build());
   ATOLL_ASSIGN_OR_RETURN(Run run, client->Submit(program, {Tensor::F32({2}, {1, float(index)})}));
-  ATOLL_ASSIGN_OR_RETURN(auto out, run.Wait(kTimeout));
+  ATOLL_ASSIGN_OR_RETURN(auto out, run.Wait(kRunTimeout));
   if (!(out.at(0) == Tensor::F32({2}, {2, float(index) + 1}))) {
     return Internal(fmt::format("client {} got a wrong result", index));
   }
@@ -42,7 +42,7 @@ Status OneClient(const std::string& rm, const std::string& keys, int index) {
 Result<double> ClientsPerSecond(const std::string& rm, const std::string& keys, int count) {
   std::mutex mu;
   Status first_error;
-  const auto start = Clock::now();
+  const auto start = ConnectClock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < count; ++i) {
     threads.emplace_back([&, i] {
@@ -53,10 +53,10 @@ Result<double> ClientsPerSecond(const std::string& rm, const std::string& keys, 
   }
   for (auto& t : threads) t.join();
   ATOLL_RETURN_IF_ERROR(first_error);
-  return count / std::chrono::duration<double>(Clock::now() - start).count();
+  return count / std::chrono::duration<double>(ConnectClock::now() - start).count();
 }
 
-struct Cluster {
+struct SecuredCluster {
   std::string security;
   std::unique_ptr<LocalCluster> cluster;
   std::string keys;  // ClientOptions::keys_dir
@@ -66,7 +66,7 @@ struct Cluster {
 
 Status MeasureConnectRate(const ConnectSweep& sweep, const std::string& dir, BenchResult& result) {
   // What `atoll up` starts (config/local.toml): 2 islands x 2 hosts x 2 cpu devices.
-  std::vector<Cluster> clusters;
+  std::vector<SecuredCluster> clusters;
   for (const std::string security : {"curve", "plain"}) {
     BenchTopology topology;
     topology.islands = 2;
@@ -86,7 +86,7 @@ Status MeasureConnectRate(const ConnectSweep& sweep, const std::string& dir, Ben
     // machine slows both alike.
     for (int r = 0; r < sweep.runs; ++r) {
       for (int k = 0; k < 2; ++k) {
-        const Cluster& c = clusters[(r + k) % 2];
+        const SecuredCluster& c = clusters[(r + k) % 2];
         ATOLL_ASSIGN_OR_RETURN(double rate,
                                ClientsPerSecond(c.cluster->info().rm_endpoint, c.keys, count));
         rates[(r + k) % 2].push_back(rate);
