@@ -36,6 +36,8 @@ class OwnerCache {
   // Clients and functions learnt from notices, most of which never reach this service: the
   // memory is dropped whole past this many, as the gone clients' (a lookup fills it again).
   static constexpr size_t kMaxKnown = 16384;
+  // A lookup of a client asks about this many ids from its on, and keeps the live ones.
+  static constexpr uint64_t kLookupAhead = 64;
 
   // How long a lookup may block the loop of a service that heartbeats every `heartbeat` and
   // is taken for lost after `liveness` silent periods: 2 s at most, and never more than
