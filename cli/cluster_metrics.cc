@@ -94,6 +94,27 @@ void WriteIslands(const ClusterView& view, PrometheusText& out) {
   }
 }
 
+// Every service's event loop's longest stall: the RM's, each scheduler's, executor's, store's.
+void WriteStalls(const ClusterView& view, PrometheusText& out) {
+  out.Family("atoll_loop_longest_stall_seconds", MetricType::kGauge,
+             "The longest the service's event loop went without reading its sockets (one turn "
+             "of handlers), since the service started.");
+  auto seconds = [](uint64_t us) { return static_cast<double>(us) / 1e6; };
+  out.Sample({{"service", "rm"}}, seconds(view.rm_stall_us()));
+  for (const auto& island : view.islands()) {
+    out.Sample({{"service", "scheduler"}, {"island", island.name}},
+               seconds(island.scheduler_stall_us));
+  }
+  for (const auto& [name, h] : view.hosts()) {
+    MetricLabels executor = HostLabels(h);
+    executor.insert(executor.begin(), {"service", "executor"});
+    out.Sample(executor, seconds(h.executor_stall_us));
+    MetricLabels store = HostLabels(h);
+    store.insert(store.begin(), {"service", "objectstore"});
+    out.Sample(store, seconds(h.store_stall_us));
+  }
+}
+
 void WriteHosts(const ClusterView& view, PrometheusText& out) {
   out.Family("atoll_host_up", MetricType::kGauge, "1 while the host's executor is alive, else 0.");
   for (const auto& [name, h] : view.hosts()) out.Sample(HostLabels(h), Flag(h.alive));
@@ -212,6 +233,7 @@ Result<std::string> ClusterMetricsText(const ClusterView& view, bool rm_answerin
   out.Sample({}, Flag(rm_answering));
   WriteIslands(view, out);
   WriteHosts(view, out);
+  WriteStalls(view, out);
   WriteDevices(view, out);
   WriteSent(view, out);
   WriteRuns(view, out);

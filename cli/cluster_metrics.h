@@ -20,6 +20,10 @@
 //                                            control messages each service sent, by kind
 //   atoll_dataplane_tuples_total / _bytes_total{island,host,direction}   executors' tuples
 //   atoll_dataplane_held_batches{island,host}   batches held for peers whose queue is full
+//   atoll_loop_longest_stall_seconds{service,island,host}   the longest a service's event
+//                                            loop went without reading its sockets, since
+//                                            it started (the RM's status): one near the
+//                                            liveness window is about to miss heartbeats
 //   atoll_clients                            clients connected (the RM's count)
 //   atoll_runs{state}                        programs "scheduled" or "running"
 //   atoll_runs_finished_total{state}         programs finished "done", "failed", "abandoned"

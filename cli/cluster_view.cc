@@ -111,9 +111,12 @@ void ClusterView::ApplyStatus(const proto::ClusterStatus& status) {
     Island& is = IslandNamed(island.name);
     is.scheduler_endpoint = island.scheduler_endpoint;
     is.scheduler_alive = island.scheduler_alive;
+    is.scheduler_stall_us = island.scheduler_stall_us;
     for (const auto& hs : island.hosts) {
       Host& host = HostNamed(hs.name, island.name);
       host.store_alive = hs.store_alive;
+      host.executor_stall_us = hs.executor_stall_us;
+      host.store_stall_us = hs.store_stall_us;
       if (host.alive != hs.alive && !hs.alive) {
         for (uint32_t id : host.devices) devices_[id].busy_pct = 0;
       }
@@ -133,6 +136,7 @@ void ClusterView::ApplyStatus(const proto::ClusterStatus& status) {
     }
   }
   rm_clients_ = status.clients;
+  rm_stall_us_ = status.rm_stall_us;
   slices_.clear();
   for (const auto& s : status.slices) {
     slices_[s.slice_id] = Slice{s.slice_id, s.client_id, s.island, s.device_ids};

@@ -100,6 +100,9 @@ class ClusterView {
     uint64_t tuples_in = 0;
     uint64_t bytes_in = 0;
     uint64_t batches_held = 0;  // now: for peers whose queue is full
+    // Its executor's and store's event loops' longest stalls (the RM's status).
+    uint64_t executor_stall_us = 0;
+    uint64_t store_stall_us = 0;
   };
   struct Island {
     std::string name;
@@ -109,7 +112,8 @@ class ClusterView {
     bool has_scheduler_stats = false;
     uint64_t queued_gangs = 0;  // gangs waiting in its scheduler at the last report
     uint64_t gangs_in_flight = 0;
-    uint64_t dispatches_held = 0;  // for executors whose queue is full
+    uint64_t dispatches_held = 0;     // for executors whose queue is full
+    uint64_t scheduler_stall_us = 0;  // its event loop's longest stall (the RM's status)
   };
   struct Slice {
     uint64_t id = 0;
@@ -188,6 +192,7 @@ class ClusterView {
   const std::map<std::string, std::map<std::string, SentCount>>& sent() const { return sent_; }
   // Clients connected, as the RM counted them at the last status.
   uint32_t rm_clients() const { return rm_clients_; }
+  uint64_t rm_stall_us() const { return rm_stall_us_; }  // its event loop's longest stall
   // Programs by the state they first finished in ("done", "failed", "abandoned").
   const std::map<std::string, uint64_t>& runs_finished() const { return runs_finished_; }
   // The durations (seconds) of the programs that finished "done".
@@ -220,6 +225,7 @@ class ClusterView {
   std::deque<Span> spans_;
   std::map<std::string, std::map<std::string, SentCount>> sent_;
   uint32_t rm_clients_ = 0;
+  uint64_t rm_stall_us_ = 0;
   std::map<std::string, uint64_t> runs_finished_;
   Histogram run_seconds_;
   uint64_t next_span_seq_ = 1;

@@ -1,7 +1,9 @@
 // `atoll status`: asks the RM for the cluster's state (GetClusterStatus) and each live
 // host's object store for its memory (GetStoreStats), and prints islands, hosts, devices
 // with the memory in use, objects per owner, and slices, as text or as JSON. With a state
-// dir (not --rm), also each service's pid and how often its supervisor restarted it.
+// dir (not --rm), also each service's pid and how often its supervisor restarted it. Each
+// service's event loop's longest stall (the RM's own, the others' from their heartbeats)
+// says whether one fell behind its peers' heartbeats, before any was declared lost.
 #include <iostream>
 #include <map>
 #include <optional>
@@ -68,6 +70,23 @@ std::string OwnersText(const std::map<uint64_t, uint64_t>& per_owner) {
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// The longest of every service's event loop's longest stall, and whose: "12 ms (rm)".
+std::string LongestStallText(const proto::ClusterStatus& s) {
+  uint64_t longest = s.rm_stall_us;
+  std::string whose = "rm";
+  auto consider = [&](uint64_t us, std::string name) {
+    if (us > longest) longest = us, whose = std::move(name);
+  };
+  for (const auto& island : s.islands) {
+    consider(island.scheduler_stall_us, "scheduler-" + island.name);
+    for (const auto& host : island.hosts) {
+      consider(host.executor_stall_us, "executor-" + host.name);
+      consider(host.store_stall_us, "objectstore-" + host.name);
+    }
+  }
+  return fmt::format("{} ms ({})", longest / 1000, whose);
+}
+
 // "rm 0, scheduler-island0 2 (down), ...": restarts per service, from cluster.toml.
 std::string RestartsText(const std::vector<ProcessInfo>& services) {
   std::vector<std::string> parts;
@@ -81,12 +100,14 @@ nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const StoreStatsByH
                               const ClusterInfo& info) {
   nlohmann::ordered_json out;
   out["rm_endpoint"] = info.rm_endpoint;
+  out["rm_longest_stall_us"] = s.rm_stall_us;
   out["islands"] = nlohmann::ordered_json::array();
   for (const auto& island : s.islands) {
     nlohmann::ordered_json ij;
     ij["name"] = island.name;
     ij["scheduler_endpoint"] = island.scheduler_endpoint;
     ij["scheduler_alive"] = island.scheduler_alive;
+    ij["scheduler_longest_stall_us"] = island.scheduler_stall_us;
     ij["hosts"] = nlohmann::ordered_json::array();
     for (const auto& host : island.hosts) {
       nlohmann::ordered_json hj;
@@ -95,6 +116,8 @@ nlohmann::ordered_json ToJson(const proto::ClusterStatus& s, const StoreStatsByH
       hj["control_endpoint"] = host.control_endpoint;
       hj["store_endpoint"] = host.store_endpoint;
       hj["store_alive"] = host.store_alive;
+      hj["executor_longest_stall_us"] = host.executor_stall_us;
+      hj["store_longest_stall_us"] = host.store_stall_us;
       const proto::StoreStats* stats = StatsOf(stores, host.name);
       hj["devices"] = nlohmann::ordered_json::array();
       for (size_t i = 0; i < host.devices.size(); ++i) {
@@ -186,6 +209,7 @@ void PrintText(const proto::ClusterStatus& s, const StoreStatsByHost& stores,
     std::cout << fmt::format("  slice {:<4} client {:<4} island {}  devices [{}]\n", slice.slice_id,
                              slice.client_id, slice.island, fmt::join(slice.device_ids, ", "));
   }
+  std::cout << "event loops' longest stall: " << LongestStallText(s) << "\n";
   if (!info.processes.empty()) std::cout << "restarts: " << RestartsText(info.processes) << "\n";
   std::cout << std::flush;
 }

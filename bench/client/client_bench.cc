@@ -18,6 +18,9 @@
 //                    last waited for: calls/s sustained past every queue's high-water mark
 //                    (such a stream hung about one run in two while requests in flight to
 //                    a ROUTER were not bounded; docs/design-notes.md)
+//   clients_connected new clients per second, `clients` at once, each connecting, creating a
+//                    slice, registering a function and running it once, on a CURVE and a
+//                    plain-text cluster of `atoll up`'s shape (connect_rate.h)
 // Derived: the round trip over raw ZeroMQ's, per size.
 #include <poll.h>
 
@@ -30,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "atoll/client.h"
+#include "bench/client/connect_rate.h"
 #include "bench/client/hop_trace.h"
 #include "bench/common/bench_args.h"
 #include "bench/common/bench_cluster.h"
@@ -350,6 +354,11 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   result.Add("zmq_round_trip", {{"bytes", 64}}, "us_per_round_trip", "us", zmq_us);
   client.reset();
   Status stopped = cluster->Stop();
+  if (stopped.ok()) {
+    const ConnectSweep connect =
+        options.quick ? ConnectSweep{{64}, 3} : ConnectSweep{{16, 64, 256}, 5};
+    stopped = MeasureConnectRate(connect, dir, result);
+  }
   std::filesystem::remove_all(dir);
   return stopped;
 }

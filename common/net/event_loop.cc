@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "common/net/socket_waiter.h"
 
 namespace atl {
@@ -56,8 +58,30 @@ void EventLoop::AddTimer(std::string name, std::chrono::milliseconds period, Han
 void EventLoop::Invoke(HandlerStats& stats, const Handler& handler) {
   const auto start = std::chrono::steady_clock::now();
   handler();
+  const auto took = std::chrono::steady_clock::now() - start;
   stats.calls++;
-  stats.busy += std::chrono::steady_clock::now() - start;
+  stats.busy += took;
+  if (took > turn_longest_part_) {
+    turn_longest_part_ = took;
+    turn_longest_in_ = &stats.name;
+  }
+}
+
+void EventLoop::EndTurn(std::chrono::steady_clock::time_point start) {
+  const auto took = std::chrono::steady_clock::now() - start;
+  // A turn this long is worth a line: peers wait on it for their heartbeats' answers.
+  if (took >= std::chrono::milliseconds(100)) {
+    spdlog::warn("the event loop stalled for {} ms ({}: {} ms of it)",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(took).count(),
+                 turn_longest_in_ != nullptr ? *turn_longest_in_ : "the loop itself",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(turn_longest_part_).count());
+  }
+  if (took > longest_stall_.longest) {
+    longest_stall_.longest = took;
+    longest_stall_.in = turn_longest_in_ != nullptr ? *turn_longest_in_ : "the loop itself";
+  }
+  turn_longest_part_ = std::chrono::nanoseconds(0);
+  turn_longest_in_ = nullptr;
 }
 
 void EventLoop::Run() {
@@ -84,6 +108,8 @@ void EventLoop::Run() {
     }
     const Status polled = waiter.Poll(items, wait);
     if (polled.code() == Code::kCancelled) return;  // the context was terminated
+    // A turn: from the poll's return to the next poll, the loop hears nothing.
+    const auto turn_start = std::chrono::steady_clock::now();
     bool any = false;
     for (size_t i = 0; i < sources_.size(); ++i) {
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
@@ -101,6 +127,7 @@ void EventLoop::Run() {
         t.next = now + t.period;
       }
     }
+    EndTurn(turn_start);
   }
 }
 

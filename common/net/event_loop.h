@@ -1,7 +1,9 @@
 // EventLoop: one per service thread. Waits on its sockets (and raw fds) with a SocketWaiter
 // (socket_waiter.h: zmq::poll's semantics for a fraction of its system calls) and runs
 // named handlers and periodic timers; every handler's call count and run time are kept so
-// that a slow handler can be found. Not thread-safe: call everything from the thread that
+// that a slow handler can be found, and so is the loop's longest stall: the longest turn
+// (every handler and timer it ran between two polls), when no message was read, no
+// heartbeat sent or answered. Not thread-safe: call everything from the thread that
 // runs it, except Stop(), which any thread (or a signal handler, via the shutdown fd) may
 // call.
 #pragma once
@@ -49,6 +51,16 @@ class EventLoop {
 
   std::vector<HandlerStats> Stats() const;
 
+  struct Stall {
+    std::chrono::nanoseconds longest{0};
+    std::string in;  // the handler that took the longest part of that turn
+  };
+  // The longest turn since the loop started. Read it from the loop's thread (a handler).
+  const Stall& LongestStall() const { return longest_stall_; }
+  uint64_t LongestStallMicros() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(longest_stall_.longest).count();
+  }
+
  private:
   struct Source {
     HandlerStats stats;
@@ -60,7 +72,10 @@ class EventLoop {
     std::chrono::steady_clock::time_point next;
     Handler handler;
   };
+  // Runs `handler`, counting its time for `stats` and for the turn's longest part.
   void Invoke(HandlerStats& stats, const Handler& handler);
+  // Ends a turn that started at `start`.
+  void EndTurn(std::chrono::steady_clock::time_point start);
 
   const std::chrono::milliseconds idle_bound_;
   std::vector<zmq::pollitem_t> items_;
@@ -71,6 +86,9 @@ class EventLoop {
   std::vector<Source> added_sources_;
   std::vector<Timer> timers_;
   std::atomic<bool> stop_{false};
+  Stall longest_stall_;
+  std::chrono::nanoseconds turn_longest_part_{0};
+  const std::string* turn_longest_in_ = nullptr;
 };
 
 // Installs SIGINT/SIGTERM handlers that make every EventLoop in the process return, and

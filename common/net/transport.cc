@@ -11,6 +11,12 @@ namespace atl::net {
 namespace {
 constexpr int kSendTimeoutMs = 5000;
 constexpr auto kHandshakeCheck = std::chrono::milliseconds(20);
+// Connections a bound socket's listener holds until its I/O thread accepts them (the kernel
+// caps it at net.core.somaxconn). ZeroMQ's 100 overflowed when 256 clients connected at
+// once while the I/O thread was busy with CURVE handshakes: the kernel dropped 100-250
+// SYNs per such burst, each retried after 1 s, then 3 s, which delayed clients' heartbeat
+// connections past the RM's liveness window.
+constexpr int kListenBacklog = 4096;
 }  // namespace
 
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type) {
@@ -51,6 +57,7 @@ Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint, Aud
   if (target.size() > 2 && target.compare(target.size() - 2, 2, ":0") == 0) {
     target.replace(target.size() - 1, 1, "*");
   }
+  socket.set(zmq::sockopt::backlog, kListenBacklog);
   SocketWaiter::NoteUse(socket.handle(), false);
   try {
     socket.bind(target);

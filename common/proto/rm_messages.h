@@ -55,8 +55,11 @@ struct Heartbeat {
   uint8_t role = kClient;
   std::string id;  // executor's or store's host name, scheduler's island, or client id in decimal
   uint64_t instance = 0;  // a store's (StoreHelloReply): a new one means it restarted
+  // A service's: its event loop's longest stall so far (EventLoop::LongestStall), which the
+  // RM shows in its status. 0 from clients.
+  uint64_t longest_stall_us = 0;
   bool operator==(const Heartbeat&) const = default;
-  MSGPACK_DEFINE(role, id, instance);
+  MSGPACK_DEFINE(role, id, instance, longest_stall_us);
 };
 
 // The client id of a client's heartbeat; InvalidArgument for an executor's, an unknown
@@ -169,6 +172,21 @@ struct Owners {
   MSGPACK_DEFINE(client_users, clients_alive, clients_gone_why, function_clients, next_client_id);
 };
 
+// A notice from the RM to every object store and scheduler (request id 0, no reply): who a
+// client connected as, when it says hello, and whose a function is, when it is registered.
+// So a service knows a new client before it hears from it, instead of asking the RM
+// (LookupOwners) from its event loop: a round trip per new client that, with hundreds
+// connecting at once, stalled the loops for seconds (docs/design-notes.md).
+struct OwnersKnown {
+  static constexpr Kind kKind = Kind::kOwnersKnown;
+  std::vector<uint64_t> clients;
+  std::vector<std::string> client_users;  // per client: its ZAP user id ("" on plain text)
+  std::vector<uint64_t> functions;
+  std::vector<uint64_t> function_clients;  // per function: the client that registered it
+  bool operator==(const OwnersKnown&) const = default;
+  MSGPACK_DEFINE(clients, client_users, functions, function_clients);
+};
+
 // A member (`atoll stop`) -> RM: host `host` is about to leave. The RM takes its devices
 // out of placement, moves every slice with a virtual device there onto other live devices
 // of its island as it does for a lost host (the reason says "drained"), publishes
@@ -275,17 +293,23 @@ struct HostStatus {
   std::string store_endpoint;
   std::vector<DeviceStatus> devices;
   bool store_alive = false;
+  // The longest stall of the executor's and the store's event loops, as their heartbeats
+  // said (Heartbeat::longest_stall_us).
+  uint64_t executor_stall_us = 0;
+  uint64_t store_stall_us = 0;
   bool operator==(const HostStatus&) const = default;
-  MSGPACK_DEFINE(name, alive, control_endpoint, store_endpoint, devices, store_alive);
+  MSGPACK_DEFINE(name, alive, control_endpoint, store_endpoint, devices, store_alive,
+                 executor_stall_us, store_stall_us);
 };
 
 struct IslandStatus {
   std::string name;
   std::string scheduler_endpoint;  // empty until its scheduler registers
   std::vector<HostStatus> hosts;
-  bool scheduler_alive = false;  // registered and heard from within the liveness window
+  bool scheduler_alive = false;     // registered and heard from within the liveness window
+  uint64_t scheduler_stall_us = 0;  // its event loop's longest stall, as HostStatus's
   bool operator==(const IslandStatus&) const = default;
-  MSGPACK_DEFINE(name, scheduler_endpoint, hosts, scheduler_alive);
+  MSGPACK_DEFINE(name, scheduler_endpoint, hosts, scheduler_alive, scheduler_stall_us);
 };
 
 struct SliceStatus {
@@ -307,8 +331,9 @@ struct ClusterStatus {
   // cluster learns it here) and where watchers subscribe.
   std::string events_in;
   std::string events_out;
+  uint64_t rm_stall_us = 0;  // the RM's event loop's longest stall
   bool operator==(const ClusterStatus&) const = default;
-  MSGPACK_DEFINE(islands, slices, functions, clients, events_in, events_out);
+  MSGPACK_DEFINE(islands, slices, functions, clients, events_in, events_out, rm_stall_us);
 };
 
 }  // namespace atl::proto

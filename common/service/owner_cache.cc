@@ -28,7 +28,20 @@ Result<std::string> OwnerCache::ClientUser(uint64_t client) {
   if (auto it = client_users_.find(client); it != client_users_.end()) return it->second;
   auto gone = gone_clients_.find(client);
   if (gone == gone_clients_.end()) {
-    ATOLL_ASSIGN_OR_RETURN(proto::Owners owners, Ask({{client}, {}}));
+    // The next ids too: clients that connect together are asked about together (a notice,
+    // OwnersKnown, can come after their first requests: a ROUTER takes turns between its
+    // peers' connections, and the RM's is one of hundreds in a burst).
+    proto::LookupOwners ask;
+    for (uint64_t id = client; id < client + kLookupAhead && id >= client; ++id) {
+      ask.clients.push_back(id);
+    }
+    ATOLL_ASSIGN_OR_RETURN(proto::Owners owners, Ask(std::move(ask)));
+    for (size_t i = 1; i < owners.clients_alive.size(); ++i) {
+      if (owners.clients_alive[i] && gone_clients_.count(client + i) == 0) {
+        if (client_users_.size() >= kMaxKnown) client_users_.clear();
+        client_users_[client + i] = owners.client_users[i];
+      }
+    }
     if (owners.clients_alive[0]) return client_users_[client] = owners.client_users[0];
     // An id the RM has not given out yet may be the next client's: not remembered.
     if (client >= owners.next_client_id) {
@@ -39,6 +52,33 @@ Result<std::string> OwnerCache::ClientUser(uint64_t client) {
   }
   if (gone->second.empty()) return Cancelled(fmt::format("client {} has left the cluster", client));
   return Cancelled(fmt::format("client {} has left the cluster ({})", client, gone->second));
+}
+
+Status OwnerCache::Learn(const proto::OwnersKnown& known) {
+  if (known.clients.size() != known.client_users.size() ||
+      known.functions.size() != known.function_clients.size()) {
+    return InvalidArgument("OwnersKnown with lists of unequal lengths");
+  }
+  if (client_users_.size() + known.clients.size() > kMaxKnown) client_users_.clear();
+  if (function_clients_.size() + known.functions.size() > kMaxKnown) function_clients_.clear();
+  for (size_t i = 0; i < known.clients.size(); ++i) {
+    // A client this service saw leave stays gone: ids are never reused.
+    if (gone_clients_.count(known.clients[i]) == 0) {
+      client_users_[known.clients[i]] = known.client_users[i];
+    }
+  }
+  for (size_t i = 0; i < known.functions.size(); ++i) {
+    if (known.function_clients[i] != 0) {
+      function_clients_[known.functions[i]] = known.function_clients[i];
+    }
+  }
+  return Status::Ok();
+}
+
+Status OwnerCache::LearnFrom(const proto::Incoming& in) {
+  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "tell who owns what"));
+  ATOLL_ASSIGN_OR_RETURN(auto known, in.header.As<proto::OwnersKnown>());
+  return Learn(known);
 }
 
 Status OwnerCache::CheckClient(const proto::Peer& sender, uint64_t client,

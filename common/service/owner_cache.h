@@ -10,6 +10,11 @@
 // it may be the next client's (remembering it once refused a real client that a stray
 // message had named before it connected).
 //
+// The RM tells every store and scheduler of each client as it connects, and each scheduler of
+// the functions of its island as they are registered (OwnersKnown, Learn): a lookup is then
+// only for what such a notice did not bring first (a client that connected before this
+// service started, a notice held back in a full queue).
+//
 // Not thread-safe: one per service loop. A lookup blocks that loop for one RM round trip.
 #pragma once
 
@@ -28,6 +33,11 @@ namespace atl {
 class OwnerCache {
  public:
   static constexpr size_t kMaxGoneClients = 4096;
+  // Clients and functions learnt from notices, most of which never reach this service: the
+  // memory is dropped whole past this many, as the gone clients' (a lookup fills it again).
+  static constexpr size_t kMaxKnown = 16384;
+  // A lookup of a client asks about this many ids from its on, and keeps the live ones.
+  static constexpr uint64_t kLookupAhead = 64;
 
   // How long a lookup may block the loop of a service that heartbeats every `heartbeat` and
   // is taken for lost after `liveness` silent periods: 2 s at most, and never more than
@@ -56,6 +66,12 @@ class OwnerCache {
   // The client of each function of `functions` (0: no such function), asking the RM once
   // for those not known yet.
   Result<std::map<uint64_t, uint64_t>> FunctionClients(const std::vector<uint64_t>& functions);
+
+  // What the RM said (OwnersKnown): InvalidArgument for lists of unequal lengths.
+  Status Learn(const proto::OwnersKnown& known);
+  // Learn from a request of kind OwnersKnown, which only a member may send (the RM). A
+  // notice: the caller does not reply.
+  Status LearnFrom(const proto::Incoming& in);
 
   // The client has gone (collected, said goodbye): ask again if it is named later.
   void ForgetClient(uint64_t client);

@@ -174,7 +174,8 @@ void ExecutorService::FailLateInputs() {
 }
 
 void ExecutorService::Heartbeat() {
-  Status sent = rm_.Post(proto::Heartbeat{proto::Heartbeat::kExecutor, host_});
+  Status sent =
+      rm_.Post(proto::Heartbeat{proto::Heartbeat::kExecutor, host_, 0, loop_.LongestStallMicros()});
   if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
   // A restarted store that did not answer its hello gets asked again (until the RM
   // declares it lost).

@@ -150,6 +150,8 @@ Status StoreService::Dispatch(const proto::Incoming& in) {
       return OnStats(in);
     case proto::Kind::kHostChanged:
       return OnHostChanged(in);
+    case proto::Kind::kOwnersKnown:
+      return owners_.LearnFrom(in);  // a notice from the RM: no reply
     case proto::Kind::kSaveShards:
       return OnSaveShards(in);
     case proto::Kind::kCommitCheckpoint:
@@ -617,7 +619,8 @@ void StoreService::ExpireClients() {
 }
 
 void StoreService::HeartbeatRm() {
-  Status sent = rm_->Post(proto::Heartbeat{proto::Heartbeat::kStore, options_.host, instance_});
+  Status sent = rm_->Post(proto::Heartbeat{proto::Heartbeat::kStore, options_.host, instance_,
+                                           loop_.LongestStallMicros()});
   if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
 }
 

@@ -23,6 +23,7 @@ Status RmService::OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incomi
       auto it = state_.hosts.find(beat.id);
       if (it == state_.hosts.end()) return NotFound("host '" + beat.id + "' is unknown");
       it->second.last_heard = now;
+      it->second.executor_stall_us = beat.longest_stall_us;
       Reconnected(it->second, in);
       if (!it->second.alive) OnHostBack(it->second);
       return Status::Ok();
@@ -39,6 +40,7 @@ Status RmService::OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incomi
       const bool new_instance = beat.instance != old_instance;
       host.store_instance = beat.instance;
       host.store_last_heard = now;
+      host.store_stall_us = beat.longest_stall_us;
       if (new_instance) SaveState();
       if (restarted && host.store_alive) {
         OnStoreLost(host, "it restarted, and the objects it held are gone", old_instance);
@@ -52,6 +54,7 @@ Status RmService::OnServiceHeartbeat(const proto::Heartbeat& beat, proto::Incomi
         return NotFound("the scheduler of island '" + beat.id + "' is not registered");
       }
       it->second.last_heard = now;
+      it->second.stall_us = beat.longest_stall_us;
       if (!it->second.alive) OnSchedulerBack(beat.id);
       return Status::Ok();
     }
@@ -96,6 +99,7 @@ void RmService::CheckLiveness() {
     if (now > r.deadline) expired.push_back(id);
   }
   for (uint64_t id : expired) FinishRemap(id, late);
+  FlushState();
 }
 
 bool RmService::SchedulerAlive(const std::string& island) const {

@@ -1,7 +1,6 @@
 #include "services/rm/rm_service.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 #include <utility>
 
@@ -14,7 +13,6 @@
 #include "common/service/advertise.h"
 #include "services/rm/elastic_core.h"
 #include "services/rm/slice_quota.h"
-#include "services/rm/state_file.h"
 
 namespace atl::rm {
 
@@ -64,12 +62,14 @@ void RmService::Run() {
   loop_.AddTimer("net.stats", Heartbeat(config_),
                  [this] { events_->Publish("net.stats", net::SentCountFields()); });
   loop_.Run();
+  FlushState();
   proxy_.Stop();
 }
 
 void RmService::OnRequest() {
   net::ServeRequests(socket_, *events_, "error.rm", rejected_,
                      [this](proto::Incoming& in) { return Handle(in); });
+  FlushState();
 }
 
 Status RmService::Handle(proto::Incoming& in) {
@@ -166,7 +166,7 @@ Status RmService::OnRegisterExecutor(proto::Incoming& in) {
                                            {"kind", state_.devices[id].desc.kind},
                                            {"memory_bytes", state_.devices[id].desc.memory_bytes}});
   }
-  SaveState();
+  SaveStateNow();  // the Compiles below must follow the reply: none is held
   const std::vector<uint64_t> functions = rejoin ? FunctionsOn(host) : std::vector<uint64_t>{};
   Status replied = net::Reply(
       socket_, in, proto::RegisterExecutorReply{host.device_ids, config_.heartbeat_ms, functions});
@@ -226,7 +226,7 @@ Status RmService::OnRegisterScheduler(proto::Incoming& in) {
     }
   }
   SaveState();
-  return net::Reply(socket_, in, proto::Ok{});
+  return Answer(in, proto::Ok{});
 }
 
 void RmService::AdmitIsland(const std::string& island, const std::string& by) {
@@ -240,16 +240,17 @@ Status RmService::OnHelloClient(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HelloClient>());
   const uint64_t id = state_.next_client_id++;
   state_.clients[id] = {req.name, Clock::now(), RoutingId(in), in.sender.user_id};
+  TellClientOwner(id);
   events_->Publish("client.connected", {{"client", id}, {"name", req.name}});
   SaveState();
-  return net::Reply(socket_, in, proto::HelloClientReply{id, config_.heartbeat_ms});
+  return Answer(in, proto::HelloClientReply{id, config_.heartbeat_ms});
 }
 
 Status RmService::OnGoodbye(proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
   ATOLL_RETURN_IF_ERROR(CheckClient(in, req.client_id, "say goodbye"));
   DropClient(req.client_id, "goodbye");
-  return net::Reply(socket_, in, proto::Ok{});
+  return Answer(in, proto::Ok{});
 }
 
 void RmService::DropClient(uint64_t client_id, const std::string& why) {
@@ -308,7 +309,7 @@ Status RmService::OnCreateSlice(proto::Incoming& in) {
                                      {"island", island},
                                      {"devices", fmt::format("{}", fmt::join(*placed, ","))}});
   SaveState();
-  return net::Reply(socket_, in, DescribeSlice(slice));
+  return Answer(in, DescribeSlice(slice));
 }
 
 void RmService::Reconnected(Host& host, const proto::Incoming& in) {
@@ -354,6 +355,7 @@ Status RmService::OnRegisterFunction(proto::Incoming& in) {
   }
   const uint64_t function_id = state_.next_function_id++;
   state_.functions[function_id] = Function{req.client_id, slice.id, req.function};
+  TellFunctionOwner(function_id, slice.island);
   // Background compilation: every executor hosting a device of the slice gets the
   // function now, so the first call finds it ready. The client hears back once all did.
   const uint64_t rm_request = next_request_id_++;
@@ -457,12 +459,16 @@ Status RmService::OnClusterStatus(proto::Incoming& in) {
   proto::ClusterStatus status;
   for (const std::string& island : IslandNames(state_, configured_islands_)) {
     proto::IslandStatus is{island, "", {}, SchedulerAlive(island)};
+    if (auto s = state_.schedulers.find(island); s != state_.schedulers.end()) {
+      is.scheduler_stall_us = s->second.stall_us;
+    }
     if (auto s = state_.scheduler_by_island.find(island); s != state_.scheduler_by_island.end()) {
       is.scheduler_endpoint = s->second;
     }
     for (const auto& [name, h] : state_.hosts) {
       if (h.island != island) continue;
-      proto::HostStatus hs{name, h.alive, h.control_endpoint, h.store_endpoint, {}, h.store_alive};
+      proto::HostStatus hs{name, h.alive,       h.control_endpoint,  h.store_endpoint,
+                           {},   h.store_alive, h.executor_stall_us, h.store_stall_us};
       for (uint32_t id : h.device_ids) {
         const Device& d = state_.devices[id];
         hs.devices.push_back({id, d.desc.kind, d.desc.memory_bytes, d.slices});
@@ -478,25 +484,8 @@ Status RmService::OnClusterStatus(proto::Incoming& in) {
   status.clients = static_cast<uint32_t>(state_.clients.size());
   status.events_in = events_in_.advertised;
   status.events_out = events_out_.advertised;
+  status.rm_stall_us = loop_.LongestStallMicros();
   return net::Reply(socket_, in, status);
-}
-
-Status RmService::OnLookupOwners(proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::LookupOwners>());
-  proto::Owners owners;
-  for (uint64_t id : req.clients) {
-    auto it = state_.clients.find(id);
-    owners.client_users.push_back(it != state_.clients.end() ? it->second.user_id : "");
-    owners.clients_alive.push_back(it != state_.clients.end());
-    auto gone = gone_reasons_.find(id);
-    owners.clients_gone_why.push_back(gone != gone_reasons_.end() ? gone->second : "");
-  }
-  for (uint64_t id : req.functions) {
-    auto it = state_.functions.find(id);
-    owners.function_clients.push_back(it != state_.functions.end() ? it->second.client : 0);
-  }
-  owners.next_client_id = state_.next_client_id;
-  return net::Reply(socket_, in, owners);
 }
 
 Status RmService::CheckClient(const proto::Incoming& in, uint64_t client_id,
@@ -512,38 +501,6 @@ Status RmService::CheckClient(const proto::Incoming& in, uint64_t client_id,
         fmt::format("{}: client {} is unknown; say HelloClient first", action, client_id));
   }
   return proto::RequireClient(in.sender, client_id, it->second.user_id, action);
-}
-
-void RmService::SaveState() {
-  if (state_file_.empty()) return;
-  ReportSaveError(WriteStateFile(state_file_, state_));
-}
-
-void RmService::SaveFunction(uint64_t id, const RmState::Function& function) {
-  if (state_file_.empty()) return;
-  ReportSaveError(AppendFunction(state_file_, id, function));
-}
-
-void RmService::ReportSaveError(const Status& saved) {
-  if (saved.ok()) return;
-  spdlog::error("{}", saved.message());
-  events_->Publish("error.rm", {{"error", saved.message()}});
-}
-
-Status RmService::LoadState() {
-  if (state_file_.empty() || !std::filesystem::exists(state_file_)) return Status::Ok();
-  ATOLL_ASSIGN_OR_RETURN(state_, ReadStateFile(state_file_));
-  const auto now = Clock::now();
-  for (auto& [name, host] : state_.hosts) host.last_heard = host.store_last_heard = now;
-  for (const auto& [island, endpoint] : state_.scheduler_by_island) {
-    state_.schedulers[island].last_heard = now;
-  }
-  for (auto& [id, client] : state_.clients) client.last_heard = now;
-  stall_guard_.QuietUntil(now + kReconnectGrace);
-  spdlog::info("state from {}: {} hosts, {} clients, {} slices, {} functions", state_file_,
-               state_.hosts.size(), state_.clients.size(), state_.slices.size(),
-               state_.functions.size());
-  return Status::Ok();
 }
 
 }  // namespace atl::rm

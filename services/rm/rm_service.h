@@ -101,7 +101,12 @@ class RmService {
   Status OnRegisterFunction(proto::Incoming& in);
   Status OnCompileReply(proto::Incoming& in);
   Status OnClusterStatus(proto::Incoming& in);
+  // Who owns what (owners.cc): asked by a store or scheduler (LookupOwners), and told to
+  // them as it happens (OwnersKnown), so that they seldom need to ask: a new client's
+  // user id to every store and scheduler, a new function's client to its island's scheduler.
   Status OnLookupOwners(proto::Incoming& in);
+  void TellClientOwner(uint64_t client_id);
+  void TellFunctionOwner(uint64_t function_id, const std::string& island);
   // NotFound unless `client_id` is connected (saying why, for a client gone lately), and
   // PermissionDenied unless the sender of `in` may act for it.
   Status CheckClient(const proto::Incoming& in, uint64_t client_id, std::string_view action) const;
@@ -174,7 +179,22 @@ class RmService {
   // logged and published, not fatal. LoadState() starts afresh when there is no state file
   // yet.
   Status LoadState();
+  // State saving (state_saving.cc): SaveState marks `state_` changed, written by the
+  // FlushState that ends the turn (OnRequest, CheckLiveness), which then sends the answers
+  // Answer held meanwhile. SaveStateNow writes at once (and sends what was held).
   void SaveState();
+  void SaveStateNow();
+  void FlushState();
+  // Replies to `in` now, or, while a change to the state is not written yet, after it is.
+  template <typename T>
+  Status Answer(const proto::Incoming& in, const T& body) {
+    if (!state_dirty_) return net::Reply(socket_, in, body);
+    HeldReply held{{}, T::kKind, in.routing_id ? size_t{1} : size_t{0}};
+    if (in.routing_id) held.frames.emplace_back(in.routing_id->data(), in.routing_id->size());
+    held.frames.push_back(proto::EncodeHeader(in.header.request_id(), body));
+    held_replies_.push_back(std::move(held));
+    return Status::Ok();
+  }
   void SaveFunction(uint64_t id, const RmState::Function& function);
   void ReportSaveError(const Status& saved);
 
@@ -194,6 +214,13 @@ class RmService {
   // Whether the RM may declare silent services lost now: not for a while after it restarted
   // (kReconnectGrace) or stalled.
   StallGuard stall_guard_;
+  bool state_dirty_ = false;
+  struct HeldReply {
+    net::Frames frames;
+    proto::Kind kind;
+    size_t first_counted;  // past the routing id (net::SendCounted)
+  };
+  std::vector<HeldReply> held_replies_;  // Answer's, until FlushState
   // Why each client gone since the RM started went (DropClient's `why`): a client paused
   // past its lapse learns why at its next call. Dropped whole past kMaxGoneReasons, so that
   // it stays bounded (ids are never reused).

@@ -43,6 +43,9 @@ struct RmState {
     // Drained (DrainHost): about to leave, so placement skips it; cleared when its executor
     // registers again.
     bool drained = false;
+    // Their event loops' longest stalls, from their heartbeats; not persisted.
+    uint64_t executor_stall_us = 0;
+    uint64_t store_stall_us = 0;
     bool operator==(const Host&) const = default;
     MSGPACK_DEFINE(name, island, control_endpoint, data_endpoint, store_endpoint, device_ids,
                    store_instance, drained);
@@ -89,6 +92,7 @@ struct RmState {
   struct SchedulerLiveness {
     Clock::time_point last_heard;
     bool alive = true;
+    uint64_t stall_us = 0;  // its event loop's longest stall, from its heartbeats
     bool operator==(const SchedulerLiveness&) const = default;
   };
 

@@ -47,7 +47,8 @@ Status SchedulerService::Start(std::chrono::milliseconds timeout) {
 }
 
 void SchedulerService::HeartbeatRm() {
-  Status sent = rm_->Post(proto::Heartbeat{proto::Heartbeat::kScheduler, options_.island});
+  Status sent = rm_->Post(proto::Heartbeat{proto::Heartbeat::kScheduler, options_.island, 0,
+                                           loop_.LongestStallMicros()});
   if (!sent.ok()) spdlog::warn("heartbeat: {}", sent.ToString());
 }
 
@@ -115,6 +116,8 @@ void SchedulerService::OnRequest() {
       case proto::Kind::kHostChanged:
         ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "report a host change"));
         return OnHostChanged(in);  // a notice from the RM: no reply
+      case proto::Kind::kOwnersKnown:
+        return owners_->LearnFrom(in);  // a notice from the RM: no reply
       case proto::Kind::kGoodbye: {
         ATOLL_ASSIGN_OR_RETURN(auto bye, in.header.As<proto::Goodbye>());
         ATOLL_RETURN_IF_ERROR(owners_->CheckGoodbye(in.sender, bye.client_id));

@@ -137,6 +137,28 @@ TEST(ClusterMetricsTest, HostsSchedulersAndTheRm) {
   EXPECT_EQ(Value(Parsed(BusyView()), "atoll_rm_up"), 1);
 }
 
+// Each service's event loop's longest stall, as the RM's status reports it (the RM's own, the
+// others' from their heartbeats).
+TEST(ClusterMetricsTest, EveryServicesLongestLoopStall) {
+  proto::ClusterStatus status = Topology();
+  status.rm_stall_us = 250'000;
+  status.islands[0].scheduler_stall_us = 1'500'000;
+  status.islands[0].hosts[0].executor_stall_us = 2'000;
+  status.islands[0].hosts[0].store_stall_us = 40'000;
+  ClusterView view;
+  view.ApplyStatus(status);
+  const Exposition m = Parsed(view);
+  const char* stall = "atoll_loop_longest_stall_seconds";
+  EXPECT_EQ(m.types.at(stall), "gauge");
+  EXPECT_DOUBLE_EQ(Value(m, stall, {{"service", "rm"}}), 0.25);
+  EXPECT_DOUBLE_EQ(Value(m, stall, {{"service", "scheduler"}, {"island", "island0"}}), 1.5);
+  EXPECT_DOUBLE_EQ(Value(m, stall, {{"service", "scheduler"}, {"island", "island1"}}), 0);
+  EXPECT_DOUBLE_EQ(
+      Value(m, stall, {{"service", "executor"}, {"island", "island0"}, {"host", "h0"}}), 0.002);
+  EXPECT_DOUBLE_EQ(
+      Value(m, stall, {{"service", "objectstore"}, {"island", "island0"}, {"host", "h0"}}), 0.04);
+}
+
 TEST(ClusterMetricsTest, DevicesBusyAndQueued) {
   const Exposition m = Parsed(BusyView());
   const std::map<std::string, std::string> d1 = {
@@ -226,7 +248,7 @@ TEST(ClusterMetricsTest, AnEmptyViewIsValidToo) {
   EXPECT_EQ(Value(m, "atoll_rm_up"), 1);
   EXPECT_EQ(Value(m, "atoll_run_duration_seconds_count"), 0);
   EXPECT_TRUE(m.Find("atoll_host_up").empty());
-  EXPECT_EQ(m.types.size(), 23u);  // every family is declared, samples or not
+  EXPECT_EQ(m.types.size(), 24u);  // every family is declared, samples or not
 }
 
 // The family a sample belongs to: a histogram's _bucket, _sum, _count belong to it.

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -172,6 +173,27 @@ std::chrono::nanoseconds ThreadCpuTime() {
 // (the loop's for its next timer, or the waiter's for what is left of one) polled without
 // sleeping through the last millisecond before each timer: with a timer every 2 ms, about
 // half of the thread's time.
+// The loop's longest stall is its longest turn, named by the handler that took most of it.
+TEST(EventLoopTest, TheLongestStallIsTheLongestTurnAndNamesItsHandler) {
+  EventLoop loop(kIdleBound);
+  int fires = 0;
+  loop.AddTimer("quick", milliseconds(1), [&] {
+    if (++fires == 20) loop.Stop();
+  });
+  bool blocked = false;
+  loop.AddTimer("blocking", milliseconds(5), [&] {
+    if (blocked) return;
+    blocked = true;
+    // The subject of the test: a handler that blocks its loop (a synchronous call).
+    std::this_thread::sleep_for(milliseconds(60));
+  });
+  loop.Run();
+  EXPECT_GE(loop.LongestStall().longest, milliseconds(60));
+  EXPECT_LT(loop.LongestStall().longest, milliseconds(kWatchdog));
+  EXPECT_EQ(loop.LongestStall().in, "blocking");
+  EXPECT_GE(loop.LongestStallMicros(), 60000u);
+}
+
 TEST(EventLoopTest, BetweenTimersTheLoopSleepsRatherThanPolling) {
   zmq::context_t context;
   Pair idle(context, "idle");

@@ -21,12 +21,12 @@ using samples::Sample;
 using AllMessages = ::testing::Types<
     Ok, Error, RegisterExecutor, RegisterExecutorReply, Heartbeat, RegisterScheduler, HelloClient,
     HelloClientReply, Goodbye, HostChanged, CreateSlice, SliceInfo, SliceRemapped, ServiceChanged,
-    LookupOwners, Owners, DrainHost, DrainHostReply, RegisterFunction, RegisterFunctionReply,
-    GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop, SubmitProgram,
-    SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, RunFailed, StoreHello, StoreHelloReply,
-    CreateObject, CreateObjectReply, SealObject, PutObject, GetObject, GetObjectReply,
-    ReleaseObject, GetStoreStats, StoreStats, SaveShards, SaveShardsReply, CommitCheckpoint,
-    ReadCheckpointIndex, CheckpointIndexText, LoadShards>;
+    LookupOwners, Owners, OwnersKnown, DrainHost, DrainHostReply, RegisterFunction,
+    RegisterFunctionReply, GetClusterStatus, ClusterStatus, Compile, Dispatch, TupleBatch, RunLoop,
+    SubmitProgram, SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, RunFailed, StoreHello,
+    StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
+    GetObjectReply, ReleaseObject, GetStoreStats, StoreStats, SaveShards, SaveShardsReply,
+    CommitCheckpoint, ReadCheckpointIndex, CheckpointIndexText, LoadShards>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =

@@ -99,7 +99,7 @@ inline RegisterExecutorReply Sample<RegisterExecutorReply>() {
 
 template <>
 inline Heartbeat Sample<Heartbeat>() {
-  return {Heartbeat::kStore, "host-1", 0x5eed};
+  return {Heartbeat::kStore, "host-1", 0x5eed, 2500};
 }
 
 template <>
@@ -160,6 +160,10 @@ inline Owners Sample<Owners>() {
   return {{"client:alice", ""}, {true, false}, {"", "goodbye"}, {3}, 5};
 }
 template <>
+inline OwnersKnown Sample<OwnersKnown>() {
+  return {{3, 4}, {"client:alice", ""}, {17}, {3}};
+}
+template <>
 inline DrainHost Sample<DrainHost>() {
   return {"host-2"};
 }
@@ -194,13 +198,14 @@ inline DeviceStatus Sample<DeviceStatus>() {
 
 template <>
 inline HostStatus Sample<HostStatus>() {
-  return {"host-1", true, "tcp://10.0.0.1:5000", "ipc:///tmp/store-1", {Sample<DeviceStatus>()},
-          true};
+  return {
+      "host-1", true, "tcp://10.0.0.1:5000", "ipc:///tmp/store-1", {Sample<DeviceStatus>()}, true,
+      1200,     3400};
 }
 
 template <>
 inline IslandStatus Sample<IslandStatus>() {
-  return {"island-a", "tcp://10.0.0.2:6000", {Sample<HostStatus>(), HostStatus{}}, true};
+  return {"island-a", "tcp://10.0.0.2:6000", {Sample<HostStatus>(), HostStatus{}}, true, 5600};
 }
 
 template <>
@@ -210,8 +215,8 @@ inline SliceStatus Sample<SliceStatus>() {
 
 template <>
 inline ClusterStatus Sample<ClusterStatus>() {
-  return {{Sample<IslandStatus>()}, {Sample<SliceStatus>()}, 3, 2,
-          "tcp://10.0.0.9:5551",    "tcp://10.0.0.9:5552"};
+  return {{Sample<IslandStatus>()}, {Sample<SliceStatus>()}, 3,   2,
+          "tcp://10.0.0.9:5551",    "tcp://10.0.0.9:5552",   7800};
 }
 
 // ---------------------------------------------------------------------------------------

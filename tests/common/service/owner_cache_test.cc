@@ -21,5 +21,35 @@ TEST(OwnerCacheTest, WithoutAnRmEveryClientCountsAsLive) {
   EXPECT_EQ(*user, "");
 }
 
+// What the RM told (OwnersKnown) is answered without asking it: here no RM answers, and a
+// lookup of anything not told fails after its timeout.
+TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
+  zmq::context_t context;
+  net::Requester silent_rm(context, "tcp://127.0.0.1:1");
+  ASSERT_TRUE(silent_rm.Connect().ok());
+  OwnerCache owners(&silent_rm, milliseconds(50));
+  ASSERT_TRUE(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}}).ok());
+  auto alice = owners.ClientUser(7);
+  ASSERT_TRUE(alice.ok()) << alice.status().ToString();
+  EXPECT_EQ(*alice, "client:alice");
+  EXPECT_TRUE(owners.CheckClient(proto::Peer{"client:bob"}, 8, "submit").ok());
+  EXPECT_EQ(owners.CheckClient(proto::Peer{"client:bob"}, 7, "submit").code(),
+            Code::kPermissionDenied);
+  auto functions = owners.FunctionClients({30});
+  ASSERT_TRUE(functions.ok()) << functions.status().ToString();
+  EXPECT_EQ(functions->at(30), 7u);
+  // Not told: asked, and the silent RM fails the lookup.
+  EXPECT_FALSE(owners.ClientUser(9).ok());
+  // Forgotten (collected): asked again.
+  owners.ForgetClient(7);
+  EXPECT_FALSE(owners.ClientUser(7).ok());
+}
+
+TEST(OwnerCacheTest, ANoticeWithListsOfUnequalLengthsIsRefused) {
+  OwnerCache owners(nullptr, milliseconds(0));
+  EXPECT_EQ(owners.Learn({{7, 8}, {"client:alice"}, {}, {}}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(owners.Learn({{}, {}, {30}, {}}).code(), Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace atl
