@@ -121,7 +121,10 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   proto::RegisterExecutor reg{
       host_, island_, control_endpoint_.advertised, data_endpoint_.advertised, store_.endpoint(),
       {}};
-  for (uint32_t i = 0; i < num_devices_; ++i) reg.devices.push_back({"cpu", device_memory_bytes_});
+  // Of the host's kind ("cpu", "sim"): a slice that asks for a kind gets only such devices.
+  for (uint32_t i = 0; i < num_devices_; ++i) {
+    reg.devices.push_back({device_kind_, device_memory_bytes_});
+  }
   ATOLL_ASSIGN_OR_RETURN(auto registered, rm_.Call<proto::RegisterExecutorReply>(reg, timeout));
   spdlog::info("registered {} devices (ids {}) on island {}", num_devices_,
                fmt::join(registered.device_ids, ","), island_);

@@ -1,12 +1,15 @@
 // Many simulated hosts in one process (atoll-simhosts): a cluster of 32 sim hosts that the
 // launcher runs in one process beside a host of kind "cpu" that runs as two, a program
-// whose all-reduces span every host, and the refusal of a host that is not simulated.
+// whose all-reduces span every host, and the refusal of a host that is not simulated. And
+// device kinds, end to end: a host's devices are of its kind in the RM's status, and a
+// slice that asks for a kind gets only such devices, or is refused.
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/rm_topology.h"
 #include "tests/launcher/subprocess.h"
 
 namespace atl::testing {
@@ -112,6 +115,53 @@ TEST_F(SimHostsTest, AHostThatIsNotSimulatedIsRefused) {
                                      30s);
   EXPECT_NE(r.exit_code, 0) << r.Describe();
   EXPECT_NE((r.out + r.err).find("host c0 has cpu devices"), std::string::npos) << r.Describe();
+}
+
+TEST_F(SimHostsTest, ASliceThatAsksForAKindGetsOnlyDevicesOfThatKind) {
+  const Topology cluster = AskRm(RmEndpoint());
+  ASSERT_EQ(cluster.kind_of.size(), size_t{kSimHosts * kDevicesPerHost + 1});
+  for (const auto& [device, host] : cluster.host_of) {
+    EXPECT_EQ(cluster.kind_of.at(device), host == "c0" ? "cpu" : "sim")
+        << "device " << device << " of host " << host;
+  }
+
+  auto client = Connect("device-kinds");
+  ASSERT_NE(client, nullptr);
+  // Any island: each kind is on one island only, so the kind alone picks it.
+  auto sim = client->CreateSlice(2, SliceOptions{.kind = "sim"});
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  EXPECT_EQ(sim->island(), "sim");
+  auto cpu = client->CreateSlice(1, SliceOptions{.kind = "cpu"});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  EXPECT_EQ(cpu->island(), "real");
+  const Topology placed = AskRm(RmEndpoint());
+  for (uint32_t device : placed.slices.at(sim->id())) EXPECT_EQ(placed.kind_of.at(device), "sim");
+  for (uint32_t device : placed.slices.at(cpu->id())) EXPECT_EQ(placed.kind_of.at(device), "cpu");
+
+  // An island with no device of the kind asked for.
+  auto none = client->CreateSlice(1, SliceOptions{.island = "real", .kind = "sim"});
+  EXPECT_EQ(none.status().code(), Code::kNotFound) << none.status().ToString();
+  EXPECT_NE(none.status().message().find("island 'real' has no live sim devices"),
+            std::string::npos)
+      << none.status().ToString();
+}
+
+// The default test cluster: cpu hosts only.
+class CpuOnlyClusterTest : public ClusterTest {};
+
+TEST_F(CpuOnlyClusterTest, ASliceOfSimDevicesIsRefusedNamingTheKind) {
+  auto client = Connect("device-kinds");
+  ASSERT_NE(client, nullptr);
+  auto sim = client->CreateSlice(1, SliceOptions{.kind = "sim"});
+  EXPECT_EQ(sim.status().code(), Code::kFailedPrecondition) << sim.status().ToString();
+  EXPECT_NE(sim.status().message().find("no island has 1 live sim devices (largest has 0)"),
+            std::string::npos)
+      << sim.status().ToString();
+  // The same request without a kind, or of the kind there is, is placed.
+  auto any = client->CreateSlice(1, SliceOptions{});
+  EXPECT_TRUE(any.ok()) << any.status().ToString();
+  auto cpu = client->CreateMeshSlice({2}, SliceOptions{.kind = "cpu"});
+  EXPECT_TRUE(cpu.ok()) << cpu.status().ToString();
 }
 
 }  // namespace
