@@ -159,6 +159,7 @@ class StoreService {
   void WakeWaiters(uint64_t object, uint32_t shard);
   // Answers every read waiting for a shard of `object` Cancelled: "<shard> <why>".
   void CancelWaiters(uint64_t object, const std::string& why);
+  // Arms the one-shot deadline timer for `at`, when WaitingReads says it must move.
   void ArmDeadlineTimer(std::optional<TimePoint> at);
   // The deadline timer fired: answers the reads whose deadline has passed.
   void ExpireWaiters();
@@ -171,6 +172,7 @@ class StoreService {
   // Frees `object` if it was released and its last shard was just sealed (its waiters
   // answered first), then retries what waits for memory.
   void FreeIfReleased(uint64_t object);
+
   // Writes and the queue for room (store_writes.cc).
   // A shard put whole (created and sealed at once): its waiters answered, announced, and
   // freed if it was released before it existed.
