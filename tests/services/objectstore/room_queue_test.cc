@@ -1,5 +1,6 @@
 #include "services/objectstore/room_queue.h"
 #include "tests/services/objectstore/fake_clock.h"
+#include "tests/status_matchers.h"
 
 #include <cstdint>
 #include <string>
@@ -31,7 +32,7 @@ class RoomQueueTest : public ::testing::Test {
   size_t Queue(RoomQueue& queue, uint64_t request_id, const proto::CreateObject& request,
                std::optional<std::span<const std::byte>> put = std::nullopt) {
     Result<RoomQueue::Admitted> admitted = queue.Admit(To(request_id), request, put);
-    EXPECT_TRUE(admitted.ok()) << admitted.status().ToString();
+    EXPECT_THAT(admitted, IsOk());
     if (!admitted.ok()) return SIZE_MAX;
     EXPECT_EQ(admitted->outcome, RoomQueue::Outcome::kQueued) << request.object_id;
     return admitted->ahead;
@@ -41,13 +42,13 @@ class RoomQueueTest : public ::testing::Test {
   void Fill(int32_t device, int n, int64_t floats) {
     for (int i = 1; i <= n; ++i) {
       const uint64_t object = 1000 * (device + 1) + i;
-      ASSERT_TRUE(dir_.Create(object, 0, 1, DType::kF32, {floats}, device).ok());
-      ASSERT_TRUE(dir_.Seal(object, 0).ok());
+      ASSERT_THAT(dir_.Create(object, 0, 1, DType::kF32, {floats}, device), IsOk());
+      ASSERT_THAT(dir_.Seal(object, 0), IsOk());
     }
   }
   void Free(uint64_t object) {
     auto released = dir_.Release(object, 1);
-    ASSERT_TRUE(released.ok()) << released.status().ToString();
+    ASSERT_THAT(released, IsOk());
     ASSERT_EQ(*released, ReleaseOutcome::kFreed);
   }
 
@@ -58,17 +59,17 @@ class RoomQueueTest : public ::testing::Test {
 
 TEST_F(RoomQueueTest, ARequestThatFitsIsCreatedAtOnce) {
   Result<RoomQueue::Admitted> admitted = queue_.Admit(To(1), Request(10, 64), std::nullopt);
-  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  ASSERT_THAT(admitted, IsOk());
   EXPECT_EQ(admitted->outcome, RoomQueue::Outcome::kCreated);
   EXPECT_EQ(admitted->to.request_id, 1u);  // given back, to answer it
   EXPECT_EQ(admitted->nbytes, 256u);
   EXPECT_EQ(admitted->created.pool, kDevice0);
-  EXPECT_TRUE(dir_.Find(10, 0).ok());
+  EXPECT_THAT(dir_.Find(10, 0), IsOk());
   EXPECT_FALSE(queue_.Queued(kDevice0));
 
   // The host arena has no queue: a shard there is created, or fails.
   admitted = queue_.Admit(To(2), Request(11, 64, MemoryPools::kHost), std::nullopt);
-  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  ASSERT_THAT(admitted, IsOk());
   EXPECT_EQ(admitted->outcome, RoomQueue::Outcome::kCreated);
   EXPECT_EQ(admitted->created.pool, MemoryPools::kHost);
   EXPECT_EQ(
@@ -79,7 +80,7 @@ TEST_F(RoomQueueTest, ARequestThatFitsIsCreatedAtOnce) {
 TEST_F(RoomQueueTest, ARequestThatCanNeverFitOrIsOverQuotaIsRefusedAtOnce) {
   Fill(kDevice0, 4, 64);  // full, so "never" is not "not now"
   Result<RoomQueue::Admitted> admitted = queue_.Admit(To(1), Request(10, 512), std::nullopt);
-  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  ASSERT_THAT(admitted, IsOk());
   EXPECT_EQ(admitted->outcome, RoomQueue::Outcome::kRefused);
   EXPECT_EQ(admitted->refusal.code(), Code::kOutOfMemory);
   EXPECT_EQ(admitted->refusal.message(),
@@ -88,9 +89,9 @@ TEST_F(RoomQueueTest, ARequestThatCanNeverFitOrIsOverQuotaIsRefusedAtOnce) {
 
   Directory dir{4096, milliseconds(1000), clock_, {kDeviceBytes}, StoreQuota{0, 128, "on h0"}};
   RoomQueue queue{dir, "h0"};
-  ASSERT_TRUE(dir.Create(1, 0, 0, DType::kF32, {256}, kDevice0).ok());  // full (no owner)
-  admitted = queue.Admit(To(2), Request(11, 64), std::nullopt);         // 256 bytes, quota 128
-  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  ASSERT_THAT(dir.Create(1, 0, 0, DType::kF32, {256}, kDevice0), IsOk());  // full (no owner)
+  admitted = queue.Admit(To(2), Request(11, 64), std::nullopt);            // 256 bytes, quota 128
+  ASSERT_THAT(admitted, IsOk());
   EXPECT_EQ(admitted->outcome, RoomQueue::Outcome::kRefused);
   EXPECT_EQ(admitted->refusal.code(), Code::kResourceExhausted);
   EXPECT_FALSE(queue.Queued(kDevice0));
@@ -111,7 +112,7 @@ TEST_F(RoomQueueTest, ARequestQueuesBehindThoseOfItsDeviceEvenWhenItFits) {
   EXPECT_EQ(Queue(queue_, 1, Request(10, 128)), 0u);  // 512 bytes: waits
   EXPECT_EQ(Queue(queue_, 2, Request(11, 16)), 1u);   // 64 bytes would fit, but waits behind
   EXPECT_EQ(Queue(queue_, 3, Request(12, 16, kDevice1)), 0u);
-  EXPECT_FALSE(dir_.Find(11, 0).ok());
+  EXPECT_THAT(dir_.Find(11, 0), ::testing::Not(IsOk()));
   EXPECT_TRUE(queue_.Queued(kDevice0));
   EXPECT_TRUE(queue_.Queued(kDevice1));
   EXPECT_EQ(queue_.size(), 3u);
@@ -125,16 +126,16 @@ TEST_F(RoomQueueTest, ASmallRequestNeverOvertakesALargeOneBeforeIt) {
 
   Free(1001);  // 256 free: the small one would fit, but waits behind the large one
   EXPECT_FALSE(queue_.TakeReady().has_value());
-  EXPECT_FALSE(dir_.Find(11, 0).ok());
+  EXPECT_THAT(dir_.Find(11, 0), ::testing::Not(IsOk()));
 
   Free(1002);  // 512 free: the large one, then nothing is left for the small one
   std::optional<RoomQueue::Ready> ready = queue_.TakeReady();
   ASSERT_TRUE(ready.has_value());
   EXPECT_EQ(ready->pending.request.object_id, 10u);
   EXPECT_EQ(ready->pending.to.request_id, 1u);
-  ASSERT_TRUE(ready->created.ok()) << ready->created.status().ToString();
+  ASSERT_THAT(ready->created, IsOk());
   EXPECT_EQ(ready->created->nbytes, 512u);
-  EXPECT_TRUE(dir_.Find(10, 0).ok());
+  EXPECT_THAT(dir_.Find(10, 0), IsOk());
   EXPECT_FALSE(queue_.TakeReady().has_value());
 
   Free(1003);
@@ -172,8 +173,8 @@ TEST_F(RoomQueueTest, AFullDeviceDoesNotHoldUpTheQueueOfAnother) {
 TEST_F(RoomQueueTest, ARequestOverItsQuotaOnceItsTurnComesIsTakenWithTheError) {
   Directory dir{4096, milliseconds(1000), clock_, {kDeviceBytes}, StoreQuota{1, 0, "on h0"}};
   RoomQueue queue{dir, "h0"};
-  ASSERT_TRUE(dir.Create(1, 0, 1, DType::kF32, {256}, kDevice0).ok());  // owner 1 fills it
-  ASSERT_TRUE(dir.Seal(1, 0).ok());
+  ASSERT_THAT(dir.Create(1, 0, 1, DType::kF32, {256}, kDevice0), IsOk());  // owner 1 fills it
+  ASSERT_THAT(dir.Seal(1, 0), IsOk());
   // Admitted while owner 7 holds nothing here: both within its quota of one object then.
   (void)Queue(queue, 1, Request(10, 16));
   (void)Queue(queue, 2, Request(11, 16));  // owner 7's second object
@@ -181,11 +182,11 @@ TEST_F(RoomQueueTest, ARequestOverItsQuotaOnceItsTurnComesIsTakenWithTheError) {
 
   std::optional<RoomQueue::Ready> first = queue.TakeReady();
   ASSERT_TRUE(first.has_value());
-  EXPECT_TRUE(first->created.ok());
+  EXPECT_THAT(first->created, IsOk());
   std::optional<RoomQueue::Ready> second = queue.TakeReady();
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->pending.request.object_id, 11u);
-  EXPECT_EQ(second->created.status().code(), Code::kResourceExhausted);
+  EXPECT_THAT(second->created, StatusIs(Code::kResourceExhausted, "store_objects"));
   EXPECT_EQ(queue.size(), 0u);
 }
 
