@@ -105,10 +105,18 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
 }
 
 Result<Slice> Client::CreateSlice(uint32_t num_devices, const std::string& island) {
-  return CreateMeshSlice({num_devices}, island);
+  return CreateMeshSlice({num_devices}, SliceOptions{.island = island});
+}
+
+Result<Slice> Client::CreateSlice(uint32_t num_devices, const SliceOptions& options) {
+  return CreateMeshSlice({num_devices}, options);
 }
 
 Result<Slice> Client::CreateMeshSlice(const Shape& mesh, const std::string& island) {
+  return CreateMeshSlice(mesh, SliceOptions{.island = island});
+}
+
+Result<Slice> Client::CreateMeshSlice(const Shape& mesh, const SliceOptions& options) {
   int64_t num_devices = 1;
   for (int64_t extent : mesh) {
     if (extent <= 0 || extent > std::numeric_limits<uint32_t>::max() / num_devices) {
@@ -116,10 +124,11 @@ Result<Slice> Client::CreateMeshSlice(const Shape& mesh, const std::string& isla
     }
     num_devices *= extent;
   }
-  ATOLL_ASSIGN_OR_RETURN(
-      auto info, impl_->rm->Call<proto::SliceInfo>(
-                     proto::CreateSlice{impl_->id, static_cast<uint32_t>(num_devices), island, ""},
-                     impl_->options.request_timeout));
+  ATOLL_ASSIGN_OR_RETURN(auto info,
+                         impl_->rm->Call<proto::SliceInfo>(
+                             proto::CreateSlice{impl_->id, static_cast<uint32_t>(num_devices),
+                                                options.island, options.kind},
+                             impl_->options.request_timeout));
   Slice slice;
   slice.id_ = info.slice_id;
   slice.island_ = info.island;

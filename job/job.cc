@@ -157,8 +157,11 @@ Result<JobSpec> FromToml(const toml::value& root) {
   ATOLL_RETURN_IF_ERROR(ReadInt(root, "steps", "steps", 1, kMaxSteps, job.steps));
   std::set<std::string> slice_names, function_names;
   for (const auto& s : Array(root, "slices")) {
-    JobSpec::SliceSpec spec{
-        Required<std::string>(s, "name"), 1, Optional<std::string>(s, "island", ""), {}};
+    JobSpec::SliceSpec spec{Required<std::string>(s, "name"),
+                            1,
+                            Optional<std::string>(s, "island", ""),
+                            {},
+                            Optional<std::string>(s, "kind", "")};
     if (s.contains("mesh")) {
       ATOLL_ASSIGN_OR_RETURN(spec.mesh, ParseMesh(s, spec.name));
       spec.devices = static_cast<uint32_t>(NumElements(spec.mesh));
@@ -510,8 +513,9 @@ Result<JobResult> RunJob(Client& client, const JobSpec& job, std::chrono::millis
   }
   std::map<std::string, Slice> slices;
   for (const auto& s : job.slices) {
-    auto slice = s.mesh.empty() ? client.CreateSlice(s.devices, s.island)
-                                : client.CreateMeshSlice(s.mesh, s.island);
+    const SliceOptions where{.island = s.island, .kind = s.kind};
+    auto slice = s.mesh.empty() ? client.CreateSlice(s.devices, where)
+                                : client.CreateMeshSlice(s.mesh, where);
     if (!slice.ok()) return slice.status().WithContext("slice '" + s.name + "'");
     slices.emplace(s.name, *slice);
   }

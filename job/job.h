@@ -18,6 +18,7 @@ struct JobSpec {
     uint32_t devices = 1;
     std::string island;  // empty: any
     Shape mesh;          // key `mesh`, its devices in row-major order; empty: 1-D
+    std::string kind;    // the devices' kind ("cpu", "sim"); empty: any
   };
   struct InputSpec {
     DType dtype = DType::kF32;

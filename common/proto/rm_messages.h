@@ -15,7 +15,7 @@
 namespace atl::proto {
 
 struct DeviceDesc {
-  std::string kind;  // "cpu"
+  std::string kind;  // the host's kind ([[islands.hosts]] kind): "cpu" or "sim"
   uint64_t memory_bytes = 0;
   bool operator==(const DeviceDesc&) const = default;
   MSGPACK_DEFINE(kind, memory_bytes);

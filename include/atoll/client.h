@@ -157,6 +157,16 @@ struct Checkpoint {
   Run run;
 };
 
+// Which devices a slice may have. A request no island can meet is refused (NotFound for an
+// island without such devices, FailedPrecondition when no island has enough), naming what
+// was asked for.
+struct SliceOptions {
+  std::string island = "";  // empty: any island
+  // The devices' kind, as the hosts' config gives it ([[islands.hosts]] kind): "cpu" (real
+  // kernels) or "sim" (simulated hosts); empty: any kind.
+  std::string kind = "";
+};
+
 struct LoadOptions {
   // The tensors to load, in this order; empty: every one, in the order they were saved.
   std::vector<std::string> names = {};
@@ -177,8 +187,11 @@ class Client {
 
   // Asks the RM for `num_devices` devices on `island` (empty: any island).
   Result<Slice> CreateSlice(uint32_t num_devices, const std::string& island = "");
+  // The same, with the devices' island and kind (SliceOptions).
+  Result<Slice> CreateSlice(uint32_t num_devices, const SliceOptions& options);
   // The same for a mesh of devices, e.g. {2, 4}: 8 devices, 2 rows of 4.
   Result<Slice> CreateMeshSlice(const Shape& mesh, const std::string& island = "");
+  Result<Slice> CreateMeshSlice(const Shape& mesh, const SliceOptions& options);
   // Registers and compiles a function on every device of `slice`.
   Result<Function> Register(const FunctionBuilder& builder, const Slice& slice);
   // Lowers `program` onto the physical devices, puts value arguments into the object

@@ -2,7 +2,8 @@
 // an atoll API; a failure carries a domain code and a human message naming what failed.
 #pragma once
 
-#include <cassert>
+#include <cassert>  // for the files that use assert and include only this
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,14 +62,20 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 
+// What a Result built from an OK Status holds instead, in every build: such a Result would
+// have neither a value nor an error (ok() false, status() OK), a bug in the code that built
+// it, so it is an Internal error naming where that code is.
+Status OkStatusInResult(const std::source_location& where);
+
 // Either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {  // NOLINT
-    assert(!std::get<Status>(v_).ok() && "Result built from an OK Status");
-  }
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  // `where`: the code that built it (a `return status;`), named if `status` is OK.
+  Result(Status status,  // NOLINT: implicit by design
+         const std::source_location& where = std::source_location::current())
+      : v_(status.ok() ? OkStatusInResult(where) : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {

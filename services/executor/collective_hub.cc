@@ -270,4 +270,25 @@ void CollectiveHub::DepositTotal(const CollectiveKey& key, Result<Tensor> totals
   cv_.NotifyAll();
 }
 
+proto::TupleHeader CollectiveHub::TupleOf(const CollectiveKey& key, CollectiveValue what,
+                                          uint32_t from_host) {
+  proto::TupleHeader h;
+  h.kind = what == CollectiveValue::kTotal ? proto::TupleHeader::kCollectiveTotal
+                                           : proto::TupleHeader::kCollective;
+  h.run_id = key.run;
+  h.node = key.node;
+  h.input = key.op;
+  h.shard = from_host;
+  return h;
+}
+
+void CollectiveHub::Receive(const proto::TupleHeader& h, Result<Tensor> value) {
+  const CollectiveKey key{h.run_id, h.node, h.input};
+  if (h.kind == proto::TupleHeader::kCollectiveTotal) {
+    DepositTotal(key, std::move(value));
+  } else {
+    Deposit(key, h.shard, std::move(value));
+  }
+}
+
 }  // namespace atl::executor

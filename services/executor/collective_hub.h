@@ -29,6 +29,7 @@
 
 #include "atoll/tensor.h"
 #include "common/base/spin_condition.h"
+#include "common/proto/executor_messages.h"
 #include "services/executor/collective_items.h"
 #include "services/executor/collective_plan.h"
 
@@ -80,6 +81,12 @@ class CollectiveHub {
   void Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> items);
   // The totals this host needs (or their error) from the gang's root, from the data plane.
   void DepositTotal(const CollectiveKey& key, Result<Tensor> totals);
+  // The data plane's framing of the messages above: the header of the tuple that carries a
+  // message of Send's to another host, and, there, a received tuple whose header is
+  // collective() deposited as Deposit or DepositTotal.
+  static proto::TupleHeader TupleOf(const CollectiveKey& key, CollectiveValue what,
+                                    uint32_t from_host);
+  void Receive(const proto::TupleHeader& h, Result<Tensor> value);
 
   // The host with data endpoint `endpoint` was lost (`why`, which names it): every
   // collective still missing its message fails now with `why`, and so does every later one

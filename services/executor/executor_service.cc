@@ -91,14 +91,8 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
       data_endpoint_.advertised,
       [this](const std::string& endpoint, const CollectiveKey& key, CollectiveValue what,
              uint32_t from_host, Result<Tensor> value) {
-        proto::TupleHeader h;
-        h.kind = what == CollectiveValue::kTotal ? proto::TupleHeader::kCollectiveTotal
-                                                 : proto::TupleHeader::kCollective;
-        h.run_id = key.run;
-        h.node = key.node;
-        h.input = key.op;
-        h.shard = from_host;
-        completions_.Push(CompletionQueue::OutgoingTuple{endpoint, std::move(h), std::move(value)});
+        completions_.Push(CompletionQueue::OutgoingTuple{
+            endpoint, CollectiveHub::TupleOf(key, what, from_host), std::move(value)});
       },
       kCollectiveTimeout, CollectiveHub::kAllPairsMaxHosts, wait_spin_);
   ATOLL_ASSIGN_OR_RETURN(compute::Backend * backend, compute::BackendForKind(device_kind_));
@@ -127,7 +121,10 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
   proto::RegisterExecutor reg{
       host_, island_, control_endpoint_.advertised, data_endpoint_.advertised, store_.endpoint(),
       {}};
-  for (uint32_t i = 0; i < num_devices_; ++i) reg.devices.push_back({"cpu", device_memory_bytes_});
+  // Of the host's kind ("cpu", "sim"): a slice that asks for a kind gets only such devices.
+  for (uint32_t i = 0; i < num_devices_; ++i) {
+    reg.devices.push_back({device_kind_, device_memory_bytes_});
+  }
   ATOLL_ASSIGN_OR_RETURN(auto registered, rm_.Call<proto::RegisterExecutorReply>(reg, timeout));
   spdlog::info("registered {} devices (ids {}) on island {}", num_devices_,
                fmt::join(registered.device_ids, ","), island_);
@@ -161,15 +158,14 @@ void ExecutorService::Run() {
   loop_.Run();
 }
 
+void ExecutorService::Publish(const ExecutorEvent& event, int64_t ts_us) {
+  events_->Publish(event.topic, event.fields, ts_us);
+}
+
 void ExecutorService::FailLateInputs() {
   const int64_t wait_us = int64_t{config_.input_wait_ms} * 1000;
   for (const InputKey& key : mailbox_.FailWaitingLongerThan(SteadyMicros(), wait_us)) {
-    events_->Publish("error.gang", {{"run", key.run},
-                                    {"node", uint64_t{key.node}},
-                                    {"shard", uint64_t{key.shard}},
-                                    {"host", host_},
-                                    {"error", fmt::format("waited over {} ms for input {}",
-                                                          config_.input_wait_ms, key.input)}});
+    Publish(InputLate(key, host_, config_.input_wait_ms));
   }
 }
 
@@ -183,22 +179,10 @@ void ExecutorService::Heartbeat() {
   // Per-device load for live views: busy time is cumulative, so a viewer takes the
   // difference between two reports over the difference of their ts_us.
   for (size_t d = 0; d < devices_.size(); ++d) {
-    events_->Publish("device.stats", {{"device", uint64_t{device_ids_[d]}},
-                                      {"host", host_},
-                                      {"island", island_},
-                                      {"queued", uint64_t{devices_.at(d).queued()}},
-                                      {"busy_us", devices_.at(d).busy_us()}});
+    const DeviceStream& device = devices_.at(d);
+    Publish(DeviceStats(device_ids_[d], host_, island_, device.queued(), device.busy_us()));
   }
-  const TupleOutbox::Stats& out = outbox_.stats();
-  events_->Publish("dataplane.stats", {{"host", host_},
-                                       {"tuples_out", out.tuples},
-                                       {"batches_out", out.batches},
-                                       {"bytes_out", out.bytes},
-                                       {"tuples_in", received_.tuples},
-                                       {"batches_in", received_.batches},
-                                       {"bytes_in", received_.bytes},
-                                       {"last_in_us", received_.last_us},
-                                       {"batches_held", uint64_t{outbox_.held()}}});
+  Publish(DataPlaneStats(host_, outbox_.stats(), received_, outbox_.held()));
   events_->Publish("net.stats", net::SentCountFields());
 }
 
@@ -228,10 +212,7 @@ void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& sc
     AdmitDispatch(std::move(dispatch), scheduler);
     return;
   }
-  events_->Publish("dispatch.held", {{"run", dispatch.entries.front().run_id},
-                                     {"host", host_},
-                                     {"entries", uint64_t{dispatch.entries.size()}},
-                                     {"behind", uint64_t{held_.size()}}});
+  Publish(DispatchHeld(dispatch, host_, held_.size()));
   const Status given_up = held_.Add(std::move(dispatch), scheduler);
   if (!given_up.ok()) events_->Publish("error.executor", {{"error", given_up.ToString()}});
 }
@@ -245,10 +226,7 @@ void ExecutorService::AdmitHeld() {
 }
 
 void ExecutorService::AdmitDispatch(proto::Dispatch dispatch, const std::string& scheduler) {
-  const uint64_t run = dispatch.entries.front().run_id;
-  const uint64_t first_gang = dispatch.entries.front().gang_seq;
-  const uint64_t last_gang = dispatch.entries.back().gang_seq;
-  const auto entries = static_cast<uint64_t>(dispatch.entries.size());
+  const ExecutorEvent admitted = DispatchAdmitted(dispatch, host_);
   // Every local shard of a gang is counted before any is admitted (an entry can fail
   // while admitted), so that the gang is reported once, when all of them finished.
   if (!scheduler.empty()) {
@@ -257,11 +235,7 @@ void ExecutorService::AdmitDispatch(proto::Dispatch dispatch, const std::string&
   for (auto& entry : dispatch.entries) Admit(std::move(entry), scheduler);
   // The host-side work for every entry is done: buffers reserved, inputs resolved, shards
   // queued in gang order, before any of them ran.
-  events_->Publish("dispatch.admitted", {{"run", run},
-                                         {"host", host_},
-                                         {"entries", entries},
-                                         {"first_gang", first_gang},
-                                         {"last_gang", last_gang}});
+  Publish(admitted);
   FlushTuples();
 }
 
@@ -414,16 +388,11 @@ Status ExecutorService::OnTupleBatch(proto::Incoming& in) {
   uint64_t bytes = 0;
   for (const auto& frame : in.data) bytes += frame.size();
   ATOLL_ASSIGN_OR_RETURN(std::vector<Result<Tensor>> values, TupleValues(batch, in.data));
-  received_.tuples += batch.tuples.size();
-  received_.batches++;
-  received_.bytes += bytes;
-  received_.last_us = NowMicros();
+  received_.AddBatch(batch.tuples.size(), bytes, NowMicros());
   for (size_t i = 0; i < batch.tuples.size(); ++i) {
     const auto& h = batch.tuples[i];
-    if (h.kind == proto::TupleHeader::kCollective) {
-      hub_->Deposit({h.run_id, h.node, h.input}, h.shard, std::move(values[i]));
-    } else if (h.kind == proto::TupleHeader::kCollectiveTotal) {
-      hub_->DepositTotal({h.run_id, h.node, h.input}, std::move(values[i]));
+    if (h.collective()) {
+      hub_->Receive(h, std::move(values[i]));
     } else {
       router_->Receive(h, std::move(values[i]));
     }
@@ -445,35 +414,12 @@ void ExecutorService::SendOutputs(const Completion& done) {
   // only say what happened (stamped when the loop took the shard).
   const int64_t taken_us = NowMicros();
   router_->Route(done);
-  const proto::Entry& e = done.item->entry;
   if (!done.item->scheduler.empty()) {
-    gang_reports_.ShardDone(done.item->scheduler, e.gang_seq,
+    gang_reports_.ShardDone(done.item->scheduler, done.item->entry.gang_seq,
                             static_cast<uint64_t>(done.end_us - done.start_us),
                             done.outputs.status());
   }
-  if (done.outputs.ok()) {
-    events_->Publish("gang.done",
-                     {{"run", e.run_id},
-                      {"node", uint64_t{e.node}},
-                      {"gang", e.gang_seq},
-                      {"shard", uint64_t{e.shard}},
-                      {"device", uint64_t{device_ids_[e.device]}},
-                      {"host", host_},
-                      {"client", e.owner_client},
-                      {"start_us", done.start_us},
-                      {"end_us", done.end_us}},
-                     taken_us);
-  } else {
-    // A cancelled run (or a client that left) is asked for, not a fault.
-    const bool cancelled = done.outputs.status().code() == Code::kCancelled;
-    events_->Publish(cancelled ? "gang.cancelled" : "error.gang",
-                     {{"run", e.run_id},
-                      {"node", uint64_t{e.node}},
-                      {"shard", uint64_t{e.shard}},
-                      {"host", host_},
-                      {cancelled ? "why" : "error", done.outputs.status().ToString()}},
-                     taken_us);
-  }
+  Publish(ShardFinished(done, host_, device_ids_), taken_us);
 }
 
 void ExecutorService::FlushTuples() {

@@ -11,7 +11,8 @@
 // This class is the shell: sockets, the event loop, heartbeats, events and wiring. The
 // decisions live in parts that run without it: AdmissionCore (what an entry needs),
 // InputMailbox (tuples meeting their shards), StoreLink (the object-store conversation),
-// OutputRouter (where outputs and received tuples go), CollectiveHub and DeviceStreams.
+// OutputRouter (where outputs and received tuples go), CollectiveHub and DeviceStreams;
+// what its events carry is executor_events.h's.
 //
 // Threading: Run() owns every socket; device streams run kernels on their own threads,
 // feed consumers on this host through the mailbox, and hand results back to the loop
@@ -39,6 +40,7 @@
 #include "services/executor/collective_hub.h"
 #include "services/executor/completion_queue.h"
 #include "services/executor/device_streams.h"
+#include "services/executor/executor_events.h"
 #include "services/executor/gang_reports.h"
 #include "services/executor/held_dispatches.h"
 #include "services/executor/input_mailbox.h"
@@ -114,6 +116,7 @@ class ExecutorService {
   void OnAheadAnswered(const WorkItem& item, const Status& answer);
   void FlushTuples();
   void PublishError(const Status& error);
+  void Publish(const ExecutorEvent& event, int64_t ts_us = 0);
 
   zmq::context_t& context_;
   ClusterConfig config_;
@@ -156,14 +159,8 @@ class ExecutorService {
   // Waiting for the Compile of RegisterExecutorReply::functions_coming, [executor]
   // compile_wait_ms at most, held_dispatch_bytes of argument values at most.
   HeldDispatches held_{config_.held_dispatch_bytes};
-  TupleOutbox outbox_;  // tuples for other hosts, batched per destination
-  // Received over the data plane since start, published as `dataplane.stats`.
-  struct Received {
-    uint64_t tuples = 0;
-    uint64_t batches = 0;
-    uint64_t bytes = 0;
-    int64_t last_us = 0;  // wall clock of the latest batch
-  } received_;
+  TupleOutbox outbox_;           // tuples for other hosts, batched per destination
+  ReceivedTuples received_;      // over the data plane since start, for `dataplane.stats`
   CompletionQueue completions_;  // from the device threads to the loop
 };
 

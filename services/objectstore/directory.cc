@@ -10,11 +10,12 @@ namespace atl::store {
 namespace {
 
 std::string ObjectName(uint64_t object) { return "object " + std::to_string(object); }
+
+}  // namespace
+
 std::string ShardName(uint64_t object, uint32_t shard) {
   return ObjectName(object) + " shard " + std::to_string(shard);
 }
-
-}  // namespace
 
 std::string_view CollectReasonName(CollectReason reason) {
   switch (reason) {

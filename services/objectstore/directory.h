@@ -61,6 +61,9 @@ struct ShardInfo {
   Status error;           // for a sealed shard: not OK when its producer failed; readers get it
 };
 
+// "object N shard S", for messages.
+std::string ShardName(uint64_t object, uint32_t shard);
+
 enum class CollectReason { kGoodbye, kLapsed };
 std::string_view CollectReasonName(CollectReason reason);  // "goodbye", "heartbeat lapsed"
 

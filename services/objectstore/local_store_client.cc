@@ -3,6 +3,10 @@
 #include <cstring>
 #include <functional>
 
+#include <fmt/format.h>
+
+#include "services/objectstore/directory.h"
+
 namespace atl::store {
 
 LocalStoreClient::LocalStoreClient(zmq::context_t& context, const std::string& endpoint)
@@ -31,11 +35,15 @@ Status LocalStoreClient::CreateFilled(const proto::CreateObject& create,
 
 Status LocalStoreClient::Put(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
                              const Shape& shape, std::span<const std::byte> bytes, int32_t device) {
-  return CreateFilled({object, shard, owner, dtype, shape, device},
-                      [&](std::byte* dst, uint64_t nbytes) {
-                        const uint64_t n = std::min<uint64_t>(nbytes, bytes.size());
-                        if (n > 0) std::memcpy(dst, bytes.data(), n);  // empty: data() may be null
-                      });
+  // Checked before anything is reserved: a shard filled in part would be sealed as if whole.
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(dtype, shape));
+  if (bytes.size() != nbytes) {
+    return InvalidArgument(fmt::format("object {} shard {}: {} bytes for a shard of {}", object,
+                                       shard, bytes.size(), nbytes));
+  }
+  return CreateFilled({object, shard, owner, dtype, shape, device}, [&](std::byte* dst, uint64_t) {
+    if (nbytes > 0) std::memcpy(dst, bytes.data(), nbytes);  // empty: null
+  });
 }
 
 Status LocalStoreClient::Get(uint64_t object, uint32_t shard, std::span<std::byte> out,

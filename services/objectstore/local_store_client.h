@@ -31,7 +31,8 @@ class LocalStoreClient {
       zmq::context_t& context, const std::string& endpoint, std::chrono::milliseconds timeout);
 
   // Creates shard `shard` of `object` in `device`'s memory (proto::CreateObject::kHost: the
-  // arena), copies `bytes` into it and seals it.
+  // arena), copies `bytes` into it and seals it. InvalidArgument, with nothing created, when
+  // `bytes` is not exactly the shard's size.
   [[nodiscard]] Status Put(uint64_t object, uint32_t shard, uint64_t owner, DType dtype,
                            const Shape& shape, std::span<const std::byte> bytes,
                            int32_t device = proto::CreateObject::kHost);

@@ -13,14 +13,10 @@
 
 namespace atl::store {
 
-std::string StoreService::ShardName(uint64_t object, uint32_t shard) {
-  return "object " + std::to_string(object) + " shard " + std::to_string(shard);
-}
-
 // ---------------------------------------------------------------------------------------
 // Sending.
 
-StoreService::ReplyTo StoreService::ReplyToOf(const proto::Incoming& in) {
+ReplyTo StoreService::ReplyToOf(const proto::Incoming& in) {
   ReplyTo to;
   if (in.routing_id) to.routing_id = zmq::message_t(in.routing_id->data(), in.routing_id->size());
   to.request_id = in.header.request_id();
@@ -98,11 +94,11 @@ StoreService::StoreService(zmq::context_t& context, StoreOptions options, ShmReg
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       instance_((uint64_t{std::random_device{}()} << 32) | std::random_device{}()),
       events_(context, "objectstore/" + options_.host),
+      room_queue_(directory_, options_.host),
       deadline_timer_(std::move(timer)) {
   loop_.AddSocket("store.requests", socket_, [this] { OnReadable(); });
   loop_.AddFd("store.get_deadlines", deadline_timer_.fd(), [this] {
     deadline_timer_.Drain();
-    armed_.reset();
     ExpireWaiters();
   });
   loop_.AddTimer("store.expire_clients", options_.heartbeat, [this] { ExpireClients(); });
@@ -117,7 +113,7 @@ void StoreService::Run() {
                   std::chrono::duration_cast<std::chrono::microseconds>(stats.busy).count());
   }
   spdlog::info("stopping; {} objects, {} waiting gets dropped", directory_.Stats().objects,
-               waiters_.size());
+               waiting_reads_.size());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -197,208 +193,6 @@ Status StoreService::CheckNewObject(const proto::Incoming& in, uint64_t object,
   return proto::RequireClient(in.sender, owner_client, owner_user, "write");
 }
 
-Status StoreService::OnCreate(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
-  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "reserve store memory (CreateObject)"));
-  return Reserve(in, std::move(req), std::nullopt);
-}
-
-Status StoreService::Reserve(const proto::Incoming& in, proto::CreateObject req,
-                             std::optional<std::span<const std::byte>> put) {
-  if (Status owner = CheckNewObject(in, req.object_id, req.owner_client); !owner.ok()) {
-    // Never made (its owner gone, or the RM not there to vouch for it): readers already
-    // waiting for it would otherwise wait out their whole timeout.
-    CancelWaiters(req.object_id, "will not be created: " + owner.ToString());
-    return owner;
-  }
-  ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(req.dtype, req.shape));
-  ATOLL_RETURN_IF_ERROR(directory_.pools().Check(req.device));
-  if (req.device == proto::CreateObject::kHost) {
-    ATOLL_ASSIGN_OR_RETURN(
-        ShardInfo info,
-        directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype, req.shape));
-    AnswerCreated(ReplyToOf(in), req, info, put);
-    return Status::Ok();
-  }
-  if (!directory_.CanEverFit(req.device, nbytes)) return RejectForever(req, nbytes);
-  // Over quota now is refused now: queued, it would only be refused at its turn.
-  if (Status quota = directory_.CheckQuota(req.owner_client, req.object_id, nbytes); !quota.ok()) {
-    return Refuse(req, quota);
-  }
-  auto& queue = pending_[req.device];
-  if (queue.empty()) {
-    auto created = directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype,
-                                     req.shape, req.device);
-    if (created.ok()) {
-      AnswerCreated(ReplyToOf(in), req, *created, put);
-      return Status::Ok();
-    }
-    if (created.status().code() != Code::kOutOfMemory) return created.status();
-  }
-  // Backpressure: the device is full now; the request waits for a free, behind earlier ones.
-  const DirectoryStats stats = directory_.Stats();
-  events_.Publish("object.waiting", {{"object", req.object_id},
-                                     {"shard", uint64_t{req.shard}},
-                                     {"owner", req.owner_client},
-                                     {"host", options_.host},
-                                     {"device", int64_t{req.device}},
-                                     {"nbytes", nbytes},
-                                     {"device_bytes_in_use", stats.device_bytes_in_use[req.device]},
-                                     {"device_bytes", stats.device_bytes[req.device]},
-                                     {"queued", uint64_t{queue.size()}}});
-  std::optional<std::vector<std::byte>> held;
-  if (put) held.emplace(put->begin(), put->end());
-  queue.push_back({ReplyToOf(in), std::move(req), std::move(held)});
-  return Status::Ok();
-}
-
-Status StoreService::RejectForever(const proto::CreateObject& req, uint64_t nbytes) {
-  const Status error = OutOfMemory(
-      ShardName(req.object_id, req.shard) + " needs " + std::to_string(nbytes) + " bytes but " +
-      MemoryPools::PoolName(req.device) + " of host " + options_.host + " has " +
-      std::to_string(directory_.pools().capacity(req.device)) + " bytes in all: it can never fit");
-  return Refuse(req, error);
-}
-
-Status StoreService::Refuse(const proto::CreateObject& req, const Status& error) {
-  ATOLL_RETURN_IF_ERROR(
-      directory_.Reject(req.object_id, req.shard, req.owner_client, req.dtype, req.shape, error));
-  events_.Publish(
-      "object.sealed",
-      {{"object", req.object_id}, {"shard", uint64_t{req.shard}}, {"error", error.ToString()}});
-  WakeWaiters(req.object_id, req.shard);
-  FreeIfReleased(req.object_id);
-  return error;
-}
-
-void StoreService::AnswerCreated(const ReplyTo& to, const proto::CreateObject& req,
-                                 const ShardInfo& info,
-                                 std::optional<std::span<const std::byte>> put) {
-  if (put) {
-    if (!put->empty()) std::memcpy(arena_.data() + info.offset, put->data(), put->size());
-    if (Status sealed = directory_.Seal(req.object_id, req.shard); !sealed.ok()) {
-      SendError(to, sealed);
-      return;
-    }
-    Send(to, proto::Ok{});
-    AnnouncePut(req.object_id, req.shard, req.owner_client, info.nbytes);
-    return;
-  }
-  Send(to, proto::CreateObjectReply{info.offset, info.nbytes, instance_});
-  events_.Publish("object.created", {{"object", req.object_id},
-                                     {"shard", uint64_t{req.shard}},
-                                     {"owner", req.owner_client},
-                                     {"device", int64_t{req.device}},
-                                     {"nbytes", info.nbytes}});
-}
-
-void StoreService::RetryPending() {
-  for (auto& [device, queue] : pending_) {
-    while (!queue.empty()) {
-      const proto::CreateObject& req = queue.front().request;
-      auto created = directory_.Create(req.object_id, req.shard, req.owner_client, req.dtype,
-                                       req.shape, req.device);
-      if (!created.ok() && created.status().code() == Code::kOutOfMemory) break;  // still full
-      // Out of the queue first: a refusal may free an object and so retry the queues.
-      const PendingCreate head = std::move(queue.front());
-      queue.pop_front();
-      if (created.ok()) {
-        std::optional<std::span<const std::byte>> put;
-        if (head.put) put.emplace(*head.put);
-        AnswerCreated(head.to, head.request, *created, put);
-      } else if (created.status().code() == Code::kResourceExhausted) {
-        // Its owner's other reservations took the quota while it waited.
-        SendError(head.to, Refuse(head.request, created.status()));
-      } else {
-        SendError(head.to, created.status());
-      }
-    }
-  }
-}
-
-void StoreService::DropPending(uint64_t client, const std::string& why) {
-  for (auto& [device, queue] : pending_) {
-    for (auto it = queue.begin(); it != queue.end();) {
-      if (it->request.owner_client != client) {
-        ++it;
-        continue;
-      }
-      SendError(it->to, Cancelled(ShardName(it->request.object_id, it->request.shard) +
-                                  " will not be created: " + why));
-      it = queue.erase(it);
-    }
-  }
-}
-
-Status StoreService::OnSeal(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::SealObject>());
-  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "seal an object"));
-  const Status error = req.error_code == 0
-                           ? Status::Ok()
-                           : proto::FromError(proto::Error{req.error_code, req.error});
-  if (Status sealed = directory_.Seal(req.object_id, req.shard, error); !sealed.ok()) {
-    // Unknown here (reserved from a store process before this one, or collected): what
-    // its readers wait for will never be sealed here.
-    if (sealed.code() == Code::kNotFound) {
-      CancelWaiters(req.object_id, "will not be sealed here: " + sealed.ToString());
-    }
-    return sealed;
-  }
-  Send(ReplyToOf(in), proto::Ok{});
-  const int64_t sealed_us = NowMicros();
-  WakeWaiters(req.object_id, req.shard);  // its readers before the event, as for a put
-  EventFields fields{{"object", req.object_id}, {"shard", uint64_t{req.shard}}};
-  if (!error.ok()) fields.emplace_back("error", error.ToString());
-  events_.Publish("object.sealed", fields, sealed_us);
-  FreeIfReleased(req.object_id);
-  return Status::Ok();
-}
-
-Status StoreService::OnPut(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::PutObject>());
-  if (in.data.size() != 1) {
-    return InvalidArgument("PutObject for " + ShardName(req.object_id, req.shard) +
-                           " needs exactly one data frame, got " + std::to_string(in.data.size()));
-  }
-  const auto& frame = in.data[0];
-  if (req.device != proto::CreateObject::kHost) {
-    // An executor's output, written whole: it waits for room in the device's memory like a
-    // reservation would, its bytes with it.
-    ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "put into a device's memory"));
-    ATOLL_ASSIGN_OR_RETURN(const uint64_t nbytes, Directory::ShardBytes(req.dtype, req.shape));
-    if (frame.size() != nbytes) {
-      return InvalidArgument(ShardName(req.object_id, req.shard) + ": " +
-                             std::to_string(frame.size()) + " data bytes do not match its " +
-                             std::to_string(nbytes));
-    }
-    return Reserve(in,
-                   proto::CreateObject{req.object_id, req.shard, req.owner_client, req.dtype,
-                                       req.shape, req.device},
-                   std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
-  }
-  ATOLL_RETURN_IF_ERROR(CheckNewObject(in, req.object_id, req.owner_client));
-  ATOLL_ASSIGN_OR_RETURN(
-      ShardInfo info,
-      directory_.Put(req.object_id, req.shard, req.owner_client, req.dtype, req.shape,
-                     {static_cast<const std::byte*>(frame.data()), frame.size()},
-                     {arena_.data(), arena_.size()}));
-  Send(ReplyToOf(in), proto::Ok{});
-  AnnouncePut(req.object_id, req.shard, req.owner_client, info.nbytes);
-  return Status::Ok();
-}
-
-void StoreService::AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, uint64_t nbytes) {
-  // Its readers first: they wait; the events only say what happened, and when.
-  const int64_t sealed_us = NowMicros();
-  WakeWaiters(object, shard);
-  events_.Publish(
-      "object.created",
-      {{"object", object}, {"shard", uint64_t{shard}}, {"owner", owner}, {"nbytes", nbytes}},
-      sealed_us);
-  events_.Publish("object.sealed", {{"object", object}, {"shard", uint64_t{shard}}}, sealed_us);
-  FreeIfReleased(object);
-}
-
 Status StoreService::OnGet(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetObject>());
   ATOLL_RETURN_IF_ERROR(CheckObjectOwner(in, req.object_id, "read"));
@@ -411,9 +205,8 @@ Status StoreService::OnGet(const proto::Incoming& in) {
     if (!found.ok()) return found.status();
     return NotFound(ShardName(req.object_id, req.shard) + " is not ready (created, not sealed)");
   }
-  const auto timeout = std::chrono::milliseconds(req.timeout_ms);
-  AddWaiter(ShardKey{req.object_id, req.shard},
-            Waiter{ReplyToOf(in), req.inline_data, req.timeout_ms, clock_.Now() + timeout});
+  ArmDeadlineTimer(waiting_reads_.Add(req.object_id, req.shard, ReplyToOf(in), req.inline_data,
+                                      req.timeout_ms, clock_.Now()));
   return Status::Ok();
 }
 
@@ -478,16 +271,13 @@ Status StoreService::OnHostChanged(const proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "report a host change"));
   if (!req.lost || req.host != options_.host) return Status::Ok();  // not a reply: no answer
   const Status error = Unavailable(req.reason);
-  std::vector<ShardKey> failed;
+  std::vector<std::pair<uint64_t, uint32_t>> failed;
   // Reservations still queued for the lost executor: recorded failed, so readers get why.
-  for (auto& [device, queue] : pending_) {
-    for (const auto& p : queue) {
-      const auto& r = p.request;
-      if (directory_.Reject(r.object_id, r.shard, r.owner_client, r.dtype, r.shape, error).ok()) {
-        failed.emplace_back(r.object_id, r.shard);
-      }
+  for (const RoomQueue::Pending& p : room_queue_.TakeAll()) {
+    const auto& r = p.request;
+    if (directory_.Reject(r.object_id, r.shard, r.owner_client, r.dtype, r.shape, error).ok()) {
+      failed.emplace_back(r.object_id, r.shard);
     }
-    queue.clear();
   }
   for (const auto& key : directory_.FailUnsealedDeviceShards(error)) failed.push_back(key);
   for (const auto& [object, shard] : failed) {
@@ -525,84 +315,33 @@ void StoreService::AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool i
 }
 
 void StoreService::WakeWaiters(uint64_t object, uint32_t shard) {
-  auto [begin, end] = waiters_.equal_range(ShardKey{object, shard});
-  if (begin == end) return;
+  if (!waiting_reads_.Waits(object, shard)) return;
   auto found = directory_.Find(object, shard);
   if (!found.ok() || !(*found)->sealed) return;
-  for (auto it = begin; it != end; ++it) {
-    AnswerSealed(it->second.to, **found, it->second.inline_data);
+  for (const WaitingReads::Read& read : waiting_reads_.TakeShard(object, shard)) {
+    AnswerSealed(read.to, **found, read.inline_data);
   }
-  waiters_.erase(begin, end);
 }
 
 void StoreService::CancelWaiters(uint64_t object, const std::string& why) {
-  auto it = waiters_.lower_bound(ShardKey{object, 0});
-  while (it != waiters_.end() && it->first.first == object) {
-    SendError(it->second.to, Cancelled(ShardName(object, it->first.second) + " " + why));
-    it = waiters_.erase(it);
+  for (const WaitingReads::Taken& taken : waiting_reads_.TakeObject(object)) {
+    SendError(taken.read.to, Cancelled(ShardName(object, taken.shard) + " " + why));
   }
 }
 
-void StoreService::AddWaiter(ShardKey key, Waiter waiter) {
-  const TimePoint deadline = waiter.deadline;
-  waiters_.emplace(key, std::move(waiter));
-  if (!armed_ || deadline < *armed_) {
-    deadline_timer_.ArmAt(deadline);
-    armed_ = deadline;
-  }
+void StoreService::ArmDeadlineTimer(std::optional<TimePoint> at) {
+  if (at) deadline_timer_.ArmAt(*at);
 }
 
 void StoreService::ExpireWaiters() {
-  // Waiters answered by a seal or cancelled leave the timer armed; it then fires for nothing
-  // and is re-armed here for whatever is left.
-  const TimePoint now = clock_.Now();
-  std::optional<TimePoint> next;
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    if (it->second.deadline > now) {
-      if (!next || it->second.deadline < *next) next = it->second.deadline;
-      ++it;
-      continue;
-    }
-    const auto [object, shard] = it->first;
-    SendError(it->second.to, DeadlineExceeded(ShardName(object, shard) + " was not sealed within " +
-                                              std::to_string(it->second.timeout_ms) + " ms" +
-                                              WaitingForRoom(object, shard)));
-    it = waiters_.erase(it);
+  WaitingReads::Expiry expiry = waiting_reads_.Expire(clock_.Now());
+  for (const WaitingReads::Taken& late : expiry.expired) {
+    SendError(late.read.to,
+              DeadlineExceeded(ShardName(late.object, late.shard) + " was not sealed within " +
+                               std::to_string(late.read.timeout_ms) + " ms" +
+                               room_queue_.DescribeWait(late.object, late.shard)));
   }
-  if (next && (!armed_ || *next < *armed_)) {
-    deadline_timer_.ArmAt(*next);
-    armed_ = next;
-  }
-}
-
-std::string StoreService::WaitingForRoom(uint64_t object, uint32_t shard) const {
-  const MemoryPools& pools = directory_.pools();
-  auto use = [&](int32_t pool) {
-    return fmt::format("{} of {} bytes held by objects not released yet", pools.used_bytes(pool),
-                       pools.capacity(pool));
-  };
-  constexpr const char* kRemedy =
-      "; release what is no longer needed, or give the store more memory";
-  for (const auto& [pool, queue] : pending_) {
-    for (size_t ahead = 0; ahead < queue.size(); ++ahead) {
-      const proto::CreateObject& req = queue[ahead].request;
-      if (req.object_id == object && req.shard == shard) {
-        return fmt::format(
-            ": its producer's output waits for room in {} ({}, {} more requests "
-            "queued ahead of it){}",
-            MemoryPools::PoolName(pool), use(pool), ahead, kRemedy);
-      }
-    }
-  }
-  // Its producer's request may not have come yet, held up by the same shortage.
-  for (const auto& [pool, queue] : pending_) {
-    if (queue.empty()) continue;
-    return fmt::format(
-        ": {} has no room now ({}, {} requests waiting for it), which may hold up "
-        "its producer{}",
-        MemoryPools::PoolName(pool), use(pool), queue.size(), kRemedy);
-  }
-  return "";
+  ArmDeadlineTimer(expiry.arm_at);
 }
 
 void StoreService::ExpireClients() {

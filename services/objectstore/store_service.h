@@ -10,14 +10,16 @@
 // Waiting Gets. A GetObject for a shard that is not sealed yet, with timeout_ms > 0, is
 // answered when the shard is sealed (the reply, or the producer's error), when its object is
 // freed (Cancelled), or after timeout_ms (DeadlineExceeded), whichever comes first. A
-// one-shot timer sleeps until the earliest deadline: an idle store does not tick.
+// one-shot timer sleeps until the earliest deadline: an idle store does not tick. The rules
+// are WaitingReads' (waiting_reads.h); this class answers what it returns.
 //
 // Backpressure. A CreateObject for a device's memory that does not fit now is queued and
 // answered once enough is freed (a release or a collection), strictly in arrival order per
 // device, so that a small request never overtakes a large one: the executor sends them in
 // the island scheduler's order. Each queued request is announced as "object.waiting". One
 // that can never fit is refused at once, and the shard is recorded as failed with that
-// error, so that its readers fail at once too. Host-arena requests never wait.
+// error, so that its readers fail at once too. Host-arena requests never wait. The rules are
+// RoomQueue's (room_queue.h); the handlers that use it are in store_writes.cc.
 //
 // Quotas. A CreateObject or PutObject that would take its owner over its per-store quota
 // (StoreOptions::quota_objects, quota_bytes; Directory, "Quotas") is refused with
@@ -55,8 +57,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -77,6 +77,9 @@
 #include "services/objectstore/clock.h"
 #include "services/objectstore/deadline_timer.h"
 #include "services/objectstore/directory.h"
+#include "services/objectstore/reply_to.h"
+#include "services/objectstore/room_queue.h"
+#include "services/objectstore/waiting_reads.h"
 
 namespace atl::store {
 
@@ -116,31 +119,13 @@ class StoreService {
   void Stop() { loop_.Stop(); }
 
  private:
-  // Where a reply goes: the peer's routing id and the request id it used.
-  struct ReplyTo {
-    zmq::message_t routing_id;
-    uint64_t request_id = 0;
-  };
-  struct Waiter {
-    ReplyTo to;
-    bool inline_data = true;
-    uint32_t timeout_ms = 0;
-    TimePoint deadline;
-  };
-  using ShardKey = std::pair<uint64_t, uint32_t>;  // (object, shard)
-  // A device shard waiting for room: a reservation, or a put whose bytes wait with it.
-  struct PendingCreate {
-    ReplyTo to;
-    proto::CreateObject request;
-    std::optional<std::vector<std::byte>> put;
-  };
-
   StoreService(zmq::context_t& context, StoreOptions options, ShmRegion arena, DeadlineTimer timer);
 
   void OnReadable();
   // Each handler either replies itself and returns OK, or returns the error to reply with.
   Status Dispatch(const proto::Incoming& in);
   Status OnStoreHello(const proto::Incoming& in);
+  // Writes (store_writes.cc).
   Status OnCreate(const proto::Incoming& in);
   Status OnSeal(const proto::Incoming& in);
   Status OnPut(const proto::Incoming& in);
@@ -170,47 +155,45 @@ class StoreService {
   // Answers a Get for a shard that is sealed: the reply (with the bytes when `inline_data`),
   // or the error it was sealed with.
   void AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool inline_data);
+  // Answers the reads waiting for (object, shard) if it is sealed now.
   void WakeWaiters(uint64_t object, uint32_t shard);
+  // Answers every read waiting for a shard of `object` Cancelled: "<shard> <why>".
   void CancelWaiters(uint64_t object, const std::string& why);
-  void AddWaiter(ShardKey key, Waiter waiter);
-  // Answers waiters whose deadline has passed and re-arms the timer for the next one.
+  // Arms the one-shot deadline timer for `at`, when WaitingReads says it must move.
+  void ArmDeadlineTimer(std::optional<TimePoint> at);
+  // The deadline timer fired: answers the reads whose deadline has passed.
   void ExpireWaiters();
-  // Why a shard may not be sealed yet when memory is short (backpressure): its own space
-  // waits for room, or some pool has requests waiting (its producer's may be held up before
-  // it reaches the store); with the pool's use. "" when no request waits for memory.
-  std::string WaitingForRoom(uint64_t object, uint32_t shard) const;
   void ExpireClients();
   void HeartbeatRm();
   // The RM's answers: none to a heartbeat it accepts; an Error is logged (TakeErrors).
   void OnRm();
   void PublishCollected(const Collected& collected);
   void PublishFreed(uint64_t object);
-  // A shard put whole (created and sealed at once): its waiters answered, announced, and
-  // freed if it was released before it existed.
-  void AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, uint64_t nbytes);
-  // "object N shard S", for messages.
-  static std::string ShardName(uint64_t object, uint32_t shard);
   // Frees `object` if it was released and its last shard was just sealed (its waiters
   // answered first), then retries what waits for memory.
   void FreeIfReleased(uint64_t object);
+
+  // Writes and the queue for room (store_writes.cc).
+  // A shard put whole (created and sealed at once): its waiters answered, announced, and
+  // freed if it was released before it existed.
+  void AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, uint64_t nbytes);
   // Makes room for `req` (a CreateObject, or a put into a device's memory with its bytes in
-  // `put`) now, or queues it behind earlier ones until a free makes room (backpressure).
-  // A put's bytes are copied only when it has to wait.
+  // `put`) now, or queues it behind earlier ones until a free makes room (backpressure:
+  // RoomQueue::Admit), or refuses it for good. A put's bytes are copied only when it waits.
   Status Reserve(const proto::Incoming& in, proto::CreateObject req,
                  std::optional<std::span<const std::byte>> put);
   // Answers a request whose space was reserved: a CreateObject with where it lies; a put
   // once its bytes are written there and sealed.
   void AnswerCreated(const ReplyTo& to, const proto::CreateObject& req, const ShardInfo& info,
                      std::optional<std::span<const std::byte>> put);
-  // Refuses a request that can never fit, recording the shard as failed with the error.
-  Status RejectForever(const proto::CreateObject& req, uint64_t nbytes);
   // Refuses a request for good with `error` (it can never fit, or is over its owner's
   // quota), recording the shard as failed with it so that its readers fail at once: the
   // executor that asked fails the shard, and the client's Wait gets `error`. Returns the
   // error to reply with.
   Status Refuse(const proto::CreateObject& req, const Status& error);
-  // After a free: creates what now fits at the head of each device's queue.
+  // After a free: creates what now fits at the head of each device's queue, and answers it.
   void RetryPending();
+  void AnswerReady(RoomQueue::Ready ready);
   // Refuses the queued requests of a client whose objects were collected.
   void DropPending(uint64_t client, const std::string& why);
 
@@ -236,10 +219,9 @@ class StoreService {
   EventPublisher events_;
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   EventLoop loop_;
-  std::multimap<ShardKey, Waiter> waiters_;
-  std::map<int32_t, std::deque<PendingCreate>> pending_;  // by device, in arrival order
-  DeadlineTimer deadline_timer_;
-  std::optional<TimePoint> armed_;  // when deadline_timer_ fires; empty: disarmed
+  WaitingReads waiting_reads_;    // Gets for shards not sealed yet
+  RoomQueue room_queue_;          // device requests waiting for room (backpressure)
+  DeadlineTimer deadline_timer_;  // fires at the earliest waiting read's deadline
 };
 
 }  // namespace atl::store

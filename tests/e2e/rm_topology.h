@@ -1,6 +1,6 @@
 // The cluster as the RM says it is (ClusterStatus, asked as a member): which host and island
-// each device is on, each host's liveness (its executor's and its store's), each island's
-// scheduler, each slice's devices.
+// each device is on and its kind, each host's liveness (its executor's and its store's), each
+// island's scheduler, each slice's devices.
 #pragma once
 
 #include <chrono>
@@ -18,6 +18,7 @@ namespace atl::testing {
 
 struct Topology {
   std::map<uint32_t, std::string> host_of;
+  std::map<uint32_t, std::string> kind_of;       // by device: "cpu", "sim"
   std::map<std::string, std::string> island_of;  // by host
   std::map<std::string, bool> alive;             // by host: its executor is
   std::map<std::string, bool> store_alive;       // by host
@@ -39,7 +40,10 @@ inline Topology AskRm(const std::string& rm) {
       t.island_of[host.name] = island.name;
       t.alive[host.name] = host.alive;
       t.store_alive[host.name] = host.store_alive;
-      for (const auto& d : host.devices) t.host_of[d.device_id] = host.name;
+      for (const auto& d : host.devices) {
+        t.host_of[d.device_id] = host.name;
+        t.kind_of[d.device_id] = d.kind;
+      }
     }
   }
   for (const auto& s : status->slices) t.slices[s.slice_id] = s.device_ids;

@@ -276,6 +276,15 @@ TEST(JobTest, MeshSlicesAndAxesShardingsParse) {
       << empty_axis.status().ToString();
 }
 
+TEST(JobTest, ASliceMayNameItsDevicesKind) {
+  auto job = ParseJob(
+      Replace(Example(), "name = \"A\"\ndevices = 2", "name = \"A\"\ndevices = 2\nkind = \"sim\""),
+      "job.toml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->slices[0].kind, "sim");
+  EXPECT_EQ(job->slices[1].kind, "");  // any kind
+}
+
 TEST(JobFunctionTest, TheCollectivesTakeAValueAndWholeNumbers) {
   // in0: f32 [4, 4] cut along mesh axis 0; in1: the same, replicated.
   auto function = [](std::string op, std::vector<std::string> args) {

@@ -375,6 +375,31 @@ TEST(CollectiveHubAtScaleTest, ARootedGangFailsOnEveryHostWhenAnyHostsShardAband
   }
 }
 
+TEST_F(CollectiveHubTest, AMessageTravelsAsACollectiveTupleAndIsDepositedFromOne) {
+  const CollectiveKey key{7, 3, 2};
+  const proto::TupleHeader partial = CollectiveHub::TupleOf(key, CollectiveValue::kPartial, 2);
+  EXPECT_EQ(partial.kind, proto::TupleHeader::kCollective);
+  EXPECT_EQ(partial.run_id, 7u);
+  EXPECT_EQ(partial.node, 3u);
+  EXPECT_EQ(partial.input, 2u);
+  EXPECT_EQ(partial.shard, 2u);  // the sending host's index in the gang
+  EXPECT_TRUE(partial.collective());
+  const proto::TupleHeader total = CollectiveHub::TupleOf(key, CollectiveValue::kTotal, 0);
+  EXPECT_EQ(total.kind, proto::TupleHeader::kCollectiveTotal);
+  EXPECT_TRUE(total.collective());
+
+  // Received here (host b of a, b, c), the partials of a and c complete b's shard's sum.
+  CollectiveHub hub = MakeHub(10s);
+  const GangLayout layout({kA, kB, kC});
+  auto shard = std::async(std::launch::async,
+                          [&] { return Sum(hub, key, layout, 1, Tensor::F32({1}, {1})); });
+  hub.Receive(CollectiveHub::TupleOf(key, CollectiveValue::kPartial, 0), Tensor::F32({1}, {10}));
+  hub.Receive(partial, Tensor::F32({1}, {100}));
+  Result<Tensor> sum = shard.get();
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ(*sum, Tensor::F32({1}, {111}));
+}
+
 TEST_F(CollectiveHubTest, ARootedHostSendsItsPartialToTheRootAloneAndWaitsForItsTotal) {
   CollectiveHub hub = MakeHub(30s, /*all_pairs_max_hosts=*/2);
   const GangLayout layout({kA, kB, kC});  // rooted at a; this host is b
