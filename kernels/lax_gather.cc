@@ -11,6 +11,7 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/wrapping.h"
 
 namespace atl::kernels {
 
@@ -97,19 +98,9 @@ T CombineScatter(ScatterFn fn, T old, T v) {
       case ScatterFn::kReplace:
         return v;
       case ScatterFn::kAdd:
-        if constexpr (std::is_integral_v<T>) {
-          using U = std::make_unsigned_t<T>;
-          return static_cast<T>(static_cast<U>(old) + static_cast<U>(v));
-        } else {
-          return old + v;
-        }
+        return internal::WrappingAdd(old, v);
       case ScatterFn::kMul:
-        if constexpr (std::is_integral_v<T>) {
-          using U = std::make_unsigned_t<T>;
-          return static_cast<T>(static_cast<U>(old) * static_cast<U>(v));
-        } else {
-          return old * v;
-        }
+        return internal::WrappingMul(old, v);
       case ScatterFn::kMin:
       case ScatterFn::kMax:
         if constexpr (std::is_floating_point_v<T>) {

@@ -11,6 +11,7 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/wrapping.h"
 
 namespace atl::kernels {
 
@@ -19,27 +20,6 @@ namespace {
 template <typename T>
 constexpr bool kLaxComputes =
     !std::is_same_v<T, BF16> && !std::is_same_v<T, F16> && !std::is_same_v<T, bool>;
-
-// a * b, wrapping for integers.
-template <typename T>
-T Times(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
-
-template <typename T>
-T Plus(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
 
 // jax's _integer_pow: the multiplications of binary exponentiation, in its order.
 template <typename T>
@@ -51,11 +31,11 @@ T PowBySquaring(T x, int64_t y) {
   T acc{};
   while (n > 0) {
     if (n & 1) {
-      acc = have ? Times(acc, x) : x;
+      acc = have ? internal::WrappingMul(acc, x) : x;
       have = true;
     }
     n >>= 1;
-    if (n > 0) x = Times(x, x);
+    if (n > 0) x = internal::WrappingMul(x, x);
   }
   if constexpr (std::is_floating_point_v<T>) {
     if (reciprocal) return T{1} / acc;
@@ -67,9 +47,9 @@ template <typename T>
 T Step(CumulativeFn fn, T acc, T v) {
   switch (fn) {
     case CumulativeFn::kSum:
-      return Plus(acc, v);
+      return internal::WrappingAdd(acc, v);
     case CumulativeFn::kProd:
-      return Times(acc, v);
+      return internal::WrappingMul(acc, v);
     case CumulativeFn::kMax:
     case CumulativeFn::kMin:
       if constexpr (std::is_floating_point_v<T>) {

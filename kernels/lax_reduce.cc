@@ -13,6 +13,7 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/wrapping.h"
 
 namespace atl::kernels {
 
@@ -99,12 +100,7 @@ T Combine(LaxReduceFn fn, T acc, T v) {
         }
         return fn == LaxReduceFn::kMax ? std::max(acc, v) : std::min(acc, v);
       case LaxReduceFn::kProd:
-        if constexpr (std::is_integral_v<T>) {  // wraps
-          using U = std::make_unsigned_t<T>;
-          return static_cast<T>(static_cast<U>(acc) * static_cast<U>(v));
-        } else {
-          return acc * v;
-        }
+        return internal::WrappingMul(acc, v);
       case LaxReduceFn::kAnd:
         if constexpr (std::is_integral_v<T>) return static_cast<T>(acc & v);
         break;

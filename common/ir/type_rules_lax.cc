@@ -81,6 +81,24 @@ TensorType Without(const TensorType& t, const std::vector<int64_t>& dims, DType 
   return out;
 }
 
+// A numeric x and params {axis}, an axis of x that is not cut (argmax, the cumulative
+// reductions: each looks along the whole axis): the axis.
+Result<size_t> NumericAlongWholeAxis(const Op& op, const TensorType& x) {
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, x, kNumeric));
+  if (op.params.size() != 1) {
+    return InvalidArgument(fmt::format("{}: params must be {{axis}}, got {} values",
+                                       OpName(op.code), op.params.size()));
+  }
+  ATOLL_RETURN_IF_ERROR(NeedDimensions(op, op.params, x.shape.size(), "params (axis)"));
+  const auto axis = static_cast<size_t>(op.params[0]);
+  if (x.split[axis] >= 0) {
+    return InvalidArgument(fmt::format("{}: axis {} is cut along mesh axis {}, and it looks along "
+                                       "the whole axis; gather it first (all_gather), got {}",
+                                       OpName(op.code), axis, x.split[axis], Describe(x)));
+  }
+  return axis;
+}
+
 }  // namespace
 
 Result<DType> DTypeAttr(const Op& op, double attr, std::string_view what) {
@@ -158,18 +176,7 @@ Result<TensorType> InferReduceAxes(const FunctionDef& fn, const Op& op) {
 Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   const TensorType& x = *t[0];
-  ATOLL_RETURN_IF_ERROR(NeedDType(op, x, kNumeric));
-  if (op.params.size() != 1) {
-    return InvalidArgument(fmt::format("{}: params must be {{axis}}, got {} values",
-                                       OpName(op.code), op.params.size()));
-  }
-  ATOLL_RETURN_IF_ERROR(NeedDimensions(op, op.params, x.shape.size(), "params (axis)"));
-  const auto axis = static_cast<size_t>(op.params[0]);
-  if (x.split[axis] >= 0) {
-    return InvalidArgument(fmt::format("{}: axis {} is cut along mesh axis {}; gather it first "
-                                       "(all_gather), got {}",
-                                       OpName(op.code), axis, x.split[axis], Describe(x)));
-  }
+  ATOLL_ASSIGN_OR_RETURN(const size_t axis, NumericAlongWholeAxis(op, x));
   if (x.shape[axis] == 0) {
     return InvalidArgument(fmt::format("{}: axis {} is empty, so it has no position to give",
                                        OpName(op.code), axis));
@@ -285,18 +292,7 @@ Result<TensorType> InferIntegerPow(const FunctionDef& fn, const Op& op) {
 Result<TensorType> InferCumulative(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   const TensorType& x = *t[0];
-  ATOLL_RETURN_IF_ERROR(NeedDType(op, x, kNumeric));
-  if (op.params.size() != 1) {
-    return InvalidArgument(fmt::format("{}: params must be {{axis}}, got {} values",
-                                       OpName(op.code), op.params.size()));
-  }
-  ATOLL_RETURN_IF_ERROR(NeedDimensions(op, op.params, x.shape.size(), "params (axis)"));
-  const auto axis = static_cast<size_t>(op.params[0]);
-  if (x.split[axis] >= 0) {
-    return InvalidArgument(fmt::format("{}: axis {} is cut along mesh axis {}, and a running "
-                                       "reduction needs it whole; gather it first, got {}",
-                                       OpName(op.code), axis, x.split[axis], Describe(x)));
-  }
+  ATOLL_RETURN_IF_ERROR(NumericAlongWholeAxis(op, x).status());
   if (op.attr != 0 && op.attr != 1) {
     return InvalidArgument(fmt::format("{}: attr (reverse) must be 0 or 1, got {}",
                                        OpName(op.code), op.attr));

@@ -346,34 +346,22 @@ def _scatter(name: str, operand: Value, scatter_indices: Value, updates: Value,
     return _prim(name, operand, scatter_indices, updates, params=params, attr=_mode(mode, name))
 
 
-def scatter(operand: Value, scatter_indices: Value, updates: Value, dimension_numbers: Any, *,
-            indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None) -> Value:
-    return _scatter("scatter", operand, scatter_indices, updates, dimension_numbers, mode)
+def _scatter_with(name: str) -> Any:
+    def scatter_fn(operand: Value, scatter_indices: Value, updates: Value,
+                   dimension_numbers: Any, *, indices_are_sorted: bool = False,
+                   unique_indices: bool = False, mode: Any = None) -> Value:
+        return _scatter(name, operand, scatter_indices, updates, dimension_numbers, mode)
+
+    scatter_fn.__name__ = name
+    scatter_fn.__doc__ = f"jax.lax.{name}, without batching dimensions."
+    return scatter_fn
 
 
-def scatter_add(operand: Value, scatter_indices: Value, updates: Value, dimension_numbers: Any,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False,
-                mode: Any = None) -> Value:
-    return _scatter("scatter_add", operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_mul(operand: Value, scatter_indices: Value, updates: Value, dimension_numbers: Any,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False,
-                mode: Any = None) -> Value:
-    return _scatter("scatter_mul", operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_min(operand: Value, scatter_indices: Value, updates: Value, dimension_numbers: Any,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False,
-                mode: Any = None) -> Value:
-    return _scatter("scatter_min", operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_max(operand: Value, scatter_indices: Value, updates: Value, dimension_numbers: Any,
-                *, indices_are_sorted: bool = False, unique_indices: bool = False,
-                mode: Any = None) -> Value:
-    return _scatter("scatter_max", operand, scatter_indices, updates, dimension_numbers, mode)
+scatter = _scatter_with("scatter")
+scatter_add = _scatter_with("scatter_add")
+scatter_mul = _scatter_with("scatter_mul")
+scatter_min = _scatter_with("scatter_min")
+scatter_max = _scatter_with("scatter_max")
 
 
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
