@@ -173,7 +173,9 @@ struct Owners {
 };
 
 // A notice from the RM to every object store and scheduler (request id 0, no reply): who a
-// client connected as, when it says hello, and whose a function is, when it is registered.
+// client connected as, when it says hello, whose a function is, when it is registered, and
+// which client left and why, when the RM drops it (else a service told of a client that
+// never used it would take it for connected for ever).
 // So a service knows a new client before it hears from it, instead of asking the RM
 // (LookupOwners) from its event loop: a round trip per new client that, with hundreds
 // connecting at once, stalled the loops for seconds (docs/design-notes.md).
@@ -183,8 +185,10 @@ struct OwnersKnown {
   std::vector<std::string> client_users;  // per client: its ZAP user id ("" on plain text)
   std::vector<uint64_t> functions;
   std::vector<uint64_t> function_clients;  // per function: the client that registered it
+  std::vector<uint64_t> gone_clients;
+  std::vector<std::string> gone_why;  // per gone client: as Owners::clients_gone_why
   bool operator==(const OwnersKnown&) const = default;
-  MSGPACK_DEFINE(clients, client_users, functions, function_clients);
+  MSGPACK_DEFINE(clients, client_users, functions, function_clients, gone_clients, gone_why);
 };
 
 // A member (`atoll stop`) -> RM: host `host` is about to leave. The RM takes its devices

@@ -56,7 +56,8 @@ Result<std::string> OwnerCache::ClientUser(uint64_t client) {
 
 Status OwnerCache::Learn(const proto::OwnersKnown& known) {
   if (known.clients.size() != known.client_users.size() ||
-      known.functions.size() != known.function_clients.size()) {
+      known.functions.size() != known.function_clients.size() ||
+      known.gone_clients.size() != known.gone_why.size()) {
     return InvalidArgument("OwnersKnown with lists of unequal lengths");
   }
   if (client_users_.size() + known.clients.size() > kMaxKnown) client_users_.clear();
@@ -71,6 +72,11 @@ Status OwnerCache::Learn(const proto::OwnersKnown& known) {
     if (known.function_clients[i] != 0) {
       function_clients_[known.functions[i]] = known.function_clients[i];
     }
+  }
+  for (size_t i = 0; i < known.gone_clients.size(); ++i) {
+    ForgetClient(known.gone_clients[i]);
+    if (gone_clients_.size() >= kMaxGoneClients) gone_clients_.clear();
+    gone_clients_[known.gone_clients[i]] = known.gone_why[i];
   }
   return Status::Ok();
 }

@@ -38,9 +38,16 @@ Status RmService::OnLookupOwners(proto::Incoming& in) {
 }
 
 void RmService::TellClientOwner(uint64_t client_id) {
-  const proto::OwnersKnown notice{{client_id}, {state_.clients.at(client_id).user_id}, {}, {}};
   // Told before the client hears its id, which it needs to name itself to them: a store or
   // scheduler hears the notice first unless its queue holds it back (it then asks).
+  TellOwners({{client_id}, {state_.clients.at(client_id).user_id}, {}, {}, {}, {}});
+}
+
+void RmService::TellClientGone(uint64_t client_id, const std::string& why) {
+  TellOwners({{}, {}, {}, {}, {client_id}, {why}});
+}
+
+void RmService::TellOwners(const proto::OwnersKnown& notice) {
   for (const auto& [name, host] : state_.hosts) {
     if (host.store_alive && !host.store_endpoint.empty())
       Tell(stores_, host.store_endpoint, notice);
@@ -54,7 +61,7 @@ void RmService::TellFunctionOwner(uint64_t function_id, const std::string& islan
   auto scheduler = state_.scheduler_by_island.find(island);
   if (scheduler == state_.scheduler_by_island.end() || !SchedulerAlive(island)) return;
   Tell(schedulers_, scheduler->second,
-       {{}, {}, {function_id}, {state_.functions.at(function_id).client}});
+       {{}, {}, {function_id}, {state_.functions.at(function_id).client}, {}, {}});
 }
 
 }  // namespace atl::rm

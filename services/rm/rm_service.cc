@@ -267,6 +267,7 @@ void RmService::DropClient(uint64_t client_id, const std::string& why) {
   std::erase_if(state_.functions, [&](const auto& kv) { return kv.second.client == client_id; });
   if (gone_reasons_.size() >= kMaxGoneReasons) gone_reasons_.clear();
   gone_reasons_[client_id] = why;
+  TellClientGone(client_id, why);
   spdlog::info("client {} gone ({})", client_id, why);
   events_->Publish("client.gone", {{"client", client_id}, {"reason", why}});
   SaveState();

@@ -106,6 +106,8 @@ class RmService {
   // user id to every store and scheduler, a new function's client to its island's scheduler.
   Status OnLookupOwners(proto::Incoming& in);
   void TellClientOwner(uint64_t client_id);
+  void TellClientGone(uint64_t client_id, const std::string& why);
+  void TellOwners(const proto::OwnersKnown& notice);  // to every live store and scheduler
   void TellFunctionOwner(uint64_t function_id, const std::string& island);
   // NotFound unless `client_id` is connected (saying why, for a client gone lately), and
   // PermissionDenied unless the sender of `in` may act for it.

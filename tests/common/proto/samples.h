@@ -161,7 +161,7 @@ inline Owners Sample<Owners>() {
 }
 template <>
 inline OwnersKnown Sample<OwnersKnown>() {
-  return {{3, 4}, {"client:alice", ""}, {17}, {3}};
+  return {{3, 4}, {"client:alice", ""}, {17}, {3}, {2}, {"goodbye"}};
 }
 template <>
 inline DrainHost Sample<DrainHost>() {

@@ -28,7 +28,7 @@ TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
   net::Requester silent_rm(context, "tcp://127.0.0.1:1");
   ASSERT_TRUE(silent_rm.Connect().ok());
   OwnerCache owners(&silent_rm, milliseconds(50));
-  ASSERT_TRUE(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}}).ok());
+  ASSERT_TRUE(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}, {}, {}}).ok());
   auto alice = owners.ClientUser(7);
   ASSERT_TRUE(alice.ok()) << alice.status().ToString();
   EXPECT_EQ(*alice, "client:alice");
@@ -40,6 +40,11 @@ TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
   EXPECT_EQ(functions->at(30), 7u);
   // Not told: asked, and the silent RM fails the lookup.
   EXPECT_FALSE(owners.ClientUser(9).ok());
+  // Told gone: refused as gone, with the RM's reason, without asking.
+  ASSERT_TRUE(owners.Learn({{}, {}, {}, {}, {8}, {"goodbye"}}).ok());
+  const Status bob = owners.ClientUser(8).status();
+  EXPECT_EQ(bob.code(), Code::kCancelled) << bob.ToString();
+  EXPECT_NE(bob.message().find("has left the cluster (goodbye)"), std::string::npos);
   // Forgotten (collected): asked again.
   owners.ForgetClient(7);
   EXPECT_FALSE(owners.ClientUser(7).ok());
@@ -47,8 +52,10 @@ TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
 
 TEST(OwnerCacheTest, ANoticeWithListsOfUnequalLengthsIsRefused) {
   OwnerCache owners(nullptr, milliseconds(0));
-  EXPECT_EQ(owners.Learn({{7, 8}, {"client:alice"}, {}, {}}).code(), Code::kInvalidArgument);
-  EXPECT_EQ(owners.Learn({{}, {}, {30}, {}}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(owners.Learn({{7, 8}, {"client:alice"}, {}, {}, {}, {}}).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(owners.Learn({{}, {}, {30}, {}, {}, {}}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(owners.Learn({{}, {}, {}, {}, {9}, {}}).code(), Code::kInvalidArgument);
 }
 
 }  // namespace
