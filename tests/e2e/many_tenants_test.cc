@@ -182,14 +182,20 @@ class ManyTenantsTest : public ::testing::Test {
   static inline RunningCluster* plain_ = nullptr;
 };
 
+// CURVE's time over plain text's. The target is 2 (measured 1.3 to 2.3 on 2 cores while
+// other builds ran: CURVE's handshakes cost about twice plain text's CPU); the test fails
+// beyond 3, which the regression it guards against (38, live clients declared dead) crosses
+// by far, without failing on a loaded machine's noise. Tests assert no timing finer than that.
+constexpr double kCurveSlowdownBound = 3.0;
+
 TEST_F(ManyTenantsTest, ManyClientsOfOneProcessConnectAtOnce) {
   const TenantLoadResult curve = InProcess(*curve_);
   const TenantLoadResult plain = InProcess(*plain_);
-  std::cout << fmt::format("{} clients in one process: CURVE {:.2f} s, plain {:.2f} s\n", kClients,
-                           curve.seconds, plain.seconds);
+  std::cout << fmt::format("{} clients in one process: CURVE {:.2f} s, plain {:.2f} s ({:.2f}x)\n",
+                           kClients, curve.seconds, plain.seconds, curve.seconds / plain.seconds);
   ExpectAllRight(curve, kClients, "CURVE");
   ExpectAllRight(plain, kClients, "plain");
-  EXPECT_LE(curve.seconds, 2 * plain.seconds);
+  EXPECT_LE(curve.seconds, kCurveSlowdownBound * plain.seconds);
   ExpectNoLongStall(*curve_, "CURVE");
   ExpectNoLongStall(*plain_, "plain");
 }
@@ -197,11 +203,11 @@ TEST_F(ManyTenantsTest, ManyClientsOfOneProcessConnectAtOnce) {
 TEST_F(ManyTenantsTest, ManyClientProcessesConnectAtOnce) {
   const TenantLoadResult curve = InProcesses(*curve_);
   const TenantLoadResult plain = InProcesses(*plain_);
-  std::cout << fmt::format("{} client processes: CURVE {:.2f} s, plain {:.2f} s\n", kProcesses,
-                           curve.seconds, plain.seconds);
+  std::cout << fmt::format("{} client processes: CURVE {:.2f} s, plain {:.2f} s ({:.2f}x)\n",
+                           kProcesses, curve.seconds, plain.seconds, curve.seconds / plain.seconds);
   ExpectAllRight(curve, kProcesses, "CURVE");
   ExpectAllRight(plain, kProcesses, "plain");
-  EXPECT_LE(curve.seconds, 2 * plain.seconds);
+  EXPECT_LE(curve.seconds, kCurveSlowdownBound * plain.seconds);
   ExpectNoLongStall(*curve_, "CURVE");
   ExpectNoLongStall(*plain_, "plain");
 }
