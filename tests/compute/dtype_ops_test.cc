@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/ir/ir.h"
@@ -253,7 +254,8 @@ TEST(DTypeOpsTableTest, MixedAndWrongDTypesAreRefusedNamingWhatIsTaken) {
        {Type(DType::kF32, {2, 2}), Type(DType::kF32, {2})},
        2,
        "takes i32 or i64 labels"},
-      {OpCode::kCast, {Type(DType::kF32, {2})}, 6, "a dtype code in [0, 6)"},
+      {OpCode::kCast, {Type(DType::kF32, {2})}, static_cast<double>(kNumDTypes),
+       fmt::format("a dtype code in [0, {})", kNumDTypes)},
       {OpCode::kCast, {Type(DType::kF32, {2})}, 0.5, "a dtype code"},
   };
   for (const Bad& b : bad) {

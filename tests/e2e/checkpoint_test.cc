@@ -205,15 +205,30 @@ std::vector<DTypeCase> DTypeCases() {
     i64[i] = (int64_t{1} << 62) + 3 * k;
   }
   const auto floats = [&](DType dtype) { return Tensor::FromDoubles(dtype, {8, 6}, d).value(); };
+  // Small whole numbers for the narrow integers, each value's parity for bool.
+  const auto wholes = [&](DType dtype, int64_t offset, int64_t modulo) {
+    std::vector<double> v(48);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<double>(static_cast<int64_t>(i) * 37 % modulo + offset);
+    }
+    return Tensor::FromDoubles(dtype, {8, 6}, v).value();
+  };
   return {
-      {DType::kF32, "<f4", floats(DType::kF32)},   {DType::kI32, "<i4", Tensor::I32({8, 6}, i32)},
-      {DType::kBF16, "<u2", floats(DType::kBF16)}, {DType::kF16, "<f2", floats(DType::kF16)},
-      {DType::kF64, "<f8", floats(DType::kF64)},   {DType::kI64, "<i8", Tensor::I64({8, 6}, i64)}};
+      {DType::kF32, "<f4", floats(DType::kF32)},
+      {DType::kI32, "<i4", Tensor::I32({8, 6}, i32)},
+      {DType::kBF16, "bfloat16", floats(DType::kBF16)},
+      {DType::kF16, "<f2", floats(DType::kF16)},
+      {DType::kF64, "<f8", floats(DType::kF64)},
+      {DType::kI64, "<i8", Tensor::I64({8, 6}, i64)},
+      {DType::kBool, "|b1", wholes(DType::kBool, 0, 2)},
+      {DType::kI8, "|i1", wholes(DType::kI8, -128, 256)},
+      {DType::kU8, "|u1", wholes(DType::kU8, 0, 256)},
+      {DType::kU32, "<u4", wholes(DType::kU32, 4000000000, 1000003)}};
 }
 
 // Each dtype's shards are saved by the stores that hold them and load back bit for bit,
 // onto the layout they were saved in and onto a 2 x 2 mesh; numpy reads each with README's
-// lines (bf16 widened from its raw bits to float32).
+// lines (bf16 read as ml_dtypes.bfloat16).
 TEST_F(CheckpointTest, EveryDtypeSavesAndLoadsBackBitForBit) {
   auto mesh = client_->CreateMeshSlice({2, 2}, "island0");
   ASSERT_TRUE(mesh.ok()) << mesh.status().ToString();
@@ -286,7 +301,7 @@ TEST_F(CheckpointTest, AFileOfAnotherDtypeThanItsIndexSaysIsRefused) {
       << as_f16.ToString();
   const Status descr = load_with("bf16", "<f2");
   EXPECT_EQ(descr.code(), Code::kInvalidArgument) << descr.ToString();
-  EXPECT_NE(descr.message().find("bf16 with descr '<f2', not '<u2'"), std::string::npos)
+  EXPECT_NE(descr.message().find("bf16 with descr '<f2', not 'bfloat16'"), std::string::npos)
       << descr.ToString();
   const Status whole = load_with("bf16", "<u2");
   EXPECT_TRUE(whole.ok()) << whole.ToString();

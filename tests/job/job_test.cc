@@ -69,7 +69,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadJob{"v = [1, 2]", "w = [1, 2]", "no value for argument 'v'"},
                       BadJob{"dtype = \"f32\", shape = [2] }]\nops = [{ op = \"mul\"",
                              "dtype = \"f128\", shape = [2] }]\nops = [{ op = \"mul\"",
-                             "unknown dtype 'f128' (known: f32, i32, bf16, f16, f64, i64)"},
+                             "unknown dtype 'f128' (known: f32, i32, bf16, f16, f64, i64, bool, i8, u8, u32)"},
                       BadJob{"[program]", "[programme]", "no [program]"},
                       BadJob{"name = \"B\"", "name = \"A\"", "slice 'A' is defined twice"},
                       BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"},

@@ -16,7 +16,7 @@ read-only but the head's, which makes them (compose), or the Secret atoll-keys (
 client pods without the cluster's secret key).
 
 The compose check also runs Debian's `docker-compose config`. The Kubernetes check checks
-every object against the Kubernetes API's schema as Debian's python3-kubernetes (API 1.22)
+every object against the Kubernetes API's schema as the kubernetes package from PyPI
 has it: each field must be one of its kind's, of the right type, and the required ones
 present. It also runs yamllint and, where kubectl is installed (it is not a Debian
 package), `kubectl kustomize`. No docker engine or Kubernetes API server is needed.
@@ -314,23 +314,25 @@ def load_k8s(root):
 
 
 def check_schema(objects):
-    """Every object against the Kubernetes API's models (python3-kubernetes): no field its
+    """Every object against the Kubernetes API's models (kubernetes from PyPI): no field its
     kind lacks, every value of its field's type, the required fields present."""
     try:
         import kubernetes
         import kubernetes.client as models
     except ImportError:
-        check(False, "python3-kubernetes (Debian package) is not installed: run scripts/setup.sh")
+        check(False, "the kubernetes package is not installed: run scripts/setup.sh (.venv)")
         return
     scalars = {"str": (str,), "int": (int,), "bool": (bool,), "float": (int, float),
                "object": (str, int, dict, list), "datetime": (str,), "date": (str,)}
 
+    # The models name their fields' types as "list[V1Container]" and "dict(str, str)" (the
+    # generator of client 1.22's time), or "List[V1Container]" and "Dict[str, str]" (since).
     def walk(value, type_name, where):
-        if type_name.startswith("list["):
+        if type_name.startswith(("list[", "List[")):
             if check(isinstance(value, list), f"{where}: should be a list"):
                 for i, item in enumerate(value):
                     walk(item, type_name[5:-1], f"{where}[{i}]")
-        elif type_name.startswith("dict("):
+        elif type_name.startswith(("dict(", "Dict[")):
             inner = type_name[type_name.index(",") + 1:-1].strip()
             if check(isinstance(value, dict), f"{where}: should be a mapping"):
                 for key, item in value.items():
@@ -362,7 +364,7 @@ def check_schema(objects):
                 client._ApiClient__deserialize(obj, type_name)
             except (ValueError, TypeError) as e:
                 check(False, f"{where}: {e}")
-    print(f"schema: {len(objects)} objects checked against the API of python3-kubernetes "
+    print(f"schema: {len(objects)} objects checked against the API of kubernetes "
           f"{kubernetes.__version__}")
 
 

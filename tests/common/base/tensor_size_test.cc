@@ -54,8 +54,9 @@ TEST(CheckedNumElementsTest, RefusesNegativeAndOverflowingShapesNamingThem) {
   EXPECT_EQ(bytes.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(bytes.status().message(),
             "f32[4294967296,1073741824] takes more bytes than an int64 can count");
-  EXPECT_THAT(CheckedNumBytes(static_cast<DType>(9), {2}).status().message(),
-              HasSubstr("unknown dtype code 9"));
+  const auto past_the_table = static_cast<DType>(kNumDTypes);
+  EXPECT_THAT(CheckedNumBytes(past_the_table, {2}).status().message(),
+              HasSubstr("unknown dtype code " + std::to_string(kNumDTypes)));
 }
 
 TEST(CheckedNumElementsTest, NumElementsIsMinusOneWhereTheCheckedCountFails) {

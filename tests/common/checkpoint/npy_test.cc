@@ -167,7 +167,7 @@ TEST(NpyRefusalTest, AnythingButACOrderedArrayOfAKnownDtypeIsRefusedByName) {
       {Handmade(ok, 8, /*major=*/9), "version 9.0"},
       {Handmade("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), "'>f4'"},
       {Handmade("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16), "'<c8'"},
-      {Handmade("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", 8), "'<u4'"},
+      {Handmade("{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }", 16), "'<u8'"},
       {Handmade("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8), "Fortran"},
       {Handmade("{'descr': '<f4', 'fortran_order': False, }", 8), "lacks"},
       {Handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1, }", 8), "'x'"},
@@ -198,7 +198,7 @@ TEST(NpyRefusalTest, TheDescrTableHasEveryDtypeBothWays) {
     EXPECT_EQ(NpyDescr(r.dtype).value(), r.descr) << DTypeName(r.dtype);
     EXPECT_EQ(DTypeOfNpyDescr(r.descr).value(), r.dtype) << r.descr;
   }
-  auto unknown = DTypeOfNpyDescr("<u4");
+  auto unknown = DTypeOfNpyDescr("<u8");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find(
                 "<f4 (f32), <i4 (i32), bfloat16 (bf16), <f2 (f16), <f8 (f64), <i8 (i64)"),

@@ -25,6 +25,12 @@ def load(path):
 
 
 if __name__ == "__main__":
-    print(json.dumps({name: {"descr": a.dtype.str, "shape": list(a.shape),
-                             "values": a.ravel().tolist()}
+    def values(a):  # JSON numbers: integers exact, bool as 0 and 1, bfloat16 widened
+        if a.dtype.kind == "b":
+            return a.astype(np.int64).ravel().tolist()
+        if a.dtype.kind in "iu":
+            return a.ravel().tolist()
+        return a.astype(np.float64).ravel().tolist()
+
+    print(json.dumps({name: {"descr": a.dtype.str, "shape": list(a.shape), "values": values(a)}
                       for name, a in load(sys.argv[1]).items()}))

@@ -115,13 +115,13 @@ TEST(DecodeHeaderTest, BodyWithWrongFieldTypesIsInvalidArgument) {
   ExpectInvalid(compile_header->As<Compile>().status());
 }
 
-// Enum fields decode only to the enum's values: a DType of 7 would make tensors of 0-byte
-// elements whatever their shape, an OpCode past the op table would index past it.
+// Enum fields decode only to the enum's values: a DType past the table would make tensors of
+// 0-byte elements whatever their shape, an OpCode past the op table would index past it.
 TEST(DecodeHeaderTest, EnumValuesOutsideTheEnumAreInvalidArgument) {
   // CreateObject is [object_id, shard, owner_client, dtype, shape, ...].
   const std::string bytes =
       PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateObject), uint64_t{1},
-                 std::make_tuple(1, 0, 42, 7, std::vector<int64_t>{2}));
+                 std::make_tuple(1, 0, 42, static_cast<int>(kNumDTypes), std::vector<int64_t>{2}));
   auto header = DecodeHeader(bytes.data(), bytes.size());
   ASSERT_TRUE(header.ok());
   ExpectInvalid(header->As<CreateObject>().status(), "CreateObject");

@@ -53,7 +53,7 @@ TEST_F(DirectoryTest, SealWithErrorKeepsTheError) {
 
 TEST_F(DirectoryTest, RejectsBadRequestsWithoutSideEffects) {
   EXPECT_EQ(dir_.Create(1, 0, 0, DType::kF32, {-1}).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(dir_.Create(1, 0, 0, static_cast<DType>(9), {1}).status().code(),
+  EXPECT_EQ(dir_.Create(1, 0, 0, static_cast<DType>(kNumDTypes), {1}).status().code(),
             Code::kInvalidArgument);
   EXPECT_EQ(dir_.Create(1, 0, 0, DType::kF32, {1 << 30, 1 << 30, 1 << 30}).status().code(),
             Code::kInvalidArgument);
