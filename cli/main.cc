@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);  // prints the version, exit status 0
   } catch (const CLI::ParseError& e) {
     std::cerr << "atoll: " << e.what() << "\nRun `atoll --help` for usage." << std::endl;
     return 1;
