@@ -67,8 +67,8 @@ processes = info["processes"] + [info["supervisor"]]
 for p in processes:
     exe = os.readlink(f"/proc/{p['pid']}/exe")
     assert exe.startswith(venv + "/bin/"), f"{p['name']} runs {exe}, not a binary of {venv}"
-print(f"{len(processes)} processes, all from {venv}/bin: "
-      + ", ".join(sorted({os.path.basename(os.readlink(f'/proc/{p['pid']}/exe')) for p in processes})))
+programs = sorted({os.path.basename(os.readlink(f"/proc/{p['pid']}/exe")) for p in processes})
+print(f"{len(processes)} processes, all from {venv}/bin: {', '.join(programs)}")
 
 # Figure 2 from Python, against numpy computing the same.
 sys.path.insert(0, examples)
