@@ -40,10 +40,10 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::string(context) + ": " + message_);
 }
 
-Status OkStatusInResult(const std::source_location& where) {
+Status OkStatusInResult(const char* file, int line) {
   return Internal(std::string("a Result was built from an OK Status, which is neither a value "
                               "nor an error (at ") +
-                  where.file_name() + ":" + std::to_string(where.line()) + ")");
+                  file + ":" + std::to_string(line) + ")");
 }
 
 }  // namespace atl

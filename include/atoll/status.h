@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cassert>  // for the files that use assert and include only this
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,17 +64,19 @@ inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhauste
 // What a Result built from an OK Status holds instead, in every build: such a Result would
 // have neither a value nor an error (ok() false, status() OK), a bug in the code that built
 // it, so it is an Internal error naming where that code is.
-Status OkStatusInResult(const std::source_location& where);
+Status OkStatusInResult(const char* file, int line);
 
 // Either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  // `where`: the code that built it (a `return status;`), named if `status` is OK.
+  // `file` and `line`: the code that built it (a `return status;`), named if `status` is OK.
+  // (__builtin_FILE and __builtin_LINE rather than std::source_location, which clang 14 with
+  // libstdc++ 12, the fuzzing build's compiler, does not have.)
   Result(Status status,  // NOLINT: implicit by design
-         const std::source_location& where = std::source_location::current())
-      : v_(status.ok() ? OkStatusInResult(where) : std::move(status)) {}
+         const char* file = __builtin_FILE(), int line = __builtin_LINE())
+      : v_(status.ok() ? OkStatusInResult(file, line) : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
