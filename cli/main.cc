@@ -5,10 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "atoll_version.h"
 #include "cli/commands.h"
 #include "cli/global_options.h"
 #include "cli/trace.h"
-#include "atoll_version.h"
 #include "launcher/cluster_info.h"
 #if __has_include("cli/submit.h")
 #include "cli/submit.h"

@@ -57,7 +57,7 @@ DType ComputedIn(DType dtype) {
 kernels::LaxBinaryFn LaxBinaryFnOf(OpCode code) {
   switch (code) {
 #define ATOLL_BINARY_OP(Name, name, Takes, Gives) \
-  case OpCode::k##Name:                            \
+  case OpCode::k##Name:                           \
     return kernels::LaxBinaryFn::k##Name;
 #include "common/ir/lax_binary_ops.def"
     default:
@@ -68,7 +68,7 @@ kernels::LaxBinaryFn LaxBinaryFnOf(OpCode code) {
 kernels::LaxUnaryFn LaxUnaryFnOf(OpCode code) {
   switch (code) {
 #define ATOLL_LAX_UNARY_OP(Name, name, Takes, Gives) \
-  case OpCode::k##Name:                               \
+  case OpCode::k##Name:                              \
     return kernels::LaxUnaryFn::k##Name;
 #include "common/ir/lax_unary_ops.def"
     default:
@@ -248,7 +248,8 @@ Result<Tensor> RunBitcastConvertType(const ir::Op& op, CpuOperands operands) {
 
 Result<Tensor> RunGather(const ir::Op& op, CpuOperands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
-  ATOLL_ASSIGN_OR_RETURN(const ir::internal::IndexedDims read, ir::internal::ReadIndexedDims(op, 3));
+  ATOLL_ASSIGN_OR_RETURN(const ir::internal::IndexedDims read,
+                         ir::internal::ReadIndexedDims(op, 3));
   const kernels::GatherDims dims{read.lists[0], read.lists[1], read.lists[2], read.rest};
   // The local result: the batch dimensions are the local indices', the window's are whole.
   Shape local = op.type.shape;
@@ -264,7 +265,8 @@ Result<Tensor> RunGather(const ir::Op& op, CpuOperands operands) {
 
 Result<Tensor> RunScatter(const ir::Op& op, CpuOperands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
-  ATOLL_ASSIGN_OR_RETURN(const ir::internal::IndexedDims read, ir::internal::ReadIndexedDims(op, 3));
+  ATOLL_ASSIGN_OR_RETURN(const ir::internal::IndexedDims read,
+                         ir::internal::ReadIndexedDims(op, 3));
   const kernels::ScatterDims dims{read.lists[0], read.lists[1], read.lists[2]};
   kernels::ScatterFn fn = kernels::ScatterFn::kReplace;
   if (op.code == OpCode::kScatterAdd) fn = kernels::ScatterFn::kAdd;

@@ -3,8 +3,8 @@
 // outside the width giving 0 or the sign, x % 0 = x).
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -203,31 +203,56 @@ T ErfInv(T x) {
 template <typename T>
 T FloatUnary(LaxUnaryFn fn, T x) {
   switch (fn) {
-    case LaxUnaryFn::kFloor: return std::floor(x);
-    case LaxUnaryFn::kCeil: return std::ceil(x);
-    case LaxUnaryFn::kRoundAway: return std::round(x);
-    case LaxUnaryFn::kRoundEven: return std::nearbyint(x);  // the default mode: to nearest even
-    case LaxUnaryFn::kExp2: return std::exp2(x);
-    case LaxUnaryFn::kLog1p: return std::log1p(x);
-    case LaxUnaryFn::kExpm1: return std::expm1(x);
-    case LaxUnaryFn::kSin: return std::sin(x);
-    case LaxUnaryFn::kCos: return std::cos(x);
-    case LaxUnaryFn::kTan: return std::tan(x);
-    case LaxUnaryFn::kAsin: return std::asin(x);
-    case LaxUnaryFn::kAcos: return std::acos(x);
-    case LaxUnaryFn::kAtan: return std::atan(x);
-    case LaxUnaryFn::kSinh: return std::sinh(x);
-    case LaxUnaryFn::kCosh: return std::cosh(x);
-    case LaxUnaryFn::kAsinh: return std::asinh(x);
-    case LaxUnaryFn::kAcosh: return std::acosh(x);
-    case LaxUnaryFn::kAtanh: return std::atanh(x);
-    case LaxUnaryFn::kCbrt: return std::cbrt(x);
-    case LaxUnaryFn::kErf: return std::erf(x);
-    case LaxUnaryFn::kErfc: return std::erfc(x);
-    case LaxUnaryFn::kLgamma: return std::lgamma(x);
-    case LaxUnaryFn::kErfInv: return ErfInv(x);
-    case LaxUnaryFn::kAbs: return std::fabs(x);
-    case LaxUnaryFn::kSign: return x != x || x == 0 ? x : x > 0 ? T{1} : T{-1};
+    case LaxUnaryFn::kFloor:
+      return std::floor(x);
+    case LaxUnaryFn::kCeil:
+      return std::ceil(x);
+    case LaxUnaryFn::kRoundAway:
+      return std::round(x);
+    case LaxUnaryFn::kRoundEven:
+      return std::nearbyint(x);  // the default mode: to nearest even
+    case LaxUnaryFn::kExp2:
+      return std::exp2(x);
+    case LaxUnaryFn::kLog1p:
+      return std::log1p(x);
+    case LaxUnaryFn::kExpm1:
+      return std::expm1(x);
+    case LaxUnaryFn::kSin:
+      return std::sin(x);
+    case LaxUnaryFn::kCos:
+      return std::cos(x);
+    case LaxUnaryFn::kTan:
+      return std::tan(x);
+    case LaxUnaryFn::kAsin:
+      return std::asin(x);
+    case LaxUnaryFn::kAcos:
+      return std::acos(x);
+    case LaxUnaryFn::kAtan:
+      return std::atan(x);
+    case LaxUnaryFn::kSinh:
+      return std::sinh(x);
+    case LaxUnaryFn::kCosh:
+      return std::cosh(x);
+    case LaxUnaryFn::kAsinh:
+      return std::asinh(x);
+    case LaxUnaryFn::kAcosh:
+      return std::acosh(x);
+    case LaxUnaryFn::kAtanh:
+      return std::atanh(x);
+    case LaxUnaryFn::kCbrt:
+      return std::cbrt(x);
+    case LaxUnaryFn::kErf:
+      return std::erf(x);
+    case LaxUnaryFn::kErfc:
+      return std::erfc(x);
+    case LaxUnaryFn::kLgamma:
+      return std::lgamma(x);
+    case LaxUnaryFn::kErfInv:
+      return ErfInv(x);
+    case LaxUnaryFn::kAbs:
+      return std::fabs(x);
+    case LaxUnaryFn::kSign:
+      return x != x || x == 0 ? x : x > 0 ? T{1} : T{-1};
     case LaxUnaryFn::kNot:
     case LaxUnaryFn::kPopulationCount:
     case LaxUnaryFn::kIsFinite:

@@ -94,7 +94,8 @@ void ForBlock(const Shape& shape, const Shape& block, const std::vector<int64_t>
 
 Result<Tensor> IntegerPow(const Tensor& x, int64_t y) {
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
-  Status status = InvalidArgument(fmt::format("integer_pow does not take {}", DTypeName(x.dtype())));
+  Status status =
+      InvalidArgument(fmt::format("integer_pow does not take {}", DTypeName(x.dtype())));
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (kLaxComputes<T>) {
@@ -118,8 +119,8 @@ Result<Tensor> Cumulative(CumulativeFn fn, const Tensor& x, int64_t axis, bool r
   int64_t inner = 1;
   for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
   const int64_t outer = extent == 0 || inner == 0 ? 0 : x.num_elements() / (extent * inner);
-  Status status = InvalidArgument(fmt::format("cumulative ops do not take {}",
-                                              DTypeName(x.dtype())));
+  Status status =
+      InvalidArgument(fmt::format("cumulative ops do not take {}", DTypeName(x.dtype())));
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (kLaxComputes<T>) {

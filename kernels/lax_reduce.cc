@@ -166,7 +166,8 @@ std::vector<int64_t> FreeDims(size_t rank, const std::vector<int64_t>& a,
                               const std::vector<int64_t>& b) {
   std::vector<int64_t> free;
   for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d) {
-    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) {
+    if (std::find(a.begin(), a.end(), d) == a.end() &&
+        std::find(b.begin(), b.end(), d) == b.end()) {
       free.push_back(d);
     }
   }
@@ -184,8 +185,8 @@ int64_t DimsProduct(const Shape& shape, const std::vector<int64_t>& dims) {
 Result<Tensor> ReduceAxes(LaxReduceFn fn, const Tensor& x, const std::vector<int64_t>& axes) {
   for (int64_t a : axes) {
     if (a < 0 || a >= static_cast<int64_t>(x.shape().size())) {
-      return InvalidArgument(fmt::format("reduce: axes [{}] of {}", fmt::join(axes, ","),
-                                         internal::Describe(x)));
+      return InvalidArgument(
+          fmt::format("reduce: axes [{}] of {}", fmt::join(axes, ","), internal::Describe(x)));
     }
   }
   Shape shape;
@@ -195,13 +196,14 @@ Result<Tensor> ReduceAxes(LaxReduceFn fn, const Tensor& x, const std::vector<int
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!kComputes<T>) {
-      status = InvalidArgument(fmt::format("reduce takes no {}: it is computed in f32",
-                                           DTypeName(x.dtype())));
+      status = InvalidArgument(
+          fmt::format("reduce takes no {}: it is computed in f32", DTypeName(x.dtype())));
     } else {
       T* acc = out.as<T>().data();
       std::fill(acc, acc + out.num_elements(), Identity<T>(fn));
       const T* v = x.as<T>().data();
-      for (size_t i = 0; i < offsets.size(); ++i) acc[offsets[i]] = Combine(fn, acc[offsets[i]], v[i]);
+      for (size_t i = 0; i < offsets.size(); ++i)
+        acc[offsets[i]] = Combine(fn, acc[offsets[i]], v[i]);
     }
   });
   ATOLL_RETURN_IF_ERROR(status);
@@ -212,8 +214,8 @@ Result<Tensor> ArgReduce(bool max, const Tensor& x, int64_t axis, DType index) {
   const Shape& shape = x.shape();
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) || shape[axis] == 0 ||
       (index != DType::kI32 && index != DType::kI64)) {
-    return InvalidArgument(fmt::format("{}: axis {} of {} into {}", max ? "argmax" : "argmin",
-                                       axis, internal::Describe(x), DTypeName(index)));
+    return InvalidArgument(fmt::format("{}: axis {} of {} into {}", max ? "argmax" : "argmin", axis,
+                                       internal::Describe(x), DTypeName(index)));
   }
   Shape result_shape;
   ResultOffsets(shape, {axis}, result_shape);

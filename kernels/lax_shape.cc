@@ -26,7 +26,7 @@ std::vector<int64_t> StridesOf(const Shape& shape) {
 // shape: a transpose (permuted strides), a broadcast (stride 0), a slice (strides times the
 // step, base at the start), a reverse (negative strides, base at the end).
 void LaxStridedCopy(const Tensor& in, int64_t base, const std::vector<int64_t>& in_strides,
-                 Tensor& out) {
+                    Tensor& out) {
   const size_t size = DTypeSize(in.dtype());
   const Shape& shape = out.shape();
   const int64_t n = out.num_elements();
@@ -95,9 +95,10 @@ Result<Tensor> TransposeNd(const Tensor& x, const std::vector<int64_t>& perm) {
   std::vector<int64_t> strides;
   for (int64_t d : perm) {
     if (d < 0 || d >= static_cast<int64_t>(x.shape().size())) {
-      return InvalidArgument(fmt::format("transpose_nd: [{}] is not a permutation of {}'s "
-                                         "dimensions",
-                                         fmt::join(perm, ","), internal::Describe(x)));
+      return InvalidArgument(
+          fmt::format("transpose_nd: [{}] is not a permutation of {}'s "
+                      "dimensions",
+                      fmt::join(perm, ","), internal::Describe(x)));
     }
     shape.push_back(x.shape()[d]);
     strides.push_back(from[d]);
@@ -136,8 +137,8 @@ Result<Tensor> Concatenate(std::span<const Tensor* const> xs, int64_t dim) {
   const Tensor& first = *xs[0];
   const size_t rank = first.shape().size();
   if (dim < 0 || dim >= static_cast<int64_t>(rank)) {
-    return InvalidArgument(fmt::format("concatenate: dimension {} of {}", dim,
-                                       internal::Describe(first)));
+    return InvalidArgument(
+        fmt::format("concatenate: dimension {} of {}", dim, internal::Describe(first)));
   }
   Shape shape = first.shape();
   shape[dim] = 0;
@@ -153,10 +154,10 @@ Result<Tensor> Concatenate(std::span<const Tensor* const> xs, int64_t dim) {
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(first.dtype(), shape));
   // Each of the outer rows (dimensions before dim) is every operand's row in turn.
   const size_t size = DTypeSize(first.dtype());
-  const int64_t outer = std::accumulate(shape.begin(), shape.begin() + dim, int64_t{1},
-                                        std::multiplies<>());
-  const int64_t inner = std::accumulate(shape.begin() + dim + 1, shape.end(), int64_t{1},
-                                        std::multiplies<>());
+  const int64_t outer =
+      std::accumulate(shape.begin(), shape.begin() + dim, int64_t{1}, std::multiplies<>());
+  const int64_t inner =
+      std::accumulate(shape.begin() + dim + 1, shape.end(), int64_t{1}, std::multiplies<>());
   std::byte* dst = out.data();
   for (int64_t row = 0; row < outer; ++row) {
     for (const Tensor* x : xs) {
@@ -183,8 +184,8 @@ Result<Tensor> Pad(const Tensor& x, const Tensor& value, const std::vector<int64
     const int64_t inner = x.shape()[d] == 0 ? 0 : x.shape()[d] + (x.shape()[d] - 1) * interior[d];
     shape[d] = low[d] + inner + high[d];
     if (shape[d] < 0 || interior[d] < 0) {
-      return InvalidArgument(fmt::format("pad: dimension {} of {} gets size {}", d,
-                                         internal::Describe(x), shape[d]));
+      return InvalidArgument(
+          fmt::format("pad: dimension {} of {} gets size {}", d, internal::Describe(x), shape[d]));
     }
   }
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
@@ -238,9 +239,10 @@ Result<Tensor> Iota(DType dtype, const Shape& shape, int64_t dim) {
   VisitDType(dtype, [&](auto zero) {
     using T = decltype(zero);
     if constexpr (std::is_same_v<T, BF16> || std::is_same_v<T, F16> || std::is_same_v<T, bool>) {
-      status = InvalidArgument(fmt::format("iota does not make {} (the backend makes f32 and "
-                                           "rounds it)",
-                                           DTypeName(dtype)));
+      status =
+          InvalidArgument(fmt::format("iota does not make {} (the backend makes f32 and "
+                                      "rounds it)",
+                                      DTypeName(dtype)));
     } else {
       T* v = out.as<T>().data();
       for (int64_t i = 0; i < out.num_elements(); ++i) {

@@ -57,15 +57,16 @@ Result<Tensor> Sort(std::span<const Tensor* const> xs, int64_t dim, int64_t keys
   }
   const Shape& shape = xs[0]->shape();
   if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) {
-    return InvalidArgument(fmt::format("sort: dimension {} of {}", dim, internal::Describe(*xs[0])));
+    return InvalidArgument(
+        fmt::format("sort: dimension {} of {}", dim, internal::Describe(*xs[0])));
   }
   std::vector<ElementCompare> compares;
   for (int64_t k = 0; k < keys; ++k) {
     if (xs[k]->shape() != shape) return InvalidArgument("sort: operands differ in shape");
     compares.push_back(CompareOf(xs[k]->dtype()));
     if (compares.back() == nullptr) {
-      return InvalidArgument(fmt::format("sort takes no {} keys (computed in f32)",
-                                         DTypeName(xs[k]->dtype())));
+      return InvalidArgument(
+          fmt::format("sort takes no {} keys (computed in f32)", DTypeName(xs[k]->dtype())));
     }
   }
   const Tensor& x = *xs[output];

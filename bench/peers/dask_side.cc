@@ -64,8 +64,8 @@ Result<std::unique_ptr<DaskSide>> DaskSide::Start(const std::string& python,
   ATOLL_ASSIGN_OR_RETURN(nlohmann::json ready, side->ReadAnswer(startup));
   if (ready.contains("missing")) {
     return FailedPrecondition(
-        fmt::format("{} has no Python package '{}' (scripts/setup.sh installs it into .venv)", python,
-                    ready["missing"].get<std::string>()));
+        fmt::format("{} has no Python package '{}' (scripts/setup.sh installs it into .venv)",
+                    python, ready["missing"].get<std::string>()));
   }
   if (!ready.contains("ready") || !ready["dask"].is_string()) {
     return Internal("the Dask side started with " + ready.dump());

@@ -25,7 +25,8 @@ namespace atl::bench {
 class DaskSide {
  public:
   // Starts `python script` and waits (at most `startup`) for its cluster to be up.
-  // FailedPrecondition when Python lacks the distributed package (requirements.lock's dask[distributed]).
+  // FailedPrecondition when Python lacks the distributed package (requirements.lock's
+  // dask[distributed]).
   static Result<std::unique_ptr<DaskSide>> Start(const std::string& python,
                                                  const std::string& script,
                                                  const std::string& log_path,

@@ -143,10 +143,9 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-peers-{}", getpid());
   std::filesystem::create_directories(dir);
-  ATOLL_ASSIGN_OR_RETURN(
-      std::unique_ptr<DaskSide> dask,
-      DaskSide::Start(ATOLL_PYTHON, ATOLL_SOURCE_DIR "/bench/peers/dask_side.py",
-                      dir + "/dask.log", std::chrono::seconds(60)));
+  ATOLL_ASSIGN_OR_RETURN(std::unique_ptr<DaskSide> dask,
+                         DaskSide::Start(ATOLL_PYTHON, ATOLL_SOURCE_DIR "/bench/peers/dask_side.py",
+                                         dir + "/dask.log", std::chrono::seconds(60)));
   fmt::print("dask {} (LocalCluster: 2 worker processes x 1 thread)\n", dask->version());
   AtollSide atoll;
   ATOLL_RETURN_IF_ERROR(atoll.Start(dir + "/atoll", sweep.tasks).WithContext("atoll cluster"));

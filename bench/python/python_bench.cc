@@ -94,8 +94,8 @@ Result<Sample> MeasurePython(const std::string& rm, int floats, const Sweep& swe
   const std::string command = fmt::format(
       "PYTHONPATH={} {} {}/bench/python/client_loop.py --rm {} --floats {} --chain {} "
       "--round-trips {} --warmup {}",
-      ATOLL_PYTHON_DIR, ATOLL_PYTHON, ATOLL_SOURCE_DIR, rm, floats, sweep.chain,
-      sweep.round_trips, sweep.warmup);
+      ATOLL_PYTHON_DIR, ATOLL_PYTHON, ATOLL_SOURCE_DIR, rm, floats, sweep.chain, sweep.round_trips,
+      sweep.warmup);
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return Internal("cannot run " + command);
   std::string out;

@@ -22,9 +22,9 @@ struct NpyType {
   std::string_view descr;
 };
 constexpr NpyType kNpyTypes[] = {
-    {DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "bfloat16"},
-    {DType::kF16, "<f2"}, {DType::kF64, "<f8"}, {DType::kI64, "<i8"},
-    {DType::kBool, "|b1"}, {DType::kI8, "|i1"}, {DType::kU8, "|u1"}, {DType::kU32, "<u4"},
+    {DType::kF32, "<f4"}, {DType::kI32, "<i4"}, {DType::kBF16, "bfloat16"}, {DType::kF16, "<f2"},
+    {DType::kF64, "<f8"}, {DType::kI64, "<i8"}, {DType::kBool, "|b1"},      {DType::kI8, "|i1"},
+    {DType::kU8, "|u1"},  {DType::kU32, "<u4"},
 };
 static_assert(std::size(kNpyTypes) == kNumDTypes, "a new dtype needs its .npy descr here");
 // What atoll 0.1 wrote for bf16 before ml_dtypes: the raw bits as uint16. Still read, so that

@@ -27,9 +27,10 @@ Status NeedSortedDims(const Op& op, const std::vector<int64_t>& dims, size_t ran
 Status NeedIndices(const Op& op, const TensorType& indices, size_t index_size) {
   if ((indices.dtype != DType::kI32 && indices.dtype != DType::kI64) || indices.shape.empty() ||
       indices.shape.back() != static_cast<int64_t>(index_size)) {
-    return InvalidArgument(fmt::format("{}: indices must be i32 or i64 whose last dimension holds "
-                                       "the {} start indices, got {}",
-                                       OpName(op.code), index_size, Describe(indices)));
+    return InvalidArgument(
+        fmt::format("{}: indices must be i32 or i64 whose last dimension holds "
+                    "the {} start indices, got {}",
+                    OpName(op.code), index_size, Describe(indices)));
   }
   if (indices.split.back() >= 0) {
     return InvalidArgument(fmt::format("{}: the index vector dimension of {} must not be cut",
@@ -74,18 +75,20 @@ Result<TensorType> InferGather(const FunctionDef& fn, const Op& op) {
   const std::vector<int64_t>& sizes = dims.rest;
   const size_t rank = operand.shape.size();
   if (sizes.size() != rank) {
-    return InvalidArgument(fmt::format("gather: slice_sizes [{}] need one size per dimension of "
-                                       "{}",
-                                       fmt::join(sizes, ","), Describe(operand)));
+    return InvalidArgument(
+        fmt::format("gather: slice_sizes [{}] need one size per dimension of "
+                    "{}",
+                    fmt::join(sizes, ","), Describe(operand)));
   }
   ATOLL_RETURN_IF_ERROR(NeedIndices(op, indices, start_map.size()));
   ATOLL_RETURN_IF_ERROR(NeedSortedDims(op, collapsed, rank, "collapsed_slice_dims"));
   std::set<int64_t> mapped;
   for (int64_t d : start_map) {
     if (d < 0 || d >= static_cast<int64_t>(rank) || !mapped.insert(d).second) {
-      return InvalidArgument(fmt::format("gather: start_index_map [{}] must be distinct "
-                                         "dimensions of {}",
-                                         fmt::join(start_map, ","), Describe(operand)));
+      return InvalidArgument(
+          fmt::format("gather: start_index_map [{}] must be distinct "
+                      "dimensions of {}",
+                      fmt::join(start_map, ","), Describe(operand)));
     }
   }
   for (size_t d = 0; d < rank; ++d) {
@@ -96,24 +99,26 @@ Result<TensorType> InferGather(const FunctionDef& fn, const Op& op) {
   }
   for (int64_t d : collapsed) {
     if (sizes[d] != 1) {
-      return InvalidArgument(fmt::format("gather: collapsed dimension {} must have slice size 1, "
-                                         "got {}",
-                                         d, sizes[d]));
+      return InvalidArgument(
+          fmt::format("gather: collapsed dimension {} must have slice size 1, "
+                      "got {}",
+                      d, sizes[d]));
     }
   }
   const size_t batch_rank = indices.shape.size() - 1;
   const size_t out_rank = batch_rank + offset_dims.size();
   ATOLL_RETURN_IF_ERROR(NeedSortedDims(op, offset_dims, out_rank, "offset_dims"));
   if (offset_dims.size() != rank - collapsed.size()) {
-    return InvalidArgument(fmt::format("gather: {} offset_dims for the {} dimensions of {} that "
-                                       "are not collapsed",
-                                       offset_dims.size(), rank - collapsed.size(),
-                                       Describe(operand)));
+    return InvalidArgument(
+        fmt::format("gather: {} offset_dims for the {} dimensions of {} that "
+                    "are not collapsed",
+                    offset_dims.size(), rank - collapsed.size(), Describe(operand)));
   }
   if (!IsReplicated(operand)) {
-    return InvalidArgument(fmt::format("gather: the operand must be replicated (every device "
-                                       "gathers from the whole of it), got {}",
-                                       Describe(operand)));
+    return InvalidArgument(
+        fmt::format("gather: the operand must be replicated (every device "
+                    "gathers from the whole of it), got {}",
+                    Describe(operand)));
   }
   TensorType out{operand.dtype, Shape(out_rank), std::vector<int32_t>(out_rank, -1)};
   size_t next_batch = 0, next_offset = 0;
@@ -162,23 +167,25 @@ Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op) {
   }
   ATOLL_RETURN_IF_ERROR(NeedIndices(op, indices, to_operand.size()));
   ATOLL_RETURN_IF_ERROR(NeedSortedDims(op, inserted, rank, "inserted_window_dims"));
-  ATOLL_RETURN_IF_ERROR(NeedSortedDims(op, window_dims, updates.shape.size(), "update_window_dims"));
+  ATOLL_RETURN_IF_ERROR(
+      NeedSortedDims(op, window_dims, updates.shape.size(), "update_window_dims"));
   std::set<int64_t> mapped;
   for (int64_t d : to_operand) {
     if (d < 0 || d >= static_cast<int64_t>(rank) || !mapped.insert(d).second) {
-      return InvalidArgument(fmt::format("{}: scatter_dims_to_operand_dims [{}] must be distinct "
-                                         "dimensions of {}",
-                                         OpName(op.code), fmt::join(to_operand, ","),
-                                         Describe(operand)));
+      return InvalidArgument(
+          fmt::format("{}: scatter_dims_to_operand_dims [{}] must be distinct "
+                      "dimensions of {}",
+                      OpName(op.code), fmt::join(to_operand, ","), Describe(operand)));
     }
   }
   const size_t batch_rank = indices.shape.size() - 1;
   if (window_dims.size() + inserted.size() != rank ||
       updates.shape.size() != batch_rank + window_dims.size()) {
-    return InvalidArgument(fmt::format("{}: updates {} do not fit operand {} and indices {} with "
-                                       "{} window and {} inserted dimensions",
-                                       OpName(op.code), Describe(updates), Describe(operand),
-                                       Describe(indices), window_dims.size(), inserted.size()));
+    return InvalidArgument(
+        fmt::format("{}: updates {} do not fit operand {} and indices {} with "
+                    "{} window and {} inserted dimensions",
+                    OpName(op.code), Describe(updates), Describe(operand), Describe(indices),
+                    window_dims.size(), inserted.size()));
   }
   // The update's window sizes, in order, against the operand's dimensions not inserted; its
   // scatter dimensions, in order, against the indices' batch dimensions.
@@ -194,17 +201,17 @@ Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op) {
                                      static_cast<int64_t>(i)) != window_dims.end();
     const int64_t limit = in_window ? operand_window[next_window++] : indices.shape[next_batch++];
     if (in_window ? updates.shape[i] > limit : updates.shape[i] != limit) {
-      return InvalidArgument(fmt::format("{}: dimension {} of updates {} is {}, which does not fit "
-                                         "{}",
-                                         OpName(op.code), i, Describe(updates), updates.shape[i],
-                                         limit));
+      return InvalidArgument(
+          fmt::format("{}: dimension {} of updates {} is {}, which does not fit "
+                      "{}",
+                      OpName(op.code), i, Describe(updates), updates.shape[i], limit));
     }
   }
   if (!IsReplicated(operand) || !IsReplicated(indices) || !IsReplicated(updates)) {
-    return InvalidArgument(fmt::format("{}: operand, indices and updates must be replicated, got "
-                                       "{}, {} and {}",
-                                       OpName(op.code), Describe(operand), Describe(indices),
-                                       Describe(updates)));
+    return InvalidArgument(
+        fmt::format("{}: operand, indices and updates must be replicated, got "
+                    "{}, {} and {}",
+                    OpName(op.code), Describe(operand), Describe(indices), Describe(updates)));
   }
   return operand;
 }
@@ -212,30 +219,34 @@ Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op) {
 Result<TensorType> InferSort(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, op.operands.size()));
   if (op.params.size() != 3) {
-    return InvalidArgument(fmt::format("sort: params must be dimension, num_keys, output; got "
-                                       "[{}]",
-                                       fmt::join(op.params, ",")));
+    return InvalidArgument(
+        fmt::format("sort: params must be dimension, num_keys, output; got "
+                    "[{}]",
+                    fmt::join(op.params, ",")));
   }
   const int64_t dim = op.params[0], keys = op.params[1], output = op.params[2];
   const TensorType& first = *t[0];
   for (const TensorType* x : t) {
     if (x->shape != first.shape || x->split != first.split) {
-      return InvalidArgument(fmt::format("sort: operands must share one shape and sharding, got "
-                                         "{} and {}",
-                                         Describe(first), Describe(*x)));
+      return InvalidArgument(
+          fmt::format("sort: operands must share one shape and sharding, got "
+                      "{} and {}",
+                      Describe(first), Describe(*x)));
     }
   }
   const auto n = static_cast<int64_t>(t.size());
   if (dim < 0 || dim >= static_cast<int64_t>(first.shape.size()) || keys < 1 || keys > n ||
       output < 0 || output >= n) {
-    return InvalidArgument(fmt::format("sort: dimension {}, num_keys {} and output {} must index "
-                                       "{} and its {} operands",
-                                       dim, keys, output, Describe(first), n));
+    return InvalidArgument(
+        fmt::format("sort: dimension {}, num_keys {} and output {} must index "
+                    "{} and its {} operands",
+                    dim, keys, output, Describe(first), n));
   }
   if (first.split[dim] >= 0) {
-    return InvalidArgument(fmt::format("sort: dimension {} is cut along mesh axis {}, and a sort "
-                                       "needs it whole; gather it first, got {}",
-                                       dim, first.split[dim], Describe(first)));
+    return InvalidArgument(
+        fmt::format("sort: dimension {} is cut along mesh axis {}, and a sort "
+                    "needs it whole; gather it first, got {}",
+                    dim, first.split[dim], Describe(first)));
   }
   return *t[output];
 }

@@ -45,14 +45,14 @@ TensorType WithDType(TensorType t, Gives gives) {
 // jax.lax lets be a scalar where others are arrays (select_n's which, clamp's bounds).
 Status NeedLikeOrScalar(const Op& op, const TensorType& t, const TensorType& like, DType dtype,
                         std::string_view what) {
-  if (t.dtype == dtype && (t.shape == like.shape ? t.split == like.split
-                                                 : t.shape.empty() && IsReplicated(t))) {
+  if (t.dtype == dtype &&
+      (t.shape == like.shape ? t.split == like.split : t.shape.empty() && IsReplicated(t))) {
     return Status::Ok();
   }
-  return InvalidArgument(fmt::format("{}: {} must be {} shaped and cut as {} or a replicated {}[], "
-                                     "got {}",
-                                     OpName(op.code), what, DTypeName(dtype), Describe(like),
-                                     DTypeName(dtype), Describe(t)));
+  return InvalidArgument(fmt::format(
+      "{}: {} must be {} shaped and cut as {} or a replicated {}[], "
+      "got {}",
+      OpName(op.code), what, DTypeName(dtype), Describe(like), DTypeName(dtype), Describe(t)));
 }
 
 // The dimension list `dims` (of a rank-`rank` operand): each in range, none twice.
@@ -61,9 +61,10 @@ Status NeedDimensions(const Op& op, const std::vector<int64_t>& dims, size_t ran
   std::set<int64_t> seen;
   for (int64_t d : dims) {
     if (d < 0 || d >= static_cast<int64_t>(rank) || !seen.insert(d).second) {
-      return InvalidArgument(fmt::format("{}: {} [{}] must be distinct dimensions of a rank-{} "
-                                         "operand",
-                                         OpName(op.code), what, fmt::join(dims, ","), rank));
+      return InvalidArgument(
+          fmt::format("{}: {} [{}] must be distinct dimensions of a rank-{} "
+                      "operand",
+                      OpName(op.code), what, fmt::join(dims, ","), rank));
     }
   }
   return Status::Ok();
@@ -92,9 +93,10 @@ Result<size_t> NumericAlongWholeAxis(const Op& op, const TensorType& x) {
   ATOLL_RETURN_IF_ERROR(NeedDimensions(op, op.params, x.shape.size(), "params (axis)"));
   const auto axis = static_cast<size_t>(op.params[0]);
   if (x.split[axis] >= 0) {
-    return InvalidArgument(fmt::format("{}: axis {} is cut along mesh axis {}, and it looks along "
-                                       "the whole axis; gather it first (all_gather), got {}",
-                                       OpName(op.code), axis, x.split[axis], Describe(x)));
+    return InvalidArgument(
+        fmt::format("{}: axis {} is cut along mesh axis {}, and it looks along "
+                    "the whole axis; gather it first (all_gather), got {}",
+                    OpName(op.code), axis, x.split[axis], Describe(x)));
   }
   return axis;
 }
@@ -127,9 +129,10 @@ Result<TensorType> InferLaxUnary(const FunctionDef& fn, const Op& op) {
 
 Result<TensorType> InferSelectN(const FunctionDef& fn, const Op& op) {
   if (op.operands.size() < 2) {
-    return InvalidArgument(fmt::format("select_n takes which and at least one case, got {} "
-                                       "operand{}",
-                                       op.operands.size(), op.operands.size() == 1 ? "" : "s"));
+    return InvalidArgument(
+        fmt::format("select_n takes which and at least one case, got {} "
+                    "operand{}",
+                    op.operands.size(), op.operands.size() == 1 ? "" : "s"));
   }
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, op.operands.size()));
   const TensorType& first = *t[1];
@@ -138,8 +141,8 @@ Result<TensorType> InferSelectN(const FunctionDef& fn, const Op& op) {
   }
   const size_t cases = t.size() - 1;
   if (t[0]->dtype != DType::kBool && t[0]->dtype != DType::kI32) {
-    return InvalidArgument(fmt::format("select_n: which must be bool or i32, got {}",
-                                       Describe(*t[0])));
+    return InvalidArgument(
+        fmt::format("select_n: which must be bool or i32, got {}", Describe(*t[0])));
   }
   if (t[0]->dtype == DType::kBool && cases > 2) {
     return InvalidArgument(fmt::format("select_n: a bool which picks from 2 cases, got {}", cases));
@@ -178,14 +181,13 @@ Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op) {
   const TensorType& x = *t[0];
   ATOLL_ASSIGN_OR_RETURN(const size_t axis, NumericAlongWholeAxis(op, x));
   if (x.shape[axis] == 0) {
-    return InvalidArgument(fmt::format("{}: axis {} is empty, so it has no position to give",
-                                       OpName(op.code), axis));
+    return InvalidArgument(
+        fmt::format("{}: axis {} is empty, so it has no position to give", OpName(op.code), axis));
   }
   ATOLL_ASSIGN_OR_RETURN(const DType index, DTypeAttr(op, op.attr, "attr (the index dtype)"));
   if (index != DType::kI32 && index != DType::kI64) {
-    return InvalidArgument(
-        fmt::format("{}: the index dtype must be i32 or i64, got {}", OpName(op.code),
-                    DTypeName(index)));
+    return InvalidArgument(fmt::format("{}: the index dtype must be i32 or i64, got {}",
+                                       OpName(op.code), DTypeName(index)));
   }
   return Without(x, op.params, index);
 }
@@ -196,24 +198,27 @@ Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op) {
   const TensorType& rhs = *t[1];
   ATOLL_RETURN_IF_ERROR(NeedDType(op, lhs, kNumeric, "lhs"));
   if (lhs.dtype != rhs.dtype) {
-    return InvalidArgument(fmt::format("dot_general: lhs and rhs must have one dtype, got {} and "
-                                       "{}",
-                                       Describe(lhs), Describe(rhs)));
+    return InvalidArgument(
+        fmt::format("dot_general: lhs and rhs must have one dtype, got {} and "
+                    "{}",
+                    Describe(lhs), Describe(rhs)));
   }
   // params: nc, lhs contracting, rhs contracting, nb, lhs batch, rhs batch.
   const std::vector<int64_t>& p = op.params;
   auto bad = [&](std::string_view why) {
-    return InvalidArgument(fmt::format("dot_general: params [{}] {}: expected nc, lhs "
-                                       "contracting (nc), rhs contracting (nc), nb, lhs batch "
-                                       "(nb), rhs batch (nb)",
-                                       fmt::join(p, ","), why));
+    return InvalidArgument(
+        fmt::format("dot_general: params [{}] {}: expected nc, lhs "
+                    "contracting (nc), rhs contracting (nc), nb, lhs batch "
+                    "(nb), rhs batch (nb)",
+                    fmt::join(p, ","), why));
   };
   if (p.empty() || p[0] < 0 || static_cast<size_t>(p[0]) * 2 + 2 > p.size()) {
     return bad("are too short");
   }
   const auto nc = static_cast<size_t>(p[0]);
   const auto nb = p[1 + 2 * nc];
-  if (nb < 0 || p.size() != 2 + 2 * nc + 2 * static_cast<size_t>(nb)) return bad("have the wrong count");
+  if (nb < 0 || p.size() != 2 + 2 * nc + 2 * static_cast<size_t>(nb))
+    return bad("have the wrong count");
   const std::vector<int64_t> lc(p.begin() + 1, p.begin() + 1 + nc);
   const std::vector<int64_t> rc(p.begin() + 1 + nc, p.begin() + 1 + 2 * nc);
   const std::vector<int64_t> lb(p.begin() + 2 + 2 * nc, p.begin() + 2 + 2 * nc + nb);
@@ -225,14 +230,16 @@ Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op) {
   ATOLL_RETURN_IF_ERROR(NeedDimensions(op, rused, rhs.shape.size(), "rhs contracting and batch"));
   auto pair = [&](int64_t l, int64_t r, std::string_view kind) -> Status {
     if (lhs.shape[l] != rhs.shape[r]) {
-      return InvalidArgument(fmt::format("dot_general: {} dimension {} of lhs ({}) and {} of rhs "
-                                         "({}) differ in size",
-                                         kind, l, lhs.shape[l], r, rhs.shape[r]));
+      return InvalidArgument(
+          fmt::format("dot_general: {} dimension {} of lhs ({}) and {} of rhs "
+                      "({}) differ in size",
+                      kind, l, lhs.shape[l], r, rhs.shape[r]));
     }
     if (lhs.split[l] != rhs.split[r]) {
-      return InvalidArgument(fmt::format("dot_general: {} dimension {} of lhs and {} of rhs must be "
-                                         "cut alike, got {} and {}",
-                                         kind, l, r, Describe(lhs), Describe(rhs)));
+      return InvalidArgument(
+          fmt::format("dot_general: {} dimension {} of lhs and {} of rhs must be "
+                      "cut alike, got {} and {}",
+                      kind, l, r, Describe(lhs), Describe(rhs)));
     }
     return Status::Ok();
   };
@@ -263,10 +270,11 @@ Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op) {
   std::set<int32_t> axes;
   for (int32_t axis : out.split) {
     if (axis >= 0 && !axes.insert(axis).second) {
-      return InvalidArgument(fmt::format("dot_general: the result {}{} would be cut twice along "
-                                         "mesh axis {} (free dimensions of lhs and rhs cut along "
-                                         "one axis); gather one operand first",
-                                         DTypeName(out.dtype), ShapeString(out.shape), axis));
+      return InvalidArgument(
+          fmt::format("dot_general: the result {}{} would be cut twice along "
+                      "mesh axis {} (free dimensions of lhs and rhs cut along "
+                      "one axis); gather one operand first",
+                      DTypeName(out.dtype), ShapeString(out.shape), axis));
     }
   }
   return out;
@@ -277,14 +285,16 @@ Result<TensorType> InferIntegerPow(const FunctionDef& fn, const Op& op) {
   ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], kNumeric));
   const std::optional<int64_t> y = WholeAttr(op.attr);
   if (!y || *y < -(int64_t{1} << 31) || *y >= (int64_t{1} << 31)) {
-    return InvalidArgument(fmt::format("integer_pow: the exponent (attr) must be a whole number "
-                                       "of int32's range, got {}",
-                                       op.attr));
+    return InvalidArgument(
+        fmt::format("integer_pow: the exponent (attr) must be a whole number "
+                    "of int32's range, got {}",
+                    op.attr));
   }
   if (*y < 0 && !IsFloating(t[0]->dtype)) {
-    return InvalidArgument(fmt::format("integer_pow: a negative exponent {} needs a float x, got "
-                                       "{}",
-                                       *y, Describe(*t[0])));
+    return InvalidArgument(
+        fmt::format("integer_pow: a negative exponent {} needs a float x, got "
+                    "{}",
+                    *y, Describe(*t[0])));
   }
   return *t[0];
 }
@@ -294,8 +304,8 @@ Result<TensorType> InferCumulative(const FunctionDef& fn, const Op& op) {
   const TensorType& x = *t[0];
   ATOLL_RETURN_IF_ERROR(NumericAlongWholeAxis(op, x).status());
   if (op.attr != 0 && op.attr != 1) {
-    return InvalidArgument(fmt::format("{}: attr (reverse) must be 0 or 1, got {}",
-                                       OpName(op.code), op.attr));
+    return InvalidArgument(
+        fmt::format("{}: attr (reverse) must be 0 or 1, got {}", OpName(op.code), op.attr));
   }
   return x;
 }
@@ -308,10 +318,10 @@ Result<TensorType> InferBitcastConvertType(const FunctionDef& fn, const Op& op) 
   };
   if (DTypeSize(to) != DTypeSize(t[0]->dtype) || !bits_are_kept(to) ||
       !bits_are_kept(t[0]->dtype)) {
-    return InvalidArgument(fmt::format("bitcast_convert_type: {} and {} must be numeric and of "
-                                       "one width ({} and {} bytes)",
-                                       Describe(*t[0]), DTypeName(to), DTypeSize(t[0]->dtype),
-                                       DTypeSize(to)));
+    return InvalidArgument(
+        fmt::format("bitcast_convert_type: {} and {} must be numeric and of "
+                    "one width ({} and {} bytes)",
+                    Describe(*t[0]), DTypeName(to), DTypeSize(t[0]->dtype), DTypeSize(to)));
   }
   TensorType out = *t[0];
   out.dtype = to;

@@ -23,19 +23,20 @@ Status NeedParamCount(const Op& op, size_t want, std::string_view layout) {
 
 Status NeedUncut(const Op& op, const TensorType& t, size_t dim, std::string_view why) {
   if (t.split[dim] < 0) return Status::Ok();
-  return InvalidArgument(fmt::format("{}: dimension {} is cut along mesh axis {}, and {}; gather "
-                                     "it first (all_gather), got {}",
-                                     OpName(op.code), dim, t.split[dim], why, Describe(t)));
+  return InvalidArgument(
+      fmt::format("{}: dimension {} is cut along mesh axis {}, and {}; gather "
+                  "it first (all_gather), got {}",
+                  OpName(op.code), dim, t.split[dim], why, Describe(t)));
 }
 
 // The start operands of dynamic_slice and dynamic_update_slice, from operand `first` on: one
 // replicated [] i32 or i64 per dimension of a rank-`rank` operand.
 Status NeedStarts(const FunctionDef& fn, const Op& op, size_t first, size_t rank) {
   if (op.operands.size() != first + rank) {
-    return InvalidArgument(fmt::format("{}: {} operand{} and one start per dimension ({}) "
-                                       "expected, got {} operands",
-                                       OpName(op.code), first, first == 1 ? "" : "s", rank,
-                                       op.operands.size()));
+    return InvalidArgument(
+        fmt::format("{}: {} operand{} and one start per dimension ({}) "
+                    "expected, got {} operands",
+                    OpName(op.code), first, first == 1 ? "" : "s", rank, op.operands.size()));
   }
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, op.operands.size()));
   for (size_t i = first; i < t.size(); ++i) {
@@ -58,9 +59,10 @@ Result<TensorType> InferDynamicSlice(const FunctionDef& fn, const Op& op) {
   TensorType out{x.dtype, op.params, x.split};
   for (size_t d = 0; d < x.shape.size(); ++d) {
     if (op.params[d] < 0 || op.params[d] > x.shape[d]) {
-      return InvalidArgument(fmt::format("dynamic_slice: slice size {} of dimension {} must be in "
-                                         "[0, {}] ({})",
-                                         op.params[d], d, x.shape[d], Describe(x)));
+      return InvalidArgument(
+          fmt::format("dynamic_slice: slice size {} of dimension {} must be in "
+                      "[0, {}] ({})",
+                      op.params[d], d, x.shape[d], Describe(x)));
     }
     if (op.params[d] != x.shape[d]) {
       ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d, "a dynamic slice takes part of it"));
@@ -78,22 +80,25 @@ Result<TensorType> InferDynamicUpdateSlice(const FunctionDef& fn, const Op& op) 
   const TensorType& update = *t[1];
   ATOLL_RETURN_IF_ERROR(NeedStarts(fn, op, 2, x.shape.size()));
   if (update.dtype != x.dtype || update.shape.size() != x.shape.size()) {
-    return InvalidArgument(fmt::format("dynamic_update_slice: update {} must have the dtype and "
-                                       "rank of {}",
-                                       Describe(update), Describe(x)));
+    return InvalidArgument(
+        fmt::format("dynamic_update_slice: update {} must have the dtype and "
+                    "rank of {}",
+                    Describe(update), Describe(x)));
   }
   for (size_t d = 0; d < x.shape.size(); ++d) {
     if (update.shape[d] > x.shape[d]) {
-      return InvalidArgument(fmt::format("dynamic_update_slice: update {} is larger than {} along "
-                                         "dimension {}",
-                                         Describe(update), Describe(x), d));
+      return InvalidArgument(
+          fmt::format("dynamic_update_slice: update {} is larger than {} along "
+                      "dimension {}",
+                      Describe(update), Describe(x), d));
     }
     const bool whole = update.shape[d] == x.shape[d] && update.split[d] == x.split[d];
     if (!whole) ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d, "a dynamic update writes part of it"));
     if (!whole && update.split[d] >= 0) {
-      return InvalidArgument(fmt::format("dynamic_update_slice: update {} is cut on dimension {} "
-                                         "where x is not cut alike ({})",
-                                         Describe(update), d, Describe(x)));
+      return InvalidArgument(
+          fmt::format("dynamic_update_slice: update {} is cut on dimension {} "
+                      "where x is not cut alike ({})",
+                      Describe(update), d, Describe(x)));
     }
   }
   return x;
@@ -111,12 +116,13 @@ Result<TensorType> InferReshape(const FunctionDef& fn, const Op& op) {
   TensorType out{x.dtype, shape, std::vector<int32_t>(shape.size(), -1)};
   for (size_t d = 0; d < x.shape.size(); ++d) {
     if (x.split[d] < 0) continue;
-    const bool kept = d < shape.size() && std::equal(x.shape.begin(), x.shape.begin() + d + 1,
-                                                     shape.begin());
+    const bool kept =
+        d < shape.size() && std::equal(x.shape.begin(), x.shape.begin() + d + 1, shape.begin());
     if (!kept) {
-      ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d, "the new shape " + ShapeString(shape) +
-                                                   " does not keep dimensions 0 to " +
-                                                   std::to_string(d) + " as they are"));
+      ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d,
+                                      "the new shape " + ShapeString(shape) +
+                                          " does not keep dimensions 0 to " + std::to_string(d) +
+                                          " as they are"));
     }
     out.split[d] = x.split[d];
   }
@@ -137,16 +143,17 @@ Result<TensorType> InferBroadcastInDim(const FunctionDef& fn, const Op& op) {
   for (size_t i = 0; i < n; ++i) {
     const bool increasing = i == 0 || dims[i] > dims[i - 1];
     if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(r) || !increasing) {
-      return InvalidArgument(fmt::format("broadcast_in_dim: broadcast_dimensions [{}] must be "
-                                         "strictly increasing dimensions of the rank-{} result",
-                                         fmt::join(dims, ","), r));
+      return InvalidArgument(
+          fmt::format("broadcast_in_dim: broadcast_dimensions [{}] must be "
+                      "strictly increasing dimensions of the rank-{} result",
+                      fmt::join(dims, ","), r));
     }
     const int64_t to = shape[dims[i]];
     if (x.shape[i] != to && x.shape[i] != 1) {
-      return InvalidArgument(fmt::format("broadcast_in_dim: dimension {} of {} (size {}) cannot "
-                                         "become size {} (dimension {} of {})",
-                                         i, Describe(x), x.shape[i], to, dims[i],
-                                         ShapeString(shape)));
+      return InvalidArgument(
+          fmt::format("broadcast_in_dim: dimension {} of {} (size {}) cannot "
+                      "become size {} (dimension {} of {})",
+                      i, Describe(x), x.shape[i], to, dims[i], ShapeString(shape)));
     }
     if (x.split[i] >= 0 && x.shape[i] != to) {
       ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, i, "it is broadcast"));
@@ -154,8 +161,8 @@ Result<TensorType> InferBroadcastInDim(const FunctionDef& fn, const Op& op) {
     out.split[dims[i]] = x.split[i];
   }
   if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
-    return InvalidArgument(fmt::format("broadcast_in_dim: shape {} has a negative dimension",
-                                       ShapeString(shape)));
+    return InvalidArgument(
+        fmt::format("broadcast_in_dim: shape {} has a negative dimension", ShapeString(shape)));
   }
   return out;
 }
@@ -171,9 +178,10 @@ Result<TensorType> InferTransposeNd(const FunctionDef& fn, const Op& op) {
     is_permutation = sorted[i] == static_cast<int64_t>(i);
   }
   if (!is_permutation) {
-    return InvalidArgument(fmt::format("transpose_nd: params [{}] must be a permutation of the "
-                                       "{} dimensions of {}",
-                                       fmt::join(perm, ","), x.shape.size(), Describe(x)));
+    return InvalidArgument(
+        fmt::format("transpose_nd: params [{}] must be a permutation of the "
+                    "{} dimensions of {}",
+                    fmt::join(perm, ","), x.shape.size(), Describe(x)));
   }
   TensorType out{x.dtype, {}, {}};
   for (int64_t d : perm) {
@@ -192,9 +200,10 @@ Result<TensorType> InferSlice(const FunctionDef& fn, const Op& op) {
   for (size_t d = 0; d < n; ++d) {
     const int64_t start = op.params[d], limit = op.params[n + d], stride = op.params[2 * n + d];
     if (start < 0 || start > limit || limit > x.shape[d] || stride < 1) {
-      return InvalidArgument(fmt::format("slice: dimension {} of {}: start {}, limit {}, stride {} "
-                                         "must have 0 <= start <= limit <= {} and stride >= 1",
-                                         d, Describe(x), start, limit, stride, x.shape[d]));
+      return InvalidArgument(
+          fmt::format("slice: dimension {} of {}: start {}, limit {}, stride {} "
+                      "must have 0 <= start <= limit <= {} and stride >= 1",
+                      d, Describe(x), start, limit, stride, x.shape[d]));
     }
     if (start != 0 || limit != x.shape[d] || stride != 1) {
       ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d, "a slice takes part of it"));
@@ -209,9 +218,10 @@ Result<TensorType> InferConcatenate(const FunctionDef& fn, const Op& op) {
   const TensorType& first = *t[0];
   const std::optional<int64_t> attr = WholeAttr(op.attr);
   if (!attr || *attr < 0 || *attr >= static_cast<int64_t>(first.shape.size())) {
-    return InvalidArgument(fmt::format("concatenate: attr (the dimension) must be a dimension of "
-                                       "{}, got {}",
-                                       Describe(first), op.attr));
+    return InvalidArgument(
+        fmt::format("concatenate: attr (the dimension) must be a dimension of "
+                    "{}, got {}",
+                    Describe(first), op.attr));
   }
   const auto dim = static_cast<size_t>(*attr);
   ATOLL_RETURN_IF_ERROR(NeedUncut(op, first, dim, "the operands are joined along it"));
@@ -221,9 +231,10 @@ Result<TensorType> InferConcatenate(const FunctionDef& fn, const Op& op) {
     TensorType like = x;
     like.shape[dim] = first.shape[dim];
     if (x.shape.size() != first.shape.size() || !(like == first)) {
-      return InvalidArgument(fmt::format("concatenate: operand {} is {}; every operand must be {} "
-                                         "but for the size of dimension {}",
-                                         i, Describe(x), Describe(first), dim));
+      return InvalidArgument(
+          fmt::format("concatenate: operand {} is {}; every operand must be {} "
+                      "but for the size of dimension {}",
+                      i, Describe(x), Describe(first), dim));
     }
     out.shape[dim] += x.shape[dim];
   }
@@ -244,8 +255,8 @@ Result<TensorType> InferPad(const FunctionDef& fn, const Op& op) {
   for (size_t d = 0; d < n; ++d) {
     const int64_t low = op.params[d], high = op.params[n + d], interior = op.params[2 * n + d];
     if (interior < 0) {
-      return InvalidArgument(fmt::format("pad: dimension {}: interior padding {} must be >= 0", d,
-                                         interior));
+      return InvalidArgument(
+          fmt::format("pad: dimension {}: interior padding {} must be >= 0", d, interior));
     }
     if (low != 0 || high != 0 || interior != 0) {
       ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d, "it is padded"));
@@ -253,9 +264,10 @@ Result<TensorType> InferPad(const FunctionDef& fn, const Op& op) {
     const int64_t inner = x.shape[d] == 0 ? 0 : x.shape[d] + (x.shape[d] - 1) * interior;
     out.shape[d] = low + inner + high;
     if (out.shape[d] < 0) {
-      return InvalidArgument(fmt::format("pad: dimension {} of {} would have size {} (low {}, high "
-                                         "{}, interior {})",
-                                         d, Describe(x), out.shape[d], low, high, interior));
+      return InvalidArgument(
+          fmt::format("pad: dimension {} of {} would have size {} (low {}, high "
+                      "{}, interior {})",
+                      d, Describe(x), out.shape[d], low, high, interior));
     }
   }
   return out;
@@ -283,9 +295,10 @@ Result<TensorType> InferIota(const FunctionDef& fn, const Op& op) {
   const int64_t dim = op.params.back();
   if (dim < 0 || dim >= static_cast<int64_t>(shape.size()) ||
       std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
-    return InvalidArgument(fmt::format("iota: shape {} and dimension {}: the dimension must be "
-                                       "one of the shape's, the sizes >= 0",
-                                       ShapeString(shape), dim));
+    return InvalidArgument(
+        fmt::format("iota: shape {} and dimension {}: the dimension must be "
+                    "one of the shape's, the sizes >= 0",
+                    ShapeString(shape), dim));
   }
   return TensorType{dtype, shape, std::vector<int32_t>(shape.size(), -1)};
 }
@@ -296,8 +309,8 @@ Result<TensorType> InferFull(const FunctionDef& fn, const Op& op) {
                          DTypeAttr(op, static_cast<double>(op.params[0]), "params[0] (the dtype)"));
   const Shape shape(op.params.begin() + 1, op.params.end());
   if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
-    return InvalidArgument(fmt::format("full: shape {} has a negative dimension",
-                                       ShapeString(shape)));
+    return InvalidArgument(
+        fmt::format("full: shape {} has a negative dimension", ShapeString(shape)));
   }
   // The value must be one the dtype holds (Tensor::FromDoubles' rule).
   const Result<Tensor> one = Tensor::FromDoubles(dtype, {}, {op.attr});

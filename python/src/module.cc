@@ -2,9 +2,9 @@
 // thin layer over the C++ client API (include/atoll/). The package gives it Python's idioms.
 #include <pybind11/pybind11.h>
 
+#include "atoll_version.h"
 #include "python/src/bindings.h"
 #include "python/src/errors.h"
-#include "atoll_version.h"
 
 PYBIND11_MODULE(_atoll, m) {
   m.doc() = "atoll's C++ client library, bound for the Python package `atoll`.";

@@ -65,7 +65,8 @@ void BindOps(py::module_& ops) {
          const std::vector<int64_t>& params, double attr) {
         if (operands.empty()) {
           throw StatusError(InvalidArgument(
-              "atoll.ops.primitive('" + name + "'): give at least one operand (a value of the "
+              "atoll.ops.primitive('" + name +
+              "'): give at least one operand (a value of the "
               "function being traced); for a primitive of none (iota), pass trace="));
         }
         std::vector<Value> values;

@@ -254,7 +254,9 @@ TEST(DTypeOpsTableTest, MixedAndWrongDTypesAreRefusedNamingWhatIsTaken) {
        {Type(DType::kF32, {2, 2}), Type(DType::kF32, {2})},
        2,
        "takes i32 or i64 labels"},
-      {OpCode::kCast, {Type(DType::kF32, {2})}, static_cast<double>(kNumDTypes),
+      {OpCode::kCast,
+       {Type(DType::kF32, {2})},
+       static_cast<double>(kNumDTypes),
        fmt::format("a dtype code in [0, {})", kNumDTypes)},
       {OpCode::kCast, {Type(DType::kF32, {2})}, 0.5, "a dtype code"},
   };

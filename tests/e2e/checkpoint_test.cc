@@ -213,17 +213,16 @@ std::vector<DTypeCase> DTypeCases() {
     }
     return Tensor::FromDoubles(dtype, {8, 6}, v).value();
   };
-  return {
-      {DType::kF32, "<f4", floats(DType::kF32)},
-      {DType::kI32, "<i4", Tensor::I32({8, 6}, i32)},
-      {DType::kBF16, "bfloat16", floats(DType::kBF16)},
-      {DType::kF16, "<f2", floats(DType::kF16)},
-      {DType::kF64, "<f8", floats(DType::kF64)},
-      {DType::kI64, "<i8", Tensor::I64({8, 6}, i64)},
-      {DType::kBool, "|b1", wholes(DType::kBool, 0, 2)},
-      {DType::kI8, "|i1", wholes(DType::kI8, -128, 256)},
-      {DType::kU8, "|u1", wholes(DType::kU8, 0, 256)},
-      {DType::kU32, "<u4", wholes(DType::kU32, 4000000000, 1000003)}};
+  return {{DType::kF32, "<f4", floats(DType::kF32)},
+          {DType::kI32, "<i4", Tensor::I32({8, 6}, i32)},
+          {DType::kBF16, "bfloat16", floats(DType::kBF16)},
+          {DType::kF16, "<f2", floats(DType::kF16)},
+          {DType::kF64, "<f8", floats(DType::kF64)},
+          {DType::kI64, "<i8", Tensor::I64({8, 6}, i64)},
+          {DType::kBool, "|b1", wholes(DType::kBool, 0, 2)},
+          {DType::kI8, "|i1", wholes(DType::kI8, -128, 256)},
+          {DType::kU8, "|u1", wholes(DType::kU8, 0, 256)},
+          {DType::kU32, "<u4", wholes(DType::kU32, 4000000000, 1000003)}};
 }
 
 // Each dtype's shards are saved by the stores that hold them and load back bit for bit,

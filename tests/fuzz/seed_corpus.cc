@@ -43,8 +43,9 @@ int WriteSeeds(const fs::path& out) {
   }
   for (size_t code = 0; code < kNumDTypes; ++code) {  // a file of each dtype
     const auto dtype = static_cast<DType>(code);
-    const std::vector<double> values = dtype == DType::kBool ? std::vector<double>{1, 0, 1, 1, 0, 1}
-                                                             : std::vector<double>{1, 2, 3, 4, 5, 6};
+    const std::vector<double> values = dtype == DType::kBool
+                                           ? std::vector<double>{1, 0, 1, 1, 0, 1}
+                                           : std::vector<double>{1, 2, 3, 4, 5, 6};
     const Tensor t = Tensor::FromDoubles(dtype, {2, 3}, values).value();
     const std::string data(reinterpret_cast<const char*>(t.data()), t.nbytes());
     ok &= Write(

@@ -59,22 +59,22 @@ TEST_P(BadJobTest, IsRefusedWithAClearError) {
 
 INSTANTIATE_TEST_SUITE_P(
     Mistakes, BadJobTest,
-    ::testing::Values(BadJob{"slice = \"B\"", "slice = \"Q\"", "unknown slice 'Q'"},
-                      BadJob{"{ fn = \"b\",", "{ fn = \"nope\",", "unknown function 'nope'"},
-                      BadJob{"{ fn = \"c\", args = [\"x\"]", "{ fn = \"c\", args = [\"w\"]",
-                             "uses 'w' before it is defined"},
-                      BadJob{"returns = [\"y\", \"z\"]", "returns = [\"y\", \"q\"]",
-                             "unknown value 'q'"},
-                      BadJob{"v = [1, 2]", "v = [1, 2, 3]", "3 values for shape [2]"},
-                      BadJob{"v = [1, 2]", "w = [1, 2]", "no value for argument 'v'"},
-                      BadJob{"dtype = \"f32\", shape = [2] }]\nops = [{ op = \"mul\"",
-                             "dtype = \"f128\", shape = [2] }]\nops = [{ op = \"mul\"",
-                             "unknown dtype 'f128' (known: f32, i32, bf16, f16, f64, i64, bool, i8, u8, u32)"},
-                      BadJob{"[program]", "[programme]", "no [program]"},
-                      BadJob{"name = \"B\"", "name = \"A\"", "slice 'A' is defined twice"},
-                      BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"},
-                      // Found by fuzzing: toml11 3.7 reads past its buffer on some invalid UTF-8.
-                      BadJob{"The Pathways", "The Pat\xffways", "not UTF-8 at byte"}));
+    ::testing::Values(
+        BadJob{"slice = \"B\"", "slice = \"Q\"", "unknown slice 'Q'"},
+        BadJob{"{ fn = \"b\",", "{ fn = \"nope\",", "unknown function 'nope'"},
+        BadJob{"{ fn = \"c\", args = [\"x\"]", "{ fn = \"c\", args = [\"w\"]",
+               "uses 'w' before it is defined"},
+        BadJob{"returns = [\"y\", \"z\"]", "returns = [\"y\", \"q\"]", "unknown value 'q'"},
+        BadJob{"v = [1, 2]", "v = [1, 2, 3]", "3 values for shape [2]"},
+        BadJob{"v = [1, 2]", "w = [1, 2]", "no value for argument 'v'"},
+        BadJob{"dtype = \"f32\", shape = [2] }]\nops = [{ op = \"mul\"",
+               "dtype = \"f128\", shape = [2] }]\nops = [{ op = \"mul\"",
+               "unknown dtype 'f128' (known: f32, i32, bf16, f16, f64, i64, bool, i8, u8, u32)"},
+        BadJob{"[program]", "[programme]", "no [program]"},
+        BadJob{"name = \"B\"", "name = \"A\"", "slice 'A' is defined twice"},
+        BadJob{"v = [1, 2]", "v = [1, \"two\"]", "job.toml"},
+        // Found by fuzzing: toml11 3.7 reads past its buffer on some invalid UTF-8.
+        BadJob{"The Pathways", "The Pat\xffways", "not UTF-8 at byte"}));
 
 // Numbers out of range: each refused naming its field, the value and what is allowed, never
 // wrapped into an unsigned count or cast into a dtype that cannot hold it.

@@ -39,8 +39,8 @@ TEST(CastKernelTest, ValuesEveryDTypeHoldsSurviveEveryCast) {
       for (double v : values) {
         if (holds(from, v) && holds(to, v)) held.push_back(IsFloating(from) ? v : std::trunc(v));
       }
-      ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor x,
-                                 Tensor::FromDoubles(from, {static_cast<int64_t>(held.size())}, held));
+      ATOLL_ASSERT_OK_AND_ASSIGN(
+          const Tensor x, Tensor::FromDoubles(from, {static_cast<int64_t>(held.size())}, held));
       ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor y, Cast(x, to));
       EXPECT_EQ(y.dtype(), to);
       EXPECT_EQ(y.shape(), x.shape());

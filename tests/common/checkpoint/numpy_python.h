@@ -1,5 +1,5 @@
-// Running the project's Python (ATOLL_PYTHON, the venv's) with numpy from a test: the checkpoint format is checked against
-// numpy itself.
+// Running the project's Python (ATOLL_PYTHON, the venv's) with numpy from a test: the checkpoint
+// format is checked against numpy itself.
 #pragma once
 
 #include <string>

@@ -41,8 +41,8 @@ void ExpectRefused(const Result<TensorType>& r, std::vector<std::string> says) {
 }
 
 TEST(LaxTypeTest, RowsAreFoundByNameAndUnknownNamesAreRefused) {
-  for (std::string_view name : {"max", "eq", "select_n", "reshape", "dot_general", "gather",
-                                "sort", "cumsum", "is_finite"}) {
+  for (std::string_view name : {"max", "eq", "select_n", "reshape", "dot_general", "gather", "sort",
+                                "cumsum", "is_finite"}) {
     ASSERT_TRUE(OpCodeNamed(name).ok()) << name;
     EXPECT_EQ(OpName(*OpCodeNamed(name)), name);
   }
@@ -85,9 +85,9 @@ TEST(LaxTypeTest, DotGeneralKeepsBatchAndFreeCutsAndIsPartialOverACutContraction
   const auto out = TypeOf({lhs, rhs}, "dot_general", {1, 2, 1, 1, 0, 0});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(*out, T(DType::kF32, {2, 4, 8}, {0, -1, -1}));  // partial along axis 1
-  ExpectRefused(TypeOf({lhs, T(DType::kF32, {2, 6, 8}, {0, -1, -1})}, "dot_general",
-                       {1, 2, 1, 1, 0, 0}),
-                {"contracting dimension 2 of lhs and 1 of rhs must be cut alike"});
+  ExpectRefused(
+      TypeOf({lhs, T(DType::kF32, {2, 6, 8}, {0, -1, -1})}, "dot_general", {1, 2, 1, 1, 0, 0}),
+      {"contracting dimension 2 of lhs and 1 of rhs must be cut alike"});
   ExpectRefused(TypeOf({lhs, rhs}, "dot_general", {1, 2}), {"dot_general", "params"});
   // i8 operands accumulating in i32: the preferred element type.
   const auto i32 = TypeOf({T(DType::kI8, {3, 4}), T(DType::kI8, {4, 5})}, "dot_general",
@@ -120,9 +120,9 @@ TEST(LaxTypeTest, GatherCutsItsRowsAsTheIndicesAreCut) {
   ExpectRefused(TypeOf({T(DType::kF32, {10, 8}, {0, -1}), T(DType::kI32, {6, 1})}, "gather",
                        {1, 1, 1, 0, 1, 0, 1, 8}),
                 {"gather", "replicated"});
-  ExpectRefused(TypeOf({T(DType::kF32, {10, 8}), T(DType::kI32, {6, 2})}, "gather",
-                       {1, 1, 1, 0, 1, 0, 1, 8}),
-                {"gather", "the 1 start indices"});
+  ExpectRefused(
+      TypeOf({T(DType::kF32, {10, 8}), T(DType::kI32, {6, 2})}, "gather", {1, 1, 1, 0, 1, 0, 1, 8}),
+      {"gather", "the 1 start indices"});
 }
 
 }  // namespace
