@@ -212,7 +212,12 @@ Status StoreService::OnGet(const proto::Incoming& in) {
 
 Status StoreService::OnRelease(const proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::ReleaseObject>());
-  ATOLL_RETURN_IF_ERROR(CheckObjectOwner(in, req.object_id, "release"));
+  // A release its owner sent just before leaving can come after the RM's notice that it
+  // left (another socket): its holds go with it anyway, so the release is carried out.
+  if (Status owner = CheckObjectOwner(in, req.object_id, "release");
+      !owner.ok() && owner.code() != Code::kCancelled) {
+    return owner;
+  }
   if (!in.sender.member() && req.owner_client != proto::ClientOfObject(req.object_id)) {
     return PermissionDenied("release object " + std::to_string(req.object_id) + " as client " +
                             std::to_string(req.owner_client) + ": it is client " +

@@ -192,6 +192,35 @@ TEST_F(SecurityTest, AClientTouchesOnlyItsOwnThings) {
   ExpectRunsCorrectly(*b, *b_program);
 }
 
+// A client's last releases and its goodbye to the RM travel on different sockets: the RM's
+// notice that it left can reach a store first. The releases are then carried out, as they
+// would have been a moment earlier, and no error event says otherwise.
+TEST_F(SecurityTest, AReleaseThatArrivesAfterItsOwnerLeftIsCarriedOutQuietly) {
+  auto a = ConnectAs("alice");
+  ASSERT_TRUE(a);
+  net::KeyedContext alice(ClientKey(KeysDir(), "alice"));
+  EventRecorder events(EventsEndpoint());
+  const std::string store = Endpoint("objectstore-i0h0", "endpoint");
+  const uint64_t object = proto::MakeObjectId(a->id(), uint64_t{1} << 38);
+  ASSERT_TRUE(Ask<proto::Ok>(alice, store, proto::PutObject{object, 0, a->id(), DType::kF32, {1}},
+                             Bytes({5}))
+                  .ok());
+  ASSERT_TRUE(Ask<proto::Ok>(alice, RmEndpoint(), proto::Goodbye{a->id()}).ok());
+
+  auto released = Ask<proto::Ok>(alice, store, proto::ReleaseObject{object, a->id(), 1});
+  EXPECT_TRUE(released.ok()) << released.status().ToString();
+  // Read until the store frees it; no error event may come on the way.
+  bool freed = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + 10s;
+       !freed && std::chrono::steady_clock::now() < deadline;) {
+    auto e = events.Next(100ms);
+    if (!e) continue;
+    EXPECT_NE(e->topic.rfind("error.", 0), 0u) << e->topic << " " << e->fields.dump();
+    freed = e->topic == "object.freed" && e->fields.value("object", uint64_t{0}) == object;
+  }
+  EXPECT_TRUE(freed) << "object " << object << " was not freed by its release";
+}
+
 // Checkpoints are a client key's own: each key has its own directory below a store's root,
 // and a client saves only its own objects, as itself.
 TEST_F(SecurityTest, CheckpointsAreTheirClientKeysOwn) {
