@@ -245,6 +245,52 @@ Value FunctionBuilder::Primitive(std::string_view name, const std::vector<Value>
   return AddOp(*impl_, *code, std::move(wire), attr, params);
 }
 
+std::vector<Value> FunctionBuilder::Structured(std::string_view name,
+                                               const std::vector<const FunctionBuilder*>& bodies,
+                                               const std::vector<Value>& operands,
+                                               const std::vector<int64_t>& params) {
+  if (!impl_->status.ok()) return {};
+  auto fail = [&](Status status) {
+    impl_->status = status.WithContext("function '" + impl_->def.name + "'");
+    return std::vector<Value>{};
+  };
+  const Result<ir::OpCode> code = ir::OpCodeNamed(name);
+  if (!code.ok()) return fail(code.status());
+  if (!ir::IsStructured(*code)) {
+    return fail(
+        InvalidArgument(fmt::format("'{}' is not a structured primitive (while, scan or "
+                                    "cond)",
+                                    name)));
+  }
+  // The bodies join this function's; the op names them by their index there.
+  std::vector<int64_t> wire_params;
+  for (const FunctionBuilder* body : bodies) {
+    if (body == nullptr) return fail(InvalidArgument(fmt::format("{}: a null body", name)));
+    if (!body->impl_->status.ok()) {
+      return fail(body->impl_->status.WithContext(fmt::format("{} body", name)));
+    }
+    wire_params.push_back(static_cast<int64_t>(impl_->def.bodies.size()));
+    impl_->def.bodies.push_back(body->impl_->def);
+  }
+  wire_params.insert(wire_params.end(), params.begin(), params.end());
+  std::vector<ir::Operand> wire;
+  for (Value v : operands) wire.push_back(ToOperand(v));
+  const size_t bodies_before = impl_->def.bodies.size() - bodies.size();
+  const Value first = AddOp(*impl_, *code, std::move(wire), 0.0, std::move(wire_params));
+  if (!impl_->status.ok()) {
+    impl_->def.bodies.resize(bodies_before);
+    return {};
+  }
+  const auto results = ir::ResultTypes(impl_->def, impl_->def.ops.back());
+  if (!results.ok()) return fail(results.status());
+  std::vector<Value> out = {first};
+  for (size_t k = 1; k < results->size(); ++k) {
+    out.push_back(AddOp(*impl_, ir::OpCode::kTupleElement, {ToOperand(first)}, 0.0,
+                        {static_cast<int64_t>(k)}));
+  }
+  return out;
+}
+
 Value FunctionBuilder::Cast(Value x, DType dtype) {
   return AddOp(*impl_, ir::OpCode::kCast, {ToOperand(x)}, static_cast<double>(dtype));
 }
@@ -330,10 +376,15 @@ std::vector<Value> FunctionBuilder::Call(const FunctionBuilder& f, const std::ve
     if (o.kind == ir::Operand::kOp) return results[o.index];
     return o;
   };
+  // The callee's bodies join this function's, after those it has.
+  const auto body_offset = static_cast<int64_t>(impl_->def.bodies.size());
+  impl_->def.bodies.insert(impl_->def.bodies.end(), callee.bodies.begin(), callee.bodies.end());
   for (const ir::Op& op : callee.ops) {
     std::vector<ir::Operand> operands;
     for (const ir::Operand& o : op.operands) operands.push_back(mapped(o));
-    const Value v = AddOp(*impl_, op.code, std::move(operands), op.attr, op.params);
+    std::vector<int64_t> params = op.params;
+    for (size_t b = 0; b < ir::BodyParamCount(op); ++b) params[b] += body_offset;
+    const Value v = AddOp(*impl_, op.code, std::move(operands), op.attr, std::move(params));
     if (!impl_->status.ok()) return none;
     results.push_back(ToOperand(v));
   }

@@ -50,6 +50,20 @@ Result<std::vector<std::vector<int64_t>>> Lists(const ir::Op& op, size_t lists, 
   return out;
 }
 
+// `fields` lists of `rank` values from params[at] on; the dilations default to 1.
+Result<kernels::Window> WindowOf(const ir::Op& op, size_t rank, size_t fields) {
+  if (op.params.size() < fields * rank) {
+    return InvalidArgument(fmt::format("{}: params hold {} values, not {} lists of {}",
+                                       ir::OpName(op.code), op.params.size(), fields, rank));
+  }
+  auto list = [&](size_t f) {
+    if (f >= fields) return std::vector<int64_t>(rank, 1);
+    return std::vector<int64_t>(op.params.begin() + static_cast<ptrdiff_t>(f * rank),
+                                op.params.begin() + static_cast<ptrdiff_t>((f + 1) * rank));
+  };
+  return kernels::Window{list(0), list(1), list(2), list(3), list(4), list(5)};
+}
+
 DType ComputedIn(DType dtype) {
   return ClassOf(dtype) == DTypeClass::kStorage ? DType::kF32 : dtype;
 }
@@ -285,6 +299,61 @@ Result<Tensor> RunSort(const ir::Op& op, CpuOperands operands) {
 Result<Tensor> RunFull(const ir::Op& op, CpuOperands) {
   ATOLL_ASSIGN_OR_RETURN(const Tensor one, Tensor::FromDoubles(op.type.dtype, {}, {op.attr}));
   return kernels::BroadcastInDim(one, op.type.shape, {});
+}
+
+// The windowed primitives.
+
+Result<Tensor> RunReduceWindow(const ir::Op& op, CpuOperands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
+  ATOLL_ASSIGN_OR_RETURN(kernels::Window w, WindowOf(op, t[0]->shape().size(), 6));
+  kernels::WindowFn fn = kernels::WindowFn::kSum;
+  if (op.code == OpCode::kReduceWindowMax) fn = kernels::WindowFn::kMax;
+  if (op.code == OpCode::kReduceWindowMin) fn = kernels::WindowFn::kMin;
+  return InOpDType(op, kernels::ReduceWindow(fn, *t[0], w));
+}
+
+Result<Tensor> RunSelectAndScatterAdd(const ir::Op& op, CpuOperands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
+  const size_t rank = t[1]->shape().size();
+  ATOLL_ASSIGN_OR_RETURN(kernels::Window w, WindowOf(op, rank, 4));
+  if (op.params.size() != 4 * rank + 1) {
+    return InvalidArgument("select_and_scatter_add: params must be 4 lists and the select");
+  }
+  return InOpDType(op, kernels::SelectAndScatterAdd(*t[0], *t[1], w, op.params[4 * rank] == 0));
+}
+
+Result<Tensor> RunConv(const ir::Op& op, CpuOperands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
+  if (op.params.empty() || op.params.size() != 9 + 8 * static_cast<size_t>(op.params[0])) {
+    return InvalidArgument("conv_general_dilated: params must be 9 + 8n values");
+  }
+  const auto n = static_cast<size_t>(op.params[0]);
+  size_t at = 1;
+  auto take = [&](size_t count) {
+    std::vector<int64_t> out(op.params.begin() + static_cast<ptrdiff_t>(at),
+                             op.params.begin() + static_cast<ptrdiff_t>(at + count));
+    at += count;
+    return out;
+  };
+  kernels::ConvDims dims;
+  dims.strides = take(n);
+  dims.low = take(n);
+  dims.high = take(n);
+  dims.lhs_dilation = take(n);
+  dims.rhs_dilation = take(n);
+  dims.lhs_spec = take(n + 2);
+  dims.rhs_spec = take(n + 2);
+  dims.out_spec = take(n + 2);
+  dims.feature_groups = op.params[at];
+  dims.batch_groups = op.params[at + 1];
+  return InOpDType(op, kernels::ConvGeneralDilated(*t[0], *t[1], dims, op.type.dtype));
+}
+
+Result<Tensor> RunReducePrecision(const ir::Op& op, CpuOperands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
+  if (op.params.size() != 2) return InvalidArgument("reduce_precision: params must be 2 values");
+  return InOpDType(op, kernels::ReducePrecision(*t[0], static_cast<int>(op.params[0]),
+                                                static_cast<int>(op.params[1])));
 }
 
 }  // namespace atl::compute

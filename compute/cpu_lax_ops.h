@@ -40,5 +40,10 @@ Result<Tensor> RunGather(const ir::Op& op, CpuOperands operands);
 Result<Tensor> RunScatter(const ir::Op& op, CpuOperands operands);
 Result<Tensor> RunSort(const ir::Op& op, CpuOperands operands);
 Result<Tensor> RunFull(const ir::Op& op, CpuOperands operands);
+// The windowed primitives.
+Result<Tensor> RunReduceWindow(const ir::Op& op, CpuOperands operands);
+Result<Tensor> RunSelectAndScatterAdd(const ir::Op& op, CpuOperands operands);
+Result<Tensor> RunConv(const ir::Op& op, CpuOperands operands);
+Result<Tensor> RunReducePrecision(const ir::Op& op, CpuOperands operands);
 
 }  // namespace atl::compute

@@ -129,6 +129,11 @@ Result<Tensor> RunCollective(const ir::Op& op, Operands) {
       "{}: collective ops are run by the interpreter, not by a backend", ir::OpName(op.code)));
 }
 
+Result<Tensor> RunInInterpreter(const ir::Op& op, Operands) {
+  return InvalidArgument(fmt::format(
+      "{}: control-flow ops are run by the interpreter, not by a backend", ir::OpName(op.code)));
+}
+
 Result<Tensor> RunFilter(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<1>(op, operands));
   return kernels::Filter(*t[0], op.attr);

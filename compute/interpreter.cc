@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compute/cancellation.h"
+#include "compute/control_flow.h"
 
 namespace atl::compute {
 
@@ -51,21 +52,15 @@ Result<Tensor*> Resolve(const ir::Operand& o, std::vector<Tensor>& inputs,
   return InvalidArgument(fmt::format("operand has unknown kind {}", o.kind));
 }
 
-}  // namespace
-
-Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, int num_shards,
-                                        std::vector<Tensor> inputs, Backend& backend,
-                                        Collectives* collectives,
-                                        const std::atomic<bool>* cancelled) {
-  if (num_shards <= 0 || shard < 0 || shard >= num_shards) {
-    return InvalidArgument(
-        fmt::format("function '{}': shard {} of {} does not exist", fn.name, shard, num_shards));
-  }
-  const Shape mesh = ir::MeshOf(fn, num_shards);
+Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& mesh, int shard,
+                                      std::vector<Tensor> inputs, Backend& backend,
+                                      Collectives* collectives,
+                                      const std::atomic<bool>* cancelled) {
   ATOLL_RETURN_IF_ERROR(CheckInputs(fn, mesh, inputs));
-
   const ScopedCancelFlag cancel_scope(cancelled);
   std::vector<Tensor> results(fn.ops.size());
+  // The results of structured ops beyond their first, which tuple_element ops read.
+  std::vector<std::vector<Tensor>> more(fn.ops.size());
   std::vector<const Tensor*> args;
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const ir::Op& op = fn.ops[i];
@@ -84,7 +79,26 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
       args.push_back(*arg);
     }
     Result<Tensor> result = Internal("not run");
-    if (ir::IsCollective(op.code)) {
+    if (ir::IsStructured(op.code)) {
+      const BodyRunner run_body = [&](const ir::FunctionDef& body, std::vector<Tensor> in) {
+        // Bodies hold no collective (ir::Validate), so none are passed on.
+        return RunOnMesh(body, mesh, shard, std::move(in), backend, nullptr, cancelled);
+      };
+      auto all = RunStructured(fn, op, args, mesh, run_body, cancelled);
+      if (!all.ok()) return all.status().WithContext(context());
+      result = std::move((*all)[0]);
+      more[i] = std::move(all).value();
+    } else if (op.code == ir::OpCode::kTupleElement) {
+      const size_t of = static_cast<size_t>(op.operands[0].index);
+      const size_t k = op.params.empty() ? 0 : static_cast<size_t>(op.params[0]);
+      if (k == 0) {
+        result = *args[0];
+      } else if (of < more.size() && k < more[of].size()) {
+        result = more[of][k];
+      } else {
+        return InvalidArgument(context() + ": no such result");
+      }
+    } else if (ir::IsCollective(op.code)) {
       if (collectives == nullptr) {
         return FailedPrecondition(context() + ": no collectives for this shard");
       }
@@ -133,6 +147,20 @@ Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, in
     }
   }
   return outputs;
+}
+
+}  // namespace
+
+Result<std::vector<Tensor>> RunFunction(const ir::FunctionDef& fn, int shard, int num_shards,
+                                        std::vector<Tensor> inputs, Backend& backend,
+                                        Collectives* collectives,
+                                        const std::atomic<bool>* cancelled) {
+  if (num_shards <= 0 || shard < 0 || shard >= num_shards) {
+    return InvalidArgument(
+        fmt::format("function '{}': shard {} of {} does not exist", fn.name, shard, num_shards));
+  }
+  return RunOnMesh(fn, ir::MeshOf(fn, num_shards), shard, std::move(inputs), backend, collectives,
+                   cancelled);
 }
 
 }  // namespace atl::compute

@@ -95,4 +95,24 @@ Result<Tensor> Scatter(ScatterFn fn, const Tensor& operand, const Tensor& indice
 // (lax_sort.cc).
 Result<Tensor> Sort(std::span<const Tensor* const> xs, int64_t dim, int64_t keys, int64_t output);
 
+// Windows (lax_window.cc), each dimension's numbers as ops.def's rows lay them out; the
+// result's shape follows from x's.
+struct Window {
+  std::vector<int64_t> size, stride, low, high, base_dilation, window_dilation;
+};
+enum class WindowFn : uint8_t { kSum, kMax, kMin };
+Result<Tensor> ReduceWindow(WindowFn fn, const Tensor& x, const Window& w);
+// Max (ge) or min pooling's gradient: each window's selected element of x receives its
+// source value (w's dilations must be 1).
+Result<Tensor> SelectAndScatterAdd(const Tensor& source, const Tensor& x, const Window& w, bool ge);
+struct ConvDims {
+  std::vector<int64_t> strides, low, high, lhs_dilation, rhs_dilation;  // n each
+  std::vector<int64_t> lhs_spec, rhs_spec, out_spec;                    // n + 2 each
+  int64_t feature_groups = 1, batch_groups = 1;
+};
+// f32 or f64 lhs and rhs; products summed in f64; the result f64 when `out` is, else f32.
+Result<Tensor> ConvGeneralDilated(const Tensor& lhs, const Tensor& rhs, const ConvDims& dims,
+                                  DType out);
+Result<Tensor> ReducePrecision(const Tensor& x, int exponent_bits, int mantissa_bits);
+
 }  // namespace atl::kernels

@@ -4,6 +4,8 @@
 // them); the engine (grad.cc) completes them where they meet whole values and at the end.
 #include "client/autodiff/grad_rules.h"
 
+#include "client/autodiff/grad_rules_lax.h"
+
 #include <algorithm>
 #include <iterator>
 

@@ -315,18 +315,35 @@ Result<TensorType> InferType(const FunctionDef& fn, const Op& op) {
   return type;
 }
 
-Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
-  if (num_shards <= 0) return InvalidArgument("a function needs at least one device");
-  if (fn.outputs.empty()) return InvalidArgument("function '" + fn.name + "' has no outputs");
-  const Shape mesh = MeshOf(fn, num_shards);
-  for (int64_t extent : mesh) {
-    if (extent <= 0) return InvalidArgument("mesh " + ShapeString(mesh) + " has an empty axis");
+namespace {
+
+Status ValidateOnMesh(const FunctionDef& fn, const Shape& mesh, bool slice_known, int depth);
+
+// A body of `fn`: checked on its parent's mesh, with no collective (a body's ops would need
+// the gang's other shards to run the same trip count and branch, which nothing promises).
+Status ValidateBody(const FunctionDef& body, const Shape& mesh, bool slice_known, int depth) {
+  if (depth >= kMaxBodyDepth) {
+    return InvalidArgument(fmt::format("bodies nest deeper than {} levels", kMaxBodyDepth));
   }
-  auto devices = CheckedNumElements(mesh);
-  if (!devices.ok()) return devices.status().WithContext("mesh");
-  if (*devices != num_shards) {
-    return InvalidArgument(fmt::format("mesh {} holds {} devices, the slice has {}",
-                                       ShapeString(mesh), *devices, num_shards));
+  if (!body.mesh.empty()) {
+    return InvalidArgument("a body runs on its parent's mesh: its own mesh must be empty, got " +
+                           ShapeString(body.mesh));
+  }
+  for (size_t i = 0; i < body.ops.size(); ++i) {
+    if (IsCollective(body.ops[i].code)) {
+      return InvalidArgument(
+          fmt::format("op {} ({}) is a collective: a loop or branch body may not hold one", i,
+                      OpName(body.ops[i].code)));
+    }
+  }
+  return ValidateOnMesh(body, mesh, slice_known, depth + 1);
+}
+
+Status ValidateOnMesh(const FunctionDef& fn, const Shape& mesh, bool slice_known, int depth) {
+  if (fn.outputs.empty()) return InvalidArgument("function '" + fn.name + "' has no outputs");
+  for (size_t b = 0; b < fn.bodies.size(); ++b) {
+    ATOLL_RETURN_IF_ERROR(ValidateBody(fn.bodies[b], mesh, slice_known, depth)
+                              .WithContext(fmt::format("body {} ('{}')", b, fn.bodies[b].name)));
   }
   for (size_t i = 0; i < fn.inputs.size(); ++i) {
     ATOLL_RETURN_IF_ERROR(CheckLayout(fmt::format("input {}", i), fn.inputs[i], mesh));
@@ -349,6 +366,45 @@ Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
     ATOLL_RETURN_IF_ERROR(CheckOperand(fn, o, fn.ops.size()).WithContext("output"));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status Validate(const FunctionDef& fn, int num_shards, bool slice_known) {
+  if (num_shards <= 0) return InvalidArgument("a function needs at least one device");
+  const Shape mesh = MeshOf(fn, num_shards);
+  for (int64_t extent : mesh) {
+    if (extent <= 0) return InvalidArgument("mesh " + ShapeString(mesh) + " has an empty axis");
+  }
+  auto devices = CheckedNumElements(mesh);
+  if (!devices.ok()) return devices.status().WithContext("mesh");
+  if (*devices != num_shards) {
+    return InvalidArgument(fmt::format("mesh {} holds {} devices, the slice has {}",
+                                       ShapeString(mesh), *devices, num_shards));
+  }
+  return ValidateOnMesh(fn, mesh, slice_known, 0);
+}
+
+bool IsStructured(OpCode code) {
+  return code == OpCode::kWhile || code == OpCode::kScan || code == OpCode::kCond;
+}
+
+size_t BodyParamCount(const Op& op) {
+  switch (op.code) {
+    case OpCode::kWhile:
+      return std::min<size_t>(2, op.params.size());
+    case OpCode::kScan:
+      return std::min<size_t>(1, op.params.size());
+    case OpCode::kCond:
+      return op.params.size() / 2;
+    default:
+      return 0;
+  }
+}
+
+Result<std::vector<TensorType>> ResultTypes(const FunctionDef& fn, const Op& op) {
+  if (IsStructured(op.code)) return internal::StructuredResults(fn, op);
+  return std::vector<TensorType>{op.type};
 }
 
 }  // namespace atl::ir

@@ -114,10 +114,25 @@ struct FunctionDef {
   std::vector<Operand> outputs;  // each an input or an op result
   std::vector<Op> ops;
   Shape mesh;  // the shape of the device mesh it runs on; empty: 1-D over every device
+  // The functions its structured ops (while, scan, cond) run, named by index in their
+  // params. A body runs on its parent's mesh (its own mesh stays empty) and holds no
+  // collective; bodies nest at most kMaxBodyDepth deep.
+  std::vector<FunctionDef> bodies;
 
   bool operator==(const FunctionDef&) const = default;
-  MSGPACK_DEFINE(name, inputs, outputs, ops, mesh);
+  MSGPACK_DEFINE(name, inputs, outputs, ops, mesh, bodies);
 };
+
+inline constexpr int kMaxBodyDepth = 16;
+
+// True for the structured control-flow ops (while, scan, cond): ops that run bodies of their
+// function and have several results, read by tuple_element ops. The interpreter runs them.
+bool IsStructured(OpCode code);
+// How many of a structured op's first params name bodies (0 for any other op).
+size_t BodyParamCount(const Op& op);
+// The types of every result of `op` in `fn`: a structured op's results (its first is
+// op.type), or op.type alone. InvalidArgument when the op's bodies do not fit its operands.
+Result<std::vector<TensorType>> ResultTypes(const FunctionDef& fn, const Op& op);
 
 // The mesh `fn` runs on over `num_shards` devices.
 Shape MeshOf(const FunctionDef& fn, int num_shards);

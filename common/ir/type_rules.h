@@ -83,6 +83,18 @@ Result<TensorType> InferGather(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferSort(const FunctionDef& fn, const Op& op);
 
+// type_rules_control.cc: the structured ops (while, scan, cond) and tuple_element.
+Result<TensorType> InferStructured(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferTupleElement(const FunctionDef& fn, const Op& op);
+// Every result type of a structured op (ir::ResultTypes).
+Result<std::vector<TensorType>> StructuredResults(const FunctionDef& fn, const Op& op);
+// type_rules_window.cc: reduce_window_*, select_and_scatter_add, conv_general_dilated,
+// reduce_precision.
+Result<TensorType> InferReduceWindow(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferSelectAndScatterAdd(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferConv(const FunctionDef& fn, const Op& op);
+Result<TensorType> InferReducePrecision(const FunctionDef& fn, const Op& op);
+
 // Gather's and scatter's dimension numbers, read from params as ops.def lays them out: the
 // first `lists` counted lists, then the rest (gather's slice_sizes).
 struct IndexedDims {

@@ -226,6 +226,22 @@ class FunctionBuilder {
   Value Primitive(std::string_view name, const std::vector<Value>& operands,
                   const std::vector<int64_t>& params = {}, double attr = 0.0);
 
+  // A structured control-flow primitive ("while", "scan", "cond": rows of common/ir/ops.def,
+  // which lay out their operands and params) that runs `bodies`: functions built beside this
+  // one, each taking the values the row hands it (of their operands' exact types) and then
+  // its consts. `params` are the row's params after the bodies:
+  //   Structured("while", {&cond, &body}, {carry..., cond consts..., body consts...},
+  //              {#cond consts, #body consts})
+  //   Structured("scan", {&body}, {init..., xs..., consts...}, {#carry, #consts, length,
+  //              reverse})
+  //   Structured("cond", {&branch0, &branch1}, {index, args..., consts...}, {#consts of each})
+  // Returns every result (a while's carry; a scan's carry, then its ys stacked; a branch's
+  // outputs), or as many invalid values with the error in status().
+  std::vector<Value> Structured(std::string_view name,
+                                const std::vector<const FunctionBuilder*>& bodies,
+                                const std::vector<Value>& operands,
+                                const std::vector<int64_t>& params = {});
+
   // Function `f`'s ops inlined on `args`, one per input of f, each of that input's dtype,
   // shape and sharding: f's outputs as values of this builder. How a function made by Grad
   // (atoll/grad.h) becomes part of a larger one, as a JAX user calls grad(f) inside a step:

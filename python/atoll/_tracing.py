@@ -194,8 +194,18 @@ def _differentiated(fun: Callable[..., Any], argnums: Union[int, Sequence[int]],
     nums = [argnums] if isinstance(argnums, int) else list(argnums)
 
     @functools.wraps(fun)
+    def inside(*values: Value) -> Any:
+        # fun is traced into a function of its own: primitives of no operand (full, iota)
+        # belong there.
+        token = tracing_function.set(values[0] if values else None)
+        try:
+            return fun(*values)
+        finally:
+            tracing_function.reset(token)
+
+    @functools.wraps(fun)
     def differentiated(*args: Value) -> Any:
-        outputs = _atoll.differentiate(fun, [n + len(args) if n < 0 else n for n in nums],
+        outputs = _atoll.differentiate(inside, [n + len(args) if n < 0 else n for n in nums],
                                        list(args), keep_value)
         grads = outputs[1:] if keep_value else outputs
         g = grads[0] if isinstance(argnums, int) else tuple(grads)

@@ -19,6 +19,10 @@ from typing import Any, Optional, Sequence, Tuple
 
 
 from . import _atoll
+from ._lax_control import cond, fori_loop, scan, switch, while_loop
+from ._lax_window import (conv_general_dilated, reduce_precision, reduce_window,
+                          reduce_window_max, reduce_window_min, reduce_window_sum,
+                          select_and_scatter_add)
 from ._tracing import tracing_function
 from ._types import DType, dtype_named, dtype_of_numpy
 
@@ -38,6 +42,10 @@ __all__ = [
     "scatter_min", "scatter_mul", "select_n", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "sign", "sin", "sinh", "slice", "sort", "sqrt", "squeeze", "sub", "tan",
     "tanh", "top_k", "transpose",
+    # control flow (_lax_control.py) and windows (_lax_window.py)
+    "cond", "fori_loop", "scan", "switch", "while_loop", "conv_general_dilated",
+    "reduce_precision", "reduce_window", "reduce_window_max", "reduce_window_min",
+    "reduce_window_sum", "select_and_scatter_add",
 ]
 
 

@@ -26,6 +26,49 @@ FunctionTrace& TraceOf(const SymbolicValue& a, const SymbolicValue& b) {
 
 namespace {
 
+bool IsWithin(const FunctionTrace* inner, const FunctionTrace* outer) {
+  for (const FunctionTrace* t = inner; t != nullptr; t = t->parent.get()) {
+    if (t == outer) return true;
+  }
+  return false;
+}
+
+// `v`, a value of `into` or of one of its ancestors, as a value of `into`.
+SymbolicValue Lift(const SymbolicValue& v, const std::shared_ptr<FunctionTrace>& into) {
+  if (v.trace == into) return v;
+  const SymbolicValue outer = Lift(v, into->parent);
+  for (const auto& [of_parent, here] : into->lifted) {
+    if (of_parent.kind == outer.value.kind && of_parent.index == outer.value.index) {
+      return {into, here};
+    }
+  }
+  const FunctionBuilder::ValueType t = Unwrap(outer.trace->builder.TypeOf(outer.value));
+  const SymbolicValue input =
+      Apply(into, [&](FunctionBuilder& f) { return f.Input(t.dtype, t.shape, t.sharding); });
+  into->lifted.emplace_back(outer.value, input.value);
+  into->captured.push_back(outer);
+  return input;
+}
+
+}  // namespace
+
+std::vector<SymbolicValue> Unify(const std::vector<SymbolicValue>& values) {
+  if (values.empty()) return {};
+  std::shared_ptr<FunctionTrace> deepest = values[0].trace;
+  for (const SymbolicValue& v : values) {
+    if (IsWithin(v.trace.get(), deepest.get())) {
+      deepest = v.trace;
+    } else if (!IsWithin(deepest.get(), v.trace.get())) {
+      TraceOf(values[0], v);  // raises: two unrelated functions
+    }
+  }
+  std::vector<SymbolicValue> out;
+  for (const SymbolicValue& v : values) out.push_back(Lift(v, deepest));
+  return out;
+}
+
+namespace {
+
 using Builder = FunctionBuilder;
 
 // The operator `name` for an arithmetic op, and its reflected form `rname` (b op a) where
@@ -96,6 +139,16 @@ void BindFunctionBuilder(py::module_& m) {
       "Records a compiled function as a list of ops over global (unsharded) shapes. "
       "atoll.function drives it: you rarely need it directly.")
       .def(py::init<std::string>(), py::arg("name"))
+      .def(py::init([](const std::string& name, const SymbolicValue& inside) {
+             return std::make_shared<FunctionTrace>(name, inside.trace);
+           }),
+           py::arg("name"), py::arg("inside"),
+           "A body (of a loop or a branch) of the function that `inside` belongs to: the "
+           "values of that function it uses become its consts (captured).")
+      .def_property_readonly(
+          "captured", [](const FunctionTrace& t) { return t.captured; },
+          "The values of the enclosing function this body uses, in the order of the inputs "
+          "they became (after its own).")
       .def_property_readonly("name", [](const FunctionTrace& t) { return t.name; })
       .def(
           "input",
@@ -111,14 +164,15 @@ void BindFunctionBuilder(py::module_& m) {
           "from the data), and per dimension the mesh axis it is cut along (-1: not cut).")
       .def(
           "output",
-          [](FunctionTrace& trace, const SymbolicValue& v) {
-            if (v.trace.get() != &trace) {
-              throw StatusError(InvalidArgument("function '" + trace.name +
+          [](const std::shared_ptr<FunctionTrace>& trace, const SymbolicValue& v) {
+            // A body may return a value of the function it runs in (a const, passed on).
+            if (!IsWithin(trace.get(), v.trace.get())) {
+              throw StatusError(InvalidArgument("function '" + trace->name +
                                                 "' returns a value of function '" + v.trace->name +
                                                 "'"));
             }
-            trace.builder.Output(v.value);
-            ThrowIfError(trace.builder.status());
+            trace->builder.Output(Lift(v, trace).value);
+            ThrowIfError(trace->builder.status());
           },
           py::arg("value"), "Appends an output.");
 
@@ -141,8 +195,9 @@ void BindFunctionBuilder(py::module_& m) {
       .def(
           "__matmul__",
           [](const SymbolicValue& a, const SymbolicValue& b) {
-            TraceOf(a, b);
-            return Apply(a.trace, [&](Builder& f) { return f.Matmul(a.value, b.value); });
+            const std::vector<SymbolicValue> ab = Unify({a, b});
+            return Apply(ab[0].trace,
+                         [&](Builder& f) { return f.Matmul(ab[0].value, ab[1].value); });
           },
           py::is_operator())
       .def("__neg__",

@@ -69,12 +69,10 @@ void BindOps(py::module_& ops) {
               "'): give at least one operand (a value of the "
               "function being traced); for a primitive of none (iota), pass trace="));
         }
+        const std::vector<SymbolicValue> unified = Unify(operands);
         std::vector<Value> values;
-        for (const SymbolicValue& v : operands) {
-          TraceOf(operands[0], v);
-          values.push_back(v.value);
-        }
-        return Apply(operands[0].trace,
+        for (const SymbolicValue& v : unified) values.push_back(v.value);
+        return Apply(unified[0].trace,
                      [&](Builder& f) { return f.Primitive(name, values, params, attr); });
       },
       py::arg("name"), py::arg("operands"), py::arg("params") = std::vector<int64_t>{},
@@ -82,6 +80,38 @@ void BindOps(py::module_& ops) {
       "The IR's primitive `name` (a row of common/ir/ops.def: 'max', 'reshape', 'dot_general', "
       "...) on `operands`, with its whole-number params and its attr as the row lays them out. "
       "atoll.lax wraps each in jax.lax's signature.");
+  ops.def(
+      "structured",
+      [](const std::string& name, const std::vector<std::shared_ptr<FunctionTrace>>& bodies,
+         const std::vector<SymbolicValue>& operands, const std::vector<int64_t>& params) {
+        if (operands.empty()) {
+          throw StatusError(
+              InvalidArgument("atoll.ops.structured('" + name + "'): give at least one operand"));
+        }
+        const std::vector<SymbolicValue> unified = Unify(operands);
+        const std::shared_ptr<FunctionTrace>& trace = unified[0].trace;
+        std::vector<const FunctionBuilder*> body_builders;
+        for (const auto& body : bodies) {
+          if (body->parent != trace) {
+            throw StatusError(InvalidArgument(name + ": body '" + body->name +
+                                              "' was not traced inside function '" + trace->name +
+                                              "', which the operands belong to"));
+          }
+          body_builders.push_back(&body->builder);
+        }
+        std::vector<Value> values;
+        for (const SymbolicValue& v : unified) values.push_back(v.value);
+        const std::vector<Value> results =
+            trace->builder.Structured(name, body_builders, values, params);
+        ThrowIfError(trace->builder.status());
+        std::vector<SymbolicValue> out;
+        for (Value v : results) out.push_back({trace, v});
+        return out;
+      },
+      py::arg("name"), py::arg("bodies"), py::arg("operands"), py::arg("params"),
+      "A structured primitive ('while', 'scan', 'cond': rows of common/ir/ops.def) running "
+      "`bodies` (FunctionBuilders made inside the operands' function), with the row's params "
+      "after the bodies: every result. atoll.lax.while_loop, scan and cond wrap it.");
   ops.def(
       "primitive_of",
       [](const SymbolicValue& of, const std::string& name, const std::vector<int64_t>& params,

@@ -468,6 +468,9 @@ TEST(GradRuleTableTest, EveryRuleHasARow) {
   for (size_t code = 0; code < ir::kNumOpCodes; ++code) {
     const auto op = static_cast<ir::OpCode>(code);
     if (autodiff::GradRowOf(op).rule == nullptr || op == ir::OpCode::kFillLike) continue;
+    // The jax.lax primitives (every row from max on) are checked against jax.grad and finite
+    // differences in tests/python/test_lax_grad.py, where JAX is the oracle.
+    if (code >= static_cast<size_t>(ir::OpCode::kMax)) continue;
     EXPECT_TRUE(covered.count(op) != 0) << ir::OpName(op) << " has a rule but no row";
   }
 }

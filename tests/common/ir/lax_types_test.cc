@@ -16,7 +16,7 @@ namespace {
 Result<TensorType> TypeOf(std::vector<TensorType> inputs, std::string_view name,
                           std::vector<int64_t> params = {}, double attr = 0,
                           std::vector<int32_t> operand_inputs = {}) {
-  FunctionDef fn{"f", std::move(inputs), {}, {}, {2, 2}};
+  FunctionDef fn{"f", std::move(inputs), {}, {}, {2, 2}, {}};
   if (operand_inputs.empty()) {
     for (size_t i = 0; i < fn.inputs.size(); ++i) operand_inputs.push_back(i);
   }

@@ -37,7 +37,7 @@ inline ir::Op Sample<ir::Op>() {
 }
 
 // A valid function over 4 shards: y = spin((x @ w) * 0.5, 12.5 us), its blocks swapped in
-// pairs (a collective with params), outputs y and x.
+// pairs (a collective with params), outputs y and x, and one body.
 template <>
 inline ir::FunctionDef Sample<ir::FunctionDef>() {
   const ir::TensorType x{DType::kF32, {8, 5}, {0, -1}};
@@ -58,6 +58,11 @@ inline ir::FunctionDef Sample<ir::FunctionDef>() {
   };
   fn.outputs = {{ir::Operand::kOp, 3, 0.0}, {ir::Operand::kInput, 0, 0.0}};
   fn.mesh = {4};
+  ir::FunctionDef body;  // a body a while or scan would run: here it passes its input on
+  body.name = "pass";
+  body.inputs = {y};
+  body.outputs = {{ir::Operand::kInput, 0, 0.0}};
+  fn.bodies = {body};
   return fn;
 }
 

@@ -1,0 +1,29 @@
+// The gradient rules of the jax.lax primitives (common/ir/grad_rules.def's last rows), as
+// jax differentiates them: each gives the cotangents of an op's float operands from its
+// result's, built from primitives of the IR (so a rule's ops shard as those primitives do,
+// and a cut the backward ops cannot take is refused by their type rules, naming them).
+#pragma once
+
+#include "client/autodiff/backward.h"
+
+namespace atl::autodiff {
+
+// The binary family (max, min, pow, atan2, rem; the others give integers or booleans, or
+// are flat: no cotangent) and the unary family (sin, cos, ..., erf_inv; lgamma refused).
+Result<OperandGrads> GradLaxBinary(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradLaxUnary(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradSelectN(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradConvertElementType(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradReshape(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradBroadcastInDim(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradTransposeNd(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradSlice(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradConcatenate(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradPad(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradRev(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradReduceChooser(Backward& b, const OpGrad& g);  // reduce_max, min
+Result<OperandGrads> GradDotGeneral(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradIntegerPow(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradCumsum(Backward& b, const OpGrad& g);
+
+}  // namespace atl::autodiff

@@ -1,0 +1,142 @@
+"""atoll.numpy against jax.numpy on CPU, the oracle, on a real cluster: numpy broadcasting
+and jax's type promotion with Python and numpy constants, reductions with axis and keepdims,
+batched matmul and einsum, numpy indexing of traced values, jax.nn's softmax family, and a
+causal multi-head attention block (layer norm, GELU MLP, residuals) written once and run by
+both.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Sequence
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jjnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import atoll  # noqa: E402
+import atoll.numpy as anp  # noqa: E402
+from atoll._types import dtype_of_numpy  # noqa: E402
+from test_lax import SEED  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+
+def run(client: atoll.Client, slice_: atoll.Slice, fn: Callable[..., Any],
+        args: Sequence[np.ndarray]) -> np.ndarray:
+    types = [dtype_of_numpy(a.dtype)[tuple(a.shape)] for a in args]
+    traced = client.function(slice_, *types)(fn)
+    return np.asarray(client.run(traced, *args).result(timeout=60))
+
+
+@pytest.fixture()
+def one_device(client: atoll.Client) -> atoll.Slice:
+    return client.slice(1)
+
+
+def same(client, slice_, f: Callable[[Any, Any], Callable[..., Any]], args, rtol=1e-6) -> None:
+    """f(np_module, args...) run by atoll (anp) and by jax.jit (jax.numpy): equal dtype and
+    shape, values within rtol."""
+    got = run(client, slice_, f(anp), args)
+    want = np.asarray(jax.jit(f(jjnp))(*args))
+    assert got.dtype == want.dtype and got.shape == want.shape, (
+        f"atoll {got.dtype}{got.shape}, JAX {want.dtype}{want.shape}")
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+CASES = {
+    "broadcast with constants": lambda np_: lambda x, b: (x + b) * 2.0 - np_.asarray(
+        np.arange(4, dtype=np.float32)),
+    "promotion of i32 with Python numbers": lambda np_: lambda x, i: (i * 3 - 1) // 2 + (
+        x * 0.5 > 0.25),
+    "comparisons and where": lambda np_: lambda x, b: np_.where(x > b, x, -b),
+    "maximum clip square": lambda np_: lambda x, b: np_.clip(np_.maximum(x, 0.1) ** 2, -1, 2.5),
+    "reductions with keepdims": lambda np_: lambda x, b: (
+        x - np_.mean(x, axis=-1, keepdims=True)) / np_.max(x, axis=(0, 1), keepdims=True),
+    "argmax and prod": lambda np_: lambda x, b: np_.argmax(x, axis=1).astype(np.int32) + np_.argmin(
+        b).astype(np.int32) + np_.prod(b).astype(np.int32),
+    "matmul batched with 1-D": lambda np_: lambda x, b: (x @ np_.ones((4, 3), np.float32)) @ np_.ones(
+        3, np.float32),
+    "einsum": lambda np_: lambda x, b: np_.einsum("bti,j->btj", x, b),
+    "indexing": lambda np_: lambda x, b: x[1:, ::2, None, -1] + x[..., 0][:, :, None, None],
+    "take and integer arrays": lambda np_: lambda x, b: x[:, np.array([2, 0, 1])][0] + np_.take(
+        b, np.array([3, 1, 1, 0])),
+    "softmax log_softmax one_hot": lambda np_: lambda x, b: (
+        jax.nn.softmax(x, axis=-1) if np_ is jjnp else anp.softmax(x)) + (
+        jax.nn.log_softmax(x) if np_ is jjnp else anp.log_softmax(x)),
+    "tril triu concatenate stack": lambda np_: lambda x, b: np_.concatenate(
+        [np_.tril(x[0]), np_.triu(x[1], 1)], axis=1).sum() + np_.stack([b, b], 1).sum(),
+    "pad cumsum sort": lambda np_: lambda x, b: np_.sort(np_.cumsum(np_.pad(b, (1, 2))))
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_jax_numpy_functions_match(client, one_device, name: str) -> None:
+    rng = np.random.default_rng([SEED, 201, list(CASES).index(name)])
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    if "i32" in name:
+        same(client, one_device, CASES[name], [x, rng.integers(-5, 5, (2, 3, 4)).astype(np.int32)])
+    else:
+        same(client, one_device, CASES[name], [x, b], rtol=1e-5)
+
+
+def test_one_hot_matches_jax(client, one_device) -> None:
+    labels = np.array([3, 0, 4, 1], np.int32)
+    got = run(client, one_device, lambda v: anp.one_hot(v, 5), [labels])
+    np.testing.assert_array_equal(got, np.asarray(jax.nn.one_hot(labels, 5)))
+
+
+def attention_block(np_: Any, gelu: Callable[[Any], Any], heads: int) -> Callable[..., Any]:
+    """Causal multi-head self-attention and a GELU MLP, pre-layer-norm with residuals."""
+    def layer_norm(x, g, b):
+        mu = np_.mean(x, axis=-1, keepdims=True)
+        var = np_.mean(np_.square(x - mu), axis=-1, keepdims=True)
+        return (x - mu) / np_.sqrt(var + 1e-5) * g + b
+
+    def block(x, wqkv, wo, w1, w2, g1, b1, g2, b2):
+        bsz, t, d = x.shape
+        h = layer_norm(x, g1, b1)
+        qkv = (h @ wqkv).reshape(bsz, t, 3, heads, d // heads)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        scores = np_.einsum("bqhd,bkhd->bhqk", q, k) / float(np.sqrt(d // heads))
+        causal = np_.tril(np_.ones((t, t), np.float32))
+        scores = np_.where(causal > 0.5, scores, -1e9)
+        weights = np_.exp(scores - np_.max(scores, axis=-1, keepdims=True))
+        weights = weights / np_.sum(weights, axis=-1, keepdims=True)
+        attn = np_.einsum("bhqk,bkhd->bqhd", weights, v).reshape(bsz, t, d)
+        x = x + attn @ wo
+        return x + gelu(layer_norm(x, g2, b2) @ w1) @ w2
+    return block
+
+
+def tanh_gelu(np_: Any) -> Callable[[Any], Any]:
+    return lambda z: 0.5 * z * (1.0 + np_.tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)))
+
+
+def test_a_causal_attention_block_matches_jax_numpy(client, one_device) -> None:
+    rng = np.random.default_rng([SEED, 202])
+    b, t, d, heads = 4, 64, 128, 4
+    shapes = [(b, t, d), (d, 3 * d), (d, d), (d, 4 * d), (4 * d, d), (d,), (d,), (d,), (d,)]
+    args = [(rng.standard_normal(s) * (0.02 if len(s) == 2 else 1.0)).astype(np.float32)
+            for s in shapes]
+    args[5] += 1.0
+    args[7] += 1.0
+    got = run(client, one_device, attention_block(anp, tanh_gelu(anp), heads), args)
+    want = np.asarray(jax.jit(attention_block(jjnp, tanh_gelu(jjnp), heads))(*args))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_bad_numpy_calls_are_refused_naming_what_was_wrong(client, one_device) -> None:
+    with pytest.raises(atoll.InvalidArgument, match="do not broadcast"):
+        client.function(one_device, atoll.f32[2, 3], atoll.f32[4])(lambda x, y: x + y)
+    with pytest.raises(IndexError, match="out of bounds"):
+        client.function(one_device, atoll.f32[2, 3])(lambda x: x[5])
+    with pytest.raises(atoll.InvalidArgument, match="einsum"):
+        client.function(one_device, atoll.f32[2, 3])(lambda x: anp.einsum("...i->i", x))
