@@ -1,0 +1,514 @@
+"""atoll.jax's user-facing side: meshes, jit / shard_map over them, and arrays that stay in
+the object stores."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+import jax
+from jax.sharding import PartitionSpec
+
+from .. import _atoll
+from .._client import Client, Future, Slice
+from .._tracing import Function, tracing_function
+from .._types import TensorType, dtype_named
+from ._lowering import Lowering, LoweringError, V, atoll_dtype, spec_axes
+
+P = PartitionSpec
+
+# How many times an Array's value was read back into this process (np.asarray and the
+# like): a training loop's parameters should never be.
+fetches = collections.Counter()
+
+
+# ---------------------------------------------------------------------------------------------
+# Meshes
+
+@dataclass(frozen=True)
+class Device:
+    """One of a mesh's atoll virtual devices: its slice and coordinates on the mesh."""
+    slice_id: int
+    coords: Tuple[int, ...]
+    id: int
+
+    def __repr__(self) -> str:
+        return f"atoll.jax.Device(slice {self.slice_id}, {self.coords})"
+
+
+class Mesh:
+    """Devices of one atoll slice (asked of the RM) as a named mesh, as jax.sharding.Mesh::
+
+        mesh = atoll.jax.Mesh(client, (2, 2), ("data", "model"))
+
+    ``shape`` maps axis names to sizes (an OrderedDict, as jax's), ``axis_names`` is the
+    names, ``devices`` a numpy array of Device of the mesh's shape."""
+
+    def __init__(self, client: Client, shape: Union[int, Sequence[int]],
+                 axis_names: Union[str, Sequence[str]], island: Optional[str] = None,
+                 *, slice: Optional[Slice] = None) -> None:  # noqa: A002
+        shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if len(shape) != len(names) or len(set(names)) != len(names):
+            raise ValueError(f"Mesh: {len(shape)} sizes {shape} need as many distinct axis "
+                             f"names, got {names}")
+        self.client = client
+        self.slice = slice if slice is not None else client.mesh(shape, island)
+        self.axis_names = names
+        self.axis_sizes = shape
+        self.shape = collections.OrderedDict(zip(names, shape))
+        self.size = int(np.prod(shape))
+        devices = np.empty(shape, dtype=object)
+        for i, coords in enumerate(np.ndindex(*shape)):
+            devices[coords] = Device(self.slice.id, tuple(coords), i)
+        self.devices = devices
+        self.abstract_mesh = jax.sharding.AbstractMesh(shape, names)
+
+    @property
+    def island(self) -> str:
+        return self.slice.island
+
+    def __repr__(self) -> str:
+        return (f"atoll.jax.Mesh({dict(self.shape)}, slice {self.slice.id} on "
+                f"{self.slice.island})")
+
+
+@dataclass(frozen=True)
+class NamedSharding:
+    """How an Array is laid over a mesh: jax.sharding.NamedSharding's mesh and spec."""
+    mesh: Mesh
+    spec: PartitionSpec
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={dict(self.mesh.shape)}, spec={self.spec})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Layouts: how an Array's global value is stored.
+#  "natural": the stored tensor is the global value, dimension d cut along axes[d].
+#  "stacked": [mesh size of each cut dimension's axis..., *block shape], the leading
+#             dimensions cut along those axes: each device's block (what shard_map's body
+#             takes and gives, with no communication).
+
+@dataclass(frozen=True)
+class Layout:
+    kind: str  # "natural" or "stacked"
+    axes: Tuple[int, ...]  # per global dimension, the mesh axis it is cut along, or -1
+
+    def __post_init__(self) -> None:
+        if self.kind == "stacked" and all(a < 0 for a in self.axes):
+            object.__setattr__(self, "kind", "natural")  # one layout when nothing is cut
+
+    def cut(self) -> List[int]:
+        return [d for d, a in enumerate(self.axes) if a >= 0]
+
+    def stored(self, shape: Tuple[int, ...], mesh_shape: Tuple[int, ...]
+               ) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+        """The stored shape and split."""
+        if self.kind == "natural" or not self.cut():
+            return shape, self.axes
+        cut = self.cut()
+        block = tuple(s // mesh_shape[self.axes[d]] if self.axes[d] >= 0 else s
+                      for d, s in enumerate(shape))
+        return (tuple(mesh_shape[self.axes[d]] for d in cut) + block,
+                tuple(self.axes[d] for d in cut) + (-1,) * len(shape))
+
+    def to_stored(self, array: np.ndarray, mesh_shape: Tuple[int, ...]) -> np.ndarray:
+        if self.kind == "natural" or not self.cut():
+            return array
+        cut = self.cut()
+        split_shape: List[int] = []
+        for d, s in enumerate(array.shape):
+            if self.axes[d] >= 0:
+                n = mesh_shape[self.axes[d]]
+                split_shape += [n, s // n]
+            else:
+                split_shape.append(s)
+        a = array.reshape(split_shape)
+        # positions of the mesh dims in split_shape
+        pos, mesh_pos, block_pos = 0, [], []
+        for d in range(array.ndim):
+            if self.axes[d] >= 0:
+                mesh_pos.append(pos)
+                block_pos.append(pos + 1)
+                pos += 2
+            else:
+                block_pos.append(pos)
+                pos += 1
+        del cut
+        return np.ascontiguousarray(a.transpose(mesh_pos + block_pos))
+
+    def from_stored(self, stored: np.ndarray, shape: Tuple[int, ...]) -> np.ndarray:
+        if self.kind == "natural" or not self.cut():
+            return stored
+        k = len(self.cut())
+        rank = len(shape)
+        # stored: [m_0 .. m_k-1, b_0 .. b_rank-1] -> interleave m_j before its block dim.
+        order, j = [], 0
+        for d in range(rank):
+            if self.axes[d] >= 0:
+                order.append(j)
+                j += 1
+            order.append(k + d)
+        return np.ascontiguousarray(stored.transpose(order)).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays
+
+class Array:
+    """A result of an atoll.jax function: a future whose shards stay in the object stores.
+
+    Passing it to a later call feeds the stores' shards to that computation directly;
+    ``np.asarray(a)`` (or ``jax.device_get``) reads it back. ``.shape``, ``.dtype``,
+    ``.sharding``, ``.block_until_ready()``, ``.delete()``."""
+
+    def __init__(self, future: Future, shape: Tuple[int, ...], dtype: np.dtype, mesh: Mesh,
+                 spec: PartitionSpec, layout: Layout) -> None:
+        self._future: Optional[Future] = future
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.mesh = mesh
+        self.spec = spec
+        self.layout = layout
+        self._value: Optional[np.ndarray] = None
+
+    @property
+    def sharding(self) -> NamedSharding:
+        return NamedSharding(self.mesh, self.spec)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def future(self) -> Future:
+        if self._future is None:
+            raise RuntimeError("this atoll.jax.Array was deleted (or donated to a call)")
+        return self._future
+
+    def _fetch(self, timeout: Optional[float] = None) -> np.ndarray:
+        if self._value is None:
+            stored = self.future.result(timeout)
+            fetches["arrays"] += 1
+            value = self.layout.from_stored(np.asarray(stored), self.shape)
+            self._value = value.reshape(self.shape).astype(self.dtype, copy=False)
+        return self._value
+
+    def block_until_ready(self) -> "Array":
+        """Waits until the value exists (it is read back: atoll's futures have no wait
+        without a read)."""
+        self._fetch()
+        return self
+
+    def delete(self) -> None:
+        """Lets the stores free the value (once no other reference to its run is left)."""
+        self._future = None
+        self._value = None
+
+    def is_deleted(self) -> bool:
+        return self._future is None
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        value = self._fetch()
+        return value if dtype is None else value.astype(dtype)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __float__(self) -> float:
+        return float(self._fetch())
+
+    def __int__(self) -> int:
+        return int(self._fetch())
+
+    def item(self) -> Any:
+        return self._fetch().item()
+
+    def __repr__(self) -> str:
+        return (f"atoll.jax.Array({self.dtype}{list(self.shape)}, spec={self.spec}, "
+                f"{'deleted' if self._future is None else 'in the stores'})")
+
+
+# ---------------------------------------------------------------------------------------------
+# jit
+
+@dataclass
+class _Compiled:
+    function: Function
+    in_layouts: List[Layout]
+    in_dtypes: List[np.dtype]
+    in_shapes: List[Tuple[int, ...]]
+    hidden: List[np.ndarray]
+    out_tree: Any
+    out_avals: List[Any]
+    out_layouts: List[Layout]
+    out_specs: List[PartitionSpec]
+    num_outputs: int
+    jaxpr: Any
+
+
+def _is_spec(x: Any) -> bool:
+    return x is None or isinstance(x, PartitionSpec)
+
+
+def _spec_leaves(specs: Any, tree: Any, what: str) -> List[PartitionSpec]:
+    """The spec of each leaf of ``tree``: ``specs`` is a pytree prefix of it (jax's rule;
+    None means P())."""
+    try:
+        full = jax.tree.broadcast(specs, tree, is_leaf=_is_spec)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{what} {specs!r} is not a pytree prefix of the values: {e}") from None
+    flat = jax.tree_util.tree_leaves(full, is_leaf=_is_spec)
+    if len(flat) != len(jax.tree_util.tree_leaves(tree)):
+        raise ValueError(f"{what} {specs!r} is not a pytree prefix of the values")
+    return [s if s is not None else P() for s in flat]
+
+
+class Jitted:
+    """A function traced with JAX and lowered to atoll once per input signature (see
+    atoll.jax.jit)."""
+
+    def __init__(self, fun: Callable[..., Any], mesh: Mesh, in_specs: Any, out_specs: Any,
+                 static_argnums: Sequence[int], donate_argnums: Sequence[int], per_shard: bool,
+                 check_vma: bool) -> None:
+        self.fun = fun
+        self.mesh = mesh
+        self.in_specs = in_specs
+        self.out_specs = out_specs
+        self.static_argnums = tuple(static_argnums)
+        self.donate_argnums = tuple(donate_argnums)
+        self.per_shard = per_shard
+        self.check_vma = check_vma
+        self._cache: Dict[Any, _Compiled] = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fun)  # type: ignore[arg-type]
+
+    # -- tracing --------------------------------------------------------------------------------
+    def _split_args(self, args: Sequence[Any]) -> Tuple[Tuple[Any, ...], List[Any]]:
+        static = tuple((i, args[i]) for i in self.static_argnums if i < len(args))
+        dynamic = [a for i, a in enumerate(args) if i not in self.static_argnums]
+        return static, dynamic
+
+    def _dyn_fun(self, static: Tuple[Tuple[int, Any], ...], nargs: int) -> Callable[..., Any]:
+        static_at = dict(static)
+
+        def dyn(*dynamic: Any) -> Any:
+            it = iter(dynamic)
+            full = [static_at[i] if i in static_at else next(it) for i in range(nargs)]
+            return self.fun(*full)
+
+        return dyn
+
+    def _in_specs_for(self, dynamic: List[Any]) -> List[PartitionSpec]:
+        specs = self.in_specs
+        if isinstance(specs, list):
+            specs = tuple(specs)
+        if _is_spec(specs):
+            return _spec_leaves(specs, dynamic, "in_specs")
+        if isinstance(specs, tuple) and len(specs) != len(dynamic):
+            raise ValueError(f"in_specs has {len(specs)} entries for {len(dynamic)} (non-static) "
+                             "arguments")
+        out: List[PartitionSpec] = []
+        for s, a in zip(specs, dynamic):
+            out += _spec_leaves(s, a, "in_specs")
+        return out
+
+    def lower(self, *args: Any) -> _Compiled:
+        """The compiled function for these arguments (traced and registered on a miss)."""
+        static, dynamic = self._split_args(args)
+        leaves, treedef = jax.tree_util.tree_flatten(dynamic)
+        in_specs = self._in_specs_for(dynamic)
+        sig = []
+        for leaf, spec in zip(leaves, in_specs):
+            shape, dtype = _aval_of(leaf)
+            sig.append((shape, str(dtype), tuple(spec)))
+        try:
+            key = (static, treedef, tuple(sig))
+            hash(key)
+        except TypeError:
+            key = (repr(static), treedef, tuple(sig))
+        with self._lock:
+            compiled = self._cache.get(key)
+            if compiled is None:
+                compiled = self._trace(static, len(args), dynamic, leaves, treedef, in_specs)
+                self._cache[key] = compiled
+        return compiled
+
+    def _trace(self, static: Tuple[Tuple[int, Any], ...], nargs: int, dynamic: List[Any],
+               leaves: List[Any], treedef: Any, in_specs: List[PartitionSpec]) -> _Compiled:
+        mesh = self.mesh
+        avals = []
+        for leaf in leaves:
+            shape, dtype = _aval_of(leaf)
+            avals.append(jax.ShapeDtypeStruct(shape, dtype))
+        abstract = jax.tree_util.tree_unflatten(treedef, avals)
+        dyn = self._dyn_fun(static, nargs)
+        name = getattr(self.fun, "__name__", "jitted")
+        if self.per_shard:
+            spec_tree = jax.tree_util.tree_unflatten(treedef, in_specs)
+            target = jax.shard_map(dyn, mesh=mesh.abstract_mesh, in_specs=tuple(spec_tree),
+                                   out_specs=self.out_specs, check_vma=self.check_vma)
+        else:
+            target = dyn
+        closed, out_shape = jax.make_jaxpr(target, return_shape=True)(*abstract)
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out_shape)
+        if self.per_shard:
+            out_specs = _spec_leaves(self.out_specs, out_shape, "out_specs")
+        else:
+            out_specs = _spec_leaves(self.out_specs, out_shape, "out_specs")
+
+        builder = _atoll.FunctionBuilder(name)
+        ctx = Lowering(builder, mesh.axis_sizes, mesh.axis_names)
+        token = tracing_function.set(None)
+        try:
+            args: List[V] = []
+            in_layouts: List[Layout] = []
+            in_types: List[TensorType] = []
+            for aval, spec in zip(avals, in_specs):
+                axes = spec_axes(ctx, spec, len(aval.shape))
+                _check_divides(mesh, aval.shape, axes, "argument")
+                layout = Layout("stacked" if self.per_shard else "natural", axes)
+                shape, split = layout.stored(tuple(aval.shape), mesh.axis_sizes)
+                dtype = atoll_dtype(aval.dtype)
+                value = ctx.input(dtype, shape, split)
+                in_layouts.append(layout)
+                in_types.append(TensorType(dtype_named(dtype), shape).axes(
+                    *[None if a < 0 else a for a in split]))
+                if layout.kind == "stacked" and layout.cut():
+                    args.append(V(None, local=ctx.local_from_stacked(value, len(layout.cut())),
+                                  spec=axes))
+                elif self.per_shard:
+                    args.append(V(value, local=value, spec=axes))
+                else:
+                    args.append(V(value))
+            outs = ctx.lower_jaxpr(closed.jaxpr, closed.consts, args)
+            out_layouts: List[Layout] = []
+            for o, aval, spec in zip(outs, out_leaves, out_specs):
+                axes = spec_axes(ctx, spec, len(aval.shape))
+                _check_divides(mesh, aval.shape, axes, "result")
+                if o.local is not None and o.value is None and tuple(o.spec or ()) == axes:
+                    builder.output(ctx.stacked_from_local(o.local, axes))
+                    out_layouts.append(Layout("stacked", axes))
+                else:
+                    value = ctx.get(o)
+                    if tuple(value.split) != axes:
+                        value = ctx.relayout(o, axes)
+                    builder.output(value)
+                    out_layouts.append(Layout("natural", axes))
+            hidden = [h.array for h in ctx.hidden]
+            for h in ctx.hidden:
+                in_types.append(TensorType(dtype_named(atoll_dtype(h.array.dtype)),
+                                           tuple(h.array.shape)).axes(
+                    *[None if a < 0 else a for a in h.axes]))
+        finally:
+            tracing_function.reset(token)
+        compiled_fn = mesh.client._client.register(builder, mesh.slice._slice)
+        function = Function(compiled_fn, mesh.slice, tuple(in_types), len(outs), True)
+        return _Compiled(function, in_layouts, [np.dtype(a.dtype) for a in avals],
+                         [tuple(a.shape) for a in avals], hidden, out_tree, out_leaves,
+                         out_layouts, out_specs, len(outs), closed)
+
+    # -- calls ----------------------------------------------------------------------------------
+    def __call__(self, *args: Any) -> Any:
+        compiled = self.lower(*args)
+        _, dynamic = self._split_args(args)
+        leaves = jax.tree_util.tree_leaves(dynamic)
+        wire: List[Any] = []
+        for leaf, layout, dtype, shape in zip(leaves, compiled.in_layouts, compiled.in_dtypes,
+                                              compiled.in_shapes):
+            wire.append(self._argument(leaf, layout, dtype, shape))
+        wire += compiled.hidden
+        client = self.mesh.client
+        run = client.run(compiled.function, *wire)
+        outs = []
+        for i, (aval, layout, spec) in enumerate(zip(compiled.out_avals, compiled.out_layouts,
+                                                     compiled.out_specs)):
+            outs.append(Array(run.output(i), tuple(aval.shape), np.dtype(aval.dtype), self.mesh,
+                              spec, layout))
+        if self.donate_argnums:
+            for i in self.donate_argnums:
+                if i < len(args):
+                    for leaf in jax.tree_util.tree_leaves(args[i]):
+                        if isinstance(leaf, Array):
+                            leaf.delete()
+        return jax.tree_util.tree_unflatten(compiled.out_tree, outs)
+
+    def _argument(self, leaf: Any, layout: Layout, dtype: np.dtype,
+                  shape: Tuple[int, ...]) -> Any:
+        if isinstance(leaf, Array):
+            if leaf.mesh.slice.id == self.mesh.slice.id and leaf.layout == layout:
+                return leaf.future
+            value = np.asarray(leaf)  # another layout or slice: through this process
+        else:
+            value = np.asarray(leaf)
+        if value.dtype != dtype:
+            value = value.astype(dtype)
+        return np.ascontiguousarray(layout.to_stored(value.reshape(shape), self.mesh.axis_sizes))
+
+    def trace(self, *args: Any) -> Any:
+        """The jaxpr this function lowers for these arguments."""
+        return self.lower(*args).jaxpr
+
+
+def _aval_of(leaf: Any) -> Tuple[Tuple[int, ...], np.dtype]:
+    if isinstance(leaf, Array):
+        return leaf.shape, leaf.dtype
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+        return tuple(leaf.shape), np.dtype(leaf.dtype)
+    a = np.asarray(leaf)
+    dtype = a.dtype
+    if isinstance(leaf, bool):
+        dtype = np.dtype(np.bool_)
+    elif isinstance(leaf, int):
+        dtype = np.dtype(np.int32)
+    elif isinstance(leaf, float):
+        dtype = np.dtype(np.float32)
+    return tuple(a.shape), dtype
+
+
+def _check_divides(mesh: Mesh, shape: Sequence[int], axes: Sequence[int], what: str) -> None:
+    for d, a in enumerate(axes):
+        if a >= 0 and shape[d] % mesh.axis_sizes[a]:
+            raise LoweringError(f"{what} of shape {tuple(shape)}: dimension {d} ({shape[d]}) "
+                                f"does not divide over mesh axis {mesh.axis_names[a]!r} "
+                                f"({mesh.axis_sizes[a]} devices)")
+
+
+def jit(fun: Optional[Callable[..., Any]] = None, *, mesh: Mesh, in_specs: Any = P(),
+        out_specs: Any = P(), static_argnums: Union[int, Sequence[int]] = (),
+        donate_argnums: Union[int, Sequence[int]] = (), per_shard: bool = False,
+        check_vma: bool = True) -> Any:
+    """jax.jit for atoll: ``fun`` is traced with JAX once per input signature, lowered to one
+    atoll compiled function on ``mesh``'s slice, and run there on each call; results are
+    atoll.jax.Arrays (pytrees of them, as ``fun`` returns).
+
+    in_specs / out_specs: PartitionSpecs, as pytree prefixes of the (non-static) arguments
+    and of the results (``P()`` for a whole dict of parameters). Global form (default):
+    ``fun`` is written for whole arrays, atoll partitions it. ``per_shard=True``: ``fun`` is
+    jax.shard_map's body (each device's block; collectives by axis name)."""
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    donates = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+
+    def wrap(f: Callable[..., Any]) -> Jitted:
+        return Jitted(f, mesh, in_specs, out_specs, statics, donates, per_shard, check_vma)
+
+    return wrap if fun is None else wrap(fun)
+
+
+def shard_map(fun: Optional[Callable[..., Any]] = None, *, mesh: Mesh, in_specs: Any,
+              out_specs: Any, check_vma: bool = True, static_argnums: Sequence[int] = (),
+              donate_argnums: Sequence[int] = ()) -> Any:
+    """jax.shard_map on an atoll mesh, compiled: ``jit(fun, per_shard=True, ...)``."""
+    return jit(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs, per_shard=True,
+               check_vma=check_vma, static_argnums=static_argnums,
+               donate_argnums=donate_argnums)
