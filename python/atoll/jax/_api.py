@@ -27,6 +27,11 @@ P = PartitionSpec
 fetches = collections.Counter()
 
 
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping a 0-d array 0-d (np.ascontiguousarray makes it 1-d)."""
+    return np.require(a, requirements="C")
+
 # ---------------------------------------------------------------------------------------------
 # Meshes
 
@@ -141,7 +146,7 @@ class Layout:
                 block_pos.append(pos)
                 pos += 1
         del cut
-        return np.ascontiguousarray(a.transpose(mesh_pos + block_pos))
+        return _contiguous(a.transpose(mesh_pos + block_pos))
 
     def from_stored(self, stored: np.ndarray, shape: Tuple[int, ...]) -> np.ndarray:
         if self.kind == "natural" or not self.cut():
@@ -155,7 +160,7 @@ class Layout:
                 order.append(j)
                 j += 1
             order.append(k + d)
-        return np.ascontiguousarray(stored.transpose(order)).reshape(shape)
+        return _contiguous(stored.transpose(order)).reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,7 +458,7 @@ class Jitted:
             value = np.asarray(leaf)
         if value.dtype != dtype:
             value = value.astype(dtype)
-        return np.ascontiguousarray(layout.to_stored(value.reshape(shape), self.mesh.axis_sizes))
+        return _contiguous(layout.to_stored(value.reshape(shape), self.mesh.axis_sizes))
 
     def trace(self, *args: Any) -> Any:
         """The jaxpr this function lowers for these arguments."""

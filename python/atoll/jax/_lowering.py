@@ -41,6 +41,11 @@ class LoweringError(_atoll.InvalidArgument):
     refused at trace time; the message names the primitive and the user's source line."""
 
 
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping a 0-d array 0-d (np.ascontiguousarray makes it 1-d)."""
+    return np.require(a, requirements="C")
+
 # ---------------------------------------------------------------------------------------------
 # dtypes
 
@@ -112,6 +117,7 @@ class Lowering:
         self._hidden_cache: Dict[Any, Value] = {}
         self.mode = "global"
         self.eqn: Any = None  # the equation being lowered, for messages
+        self.eqn_stack: List[Any] = []  # it and the equations whose jaxprs it is in
         self._any_value: Optional[Value] = None
 
     # -- inputs -------------------------------------------------------------------------------
@@ -127,7 +133,7 @@ class Lowering:
         if key is not None and key in self._hidden_cache:
             return self._hidden_cache[key]
         v = self.input(atoll_dtype(array.dtype), array.shape, axes)
-        self.hidden.append(Hidden(np.ascontiguousarray(array), axes, v))
+        self.hidden.append(Hidden(_contiguous(array), axes, v))
         if key is not None:
             self._hidden_cache[key] = v
         return v
@@ -139,12 +145,16 @@ class Lowering:
 
     # -- messages -----------------------------------------------------------------------------
     def where(self) -> str:
-        if self.eqn is None:
-            return ""
-        try:
-            return source_info_util.summarize(self.eqn.source_info)
-        except Exception:  # noqa: BLE001
-            return "?"
+        """The user's source line of the equation being lowered (or of the nearest enclosing
+        one that has a line outside JAX)."""
+        for eqn in reversed(self.eqn_stack):
+            try:
+                text = source_info_util.summarize(eqn.source_info)
+            except Exception:  # noqa: BLE001
+                text = ""
+            if text and "/jax/" not in text.split(" ")[0]:
+                return text
+        return "an unknown line"
 
     def refuse(self, what: str, suggest_per_shard: bool = False) -> LoweringError:
         name = self.eqn.primitive.name if self.eqn is not None else "?"
@@ -332,6 +342,15 @@ class Lowering:
 
     # -- collectives completing partial values (global mode) ------------------------------------
     def complete(self, value: Value, axes: Sequence[int], how: str) -> Value:
+        if not axes:
+            return value
+        dtype = value.dtype
+        if dtype in ("bool", "i8", "u8", "u32"):  # the all-reduces compute in i32/i64
+            wide = "i32" if dtype == "bool" else "i64"
+            r = self.complete(alax.convert_element_type(value, wide), axes, how)
+            if dtype == "bool":
+                return alax.convert_element_type(r, "bool")
+            return _narrow(r, dtype)
         for a in sorted(set(axes)):
             if how == "sum":
                 value = _ops.all_reduce_sum(value, a)
@@ -365,10 +384,12 @@ class Lowering:
             invals = [self.read(env, x) for x in eqn.invars]
             outer = self.eqn
             self.eqn = eqn
+            self.eqn_stack.append(eqn)
             try:
                 outs = self.lower_eqn(eqn, invals)
             finally:
                 self.eqn = outer
+                self.eqn_stack.pop()
             for var, out in zip(eqn.outvars, outs):
                 if not isinstance(var, jcore.DropVar):
                     env[var] = out
@@ -713,7 +734,36 @@ def _reshape(ctx: Lowering, eqn: Any, x: V, *dyn: V) -> Value:
     new = tuple(eqn.params["new_sizes"])
     if tuple(v.shape) == new:
         return v
+    if not is_replicated(v):
+        return _unit_reshape(v, new) or alax.reshape(v, new)
     return alax.reshape(v, new)
+
+
+def _unit_reshape(v: Value, new: Tuple[int, ...]) -> Optional[Value]:
+    """A reshape that only drops and inserts dimensions of size 1, as a max over the dropped
+    ones and a broadcast_in_dim for the inserted ones: both keep the cuts, where atoll's
+    reshape would refuse a cut that moves to another dimension. None for another reshape."""
+    old = tuple(v.shape)
+    if [s for s in old if s != 1] != [s for s in new if s != 1]:
+        return None
+    drop = [d for d, s in enumerate(old) if s == 1 and v.split[d] < 0]
+    if len(old) - len(drop) > len(new):
+        return None
+    if drop:
+        v = alax.reduce_or(v, drop) if v.dtype == "bool" else alax.reduce_max(v, drop)
+    kept = [s for d, s in enumerate(old) if d not in drop]
+    # Map the kept dimensions onto new's, in order (unit ones where new has them).
+    dims, j = [], 0
+    for s in kept:
+        while j < len(new) and new[j] != s:
+            j += 1
+        if j == len(new):
+            return None
+        dims.append(j)
+        j += 1
+    if tuple(kept) == tuple(new):
+        return v
+    return alax.broadcast_in_dim(v, new, dims)
 
 
 @rule("broadcast_in_dim")
@@ -740,14 +790,13 @@ def _transpose(ctx: Lowering, eqn: Any, x: V) -> Value:
     return alax.transpose(v, perm)
 
 
-@rule("squeeze")
+@rule("squeeze", "expand_dims")
 def _squeeze(ctx: Lowering, eqn: Any, x: V) -> Value:
-    return alax.reshape(ctx.get(x), tuple(_out_aval(eqn).shape))
-
-
-@rule("expand_dims")
-def _expand_dims(ctx: Lowering, eqn: Any, x: V) -> Value:
-    return alax.reshape(ctx.get(x), tuple(_out_aval(eqn).shape))
+    v = ctx.get(x)
+    new = tuple(_out_aval(eqn).shape)
+    if not is_replicated(v):
+        return _unit_reshape(v, new) or alax.reshape(v, new)
+    return alax.reshape(v, new)
 
 
 @rule("slice")
@@ -829,17 +878,140 @@ def _indices(ctx: Lowering, v: V) -> Value:
     return s
 
 
+def _default_fill(fill: Any, dtype: str) -> bool:
+    """Whether ``fill`` is jax's default fill value of gather's FILL_OR_DROP mode."""
+    if fill is None:
+        return True
+    f = np.asarray(fill)
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return bool(np.isnan(f))
+    if dtype == "bool":
+        return bool(f)
+    info = np.iinfo(NUMPY_OF[dtype])
+    return int(f) == (info.min if info.min < 0 else info.max)
+
+
+NUMPY_OF = {"i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8, "u32": np.uint32}
+
+
+def _lowest(dtype: str) -> Any:
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return -np.inf
+    if dtype == "bool":
+        return 0
+    return int(np.iinfo(NUMPY_OF[dtype]).min)
+
+
+def _fill_of(dtype: str) -> Any:
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return np.nan
+    if dtype == "bool":
+        return 1
+    info = np.iinfo(NUMPY_OF[dtype])
+    return int(info.min if info.min < 0 else info.max)
+
+
 @rule("gather")
 def _gather(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
     p = eqn.params
+    dn = p["dimension_numbers"]
     op = ctx.get(operand)
-    if ctx.mode == "global" and not is_replicated(op):
+    if not _default_fill(p.get("fill_value"), op.dtype):
+        raise ctx.refuse(f"gather with fill_value {p.get('fill_value')!r} (atoll fills with "
+                         "jax's default)")
+    if tuple(dn.operand_batching_dims) or (ctx.mode == "global" and not is_replicated(op)):
+        return _gather_by_mask(ctx, eqn, operand, indices)
+    return alax.gather(op, _indices(ctx, indices), _NoBatch(dn), p["slice_sizes"],
+                       mode=p.get("mode"))
+
+
+@dataclass
+class _NoBatch:
+    """GatherDimensionNumbers without the batching dimensions (checked empty)."""
+    offset_dims: Tuple[int, ...]
+    collapsed_slice_dims: Tuple[int, ...]
+    start_index_map: Tuple[int, ...]
+    operand_batching_dims: Tuple[int, ...] = ()
+    start_indices_batching_dims: Tuple[int, ...] = ()
+
+    def __init__(self, dn: Any) -> None:
+        self.offset_dims = tuple(dn.offset_dims)
+        self.collapsed_slice_dims = tuple(dn.collapsed_slice_dims)
+        self.start_index_map = tuple(dn.start_index_map)
+
+
+def _gather_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
+    """A gather of single elements (take_along_axis, with batching dimensions, or from a cut
+    operand) as a select over the indexed dimensions and a max: elementwise on the batch, so
+    it keeps the batch's cut. out[b] = operand[batch coordinates of b, indices[b]]."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    op = ctx.get(operand)
+    idx = _indices(ctx, indices)
+    ob, ib = tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)
+    smap = tuple(dn.start_index_map)
+    rank = len(op.shape)
+    if (tuple(dn.offset_dims) or set(ob) | set(smap) != set(range(rank)) or
+            any(p["slice_sizes"][d] != 1 for d in smap)):
         axes = sorted({a for a in op.split if a >= 0})
-        raise ctx.refuse(f"a gather from an operand cut along mesh axis "
-                         f"{', '.join(ctx.axis_name(a) for a in axes)}",
-                         suggest_per_shard=True)
-    return alax.gather(op, _indices(ctx, indices), p["dimension_numbers"], p["slice_sizes"],
-                       mode=p.get("mode"), fill_value=p.get("fill_value"))
+        raise ctx.refuse("a gather of windows (offset dimensions) with batching dimensions or "
+                         "from an operand cut along mesh axis " +
+                         (", ".join(ctx.axis_name(a) for a in axes) or "-") +
+                         " (atoll's gather takes neither)", suggest_per_shard=bool(axes))
+    batch_shape = tuple(idx.shape[:-1])
+    nb = len(batch_shape)
+    sizes = [op.shape[d] for d in smap]
+    shape = batch_shape + tuple(sizes)
+    # The operand broadcast over the batch: its batching dims at their index dims, the
+    # indexed dims last.
+    order = list(ob) + list(smap)
+    op_t = alax.transpose(op, order) if order != list(range(rank)) else op
+    bdims = tuple(ib) + tuple(range(nb, nb + len(smap)))
+    if list(bdims) != sorted(bdims):
+        raise ctx.refuse("batching dimensions out of order")
+    wide = V(alax.broadcast_in_dim(op_t, shape, bdims),
+             bcast=(op_t, shape, bdims) if is_replicated(op_t) else None)
+    mode = getattr(p.get("mode"), "name", str(p.get("mode"))).lower()
+    cols, in_range = [], None
+    itype = idx.dtype
+    for j, size in enumerate(sizes):
+        col = alax.slice(idx, [0] * nb + [j], list(batch_shape) + [j + 1])
+        col = _drop_last_unit(ctx, col)
+        if "clip" in mode or "promise" in mode:
+            col = alax.clamp(full((), 0, itype), col, full((), size - 1, itype))
+        else:
+            ok = alax.bitwise_and(alax.ge(col, _like(ctx, col, 0)),
+                                  alax.lt(col, _like(ctx, col, size)))
+            in_range = ok if in_range is None else alax.bitwise_and(in_range, ok)
+        cols.append(V(alax.broadcast_in_dim(col, shape, tuple(range(nb)))))
+    mask = None
+    for j, col in enumerate(cols):
+        iota = alax.broadcasted_iota(itype, shape, nb + j)
+        line = alax.broadcasted_iota(itype, (sizes[j],), 0)
+        a, b = align(ctx, eqn, [V(iota, bcast=(line, shape, (nb + j,))), col], shape)
+        m = alax.eq(a, b)
+        mask = m if mask is None else alax.bitwise_and(mask, m)
+    lowest = _lowest(op.dtype)
+    mv, ov, lv = align(ctx, eqn, [V(mask), wide, V(full((), lowest, op.dtype))], shape)
+    picked = alax.select_n(mv, lv, ov)
+    red = list(range(nb, nb + len(sizes)))
+    out = alax.reduce_or(picked, red) if op.dtype == "bool" else alax.reduce_max(picked, red)
+    if in_range is not None:
+        fv, ov2, rv = align(ctx, eqn, [V(full((), _fill_of(op.dtype), op.dtype)), V(out),
+                                       V(in_range)], batch_shape)
+        out = alax.select_n(rv, fv, ov2)
+    return out
+
+
+def _like(ctx: Lowering, v: Value, value: Any) -> Value:
+    return full((), value, v.dtype)
+
+
+def _drop_last_unit(ctx: Lowering, v: Value) -> Value:
+    """v [..., 1] -> [...], keeping cuts (a max over the unit dimension)."""
+    if v.dtype == "bool":
+        return alax.reduce_or(v, [len(v.shape) - 1])
+    return alax.reduce_max(v, [len(v.shape) - 1])
 
 
 def _scatter_rule(name: str) -> Rule:
@@ -987,8 +1159,9 @@ def _dot_general(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
                                  suggest_per_shard=True)
             b = ctx.relayout(y, tb)
         partial = [a.split[d] for d in lc if a.split[d] >= 0]
-    if a.dtype != b.dtype:
-        raise ctx.refuse(f"operands of dtypes {a.dtype} and {b.dtype}")
+    if a.dtype != b.dtype:  # jax allows mixed operands: compute in the result's dtype
+        a = a if a.dtype == out_dtype else alax.convert_element_type(a, out_dtype)
+        b = b if b.dtype == out_dtype else alax.convert_element_type(b, out_dtype)
     pref_dtype = None if pref is None else atoll_dtype(pref)
     if pref_dtype == a.dtype:
         pref_dtype = None
@@ -1087,7 +1260,9 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
             shape = list(s.shape)
             start = [t] + [0] * (len(shape) - 1)
             limit = [t + 1] + shape[1:]
-            step_xs.append(V(alax.reshape(alax.slice(s, start, limit), shape[1:])))
+            piece = alax.slice(s, start, limit)
+            step_xs.append(V(_unit_reshape(piece, tuple(shape[1:])) if not is_replicated(piece)
+                             else alax.reshape(piece, shape[1:])))
         outs = ctx.lower_jaxpr(body.jaxpr, body.consts, consts + carry + step_xs)
         carry = outs[:n_carry]
         ys_steps.append([ctx.get(o) for o in outs[n_carry:]])
@@ -1096,7 +1271,8 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
     ys = []
     for k in range(len(eqn.outvars) - n_carry):
         shape = tuple(_out_aval(eqn, n_carry + k).shape)
-        parts = [alax.reshape(step[k], (1,) + shape[1:]) for step in ys_steps]
+        parts = [alax.broadcast_in_dim(step[k], (1,) + shape[1:],
+                                       tuple(range(1, len(shape)))) for step in ys_steps]
         if ctx.mode == "global":
             target = [-1] + list(parts[0].split[1:])
             parts = [p if tuple(p.split) == tuple(target) else ctx.relayout(V(p), target)
@@ -1140,6 +1316,22 @@ def _random(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
         data = jax.ShapeDtypeStruct(tuple(eqn.invars[1].aval.shape), eqn.invars[1].aval.dtype)
         closed = jax.make_jaxpr(impl.fold_in)(key, data)
     return ctx.lower_jaxpr(closed.jaxpr, closed.consts, list(xs))
+
+
+@rule("iota_2x32_shape")
+def _iota_2x32_shape(ctx: Lowering, eqn: Any) -> List[Value]:
+    """The row-major position of each element of ``shape`` as 64 bits: (high, low) u32."""
+    shape = tuple(eqn.params["shape"])
+    ctx.ensure_value()
+    pos = full(shape, 0, "i64")
+    stride = 1
+    for d in range(len(shape) - 1, -1, -1):
+        term = alax.mul(alax.broadcasted_iota("i64", shape, d), full(shape, stride, "i64"))
+        pos = alax.add(pos, term)
+        stride *= shape[d]
+    lo = alax.convert_element_type(alax.bitwise_and(pos, full(shape, 0xFFFFFFFF, "i64")), "u32")
+    hi = alax.convert_element_type(alax.shift_right_logical(pos, full(shape, 32, "i64")), "u32")
+    return [hi, lo]
 
 
 @rule("threefry2x32")

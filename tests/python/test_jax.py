@@ -1,0 +1,658 @@
+"""atoll.jax against jax.jit on CPU, the oracle, on a real cluster: for every primitive that
+atoll has, a JAX function using it is lowered through atoll.jax.jit and compared with jax.jit
+of the same function (integer, boolean and layout results bit for bit, floats within the
+ulp bounds of test_lax.py's tables), in global form and per shard on a 1-device, a 2-device
+and a 2x2 slice; collectives per shard; gradients of a transformer block and a scan RNN;
+Arrays that stay in the stores; and the refusals, by their messages.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, List, Sequence
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from jax import lax as jlax  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+import atoll  # noqa: E402
+import atoll.jax as aj  # noqa: E402
+from test_lax import (ALL, BINARY, FLOATS, INTS, NUMERIC, NUMPY, SIGNED, UNARY,  # noqa: E402
+                      check_equal, draw)
+
+# test_lax.py's bounds, but where values drawn here landed further from XLA's own
+# approximation (atoll's kernels are the same; the values differ).
+ULPS = {"expm1": 3}
+
+SEED = int(os.environ.get("ATOLL_JAX_SEED", "20261206"))
+
+
+@pytest.fixture(scope="module")
+def jclient(cluster) -> Any:
+    with cluster.connect(name="pytest-jax") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def one(jclient) -> aj.Mesh:
+    return aj.Mesh(jclient, (1,), ("data",))
+
+
+@pytest.fixture(scope="module")
+def two(jclient) -> aj.Mesh:
+    return aj.Mesh(jclient, (2,), ("data",))
+
+
+@pytest.fixture(scope="module")
+def grid(jclient) -> aj.Mesh:
+    return aj.Mesh(jclient, (2, 2), ("data", "model"))
+
+
+def outputs(tree: Any) -> List[np.ndarray]:
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
+
+
+def compare(fn: Callable[..., Any], args: Sequence[np.ndarray], mesh: aj.Mesh, ulps: float,
+            what: str, in_specs: Any = P(), out_specs: Any = P(), per_shard: bool = False,
+            oracle: Callable[..., Any] = None, check_vma: bool = True) -> None:
+    """fn through atoll.jax.jit on ``mesh`` against jax.jit (of ``oracle``, by default fn
+    itself) on CPU."""
+    want = outputs(jax.jit(oracle or fn)(*args))
+    lowered = aj.jit(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                     per_shard=per_shard, check_vma=check_vma)
+    got = outputs(lowered(*args))
+    assert len(got) == len(want), what
+    for i, (g, w) in enumerate(zip(got, want)):
+        check_equal(g, w, ulps, f"{what} result {i}")
+
+
+def shape_for(rng: np.random.Generator, rank: int = 2) -> tuple:
+    """A shape whose dimensions 0 and 1 divide over 2 devices (for the split forms)."""
+    return tuple(int(2 * rng.integers(1, 4)) for _ in range(rank))
+
+
+# -- elementwise: every row of test_lax's tables, each dtype, one device; then split ------------
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_primitive_lowers_as_jax(one, two, grid, name: str) -> None:
+    _, theirs, dtypes, ulps = BINARY[name]
+    rng = np.random.default_rng([SEED, 1, sum(map(ord, name))])
+    for dtype in dtypes:
+        shape = shape_for(rng)
+        x, y = draw(rng, dtype, shape), draw(rng, dtype, shape)
+        if name.startswith("shift"):
+            bits = np.dtype(NUMPY[dtype]).itemsize * 8
+            y = rng.integers(-2, bits + 3, shape).astype(NUMPY[dtype])
+        if name == "rem" and dtype in INTS:
+            y = np.where(y == 0, np.ones_like(y), y)
+        compare(theirs, [x, y], one, ulps, f"{name} {dtype}{list(shape)}")
+    # Split: the batch over 2 devices (global form and per shard), and both dimensions over a
+    # 2x2 mesh.
+    dtype = dtypes[0]
+    x, y = draw(rng, dtype, (4, 6)), draw(rng, dtype, (4, 6))
+    if name.startswith("shift"):
+        y = rng.integers(0, 8, (4, 6)).astype(NUMPY[dtype])
+    if name == "rem" and dtype in INTS:
+        y = np.where(y == 0, np.ones_like(y), y)
+    for mesh, spec in ((two, P("data")), (grid, P("data", "model"))):
+        for per_shard in (False, True):
+            compare(theirs, [x, y], mesh, ulps, f"{name} {dtype} on {mesh.axis_sizes} "
+                    f"{'per shard' if per_shard else 'global'}", in_specs=(spec, spec),
+                    out_specs=spec, per_shard=per_shard)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_primitive_lowers_as_jax(one, two, grid, name: str) -> None:
+    _, theirs, dtypes, ulps = UNARY[name]
+    ulps = max(ulps, ULPS.get(name, 0))
+    rng = np.random.default_rng([SEED, 2, sum(map(ord, name))])
+    for dtype in dtypes:
+        shape = shape_for(rng, int(rng.integers(0, 4)))
+        x = draw(rng, dtype, shape)
+        compare(theirs, [x], one, ulps, f"{name} {dtype}{list(shape)}")
+    x = draw(rng, dtypes[0], (4, 6))
+    for mesh, spec in ((two, P("data")), (grid, P("data", "model"))):
+        for per_shard in (False, True):
+            compare(theirs, [x], mesh, ulps, f"{name} on {mesh.axis_sizes} per_shard={per_shard}",
+                    in_specs=spec, out_specs=spec, per_shard=per_shard)
+
+
+def test_arithmetic_in_every_dtype_jax_takes(one) -> None:
+    """add/sub/mul/div/neg/square where atoll's own rows lack the dtype (bf16, f16, i8, u8,
+    u32: computed wider and rounded or wrapped as XLA does), integer division by 0 and
+    MIN / -1."""
+    rng = np.random.default_rng([SEED, 3])
+    for dtype in NUMERIC:
+        x, y = draw(rng, dtype, (3, 5)), draw(rng, dtype, (3, 5))
+        ops = [jlax.add, jlax.sub, jlax.mul, lambda a, b: jlax.neg(a), lambda a, b: a * a]
+        if dtype in INTS:
+            ops.append(jlax.div)
+        elif dtype in FLOATS:
+            ops.append(jlax.div)
+        for i, op in enumerate(ops):
+            compare(op, [x, y], one, 0, f"arithmetic {i} {dtype}")
+    for dtype in SIGNED:
+        info = np.iinfo(NUMPY[dtype])
+        x = np.array([7, -7, info.min, 5, 0], NUMPY[dtype])
+        y = np.array([0, 2, -1, -3, 0], NUMPY[dtype])
+        compare(jlax.div, [x, y], one, 0, f"div {dtype} edges")
+
+
+def test_conversions_lower_as_jax(one) -> None:
+    rng = np.random.default_rng([SEED, 4])
+    for src in ALL:
+        x = draw(rng, src, (6,))
+        if src in FLOATS:  # in range of every integer (out of range: XLA's own)
+            x = np.nan_to_num(x.astype(np.float64), nan=1, posinf=3, neginf=-3).clip(
+                -100, 100).astype(x.dtype)
+        for dst in ALL:
+            if src in FLOATS and dst in ("u8", "u32"):
+                xx = np.abs(x)
+            else:
+                xx = x
+            compare(lambda v: jlax.convert_element_type(v, NUMPY[dst]), [xx], one, 0,
+                    f"convert {src} -> {dst}")
+    for src, dst in (("f32", "i32"), ("f32", "u32"), ("i64", "f64"), ("u32", "f32")):
+        x = draw(rng, src, (5,))
+        want = np.asarray(jax.jit(lambda v: jlax.bitcast_convert_type(v, NUMPY[dst]))(x))
+        got = np.asarray(aj.jit(lambda v: jlax.bitcast_convert_type(v, NUMPY[dst]), mesh=one)(x))
+        assert got.tobytes() == want.tobytes(), f"bitcast {src} -> {dst}"
+    x = draw(rng, "f32", (7,))
+    for bits in ((8, 7), (5, 10)):
+        compare(lambda v: jlax.reduce_precision(v, *bits), [x], one, 0, f"reduce_precision {bits}")
+
+
+# -- layout primitives ---------------------------------------------------------------------------
+
+LAYOUT = {
+    "reshape": lambda v: v.reshape(v.shape[0] * v.shape[1], -1),
+    "broadcast_in_dim": lambda v: jlax.broadcast_in_dim(v, (2,) + v.shape, (1, 2, 3)),
+    "transpose": lambda v: jnp.transpose(v, (2, 0, 1)),
+    "squeeze": lambda v: jlax.squeeze(v[:, :1], (1,)),
+    "expand_dims": lambda v: jnp.expand_dims(v, (0, 2)),
+    "slice": lambda v: jlax.slice(v, (0, 1, 0), (v.shape[0], v.shape[1], v.shape[2]), (1, 2, 1)),
+    "split": lambda v: jnp.split(v, [1], axis=2),
+    "concatenate": lambda v: jnp.concatenate([v, v[:, :1]], axis=1),
+    "pad": lambda v: jlax.pad(v, jnp.zeros((), v.dtype), ((1, -1, 0), (0, 2, 1), (0, 0, 0))),
+    "rev": lambda v: jlax.rev(v, (0, 2)),
+    "iota": lambda v: jlax.broadcasted_iota(jnp.int32, v.shape, 1) + jnp.zeros(v.shape, jnp.int32),
+    "select_n": lambda v: jlax.select_n(jnp.arange(v.size).reshape(v.shape) % 3 == 0, v,
+                                        jnp.flip(v, 0)),
+    "dynamic_slice": lambda v: jlax.dynamic_slice(v, (jnp.int32(1), jnp.int32(-1), jnp.int32(0)),
+                                                  (1, 2, 1)),
+    "dynamic_update_slice": lambda v: jlax.dynamic_update_slice(v, v[:1, :1], (1, 2, 0)),
+    "gather": lambda v: v[jnp.array([1, 0, 1]), :, jnp.array([0, 1, 0])],
+    "scatter": lambda v: v.at[jnp.array([0, 1])].set(v[1]),
+    "copy": lambda v: jnp.array(v, copy=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT))
+def test_layout_primitive_lowers_bit_for_bit(one, two, grid, name: str) -> None:
+    fn = LAYOUT[name]
+    rng = np.random.default_rng([SEED, 5, sum(map(ord, name))])
+    for dtype in ALL:
+        x = draw(rng, dtype, (4, 4, 2))
+        compare(fn, [x], one, 0, f"{name} {dtype}")
+    x = draw(rng, "f32", (4, 4, 2))
+    for mesh in (two, grid):
+        compare(fn, [x], mesh, 0, f"{name} per shard on {mesh.axis_sizes}",
+                in_specs=P(), out_specs=P(), per_shard=True)
+
+
+def test_clamp_and_integer_pow_and_friends(one) -> None:
+    rng = np.random.default_rng([SEED, 6])
+    for dtype in ("f32", "f64", "i32", "i64", "u8"):
+        x = draw(rng, dtype, (3, 4))
+        y = draw(rng, dtype, (3, 4))
+        lo, hi = np.minimum(x, y), np.maximum(x, y)
+        compare(lambda a, b, c: jlax.clamp(b, a, c), [x, lo, hi], one, 0, f"clamp {dtype}")
+        compare(lambda a: jlax.clamp(NUMPY[dtype](1), a, NUMPY[dtype](5)), [x], one, 0,
+                f"clamp scalars {dtype}")
+        for y in (0, 1, 2, 3, 5) + ((-2,) if dtype in FLOATS else ()):
+            compare(lambda a: jlax.integer_pow(a, y), [x], one, 0, f"integer_pow {dtype} {y}")
+
+
+# -- reductions and contractions -------------------------------------------------------------------
+
+REDUCTIONS = {
+    "reduce_sum": (lambda v, ax: jnp.sum(v, axis=ax, dtype=v.dtype), ["f32", "f64", "i32", "i64", "u8"]),
+    "reduce_max": (lambda v, ax: jnp.max(v, axis=ax), NUMERIC),
+    "reduce_min": (lambda v, ax: jnp.min(v, axis=ax), NUMERIC),
+    "reduce_prod": (lambda v, ax: jnp.prod(v, axis=ax, dtype=v.dtype), ["i32", "i64", "u32"]),
+    "reduce_and": (lambda v, ax: jnp.all(v, axis=ax), ["bool"]),
+    "reduce_or": (lambda v, ax: jnp.any(v, axis=ax), ["bool"]),
+    "argmax": (lambda v, ax: jnp.argmax(v, axis=ax[0]), NUMERIC),
+    "argmin": (lambda v, ax: jnp.argmin(v, axis=ax[0]), NUMERIC),
+    "cumsum": (lambda v, ax: jnp.cumsum(v, axis=ax[0]), ["i32", "i64"]),
+    "cumprod": (lambda v, ax: jnp.cumprod(v, axis=ax[0]), ["i32"]),
+    "cummax": (lambda v, ax: jlax.cummax(v, axis=ax[0]), NUMERIC),
+    "cummin": (lambda v, ax: jlax.cummin(v, axis=ax[0], reverse=True), NUMERIC),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reduction_lowers_as_jax(one, two, grid, name: str) -> None:
+    fn, dtypes = REDUCTIONS[name]
+    rng = np.random.default_rng([SEED, 7, sum(map(ord, name))])
+    for dtype in dtypes:
+        x = draw(rng, dtype, (4, 6))
+        if dtype in FLOATS and name == "reduce_sum":
+            x = np.nan_to_num(x.astype(np.float64), posinf=5, neginf=-5).astype(x.dtype)
+            for axes in ((0,), (1,), (0, 1)):
+                want = np.asarray(jax.jit(lambda v: fn(v, axes))(x))
+                got = np.asarray(aj.jit(lambda v: fn(v, axes), mesh=one)(x))
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
+                                           err_msg=f"{name} {dtype} {axes}")
+            continue
+        for axes in ((0,), (1,)):
+            compare(lambda v: fn(v, axes), [x], one, 0, f"{name} {dtype} axes {axes}")
+    # Over a cut dimension (global form: the all-reduce that completes it) and per shard.
+    dtype = dtypes[0]
+    x = draw(rng, dtype, (4, 6))
+    if dtype in FLOATS:
+        x = np.nan_to_num(x.astype(np.float64), posinf=5, neginf=-5).astype(x.dtype)
+    tol = 1e-5 if dtype in FLOATS and name in ("reduce_sum", "cumsum") else 0
+    if name.startswith("reduce") and name != "reduce_prod":
+        for mesh, spec in ((two, P("data")), (grid, P("data", "model"))):
+            for axes in ((0,), (1,), (0, 1)):
+                want = np.asarray(jax.jit(lambda v: fn(v, axes))(x))
+                got = np.asarray(aj.jit(lambda v: fn(v, axes), mesh=mesh, in_specs=spec,
+                                        out_specs=P())(x))
+                if tol:
+                    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+                else:
+                    check_equal(got, want, 0, f"{name} over cut {axes} on {mesh.axis_sizes}")
+    for mesh in (two, grid):
+        def per_shard(v):
+            return fn(v, (1,))
+        got = np.asarray(aj.shard_map(per_shard, mesh=mesh, in_specs=P("data"),
+                                      out_specs=P("data"))(x))
+        want = np.asarray(jax.jit(per_shard)(x))
+        if tol:
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+        else:
+            check_equal(got, want, 0, f"{name} per shard on {mesh.axis_sizes}")
+
+
+def test_dot_general_lowers_as_jax(one, two, grid) -> None:
+    rng = np.random.default_rng([SEED, 8])
+    for dtype in ("f32", "f64", "i32", "i64", "bf16"):
+        a = draw(rng, dtype, (4, 3, 6))
+        b = draw(rng, dtype, (4, 6, 2))
+        if dtype in FLOATS:
+            a = np.nan_to_num(a.astype(np.float32), posinf=3, neginf=-3).clip(-9, 9).astype(a.dtype)
+            b = np.nan_to_num(b.astype(np.float32), posinf=3, neginf=-3).clip(-9, 9).astype(b.dtype)
+        fns = [lambda p, q: jnp.einsum("bij,bjk->bik", p, q),
+               lambda p, q: jnp.einsum("bij,bjk->ik", p, q),
+               lambda p, q: p[0] @ q[1]]
+        for i, fn in enumerate(fns):
+            want = np.asarray(jax.jit(fn)(a, b)).astype(np.float64)
+            for mesh, specs in ((one, (P(), P())), (two, (P("data"), P("data"))),
+                                (grid, (P("data", None, "model"), P("data", "model")))):
+                if i == 2 and mesh is not one:  # a slice of the cut dimension: refused
+                    continue
+                got = np.asarray(aj.jit(fn, mesh=mesh, in_specs=specs, out_specs=P())(a, b))
+                if dtype in INTS:
+                    np.testing.assert_array_equal(got, want.astype(got.dtype),
+                                                  err_msg=f"dot {i} {dtype} {mesh.axis_sizes}")
+                else:
+                    np.testing.assert_allclose(got.astype(np.float64), want,
+                                               rtol={"bf16": 2e-2, "f32": 1e-5,
+                                                     "f64": 1e-12}[dtype],
+                                               atol=float(np.abs(want).max()) * 1e-6 + 1e-6,
+                                               err_msg=f"dot {i} {dtype} {mesh.axis_sizes}")
+    x = draw(rng, "i8", (3, 4))
+    y = draw(rng, "i8", (4, 2))
+    compare(lambda p, q: jlax.dot_general(p, q, (((1,), (0,)), ((), ())),
+                                          preferred_element_type=jnp.int32), [x, y], one, 0,
+            "dot_general i8 -> i32")
+
+
+def test_sort_top_k_argsort_gather_scatter(one) -> None:
+    rng = np.random.default_rng([SEED, 9])
+    for dtype in ("f32", "i32", "u8", "f64"):
+        x = draw(rng, dtype, (3, 5))
+        compare(lambda v: jnp.sort(v, axis=1), [x], one, 0, f"sort {dtype}")
+        compare(lambda v: jnp.argsort(v, axis=0, stable=True), [x], one, 0, f"argsort {dtype}")
+    x = np.nan_to_num(draw(rng, "f32", (3, 6)), nan=0.5)
+    compare(lambda v: jlax.top_k(v, 3), [x], one, 0, "top_k")
+    table = draw(rng, "f32", (5, 4))
+    ids = rng.integers(-6, 8, (7,)).astype(np.int32)
+    compare(lambda t, i: jnp.take(t, i, axis=0, mode="clip"), [table, ids], one, 0, "take clip")
+    compare(lambda t, i: jnp.take(t, i, axis=0, mode="fill"), [table, ids], one, 0, "take fill")
+    upd = draw(rng, "i32", (7, 4))
+    itable = draw(rng, "i32", (5, 4))
+    for op in ("add", "mul", "min", "max", "set"):
+        compare(lambda t, i, u: getattr(t.at[i], op)(u, mode="drop"), [itable, ids, upd], one,
+                0, f"scatter {op}")
+
+
+# -- control flow, nested jaxprs, random --------------------------------------------------------
+
+def test_nested_jaxprs_are_lowered_inline(one) -> None:
+    @jax.custom_vjp
+    def clip_grad(x):
+        return jnp.sin(x)
+
+    clip_grad.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (jnp.clip(g, -0.1, 0.1),))
+
+    @jax.custom_jvp
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+
+    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] * jax.nn.sigmoid(p[0])))
+
+    def fn(x):
+        y = jax.jit(lambda v: v * 2.0)(x)  # pjit
+        y = jax.checkpoint(lambda v: jnp.tanh(v) + v)(y)  # remat
+        y = jax.nn.relu(y) + softplus(y) + clip_grad(y)  # custom_jvp / custom_vjp
+        y = jax.named_call(lambda v: v - 1.0, name="inner")(y)  # closed_call / pjit
+        return jnp.sum(y * y)
+
+    x = draw(np.random.default_rng([SEED, 10]), "f32", (3, 4))
+    x = np.nan_to_num(x, posinf=2, neginf=-2).clip(-5, 5)
+    for f in (fn, jax.grad(fn)):
+        want = np.asarray(jax.jit(f)(x))
+        got = np.asarray(aj.jit(f, mesh=one)(x))
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+def test_cond_switch_and_scan_lower(one, two) -> None:
+    rng = np.random.default_rng([SEED, 11])
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+
+    def branches(i, v):
+        return jlax.switch(i, [jnp.sin, jnp.cos, lambda u: u * 3.0], v)
+
+    for i in (-1, 0, 1, 2, 5):
+        compare(branches, [np.int32(i), x], one, 2, f"switch {i}")
+    compare(lambda p, v: jlax.cond(p, jnp.exp, jnp.negative, v), [np.bool_(True), x], one, 2,
+            "cond")
+
+    def rnn(params, xs):
+        w, u = params
+
+        def step(h, x_t):
+            h = jnp.tanh(h @ w + x_t @ u)
+            return h, h.sum()
+
+        h, sums = jlax.scan(step, jnp.zeros((4, 5), jnp.float32), xs)
+        return jnp.mean(h ** 2) + jnp.mean(sums)
+
+    params = (rng.standard_normal((5, 5)).astype(np.float32) * 0.3,
+              rng.standard_normal((3, 5)).astype(np.float32) * 0.3)
+    xs = rng.standard_normal((6, 4, 3)).astype(np.float32)
+    for f in (rnn, jax.grad(rnn)):
+        want = outputs(jax.jit(f)(params, xs))
+        got = outputs(aj.jit(f, mesh=one)(params, xs))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+    # The batch of the scan split over 2 devices (global form).
+    want = outputs(jax.jit(jax.grad(rnn))(params, xs))
+    got = outputs(aj.jit(jax.grad(rnn), mesh=two, in_specs=(P(), P(None, "data")),
+                         out_specs=P())(params, xs))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+    # fori_loop with static bounds is a scan.
+    compare(lambda v: jlax.fori_loop(0, 4, lambda i, a: a * 1.5 + i, v), [x], one, 0, "fori")
+
+
+def test_random_bits_are_jax_random(one) -> None:
+    key = np.asarray(jax.random.key_data(jax.random.PRNGKey(42)))
+
+    def draws(k):
+        k1, k2 = jax.random.split(k)
+        k3 = jax.random.fold_in(k2, 7)
+        return (jax.random.bits(k1, (5,), jnp.uint32), jax.random.uniform(k2, (3, 2)),
+                jax.random.normal(k3, (4,)), jax.random.randint(k1, (6,), 0, 10))
+
+    compare(draws, [key], one, 0, "jax.random")
+    typed = lambda k: jax.random.normal(jax.random.wrap_key_data(k), (3,))  # noqa: E731
+    compare(typed, [key], one, 0, "typed key")
+
+
+# -- collectives per shard ------------------------------------------------------------------------
+
+def test_collectives_per_shard(two, grid) -> None:
+    rng = np.random.default_rng([SEED, 12])
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    ix = rng.integers(-50, 50, (8, 4)).astype(np.int32)
+    for mesh in (two, grid):
+        n = mesh.shape["data"]
+
+        def body(v, i):
+            return (jlax.psum(i, "data"), jlax.pmax(v, "data"), jlax.pmin(i, "data"),
+                    jlax.pmean(v, "data"), jlax.axis_index("data") + i,
+                    jlax.all_gather(v, "data", tiled=True), jlax.all_gather(i, "data", axis=1),
+                    jlax.psum_scatter(i, "data", scatter_dimension=0, tiled=True),
+                    jlax.ppermute(i, "data", [(k, (k + 1) % n) for k in range(n)]),
+                    jlax.all_to_all(i, "data", 0, 1, tiled=True))
+
+        specs = (P("data"), P("data"))
+        out_specs = (P(), P(), P(), P(), P("data"), P(), P(), P("data"), P("data"), P("data"))
+        got = outputs(aj.shard_map(body, mesh=mesh, in_specs=specs, out_specs=out_specs,
+                                   check_vma=False)(x, ix))
+        # The oracle: the same per-shard body on n simulated devices (vmap with an axis name
+        # is shard_map's semantics on one device).
+        blocks_x = x.reshape(n, 8 // n, 4)
+        blocks_i = ix.reshape(n, 8 // n, 4)
+        per = jax.jit(jax.vmap(body, axis_name="data"))(blocks_x, blocks_i)
+        per = [np.asarray(p) for p in per]
+        want = [per[0][0], per[1][0], per[2][0], per[3][0],
+                per[4].reshape(8, 4), per[5][0], per[6][0],
+                per[7].reshape(-1, 4), per[8].reshape(8, 4),
+                np.concatenate(list(per[9]), axis=0)]
+        for k, (g, w) in enumerate(zip(got, want)):
+            if g.dtype.kind == "f":
+                np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6,
+                                           err_msg=f"collective {k} on {mesh.axis_sizes}")
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=f"collective {k} on "
+                                                            f"{mesh.axis_sizes}")
+
+
+def test_psum_over_both_axes_of_a_2x2_mesh(grid) -> None:
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+
+    def body(v):
+        return jlax.psum(jnp.sum(v), ("data", "model")) * jnp.ones(()), jlax.psum(v, "model")
+
+    got = outputs(aj.shard_map(body, mesh=grid, in_specs=P("data", "model"),
+                               out_specs=(P(), P("data")), check_vma=False)(x))
+    np.testing.assert_allclose(got[0], x.sum())
+    np.testing.assert_allclose(got[1], x.reshape(4, 2, 4).sum(1))
+
+
+# -- global form: shardings propagated ----------------------------------------------------------
+
+def mlp_loss(params, batch):
+    x, labels = batch
+    h = jax.nn.gelu(x @ params["w1"] + params["b1"])
+    logits = h @ params["w2"] + params["b2"]
+    logp = jax.nn.log_softmax(logits)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+
+def test_data_parallel_gradient_equals_jax(one, two, grid) -> None:
+    rng = np.random.default_rng([SEED, 13])
+    params = {"w1": rng.standard_normal((6, 16)).astype(np.float32) * 0.3,
+              "b1": np.zeros(16, np.float32),
+              "w2": rng.standard_normal((16, 4)).astype(np.float32) * 0.3,
+              "b2": rng.standard_normal(4).astype(np.float32) * 0.1}
+    batch = (rng.standard_normal((8, 6)).astype(np.float32),
+             rng.integers(0, 4, 8).astype(np.int32))
+    want = outputs(jax.jit(jax.value_and_grad(mlp_loss))(params, batch))
+    for mesh in (one, two, grid):
+        step = aj.jit(jax.value_and_grad(mlp_loss), mesh=mesh, in_specs=(P(), P("data")),
+                      out_specs=P())
+        got = outputs(step(params, batch))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6,
+                                       err_msg=f"data parallel on {mesh.axis_sizes}")
+
+
+def test_out_specs_reshard(two, grid) -> None:
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for mesh, spec in ((two, P("data")), (two, P(None, "data")), (grid, P("data", "model")),
+                       (grid, P("model", "data"))):
+        f = aj.jit(lambda v: jnp.exp(v / 10.0), mesh=mesh, in_specs=P(), out_specs=spec)
+        r = f(x)
+        assert r.sharding.spec == spec
+        check_equal(np.asarray(r), np.asarray(jax.jit(lambda v: jnp.exp(v / 10.0))(x)), 2,
+                    f"reshard to {spec}")
+        g = aj.jit(lambda v: v * 2.0, mesh=mesh, in_specs=spec, out_specs=P())
+        check_equal(np.asarray(g(r)), np.asarray(jax.jit(lambda v: jnp.exp(v / 10.0) * 2.0)(x)),
+                    2, f"from {spec} back to replicated")
+
+
+def transformer_block(params, x):
+    """Causal multi-head attention and a GELU MLP, pre-norm with residuals."""
+    b, t, d = x.shape
+    heads = 4
+
+    def norm(v, g):
+        mu = v.mean(-1, keepdims=True)
+        var = ((v - mu) ** 2).mean(-1, keepdims=True)
+        return (v - mu) * jax.lax.rsqrt(var + 1e-5) * g
+
+    h = norm(x, params["g1"])
+    q, k, v = (jnp.einsum("btd,de->bte", h, params[n]).reshape(b, t, heads, d // heads)
+               for n in ("wq", "wk", "wv"))
+    att = jnp.einsum("bthe,bshe->bhts", q, k) / float(np.sqrt(d // heads))
+    mask = jnp.tril(jnp.ones((t, t), bool))
+    att = jnp.where(mask, att, -1e9)
+    att = jax.nn.softmax(att, axis=-1)
+    o = jnp.einsum("bhts,bshe->bthe", att, v).reshape(b, t, d) @ params["wo"]
+    x = x + o
+    h = norm(x, params["g2"])
+    return x + jax.nn.gelu(h @ params["w1"]) @ params["w2"]
+
+
+def test_transformer_block_gradient_equals_jax(one, two, grid) -> None:
+    rng = np.random.default_rng([SEED, 14])
+    d = 16
+    params = {n: rng.standard_normal(s).astype(np.float32) * 0.2 for n, s in
+              [("wq", (d, d)), ("wk", (d, d)), ("wv", (d, d)), ("wo", (d, d)),
+               ("w1", (d, 4 * d)), ("w2", (4 * d, d))]}
+    params["g1"] = np.ones(d, np.float32)
+    params["g2"] = np.ones(d, np.float32)
+    x = rng.standard_normal((4, 8, d)).astype(np.float32)
+
+    def loss(p, v):
+        return jnp.mean(transformer_block(p, v) ** 2)
+
+    want = outputs(jax.jit(jax.value_and_grad(loss))(params, x))
+    for mesh in (one, two, grid):
+        got = outputs(aj.jit(jax.value_and_grad(loss), mesh=mesh, in_specs=(P(), P("data")),
+                             out_specs=P())(params, x))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5,
+                                       err_msg=f"transformer grad on {mesh.axis_sizes}")
+
+
+# -- Arrays ---------------------------------------------------------------------------------------
+
+def test_arrays_stay_in_the_stores_between_calls(two) -> None:
+    rng = np.random.default_rng([SEED, 15])
+    w = rng.standard_normal((6, 3)).astype(np.float32)
+    xs = rng.standard_normal((8, 6)).astype(np.float32)
+
+    def sgd(w, x):
+        g = jax.grad(lambda w: jnp.mean((x @ w) ** 2))(w)
+        return w - 0.1 * g
+
+    step = aj.jit(sgd, mesh=two, in_specs=(P(), P("data")), out_specs=P())
+    before = aj.fetches["arrays"]
+    params = w
+    want = w
+    for _ in range(5):
+        params = step(params, xs)
+        want = jax.jit(sgd)(want, xs)
+    assert isinstance(params, aj.Array)
+    assert aj.fetches["arrays"] == before, "the parameters were read back between steps"
+    assert params.shape == (6, 3) and params.dtype == np.float32
+    assert params.sharding.spec == P() and params.sharding.mesh is two
+    assert params.block_until_ready() is params
+    np.testing.assert_allclose(np.asarray(params), np.asarray(want), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jax.device_get(np.asarray(params)), np.asarray(want), rtol=1e-5,
+                               atol=1e-6)
+    assert aj.fetches["arrays"] == before + 1
+    params.delete()
+    assert params.is_deleted()
+    with pytest.raises(RuntimeError, match="deleted"):
+        step(params, xs)
+
+
+def test_per_shard_results_feed_per_shard_and_global_calls(two) -> None:
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    double = aj.shard_map(lambda v: v * 2.0, mesh=two, in_specs=P("data"), out_specs=P("data"))
+    y = double(x)
+    z = double(y)  # stacked blocks straight from the stores
+    np.testing.assert_array_equal(np.asarray(z), x * 4)
+    total = aj.jit(lambda v: jnp.sum(v, axis=0), mesh=two, in_specs=P("data"), out_specs=P())
+    np.testing.assert_array_equal(np.asarray(total(y)), (x * 2).sum(0))
+
+
+def test_pytrees_and_static_arguments(one) -> None:
+    def f(tree, n):
+        return {"sum": tree["a"] * n + tree["b"][0], "list": [tree["b"][1] - n]}
+
+    tree = {"a": np.ones(3, np.float32), "b": (np.full(3, 2, np.float32), np.zeros(2, np.int32))}
+    g = aj.jit(f, mesh=one, static_argnums=1)
+    out = g(tree, 3)
+    assert set(out) == {"sum", "list"} and isinstance(out["list"], list)
+    np.testing.assert_array_equal(np.asarray(out["sum"]), np.full(3, 5, np.float32))
+    np.testing.assert_array_equal(np.asarray(out["list"][0]), np.full(2, -3, np.int32))
+    assert len(g._cache) == 1
+    g(tree, 3)
+    assert len(g._cache) == 1
+    g(tree, 4)
+    assert len(g._cache) == 2
+
+
+# -- refusals -------------------------------------------------------------------------------------
+
+def refused(fn: Callable[..., Any], args: Sequence[Any], mesh: aj.Mesh, *says: str,
+            **options: Any) -> str:
+    with pytest.raises(aj.LoweringError) as e:
+        aj.jit(fn, mesh=mesh, **options)(*args)
+    text = str(e.value)
+    for s in says:
+        assert s in text, f"{text!r} does not say {s!r}"
+    assert isinstance(e.value, atoll.InvalidArgument)
+    return text
+
+
+def test_refusals_name_the_primitive_and_the_line(one, two) -> None:
+    x = np.ones((4, 4), np.float32)
+    here = os.path.basename(__file__)
+    text = refused(lambda v: jlax.conv_general_dilated(v[None, None], v[None, None], (1, 1),
+                                                       "SAME"),
+                   [x], one, "conv_general_dilated", here)
+    assert "compiled-functions issue" in text
+    refused(lambda v: jlax.reduce_window(v, 0.0, jlax.add, (2, 2), (1, 1), "VALID"), [x], one,
+            "reduce_window", here)
+    refused(lambda v: jlax.while_loop(lambda c: c[0].sum() < 10, lambda c: (c[0] * 2,), (v,))[0],
+            [x], one, "'while'", "trip count", here)
+
+    def printing(v):
+        jax.debug.print("v {}", v)
+        return v * 2
+
+    refused(printing, [x], one, "host callback", here)
+    refused(lambda v: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(v.shape, v.dtype), v), [x],
+            one, "host callback", here)
+    refused(lambda v: v.astype(jnp.int16) + 1, [x], one, "int16", here)
+    # Global form: what atoll cannot partition names the primitive, the axis and the line,
+    # and suggests the per-shard form.
+    refused(lambda v: jnp.flip(v, 0), [x], two, "'rev'", "'data'", here, "per shard",
+            in_specs=P("data"), out_specs=P("data"))
+    refused(lambda v: jnp.cumsum(v, 0), [x], two, "'cumsum'", "'data'", here, "per shard",
+            in_specs=P("data"), out_specs=P("data"))
+    refused(lambda v: jlax.psum(v, "data"), [x], two, "'psum'", "shard_map")
