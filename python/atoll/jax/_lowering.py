@@ -407,6 +407,9 @@ class Lowering:
                         raise self.refuse(str(e)) from None
             if any(not isinstance(s, (int, np.integer)) for s in getattr(aval, "shape", ())):
                 raise self.refuse("a shape that depends on the data")
+        if name in _KEY_LAYOUT and any(_is_key(getattr(v.aval, "dtype", None))
+                                       for v in eqn.invars):
+            return [V(o) for o in _key_layout(self, eqn, invals)]
         rule = RULES.get(name)
         if rule is None:
             reason = MISSING.get(name)
@@ -437,6 +440,35 @@ def _is_key(dtype: Any) -> bool:
         return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
     except Exception:  # noqa: BLE001
         return False
+
+
+_KEY_LAYOUT = {"slice", "squeeze", "reshape", "broadcast_in_dim", "concatenate", "transpose",
+               "expand_dims", "copy", "copy_p", "select_n"}
+
+
+def _key_layout(ctx: Lowering, eqn: Any, invals: List[V]) -> List[Value]:
+    """Layout primitives on arrays of threefry keys, whose data has a trailing [2] of u32."""
+    name = eqn.primitive.name
+    p = eqn.params
+    vals = [ctx.get(v) for v in invals]
+    x = vals[0]
+    out_shape = tuple(_out_aval(eqn).shape) + (2,)
+    if name == "slice":
+        strides = list(p["strides"] or [1] * len(p["start_indices"]))
+        return [alax.slice(x, list(p["start_indices"]) + [0], list(p["limit_indices"]) + [2],
+                           strides + [1])]
+    if name in ("squeeze", "reshape", "expand_dims"):
+        return [alax.reshape(x, out_shape)]
+    if name == "broadcast_in_dim":
+        dims = tuple(p["broadcast_dimensions"]) + (len(out_shape) - 1,)
+        return [alax.broadcast_in_dim(x, out_shape, dims)]
+    if name == "concatenate":
+        return [alax.concatenate(vals, p["dimension"])]
+    if name == "transpose":
+        return [alax.transpose(x, tuple(p["permutation"]) + (len(out_shape) - 1,))]
+    if name in ("copy", "copy_p"):
+        return [x]
+    raise ctx.refuse("a select between arrays of PRNG keys")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -735,7 +767,8 @@ def _reshape(ctx: Lowering, eqn: Any, x: V, *dyn: V) -> Value:
     if tuple(v.shape) == new:
         return v
     if not is_replicated(v):
-        return _unit_reshape(v, new) or alax.reshape(v, new)
+        r = _unit_reshape(v, new)
+        return r if r is not None else alax.reshape(v, new)
     return alax.reshape(v, new)
 
 
@@ -795,14 +828,16 @@ def _squeeze(ctx: Lowering, eqn: Any, x: V) -> Value:
     v = ctx.get(x)
     new = tuple(_out_aval(eqn).shape)
     if not is_replicated(v):
-        return _unit_reshape(v, new) or alax.reshape(v, new)
+        r = _unit_reshape(v, new)
+        return r if r is not None else alax.reshape(v, new)
     return alax.reshape(v, new)
 
 
 @rule("slice")
 def _slice(ctx: Lowering, eqn: Any, x: V) -> Value:
     p = eqn.params
-    return alax.slice(ctx.get(x), p["start_indices"], p["limit_indices"], p["strides"])
+    strides = p["strides"] if p["strides"] is not None else [1] * len(p["start_indices"])
+    return alax.slice(ctx.get(x), p["start_indices"], p["limit_indices"], strides)
 
 
 @rule("split")
@@ -817,6 +852,20 @@ def _split(ctx: Lowering, eqn: Any, x: V) -> List[Value]:
         outs.append(alax.slice(v, start, limit))
         at += size
     return outs
+
+
+@rule("stack")
+def _stack(ctx: Lowering, eqn: Any, *xs: V) -> Value:
+    axis = eqn.params.get("axis", 0)
+    shape = tuple(_out_aval(eqn).shape)
+    dims = tuple(d for d in range(len(shape)) if d != axis)
+    parts = []
+    for x in xs:
+        v = ctx.get(x)
+        one = list(shape)
+        one[axis] = 1
+        parts.append(alax.broadcast_in_dim(v, one, dims))
+    return parts[0] if len(parts) == 1 else alax.concatenate(parts, axis)
 
 
 @rule("concatenate")
@@ -977,11 +1026,13 @@ def _gather_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
     for j, size in enumerate(sizes):
         col = alax.slice(idx, [0] * nb + [j], list(batch_shape) + [j + 1])
         col = _drop_last_unit(ctx, col)
+        cshape = tuple(col.shape)
         if "clip" in mode or "promise" in mode:
             col = alax.clamp(full((), 0, itype), col, full((), size - 1, itype))
         else:
-            ok = alax.bitwise_and(alax.ge(col, _like(ctx, col, 0)),
-                                  alax.lt(col, _like(ctx, col, size)))
+            c, lo, hi = align(ctx, eqn, [V(col), V(full((), 0, itype)),
+                                         V(full((), size, itype))], cshape)
+            ok = alax.bitwise_and(alax.ge(c, lo), alax.lt(c, hi))
             in_range = ok if in_range is None else alax.bitwise_and(in_range, ok)
         cols.append(V(alax.broadcast_in_dim(col, shape, tuple(range(nb)))))
     mask = None
@@ -1019,11 +1070,100 @@ def _scatter_rule(name: str) -> Rule:
 
     def lower(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V) -> Value:
         p = eqn.params
-        if p.get("update_jaxpr") is not None and name == "scatter" and False:
-            pass
+        dn = p["dimension_numbers"]
+        cut = ctx.mode == "global" and not all(
+            is_replicated(ctx.get(v)) for v in (operand, indices, updates))
+        if tuple(dn.operand_batching_dims) or cut:
+            if name in ("scatter_add", "scatter"):
+                return _scatter_by_mask(ctx, eqn, operand, indices, updates, name)
+            raise ctx.refuse(f"{name} with batching dimensions or cut operands (atoll's "
+                             f"{name} takes neither)", suggest_per_shard=cut)
         return fn(ctx.get(operand), _indices(ctx, indices), ctx.get(updates),
-                  p["dimension_numbers"], mode=p.get("mode"))
+                  _NoBatchScatter(dn), mode=p.get("mode"))
     return lower
+
+
+@dataclass
+class _NoBatchScatter:
+    update_window_dims: Tuple[int, ...]
+    inserted_window_dims: Tuple[int, ...]
+    scatter_dims_to_operand_dims: Tuple[int, ...]
+    operand_batching_dims: Tuple[int, ...] = ()
+    scatter_indices_batching_dims: Tuple[int, ...] = ()
+
+    def __init__(self, dn: Any) -> None:
+        self.update_window_dims = tuple(dn.update_window_dims)
+        self.inserted_window_dims = tuple(dn.inserted_window_dims)
+        self.scatter_dims_to_operand_dims = tuple(dn.scatter_dims_to_operand_dims)
+
+
+def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V,
+                     name: str) -> Value:
+    """A scatter of single elements (the gradient of take_along_axis: batching dimensions,
+    or cut operands) as masks: each update lands where the iota of the indexed dimensions
+    equals its index; elementwise on the batch, so it keeps the batch's cut. Indices out of
+    range are dropped (FILL_OR_DROP) or clamped (CLIP)."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    op = ctx.get(operand)
+    idx = _indices(ctx, indices)
+    upd = ctx.get(updates)
+    ob, ib = tuple(dn.operand_batching_dims), tuple(dn.scatter_indices_batching_dims)
+    smap = tuple(dn.scatter_dims_to_operand_dims)
+    rank = len(op.shape)
+    if (tuple(dn.update_window_dims) or set(ob) | set(smap) != set(range(rank)) or
+            list(ob) != sorted(ob)):
+        raise ctx.refuse(f"{name} of windows with batching dimensions or cut operands "
+                         "(atoll's scatter takes neither)", suggest_per_shard=True)
+    batch_shape = tuple(idx.shape[:-1])
+    nb = len(batch_shape)
+    sizes = [op.shape[d] for d in smap]
+    shape = batch_shape + tuple(sizes)
+    itype = idx.dtype
+    mode = getattr(p.get("mode"), "name", str(p.get("mode"))).lower()
+    mask = None
+    for j, size in enumerate(sizes):
+        col = _drop_last_unit(ctx, alax.slice(idx, [0] * nb + [j], list(batch_shape) + [j + 1]))
+        if "clip" in mode or "promise" in mode:
+            col = alax.clamp(full((), 0, itype), col, full((), size - 1, itype))
+        colw = V(alax.broadcast_in_dim(col, shape, tuple(range(nb))))
+        iota = alax.broadcasted_iota(itype, shape, nb + j)
+        line = alax.broadcasted_iota(itype, (size,), 0)
+        a, b = align(ctx, eqn, [V(iota, bcast=(line, shape, (nb + j,))), colw], shape)
+        m = alax.eq(a, b)
+        mask = m if mask is None else alax.bitwise_and(mask, m)
+    u = V(alax.broadcast_in_dim(upd, shape, tuple(range(nb))))
+    zero = V(full((), 0, op.dtype))
+    mv, uv, zv = align(ctx, eqn, [V(mask), u, zero], shape)
+    placed = alax.select_n(mv, zv, uv)  # [batch..., indexed...]
+    # Sum over the batch dimensions that are not the operand's batching dimensions.
+    extra = [d for d in range(nb) if d not in ib]
+    if name == "scatter" and extra:
+        raise ctx.refuse("scatter (set) of several updates per element")
+    if extra:
+        if op.dtype not in ("f32", "f64", "bf16", "f16"):
+            raise ctx.refuse(f"{name} of integers with several updates per element")
+        hit = alax.reduce_or(mv, extra)
+        placed = alax.reduce_sum(placed, extra)
+    else:
+        hit = mv
+    # Now [ib dims in order..., indexed...]: the operand's dims ob..., smap...
+    order = list(ob) + list(smap)
+    inverse = [order.index(d) for d in range(rank)]
+    if inverse != list(range(rank)):
+        placed = alax.transpose(placed, inverse)
+        hit = alax.transpose(hit, inverse)
+    pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), operand], tuple(op.shape))
+    if name == "scatter_add":
+        wide = _widened(op.dtype)
+        if wide is None:
+            total = alax.add(ov, pv)
+        else:
+            total = alax.convert_element_type(
+                alax.add(alax.convert_element_type(ov, wide), alax.convert_element_type(pv, wide)),
+                op.dtype)
+        return total
+    return alax.select_n(hv, ov, pv)
 
 
 RULES["scatter"] = _scatter_rule("scatter")
@@ -1261,8 +1401,8 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
             start = [t] + [0] * (len(shape) - 1)
             limit = [t + 1] + shape[1:]
             piece = alax.slice(s, start, limit)
-            step_xs.append(V(_unit_reshape(piece, tuple(shape[1:])) if not is_replicated(piece)
-                             else alax.reshape(piece, shape[1:])))
+            unit = None if is_replicated(piece) else _unit_reshape(piece, tuple(shape[1:]))
+            step_xs.append(V(unit if unit is not None else alax.reshape(piece, shape[1:])))
         outs = ctx.lower_jaxpr(body.jaxpr, body.consts, consts + carry + step_xs)
         carry = outs[:n_carry]
         ys_steps.append([ctx.get(o) for o in outs[n_carry:]])
