@@ -635,7 +635,18 @@ def _binary(fn: Callable[[Value, Value], Value]) -> Rule:
     return lower
 
 
-for _name, _fn in [("max", alax.max), ("min", alax.min), ("rem", alax.rem), ("pow", alax.pow),
+@rule("pow")
+def _pow(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
+    """x ** y; an integer y is converted to x's dtype first, as jax lowers it."""
+    out = _out_dtype(eqn)
+    yv = ctx.get(y)
+    if yv.dtype != out:
+        y = V(alax.convert_element_type(yv, out))
+    a, b = align(ctx, eqn, [x, y], tuple(_out_aval(eqn).shape))
+    return alax.pow(a, b)
+
+
+for _name, _fn in [("max", alax.max), ("min", alax.min), ("rem", alax.rem),
                    ("atan2", alax.atan2), ("nextafter", alax.nextafter),
                    ("and", alax.bitwise_and), ("or", alax.bitwise_or),
                    ("xor", alax.bitwise_xor), ("shift_left", alax.shift_left),
@@ -968,6 +979,9 @@ def _gather(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
     if not _default_fill(p.get("fill_value"), op.dtype):
         raise ctx.refuse(f"gather with fill_value {p.get('fill_value')!r} (atoll fills with "
                          "jax's default)")
+    idx = ctx.get(indices)
+    if len(idx.shape) == 1 and not tuple(dn.operand_batching_dims) and is_replicated(idx):
+        return _gather_one_window(ctx, eqn, op, _indices(ctx, indices))
     if tuple(dn.operand_batching_dims) or (ctx.mode == "global" and not is_replicated(op)):
         return _gather_by_mask(ctx, eqn, operand, indices)
     return alax.gather(op, _indices(ctx, indices), _NoBatch(dn), p["slice_sizes"],
@@ -987,6 +1001,38 @@ class _NoBatch:
         self.offset_dims = tuple(dn.offset_dims)
         self.collapsed_slice_dims = tuple(dn.collapsed_slice_dims)
         self.start_index_map = tuple(dn.start_index_map)
+
+
+def _gather_one_window(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
+    """A gather at one start (indices [k]: x[i], take(0)) as a dynamic_slice, which takes a
+    cut dimension whole; FILL_OR_DROP gives the fill value where the window does not fit."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    sizes = list(p["slice_sizes"])
+    rank = len(op.shape)
+    itype = idx.dtype
+    starts = [full((), 0, itype) for _ in range(rank)]
+    ok = None
+    mode = getattr(p.get("mode"), "name", str(p.get("mode"))).lower()
+    for j, d in enumerate(dn.start_index_map):
+        s = alax.reshape(alax.slice(idx, [j], [j + 1]), ())
+        starts[d] = s
+        if not ("clip" in mode or "promise" in mode):
+            fits = alax.bitwise_and(alax.ge(s, full((), 0, itype)),
+                                    alax.le(s, full((), op.shape[d] - sizes[d], itype)))
+            ok = fits if ok is None else alax.bitwise_and(ok, fits)
+    window = prim("dynamic_slice", op, *starts, params=sizes)
+    out_shape = tuple(_out_aval(eqn).shape)
+    if tuple(window.shape) != out_shape:
+        r = _unit_reshape(window, out_shape) if not is_replicated(window) else None
+        window = r if r is not None else alax.reshape(window, out_shape)
+    if ok is not None:
+        fill = alax.broadcast_in_dim(full((), _fill_of(op.dtype), op.dtype), out_shape, ())
+        if not is_replicated(window):
+            fill = ctx.relayout(V(fill, bcast=(full((), _fill_of(op.dtype), op.dtype),
+                                               out_shape, ())), window.split)
+        window = alax.select_n(ok, fill, window)
+    return window
 
 
 def _gather_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
