@@ -429,6 +429,90 @@ def test_random_bits_are_jax_random(one) -> None:
     compare(typed, [key], one, erf_inv_ulps, "typed key")
 
 
+# -- windows: convolutions and pooling (composed: atoll's IR has no such primitive yet) -----
+
+def test_convolutions_and_pooling_lower_as_jax(one, two) -> None:
+    rng = np.random.default_rng([SEED, 16])
+    a = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 2, 3)).astype(np.float32)
+    convs = [
+        lambda p, q: jlax.conv_general_dilated(p, q[:, :, :, :], (1, 1), "SAME",
+                                               feature_group_count=2),
+        lambda p, q: jlax.conv_general_dilated(p, q, (2, 1), ((1, 0), (2, 1)), lhs_dilation=(1, 2),
+                                               rhs_dilation=(2, 1), feature_group_count=2,
+                                               dimension_numbers=("NCHW", "OIHW", "NHWC")),
+        lambda p, q: jlax.conv_general_dilated(jnp.transpose(p, (0, 2, 3, 1)), q[:4], (1, 2),
+                                               "VALID", dimension_numbers=("NHWC", "OIHW", "NCHW"),
+                                               feature_group_count=2),
+    ]
+    for i, conv in enumerate(convs):
+        want = np.asarray(jax.jit(conv)(a, w))
+        for mesh, spec in ((one, P()), (two, P("data"))):
+            got = np.asarray(aj.jit(conv, mesh=mesh, in_specs=(spec, P()), out_specs=P())(a, w))
+            # sums over the window in another order than XLA's
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"conv {i} on {mesh.axis_sizes}")
+    x = draw(rng, "f32", (2, 6, 7, 3))
+    pools = {
+        "max_pool": lambda v: jlax.reduce_window(v, -jnp.inf, jlax.max, (1, 2, 3, 1), (1, 2, 2, 1),
+                                                 "SAME"),
+        "min_pool dilated": lambda v: jlax.reduce_window(v, jnp.inf, jlax.min, (1, 2, 2, 1),
+                                                         (1, 1, 2, 1), "VALID",
+                                                         window_dilation=(1, 2, 1, 1)),
+        "sum_pool": lambda v: jlax.reduce_window(jnp.nan_to_num(v), 0.0, jlax.add, (1, 2, 2, 1),
+                                                 (1, 2, 2, 1), "VALID"),
+    }
+    for name, pool in pools.items():
+        if name == "sum_pool":  # sums in another order than XLA's
+            want = np.asarray(jax.jit(pool)(x))
+            for mesh, spec in ((one, P()), (two, P("data"))):
+                got = np.asarray(aj.jit(pool, mesh=mesh, in_specs=spec, out_specs=spec)(x))
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=name)
+            continue
+        compare(pool, [x], one, 0, name)
+        compare(pool, [x], two, 0, f"{name} split", in_specs=P("data"), out_specs=P("data"))
+    xi = draw(rng, "i32", (2, 6, 6, 1))
+    lowest = np.int32(np.iinfo(np.int32).min)
+    compare(lambda v: jlax.reduce_window(v, lowest, jlax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                         "VALID"), [xi], one, 0, "max_pool i32")
+    # max pooling's gradient: select_and_scatter_add.
+    finite = rng.standard_normal((2, 6, 7, 3)).astype(np.float32)
+    grad_pool = jax.grad(lambda v: jnp.sum(jnp.sin(pools["max_pool"](v))))
+    compare(grad_pool, [finite], one, 0, "select_and_scatter_add")
+    compare(grad_pool, [finite], two, 0, "select_and_scatter_add split", in_specs=P("data"),
+            out_specs=P("data"))
+
+
+def test_cnn_with_batch_norm_gradient_equals_jax(one, two, grid) -> None:
+    nn = pytest.importorskip("flax.linen")
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for features in (4, 8):
+                x = nn.Conv(features, (3, 3), padding="SAME")(x)
+                x = nn.BatchNorm(use_running_average=False)(x)
+                x = nn.max_pool(nn.relu(x), (2, 2), (2, 2))
+            return nn.Dense(3)(x.reshape(x.shape[0], -1))
+
+    model = CNN()
+    x = np.random.default_rng([SEED, 17]).standard_normal((4, 8, 8, 2)).astype(np.float32)
+    variables = model.init(jax.random.PRNGKey(0), x)
+
+    def loss(params, v):
+        out, _ = model.apply({"params": params, "batch_stats": variables["batch_stats"]}, v,
+                             mutable=["batch_stats"])
+        return jnp.mean(out ** 2)
+
+    want = outputs(jax.jit(jax.value_and_grad(loss))(variables["params"], x))
+    for mesh in (one, two, grid):
+        got = outputs(aj.jit(jax.value_and_grad(loss), mesh=mesh, in_specs=(P(), P("data")),
+                             out_specs=P())(variables["params"], x))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6,
+                                       err_msg=f"CNN grad on {mesh.axis_sizes}")
+
+
 # -- collectives per shard ------------------------------------------------------------------------
 
 def test_collectives_per_shard(two, grid) -> None:
@@ -644,12 +728,11 @@ def refused(fn: Callable[..., Any], args: Sequence[Any], mesh: aj.Mesh, *says: s
 def test_refusals_name_the_primitive_and_the_line(one, two) -> None:
     x = np.ones((4, 4), np.float32)
     here = os.path.basename(__file__)
-    text = refused(lambda v: jlax.conv_general_dilated(v[None, None], v[None, None], (1, 1),
-                                                       "SAME"),
-                   [x], one, "conv_general_dilated", here)
+    text = refused(lambda v: jlax.reduce_window(v, np.float32(1), jlax.mul, (2, 2), (1, 1), "VALID"),
+                   [x], one, "'reduce_window'", here)
     assert "compiled-functions issue" in text
-    refused(lambda v: jlax.reduce_window(v, 0.0, jlax.add, (2, 2), (1, 1), "VALID"), [x], one,
-            "reduce_window", here)
+    refused(lambda v: jlax.cumlogsumexp(v, axis=0), [x], one, "cumlogsumexp", here)
+    refused(lambda v: jnp.linalg.cholesky(v), [x], one, "cholesky", here)
     refused(lambda v: jlax.while_loop(lambda c: c[0].sum() < 10, lambda c: (c[0] * 2,), (v,))[0],
             [x], one, "'while'", "trip count", here)
 

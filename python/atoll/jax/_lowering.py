@@ -480,12 +480,8 @@ RULES: Dict[str, Rule] = {}
 # Primitives atoll does not have yet, with the reason the refusal gives.
 _NO_IR = "atoll's IR has no {} primitive yet (the compiled-functions issue)"
 MISSING: Dict[str, str] = {
-    "conv_general_dilated": _NO_IR.format("conv_general_dilated"),
-    "reduce_window_sum": _NO_IR.format("reduce_window"),
-    "reduce_window_max": _NO_IR.format("reduce_window"),
-    "reduce_window_min": _NO_IR.format("reduce_window"),
-    "reduce_window": _NO_IR.format("reduce_window"),
-    "select_and_scatter_add": _NO_IR.format("select_and_scatter_add"),
+    "reduce_window": _NO_IR.format("reduce_window with a computation of its own") +
+                     " (reduce_window_sum/max/min lower)",
     "select_and_gather_add": _NO_IR.format("select_and_gather_add"),
     "while": "atoll's IR has no loop whose trip count depends on the data yet "
              "(the compiled-functions issue); lax.scan and fori_loop with static bounds lower",
@@ -1316,8 +1312,16 @@ def _argreduce(ctx: Lowering, eqn: Any, x: V) -> Value:
 def _dot_general(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     pref = eqn.params.get("preferred_element_type")
+    return _dot(ctx, x, y, ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))), pref,
+                atoll_dtype(_out_aval(eqn).dtype))
+
+
+def _dot(ctx: Lowering, x: V, y: V, dims: Any, pref: Any, out_dtype: str) -> Value:
+    """dot_general; in global mode the paired dimensions are brought to one cut (a replicated
+    operand cut locally to match) and a contraction over a cut dimension is completed with
+    the all-reduce along its axis."""
+    (lc, rc), (lb, rb) = dims
     a, b = ctx.get(x), ctx.get(y)
-    out_dtype = atoll_dtype(_out_aval(eqn).dtype)
     partial: List[int] = []
     if ctx.mode == "global" and not (is_replicated(a) and is_replicated(b)):
         # Contracting and batch dimensions: cut alike in both operands.
@@ -1356,6 +1360,201 @@ def _dot_general(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
     if r.dtype != out_dtype:
         r = alax.convert_element_type(r, out_dtype)
     return ctx.complete(r, partial, "sum")
+
+
+# -- windows: convolutions and pooling, composed of pads, strided slices and a dot_general ------
+# (atoll's IR has no conv_general_dilated, reduce_window or select_and_scatter_add yet)
+
+def _window_starts(window: Sequence[int], dilation: Sequence[int]) -> List[Tuple[int, ...]]:
+    import itertools  # noqa: PLC0415
+    return [tuple(k * d for k, d in zip(ks, dilation))
+            for ks in itertools.product(*[range(w) for w in window])]
+
+
+def _out_size(size: int, window: int, dilation: int, stride: int) -> int:
+    return max(0, (size - (window - 1) * dilation - 1) // stride + 1)
+
+
+def _strided(v: Value, lead: int, starts: Sequence[int], outs: Sequence[int],
+             strides: Sequence[int]) -> Value:
+    """The slice of v whose last dimensions (after ``lead`` whole ones) start at ``starts``,
+    ``outs`` elements each, ``strides`` apart."""
+    shape = list(v.shape)
+    start = [0] * lead + list(starts)
+    limit = shape[:lead] + [s + (o - 1) * st + 1 if o > 0 else s
+                            for s, o, st in zip(starts, outs, strides)]
+    return alax.slice(v, start, limit, [1] * lead + list(strides))
+
+
+def _init_of(dtype: str, how: str) -> Any:
+    if how == "sum":
+        return 0
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return -np.inf if how == "max" else np.inf
+    if dtype == "bool":
+        return 0 if how == "max" else 1
+    info = np.iinfo(NUMPY_OF[dtype])
+    return int(info.min) if how == "max" else int(info.max)
+
+
+def _add_values(a: Value, b: Value) -> Value:
+    wide = _widened(a.dtype)
+    if wide is None:
+        return alax.add(a, b)
+    r = alax.add(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
+    return _narrow(r, a.dtype) if a.dtype in ("i8", "u8", "u32") else \
+        alax.convert_element_type(r, a.dtype)
+
+
+def _full_like(ctx: Lowering, like: Value, value: Any, dtype: str) -> Value:
+    """A constant of ``like``'s shape and layout."""
+    shape = tuple(like.shape)
+    v = full(shape, value, dtype)
+    if is_replicated(like):
+        return v
+    return ctx.relayout(V(v, bcast=(full((), value, dtype), shape, ())), like.split)
+
+
+@rule("conv_general_dilated")
+def _conv(ctx: Lowering, eqn: Any, lhs: V, rhs: V) -> Value:
+    """conv_general_dilated as im2col: the lhs padded (and dilated by interior padding), one
+    strided slice per kernel position stacked into [N, C, K, out...], and one dot_general
+    with the kernel [O, C, K] (per feature group)."""
+    p = eqn.params
+    if p["batch_group_count"] != 1:
+        raise ctx.refuse("batch_group_count > 1 (atoll.jax lowers feature groups only)")
+    dn = p["dimension_numbers"]
+    x, w = ctx.get(lhs), ctx.get(rhs)
+    out_dtype = _out_dtype(eqn)
+    if x.dtype != w.dtype:
+        x = alax.convert_element_type(x, out_dtype)
+        w = alax.convert_element_type(w, out_dtype)
+    lhs_spec, rhs_spec, out_spec = dn.lhs_spec, dn.rhs_spec, dn.out_spec
+    x = alax.transpose(x, lhs_spec) if tuple(lhs_spec) != tuple(range(len(lhs_spec))) else x
+    w = alax.transpose(w, rhs_spec) if tuple(rhs_spec) != tuple(range(len(rhs_spec))) else w
+    n, c = x.shape[0], x.shape[1]
+    o, i = w.shape[0], w.shape[1]
+    kernel = list(w.shape[2:])
+    k = len(kernel)
+    zero = full((), 0, x.dtype)
+    config = [(0, 0, 0), (0, 0, 0)] + [
+        (int(lo), int(hi), int(ld) - 1)
+        for (lo, hi), ld in zip(p["padding"], p["lhs_dilation"])]
+    if any(cfg != (0, 0, 0) for cfg in config):
+        x = alax.pad(x, zero, config)
+    spatial = list(x.shape[2:])
+    strides = list(p["window_strides"])
+    rd = list(p["rhs_dilation"])
+    outs = [_out_size(s, kk, d, st) for s, kk, d, st in zip(spatial, kernel, rd, strides)]
+    starts = _window_starts(kernel, rd)
+    patches = []
+    for st in starts:
+        piece = _strided(x, 2, st, outs, strides)  # [N, C, out...]
+        patches.append(alax.broadcast_in_dim(piece, [n, c, 1] + outs,
+                                             [0, 1] + list(range(3, 3 + k))))
+    stacked = patches[0] if len(patches) == 1 else alax.concatenate(patches, 2)
+    kk = len(starts)
+    wr = alax.reshape(w, [o, i, kk])
+    groups = p["feature_group_count"]
+    results = []
+    og = o // groups
+    for g in range(groups):
+        xs = stacked if groups == 1 else alax.slice(
+            stacked, [0, g * i, 0] + [0] * k, [n, (g + 1) * i, kk] + outs)
+        ws = wr if groups == 1 else alax.slice(wr, [g * og, 0, 0], [(g + 1) * og, i, kk])
+        results.append(_dot(ctx, V(xs), V(ws), (((1, 2), (1, 2)), ((), ())),
+                            p.get("preferred_element_type"), out_dtype))  # [N, out..., Og]
+    r = results[0] if groups == 1 else alax.concatenate(results, 1 + k)
+    if r.dtype != out_dtype:
+        r = alax.convert_element_type(r, out_dtype)
+    # [N, out..., O] -> canonical [N, O, out...] -> the out_spec's order.
+    canonical = alax.transpose(r, [0, 1 + k] + list(range(1, 1 + k)))
+    perm = [0] * len(out_spec)
+    for j, d in enumerate(out_spec):
+        perm[d] = j
+    return alax.transpose(canonical, perm) if perm != list(range(len(perm))) else canonical
+
+
+def _reduce_window(how: str) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, x: V) -> Value:
+        p = eqn.params
+        v = ctx.get(x)
+        dtype = v.dtype
+        init = full((), _init_of(dtype, how), dtype)
+        config = [(int(lo), int(hi), int(bd) - 1)
+                  for (lo, hi), bd in zip(p["padding"], p["base_dilation"])]
+        if any(c != (0, 0, 0) for c in config):
+            v = alax.pad(v, init, config)
+        window, strides = list(p["window_dimensions"]), list(p["window_strides"])
+        wd = list(p["window_dilation"])
+        outs = [_out_size(s, w, d, st) for s, w, d, st in zip(v.shape, window, wd, strides)]
+        acc = None
+        for st in _window_starts(window, wd):
+            piece = _strided(v, 0, st, outs, strides)
+            if acc is None:
+                acc = piece
+            elif how == "sum":
+                acc = _add_values(acc, piece)
+            elif how == "max":
+                acc = alax.max(acc, piece)
+            else:
+                acc = alax.min(acc, piece)
+        return acc
+    return lower
+
+
+RULES["reduce_window_sum"] = _reduce_window("sum")
+RULES["reduce_window_max"] = _reduce_window("max")
+RULES["reduce_window_min"] = _reduce_window("min")
+
+
+@rule("select_and_scatter_add")
+def _select_and_scatter_add(ctx: Lowering, eqn: Any, source: V, operand: V) -> Value:
+    """Max (min) pooling's gradient: in each window, the first element that select_prim
+    (ge: the largest) prefers gets the window's source value added, as XLA's SelectAndScatter.
+    The winner's position per window is found by a pass over the window's positions; each
+    position's share is padded back into place (interior padding = the stride)."""
+    p = eqn.params
+    src, op = ctx.get(source), ctx.get(operand)
+    select = getattr(p["select_prim"], "name", str(p["select_prim"]))
+    if select not in ("ge", "le", "gt", "lt"):
+        raise ctx.refuse(f"select_and_scatter_add selecting with {select}")
+    how = "max" if select in ("ge", "gt") else "min"
+    dtype = op.dtype
+    pads = [(int(lo), int(hi)) for lo, hi in p["padding"]]
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        raise ctx.refuse("select_and_scatter_add with negative padding")
+    init = full((), _init_of(dtype, how), dtype)
+    padded = alax.pad(op, init, [(lo, hi, 0) for lo, hi in pads]) if any(
+        lo or hi for lo, hi in pads) else op
+    window, strides = list(p["window_dimensions"]), list(p["window_strides"])
+    outs = list(src.shape)
+    starts = _window_starts(window, [1] * len(window))
+    best = best_k = None
+    cmp = {"ge": alax.ge, "gt": alax.gt, "le": alax.le, "lt": alax.lt}[select]
+    for k, st in enumerate(starts):
+        piece = _strided(padded, 0, st, outs, strides)
+        here = _full_like(ctx, piece, k, "i32")
+        if best is None:
+            best, best_k = piece, here
+            continue
+        keep = cmp(best, piece)  # XLA: select(current, candidate) true keeps the current
+        best = alax.select_n(keep, piece, best)
+        best_k = alax.select_n(keep, here, best_k)
+    total = None
+    shape = list(padded.shape)
+    zero = full((), 0, src.dtype)
+    for k, st in enumerate(starts):
+        mine = alax.eq(best_k, _full_like(ctx, best_k, k, "i32"))
+        share = alax.select_n(mine, _full_like(ctx, src, 0, src.dtype), src)
+        config = [(s, size - s - ((o - 1) * stride + 1) if o > 0 else size - s, stride - 1)
+                  for s, size, o, stride in zip(st, shape, outs, strides)]
+        placed = alax.pad(share, zero, config)
+        total = placed if total is None else _add_values(total, placed)
+    if any(lo or hi for lo, hi in pads):
+        total = alax.slice(total, [lo for lo, _ in pads],
+                           [size - hi for size, (_, hi) in zip(shape, pads)])
+    return total
 
 
 # -- nested jaxprs ------------------------------------------------------------------------------
