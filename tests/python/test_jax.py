@@ -685,14 +685,23 @@ def test_arrays_stay_in_the_stores_between_calls(two) -> None:
         step(params, xs)
 
 
-def test_per_shard_results_feed_per_shard_and_global_calls(two) -> None:
-    x = np.arange(16, dtype=np.float32).reshape(8, 2)
-    double = aj.shard_map(lambda v: v * 2.0, mesh=two, in_specs=P("data"), out_specs=P("data"))
-    y = double(x)
-    z = double(y)  # stacked blocks straight from the stores
-    np.testing.assert_array_equal(np.asarray(z), x * 4)
-    total = aj.jit(lambda v: jnp.sum(v, axis=0), mesh=two, in_specs=P("data"), out_specs=P())
-    np.testing.assert_array_equal(np.asarray(total(y)), (x * 2).sum(0))
+def test_per_shard_results_feed_per_shard_and_global_calls(two, grid) -> None:
+    """An Array keeps its layout (per-shard results: the devices' blocks stacked); a call
+    that wants another converts it in the stores, with no read back."""
+    for mesh, spec in ((two, P("data")), (grid, P("data", "model")), (grid, P("model"))):
+        x = np.arange(32, dtype=np.float32).reshape(8, 4)
+        double = aj.shard_map(lambda v: v * 2.0, mesh=mesh, in_specs=spec, out_specs=spec)
+        total = aj.jit(lambda v: jnp.sum(v, axis=0), mesh=mesh, in_specs=spec, out_specs=P())
+        scale = aj.jit(lambda v: v * 3.0, mesh=mesh, in_specs=P(), out_specs=spec)
+        before = aj.fetches["arrays"]
+        y = double(x)
+        z = double(y)  # stacked blocks straight from the stores
+        s = total(y)  # stacked -> natural in the stores
+        w = double(scale(x))  # natural -> stacked in the stores
+        assert aj.fetches["arrays"] == before
+        np.testing.assert_array_equal(np.asarray(z), x * 4)
+        np.testing.assert_array_equal(np.asarray(s), (x * 2).sum(0))
+        np.testing.assert_array_equal(np.asarray(w), x * 6)
 
 
 def test_pytrees_and_static_arguments(one) -> None:

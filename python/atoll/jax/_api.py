@@ -451,9 +451,11 @@ class Jitted:
     def _argument(self, leaf: Any, layout: Layout, dtype: np.dtype,
                   shape: Tuple[int, ...]) -> Any:
         if isinstance(leaf, Array):
-            if leaf.mesh.slice.id == self.mesh.slice.id and leaf.layout == layout:
-                return leaf.future
-            value = np.asarray(leaf)  # another layout or slice: through this process
+            if leaf.mesh.slice.id == self.mesh.slice.id:
+                if leaf.layout == layout:
+                    return leaf.future
+                return _relaid(leaf, layout)  # another layout: converted in the stores
+            value = np.asarray(leaf)  # another slice: through this process
         else:
             value = np.asarray(leaf)
         if value.dtype != dtype:
@@ -463,6 +465,53 @@ class Jitted:
     def trace(self, *args: Any) -> Any:
         """The jaxpr this function lowers for these arguments."""
         return self.lower(*args).jaxpr
+
+
+_converters: Dict[Any, Tuple[Function, List[np.ndarray]]] = {}
+
+
+def _relaid(array: Array, layout: Layout) -> Future:
+    """``array``'s value stored as ``layout`` on its own slice: a small compiled function
+    (cached per shape, dtype and layouts) run on its future, so the value never leaves the
+    stores. Stacked -> natural is local (a max and a gather); natural -> stacked gathers the
+    cut dimensions (all_gather) and slices each device's block."""
+    mesh = array.mesh
+    key = (mesh.slice.id, array.shape, str(array.dtype), array.layout, layout)
+    entry = _converters.get(key)
+    if entry is None:
+        builder = _atoll.FunctionBuilder("relayout")
+        ctx = Lowering(builder, mesh.axis_sizes, mesh.axis_names)
+        token = tracing_function.set(None)
+        try:
+            shape, split = array.layout.stored(array.shape, mesh.axis_sizes)
+            dtype = atoll_dtype(array.dtype)
+            value = ctx.input(dtype, shape, split)
+            types = [TensorType(dtype_named(dtype), shape).axes(
+                *[None if a < 0 else a for a in split])]
+            if array.layout.kind == "stacked" and array.layout.cut():
+                local = ctx.local_from_stacked(value, len(array.layout.cut()))
+                whole = ctx.natural_from_local(local, array.layout.axes)
+            else:
+                whole = value
+            if layout.kind == "stacked" and layout.cut():
+                out = ctx.stacked_from_local(ctx.local_from_global(whole, layout.axes),
+                                             layout.axes)
+            else:
+                out = ctx.relayout(V(whole), layout.axes)
+            builder.output(out)
+            for h in ctx.hidden:
+                types.append(TensorType(dtype_named(atoll_dtype(h.array.dtype)),
+                                        tuple(h.array.shape)).axes(
+                    *[None if a < 0 else a for a in h.axes]))
+        finally:
+            tracing_function.reset(token)
+        compiled = mesh.client._client.register(builder, mesh.slice._slice)
+        entry = (Function(compiled, mesh.slice, tuple(types), 1, True),
+                 [h.array for h in ctx.hidden])
+        _converters[key] = entry
+    function, hidden = entry
+    run = mesh.client.run(function, array.future, *hidden)
+    return run.output(0)
 
 
 def _aval_of(leaf: Any) -> Tuple[Tuple[int, ...], np.dtype]:
