@@ -827,3 +827,43 @@ def test_example_trains_as_plain_jax_without_fetching_parameters(cluster, monkey
     on_atoll = load_example("train_atoll").main(10)
     assert aj.fetches["arrays"] - before == 10
     np.testing.assert_allclose(on_atoll, plain, rtol=1e-5)
+
+
+# -- programs across meshes and islands -------------------------------------------------------------
+
+def test_program_runs_stages_on_two_islands_as_one_submission(jclient) -> None:
+    """A two-stage pipeline: stage 1 (global form) on a mesh of island0, stage 2 (per shard)
+    on a mesh of island1, traced by atoll.jax.program into one atoll program."""
+    first = aj.Mesh(jclient, (2,), ("data",), island="island0")
+    second = aj.Mesh(jclient, (2,), ("data",), island="island1")
+    assert first.island == "island0" and second.island == "island1"
+    rng = np.random.default_rng([SEED, 19])
+    w1 = rng.standard_normal((6, 8)).astype(np.float32)
+    w2 = rng.standard_normal((8, 3)).astype(np.float32)
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+
+    stage1 = aj.jit(lambda w, v: jnp.tanh(v @ w), mesh=first, in_specs=(P(), P("data")),
+                    out_specs=P("data"))
+    stage2 = aj.shard_map(lambda w, h: jax.nn.relu(h @ w), mesh=second,
+                          in_specs=(P(), P("data")), out_specs=P("data"))
+
+    @aj.program
+    def pipeline(w1, w2, v):
+        return stage2(w2, stage1(w1, v))
+
+    out = pipeline(w1, w2, x)
+    assert isinstance(out, aj.Array) and out.mesh is second
+    assert pipeline.last.num_nodes >= 2
+    want = np.asarray(jax.jit(lambda a, b, v: jax.nn.relu(jnp.tanh(v @ a) @ b))(w1, w2, x))
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-6)
+    # Arrays of earlier calls feed a program; its results feed later calls.
+    h = stage1(w1, x)
+    again = pipeline(w1, w2, x)
+    np.testing.assert_allclose(np.asarray(stage2(w2, h)), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(again), want, rtol=1e-5, atol=1e-6)
+
+    @aj.program
+    def from_array(w2, h):
+        return stage2(w2, h)
+
+    np.testing.assert_allclose(np.asarray(from_array(w2, h)), want, rtol=1e-5, atol=1e-6)

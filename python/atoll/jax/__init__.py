@@ -23,10 +23,12 @@ primitive and the user's source line (atoll.jax.LoweringError, an atoll.InvalidA
 
 from jax.sharding import PartitionSpec
 
-from ._api import Array, Device, Jitted, Layout, Mesh, NamedSharding, fetches, jit, shard_map
+from ._api import (Array, Device, Jitted, Layout, Mesh, NamedSharding, TracedArray, fetches, jit,
+                   program, shard_map)
 from ._lowering import MISSING, RULES, LoweringError
 
 P = PartitionSpec
 
 __all__ = ["Array", "Device", "Jitted", "Layout", "LoweringError", "MISSING", "Mesh",
-           "NamedSharding", "P", "PartitionSpec", "RULES", "fetches", "jit", "shard_map"]
+           "NamedSharding", "P", "PartitionSpec", "RULES", "TracedArray", "fetches", "jit",
+           "program", "shard_map"]

@@ -4,6 +4,7 @@ the object stores."""
 from __future__ import annotations
 
 import collections
+import contextvars
 import functools
 import threading
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from jax.sharding import PartitionSpec
 
 from .. import _atoll
 from .._client import Client, Future, Slice
-from .._tracing import Function, tracing_function
+from .._tracing import Function, Program, tracing_function
 from .._types import TensorType, dtype_named
 from ._lowering import Lowering, LoweringError, V, atoll_dtype, spec_axes
 
@@ -425,6 +426,9 @@ class Jitted:
 
     # -- calls ----------------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:
+        state = _program_state.get()
+        if state is not None:
+            return state.call(self, args)
         compiled = self.lower(*args)
         _, dynamic = self._split_args(args)
         leaves = jax.tree_util.tree_leaves(dynamic)
@@ -470,52 +474,58 @@ class Jitted:
 _converters: Dict[Any, Tuple[Function, List[np.ndarray]]] = {}
 
 
-def _relaid(array: Array, layout: Layout) -> Future:
-    """``array``'s value stored as ``layout`` on its own slice: a small compiled function
-    (cached per shape, dtype and layouts) run on its future, so the value never leaves the
-    stores. Stacked -> natural is local (a max and a gather); natural -> stacked gathers the
+def _converter(mesh: Mesh, shape: Tuple[int, ...], dtype: np.dtype, src_layout: Layout,
+               layout: Layout) -> Tuple[Function, List[np.ndarray]]:
+    """A small compiled function on ``mesh`` that takes a value stored as ``src_layout`` and
+    gives it stored as ``layout`` (cached per shape, dtype and layouts), and its hidden
+    inputs. Stacked -> natural is local (a max and a gather); natural -> stacked gathers the
     cut dimensions (all_gather) and slices each device's block."""
-    mesh = array.mesh
-    key = (mesh.slice.id, array.shape, str(array.dtype), array.layout, layout)
+    key = (mesh.slice.id, tuple(shape), str(dtype), src_layout, layout)
     entry = _converters.get(key)
-    if entry is None:
-        builder = _atoll.FunctionBuilder("relayout")
-        ctx = Lowering(builder, mesh.axis_sizes, mesh.axis_names)
-        token = tracing_function.set(None)
-        try:
-            shape, split = array.layout.stored(array.shape, mesh.axis_sizes)
-            dtype = atoll_dtype(array.dtype)
-            value = ctx.input(dtype, shape, split)
-            types = [TensorType(dtype_named(dtype), shape).axes(
-                *[None if a < 0 else a for a in split])]
-            if array.layout.kind == "stacked" and array.layout.cut():
-                local = ctx.local_from_stacked(value, len(array.layout.cut()))
-                whole = ctx.natural_from_local(local, array.layout.axes)
-            else:
-                whole = value
-            if layout.kind == "stacked" and layout.cut():
-                out = ctx.stacked_from_local(ctx.local_from_global(whole, layout.axes),
-                                             layout.axes)
-            else:
-                out = ctx.relayout(V(whole), layout.axes)
-            builder.output(out)
-            for h in ctx.hidden:
-                types.append(TensorType(dtype_named(atoll_dtype(h.array.dtype)),
-                                        tuple(h.array.shape)).axes(
-                    *[None if a < 0 else a for a in h.axes]))
-        finally:
-            tracing_function.reset(token)
-        compiled = mesh.client._client.register(builder, mesh.slice._slice)
-        entry = (Function(compiled, mesh.slice, tuple(types), 1, True),
-                 [h.array for h in ctx.hidden])
-        _converters[key] = entry
-    function, hidden = entry
-    run = mesh.client.run(function, array.future, *hidden)
+    if entry is not None:
+        return entry
+    builder = _atoll.FunctionBuilder("relayout")
+    ctx = Lowering(builder, mesh.axis_sizes, mesh.axis_names)
+    token = tracing_function.set(None)
+    try:
+        stored, split = src_layout.stored(tuple(shape), mesh.axis_sizes)
+        name = atoll_dtype(dtype)
+        value = ctx.input(name, stored, split)
+        types = [TensorType(dtype_named(name), stored).axes(
+            *[None if a < 0 else a for a in split])]
+        if src_layout.kind == "stacked" and src_layout.cut():
+            local = ctx.local_from_stacked(value, len(src_layout.cut()))
+            whole = ctx.natural_from_local(local, src_layout.axes)
+        else:
+            whole = value
+        if layout.kind == "stacked" and layout.cut():
+            out = ctx.stacked_from_local(ctx.local_from_global(whole, layout.axes), layout.axes)
+        else:
+            out = ctx.relayout(V(whole), layout.axes)
+        builder.output(out)
+        for h in ctx.hidden:
+            types.append(TensorType(dtype_named(atoll_dtype(h.array.dtype)),
+                                    tuple(h.array.shape)).axes(
+                *[None if a < 0 else a for a in h.axes]))
+    finally:
+        tracing_function.reset(token)
+    compiled = mesh.client._client.register(builder, mesh.slice._slice)
+    entry = (Function(compiled, mesh.slice, tuple(types), 1, True),
+             [h.array for h in ctx.hidden])
+    _converters[key] = entry
+    return entry
+
+
+def _relaid(array: Array, layout: Layout) -> Future:
+    """``array``'s value stored as ``layout`` on its own slice, converted in the stores (it
+    never leaves them)."""
+    function, hidden = _converter(array.mesh, array.shape, array.dtype, array.layout, layout)
+    run = array.mesh.client.run(function, array.future, *hidden)
     return run.output(0)
 
 
 def _aval_of(leaf: Any) -> Tuple[Tuple[int, ...], np.dtype]:
-    if isinstance(leaf, Array):
+    if isinstance(leaf, (Array, TracedArray)):
         return leaf.shape, leaf.dtype
     if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
         return tuple(leaf.shape), np.dtype(leaf.dtype)
@@ -566,3 +576,150 @@ def shard_map(fun: Optional[Callable[..., Any]] = None, *, mesh: Mesh, in_specs:
     return jit(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs, per_shard=True,
                check_vma=check_vma, static_argnums=static_argnums,
                donate_argnums=donate_argnums)
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs: several jitted functions, on several meshes (islands), as one submission
+
+class TracedArray:
+    """An array inside an ``atoll.jax.program`` being traced: a program value (an argument or
+    a call's result) with its shape, dtype and how it is stored on which mesh."""
+
+    def __init__(self, traced: Any, shape: Tuple[int, ...], dtype: np.dtype,
+                 mesh: Optional[Mesh], spec: PartitionSpec, layout: Layout) -> None:
+        self.traced = traced
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.mesh = mesh
+        self.spec = spec
+        self.layout = layout
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"atoll.jax.TracedArray({self.dtype}{list(self.shape)}, spec={self.spec})"
+
+
+class _ProgramState:
+    def __init__(self) -> None:
+        self.builder = _atoll.ProgramBuilder()
+        self.feeds: List[Any] = []  # what each program argument is fed, in order
+        self.client: Optional[Client] = None
+        self.calls = 0
+
+    def arg(self, value: Any, dtype: np.dtype, stored: Tuple[int, ...]) -> Any:
+        self.feeds.append(value)
+        return self.builder.arg(atoll_dtype(dtype), [int(s) for s in stored])
+
+    def call(self, jitted: "Jitted", args: Sequence[Any]) -> Any:
+        mesh = jitted.mesh
+        if self.client is None:
+            self.client = mesh.client
+        elif self.client is not mesh.client:
+            raise ValueError("an atoll.jax.program calls functions of one client")
+        compiled = jitted.lower(*args)
+        _, dynamic = jitted._split_args(args)
+        leaves = jax.tree_util.tree_leaves(dynamic)
+        wire = []
+        for leaf, layout, dtype, shape in zip(leaves, compiled.in_layouts, compiled.in_dtypes,
+                                              compiled.in_shapes):
+            wire.append(self.operand(leaf, mesh, layout, dtype, shape))
+        for h in compiled.hidden:
+            wire.append(self.arg(h, h.dtype, tuple(h.shape)))
+        outs = self.builder.call(compiled.function._compiled, wire)
+        self.calls += 1
+        arrays = [TracedArray(t, tuple(a.shape), np.dtype(a.dtype), mesh, spec, layout)
+                  for t, a, spec, layout in zip(outs, compiled.out_avals, compiled.out_specs,
+                                                compiled.out_layouts)]
+        return jax.tree_util.tree_unflatten(compiled.out_tree, arrays)
+
+    def operand(self, leaf: Any, mesh: Mesh, layout: Layout, dtype: np.dtype,
+                shape: Tuple[int, ...]) -> Any:
+        if isinstance(leaf, TracedArray):
+            if leaf.mesh is None or leaf.layout == layout:
+                return leaf.traced  # a program argument, or stored as wanted
+            if leaf.mesh.slice.id != mesh.slice.id and leaf.layout.kind == "natural" and \
+                    layout.kind == "natural":
+                return leaf.traced  # the program moves it, laid out as the call says
+            source_mesh = leaf.mesh if leaf.mesh.slice.id == mesh.slice.id else mesh
+            if leaf.mesh.slice.id != mesh.slice.id:
+                # Natural on its own mesh first (the program moves a natural value to any
+                # layout of the same shape), then converted on the callee's.
+                t = leaf.traced
+                if leaf.layout.kind != "natural":
+                    fn, hidden = _converter(leaf.mesh, leaf.shape, leaf.dtype, leaf.layout,
+                                            Layout("natural", leaf.layout.axes))
+                    t = self.builder.call(fn._compiled, [t] + [
+                        self.arg(h, h.dtype, tuple(h.shape)) for h in hidden])[0]
+                src_layout = Layout("natural", tuple(-1 for _ in leaf.shape))
+            else:
+                t, src_layout = leaf.traced, leaf.layout
+            fn, hidden = _converter(source_mesh, leaf.shape, leaf.dtype, src_layout, layout)
+            return self.builder.call(fn._compiled, [t] + [
+                self.arg(h, h.dtype, tuple(h.shape)) for h in hidden])[0]
+        value = np.asarray(leaf).astype(dtype, copy=False).reshape(shape)
+        stored = layout.to_stored(value, mesh.axis_sizes)
+        return self.arg(_contiguous(stored), dtype, tuple(stored.shape))
+
+
+_program_state: "contextvars.ContextVar[Optional[_ProgramState]]" = contextvars.ContextVar(
+    "atoll_jax_program", default=None)
+
+
+class ProgramFn:
+    """See atoll.jax.program."""
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        self.fun = fun
+        self.last: Optional[Program] = None
+        functools.update_wrapper(self, fun)  # type: ignore[arg-type]
+
+    def __call__(self, *args: Any) -> Any:
+        if _program_state.get() is not None:
+            raise ValueError("an atoll.jax.program called inside another")
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        state = _ProgramState()
+        traced_leaves = []
+        for leaf in leaves:
+            if isinstance(leaf, Array):
+                stored, _ = leaf.layout.stored(leaf.shape, leaf.mesh.axis_sizes)
+                t = state.arg(leaf.future, leaf.dtype, stored)
+                traced_leaves.append(TracedArray(t, leaf.shape, leaf.dtype, leaf.mesh, leaf.spec,
+                                                 leaf.layout))
+            else:
+                shape, dtype = _aval_of(leaf)
+                value = np.asarray(leaf).astype(dtype, copy=False)
+                t = state.arg(_contiguous(value), dtype, shape)
+                traced_leaves.append(TracedArray(t, shape, dtype, None, P(),
+                                                 Layout("natural", (-1,) * len(shape))))
+        token = _program_state.set(state)
+        try:
+            result = self.fun(*jax.tree_util.tree_unflatten(treedef, traced_leaves))
+        finally:
+            _program_state.reset(token)
+        out_leaves, out_tree = jax.tree_util.tree_flatten(result)
+        for o in out_leaves:
+            if not isinstance(o, TracedArray) or o.mesh is None:
+                raise TypeError("an atoll.jax.program returns results of the atoll.jax "
+                                "functions it calls")
+        if state.client is None:
+            raise ValueError("an atoll.jax.program calls at least one atoll.jax function")
+        compiled = state.builder.build([o.traced for o in out_leaves])
+        program = Program(compiled, tuple(), True, getattr(self.fun, "__name__", "program"))
+        self.last = program
+        run = state.client.run(program, *state.feeds)
+        arrays = [Array(run.output(i), o.shape, o.dtype, o.mesh, o.spec, o.layout)
+                  for i, o in enumerate(out_leaves)]
+        return jax.tree_util.tree_unflatten(out_tree, arrays)
+
+
+def program(fun: Callable[..., Any]) -> ProgramFn:
+    """Traces a Python function that calls atoll.jax functions (jit / shard_map, on one or
+    several meshes, on one or several islands) into one atoll program, submitted as one run:
+    the calls are dispatched together, each value flowing between them through the stores
+    (a pipeline's stages run as Pathways runs them). Arguments are numpy arrays, JAX arrays or
+    atoll.jax.Arrays (pytrees); results are atoll.jax.Arrays. Traced on every call (each
+    function it calls is compiled once per signature)."""
+    return ProgramFn(fun)
