@@ -645,14 +645,13 @@ class _ProgramState:
                 return leaf.traced  # the program moves it, laid out as the call says
             source_mesh = leaf.mesh if leaf.mesh.slice.id == mesh.slice.id else mesh
             if leaf.mesh.slice.id != mesh.slice.id:
-                # Natural on its own mesh first (the program moves a natural value to any
-                # layout of the same shape), then converted on the callee's.
-                t = leaf.traced
-                if leaf.layout.kind != "natural":
-                    fn, hidden = _converter(leaf.mesh, leaf.shape, leaf.dtype, leaf.layout,
-                                            Layout("natural", leaf.layout.axes))
-                    t = self.builder.call(fn._compiled, [t] + [
-                        self.arg(h, h.dtype, tuple(h.shape)) for h in hidden])[0]
+                # Natural on its own mesh first (the program moves a call's natural result to
+                # any layout of the same shape; a future argument it cannot move), then
+                # converted on the callee's.
+                fn, hidden = _converter(leaf.mesh, leaf.shape, leaf.dtype, leaf.layout,
+                                        Layout("natural", leaf.layout.axes))
+                t = self.builder.call(fn._compiled, [leaf.traced] + [
+                    self.arg(h, h.dtype, tuple(h.shape)) for h in hidden])[0]
                 src_layout = Layout("natural", tuple(-1 for _ in leaf.shape))
             else:
                 t, src_layout = leaf.traced, leaf.layout
