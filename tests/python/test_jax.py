@@ -189,6 +189,9 @@ LAYOUT = {
     "gather": lambda v: v[jnp.array([1, 0, 1]), :, jnp.array([0, 1, 0])],
     "scatter": lambda v: v.at[jnp.array([0, 1])].set(v[1]),
     "copy": lambda v: jnp.array(v, copy=True),
+    "tile": lambda v: jnp.tile(v, (1, 2, 3)),
+    "unstack": lambda v: jnp.unstack(v, axis=1),
+    "full_like": lambda v: jnp.zeros_like(v),
 }
 
 
@@ -354,7 +357,7 @@ def test_sort_top_k_argsort_gather_scatter(one) -> None:
     compare(lambda t, i: jnp.take(t, i, axis=0, mode="fill"), [table, ids], one, 0, "take fill")
     upd = draw(rng, "i32", (7, 4))
     itable = draw(rng, "i32", (5, 4))
-    for op in ("add", "mul", "min", "max", "set"):
+    for op in ("add", "mul", "min", "max", "set", "subtract"):
         compare(lambda t, i, u: getattr(t.at[i], op)(u, mode="drop"), [itable, ids, upd], one,
                 0, f"scatter {op}")
 
@@ -447,6 +450,8 @@ def test_random_bits_are_jax_random(one) -> None:
     compare(lambda k: jax.random.normal(jax.random.fold_in(k, 3), (4,), jnp.float32), [key],
             one, erf_inv_ulps, "jax.random.normal")
     typed = lambda k: jax.random.normal(jax.random.wrap_key_data(k), (3,), jnp.float32)  # noqa
+    compare(lambda s: jax.random.key_data(jax.random.split(jax.random.PRNGKey(s))), [np.int32(42)],
+            one, 0, "PRNGKey from a traced seed")
     compare(typed, [key], one, erf_inv_ulps, "typed key")
 
 

@@ -705,7 +705,8 @@ def _round(ctx: Lowering, eqn: Any, x: V) -> Value:
     return alax.round(ctx.get(x), int(eqn.params["rounding_method"]))
 
 
-@rule("copy", "copy_p", "stop_gradient", "optimization_barrier", "pvary", "reduce_precision_id")
+@rule("copy", "copy_p", "stop_gradient", "optimization_barrier", "pvary", "device_put",
+      "layout_constraint", "name", "random_clone", "reduced_vary_cast_p", "mesh_cast")
 def _identity(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     return list(xs)
 
@@ -873,6 +874,57 @@ def _stack(ctx: Lowering, eqn: Any, *xs: V) -> Value:
         one[axis] = 1
         parts.append(alax.broadcast_in_dim(v, one, dims))
     return parts[0] if len(parts) == 1 else alax.concatenate(parts, axis)
+
+
+@rule("unstack")
+def _unstack(ctx: Lowering, eqn: Any, x: V) -> List[Value]:
+    v = ctx.get(x)
+    axis = eqn.params["axis"] % len(v.shape)
+    outs = []
+    for i in range(v.shape[axis]):
+        start = [0] * len(v.shape)
+        limit = list(v.shape)
+        start[axis], limit[axis] = i, i + 1
+        piece = alax.slice(v, start, limit)
+        new = tuple(s for d, s in enumerate(v.shape) if d != axis)
+        unit = None if is_replicated(piece) else _unit_reshape(piece, new)
+        outs.append(unit if unit is not None else alax.reshape(piece, new))
+    return outs
+
+
+@rule("tile")
+def _tile(ctx: Lowering, eqn: Any, x: V) -> Value:
+    """jnp.tile: a broadcast to [r_0, s_0, r_1, s_1, ...] and a reshape."""
+    v = ctx.get(x)
+    reps = list(eqn.params["reps"])
+    shape = list(v.shape)
+    wide, dims = [], []
+    for d, (r, s) in enumerate(zip(reps, shape)):
+        wide += [r, s]
+        dims.append(2 * d + 1)
+    b = alax.broadcast_in_dim(v, wide, dims)
+    return alax.reshape(b, [r * s for r, s in zip(reps, shape)])
+
+
+@rule("zeros_like")
+def _zeros_like(ctx: Lowering, eqn: Any, x: V) -> Value:
+    v = ctx.get(x)
+    return _full_like(ctx, v, 0, v.dtype)
+
+
+@rule("sharding_constraint", "reshard")
+def _sharding_constraint(ctx: Lowering, eqn: Any, x: V) -> Value:
+    """with_sharding_constraint / reshard: in global form the value is laid out as the
+    sharding's spec says (names of this mesh's axes); per shard nothing moves."""
+    v = ctx.get(x)
+    sharding = eqn.params.get("sharding", eqn.params.get("dst_sharding"))
+    spec = getattr(sharding, "spec", None)
+    if ctx.mode != "global" or spec is None:
+        return v
+    target = spec_axes(ctx, spec, len(v.shape))
+    if tuple(v.split) == target:
+        return v
+    return ctx.relayout(x, target)
 
 
 @rule("concatenate")
@@ -1216,6 +1268,13 @@ RULES["scatter_mul"] = RULES["scatter-mul"]
 RULES["scatter-min"] = _scatter_rule("scatter_min")
 RULES["scatter_min"] = RULES["scatter-min"]
 RULES["scatter-max"] = _scatter_rule("scatter_max")
+
+
+@rule("scatter-sub", "scatter_sub")
+def _scatter_sub(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V) -> Value:
+    """operand.at[i].subtract(u): a scatter-add of -u."""
+    neg = RULES["neg"](ctx, eqn, updates)
+    return RULES["scatter-add"](ctx, eqn, operand, indices, neg if isinstance(neg, V) else V(neg))
 RULES["scatter_max"] = RULES["scatter-max"]
 
 
@@ -1298,7 +1357,6 @@ RULES["reduce_min"] = _reduce_axes("min")
 RULES["reduce_prod"] = _reduce_axes(None)
 RULES["reduce_and"] = _reduce_axes("and")
 RULES["reduce_or"] = _reduce_axes("or")
-RULES["reduce_xor"] = _reduce_axes(None)
 
 
 @rule("argmax", "argmin")
@@ -1572,7 +1630,8 @@ def _inline(param_names: Sequence[str]) -> Rule:
         else:
             jaxpr, consts = sub, ()
         args = list(xs)
-        if eqn.primitive.name in ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr"):
+        if eqn.primitive.name in ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
+                                  "custom_jvp_call_jaxpr"):
             args = args[len(args) - len(jaxpr.invars):]
         return ctx.lower_jaxpr(jaxpr, consts, args)
     return lower
@@ -1588,6 +1647,7 @@ RULES["checkpoint"] = RULES["remat"]
 RULES["custom_jvp_call"] = _inline(["call_jaxpr"])
 RULES["custom_vjp_call"] = _inline(["call_jaxpr", "fun_jaxpr"])
 RULES["custom_vjp_call_jaxpr"] = _inline(["fun_jaxpr", "call_jaxpr"])
+RULES["custom_jvp_call_jaxpr"] = _inline(["fun_jaxpr", "call_jaxpr"])
 
 
 @rule("cond")
@@ -1679,6 +1739,19 @@ def _random_wrap(ctx: Lowering, eqn: Any, x: V) -> V:
 @rule("random_unwrap")
 def _random_unwrap(ctx: Lowering, eqn: Any, x: V) -> V:
     return x
+
+
+@rule("random_seed")
+def _random_seed(ctx: Lowering, eqn: Any, seed: V) -> List[V]:
+    """jax.random.PRNGKey / key: threefry's seeding, traced from jax's implementation."""
+    from jax._src.random import threefry2x32 as fry  # noqa: PLC0415
+    impl = eqn.params.get("impl")
+    if "fry" not in str(impl):
+        raise ctx.refuse(f"the PRNG implementation {impl} (atoll lowers threefry2x32 keys)")
+    aval = eqn.invars[0].aval
+    closed = jax.make_jaxpr(fry.threefry_prng_impl.seed)(
+        jax.ShapeDtypeStruct(tuple(aval.shape), aval.dtype))
+    return ctx.lower_jaxpr(closed.jaxpr, closed.consts, [seed])
 
 
 @rule("random_bits", "random_split", "random_fold_in")
