@@ -245,7 +245,8 @@ def test_clamp_and_integer_pow_and_friends(one) -> None:
 # -- reductions and contractions -------------------------------------------------------------------
 
 REDUCTIONS = {
-    "reduce_sum": (lambda v, ax: jnp.sum(v, axis=ax, dtype=v.dtype), ["f32", "f64", "i32", "i64", "u8"]),
+    "reduce_sum": (lambda v, ax: jnp.sum(v, axis=ax, dtype=v.dtype),
+                   ["f32", "f64", "i32", "i64", "u8"]),
     "reduce_max": (lambda v, ax: jnp.max(v, axis=ax), NUMERIC),
     "reduce_min": (lambda v, ax: jnp.min(v, axis=ax), NUMERIC),
     "reduce_prod": (lambda v, ax: jnp.prod(v, axis=ax, dtype=v.dtype), ["i32", "i64", "u32"]),
@@ -784,8 +785,8 @@ def refused(fn: Callable[..., Any], args: Sequence[Any], mesh: aj.Mesh, *says: s
 def test_refusals_name_the_primitive_and_the_line(one, two) -> None:
     x = np.ones((4, 4), np.float32)
     here = os.path.basename(__file__)
-    text = refused(lambda v: jlax.reduce_window(v, np.float32(1), jlax.mul, (2, 2), (1, 1), "VALID"),
-                   [x], one, "'reduce_window'", here)
+    text = refused(lambda v: jlax.reduce_window(v, np.float32(1), jlax.mul, (2, 2), (1, 1),
+                                                "VALID"), [x], one, "'reduce_window'", here)
     assert "compiled-functions issue" in text
     refused(lambda v: jlax.cumlogsumexp(v, axis=0), [x], one, "cumlogsumexp", here)
     refused(lambda v: jnp.linalg.cholesky(v), [x], one, "cholesky", here)
@@ -808,7 +809,7 @@ def test_refusals_name_the_primitive_and_the_line(one, two) -> None:
             in_specs=P("data"), out_specs=P("data"))
 
 
-# -- the example ------------------------------------------------------------------------------------
+# -- the example -----------------------------------------------------------------------------------
 
 def load_example(name: str) -> Any:
     import importlib.util  # noqa: PLC0415
@@ -834,7 +835,7 @@ def test_example_trains_as_plain_jax_without_fetching_parameters(cluster, monkey
     np.testing.assert_allclose(on_atoll, plain, rtol=1e-5)
 
 
-# -- programs across meshes and islands -------------------------------------------------------------
+# -- programs across meshes and islands ------------------------------------------------------------
 
 def test_program_runs_stages_on_two_islands_as_one_submission(jclient) -> None:
     """A two-stage pipeline: stage 1 (global form) on a mesh of island0, stage 2 (per shard)

@@ -17,7 +17,7 @@ Two modes, chosen per (nested) jaxpr:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -105,6 +105,16 @@ class V:
     bcast: Optional[Tuple[Value, Tuple[int, ...], Tuple[int, ...]]] = None
     local: Optional[Value] = None
     spec: Optional[Tuple[int, ...]] = None
+
+
+@dataclass
+class _GatherDims:
+    """jax.lax.GatherDimensionNumbers' fields, without batching dimensions."""
+    offset_dims: Tuple[int, ...]
+    collapsed_slice_dims: Tuple[int, ...]
+    start_index_map: Tuple[int, ...]
+    operand_batching_dims: Tuple[int, ...] = ()
+    start_indices_batching_dims: Tuple[int, ...] = ()
 
 
 class Lowering:
@@ -220,7 +230,6 @@ class Lowering:
         result's dimension cut_dims[j] has size sizes[j] and is cut along axes[j]; each
         device reads its indices (index_kinds[j]: "arange" -> i, "zeros" -> 0, ("mod", L)
         -> i % L), so that it gathers its own block from its own operand: no communication."""
-        k = len(cut_dims)
         grids = np.meshgrid(*[np.arange(s, dtype=np.int32) for s in sizes], indexing="ij")
         cols = []
         for g, kind in zip(grids, index_kinds):
@@ -236,18 +245,8 @@ class Lowering:
         shape = tuple(operand.shape)
         rank = len(shape)
         offset = [d for d in range(rank) if d not in cut_dims]
-
-        @dataclass
-        class Dims:
-            offset_dims: Tuple[int, ...]
-            collapsed_slice_dims: Tuple[int, ...]
-            start_index_map: Tuple[int, ...]
-            operand_batching_dims: Tuple[int, ...] = ()
-            start_indices_batching_dims: Tuple[int, ...] = ()
-
-        dims = Dims(tuple(offset), tuple(cut_dims), tuple(cut_dims))
+        dims = _GatherDims(tuple(offset), tuple(cut_dims), tuple(cut_dims))
         slice_sizes = [1 if d in cut_dims else shape[d] for d in range(rank)]
-        del k
         return alax.gather(operand, indices, dims, slice_sizes, mode="clip")
 
     def natural_from_local(self, local: Value, spec: Sequence[int]) -> Value:
@@ -259,12 +258,7 @@ class Lowering:
         sizes = [shape[d] * self.mesh_shape[spec[d]] for d in cut]
         kinds = [("mod", shape[d]) for d in cut]
         # The operand is the local block; the index i % L picks row i of the global block.
-        return self._gather_cut_global(local, cut, sizes, kinds, [spec[d] for d in cut])
-
-    def _gather_cut_global(self, operand: Value, cut_dims: Sequence[int],
-                           sizes: Sequence[int], kinds: Sequence[Any],
-                           axes: Sequence[int]) -> Value:
-        return self._gather_cut(operand, cut_dims, sizes, kinds, axes)
+        return self._gather_cut(local, cut, sizes, kinds, [spec[d] for d in cut])
 
     def stacked_from_local(self, local: Value, spec: Sequence[int]) -> Value:
         """[mesh sizes of the cut dimensions..., *local shape], the leading ones cut along
@@ -526,7 +520,6 @@ def align(ctx: Lowering, eqn: Any, vals: Sequence[V], shape: Tuple[int, ...]) ->
             value = ctx.get(v)
             if len(value.shape) != rank:
                 continue
-            value_shape = tuple(value.shape)
             for d, a in enumerate(value.split):
                 if a < 0:
                     continue
@@ -577,10 +570,6 @@ def _arith(fn: Callable[[Value, Value], Value]) -> Rule:
                              full(r.shape, 0x80, "i64"))
         return alax.convert_element_type(r, dtype)
     return lower
-
-
-def _int_div(a: Value, b: Value) -> Value:
-    return alax.div(a, b)
 
 
 RULES["add"] = _arith(alax.add)
@@ -1325,9 +1314,8 @@ def _reduce_sum(ctx: Lowering, eqn: Any, x: V) -> Value:
         ones_v = V(ones, bcast=(full((), 1, wide), tuple(ones_shape), ()))
         if ctx.mode == "global" and partial:
             ones = ctx.relayout(ones_v, [v.split[d] for d in axes])
+        # The kept dimensions stay in order: dot_general gives lhs's free dims in order.
         r = alax.dot_general(w, ones, ((tuple(axes), tuple(range(len(axes)))), ((), ())))
-        if keep != sorted(keep):
-            pass
         r = r if wide == v.dtype else _narrow(r, v.dtype)
     return ctx.complete(r, partial, "sum")
 
@@ -1660,11 +1648,7 @@ def _cond(ctx: Lowering, eqn: Any, index: V, *xs: V) -> List[Value]:
     if ctx.mode == "global" and not is_replicated(i):
         raise ctx.refuse("a branch index cut along a mesh axis", suggest_per_shard=True)
     n = len(branches)
-    if i.dtype == "bool":
-        pass
-    elif n == 2 and i.dtype != "i32":
-        i = alax.convert_element_type(i, "i32")
-    elif i.dtype != "i32":
+    if i.dtype not in ("bool", "i32"):
         i = alax.convert_element_type(i, "i32")
     if n == 2 and i.dtype == "i32":
         i = alax.ne(i, full((), 0, "i32"))
@@ -1807,7 +1791,7 @@ def _threefry2x32(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     return ctx.lower_jaxpr(closed.jaxpr, closed.consts, list(xs))
 
 
-# -- collectives (local mode: the body of a shard_map) ----------------------------------------------
+# -- collectives (local mode: the body of a shard_map) ---------------------------------------------
 
 def _need_local(ctx: Lowering) -> None:
     if ctx.mode != "local":
@@ -1945,9 +1929,6 @@ def _all_to_all(ctx: Lowering, eqn: Any, x: V) -> Value:
     # local[j] is member j's chunk for this device: joined along the concat dimension.
     block = list(shape)
     block[s] = shape[s] // n  # one chunk, in the original dimension order
-    chunk = alax.reshape(local, [n] + block[:s] + block[s + 1:][:0] + [block[s]] +
-                         block[s + 1:]) if False else None
-    del chunk
     # local is [n, chunk_s, *rest]; put the chunk dimension back at s: [n, *block]
     per_member = _move(local, 1, s + 1)  # [n, *block]
     joined = _move(per_member, 0, c)  # [..., n, block[c], ...]
@@ -1956,7 +1937,7 @@ def _all_to_all(ctx: Lowering, eqn: Any, x: V) -> Value:
     return alax.reshape(joined, out)
 
 
-# -- shard_map --------------------------------------------------------------------------------------
+# -- shard_map -------------------------------------------------------------------------------------
 
 def spec_axes(ctx: Lowering, spec: Any, rank: int) -> Tuple[int, ...]:
     """A PartitionSpec as a mesh axis (or -1) per dimension."""
