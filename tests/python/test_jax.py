@@ -873,3 +873,19 @@ def test_program_runs_stages_on_two_islands_as_one_submission(jclient) -> None:
         return stage2(w2, h)
 
     np.testing.assert_allclose(np.asarray(from_array(w2, h)), want, rtol=1e-5, atol=1e-6)
+
+
+def test_donated_arrays_are_deleted_and_run_failures_raise_atolls_errors(two) -> None:
+    x = np.arange(8, dtype=np.float32)
+    inc = aj.jit(lambda v: v + 1.0, mesh=two, in_specs=P("data"), out_specs=P("data"),
+                 donate_argnums=0)
+    a = inc(x)
+    b = inc(a)
+    assert a.is_deleted() and not b.is_deleted()
+    np.testing.assert_array_equal(np.asarray(b), x + 2)
+    # Per shard, a result declared replicated (P()) that differs between devices: the run
+    # fails and reading it raises the atoll error class with the service's message.
+    differs = aj.shard_map(lambda v: v * 2.0, mesh=two, in_specs=P("data"), out_specs=P(),
+                           check_vma=False)
+    with pytest.raises(atoll.Error, match="differs between devices"):
+        np.asarray(differs(x))
