@@ -1878,6 +1878,9 @@ def _all_gather(ctx: Lowering, eqn: Any, x: V) -> Value:
     return moved
 
 
+RULES["all_gather_invariant"] = _all_gather
+
+
 @rule("reduce_scatter")
 def _reduce_scatter(ctx: Lowering, eqn: Any, x: V) -> Value:
     _need_local(ctx)
