@@ -453,6 +453,17 @@ def test_random_bits_are_jax_random(one) -> None:
     typed = lambda k: jax.random.normal(jax.random.wrap_key_data(k), (3,), jnp.float32)  # noqa
     compare(lambda s: jax.random.key_data(jax.random.split(jax.random.PRNGKey(s))), [np.int32(42)],
             one, 0, "PRNGKey from a traced seed")
+    # Typed keys as arguments (their key data travels); a key result comes back as its data.
+    typed_key = jax.random.key(7)
+
+    def typed_draws(k):
+        k1, k2 = jax.random.split(k)
+        return jax.random.uniform(k1, (4,), jnp.float32), k2
+
+    want = jax.jit(typed_draws)(typed_key)
+    got = aj.jit(typed_draws, mesh=one)(typed_key)
+    check_equal(np.asarray(got[0]), np.asarray(want[0]), 0, "typed key argument")
+    check_equal(np.asarray(got[1]), np.asarray(jax.random.key_data(want[1])), 0, "key result")
     compare(typed, [key], one, erf_inv_ulps, "typed key")
 
 

@@ -380,12 +380,16 @@ class Jitted:
             args: List[V] = []
             in_layouts: List[Layout] = []
             in_types: List[TensorType] = []
+            in_stored: List[Tuple[Tuple[int, ...], np.dtype]] = []
             for aval, spec in zip(avals, in_specs):
                 axes = spec_axes(ctx, spec, len(aval.shape))
                 _check_divides(mesh, aval.shape, axes, "argument")
+                data_shape, data_dtype = _data_aval(aval)  # a PRNG key array: its u32 data
+                axes = axes + (-1,) * (len(data_shape) - len(aval.shape))
+                in_stored.append((data_shape, data_dtype))
                 layout = Layout("stacked" if self.per_shard else "natural", axes)
-                shape, split = layout.stored(tuple(aval.shape), mesh.axis_sizes)
-                dtype = atoll_dtype(aval.dtype)
+                shape, split = layout.stored(data_shape, mesh.axis_sizes)
+                dtype = atoll_dtype(data_dtype)
                 value = ctx.input(dtype, shape, split)
                 in_layouts.append(layout)
                 in_types.append(TensorType(dtype_named(dtype), shape).axes(
@@ -402,6 +406,7 @@ class Jitted:
             for o, aval, spec in zip(outs, out_leaves, out_specs):
                 axes = spec_axes(ctx, spec, len(aval.shape))
                 _check_divides(mesh, aval.shape, axes, "result")
+                axes = axes + (-1,) * (len(_data_aval(aval)[0]) - len(aval.shape))
                 if o.local is not None and o.value is None and tuple(o.spec or ()) == axes:
                     builder.output(ctx.stacked_from_local(o.local, axes))
                     out_layouts.append(Layout("stacked", axes))
@@ -420,8 +425,9 @@ class Jitted:
             tracing_function.reset(token)
         compiled_fn = mesh.client._client.register(builder, mesh.slice._slice)
         function = Function(compiled_fn, mesh.slice, tuple(in_types), len(outs), True)
-        return _Compiled(function, in_layouts, [np.dtype(a.dtype) for a in avals],
-                         [tuple(a.shape) for a in avals], hidden, out_tree, out_leaves,
+        return _Compiled(function, in_layouts, [d for _, d in in_stored],
+                         [s for s, _ in in_stored], hidden, out_tree,
+                         [jax.ShapeDtypeStruct(*_data_aval(a)) for a in out_leaves],
                          out_layouts, out_specs, len(outs), closed)
 
     # -- calls ----------------------------------------------------------------------------------
@@ -460,6 +466,8 @@ class Jitted:
                     return leaf.future
                 return _relaid(leaf, layout)  # another layout: converted in the stores
             value = np.asarray(leaf)  # another slice: through this process
+        elif _is_key_array(leaf):
+            value = np.asarray(jax.random.key_data(leaf))
         else:
             value = np.asarray(leaf)
         if value.dtype != dtype:
@@ -524,9 +532,31 @@ def _relaid(array: Array, layout: Layout) -> Future:
     return run.output(0)
 
 
-def _aval_of(leaf: Any) -> Tuple[Tuple[int, ...], np.dtype]:
+def _is_key_array(leaf: Any) -> bool:
+    try:
+        return jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key)
+    except TypeError:
+        return False
+
+
+def _data_aval(aval: Any) -> Tuple[Tuple[int, ...], np.dtype]:
+    """The shape and dtype stored for a value of ``aval``: itself, or for an array of typed
+    PRNG keys, their key data (uint32 [..., 2] for threefry)."""
+    try:
+        is_key = jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key)
+    except TypeError:
+        is_key = False
+    if not is_key:
+        return tuple(aval.shape), np.dtype(aval.dtype)
+    data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+    return tuple(data.shape), np.dtype(data.dtype)
+
+
+def _aval_of(leaf: Any) -> Tuple[Tuple[int, ...], Any]:
     if isinstance(leaf, (Array, TracedArray)):
         return leaf.shape, leaf.dtype
+    if _is_key_array(leaf):
+        return tuple(leaf.shape), leaf.dtype
     if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
         return tuple(leaf.shape), np.dtype(leaf.dtype)
     a = np.asarray(leaf)
@@ -658,7 +688,8 @@ class _ProgramState:
             fn, hidden = _converter(source_mesh, leaf.shape, leaf.dtype, src_layout, layout)
             return self.builder.call(fn._compiled, [t] + [
                 self.arg(h, h.dtype, tuple(h.shape)) for h in hidden])[0]
-        value = np.asarray(leaf).astype(dtype, copy=False).reshape(shape)
+        value = np.asarray(jax.random.key_data(leaf) if _is_key_array(leaf) else leaf)
+        value = value.astype(dtype, copy=False).reshape(shape)
         stored = layout.to_stored(value, mesh.axis_sizes)
         return self.arg(_contiguous(stored), dtype, tuple(stored.shape))
 
