@@ -832,6 +832,23 @@ def load_example(name: str) -> Any:
     return module
 
 
+def test_example_differs_from_plain_jax_by_the_mesh_line_and_the_jit_wrapper() -> None:
+    import difflib  # noqa: PLC0415
+    from conftest import SOURCE_DIR  # noqa: PLC0415
+    base = SOURCE_DIR / "examples" / "jax"
+    plain = (base / "train_plain.py").read_text().splitlines()
+    ported = (base / "train_atoll.py").read_text().splitlines()
+    changed = [line[1:].strip() for line in difflib.unified_diff(plain, ported, lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    code = [c for c in changed if c and not c.startswith(('"""', "A Flax", "JAX script",
+                                                         "train_atoll.py"))]
+    assert code == ["import atoll.jax",
+                    'mesh = atoll.jax.Mesh(atoll.connect(), (4,), ("data",))',
+                    "step = jax.jit(train_step)",
+                    'step = atoll.jax.jit(train_step, mesh=mesh, in_specs=(P(), P(), P("data"), '
+                    'P("data")),', "out_specs=P())"], code
+
+
 def test_example_trains_as_plain_jax_without_fetching_parameters(cluster, monkeypatch) -> None:
     """examples/jax: the Flax model trained with optax, data-parallel on 4 devices in global
     form, gives the plain JAX script's first 10 losses within 1e-5 relative; the only reads
