@@ -368,10 +368,7 @@ class Jitted:
             target = dyn
         closed, out_shape = jax.make_jaxpr(target, return_shape=True)(*abstract)
         out_leaves, out_tree = jax.tree_util.tree_flatten(out_shape)
-        if self.per_shard:
-            out_specs = _spec_leaves(self.out_specs, out_shape, "out_specs")
-        else:
-            out_specs = _spec_leaves(self.out_specs, out_shape, "out_specs")
+        out_specs = _spec_leaves(self.out_specs, out_shape, "out_specs")
 
         builder = _atoll.FunctionBuilder(name)
         ctx = Lowering(builder, mesh.axis_sizes, mesh.axis_names)
@@ -407,7 +404,8 @@ class Jitted:
                 axes = spec_axes(ctx, spec, len(aval.shape))
                 _check_divides(mesh, aval.shape, axes, "result")
                 axes = axes + (-1,) * (len(_data_aval(aval)[0]) - len(aval.shape))
-                if o.local is not None and o.value is None and tuple(o.spec or ()) == axes:
+                if o.local is not None and tuple(o.spec or ()) == axes:
+                    # A shard_map's result: the devices' blocks, stacked (no communication).
                     builder.output(ctx.stacked_from_local(o.local, axes))
                     out_layouts.append(Layout("stacked", axes))
                 else:
