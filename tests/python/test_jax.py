@@ -613,6 +613,41 @@ def test_tensor_parallel_matmul_per_shard(two, grid) -> None:
     np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
+def test_shard_map_nested_in_a_global_function(two, grid) -> None:
+    """A jax.shard_map (over the mesh's abstract mesh) inside a global-form function: its
+    operands are cut into blocks (all_gather and a slice at the device's coordinate where
+    they arrive cut otherwise), its results joined back (a local gather)."""
+    rng = np.random.default_rng([SEED, 20])
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    m = rng.standard_normal((4, 4)).astype(np.float32)
+    for mesh in (two, grid):
+        gram = jax.shard_map(lambda a, b: jlax.psum(a.T @ a, "data") + b,
+                             mesh=mesh.abstract_mesh, in_specs=(P("data"), P()), out_specs=P())
+        blockwise = jax.shard_map(lambda a: jnp.sin(a) * 3.0, mesh=mesh.abstract_mesh,
+                                  in_specs=P("data"), out_specs=P("data"))
+
+        def fn(v, b):
+            h = jnp.tanh(v) * 2.0
+            return gram(h, b) + 1.0, blockwise(h) - h
+
+        def oracle(v, b):
+            h = jnp.tanh(v) * 2.0
+            return h.T @ h + b + 1.0, jnp.sin(h) * 3.0 - h
+
+        want = outputs(jax.jit(oracle)(x, m))
+        for spec in (P(), P("data")):
+            got = outputs(aj.jit(fn, mesh=mesh, in_specs=(spec, P()), out_specs=(P(), spec))(
+                x, m))
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5,
+                                           err_msg=f"nested shard_map on {mesh.axis_sizes} "
+                                                   f"{spec}")
+    # h cut on dimension 1, the shard_map's result on dimension 0, along one axis: the
+    # difference is refused (atoll.jax does not reshard operands for each other).
+    with pytest.raises(aj.LoweringError, match="'sub'.*mesh axis 'data'.*per shard"):
+        aj.jit(fn, mesh=grid, in_specs=(P(None, "data"), P()), out_specs=P())(x, m)
+
+
 def test_psum_over_both_axes_of_a_2x2_mesh(grid) -> None:
     x = np.arange(32, dtype=np.float32).reshape(4, 8)
 
@@ -812,6 +847,9 @@ def test_refusals_name_the_primitive_and_the_line(one, two) -> None:
     refused(lambda v: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(v.shape, v.dtype), v), [x],
             one, "host callback", here)
     refused(lambda v: v.astype(jnp.int16) + 1, [x], one, "int16", here)
+    # A shape that depends on the data: JAX itself refuses it while tracing.
+    with pytest.raises(jax.errors.ConcretizationTypeError, match="nonzero"):
+        aj.jit(lambda v: jnp.nonzero(v)[0], mesh=one)(x)
     # Global form: what atoll cannot partition names the primitive, the axis and the line,
     # and suggests the per-shard form.
     refused(lambda v: jnp.flip(v, 0), [x], two, "'rev'", "'data'", here, "per shard",
