@@ -356,6 +356,19 @@ def test_sort_top_k_argsort_gather_scatter(one) -> None:
     ids = rng.integers(-6, 8, (7,)).astype(np.int32)
     compare(lambda t, i: jnp.take(t, i, axis=0, mode="clip"), [table, ids], one, 0, "take clip")
     compare(lambda t, i: jnp.take(t, i, axis=0, mode="fill"), [table, ids], one, 0, "take fill")
+    # Batching dimensions (vmap of dynamic_slice and of indexing) and their gradients.
+    xs = draw(rng, "f32", (4, 5, 3))
+    starts = rng.integers(-1, 6, 4).astype(np.int32)
+
+    def windows(v, i):
+        return jax.vmap(lambda a, j: jlax.dynamic_slice(a, (j, jnp.int32(0)), (2, 3)))(v, i)
+
+    compare(windows, [xs, starts], one, 0, "vmap of dynamic_slice")
+    finite = np.nan_to_num(xs, posinf=1, neginf=-1)
+    compare(jax.grad(lambda v, i: jnp.sum(jnp.sin(windows(v, i)))), [finite, starts], one, 0,
+            "its gradient (scatter-add with batching dims)")
+    compare(lambda v, i: jax.vmap(lambda a, j: a[j])(v, i), [xs, starts % 5], one, 0,
+            "vmap of indexing")
     upd = draw(rng, "i32", (7, 4))
     itable = draw(rng, "i32", (5, 4))
     for op in ("add", "mul", "min", "max", "set", "subtract"):

@@ -1019,6 +1019,9 @@ def _gather(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
     idx = ctx.get(indices)
     if len(idx.shape) == 1 and not tuple(dn.operand_batching_dims) and is_replicated(idx):
         return _gather_one_window(ctx, eqn, op, _indices(ctx, indices))
+    if tuple(dn.operand_batching_dims) and (ctx.mode == "local" or (
+            is_replicated(op) and is_replicated(idx))):
+        return _gather_batched(ctx, eqn, op, _indices(ctx, indices))
     if tuple(dn.operand_batching_dims) or (ctx.mode == "global" and not is_replicated(op)):
         return _gather_by_mask(ctx, eqn, operand, indices)
     return alax.gather(op, _indices(ctx, indices), _NoBatch(dn), p["slice_sizes"],
@@ -1038,6 +1041,31 @@ class _NoBatch:
         self.offset_dims = tuple(dn.offset_dims)
         self.collapsed_slice_dims = tuple(dn.collapsed_slice_dims)
         self.start_index_map = tuple(dn.start_index_map)
+
+
+def _batch_iota_indices(idx: Value, batching: Sequence[int]) -> Value:
+    """The indices with, appended to each index vector, its position along each of the
+    indices' batching dimensions ``batching``: what lets a gather or scatter with batching
+    dimensions collapse them as ordinary indexed dimensions (as XLA's expander does)."""
+    batch_shape = tuple(idx.shape[:-1])
+    cols = [idx]
+    for d in batching:
+        cols.append(alax.broadcasted_iota(idx.dtype, batch_shape + (1,), d))
+    return alax.concatenate(cols, len(idx.shape) - 1)
+
+
+def _gather_batched(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
+    """A gather with batching dimensions (vmap of dynamic_slice or of indexing) as one
+    without: the operand's batching dimensions become collapsed indexed dimensions, indexed
+    by the position along the indices' batching dimensions."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    ob, ib = tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)
+    dims = _GatherDims(tuple(int(d) for d in dn.offset_dims),
+                       tuple(sorted(int(d) for d in tuple(dn.collapsed_slice_dims) + ob)),
+                       tuple(int(d) for d in tuple(dn.start_index_map) + ob))
+    return alax.gather(op, _batch_iota_indices(idx, ib), dims, p["slice_sizes"],
+                       mode=p.get("mode"))
 
 
 def _gather_one_window(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
@@ -1156,6 +1184,14 @@ def _scatter_rule(name: str) -> Rule:
         dn = p["dimension_numbers"]
         cut = ctx.mode == "global" and not all(
             is_replicated(ctx.get(v)) for v in (operand, indices, updates))
+        if tuple(dn.operand_batching_dims) and not cut:
+            ob = tuple(dn.operand_batching_dims)
+            plain = _NoBatchScatter(dn)
+            plain.inserted_window_dims = tuple(sorted(plain.inserted_window_dims + ob))
+            plain.scatter_dims_to_operand_dims = plain.scatter_dims_to_operand_dims + ob
+            idx = _batch_iota_indices(_indices(ctx, indices),
+                                      tuple(dn.scatter_indices_batching_dims))
+            return fn(ctx.get(operand), idx, ctx.get(updates), plain, mode=p.get("mode"))
         if tuple(dn.operand_batching_dims) or cut:
             if name in ("scatter_add", "scatter"):
                 return _scatter_by_mask(ctx, eqn, operand, indices, updates, name)
