@@ -786,6 +786,8 @@ def test_arrays_stay_in_the_stores_between_calls(two) -> None:
     np.testing.assert_allclose(np.asarray(params), np.asarray(want), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(jax.device_get(params), np.asarray(want), rtol=1e-5, atol=1e-6)
     assert aj.fetches["arrays"] == before + 1
+    np.testing.assert_allclose(np.asarray(jnp.asarray(params)), np.asarray(want), rtol=1e-5,
+                               atol=1e-6)
     params.delete()
     assert params.is_deleted()
     with pytest.raises(RuntimeError, match="deleted"):

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
 from .. import _atoll
@@ -227,6 +228,10 @@ class Array:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         value = self._fetch()
         return value if dtype is None else value.astype(dtype)
+
+    def __jax_array__(self) -> Any:
+        """jnp functions on an Array read it back (jnp.asarray(a), jnp.sum(a), ...)."""
+        return jnp.asarray(self._fetch())
 
     def __len__(self) -> int:
         return self.shape[0]
