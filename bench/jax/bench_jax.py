@@ -1,0 +1,137 @@
+"""atoll.jax against jax.jit on this machine's CPU, in the same run:
+
+- the example's training step (examples/jax, a Flax MLP with optax's Adam): its time on
+  atoll on 1 device and data-parallel on 4 devices, against jax.jit;
+- dispatch: a 1,000-step loop of a tiny jitted step whose results feed the next step
+  (atoll futures chained in the stores; JAX's asynchronous dispatch), waited for at the end.
+
+Reports each time and the ratios (atoll / JAX: above 1 is slower). Needs a cluster
+(`atoll up`, or ATOLL_HOME naming one) and flax, optax.
+
+    python bench/jax/bench_jax.py [--steps 50] [--loop 1000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import pathlib
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+import atoll  # noqa: E402
+import atoll.jax  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location(
+        "train_plain", ROOT / "examples" / "jax" / "train_plain.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def training_setup(example):
+    model = example.MLP()
+    params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 32), jnp.float32))
+    tx = optax.adam(1e-2)
+    opt_state = tx.init(params)
+
+    def train_step(params, opt_state, x, y):
+        def loss_fn(p):
+            logits = model.apply(p, x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return train_step, params, opt_state
+
+
+def time_steps(step, params, opt_state, batches, wait):
+    params, opt_state, loss = step(params, opt_state, *batches[0])  # trace, compile, warm
+    wait(loss)
+    start = time.perf_counter()
+    for x, y in batches[1:]:
+        params, opt_state, loss = step(params, opt_state, x, y)
+    wait(loss)
+    return (time.perf_counter() - start) / (len(batches) - 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--loop", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--json", default="")
+    args = parser.parse_args()
+
+    example = load_example()
+    train_step, params, opt_state = training_setup(example)
+    batches = [example.data(i, batch=args.batch) for i in range(args.steps + 1)]
+    client = atoll.connect(name="bench-jax")
+    mesh1 = atoll.jax.Mesh(client, (1,), ("data",))
+    mesh4 = atoll.jax.Mesh(client, (4,), ("data",))
+    specs = dict(in_specs=(P(), P(), P("data"), P("data")), out_specs=P())
+
+    def block(v):
+        return jax.block_until_ready(v)
+
+    def fetch(v):
+        return np.asarray(v)
+
+    rows = {}
+    rows["step_jax_cpu_s"] = time_steps(jax.jit(train_step), params, opt_state, batches, block)
+    rows["step_atoll_1_device_s"] = time_steps(
+        atoll.jax.jit(train_step, mesh=mesh1, **specs), params, opt_state, batches, fetch)
+    rows["step_atoll_4_devices_s"] = time_steps(
+        atoll.jax.jit(train_step, mesh=mesh4, **specs), params, opt_state, batches, fetch)
+
+    def tiny(x):
+        return x * 1.0001 + 1.0
+
+    x0 = np.ones((8,), np.float32)
+    jt = jax.jit(tiny)
+    v = jt(x0)
+    block(v)
+    start = time.perf_counter()
+    for _ in range(args.loop):
+        v = jt(v)
+    block(v)
+    rows["dispatch_jax_per_step_s"] = (time.perf_counter() - start) / args.loop
+    at = atoll.jax.jit(tiny, mesh=mesh1)
+    v = at(x0)
+    fetch(v)
+    start = time.perf_counter()
+    for _ in range(args.loop):
+        v = at(v)  # an atoll future feeds the next run
+    fetch(v)
+    rows["dispatch_atoll_per_step_s"] = (time.perf_counter() - start) / args.loop
+
+    rows["ratio_step_1_device"] = rows["step_atoll_1_device_s"] / rows["step_jax_cpu_s"]
+    rows["ratio_step_4_devices"] = rows["step_atoll_4_devices_s"] / rows["step_jax_cpu_s"]
+    rows["ratio_dispatch"] = rows["dispatch_atoll_per_step_s"] / rows["dispatch_jax_per_step_s"]
+    rows["batch"] = args.batch
+    rows["steps"] = args.steps
+    rows["loop"] = args.loop
+    for k, val in rows.items():
+        print(f"{k:28s} {val:.6g}" if isinstance(val, float) else f"{k:28s} {val}")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    client.close()
+
+
+if __name__ == "__main__":
+    main()

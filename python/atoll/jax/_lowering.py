@@ -1,0 +1,2025 @@
+"""Lowering jaxprs to atoll compiled functions: one table (RULES) from a jaxpr primitive's
+name to the function that emits it through atoll.lax / atoll.ops into the function being
+built.
+
+Two modes, chosen per (nested) jaxpr:
+- "global" (jax.jit with shardings): a value is the whole array, laid over the mesh as
+  atoll's types say (Value.split: per dimension, the mesh axis it is cut along). Elementwise
+  operands are brought to one layout (a replicated operand is cut locally with a gather,
+  no communication), reductions and contractions over a cut dimension are completed with
+  the all-reduce along its axis, and what atoll cannot run on a cut dimension is refused
+  naming the primitive, the axis and the user's line.
+- "local" (the body of a shard_map): a value is one device's block; atoll types it as
+  replicated (each device holds its own, as atoll's PARTIAL values are), so that every
+  primitive lowers as on one device, and the collectives (psum, all_gather, ...) become
+  atoll's along the named mesh axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+import jax
+from jax.extend import core as jcore
+from jax._src import source_info_util
+from jax._src.interpreters import partial_eval as pe
+
+from .. import _atoll
+from .. import lax as alax
+from .._tracing import tracing_function
+from .._types import dtype_of_numpy
+
+Value = _atoll.Value
+_ops = _atoll.ops
+
+
+class LoweringError(_atoll.InvalidArgument):
+    """A jaxpr atoll cannot lower (a primitive, dtype, host callback or sharding it lacks),
+    refused at trace time; the message names the primitive and the user's source line."""
+
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping a 0-d array 0-d (np.ascontiguousarray makes it 1-d)."""
+    return np.require(a, requirements="C")
+
+# ---------------------------------------------------------------------------------------------
+# dtypes
+
+_ATOLL_DTYPES = ("f32", "i32", "bf16", "f16", "f64", "i64", "bool", "i8", "u8", "u32")
+
+
+def atoll_dtype(dtype: Any) -> str:
+    """The atoll dtype name of a numpy/JAX dtype; LoweringError for one atoll lacks."""
+    try:
+        return dtype_of_numpy(np.dtype(dtype)).name
+    except (TypeError, ValueError):
+        raise LoweringError(f"atoll has no dtype {dtype} (it has bool, int8, uint8, int32, "
+                            "uint32, int64, bfloat16, float16, float32, float64)") from None
+
+
+def prim(name: str, *operands: Value, params: Sequence[int] = (), attr: float = 0.0) -> Value:
+    return _ops.primitive(name, list(operands), [int(p) for p in params], float(attr))
+
+
+def full(shape: Sequence[int], value: Any, dtype: str) -> Value:
+    if dtype == "bool":
+        value = 1 if bool(value) else 0
+    elif dtype in ("f32", "f64", "bf16", "f16"):
+        value = float(value)
+    else:
+        value = int(value)
+    return alax.full(tuple(int(s) for s in shape), value, dtype)
+
+
+def cut_of(v: Value) -> Tuple[int, ...]:
+    return tuple(v.split)
+
+
+def is_replicated(v: Value) -> bool:
+    return all(a < 0 for a in v.split)
+
+
+# ---------------------------------------------------------------------------------------------
+# The lowering context
+
+@dataclass
+class Hidden:
+    """An input the caller does not see: a constant of the jaxpr, or an index table for the
+    layout tricks (cut along mesh axes)."""
+    array: np.ndarray
+    axes: Tuple[int, ...]
+    value: Value
+
+
+@dataclass
+class V:
+    """A jaxpr variable's value. ``bcast`` (global mode): it is broadcast_in_dim(src, shape,
+    dims) of a replicated src, which a cut layout can be made of cheaply. ``local``: the
+    device's block of a global value made by a shard_map, with its spec (mesh axis per
+    dimension, -1 for none)."""
+    value: Optional[Value] = None
+    bcast: Optional[Tuple[Value, Tuple[int, ...], Tuple[int, ...]]] = None
+    local: Optional[Value] = None
+    spec: Optional[Tuple[int, ...]] = None
+
+
+@dataclass
+class _GatherDims:
+    """jax.lax.GatherDimensionNumbers' fields, without batching dimensions."""
+    offset_dims: Tuple[int, ...]
+    collapsed_slice_dims: Tuple[int, ...]
+    start_index_map: Tuple[int, ...]
+    operand_batching_dims: Tuple[int, ...] = ()
+    start_indices_batching_dims: Tuple[int, ...] = ()
+
+
+class Lowering:
+    def __init__(self, builder: _atoll.FunctionBuilder, mesh_shape: Tuple[int, ...],
+                 axis_names: Tuple[str, ...]) -> None:
+        self.builder = builder
+        self.mesh_shape = tuple(mesh_shape)
+        self.axis_names = tuple(axis_names)
+        self.hidden: List[Hidden] = []
+        self._hidden_cache: Dict[Any, Value] = {}
+        self.mode = "global"
+        self.eqn: Any = None  # the equation being lowered, for messages
+        self.eqn_stack: List[Any] = []  # it and the equations whose jaxprs it is in
+        self._any_value: Optional[Value] = None
+
+    # -- inputs -------------------------------------------------------------------------------
+    def input(self, dtype: str, shape: Sequence[int], axes: Sequence[int]) -> Value:
+        v = self.builder.input(dtype, [int(s) for s in shape], [int(a) for a in axes])
+        if self._any_value is None:
+            self._any_value = v
+            tracing_function.set(v)
+        return v
+
+    def hidden_input(self, array: np.ndarray, axes: Sequence[int], key: Any = None) -> Value:
+        axes = tuple(int(a) for a in axes) + (-1,) * (array.ndim - len(axes))
+        if key is not None and key in self._hidden_cache:
+            return self._hidden_cache[key]
+        v = self.input(atoll_dtype(array.dtype), array.shape, axes)
+        self.hidden.append(Hidden(_contiguous(array), axes, v))
+        if key is not None:
+            self._hidden_cache[key] = v
+        return v
+
+    def ensure_value(self) -> None:
+        """lax.full and iota need a value of the function: a hidden one when there is none."""
+        if self._any_value is None:
+            self.hidden_input(np.zeros((), np.int32), (), key="anchor")
+
+    # -- messages -----------------------------------------------------------------------------
+    def where(self) -> str:
+        """The user's source line of the equation being lowered (or of the nearest enclosing
+        one that has a line outside JAX)."""
+        for eqn in reversed(self.eqn_stack):
+            try:
+                text = source_info_util.summarize(eqn.source_info)
+            except Exception:  # noqa: BLE001
+                text = ""
+            if text and "/jax/" not in text.split(" ")[0]:
+                return text
+        return "an unknown line"
+
+    def refuse(self, what: str, suggest_per_shard: bool = False) -> LoweringError:
+        name = self.eqn.primitive.name if self.eqn is not None else "?"
+        text = f"atoll.jax cannot lower '{name}' at {self.where()}: {what}"
+        if suggest_per_shard:
+            text += (" (write this part per shard: atoll.jax.shard_map or jit(..., "
+                     "per_shard=True), with explicit collectives)")
+        return LoweringError(text)
+
+    def axis_name(self, axis: int) -> str:
+        return repr(self.axis_names[axis]) if 0 <= axis < len(self.axis_names) else str(axis)
+
+    def axis_of(self, name: Any) -> int:
+        if isinstance(name, (tuple, list)):
+            if len(name) != 1:
+                raise self.refuse(f"collectives over several mesh axes at once ({name}) are "
+                                  "not supported: name one axis")
+            name = name[0]
+        if name not in self.axis_names:
+            raise self.refuse(f"no mesh axis named {name!r} (the mesh has {self.axis_names})")
+        return self.axis_names.index(name)
+
+    # -- values -------------------------------------------------------------------------------
+    def get(self, v: V) -> Value:
+        """A value's atoll Value in the current mode."""
+        if v.value is None:
+            assert v.local is not None and v.spec is not None
+            v.value = self.natural_from_local(v.local, v.spec)
+        return v.value
+
+    def literal(self, lit: Any) -> V:
+        aval = lit.aval
+        dtype = atoll_dtype(aval.dtype)
+        self.ensure_value()
+        val = np.asarray(lit.val)
+        if val.shape == ():
+            return V(full((), val.item(), dtype))
+        return V(self.constant(val))
+
+    def constant(self, array: Any) -> Value:
+        array = np.asarray(array)
+        atoll_dtype(array.dtype)
+        self.ensure_value()
+        if array.shape == ():
+            return full((), array.item(), atoll_dtype(array.dtype))
+        return self.hidden_input(array, (), key=("const", id(array)))
+
+    # -- layout tricks --------------------------------------------------------------------------
+    def coordinate(self, axis: int) -> Value:
+        """This device's coordinate along mesh ``axis``: a local i32 []."""
+        key = ("coordinate", axis)
+        if key in self._hidden_cache:
+            return self._hidden_cache[key]
+        n = self.mesh_shape[axis]
+        stacked = self.hidden_input(np.arange(n, dtype=np.int32), (axis,), key=("coords", axis))
+        local = alax.reduce_max(stacked, [0])
+        self._hidden_cache[key] = local
+        return local
+
+    def _gather_cut(self, operand: Value, cut_dims: Sequence[int], sizes: Sequence[int],
+                    index_kinds: Sequence[str], axes: Sequence[int]) -> Value:
+        """gather(operand) with an index table cut along ``axes`` on its batch dimensions: the
+        result's dimension cut_dims[j] has size sizes[j] and is cut along axes[j]; each
+        device reads its indices (index_kinds[j]: "arange" -> i, "zeros" -> 0, ("mod", L)
+        -> i % L), so that it gathers its own block from its own operand: no communication."""
+        grids = np.meshgrid(*[np.arange(s, dtype=np.int32) for s in sizes], indexing="ij")
+        cols = []
+        for g, kind in zip(grids, index_kinds):
+            if kind == "zeros":
+                cols.append(np.zeros_like(g))
+            elif kind == "arange":
+                cols.append(g)
+            else:
+                cols.append(g % kind[1])
+        table = np.stack(cols, axis=-1).astype(np.int32)
+        key = ("gather", tuple(sizes), tuple(str(x) for x in index_kinds), tuple(axes))
+        indices = self.hidden_input(table, tuple(axes) + (-1,), key=key)
+        shape = tuple(operand.shape)
+        rank = len(shape)
+        offset = [d for d in range(rank) if d not in cut_dims]
+        dims = _GatherDims(tuple(offset), tuple(cut_dims), tuple(cut_dims))
+        slice_sizes = [1 if d in cut_dims else shape[d] for d in range(rank)]
+        return alax.gather(operand, indices, dims, slice_sizes, mode="clip")
+
+    def natural_from_local(self, local: Value, spec: Sequence[int]) -> Value:
+        """The global value, cut as ``spec`` says, whose blocks are the devices' ``local``."""
+        cut = [d for d, a in enumerate(spec) if a >= 0]
+        if not cut:
+            return local
+        shape = tuple(local.shape)
+        sizes = [shape[d] * self.mesh_shape[spec[d]] for d in cut]
+        kinds = [("mod", shape[d]) for d in cut]
+        # The operand is the local block; the index i % L picks row i of the global block.
+        return self._gather_cut(local, cut, sizes, kinds, [spec[d] for d in cut])
+
+    def stacked_from_local(self, local: Value, spec: Sequence[int]) -> Value:
+        """[mesh sizes of the cut dimensions..., *local shape], the leading ones cut along
+        their axes: the devices' blocks side by side."""
+        cut = [d for d, a in enumerate(spec) if a >= 0]
+        if not cut:
+            return local
+        k = len(cut)
+        shape = tuple(local.shape)
+        operand = alax.reshape(local, (1,) * k + shape)
+        return self._gather_cut(operand, list(range(k)),
+                                [self.mesh_shape[spec[d]] for d in cut], ["zeros"] * k,
+                                [spec[d] for d in cut])
+
+    def local_from_stacked(self, stacked: Value, k: int) -> Value:
+        if k == 0:
+            return stacked
+        dims = list(range(k))
+        if stacked.dtype == "bool":
+            return alax.reduce_or(stacked, dims)
+        return alax.reduce_max(stacked, dims)
+
+    def local_from_global(self, v: Value, spec: Sequence[int]) -> Value:
+        """The device's block of a global value for a shard_map taking it as ``spec``: cut
+        dimensions are gathered whole (all_gather) and the block sliced at the device's
+        coordinate."""
+        for d, a in enumerate(v.split):
+            if a >= 0:
+                v = _ops.all_gather(v, int(a))
+        cut = [d for d, a in enumerate(spec) if a >= 0]
+        if not cut:
+            return v
+        shape = list(v.shape)
+        starts = []
+        sizes = list(shape)
+        for d in range(len(shape)):
+            if spec[d] >= 0:
+                n = self.mesh_shape[spec[d]]
+                sizes[d] = shape[d] // n
+                starts.append(alax.mul(self.coordinate(spec[d]),
+                                       full((), sizes[d], "i32")))
+            else:
+                starts.append(full((), 0, "i32"))
+        return prim("dynamic_slice", v, *starts, params=sizes)
+
+    def relayout(self, v: V, target: Sequence[int]) -> Value:
+        """``v`` laid out as ``target`` (a mesh axis per dimension, -1 for none)."""
+        value = self.get(v)
+        target = tuple(int(a) for a in target)
+        if cut_of(value) == target:
+            return value
+        # Cuts that the target does not keep: made whole first.
+        if not is_replicated(value) and v.bcast is None:
+            for d, a in enumerate(value.split):
+                if a >= 0:
+                    value = _ops.all_gather(value, int(a))
+        cut = [d for d, a in enumerate(target) if a >= 0]
+        if not cut:
+            return value
+        shape = tuple(value.shape)
+        if v.bcast is not None:
+            src, bshape, bdims = v.bcast
+            op_shape = list(bshape)
+            src_dim_of = {o: i for i, o in enumerate(bdims)}
+            for d in cut:
+                op_shape[d] = src.shape[src_dim_of[d]] if d in src_dim_of else 1
+            operand = alax.broadcast_in_dim(src, op_shape, bdims) if tuple(op_shape) != tuple(
+                src.shape) or list(bdims) != list(range(len(op_shape))) else src
+        else:
+            operand = value
+            op_shape = list(shape)
+        kinds = ["arange" if op_shape[d] == shape[d] else "zeros" for d in cut]
+        return self._gather_cut(operand, cut, [shape[d] for d in cut], kinds,
+                                [target[d] for d in cut])
+
+    # -- collectives completing partial values (global mode) ------------------------------------
+    def complete(self, value: Value, axes: Sequence[int], how: str) -> Value:
+        if not axes:
+            return value
+        dtype = value.dtype
+        if dtype in ("bool", "i8", "u8", "u32"):  # the all-reduces compute in i32/i64
+            wide = "i32" if dtype == "bool" else "i64"
+            r = self.complete(alax.convert_element_type(value, wide), axes, how)
+            if dtype == "bool":
+                return alax.convert_element_type(r, "bool")
+            return _narrow(r, dtype)
+        for a in sorted(set(axes)):
+            if how == "sum":
+                value = _ops.all_reduce_sum(value, a)
+            elif how == "max":
+                value = _ops.all_reduce_max(value, a)
+            elif how == "min":
+                value = _ops.all_reduce_min(value, a)
+            else:
+                raise self.refuse(f"a {how} over dimensions cut along mesh axis "
+                                  f"{self.axis_name(a)} has no all-reduce in atoll",
+                                  suggest_per_shard=True)
+        return value
+
+    # -- lowering -----------------------------------------------------------------------------
+    def read(self, env: Dict[Any, V], var: Any) -> V:
+        if isinstance(var, jcore.Literal):
+            return self.literal(var)
+        return env[var]
+
+    def lower_jaxpr(self, jaxpr: Any, consts: Sequence[Any], args: Sequence[V]) -> List[V]:
+        env: Dict[Any, V] = {}
+        for var, c in zip(jaxpr.constvars, consts):
+            env[var] = V(self.constant(c))
+        for var, a in zip(jaxpr.invars, args):
+            env[var] = a
+        try:
+            jaxpr, _ = pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
+        except Exception:  # noqa: BLE001  (effects: keep the jaxpr as it is)
+            pass
+        for eqn in jaxpr.eqns:
+            invals = [self.read(env, x) for x in eqn.invars]
+            outer = self.eqn
+            self.eqn = eqn
+            self.eqn_stack.append(eqn)
+            try:
+                outs = self.lower_eqn(eqn, invals)
+            finally:
+                self.eqn = outer
+                self.eqn_stack.pop()
+            for var, out in zip(eqn.outvars, outs):
+                if not isinstance(var, jcore.DropVar):
+                    env[var] = out
+        return [self.read(env, x) for x in jaxpr.outvars]
+
+    def lower_eqn(self, eqn: Any, invals: List[V]) -> List[V]:
+        name = eqn.primitive.name
+        for out in eqn.outvars:
+            aval = out.aval
+            if hasattr(aval, "dtype") and not _is_key(aval.dtype):
+                if aval.dtype not in (None,):
+                    try:
+                        atoll_dtype(aval.dtype)
+                    except LoweringError as e:
+                        raise self.refuse(str(e)) from None
+            if any(not isinstance(s, (int, np.integer)) for s in getattr(aval, "shape", ())):
+                raise self.refuse("a shape that depends on the data")
+        if name in _KEY_LAYOUT and any(_is_key(getattr(v.aval, "dtype", None))
+                                       for v in eqn.invars):
+            return [V(o) for o in _key_layout(self, eqn, invals)]
+        rule = RULES.get(name)
+        if rule is None:
+            reason = MISSING.get(name)
+            if reason is None and getattr(eqn.primitive, "name", "").endswith("callback"):
+                reason = "a host callback"
+            raise self.refuse(reason or "atoll has no lowering for this primitive")
+        try:
+            out = rule(self, eqn, *invals)
+        except LoweringError:
+            raise
+        except _atoll.InvalidArgument as e:
+            cuts = [self.get(v).split for v in invals if v.value is not None or v.local is not None]
+            axes = sorted({a for s in cuts for a in s if a >= 0})
+            if self.mode == "global" and axes:
+                raise self.refuse(f"{e} (operands cut along mesh axis "
+                                  f"{', '.join(self.axis_name(a) for a in axes)})",
+                                  suggest_per_shard=True) from None
+            raise self.refuse(str(e)) from None
+        if isinstance(out, V):
+            return [out]
+        if isinstance(out, Value):
+            return [V(out)]
+        return [o if isinstance(o, V) else V(o) for o in out]
+
+
+def _is_key(dtype: Any) -> bool:
+    try:
+        return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+_KEY_LAYOUT = {"slice", "squeeze", "reshape", "broadcast_in_dim", "concatenate", "transpose",
+               "expand_dims", "copy", "copy_p", "select_n"}
+
+
+def _key_layout(ctx: Lowering, eqn: Any, invals: List[V]) -> List[Value]:
+    """Layout primitives on arrays of threefry keys, whose data has a trailing [2] of u32."""
+    name = eqn.primitive.name
+    p = eqn.params
+    vals = [ctx.get(v) for v in invals]
+    x = vals[0]
+    out_shape = tuple(_out_aval(eqn).shape) + (2,)
+    if name == "slice":
+        strides = list(p["strides"] or [1] * len(p["start_indices"]))
+        return [alax.slice(x, list(p["start_indices"]) + [0], list(p["limit_indices"]) + [2],
+                           strides + [1])]
+    if name in ("squeeze", "reshape", "expand_dims"):
+        return [alax.reshape(x, out_shape)]
+    if name == "broadcast_in_dim":
+        dims = tuple(p["broadcast_dimensions"]) + (len(out_shape) - 1,)
+        return [alax.broadcast_in_dim(x, out_shape, dims)]
+    if name == "concatenate":
+        return [alax.concatenate(vals, p["dimension"])]
+    if name == "transpose":
+        return [alax.transpose(x, tuple(p["permutation"]) + (len(out_shape) - 1,))]
+    if name in ("copy", "copy_p"):
+        return [x]
+    raise ctx.refuse("a select between arrays of PRNG keys")
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules
+
+Rule = Callable[..., Any]
+RULES: Dict[str, Rule] = {}
+
+# Primitives atoll does not have yet, with the reason the refusal gives.
+_NO_IR = "atoll's IR has no {} primitive yet (the compiled-functions issue)"
+MISSING: Dict[str, str] = {
+    "reduce_window": _NO_IR.format("reduce_window with a computation of its own") +
+                     " (reduce_window_sum/max/min lower)",
+    "select_and_gather_add": _NO_IR.format("select_and_gather_add"),
+    "while": "atoll's IR has no loop whose trip count depends on the data yet "
+             "(the compiled-functions issue); lax.scan and fori_loop with static bounds lower",
+    "cumlogsumexp": _NO_IR.format("cumlogsumexp"),
+    "rng_bit_generator": _NO_IR.format("rng_bit_generator"),
+    "rng_uniform": _NO_IR.format("rng_uniform"),
+    "debug_callback": "a host callback (jax.debug.print / jax.debug.callback) cannot run "
+                      "inside an atoll compiled function",
+    "pure_callback": "a host callback (jax.pure_callback) cannot run inside an atoll "
+                     "compiled function",
+    "io_callback": "a host callback (io_callback) cannot run inside an atoll compiled function",
+    "debug_print": "a host callback (jax.debug.print) cannot run inside an atoll compiled "
+                   "function",
+}
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return register
+
+
+def _out_aval(eqn: Any, i: int = 0) -> Any:
+    return eqn.outvars[i].aval
+
+
+def _out_dtype(eqn: Any, i: int = 0) -> str:
+    return atoll_dtype(_out_aval(eqn, i).dtype)
+
+
+# -- elementwise ------------------------------------------------------------------------------
+
+def align(ctx: Lowering, eqn: Any, vals: Sequence[V], shape: Tuple[int, ...]) -> List[Value]:
+    """The operands of an elementwise primitive, rank-0 ones broadcast to ``shape`` and, in
+    global mode, all laid out alike (a replicated one cut locally to match a cut one)."""
+    rank = len(shape)
+    target = [-1] * rank
+    if ctx.mode == "global":
+        for v in vals:
+            value = ctx.get(v)
+            if len(value.shape) != rank:
+                continue
+            for d, a in enumerate(value.split):
+                if a < 0:
+                    continue
+                if target[d] >= 0 and target[d] != a:
+                    raise ctx.refuse(f"operands cut along different mesh axes "
+                                     f"({ctx.axis_name(target[d])} and {ctx.axis_name(a)}) on "
+                                     f"dimension {d}", suggest_per_shard=True)
+                if a in target and target.index(a) != d:
+                    raise ctx.refuse(f"mesh axis {ctx.axis_name(a)} cuts different dimensions "
+                                     "of the operands", suggest_per_shard=True)
+                target[d] = a
+    out = []
+    for v in vals:
+        value = ctx.get(v)
+        if tuple(value.shape) != tuple(shape):
+            # jaxprs broadcast rank-0 operands and dimensions of size 1 implicitly.
+            dims = () if len(value.shape) == 0 else tuple(range(rank))
+            if len(value.shape) not in (0, rank):
+                raise ctx.refuse(f"operand shapes {tuple(value.shape)} and {shape}")
+            wide = alax.broadcast_in_dim(value, shape, dims)
+            v = V(wide, bcast=(value, shape, dims) if is_replicated(value) else None)
+            value = wide
+        if any(a >= 0 for a in target) and tuple(value.split) != tuple(target):
+            value = ctx.relayout(v, target)
+        out.append(value)
+    return out
+
+
+def _widened(dtype: str) -> Optional[str]:
+    """The dtype in which atoll's add/sub/mul/div compute a dtype they lack."""
+    return {"bf16": "f32", "f16": "f32", "i8": "i64", "u8": "i64", "u32": "i64",
+            "bool": None}.get(dtype)
+
+
+def _arith(fn: Callable[[Value, Value], Value]) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
+        a, b = align(ctx, eqn, [x, y], tuple(_out_aval(eqn).shape))
+        dtype = a.dtype
+        wide = _widened(dtype)
+        if wide is None:
+            return fn(a, b)
+        r = fn(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
+        if dtype in ("i8", "u8", "u32"):  # wrap as the narrow integer does
+            mask = {"i8": 0xFF, "u8": 0xFF, "u32": 0xFFFFFFFF}[dtype]
+            r = alax.bitwise_and(r, full(r.shape, mask, "i64"))
+            if dtype == "i8":  # sign-extend
+                r = alax.sub(alax.bitwise_xor(r, full(r.shape, 0x80, "i64")),
+                             full(r.shape, 0x80, "i64"))
+        return alax.convert_element_type(r, dtype)
+    return lower
+
+
+RULES["add"] = _arith(alax.add)
+RULES["add_any"] = RULES["add"]
+RULES["sub"] = _arith(alax.sub)
+RULES["mul"] = _arith(alax.mul)
+
+
+@rule("div")
+def _div(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
+    a, b = align(ctx, eqn, [x, y], tuple(_out_aval(eqn).shape))
+    dtype = a.dtype
+    if dtype in ("f32", "f64"):
+        return alax.div(a, b)
+    if dtype in ("bf16", "f16"):
+        return alax.convert_element_type(
+            alax.div(alax.convert_element_type(a, "f32"), alax.convert_element_type(b, "f32")),
+            dtype)
+    # Integers: XLA's x / 0 is -1 (all ones) and MIN / -1 wraps to MIN; atoll's integer
+    # division fails on 0, so divide by 1 there and select.
+    wide = "i64"
+    aw, bw = alax.convert_element_type(a, wide), alax.convert_element_type(b, wide)
+    zero = full(bw.shape, 0, wide)
+    one = full(bw.shape, 1, wide)
+    is_zero = alax.eq(bw, zero)
+    q = alax.div(aw, alax.select_n(is_zero, bw, one))
+    q = alax.select_n(is_zero, q, full(bw.shape, -1, wide))
+    return _narrow(q, dtype)
+
+
+def _narrow(r: Value, dtype: str) -> Value:
+    """An i64 result as the integer ``dtype``, wrapping as XLA's narrow integers do."""
+    if dtype == "i64":
+        return r
+    bits = {"i32": 32, "u32": 32, "i8": 8, "u8": 8}[dtype]
+    mask = (1 << bits) - 1
+    r = alax.bitwise_and(r, full(r.shape, mask, "i64"))
+    if dtype in ("i32", "i8"):
+        half = 1 << (bits - 1)
+        r = alax.sub(alax.bitwise_xor(r, full(r.shape, half, "i64")), full(r.shape, half, "i64"))
+    return alax.convert_element_type(r, dtype)
+
+
+def _binary(fn: Callable[[Value, Value], Value]) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
+        a, b = align(ctx, eqn, [x, y], tuple(_out_aval(eqn).shape))
+        return fn(a, b)
+    return lower
+
+
+@rule("pow")
+def _pow(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
+    """x ** y; an integer y is converted to x's dtype first, as jax lowers it."""
+    out = _out_dtype(eqn)
+    yv = ctx.get(y)
+    if yv.dtype != out:
+        y = V(alax.convert_element_type(yv, out))
+    a, b = align(ctx, eqn, [x, y], tuple(_out_aval(eqn).shape))
+    return alax.pow(a, b)
+
+
+for _name, _fn in [("max", alax.max), ("min", alax.min), ("rem", alax.rem),
+                   ("atan2", alax.atan2), ("nextafter", alax.nextafter),
+                   ("and", alax.bitwise_and), ("or", alax.bitwise_or),
+                   ("xor", alax.bitwise_xor), ("shift_left", alax.shift_left),
+                   ("shift_right_logical", alax.shift_right_logical),
+                   ("shift_right_arithmetic", alax.shift_right_arithmetic),
+                   ("eq", alax.eq), ("ne", alax.ne), ("lt", alax.lt), ("le", alax.le),
+                   ("gt", alax.gt), ("ge", alax.ge)]:
+    RULES[_name] = _binary(_fn)
+
+
+def _unary(fn: Callable[[Value], Value], narrow_floats: bool = False) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, x: V) -> V:
+        v = ctx.get(x)
+        if narrow_floats and v.dtype in ("bf16", "f16"):
+            r = alax.convert_element_type(fn(alax.convert_element_type(v, "f32")), v.dtype)
+        else:
+            r = fn(v)
+        return V(r)
+    return lower
+
+
+for _name, _fn in [("exp", alax.exp), ("log", alax.log), ("tanh", alax.tanh),
+                   ("sqrt", alax.sqrt), ("rsqrt", alax.rsqrt), ("logistic", alax.logistic),
+                   ("not", alax.bitwise_not), ("population_count", alax.population_count),
+                   ("abs", alax.abs), ("sign", alax.sign), ("floor", alax.floor),
+                   ("ceil", alax.ceil), ("is_finite", alax.is_finite), ("exp2", alax.exp2),
+                   ("log1p", alax.log1p), ("expm1", alax.expm1), ("sin", alax.sin),
+                   ("cos", alax.cos), ("tan", alax.tan), ("asin", alax.asin),
+                   ("acos", alax.acos), ("atan", alax.atan), ("sinh", alax.sinh),
+                   ("cosh", alax.cosh), ("asinh", alax.asinh), ("acosh", alax.acosh),
+                   ("atanh", alax.atanh), ("cbrt", alax.cbrt), ("erf", alax.erf),
+                   ("erfc", alax.erfc), ("lgamma", alax.lgamma), ("erf_inv", alax.erf_inv)]:
+    RULES[_name] = _unary(_fn)
+
+
+@rule("neg")
+def _neg(ctx: Lowering, eqn: Any, x: V) -> Value:
+    v = ctx.get(x)
+    if v.dtype in ("f32", "f64", "bf16", "f16"):
+        return alax.neg(v)
+    if v.dtype in ("i32", "i64"):
+        return alax.sub(full(v.shape, 0, v.dtype), v) if ctx.mode == "local" or \
+            is_replicated(v) else _ops.mul(v, -1.0)
+    return _narrow(alax.sub(full(v.shape, 0, "i64"), alax.convert_element_type(v, "i64")),
+                   v.dtype)
+
+
+@rule("square")
+def _square(ctx: Lowering, eqn: Any, x: V) -> Value:
+    return alax.integer_pow(ctx.get(x), 2)
+
+
+@rule("integer_pow")
+def _integer_pow(ctx: Lowering, eqn: Any, x: V) -> Value:
+    return alax.integer_pow(ctx.get(x), eqn.params["y"])
+
+
+@rule("round")
+def _round(ctx: Lowering, eqn: Any, x: V) -> Value:
+    return alax.round(ctx.get(x), int(eqn.params["rounding_method"]))
+
+
+@rule("copy", "copy_p", "stop_gradient", "optimization_barrier", "pvary", "device_put",
+      "layout_constraint", "name", "random_clone", "reduced_vary_cast_p", "mesh_cast")
+def _identity(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
+    return list(xs)
+
+
+@rule("reduce_precision")
+def _reduce_precision(ctx: Lowering, eqn: Any, x: V) -> Value:
+    v = ctx.get(x)
+    bits = (eqn.params["exponent_bits"], eqn.params["mantissa_bits"])
+    narrow = {(8, 7): "bf16", (5, 10): "f16", (8, 23): "f32", (11, 52): "f64"}.get(bits)
+    if narrow is None or v.dtype not in ("f32", "f64", "bf16", "f16"):
+        raise ctx.refuse(f"reduce_precision to {bits[0]} exponent and {bits[1]} mantissa bits "
+                         "has no atoll dtype to round through")
+    if narrow == v.dtype:
+        return v
+    return alax.convert_element_type(alax.convert_element_type(v, narrow), v.dtype)
+
+
+@rule("convert_element_type")
+def _convert(ctx: Lowering, eqn: Any, x: V) -> V:
+    dtype = atoll_dtype(eqn.params["new_dtype"])
+    v = ctx.get(x)
+    if v.dtype == dtype:
+        return x
+    return V(alax.convert_element_type(v, dtype))
+
+
+@rule("bitcast_convert_type")
+def _bitcast(ctx: Lowering, eqn: Any, x: V) -> Value:
+    return alax.bitcast_convert_type(ctx.get(x), atoll_dtype(eqn.params["new_dtype"]))
+
+
+@rule("select_n")
+def _select_n(ctx: Lowering, eqn: Any, which: V, *cases: V) -> Value:
+    shape = tuple(_out_aval(eqn).shape)
+    w = ctx.get(which)
+    if len(w.shape) == 0 and len(shape) > 0:
+        cs = align(ctx, eqn, list(cases), shape)
+        if ctx.mode == "global" and not is_replicated(w):
+            w = _ops.all_reduce_max(w, 0)
+        return alax.select_n(w, *cs)
+    vals = align(ctx, eqn, [which, *cases], shape)
+    return alax.select_n(*vals)
+
+
+@rule("clamp")
+def _clamp(ctx: Lowering, eqn: Any, lo: V, x: V, hi: V) -> Value:
+    shape = tuple(_out_aval(eqn).shape)
+    lo_v, hi_v = ctx.get(lo), ctx.get(hi)
+    if len(lo_v.shape) == 0 and len(hi_v.shape) == 0:
+        return alax.clamp(lo_v, ctx.get(x), hi_v)
+    a, b, c = align(ctx, eqn, [lo, x, hi], shape)
+    return alax.clamp(a, b, c)
+
+
+# -- shapes -----------------------------------------------------------------------------------
+
+@rule("reshape")
+def _reshape(ctx: Lowering, eqn: Any, x: V, *dyn: V) -> Value:
+    if dyn:
+        raise ctx.refuse("a reshape to a shape that depends on the data")
+    v = ctx.get(x)
+    dims = eqn.params.get("dimensions")
+    if dims is not None and tuple(dims) != tuple(range(len(v.shape))):
+        v = alax.transpose(v, dims)
+    new = tuple(eqn.params["new_sizes"])
+    if tuple(v.shape) == new:
+        return v
+    if not is_replicated(v):
+        r = _unit_reshape(v, new)
+        return r if r is not None else alax.reshape(v, new)
+    return alax.reshape(v, new)
+
+
+def _unit_reshape(v: Value, new: Tuple[int, ...]) -> Optional[Value]:
+    """A reshape that only drops and inserts dimensions of size 1, as a max over the dropped
+    ones and a broadcast_in_dim for the inserted ones: both keep the cuts, where atoll's
+    reshape would refuse a cut that moves to another dimension. None for another reshape."""
+    old = tuple(v.shape)
+    if [s for s in old if s != 1] != [s for s in new if s != 1]:
+        return None
+    drop = [d for d, s in enumerate(old) if s == 1 and v.split[d] < 0]
+    if len(old) - len(drop) > len(new):
+        return None
+    if drop:
+        v = alax.reduce_or(v, drop) if v.dtype == "bool" else alax.reduce_max(v, drop)
+    kept = [s for d, s in enumerate(old) if d not in drop]
+    # Map the kept dimensions onto new's, in order (unit ones where new has them).
+    dims, j = [], 0
+    for s in kept:
+        while j < len(new) and new[j] != s:
+            j += 1
+        if j == len(new):
+            return None
+        dims.append(j)
+        j += 1
+    if tuple(kept) == tuple(new):
+        return v
+    return alax.broadcast_in_dim(v, new, dims)
+
+
+@rule("broadcast_in_dim")
+def _broadcast_in_dim(ctx: Lowering, eqn: Any, x: V, *dyn: V) -> V:
+    if dyn:
+        raise ctx.refuse("a broadcast to a shape that depends on the data")
+    v = ctx.get(x)
+    shape = tuple(eqn.params["shape"])
+    dims = tuple(eqn.params["broadcast_dimensions"])
+    if tuple(v.shape) == shape and dims == tuple(range(len(shape))):
+        return x
+    out = alax.broadcast_in_dim(v, shape, dims)
+    if ctx.mode == "global" and is_replicated(v):
+        return V(out, bcast=(v, shape, dims))
+    return V(out)
+
+
+@rule("transpose")
+def _transpose(ctx: Lowering, eqn: Any, x: V) -> Value:
+    perm = tuple(eqn.params["permutation"])
+    v = ctx.get(x)
+    if perm == tuple(range(len(perm))):
+        return v
+    return alax.transpose(v, perm)
+
+
+@rule("squeeze", "expand_dims")
+def _squeeze(ctx: Lowering, eqn: Any, x: V) -> Value:
+    v = ctx.get(x)
+    new = tuple(_out_aval(eqn).shape)
+    if not is_replicated(v):
+        r = _unit_reshape(v, new)
+        return r if r is not None else alax.reshape(v, new)
+    return alax.reshape(v, new)
+
+
+@rule("slice")
+def _slice(ctx: Lowering, eqn: Any, x: V) -> Value:
+    p = eqn.params
+    strides = p["strides"] if p["strides"] is not None else [1] * len(p["start_indices"])
+    return alax.slice(ctx.get(x), p["start_indices"], p["limit_indices"], strides)
+
+
+@rule("split")
+def _split(ctx: Lowering, eqn: Any, x: V) -> List[Value]:
+    v = ctx.get(x)
+    axis = eqn.params["axis"] % len(v.shape)
+    outs, at = [], 0
+    for size in eqn.params["sizes"]:
+        start = [0] * len(v.shape)
+        limit = list(v.shape)
+        start[axis], limit[axis] = at, at + size
+        outs.append(alax.slice(v, start, limit))
+        at += size
+    return outs
+
+
+@rule("stack")
+def _stack(ctx: Lowering, eqn: Any, *xs: V) -> Value:
+    axis = eqn.params.get("axis", 0)
+    shape = tuple(_out_aval(eqn).shape)
+    dims = tuple(d for d in range(len(shape)) if d != axis)
+    parts = []
+    for x in xs:
+        v = ctx.get(x)
+        one = list(shape)
+        one[axis] = 1
+        parts.append(alax.broadcast_in_dim(v, one, dims))
+    return parts[0] if len(parts) == 1 else alax.concatenate(parts, axis)
+
+
+@rule("unstack")
+def _unstack(ctx: Lowering, eqn: Any, x: V) -> List[Value]:
+    v = ctx.get(x)
+    axis = eqn.params["axis"] % len(v.shape)
+    outs = []
+    for i in range(v.shape[axis]):
+        start = [0] * len(v.shape)
+        limit = list(v.shape)
+        start[axis], limit[axis] = i, i + 1
+        piece = alax.slice(v, start, limit)
+        new = tuple(s for d, s in enumerate(v.shape) if d != axis)
+        unit = None if is_replicated(piece) else _unit_reshape(piece, new)
+        outs.append(unit if unit is not None else alax.reshape(piece, new))
+    return outs
+
+
+@rule("tile")
+def _tile(ctx: Lowering, eqn: Any, x: V) -> Value:
+    """jnp.tile: a broadcast to [r_0, s_0, r_1, s_1, ...] and a reshape."""
+    v = ctx.get(x)
+    reps = list(eqn.params["reps"])
+    shape = list(v.shape)
+    wide, dims = [], []
+    for d, (r, s) in enumerate(zip(reps, shape)):
+        wide += [r, s]
+        dims.append(2 * d + 1)
+    b = alax.broadcast_in_dim(v, wide, dims)
+    return alax.reshape(b, [r * s for r, s in zip(reps, shape)])
+
+
+@rule("zeros_like")
+def _zeros_like(ctx: Lowering, eqn: Any, x: V) -> Value:
+    v = ctx.get(x)
+    return _full_like(ctx, v, 0, v.dtype)
+
+
+@rule("sharding_constraint", "reshard")
+def _sharding_constraint(ctx: Lowering, eqn: Any, x: V) -> Value:
+    """with_sharding_constraint / reshard: in global form the value is laid out as the
+    sharding's spec says (names of this mesh's axes); per shard nothing moves."""
+    v = ctx.get(x)
+    sharding = eqn.params.get("sharding", eqn.params.get("dst_sharding"))
+    spec = getattr(sharding, "spec", None)
+    if ctx.mode != "global" or spec is None:
+        return v
+    target = spec_axes(ctx, spec, len(v.shape))
+    if tuple(v.split) == target:
+        return v
+    return ctx.relayout(x, target)
+
+
+@rule("concatenate")
+def _concatenate(ctx: Lowering, eqn: Any, *xs: V) -> Value:
+    vals = [ctx.get(x) for x in xs]
+    if ctx.mode == "global" and len({tuple(v.split) for v in vals}) > 1:
+        target = [-1] * len(vals[0].shape)
+        for v in vals:
+            for d, a in enumerate(v.split):
+                if a >= 0:
+                    target[d] = a
+        vals = [v if tuple(v.split) == tuple(target) else ctx.relayout(x, target)
+                for v, x in zip(vals, xs)]
+    return alax.concatenate(vals, eqn.params["dimension"])
+
+
+@rule("pad")
+def _pad(ctx: Lowering, eqn: Any, x: V, value: V) -> Value:
+    return alax.pad(ctx.get(x), ctx.get(value), eqn.params["padding_config"])
+
+
+@rule("rev")
+def _rev(ctx: Lowering, eqn: Any, x: V) -> Value:
+    return alax.rev(ctx.get(x), eqn.params["dimensions"])
+
+
+@rule("iota")
+def _iota(ctx: Lowering, eqn: Any) -> Value:
+    p = eqn.params
+    ctx.ensure_value()
+    return alax.broadcasted_iota(atoll_dtype(p["dtype"]), tuple(p["shape"]), p["dimension"])
+
+
+def _start(ctx: Lowering, v: V) -> Value:
+    s = ctx.get(v)
+    if s.dtype not in ("i32", "i64"):
+        s = alax.convert_element_type(s, "i64" if s.dtype == "u32" else "i32")
+    if ctx.mode == "global" and not is_replicated(s):
+        raise ctx.refuse("a start index cut along a mesh axis", suggest_per_shard=True)
+    return s
+
+
+@rule("dynamic_slice")
+def _dynamic_slice(ctx: Lowering, eqn: Any, x: V, *starts: V) -> Value:
+    return prim("dynamic_slice", ctx.get(x), *[_start(ctx, s) for s in starts],
+                params=eqn.params["slice_sizes"])
+
+
+@rule("dynamic_update_slice")
+def _dynamic_update_slice(ctx: Lowering, eqn: Any, x: V, update: V, *starts: V) -> Value:
+    return prim("dynamic_update_slice", ctx.get(x), ctx.get(update),
+                *[_start(ctx, s) for s in starts])
+
+
+def _indices(ctx: Lowering, v: V) -> Value:
+    s = ctx.get(v)
+    if s.dtype not in ("i32", "i64"):
+        s = alax.convert_element_type(s, "i64" if s.dtype == "u32" else "i32")
+    return s
+
+
+def _default_fill(fill: Any, dtype: str) -> bool:
+    """Whether ``fill`` is jax's default fill value of gather's FILL_OR_DROP mode."""
+    if fill is None:
+        return True
+    f = np.asarray(fill)
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return bool(np.isnan(f))
+    if dtype == "bool":
+        return bool(f)
+    info = np.iinfo(NUMPY_OF[dtype])
+    return int(f) == (info.min if info.min < 0 else info.max)
+
+
+NUMPY_OF = {"i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8, "u32": np.uint32}
+
+
+def _lowest(dtype: str) -> Any:
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return -np.inf
+    if dtype == "bool":
+        return 0
+    return int(np.iinfo(NUMPY_OF[dtype]).min)
+
+
+def _fill_of(dtype: str) -> Any:
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return np.nan
+    if dtype == "bool":
+        return 1
+    info = np.iinfo(NUMPY_OF[dtype])
+    return int(info.min if info.min < 0 else info.max)
+
+
+@rule("gather")
+def _gather(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    op = ctx.get(operand)
+    if not _default_fill(p.get("fill_value"), op.dtype):
+        raise ctx.refuse(f"gather with fill_value {p.get('fill_value')!r} (atoll fills with "
+                         "jax's default)")
+    idx = ctx.get(indices)
+    if len(idx.shape) == 1 and not tuple(dn.operand_batching_dims) and is_replicated(idx):
+        return _gather_one_window(ctx, eqn, op, _indices(ctx, indices))
+    if tuple(dn.operand_batching_dims) and (ctx.mode == "local" or (
+            is_replicated(op) and is_replicated(idx))):
+        return _gather_batched(ctx, eqn, op, _indices(ctx, indices))
+    if tuple(dn.operand_batching_dims) or (ctx.mode == "global" and not is_replicated(op)):
+        return _gather_by_mask(ctx, eqn, operand, indices)
+    return alax.gather(op, _indices(ctx, indices), _NoBatch(dn), p["slice_sizes"],
+                       mode=p.get("mode"))
+
+
+@dataclass
+class _NoBatch:
+    """GatherDimensionNumbers without the batching dimensions (checked empty)."""
+    offset_dims: Tuple[int, ...]
+    collapsed_slice_dims: Tuple[int, ...]
+    start_index_map: Tuple[int, ...]
+    operand_batching_dims: Tuple[int, ...] = ()
+    start_indices_batching_dims: Tuple[int, ...] = ()
+
+    def __init__(self, dn: Any) -> None:
+        self.offset_dims = tuple(dn.offset_dims)
+        self.collapsed_slice_dims = tuple(dn.collapsed_slice_dims)
+        self.start_index_map = tuple(dn.start_index_map)
+
+
+def _batch_iota_indices(idx: Value, batching: Sequence[int]) -> Value:
+    """The indices with, appended to each index vector, its position along each of the
+    indices' batching dimensions ``batching``: what lets a gather or scatter with batching
+    dimensions collapse them as ordinary indexed dimensions (as XLA's expander does)."""
+    batch_shape = tuple(idx.shape[:-1])
+    cols = [idx]
+    for d in batching:
+        cols.append(alax.broadcasted_iota(idx.dtype, batch_shape + (1,), d))
+    return alax.concatenate(cols, len(idx.shape) - 1)
+
+
+def _gather_batched(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
+    """A gather with batching dimensions (vmap of dynamic_slice or of indexing) as one
+    without: the operand's batching dimensions become collapsed indexed dimensions, indexed
+    by the position along the indices' batching dimensions."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    ob, ib = tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)
+    dims = _GatherDims(tuple(int(d) for d in dn.offset_dims),
+                       tuple(sorted(int(d) for d in tuple(dn.collapsed_slice_dims) + ob)),
+                       tuple(int(d) for d in tuple(dn.start_index_map) + ob))
+    return alax.gather(op, _batch_iota_indices(idx, ib), dims, p["slice_sizes"],
+                       mode=p.get("mode"))
+
+
+def _gather_one_window(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
+    """A gather at one start (indices [k]: x[i], take(0)) as a dynamic_slice, which takes a
+    cut dimension whole; FILL_OR_DROP gives the fill value where the window does not fit."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    sizes = list(p["slice_sizes"])
+    rank = len(op.shape)
+    itype = idx.dtype
+    starts = [full((), 0, itype) for _ in range(rank)]
+    ok = None
+    mode = getattr(p.get("mode"), "name", str(p.get("mode"))).lower()
+    for j, d in enumerate(dn.start_index_map):
+        s = alax.reshape(alax.slice(idx, [j], [j + 1]), ())
+        starts[d] = s
+        if not ("clip" in mode or "promise" in mode):
+            fits = alax.bitwise_and(alax.ge(s, full((), 0, itype)),
+                                    alax.le(s, full((), op.shape[d] - sizes[d], itype)))
+            ok = fits if ok is None else alax.bitwise_and(ok, fits)
+    window = prim("dynamic_slice", op, *starts, params=sizes)
+    out_shape = tuple(_out_aval(eqn).shape)
+    if tuple(window.shape) != out_shape:
+        r = _unit_reshape(window, out_shape) if not is_replicated(window) else None
+        window = r if r is not None else alax.reshape(window, out_shape)
+    if ok is not None:
+        fill = alax.broadcast_in_dim(full((), _fill_of(op.dtype), op.dtype), out_shape, ())
+        if not is_replicated(window):
+            fill = ctx.relayout(V(fill, bcast=(full((), _fill_of(op.dtype), op.dtype),
+                                               out_shape, ())), window.split)
+        window = alax.select_n(ok, fill, window)
+    return window
+
+
+def _gather_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
+    """A gather of single elements (take_along_axis, with batching dimensions, or from a cut
+    operand) as a select over the indexed dimensions and a max: elementwise on the batch, so
+    it keeps the batch's cut. out[b] = operand[batch coordinates of b, indices[b]]."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    op = ctx.get(operand)
+    idx = _indices(ctx, indices)
+    ob, ib = tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)
+    smap = tuple(dn.start_index_map)
+    rank = len(op.shape)
+    if (tuple(dn.offset_dims) or set(ob) | set(smap) != set(range(rank)) or
+            any(p["slice_sizes"][d] != 1 for d in smap)):
+        axes = sorted({a for a in op.split if a >= 0})
+        raise ctx.refuse("a gather of windows (offset dimensions) with batching dimensions or "
+                         "from an operand cut along mesh axis " +
+                         (", ".join(ctx.axis_name(a) for a in axes) or "-") +
+                         " (atoll's gather takes neither)", suggest_per_shard=bool(axes))
+    batch_shape = tuple(idx.shape[:-1])
+    nb = len(batch_shape)
+    sizes = [op.shape[d] for d in smap]
+    shape = batch_shape + tuple(sizes)
+    # The operand broadcast over the batch: its batching dims at their index dims, the
+    # indexed dims last.
+    order = list(ob) + list(smap)
+    op_t = alax.transpose(op, order) if order != list(range(rank)) else op
+    bdims = tuple(ib) + tuple(range(nb, nb + len(smap)))
+    if list(bdims) != sorted(bdims):
+        raise ctx.refuse("batching dimensions out of order")
+    wide = V(alax.broadcast_in_dim(op_t, shape, bdims),
+             bcast=(op_t, shape, bdims) if is_replicated(op_t) else None)
+    mode = getattr(p.get("mode"), "name", str(p.get("mode"))).lower()
+    cols, in_range = [], None
+    itype = idx.dtype
+    for j, size in enumerate(sizes):
+        col = alax.slice(idx, [0] * nb + [j], list(batch_shape) + [j + 1])
+        col = _drop_last_unit(ctx, col)
+        cshape = tuple(col.shape)
+        if "clip" in mode or "promise" in mode:
+            col = alax.clamp(full((), 0, itype), col, full((), size - 1, itype))
+        else:
+            c, lo, hi = align(ctx, eqn, [V(col), V(full((), 0, itype)),
+                                         V(full((), size, itype))], cshape)
+            ok = alax.bitwise_and(alax.ge(c, lo), alax.lt(c, hi))
+            in_range = ok if in_range is None else alax.bitwise_and(in_range, ok)
+        cols.append(V(alax.broadcast_in_dim(col, shape, tuple(range(nb)))))
+    mask = None
+    for j, col in enumerate(cols):
+        iota = alax.broadcasted_iota(itype, shape, nb + j)
+        line = alax.broadcasted_iota(itype, (sizes[j],), 0)
+        a, b = align(ctx, eqn, [V(iota, bcast=(line, shape, (nb + j,))), col], shape)
+        m = alax.eq(a, b)
+        mask = m if mask is None else alax.bitwise_and(mask, m)
+    lowest = _lowest(op.dtype)
+    mv, ov, lv = align(ctx, eqn, [V(mask), wide, V(full((), lowest, op.dtype))], shape)
+    picked = alax.select_n(mv, lv, ov)
+    red = list(range(nb, nb + len(sizes)))
+    out = alax.reduce_or(picked, red) if op.dtype == "bool" else alax.reduce_max(picked, red)
+    if in_range is not None:
+        fv, ov2, rv = align(ctx, eqn, [V(full((), _fill_of(op.dtype), op.dtype)), V(out),
+                                       V(in_range)], batch_shape)
+        out = alax.select_n(rv, fv, ov2)
+    return out
+
+
+def _like(ctx: Lowering, v: Value, value: Any) -> Value:
+    return full((), value, v.dtype)
+
+
+def _drop_last_unit(ctx: Lowering, v: Value) -> Value:
+    """v [..., 1] -> [...], keeping cuts (a max over the unit dimension)."""
+    if v.dtype == "bool":
+        return alax.reduce_or(v, [len(v.shape) - 1])
+    return alax.reduce_max(v, [len(v.shape) - 1])
+
+
+def _scatter_rule(name: str) -> Rule:
+    fn = getattr(alax, name)
+
+    def lower(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V) -> Value:
+        p = eqn.params
+        dn = p["dimension_numbers"]
+        cut = ctx.mode == "global" and not all(
+            is_replicated(ctx.get(v)) for v in (operand, indices, updates))
+        if tuple(dn.operand_batching_dims) and not cut:
+            ob = tuple(dn.operand_batching_dims)
+            plain = _NoBatchScatter(dn)
+            plain.inserted_window_dims = tuple(sorted(plain.inserted_window_dims + ob))
+            plain.scatter_dims_to_operand_dims = plain.scatter_dims_to_operand_dims + ob
+            idx = _batch_iota_indices(_indices(ctx, indices),
+                                      tuple(dn.scatter_indices_batching_dims))
+            return fn(ctx.get(operand), idx, ctx.get(updates), plain, mode=p.get("mode"))
+        if tuple(dn.operand_batching_dims) or cut:
+            if name in ("scatter_add", "scatter"):
+                return _scatter_by_mask(ctx, eqn, operand, indices, updates, name)
+            raise ctx.refuse(f"{name} with batching dimensions or cut operands (atoll's "
+                             f"{name} takes neither)", suggest_per_shard=cut)
+        return fn(ctx.get(operand), _indices(ctx, indices), ctx.get(updates),
+                  _NoBatchScatter(dn), mode=p.get("mode"))
+    return lower
+
+
+@dataclass
+class _NoBatchScatter:
+    update_window_dims: Tuple[int, ...]
+    inserted_window_dims: Tuple[int, ...]
+    scatter_dims_to_operand_dims: Tuple[int, ...]
+    operand_batching_dims: Tuple[int, ...] = ()
+    scatter_indices_batching_dims: Tuple[int, ...] = ()
+
+    def __init__(self, dn: Any) -> None:
+        self.update_window_dims = tuple(dn.update_window_dims)
+        self.inserted_window_dims = tuple(dn.inserted_window_dims)
+        self.scatter_dims_to_operand_dims = tuple(dn.scatter_dims_to_operand_dims)
+
+
+def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V,
+                     name: str) -> Value:
+    """A scatter of single elements (the gradient of take_along_axis: batching dimensions,
+    or cut operands) as masks: each update lands where the iota of the indexed dimensions
+    equals its index; elementwise on the batch, so it keeps the batch's cut. Indices out of
+    range are dropped (FILL_OR_DROP) or clamped (CLIP)."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    op = ctx.get(operand)
+    idx = _indices(ctx, indices)
+    upd = ctx.get(updates)
+    ob, ib = tuple(dn.operand_batching_dims), tuple(dn.scatter_indices_batching_dims)
+    smap = tuple(dn.scatter_dims_to_operand_dims)
+    rank = len(op.shape)
+    if (tuple(dn.update_window_dims) or set(ob) | set(smap) != set(range(rank)) or
+            list(ob) != sorted(ob)):
+        raise ctx.refuse(f"{name} of windows with batching dimensions or cut operands "
+                         "(atoll's scatter takes neither)", suggest_per_shard=True)
+    batch_shape = tuple(idx.shape[:-1])
+    nb = len(batch_shape)
+    sizes = [op.shape[d] for d in smap]
+    shape = batch_shape + tuple(sizes)
+    itype = idx.dtype
+    mode = getattr(p.get("mode"), "name", str(p.get("mode"))).lower()
+    mask = None
+    for j, size in enumerate(sizes):
+        col = _drop_last_unit(ctx, alax.slice(idx, [0] * nb + [j], list(batch_shape) + [j + 1]))
+        if "clip" in mode or "promise" in mode:
+            col = alax.clamp(full((), 0, itype), col, full((), size - 1, itype))
+        colw = V(alax.broadcast_in_dim(col, shape, tuple(range(nb))))
+        iota = alax.broadcasted_iota(itype, shape, nb + j)
+        line = alax.broadcasted_iota(itype, (size,), 0)
+        a, b = align(ctx, eqn, [V(iota, bcast=(line, shape, (nb + j,))), colw], shape)
+        m = alax.eq(a, b)
+        mask = m if mask is None else alax.bitwise_and(mask, m)
+    u = V(alax.broadcast_in_dim(upd, shape, tuple(range(nb))))
+    zero = V(full((), 0, op.dtype))
+    mv, uv, zv = align(ctx, eqn, [V(mask), u, zero], shape)
+    placed = alax.select_n(mv, zv, uv)  # [batch..., indexed...]
+    # Sum over the batch dimensions that are not the operand's batching dimensions.
+    extra = [d for d in range(nb) if d not in ib]
+    if name == "scatter" and extra:
+        raise ctx.refuse("scatter (set) of several updates per element")
+    if extra:
+        if op.dtype not in ("f32", "f64", "bf16", "f16"):
+            raise ctx.refuse(f"{name} of integers with several updates per element")
+        hit = alax.reduce_or(mv, extra)
+        placed = alax.reduce_sum(placed, extra)
+    else:
+        hit = mv
+    # Now [ib dims in order..., indexed...]: the operand's dims ob..., smap...
+    order = list(ob) + list(smap)
+    inverse = [order.index(d) for d in range(rank)]
+    if inverse != list(range(rank)):
+        placed = alax.transpose(placed, inverse)
+        hit = alax.transpose(hit, inverse)
+    pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), operand], tuple(op.shape))
+    if name == "scatter_add":
+        wide = _widened(op.dtype)
+        if wide is None:
+            total = alax.add(ov, pv)
+        else:
+            total = alax.convert_element_type(
+                alax.add(alax.convert_element_type(ov, wide), alax.convert_element_type(pv, wide)),
+                op.dtype)
+        return total
+    return alax.select_n(hv, ov, pv)
+
+
+RULES["scatter"] = _scatter_rule("scatter")
+RULES["scatter-add"] = _scatter_rule("scatter_add")
+RULES["scatter_add"] = RULES["scatter-add"]
+RULES["scatter-mul"] = _scatter_rule("scatter_mul")
+RULES["scatter_mul"] = RULES["scatter-mul"]
+RULES["scatter-min"] = _scatter_rule("scatter_min")
+RULES["scatter_min"] = RULES["scatter-min"]
+RULES["scatter-max"] = _scatter_rule("scatter_max")
+
+
+@rule("scatter-sub", "scatter_sub")
+def _scatter_sub(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V) -> Value:
+    """operand.at[i].subtract(u): a scatter-add of -u."""
+    neg = RULES["neg"](ctx, eqn, updates)
+    return RULES["scatter-add"](ctx, eqn, operand, indices, neg if isinstance(neg, V) else V(neg))
+RULES["scatter_max"] = RULES["scatter-max"]
+
+
+@rule("sort")
+def _sort(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
+    vals = [ctx.get(x) for x in xs]
+    out = alax.sort(tuple(vals), eqn.params["dimension"], True, eqn.params["num_keys"])
+    return list(out)
+
+
+@rule("top_k")
+def _top_k(ctx: Lowering, eqn: Any, x: V) -> List[Value]:
+    v = ctx.get(x)
+    axis = eqn.params.get("axis", len(v.shape) - 1)
+    if axis % max(len(v.shape), 1) != len(v.shape) - 1:
+        raise ctx.refuse("top_k along a dimension other than the last")
+    return list(alax.top_k(v, eqn.params["k"]))
+
+
+@rule("cumsum", "cumprod", "cummax", "cummin")
+def _cumulative(ctx: Lowering, eqn: Any, x: V) -> Value:
+    fn = getattr(alax, eqn.primitive.name)
+    return fn(ctx.get(x), eqn.params["axis"], bool(eqn.params["reverse"]))
+
+
+# -- reductions and contractions ----------------------------------------------------------------
+
+def _cut_axes(v: Value, dims: Sequence[int]) -> List[int]:
+    return [v.split[d] for d in dims if v.split[d] >= 0]
+
+
+@rule("reduce_sum")
+def _reduce_sum(ctx: Lowering, eqn: Any, x: V) -> Value:
+    v = ctx.get(x)
+    axes = [a % len(v.shape) for a in eqn.params["axes"]]
+    partial = _cut_axes(v, axes) if ctx.mode == "global" else []
+    if not axes:
+        return v
+    if v.dtype in ("f32", "f64", "bf16", "f16"):
+        r = alax.reduce_sum(v, axes)
+    else:
+        # Integers: a contraction with ones (exact, wrapping as XLA's sums do).
+        wide = v.dtype if v.dtype in ("i32", "i64") else "i64"
+        w = v if wide == v.dtype else alax.convert_element_type(v, wide)
+        keep = [d for d in range(len(v.shape)) if d not in axes]
+        ones_shape = [v.shape[d] for d in axes]
+        ones = full(ones_shape, 1, wide)
+        ones_v = V(ones, bcast=(full((), 1, wide), tuple(ones_shape), ()))
+        if ctx.mode == "global" and partial:
+            ones = ctx.relayout(ones_v, [v.split[d] for d in axes])
+        # The kept dimensions stay in order: dot_general gives lhs's free dims in order.
+        r = alax.dot_general(w, ones, ((tuple(axes), tuple(range(len(axes)))), ((), ())))
+        r = r if wide == v.dtype else _narrow(r, v.dtype)
+    return ctx.complete(r, partial, "sum")
+
+
+def _reduce_axes(how: Optional[str]) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, x: V) -> Value:
+        v = ctx.get(x)
+        axes = [a % len(v.shape) for a in eqn.params["axes"]]
+        if not axes:
+            return v
+        fn = getattr(alax, eqn.primitive.name)
+        partial = _cut_axes(v, axes) if ctx.mode == "global" else []
+        r = fn(v, axes)
+        if partial and how is None:
+            raise ctx.refuse(f"{eqn.primitive.name} over a dimension cut along mesh axis "
+                             f"{', '.join(ctx.axis_name(a) for a in partial)} (atoll has no "
+                             "all-reduce for it)", suggest_per_shard=True)
+        if partial and how in ("and", "or"):
+            how2 = "min" if how == "and" else "max"
+            return ctx.complete(r, partial, how2)
+        return ctx.complete(r, partial, how or "")
+    return lower
+
+
+RULES["reduce_max"] = _reduce_axes("max")
+RULES["reduce_min"] = _reduce_axes("min")
+RULES["reduce_prod"] = _reduce_axes(None)
+RULES["reduce_and"] = _reduce_axes("and")
+RULES["reduce_or"] = _reduce_axes("or")
+
+
+@rule("argmax", "argmin")
+def _argreduce(ctx: Lowering, eqn: Any, x: V) -> Value:
+    (axis,) = eqn.params["axes"]
+    fn = getattr(alax, eqn.primitive.name)
+    return fn(ctx.get(x), axis, atoll_dtype(eqn.params["index_dtype"]))
+
+
+@rule("dot_general")
+def _dot_general(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    pref = eqn.params.get("preferred_element_type")
+    return _dot(ctx, x, y, ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))), pref,
+                atoll_dtype(_out_aval(eqn).dtype))
+
+
+def _dot(ctx: Lowering, x: V, y: V, dims: Any, pref: Any, out_dtype: str) -> Value:
+    """dot_general; in global mode the paired dimensions are brought to one cut (a replicated
+    operand cut locally to match) and a contraction over a cut dimension is completed with
+    the all-reduce along its axis."""
+    (lc, rc), (lb, rb) = dims
+    a, b = ctx.get(x), ctx.get(y)
+    partial: List[int] = []
+    if ctx.mode == "global" and not (is_replicated(a) and is_replicated(b)):
+        # Contracting and batch dimensions: cut alike in both operands.
+        ta, tb = list(a.split), list(b.split)
+        for da, db in list(zip(lc, rc)) + list(zip(lb, rb)):
+            sa, sb = ta[da], tb[db]
+            if sa == sb:
+                continue
+            if sa >= 0 and sb >= 0:
+                raise ctx.refuse(f"dimensions {da} and {db} it pairs are cut along different "
+                                 f"mesh axes ({ctx.axis_name(sa)} and {ctx.axis_name(sb)})",
+                                 suggest_per_shard=True)
+            if sa >= 0:
+                tb[db] = sa
+            else:
+                ta[da] = sb
+        if tuple(ta) != tuple(a.split):
+            if not is_replicated(a):
+                raise ctx.refuse("operands cut differently on the dimensions it pairs",
+                                 suggest_per_shard=True)
+            a = ctx.relayout(x, ta)
+        if tuple(tb) != tuple(b.split):
+            if not is_replicated(b):
+                raise ctx.refuse("operands cut differently on the dimensions it pairs",
+                                 suggest_per_shard=True)
+            b = ctx.relayout(y, tb)
+        partial = [a.split[d] for d in lc if a.split[d] >= 0]
+    if a.dtype != b.dtype:  # jax allows mixed operands: compute in the result's dtype
+        a = a if a.dtype == out_dtype else alax.convert_element_type(a, out_dtype)
+        b = b if b.dtype == out_dtype else alax.convert_element_type(b, out_dtype)
+    pref_dtype = None if pref is None else atoll_dtype(pref)
+    if pref_dtype == a.dtype:
+        pref_dtype = None
+    r = alax.dot_general(a, b, ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))),
+                         preferred_element_type=pref_dtype)
+    if r.dtype != out_dtype:
+        r = alax.convert_element_type(r, out_dtype)
+    return ctx.complete(r, partial, "sum")
+
+
+# -- windows: convolutions and pooling, composed of pads, strided slices and a dot_general ------
+# (atoll's IR has no conv_general_dilated, reduce_window or select_and_scatter_add yet)
+
+def _window_starts(window: Sequence[int], dilation: Sequence[int]) -> List[Tuple[int, ...]]:
+    import itertools  # noqa: PLC0415
+    return [tuple(k * d for k, d in zip(ks, dilation))
+            for ks in itertools.product(*[range(w) for w in window])]
+
+
+def _out_size(size: int, window: int, dilation: int, stride: int) -> int:
+    return max(0, (size - (window - 1) * dilation - 1) // stride + 1)
+
+
+def _strided(v: Value, lead: int, starts: Sequence[int], outs: Sequence[int],
+             strides: Sequence[int]) -> Value:
+    """The slice of v whose last dimensions (after ``lead`` whole ones) start at ``starts``,
+    ``outs`` elements each, ``strides`` apart."""
+    shape = list(v.shape)
+    start = [0] * lead + list(starts)
+    limit = shape[:lead] + [s + (o - 1) * st + 1 if o > 0 else s
+                            for s, o, st in zip(starts, outs, strides)]
+    return alax.slice(v, start, limit, [1] * lead + list(strides))
+
+
+def _init_of(dtype: str, how: str) -> Any:
+    if how == "sum":
+        return 0
+    if dtype in ("f32", "f64", "bf16", "f16"):
+        return -np.inf if how == "max" else np.inf
+    if dtype == "bool":
+        return 0 if how == "max" else 1
+    info = np.iinfo(NUMPY_OF[dtype])
+    return int(info.min) if how == "max" else int(info.max)
+
+
+def _add_values(a: Value, b: Value) -> Value:
+    wide = _widened(a.dtype)
+    if wide is None:
+        return alax.add(a, b)
+    r = alax.add(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
+    return _narrow(r, a.dtype) if a.dtype in ("i8", "u8", "u32") else \
+        alax.convert_element_type(r, a.dtype)
+
+
+def _full_like(ctx: Lowering, like: Value, value: Any, dtype: str) -> Value:
+    """A constant of ``like``'s shape and layout."""
+    shape = tuple(like.shape)
+    v = full(shape, value, dtype)
+    if is_replicated(like):
+        return v
+    return ctx.relayout(V(v, bcast=(full((), value, dtype), shape, ())), like.split)
+
+
+@rule("conv_general_dilated")
+def _conv(ctx: Lowering, eqn: Any, lhs: V, rhs: V) -> Value:
+    """conv_general_dilated as im2col: the lhs padded (and dilated by interior padding), one
+    strided slice per kernel position stacked into [N, C, K, out...], and one dot_general
+    with the kernel [O, C, K] (per feature group)."""
+    p = eqn.params
+    if p["batch_group_count"] != 1:
+        raise ctx.refuse("batch_group_count > 1 (atoll.jax lowers feature groups only)")
+    dn = p["dimension_numbers"]
+    x, w = ctx.get(lhs), ctx.get(rhs)
+    out_dtype = _out_dtype(eqn)
+    if x.dtype != w.dtype:
+        x = alax.convert_element_type(x, out_dtype)
+        w = alax.convert_element_type(w, out_dtype)
+    lhs_spec, rhs_spec, out_spec = dn.lhs_spec, dn.rhs_spec, dn.out_spec
+    x = alax.transpose(x, lhs_spec) if tuple(lhs_spec) != tuple(range(len(lhs_spec))) else x
+    w = alax.transpose(w, rhs_spec) if tuple(rhs_spec) != tuple(range(len(rhs_spec))) else w
+    n, c = x.shape[0], x.shape[1]
+    o, i = w.shape[0], w.shape[1]
+    kernel = list(w.shape[2:])
+    k = len(kernel)
+    zero = full((), 0, x.dtype)
+    config = [(0, 0, 0), (0, 0, 0)] + [
+        (int(lo), int(hi), int(ld) - 1)
+        for (lo, hi), ld in zip(p["padding"], p["lhs_dilation"])]
+    if any(cfg != (0, 0, 0) for cfg in config):
+        x = alax.pad(x, zero, config)
+    spatial = list(x.shape[2:])
+    strides = list(p["window_strides"])
+    rd = list(p["rhs_dilation"])
+    outs = [_out_size(s, kk, d, st) for s, kk, d, st in zip(spatial, kernel, rd, strides)]
+    starts = _window_starts(kernel, rd)
+    patches = []
+    for st in starts:
+        piece = _strided(x, 2, st, outs, strides)  # [N, C, out...]
+        patches.append(alax.broadcast_in_dim(piece, [n, c, 1] + outs,
+                                             [0, 1] + list(range(3, 3 + k))))
+    stacked = patches[0] if len(patches) == 1 else alax.concatenate(patches, 2)
+    kk = len(starts)
+    wr = alax.reshape(w, [o, i, kk])
+    groups = p["feature_group_count"]
+    results = []
+    og = o // groups
+    for g in range(groups):
+        xs = stacked if groups == 1 else alax.slice(
+            stacked, [0, g * i, 0] + [0] * k, [n, (g + 1) * i, kk] + outs)
+        ws = wr if groups == 1 else alax.slice(wr, [g * og, 0, 0], [(g + 1) * og, i, kk])
+        results.append(_dot(ctx, V(xs), V(ws), (((1, 2), (1, 2)), ((), ())),
+                            p.get("preferred_element_type"), out_dtype))  # [N, out..., Og]
+    r = results[0] if groups == 1 else alax.concatenate(results, 1 + k)
+    if r.dtype != out_dtype:
+        r = alax.convert_element_type(r, out_dtype)
+    # [N, out..., O] -> canonical [N, O, out...] -> the out_spec's order.
+    canonical = alax.transpose(r, [0, 1 + k] + list(range(1, 1 + k)))
+    perm = [0] * len(out_spec)
+    for j, d in enumerate(out_spec):
+        perm[d] = j
+    return alax.transpose(canonical, perm) if perm != list(range(len(perm))) else canonical
+
+
+def _reduce_window(how: str) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, x: V) -> Value:
+        p = eqn.params
+        v = ctx.get(x)
+        dtype = v.dtype
+        init = full((), _init_of(dtype, how), dtype)
+        config = [(int(lo), int(hi), int(bd) - 1)
+                  for (lo, hi), bd in zip(p["padding"], p["base_dilation"])]
+        if any(c != (0, 0, 0) for c in config):
+            v = alax.pad(v, init, config)
+        window, strides = list(p["window_dimensions"]), list(p["window_strides"])
+        wd = list(p["window_dilation"])
+        outs = [_out_size(s, w, d, st) for s, w, d, st in zip(v.shape, window, wd, strides)]
+        acc = None
+        for st in _window_starts(window, wd):
+            piece = _strided(v, 0, st, outs, strides)
+            if acc is None:
+                acc = piece
+            elif how == "sum":
+                acc = _add_values(acc, piece)
+            elif how == "max":
+                acc = alax.max(acc, piece)
+            else:
+                acc = alax.min(acc, piece)
+        return acc
+    return lower
+
+
+RULES["reduce_window_sum"] = _reduce_window("sum")
+RULES["reduce_window_max"] = _reduce_window("max")
+RULES["reduce_window_min"] = _reduce_window("min")
+
+
+@rule("select_and_scatter_add")
+def _select_and_scatter_add(ctx: Lowering, eqn: Any, source: V, operand: V) -> Value:
+    """Max (min) pooling's gradient: in each window, the first element that select_prim
+    (ge: the largest) prefers gets the window's source value added, as XLA's SelectAndScatter.
+    The winner's position per window is found by a pass over the window's positions; each
+    position's share is padded back into place (interior padding = the stride)."""
+    p = eqn.params
+    src, op = ctx.get(source), ctx.get(operand)
+    select = getattr(p["select_prim"], "name", str(p["select_prim"]))
+    if select not in ("ge", "le", "gt", "lt"):
+        raise ctx.refuse(f"select_and_scatter_add selecting with {select}")
+    how = "max" if select in ("ge", "gt") else "min"
+    dtype = op.dtype
+    pads = [(int(lo), int(hi)) for lo, hi in p["padding"]]
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        raise ctx.refuse("select_and_scatter_add with negative padding")
+    init = full((), _init_of(dtype, how), dtype)
+    padded = alax.pad(op, init, [(lo, hi, 0) for lo, hi in pads]) if any(
+        lo or hi for lo, hi in pads) else op
+    window, strides = list(p["window_dimensions"]), list(p["window_strides"])
+    outs = list(src.shape)
+    starts = _window_starts(window, [1] * len(window))
+    best = best_k = None
+    cmp = {"ge": alax.ge, "gt": alax.gt, "le": alax.le, "lt": alax.lt}[select]
+    for k, st in enumerate(starts):
+        piece = _strided(padded, 0, st, outs, strides)
+        here = _full_like(ctx, piece, k, "i32")
+        if best is None:
+            best, best_k = piece, here
+            continue
+        keep = cmp(best, piece)  # XLA: select(current, candidate) true keeps the current
+        best = alax.select_n(keep, piece, best)
+        best_k = alax.select_n(keep, here, best_k)
+    total = None
+    shape = list(padded.shape)
+    zero = full((), 0, src.dtype)
+    for k, st in enumerate(starts):
+        mine = alax.eq(best_k, _full_like(ctx, best_k, k, "i32"))
+        share = alax.select_n(mine, _full_like(ctx, src, 0, src.dtype), src)
+        config = [(s, size - s - ((o - 1) * stride + 1) if o > 0 else size - s, stride - 1)
+                  for s, size, o, stride in zip(st, shape, outs, strides)]
+        placed = alax.pad(share, zero, config)
+        total = placed if total is None else _add_values(total, placed)
+    if any(lo or hi for lo, hi in pads):
+        total = alax.slice(total, [lo for lo, _ in pads],
+                           [size - hi for size, (_, hi) in zip(shape, pads)])
+    return total
+
+
+# -- nested jaxprs ------------------------------------------------------------------------------
+
+def _inline(param_names: Sequence[str]) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
+        for n in param_names:
+            sub = eqn.params.get(n)
+            if sub is not None:
+                break
+        else:
+            raise ctx.refuse(f"no jaxpr among its parameters {sorted(eqn.params)}")
+        if hasattr(sub, "jaxpr") and hasattr(sub, "consts"):
+            jaxpr, consts = sub.jaxpr, sub.consts
+        else:
+            jaxpr, consts = sub, ()
+        args = list(xs)
+        if eqn.primitive.name in ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
+                                  "custom_jvp_call_jaxpr"):
+            args = args[len(args) - len(jaxpr.invars):]
+        return ctx.lower_jaxpr(jaxpr, consts, args)
+    return lower
+
+
+RULES["pjit"] = _inline(["jaxpr"])
+RULES["jit"] = RULES["pjit"]
+RULES["closed_call"] = _inline(["call_jaxpr"])
+RULES["core_call"] = RULES["closed_call"]
+RULES["remat"] = _inline(["jaxpr"])
+RULES["remat2"] = RULES["remat"]
+RULES["checkpoint"] = RULES["remat"]
+RULES["custom_jvp_call"] = _inline(["call_jaxpr"])
+RULES["custom_vjp_call"] = _inline(["call_jaxpr", "fun_jaxpr"])
+RULES["custom_vjp_call_jaxpr"] = _inline(["fun_jaxpr", "call_jaxpr"])
+RULES["custom_jvp_call_jaxpr"] = _inline(["fun_jaxpr", "call_jaxpr"])
+
+
+@rule("cond")
+def _cond(ctx: Lowering, eqn: Any, index: V, *xs: V) -> List[Value]:
+    """Every branch is computed and the index picks the results (select_n): the value of
+    lax.cond and lax.switch, without skipping the branches not taken."""
+    branches = eqn.params["branches"]
+    outs = [ctx.lower_jaxpr(b.jaxpr, b.consts, list(xs)) for b in branches]
+    i = ctx.get(index)
+    if ctx.mode == "global" and not is_replicated(i):
+        raise ctx.refuse("a branch index cut along a mesh axis", suggest_per_shard=True)
+    n = len(branches)
+    if i.dtype not in ("bool", "i32"):
+        i = alax.convert_element_type(i, "i32")
+    if n == 2 and i.dtype == "i32":
+        i = alax.ne(i, full((), 0, "i32"))
+    if n > 2:  # select_n's index must be in range: clamp as lax.switch does
+        i = alax.clamp(full((), 0, "i32"), i, full((), n - 1, "i32"))
+    results = []
+    for k in range(len(eqn.outvars)):
+        cases = [outs[b][k] for b in range(n)]
+        shape = tuple(_out_aval(eqn, k).shape)
+        vals = align(ctx, eqn, cases, shape) if shape else [ctx.get(c) for c in cases]
+        results.append(alax.select_n(i, *vals))
+    return results
+
+
+@rule("scan")
+def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
+    """lax.scan unrolled: the body is lowered once per step (the length is static)."""
+    p = eqn.params
+    body = p["jaxpr"]
+    n_consts, n_carry = p["num_consts"], p["num_carry"]
+    length, reverse = p["length"], p["reverse"]
+    consts = list(xs[:n_consts])
+    carry = list(xs[n_consts:n_consts + n_carry])
+    seqs = [ctx.get(x) for x in xs[n_consts + n_carry:]]
+    if ctx.mode == "global":
+        for s in seqs:
+            if len(s.shape) and s.split[0] >= 0:
+                raise ctx.refuse(f"a scan over a dimension cut along mesh axis "
+                                 f"{ctx.axis_name(s.split[0])}", suggest_per_shard=True)
+    if length > 4096:
+        raise ctx.refuse(f"a scan of {length} steps (atoll.jax unrolls scans; atoll's IR has "
+                         "no loop yet)")
+    ys_steps: List[List[Value]] = []
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    for t in order:
+        step_xs = []
+        for s in seqs:
+            shape = list(s.shape)
+            start = [t] + [0] * (len(shape) - 1)
+            limit = [t + 1] + shape[1:]
+            piece = alax.slice(s, start, limit)
+            unit = None if is_replicated(piece) else _unit_reshape(piece, tuple(shape[1:]))
+            step_xs.append(V(unit if unit is not None else alax.reshape(piece, shape[1:])))
+        outs = ctx.lower_jaxpr(body.jaxpr, body.consts, consts + carry + step_xs)
+        carry = outs[:n_carry]
+        ys_steps.append([ctx.get(o) for o in outs[n_carry:]])
+    if reverse:
+        ys_steps.reverse()
+    ys = []
+    for k in range(len(eqn.outvars) - n_carry):
+        shape = tuple(_out_aval(eqn, n_carry + k).shape)
+        parts = [alax.broadcast_in_dim(step[k], (1,) + shape[1:],
+                                       tuple(range(1, len(shape)))) for step in ys_steps]
+        if ctx.mode == "global":
+            target = [-1] + list(parts[0].split[1:])
+            parts = [p if tuple(p.split) == tuple(target) else ctx.relayout(V(p), target)
+                     for p in parts]
+        ys.append(parts[0] if len(parts) == 1 else alax.concatenate(parts, 0))
+    return [ctx.get(c) for c in carry] + ys
+
+
+# -- random numbers ------------------------------------------------------------------------------
+
+@rule("random_wrap")
+def _random_wrap(ctx: Lowering, eqn: Any, x: V) -> V:
+    impl = eqn.params.get("impl")
+    if "fry" not in str(impl):
+        raise ctx.refuse(f"the PRNG implementation {impl} (atoll lowers threefry2x32 keys)")
+    return x
+
+
+@rule("random_unwrap")
+def _random_unwrap(ctx: Lowering, eqn: Any, x: V) -> V:
+    return x
+
+
+@rule("random_seed")
+def _random_seed(ctx: Lowering, eqn: Any, seed: V) -> List[V]:
+    """jax.random.PRNGKey / key: threefry's seeding, traced from jax's implementation."""
+    from jax._src.random import threefry2x32 as fry  # noqa: PLC0415
+    impl = eqn.params.get("impl")
+    if "fry" not in str(impl):
+        raise ctx.refuse(f"the PRNG implementation {impl} (atoll lowers threefry2x32 keys)")
+    aval = eqn.invars[0].aval
+    closed = jax.make_jaxpr(fry.threefry_prng_impl.seed)(
+        jax.ShapeDtypeStruct(tuple(aval.shape), aval.dtype))
+    return ctx.lower_jaxpr(closed.jaxpr, closed.consts, [seed])
+
+
+@rule("random_bits", "random_split", "random_fold_in")
+def _random(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
+    """The key's threefry2x32 computation, traced from jax's own implementation and lowered
+    like any jaxpr (uint32 arithmetic), so the bits are jax.random's."""
+    from jax._src.random import threefry2x32 as fry  # noqa: PLC0415
+    impl = fry.threefry_prng_impl
+    name = eqn.primitive.name
+    p = eqn.params
+    key_shape = tuple(ctx.get(xs[0]).shape)
+    if key_shape != (2,):
+        raise ctx.refuse("arrays of keys (atoll.jax lowers one threefry key at a time)")
+    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    if name == "random_bits":
+        closed = jax.make_jaxpr(lambda k: impl.random_bits(k, p["bit_width"], p["shape"]))(key)
+    elif name == "random_split":
+        closed = jax.make_jaxpr(lambda k: impl.split(k, p["shape"]))(key)
+    else:
+        data = jax.ShapeDtypeStruct(tuple(eqn.invars[1].aval.shape), eqn.invars[1].aval.dtype)
+        closed = jax.make_jaxpr(impl.fold_in)(key, data)
+    return ctx.lower_jaxpr(closed.jaxpr, closed.consts, list(xs))
+
+
+@rule("iota_2x32_shape")
+def _iota_2x32_shape(ctx: Lowering, eqn: Any) -> List[Value]:
+    """The row-major position of each element of ``shape`` as 64 bits: (high, low) u32."""
+    shape = tuple(eqn.params["shape"])
+    ctx.ensure_value()
+    pos = full(shape, 0, "i64")
+    stride = 1
+    for d in range(len(shape) - 1, -1, -1):
+        term = alax.mul(alax.broadcasted_iota("i64", shape, d), full(shape, stride, "i64"))
+        pos = alax.add(pos, term)
+        stride *= shape[d]
+    lo = alax.convert_element_type(alax.bitwise_and(pos, full(shape, 0xFFFFFFFF, "i64")), "u32")
+    hi = alax.convert_element_type(alax.shift_right_logical(pos, full(shape, 32, "i64")), "u32")
+    return [hi, lo]
+
+
+@rule("threefry2x32")
+def _threefry2x32(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
+    from jax._src.random import threefry2x32 as fry  # noqa: PLC0415
+    import jax.numpy as jnp  # noqa: PLC0415
+    avals = [jax.ShapeDtypeStruct(tuple(v.aval.shape), v.aval.dtype) for v in eqn.invars]
+    out_shape = tuple(_out_aval(eqn).shape)
+
+    def traced(*args):  # noqa: ANN002, ANN202
+        args = [jnp.broadcast_to(a, out_shape) for a in args]
+        return fry._threefry2x32_lowering(*args, use_rolled_loops=False)
+
+    closed = jax.make_jaxpr(traced)(*avals)
+    return ctx.lower_jaxpr(closed.jaxpr, closed.consts, list(xs))
+
+
+# -- collectives (local mode: the body of a shard_map) ---------------------------------------------
+
+def _need_local(ctx: Lowering) -> None:
+    if ctx.mode != "local":
+        raise ctx.refuse("a collective outside a shard_map (write the function per shard: "
+                         "atoll.jax.shard_map or jit(..., per_shard=True))")
+
+
+def _axes_param(eqn: Any) -> Tuple[Any, ...]:
+    axes = eqn.params.get("axes", eqn.params.get("axis_name"))
+    return tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)
+
+
+def _all_reduce(how: str) -> Rule:
+    def lower(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
+        _need_local(ctx)
+        if eqn.params.get("axis_index_groups") is not None:
+            raise ctx.refuse("axis_index_groups (atoll's groups are whole mesh axes)")
+        outs = []
+        for x in xs:
+            v = ctx.get(x)
+            for name in _axes_param(eqn):
+                if isinstance(name, int):
+                    raise ctx.refuse("positional axes (vmap) in a collective")
+                a = ctx.axis_of(name)
+                if how == "sum":
+                    if v.dtype == "bool":
+                        raise ctx.refuse("psum of booleans")
+                    v = _ops.all_reduce_sum(v, a)
+                elif how == "max":
+                    v = _ops.all_reduce_max(v, a)
+                else:
+                    v = _ops.all_reduce_min(v, a)
+            outs.append(v)
+        return outs
+    return lower
+
+
+RULES["psum"] = _all_reduce("sum")
+RULES["psum_invariant"] = RULES["psum"]
+RULES["psum2"] = RULES["psum"]
+RULES["pmax"] = _all_reduce("max")
+RULES["pmin"] = _all_reduce("min")
+
+
+@rule("pbroadcast")
+def _pbroadcast(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
+    return list(xs)
+
+
+@rule("axis_index")
+def _axis_index(ctx: Lowering, eqn: Any) -> Value:
+    _need_local(ctx)
+    return ctx.coordinate(ctx.axis_of(eqn.params["axis_name"]))
+
+
+def _move(v: Value, src: int, dst: int) -> Value:
+    """Dimension src of v moved to position dst."""
+    rank = len(v.shape)
+    order = [d for d in range(rank) if d != src]
+    order.insert(dst, src)
+    if order == list(range(rank)):
+        return v
+    return alax.transpose(v, order)
+
+
+@rule("all_gather")
+def _all_gather(ctx: Lowering, eqn: Any, x: V) -> Value:
+    _need_local(ctx)
+    p = eqn.params
+    if p.get("axis_index_groups") is not None:
+        raise ctx.refuse("axis_index_groups (atoll's groups are whole mesh axes)")
+    a = ctx.axis_of(p["axis_name"])
+    v = ctx.get(x)
+    n = ctx.mesh_shape[a]
+    shape = tuple(v.shape)
+    stacked = ctx.stacked_from_local(v, (a,) + (-1,) * len(shape))  # [n, *shape] cut on 0
+    whole = _ops.all_gather(stacked, a)  # [n, *shape], each device all of them
+    d = p["all_gather_dimension"]
+    moved = _move(whole, 0, d)  # [..., n, shape[d], ...]
+    if p["tiled"]:
+        new = list(shape)
+        new[d] = shape[d] * n
+        return alax.reshape(moved, new)
+    return moved
+
+
+RULES["all_gather_invariant"] = _all_gather
+
+
+@rule("reduce_scatter")
+def _reduce_scatter(ctx: Lowering, eqn: Any, x: V) -> Value:
+    _need_local(ctx)
+    p = eqn.params
+    if p.get("axis_index_groups") is not None:
+        raise ctx.refuse("axis_index_groups (atoll's groups are whole mesh axes)")
+    a = ctx.axis_of(p["axis_name"])
+    v = ctx.get(x)
+    n = ctx.mesh_shape[a]
+    d = p["scatter_dimension"]
+    shape = list(v.shape)
+    moved = _move(v, d, 0)  # [shape[d], ...rest]
+    rest = [s for i, s in enumerate(shape) if i != d]
+    blocks = alax.reshape(moved, [n, shape[d] // n] + rest) if p["tiled"] else moved
+    scattered = _ops.reduce_scatter(blocks, a, 0)  # cut on 0 along a: this device's block
+    local = ctx.local_from_stacked(scattered, 1)  # [shape[d] // n, *rest] or [*rest]
+    if p["tiled"]:
+        return _move(local, 0, d)
+    return local
+
+
+@rule("ppermute")
+def _ppermute(ctx: Lowering, eqn: Any, x: V) -> Value:
+    _need_local(ctx)
+    a = ctx.axis_of(eqn.params["axis_name"])
+    pairs = [(int(s), int(t)) for s, t in eqn.params["perm"]]
+    return _ops.collective_permute(ctx.get(x), a, pairs)
+
+
+@rule("all_to_all")
+def _all_to_all(ctx: Lowering, eqn: Any, x: V) -> Value:
+    _need_local(ctx)
+    p = eqn.params
+    if p.get("axis_index_groups") is not None:
+        raise ctx.refuse("axis_index_groups (atoll's groups are whole mesh axes)")
+    a = ctx.axis_of(p["axis_name"])
+    v = ctx.get(x)
+    n = ctx.mesh_shape[a]
+    s, c = p["split_axis"], p["concat_axis"]
+    shape = list(v.shape)
+    rank = len(shape)
+    moved = _move(v, s, 0)
+    rest = [shape[i] for i in range(rank) if i != s]
+    chunks = alax.reshape(moved, [n, shape[s] // n] + rest)  # [n chunks, chunk, *rest]
+    spec = (a,) + (-1,) * (rank + 1)
+    stacked = ctx.stacked_from_local(chunks, spec)  # [n members, n chunks, chunk, *rest]
+    swapped = _ops.all_to_all(stacked, a, 1)  # cut on the chunks: this device's chunk of all
+    local = ctx.local_from_stacked(_move(swapped, 1, 0), 1)  # [n members, chunk, *rest]
+    # local[j] is member j's chunk for this device: joined along the concat dimension.
+    block = list(shape)
+    block[s] = shape[s] // n  # one chunk, in the original dimension order
+    # local is [n, chunk_s, *rest]; put the chunk dimension back at s: [n, *block]
+    per_member = _move(local, 1, s + 1)  # [n, *block]
+    joined = _move(per_member, 0, c)  # [..., n, block[c], ...]
+    out = list(block)
+    out[c] = block[c] * n
+    return alax.reshape(joined, out)
+
+
+# -- shard_map -------------------------------------------------------------------------------------
+
+def spec_axes(ctx: Lowering, spec: Any, rank: int) -> Tuple[int, ...]:
+    """A PartitionSpec as a mesh axis (or -1) per dimension."""
+    out = [-1] * rank
+    for d, entry in enumerate(tuple(spec) if spec is not None else ()):
+        if entry is None:
+            continue
+        names = entry if isinstance(entry, (tuple, list)) else (entry,)
+        if len(names) == 0:
+            continue
+        if len(names) != 1:
+            raise LoweringError(f"a dimension cut along several mesh axes ({entry}) is not "
+                                "supported by atoll (one mesh axis per dimension)")
+        if names[0] not in ctx.axis_names:
+            raise LoweringError(f"no mesh axis named {names[0]!r} (the mesh has "
+                                f"{ctx.axis_names})")
+        out[d] = ctx.axis_names.index(names[0])
+    return tuple(out)
+
+
+@rule("shard_map")
+def _shard_map(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
+    p = eqn.params
+    body = p["jaxpr"]
+    if ctx.mode != "global":
+        raise ctx.refuse("a shard_map inside a shard_map")
+    locals_ = []
+    for x, spec, var in zip(xs, p["in_specs"], eqn.invars):
+        axes = spec_axes(ctx, spec, len(var.aval.shape))
+        if x.local is not None and tuple(x.spec) == axes:
+            locals_.append(V(x.local))
+        else:
+            locals_.append(V(ctx.local_from_global(ctx.get(x), axes)))
+    consts = getattr(body, "consts", ())
+    jaxpr = getattr(body, "jaxpr", body)
+    ctx.mode = "local"
+    try:
+        outs = ctx.lower_jaxpr(jaxpr, consts, locals_)
+    finally:
+        ctx.mode = "global"
+    results = []
+    for o, spec, var in zip(outs, p["out_specs"], eqn.outvars):
+        axes = spec_axes(ctx, spec, len(var.aval.shape))
+        results.append(V(None, local=ctx.get(o), spec=axes))
+    return results
+
