@@ -1,0 +1,114 @@
+"""atoll.lax on sharded operands (shard_map semantics: each device computes on its block)
+against jax.lax on CPU, the oracle: each primitive runs on a 2-device slice with its inputs
+cut along dimension 0 and on a 2x2 mesh with dimensions 0 and 1 cut, where the primitive
+takes such cuts, and gives the global result JAX computes; where it does not, the function is
+refused when it is built, naming the dimension and the mesh axis.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Sequence, Tuple
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from jax import lax as jlax  # noqa: E402
+
+import atoll  # noqa: E402
+from atoll import lax, ops  # noqa: E402
+from atoll._types import dtype_of_numpy  # noqa: E402
+from test_lax import SEED, check_equal, draw  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+SHAPE = (4, 6, 3)
+DOT = (((2,), (2,)), ((0,), (0,)))
+
+# name: (f(lax, *args), dtype, number of arguments, ulp bound; sums by relative tolerance)
+CASES: Dict[str, Tuple[Callable[..., Any], str, int, float]] = {
+    "add max": (lambda l, x, y: l.max(l.add(x, y), y), "f32", 2, 0),
+    "pow atan2": (lambda l, x, y: l.atan2(l.pow(l.abs(x), y), x), "f64", 2, 4),
+    "sin exp": (lambda l, x: l.exp(l.sin(x)), "f32", 1, 2),
+    "integers": (lambda l, x, y: l.shift_left(l.bitwise_xor(x, y), l.rem(y, x)), "i32", 2, 0),
+    "select_n convert": (lambda l, x, y: l.convert_element_type(
+        l.select_n(l.lt(x, y), x, y), np.int64), "f32", 2, 0),
+    "broadcast_in_dim": (lambda l, x: l.broadcast_in_dim(x, (4, 6, 2, 3), (0, 1, 3)), "f32", 1, 0),
+    "transpose": (lambda l, x: l.transpose(x, (2, 0, 1)), "u8", 1, 0),
+    "slice pad rev": (lambda l, x: l.rev(l.pad(l.slice(x, (0, 0, 1), (4, 6, 3)), l.full(
+        (), 7, np.int8), [(0, 0, 0), (0, 0, 0), (1, 2, 1)]), (2,)), "i8", 1, 0),
+    "concatenate": (lambda l, x, y: l.concatenate([x, y, x], 2), "bool", 2, 0),
+    "reduce_max cumsum": (lambda l, x: l.reduce_max(l.cumsum(x, 2), (2,)), "i64", 1, 0),
+    "argmax sort": (lambda l, x: l.argmax(l.sort(x, 2), 2, np.int32), "f64", 1, 0),
+    "dot_general": (lambda l, x, y: l.dot_general(x, y, DOT), "f64", 2, -1),
+    "reduce_window": (lambda l, x: l.reduce_window(x, -np.inf, l.max, (1, 1, 2), (1, 1, 1),
+                                                   "SAME"), "f32", 1, 0),
+    "scan over the last dimension": (lambda l, x: l.scan(
+        lambda c, r: (l.add(c, r), l.mul(c, r)), l.reduce_max(x, (2,)),
+        l.transpose(x, (2, 0, 1))), "f64", 1, 4),
+}
+# On the 2x2 mesh, where the arguments are cut otherwise than (0, 1): dot_general's free
+# dimensions must be cut along different mesh axes.
+AXES_2X2 = {"dot_general": [(0, 1), (0,)]}
+
+
+def run(client: atoll.Client, slice_: atoll.Slice, fn: Callable[..., Any],
+        args: Sequence[np.ndarray], axes: Sequence[Sequence[int]]) -> Tuple[np.ndarray, ...]:
+    types = [dtype_of_numpy(a.dtype)[tuple(a.shape)].axes(*cut) for a, cut in zip(args, axes)]
+    traced = client.function(slice_, *types)(fn)
+    result = client.run(traced, *args).result(timeout=60)
+    return tuple(np.asarray(r) for r in result) if isinstance(result, tuple) else (
+        np.asarray(result),)
+
+
+@pytest.mark.parametrize("mesh", [(2,), (2, 2)], ids=["2 devices", "2x2 mesh"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_primitive_on_cut_operands_matches_jax(client, name: str, mesh: Tuple[int, ...]) -> None:
+    fn, dtype, arity, ulps = CASES[name]
+    rng = np.random.default_rng([SEED, 401, list(CASES).index(name), len(mesh)])
+    args = [draw(rng, dtype, SHAPE) for _ in range(arity)]
+    if dtype == "i32":  # shifts by less than the width; no division by zero
+        args = [np.where(a == 0, 3, np.abs(a) % 31).astype(np.int32) for a in args]
+    if name.startswith("scan") or name == "dot_general":
+        args = [rng.standard_normal(SHAPE) for _ in range(arity)]
+    axes = [(0,) if len(mesh) == 1 else (0, 1)] * arity
+    if len(mesh) == 2:
+        axes = AXES_2X2.get(name, axes)
+    got = run(client, client.mesh(mesh), lambda *a: fn(lax, *a), args, axes)
+    want = jax.jit(lambda *a: fn(jlax, *a))(*args)
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want):
+        w = np.asarray(w)
+        if ulps < 0:
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=name)
+        else:
+            check_equal(g, w, ulps, f"{name} on mesh {mesh}")
+
+
+def test_a_reduction_over_a_cut_dimension_is_completed_by_its_all_reduce(client) -> None:
+    rng = np.random.default_rng([SEED, 402])
+    x = rng.standard_normal(SHAPE)
+    got = run(client, client.mesh((2,)), lambda v: ops.all_reduce_max(lax.reduce_max(v, (0,))),
+              [x], [(0,)])
+    check_equal(got[0], np.asarray(jax.jit(lambda v: jlax.reduce_max(v, (0,)))(x)), 0,
+                "reduce_max over the cut dimension, completed")
+
+
+REFUSED = {
+    "rev": lambda v: lax.rev(v, (0,)),
+    "cumsum": lambda v: lax.cumsum(v, 0),
+    "slice": lambda v: lax.slice(v, (1, 0, 0), (3, 6, 3)),
+    "pad": lambda v: lax.pad(v, lax.full((), 0.0, np.float32), [(1, 0, 0), (0, 0, 0), (0, 0, 0)]),
+    "sort": lambda v: lax.sort(v, 0),
+    "reduce_window": lambda v: lax.reduce_window_max(v, (2, 1, 1), (1, 1, 1), "VALID"),
+    "scan": lambda v: lax.scan(lambda c, r: (lax.add(c, r), c), lax.full((6, 3), 0.0, np.float32),
+                               v),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_a_primitive_that_needs_other_shards_is_refused_naming_the_axis(client, name) -> None:
+    with pytest.raises(atoll.InvalidArgument, match="mesh axis 0"):
+        client.function(client.mesh((2,)), atoll.f32[4, 6, 3].split(0))(REFUSED[name])
