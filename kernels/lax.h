@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -114,5 +115,10 @@ struct ConvDims {
 Result<Tensor> ConvGeneralDilated(const Tensor& lhs, const Tensor& rhs, const ConvDims& dims,
                                   DType out);
 Result<Tensor> ReducePrecision(const Tensor& x, int exponent_bits, int mantissa_bits);
+// conv_general_dilated by oneDNN (conv_onednn.cc) for f32 with 1 to 3 spatial dimensions, no
+// lhs dilation, non-negative padding and no batch groups, the result of `out_shape`; nullopt
+// for the configurations it does not take.
+Result<std::optional<Tensor>> ConvWithOneDnn(const Tensor& lhs, const Tensor& rhs,
+                                             const ConvDims& dims, const Shape& out_shape);
 
 }  // namespace atl::kernels

@@ -1,9 +1,11 @@
-// Windowed kernels: reduce_window, select_and_scatter_add, conv_general_dilated (direct
-// loops over any dimension numbers, products summed in double), and reduce_precision.
+// Windowed kernels: reduce_window, select_and_scatter_add, conv_general_dilated (oneDNN's
+// where it takes the case, conv_onednn.cc; else direct loops over any dimension numbers,
+// products summed in double), and reduce_precision.
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -221,6 +223,10 @@ Result<Tensor> ConvGeneralDilated(const Tensor& lhs, const Tensor& rhs, const Co
     spatial[i] = WindowedSize(at(lhs.shape(), c.lhs_spec, 2 + i), kernel[i], c.strides[i], c.low[i],
                               c.high[i], c.lhs_dilation[i], c.rhs_dilation[i]);
     out_shape[static_cast<size_t>(c.out_spec[2 + i])] = spatial[i];
+  }
+  if (out_dtype != DType::kF64) {
+    ATOLL_ASSIGN_OR_RETURN(std::optional<Tensor> fast, ConvWithOneDnn(lhs, rhs, c, out_shape));
+    if (fast) return std::move(*fast);
   }
   const std::vector<int64_t> ls = WindowRowStrides(lhs.shape()), rs = WindowRowStrides(rhs.shape()),
                              os = WindowRowStrides(out_shape);

@@ -16,7 +16,7 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libfmt-dev libtoml11-dev
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libsleef-dev libjemalloc-dev
+  libopenblas-dev libsleef-dev libjemalloc-dev libdnnl-dev
   python3 python3-dev python3-venv   # the interpreter .venv is made from, and its headers
 )
 

@@ -71,6 +71,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   for (int64_t e : sweep.fused_elements) ATOLL_RETURN_IF_ERROR(BenchConversions(e, sweep, result));
   // Attention's scores: 16 heads of [128, 64] x [64, 128].
   ATOLL_RETURN_IF_ERROR(BenchDotGeneral(16, 128, 64, 128, sweep, result));
+  ATOLL_RETURN_IF_ERROR(BenchConv2d(8, 64, 56, sweep, result));
   return Status::Ok();
 }
 

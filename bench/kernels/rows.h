@@ -21,5 +21,9 @@ Status BenchConversions(int64_t elements, const Sweep& sweep, BenchResult& resul
 // dot_general [batch,m,k] x [batch,k,n] against one OpenBLAS sgemm per batch.
 Status BenchDotGeneral(int64_t batch, int64_t m, int64_t k, int64_t n, const Sweep& sweep,
                        BenchResult& result);
+// conv_general_dilated NCHW [batch, channels, size, size] by a 3x3 kernel, SAME, against
+// oneDNN called directly.
+Status BenchConv2d(int64_t batch, int64_t channels, int64_t size, const Sweep& sweep,
+                   BenchResult& result);
 
 }  // namespace atl::bench

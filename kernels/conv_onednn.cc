@@ -1,0 +1,149 @@
+// conv_general_dilated's fast path: oneDNN's convolution (Debian's libdnnl), for f32 with 1
+// to 3 spatial dimensions, no lhs dilation, non-negative padding and no batch groups; the
+// direct loop of lax_window.cc takes the rest. Any dimension numbers: the tensors are
+// described to oneDNN by their strides, so no transpose is made here, and oneDNN reorders
+// into the layouts its kernel wants. Primitives are cached per configuration, as a framework
+// calling oneDNN would.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <dnnl.hpp>
+
+#include "kernels/lax.h"
+
+namespace atl::kernels {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::engine& CpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+std::vector<int64_t> StridesOfShape(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+// A convolution as oneDNN runs it: the primitive and the user-side layouts.
+struct Planned {
+  dnnl::convolution_forward conv;
+  memory::desc src, weights, dst;                 // the tensors as atoll lays them out
+  memory::desc conv_src, conv_weights, conv_dst;  // as the primitive wants them
+};
+
+using PlanKey = std::tuple<memory::dims, memory::dims, memory::dims, memory::dims, memory::dims,
+                           memory::dims, memory::dims, memory::dims, memory::dims, memory::dims>;
+
+std::shared_ptr<Planned> Plan(const PlanKey& key) {
+  static std::mutex mu;
+  static std::map<PlanKey, std::shared_ptr<Planned>> plans;
+  std::lock_guard lock(mu);
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  const auto& [src_dims, src_strides, w_dims, w_strides, dst_dims, dst_strides, strides, dilates,
+               low, high] = key;
+  auto plan = std::make_shared<Planned>();
+  plan->src = memory::desc(src_dims, memory::data_type::f32, src_strides);
+  plan->weights = memory::desc(w_dims, memory::data_type::f32, w_strides);
+  plan->dst = memory::desc(dst_dims, memory::data_type::f32, dst_strides);
+  const memory::desc any_src(src_dims, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc any_w(w_dims, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc any_dst(dst_dims, memory::data_type::f32, memory::format_tag::any);
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                             dnnl::algorithm::convolution_direct, any_src, any_w,
+                                             any_dst, strides, dilates, low, high);
+  const dnnl::convolution_forward::primitive_desc pd(desc, CpuEngine());
+  plan->conv = dnnl::convolution_forward(pd);
+  plan->conv_src = pd.src_desc();
+  plan->conv_weights = pd.weights_desc();
+  plan->conv_dst = pd.dst_desc();
+  if (plans.size() > 256) plans.clear();  // a bound on what odd shapes can pin
+  plans.emplace(key, plan);
+  return plan;
+}
+
+// `user` in the primitive's layout `want` (a reorder when they differ).
+memory InLayout(dnnl::stream& stream, const memory& user, const memory::desc& want) {
+  if (user.get_desc() == want) return user;
+  memory converted(want, CpuEngine());
+  dnnl::reorder(user, converted).execute(stream, const_cast<memory&>(user), converted);
+  return converted;
+}
+
+}  // namespace
+
+Result<std::optional<Tensor>> ConvWithOneDnn(const Tensor& lhs, const Tensor& rhs,
+                                             const ConvDims& c, const Shape& out_shape) {
+  const size_t n = c.strides.size();
+  if (lhs.dtype() != DType::kF32 || rhs.dtype() != DType::kF32 || n < 1 || n > 3 ||
+      c.batch_groups != 1) {
+    return std::optional<Tensor>();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (c.lhs_dilation[i] != 1 || c.low[i] < 0 || c.high[i] < 0) return std::optional<Tensor>();
+  }
+  for (int64_t d : out_shape) {
+    if (d == 0) return std::optional<Tensor>();
+  }
+  auto pick = [](const std::vector<int64_t>& values, const std::vector<int64_t>& spec) {
+    memory::dims out;
+    for (int64_t d : spec) out.push_back(values[static_cast<size_t>(d)]);
+    return out;
+  };
+  const std::vector<int64_t> ls = StridesOfShape(lhs.shape()), rs = StridesOfShape(rhs.shape()),
+                             os = StridesOfShape(out_shape);
+  PlanKey key;
+  auto& [src_dims, src_strides, w_dims, w_strides, dst_dims, dst_strides, strides, dilates, low,
+         high] = key;
+  src_dims = pick(lhs.shape(), c.lhs_spec);
+  src_strides = pick(ls, c.lhs_spec);
+  dst_dims = pick(out_shape, c.out_spec);
+  dst_strides = pick(os, c.out_spec);
+  w_dims = pick(rhs.shape(), c.rhs_spec);
+  w_strides = pick(rs, c.rhs_spec);
+  if (c.feature_groups > 1) {  // oneDNN's grouped weights: [G, O/G, I, spatial...]
+    const int64_t per_group = w_dims[0] / c.feature_groups;
+    w_dims.insert(w_dims.begin(), c.feature_groups);
+    w_dims[1] = per_group;
+    w_strides.insert(w_strides.begin(), per_group * w_strides[0]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    strides.push_back(c.strides[i]);
+    dilates.push_back(c.rhs_dilation[i] - 1);
+    low.push_back(c.low[i]);
+    high.push_back(c.high[i]);
+  }
+  Tensor out(DType::kF32, out_shape);
+  try {
+    const std::shared_ptr<Planned> plan = Plan(key);
+    dnnl::stream stream(CpuEngine());
+    const memory src(plan->src, CpuEngine(), const_cast<std::byte*>(lhs.data()));
+    const memory weights(plan->weights, CpuEngine(), const_cast<std::byte*>(rhs.data()));
+    const memory dst(plan->dst, CpuEngine(), out.data());
+    const memory conv_src = InLayout(stream, src, plan->conv_src);
+    const memory conv_weights = InLayout(stream, weights, plan->conv_weights);
+    const bool direct_dst = plan->conv_dst == plan->dst;
+    const memory conv_dst = direct_dst ? dst : memory(plan->conv_dst, CpuEngine());
+    plan->conv.execute(
+        stream,
+        {{DNNL_ARG_SRC, conv_src}, {DNNL_ARG_WEIGHTS, conv_weights}, {DNNL_ARG_DST, conv_dst}});
+    if (!direct_dst) {
+      dnnl::reorder(conv_dst, dst)
+          .execute(stream, const_cast<memory&>(conv_dst), const_cast<memory&>(dst));
+    }
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    // A configuration oneDNN has no kernel for: the direct loop computes it.
+    return std::optional<Tensor>();
+  }
+  return std::optional<Tensor>(std::move(out));
+}
+
+}  // namespace atl::kernels
