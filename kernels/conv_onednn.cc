@@ -14,6 +14,7 @@
 #include <dnnl.hpp>
 
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 
 namespace atl::kernels {
 
@@ -24,12 +25,6 @@ using dnnl::memory;
 dnnl::engine& CpuEngine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
-}
-
-std::vector<int64_t> StridesOfShape(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
 }
 
 // A convolution as oneDNN runs it: the primitive and the user-side layouts.
@@ -97,8 +92,9 @@ Result<std::optional<Tensor>> ConvWithOneDnn(const Tensor& lhs, const Tensor& rh
     for (int64_t d : spec) out.push_back(values[static_cast<size_t>(d)]);
     return out;
   };
-  const std::vector<int64_t> ls = StridesOfShape(lhs.shape()), rs = StridesOfShape(rhs.shape()),
-                             os = StridesOfShape(out_shape);
+  const std::vector<int64_t> ls = internal::RowMajorStrides(lhs.shape()),
+                             rs = internal::RowMajorStrides(rhs.shape()),
+                             os = internal::RowMajorStrides(out_shape);
   PlanKey key;
   auto& [src_dims, src_strides, w_dims, w_strides, dst_dims, dst_strides, strides, dilates, low,
          high] = key;

@@ -11,6 +11,7 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 #include "kernels/wrapping.h"
 
 namespace atl::kernels {
@@ -25,20 +26,8 @@ int64_t IndexAt(const Tensor& indices, int64_t i) {
   return indices.dtype() == DType::kI32 ? indices.as<int32_t>()[i] : indices.as<int64_t>()[i];
 }
 
-std::vector<int64_t> Strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
-// Steps `index` through `shape` in row-major order; false after the last.
-bool Next(std::vector<int64_t>& index, const Shape& shape) {
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (++index[d] < shape[d]) return true;
-    index[d] = 0;
-  }
-  return false;
-}
+using internal::NextIndex;
+using internal::RowMajorStrides;
 
 // jax's fill value of a gather in mode fill: NaN, the signed minimum, the unsigned maximum,
 // true.
@@ -124,7 +113,7 @@ Result<Tensor> Gather(const Tensor& operand, const Tensor& indices, const Gather
   }
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(operand.dtype(), out_shape));
   const size_t size = DTypeSize(operand.dtype());
-  const std::vector<int64_t> strides = Strides(shape);
+  const std::vector<int64_t> strides = RowMajorStrides(shape);
   // The batch dimensions of the result in order, and the operand dimension each offset
   // dimension walks.
   std::vector<int64_t> batch_dims, window_dims;
@@ -135,10 +124,10 @@ Result<Tensor> Gather(const Tensor& operand, const Tensor& indices, const Gather
     if (!Contains(dims.collapsed_slice_dims, static_cast<int64_t>(d))) window_dims.push_back(d);
   }
   const Shape batch_shape(indices.shape().begin(), indices.shape().end() - 1);
-  const std::vector<int64_t> batch_strides = Strides(batch_shape);
+  const std::vector<int64_t> batch_strides = RowMajorStrides(batch_shape);
   std::vector<int64_t> index(out_shape.size(), 0), starts(rank, 0);
   const int64_t n = out.num_elements();
-  for (int64_t i = 0; i < n; ++i, Next(index, out_shape)) {
+  for (int64_t i = 0; i < n; ++i, NextIndex(index, out_shape)) {
     int64_t batch = 0;
     for (size_t b = 0; b < batch_dims.size(); ++b) batch += index[batch_dims[b]] * batch_strides[b];
     std::byte* to = out.data() + i * size;
@@ -165,7 +154,7 @@ Result<Tensor> Scatter(ScatterFn fn, const Tensor& operand, const Tensor& indice
                                        internal::Describe(operand), internal::Describe(indices)));
   }
   Tensor out = operand;
-  const std::vector<int64_t> strides = Strides(shape);
+  const std::vector<int64_t> strides = RowMajorStrides(shape);
   std::vector<int64_t> scatter_dims, window_operand_dims;
   for (size_t i = 0; i < updates.shape().size(); ++i) {
     if (!Contains(dims.update_window_dims, static_cast<int64_t>(i))) scatter_dims.push_back(i);
@@ -181,7 +170,7 @@ Result<Tensor> Scatter(ScatterFn fn, const Tensor& operand, const Tensor& indice
     window[window_operand_dims[w]] = updates.shape()[dims.update_window_dims[w]];
   }
   const Shape batch_shape(indices.shape().begin(), indices.shape().end() - 1);
-  const std::vector<int64_t> batch_strides = Strides(batch_shape);
+  const std::vector<int64_t> batch_strides = RowMajorStrides(batch_shape);
   std::vector<int64_t> index(updates.shape().size(), 0), starts(rank, 0);
   Status status = Status::Ok();
   VisitDType(operand.dtype(), [&](auto zero) {
@@ -192,7 +181,7 @@ Result<Tensor> Scatter(ScatterFn fn, const Tensor& operand, const Tensor& indice
       T* dst = out.as<T>().data();
       const T* src = updates.as<T>().data();
       const int64_t n = updates.num_elements();
-      for (int64_t i = 0; i < n; ++i, Next(index, updates.shape())) {
+      for (int64_t i = 0; i < n; ++i, NextIndex(index, updates.shape())) {
         int64_t batch = 0;
         for (size_t b = 0; b < scatter_dims.size(); ++b) {
           batch += index[scatter_dims[b]] * batch_strides[b];

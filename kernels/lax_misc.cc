@@ -11,6 +11,7 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 #include "kernels/wrapping.h"
 
 namespace atl::kernels {
@@ -65,11 +66,7 @@ int64_t StartOf(const Tensor& t) {
   return t.as<int64_t>()[0];
 }
 
-std::vector<int64_t> RowMajorStrides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
+using internal::RowMajorStrides;
 
 // Calls f(offset in the big tensor, offset in the block) for every element of a block of
 // `block` at `starts` inside a tensor of `shape`.

@@ -10,17 +10,13 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 
 namespace atl::kernels {
 
 namespace {
 
-// Row-major strides of `shape`, in elements.
-std::vector<int64_t> StridesOf(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
+using internal::RowMajorStrides;
 
 // out[i_0, ..., i_r-1] = in[base + sum_d i_d * in_strides[d]] for every index of `out`'s
 // shape: a transpose (permuted strides), a broadcast (stride 0), a slice (strides times the
@@ -72,7 +68,7 @@ Status NeedRank(std::string_view op, const Tensor& x, size_t want, const std::ve
 Result<Tensor> BroadcastInDim(const Tensor& x, const Shape& shape,
                               const std::vector<int64_t>& dims) {
   ATOLL_RETURN_IF_ERROR(NeedRank("broadcast_in_dim", x, x.shape().size(), dims));
-  const std::vector<int64_t> from = StridesOf(x.shape());
+  const std::vector<int64_t> from = RowMajorStrides(x.shape());
   std::vector<int64_t> strides(shape.size(), 0);
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(shape.size()) ||
@@ -90,7 +86,7 @@ Result<Tensor> BroadcastInDim(const Tensor& x, const Shape& shape,
 
 Result<Tensor> TransposeNd(const Tensor& x, const std::vector<int64_t>& perm) {
   ATOLL_RETURN_IF_ERROR(NeedRank("transpose_nd", x, x.shape().size(), perm));
-  const std::vector<int64_t> from = StridesOf(x.shape());
+  const std::vector<int64_t> from = RowMajorStrides(x.shape());
   Shape shape;
   std::vector<int64_t> strides;
   for (int64_t d : perm) {
@@ -114,7 +110,7 @@ Result<Tensor> Slice(const Tensor& x, const std::vector<int64_t>& start,
   ATOLL_RETURN_IF_ERROR(NeedRank("slice", x, n, start));
   ATOLL_RETURN_IF_ERROR(NeedRank("slice", x, n, limit));
   ATOLL_RETURN_IF_ERROR(NeedRank("slice", x, n, strides));
-  const std::vector<int64_t> from = StridesOf(x.shape());
+  const std::vector<int64_t> from = RowMajorStrides(x.shape());
   Shape shape(n);
   std::vector<int64_t> walk(n);
   int64_t base = 0;
@@ -195,7 +191,7 @@ Result<Tensor> Pad(const Tensor& x, const Tensor& value, const std::vector<int64
   }
   // Each element of x lands at low + i * (interior + 1) along every dimension, unless a
   // negative low or high cut it off.
-  const std::vector<int64_t> to = StridesOf(shape);
+  const std::vector<int64_t> to = RowMajorStrides(shape);
   std::vector<int64_t> index(n, 0);
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     int64_t at = 0;
@@ -215,7 +211,7 @@ Result<Tensor> Pad(const Tensor& x, const Tensor& value, const std::vector<int64
 }
 
 Result<Tensor> Rev(const Tensor& x, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides = StridesOf(x.shape());
+  std::vector<int64_t> strides = RowMajorStrides(x.shape());
   int64_t base = 0;
   for (int64_t d : dims) {
     if (d < 0 || d >= static_cast<int64_t>(x.shape().size())) {
@@ -234,7 +230,7 @@ Result<Tensor> Iota(DType dtype, const Shape& shape, int64_t dim) {
     return InvalidArgument(fmt::format("iota: dimension {} of shape {}", dim, ShapeString(shape)));
   }
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(dtype, shape));
-  const std::vector<int64_t> strides = StridesOf(shape);
+  const std::vector<int64_t> strides = RowMajorStrides(shape);
   Status status = Status::Ok();
   VisitDType(dtype, [&](auto zero) {
     using T = decltype(zero);

@@ -12,31 +12,17 @@
 
 #include "common/base/dtype_types.h"
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 #include "kernels/wrapping.h"
 
 namespace atl::kernels {
 
 namespace {
 
-std::vector<int64_t> WindowRowStrides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 int64_t ElementCount(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
-}
-
-// Steps `index` to the next one of `shape` in row-major order; false after the last.
-bool NextWindowIndex(std::vector<int64_t>& index, const Shape& shape) {
-  for (size_t d = index.size(); d-- > 0;) {
-    if (++index[d] < shape[d]) return true;
-    index[d] = 0;
-  }
-  return false;
 }
 
 int64_t WindowedSize(int64_t in, int64_t size, int64_t stride, int64_t low, int64_t high,
@@ -90,7 +76,7 @@ void ForWindow(const std::vector<int64_t>& out, const Shape& x, const std::vecto
     } else {
       on_pad();
     }
-  } while (NextWindowIndex(k, window));
+  } while (internal::NextIndex(k, window));
 }
 
 template <typename T>
@@ -111,7 +97,7 @@ Result<Tensor> ReduceWindow(WindowFn fn, const Tensor& x, const Window& w) {
   const Shape out_shape = WindowedShape(x.shape(), w);
   Tensor out(x.dtype(), out_shape);
   if (ElementCount(out_shape) == 0) return out;
-  const std::vector<int64_t> xs = WindowRowStrides(x.shape());
+  const std::vector<int64_t> xs = internal::RowMajorStrides(x.shape());
   Status status = Status::Ok();
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -138,7 +124,7 @@ Result<Tensor> ReduceWindow(WindowFn fn, const Tensor& x, const Window& w) {
             },
             [] {});
         result[static_cast<size_t>(i++)] = acc;
-      } while (NextWindowIndex(index, out_shape));
+      } while (internal::NextIndex(index, out_shape));
     }
   });
   if (!status.ok()) return status;
@@ -158,7 +144,7 @@ Result<Tensor> SelectAndScatterAdd(const Tensor& source, const Tensor& x, const 
   Tensor out(x.dtype(), x.shape());
   std::memset(out.data(), 0, out.nbytes());
   if (ElementCount(windows) == 0) return out;
-  const std::vector<int64_t> xs = WindowRowStrides(x.shape());
+  const std::vector<int64_t> xs = internal::RowMajorStrides(x.shape());
   Status status = Status::Ok();
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -190,7 +176,7 @@ Result<Tensor> SelectAndScatterAdd(const Tensor& source, const Tensor& x, const 
             [] {});
         if (chosen >= 0) result[static_cast<size_t>(chosen)] += src[static_cast<size_t>(i)];
         ++i;
-      } while (NextWindowIndex(index, windows));
+      } while (internal::NextIndex(index, windows));
     }
   });
   if (!status.ok()) return status;
@@ -228,8 +214,9 @@ Result<Tensor> ConvGeneralDilated(const Tensor& lhs, const Tensor& rhs, const Co
     ATOLL_ASSIGN_OR_RETURN(std::optional<Tensor> fast, ConvWithOneDnn(lhs, rhs, c, out_shape));
     if (fast) return std::move(*fast);
   }
-  const std::vector<int64_t> ls = WindowRowStrides(lhs.shape()), rs = WindowRowStrides(rhs.shape()),
-                             os = WindowRowStrides(out_shape);
+  const std::vector<int64_t> ls = internal::RowMajorStrides(lhs.shape()),
+                             rs = internal::RowMajorStrides(rhs.shape()),
+                             os = internal::RowMajorStrides(out_shape);
   const int64_t out_per_fgroup = out_features / c.feature_groups;
   const int64_t out_per_bgroup = out_features / c.batch_groups;
   std::vector<double> sums(static_cast<size_t>(ElementCount(out_shape)), 0.0);
@@ -276,13 +263,13 @@ Result<Tensor> ConvGeneralDilated(const Tensor& lhs, const Tensor& rhs, const Co
                    r[static_cast<size_t>(r_at + f * r_step)];
           }
         }
-      } while (n > 0 && NextWindowIndex(k, kernel));
+      } while (n > 0 && internal::NextIndex(k, kernel));
       int64_t o_at =
           b * os[static_cast<size_t>(c.out_spec[0])] + o * os[static_cast<size_t>(c.out_spec[1])];
       for (size_t i = 0; i < n; ++i)
         o_at += pos[2 + i] * os[static_cast<size_t>(c.out_spec[2 + i])];
       sums[static_cast<size_t>(o_at)] = acc;
-    } while (NextWindowIndex(pos, walk));
+    } while (internal::NextIndex(pos, walk));
   }
   const DType computed = out_dtype == DType::kF64 ? DType::kF64 : DType::kF32;
   Tensor out(computed, out_shape);

@@ -58,28 +58,21 @@ def _window_params(x: Value, window_dimensions: Sequence[int], window_strides: S
             [lo for lo, _ in pads] + [hi for _, hi in pads] + base + wdil)
 
 
-def reduce_window_sum(operand: Value, window_dimensions: Sequence[int],
-                      window_strides: Sequence[int], padding: Any,
-                      base_dilation: Optional[Sequence[int]] = None,
-                      window_dilation: Optional[Sequence[int]] = None) -> Value:
-    return _prim("reduce_window_sum", operand, params=_window_params(
-        operand, window_dimensions, window_strides, padding, base_dilation, window_dilation))
+def _reduce_window_of(name: str) -> Any:
+    def reduce(operand: Value, window_dimensions: Sequence[int], window_strides: Sequence[int],
+               padding: Any, base_dilation: Optional[Sequence[int]] = None,
+               window_dilation: Optional[Sequence[int]] = None) -> Value:
+        return _prim(name, operand, params=_window_params(
+            operand, window_dimensions, window_strides, padding, base_dilation, window_dilation))
+    reduce.__name__ = name
+    reduce.__doc__ = (f"The IR's {name}: jax.lax.reduce_window with its reduction, padded with "
+                      "the reduction's identity.")
+    return reduce
 
 
-def reduce_window_max(operand: Value, window_dimensions: Sequence[int],
-                      window_strides: Sequence[int], padding: Any,
-                      base_dilation: Optional[Sequence[int]] = None,
-                      window_dilation: Optional[Sequence[int]] = None) -> Value:
-    return _prim("reduce_window_max", operand, params=_window_params(
-        operand, window_dimensions, window_strides, padding, base_dilation, window_dilation))
-
-
-def reduce_window_min(operand: Value, window_dimensions: Sequence[int],
-                      window_strides: Sequence[int], padding: Any,
-                      base_dilation: Optional[Sequence[int]] = None,
-                      window_dilation: Optional[Sequence[int]] = None) -> Value:
-    return _prim("reduce_window_min", operand, params=_window_params(
-        operand, window_dimensions, window_strides, padding, base_dilation, window_dilation))
+reduce_window_sum = _reduce_window_of("reduce_window_sum")
+reduce_window_max = _reduce_window_of("reduce_window_max")
+reduce_window_min = _reduce_window_of("reduce_window_min")
 
 
 def reduce_window(operand: Value, init_value: Any, computation: Any,

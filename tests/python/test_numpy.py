@@ -8,7 +8,7 @@ both.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -19,17 +19,9 @@ import pytest  # noqa: E402
 
 import atoll  # noqa: E402
 import atoll.numpy as anp  # noqa: E402
-from atoll._types import dtype_of_numpy  # noqa: E402
-from test_lax import SEED  # noqa: E402
+from test_lax import SEED, run_atoll as run  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
-
-
-def run(client: atoll.Client, slice_: atoll.Slice, fn: Callable[..., Any],
-        args: Sequence[np.ndarray]) -> np.ndarray:
-    types = [dtype_of_numpy(a.dtype)[tuple(a.shape)] for a in args]
-    traced = client.function(slice_, *types)(fn)
-    return np.asarray(client.run(traced, *args).result(timeout=60))
 
 
 @pytest.fixture()

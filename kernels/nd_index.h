@@ -1,0 +1,28 @@
+// Walking N-D indices of row-major tensors: their strides, and the next index in row-major
+// order. Internal to the kernel library (the lax kernels' gathers, windows and copies).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "atoll/tensor.h"
+
+namespace atl::kernels::internal {
+
+// Row-major strides of `shape`, in elements.
+inline std::vector<int64_t> RowMajorStrides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+// Steps `index` through `shape` in row-major order; false after the last.
+inline bool NextIndex(std::vector<int64_t>& index, const Shape& shape) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (++index[d] < shape[d]) return true;
+    index[d] = 0;
+  }
+  return false;
+}
+
+}  // namespace atl::kernels::internal
