@@ -162,8 +162,8 @@ void Controller::AdmitIsland(const std::string& island, const std::string& by,
   out.Publish("island.joined", {{"island", island}, {"by", by}});
 }
 
-RmActions Controller::HelloClient(const proto::HelloClient& req, const Caller& from,
-                                  Clock::time_point now) {
+Result<RmActions> Controller::HelloClient(const proto::HelloClient& req, const Caller& from,
+                                          Clock::time_point now) {
   RmActions out;
   const uint64_t id = state_.next_client_id++;
   state_.clients[id] = {req.name, from.routing_id, from.sender.user_id};
@@ -177,7 +177,8 @@ RmActions Controller::HelloClient(const proto::HelloClient& req, const Caller& f
   return out;
 }
 
-Result<RmActions> Controller::Goodbye(const proto::Goodbye& req, const Caller& from) {
+Result<RmActions> Controller::Goodbye(const proto::Goodbye& req, const Caller& from,
+                                      Clock::time_point /*now*/) {
   ATOLL_RETURN_IF_ERROR(CheckClient(from, req.client_id, "say goodbye"));
   RmActions out;
   DropClient(req.client_id, "goodbye", out);
@@ -206,7 +207,8 @@ void Controller::DropClient(uint64_t client_id, const std::string& why, RmAction
   out.SaveState();
 }
 
-Result<RmActions> Controller::CreateSlice(const proto::CreateSlice& req, const Caller& from) {
+Result<RmActions> Controller::CreateSlice(const proto::CreateSlice& req, const Caller& from,
+                                          Clock::time_point /*now*/) {
   ATOLL_RETURN_IF_ERROR(CheckClient(from, req.client_id, "create a slice"));
   state_.clients.at(req.client_id).routing_id = from.routing_id;
   ATOLL_RETURN_IF_ERROR(CheckSliceQuota(state_, options_.quotas, req.client_id, req.num_devices));

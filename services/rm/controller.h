@@ -83,15 +83,18 @@ class Controller {
   // as heard then, and none is judged silent for kReconnectGrace.
   void Restore(RmState state, Clock::time_point now);
 
-  // Registration (controller.cc). Each returns what to do, the reply included, or the error
-  // to answer the request with.
+  // Registration (controller.cc). Each request's decision returns what to do, the reply
+  // included, or the error to answer the request with; all take the same arguments, so
+  // that the shell serves each through one template (RmService::Serve).
   Result<RmActions> RegisterExecutor(const proto::RegisterExecutor& req, const Caller& from,
                                      Clock::time_point now);
   Result<RmActions> RegisterScheduler(const proto::RegisterScheduler& req, const Caller& from,
                                       Clock::time_point now);
-  RmActions HelloClient(const proto::HelloClient& req, const Caller& from, Clock::time_point now);
-  Result<RmActions> Goodbye(const proto::Goodbye& req, const Caller& from);
-  Result<RmActions> CreateSlice(const proto::CreateSlice& req, const Caller& from);
+  Result<RmActions> HelloClient(const proto::HelloClient& req, const Caller& from,
+                                Clock::time_point now);
+  Result<RmActions> Goodbye(const proto::Goodbye& req, const Caller& from, Clock::time_point now);
+  Result<RmActions> CreateSlice(const proto::CreateSlice& req, const Caller& from,
+                                Clock::time_point now);
   // Answered (RmActions) once every executor of the slice compiled the function.
   Result<RmActions> RegisterFunction(const proto::RegisterFunction& req, const Caller& from,
                                      Clock::time_point now);
@@ -104,7 +107,8 @@ class Controller {
   // endpoints, its loop's stall).
   proto::ClusterStatus DescribeCluster() const;
 
-  // Liveness (controller_liveness.cc). Heartbeats are not answered.
+  // Liveness (controller_liveness.cc). Heartbeats are not answered; only members may
+  // heartbeat as a service.
   Result<RmActions> Heartbeat(const proto::Heartbeat& beat, const Caller& from,
                               Clock::time_point now);
   // The liveness timer, four times per heartbeat period: silent services lost, silent

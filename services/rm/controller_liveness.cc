@@ -19,6 +19,9 @@ namespace atl::rm {
 
 Result<RmActions> Controller::Heartbeat(const proto::Heartbeat& beat, const Caller& from,
                                         Clock::time_point now) {
+  if (beat.role != proto::Heartbeat::kClient) {
+    ATOLL_RETURN_IF_ERROR(proto::RequireMember(from.sender, "heartbeat as a service"));
+  }
   RmActions out;
   switch (beat.role) {
     case proto::Heartbeat::kClient: {

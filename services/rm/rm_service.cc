@@ -82,10 +82,10 @@ void RmService::CheckLiveness() {
   FlushState();
 }
 
-template <typename Request, typename Decision>
-Status RmService::Serve(proto::Incoming& in, Decision decide) {
+template <typename Request>
+Status RmService::Serve(proto::Incoming& in, Decision<Request> decide) {
   ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<Request>());
-  ATOLL_ASSIGN_OR_RETURN(RmActions actions, decide(req, CallerOf(in), Clock::now()));
+  ATOLL_ASSIGN_OR_RETURN(RmActions actions, (controller_.*decide)(req, CallerOf(in), Clock::now()));
   return Carry(std::move(actions), &in);
 }
 
@@ -103,44 +103,23 @@ Status RmService::Handle(proto::Incoming& in) {
     default:
       break;
   }
-  Controller& c = controller_;
   switch (in.header.kind()) {
     case proto::Kind::kRegisterExecutor:
-      return Serve<proto::RegisterExecutor>(in, [&](const auto& req, const Caller& from, auto now) {
-        return c.RegisterExecutor(req, from, now);
-      });
+      return Serve(in, &Controller::RegisterExecutor);
     case proto::Kind::kHeartbeat:
-      return Serve<proto::Heartbeat>(
-          in, [&](const auto& req, const Caller& from, auto now) -> Result<RmActions> {
-            if (req.role != proto::Heartbeat::kClient) {
-              ATOLL_RETURN_IF_ERROR(proto::RequireMember(from.sender, "heartbeat as a service"));
-            }
-            return c.Heartbeat(req, from, now);
-          });
+      return Serve(in, &Controller::Heartbeat);
     case proto::Kind::kRegisterScheduler:
-      return Serve<proto::RegisterScheduler>(in,
-                                             [&](const auto& req, const Caller& from, auto now) {
-                                               return c.RegisterScheduler(req, from, now);
-                                             });
+      return Serve(in, &Controller::RegisterScheduler);
     case proto::Kind::kHelloClient:
-      return Serve<proto::HelloClient>(
-          in, [&](const auto& req, const Caller& from, auto now) -> Result<RmActions> {
-            return c.HelloClient(req, from, now);
-          });
+      return Serve(in, &Controller::HelloClient);
     case proto::Kind::kGoodbye:
-      return Serve<proto::Goodbye>(
-          in, [&](const auto& req, const Caller& from, auto) { return c.Goodbye(req, from); });
+      return Serve(in, &Controller::Goodbye);
     case proto::Kind::kCreateSlice:
-      return Serve<proto::CreateSlice>(
-          in, [&](const auto& req, const Caller& from, auto) { return c.CreateSlice(req, from); });
+      return Serve(in, &Controller::CreateSlice);
     case proto::Kind::kRegisterFunction:
-      return Serve<proto::RegisterFunction>(in, [&](const auto& req, const Caller& from, auto now) {
-        return c.RegisterFunction(req, from, now);
-      });
+      return Serve(in, &Controller::RegisterFunction);
     case proto::Kind::kDrainHost:
-      return Serve<proto::DrainHost>(in, [&](const auto& req, const Caller& from, auto now) {
-        return c.DrainHost(req, from, now);
-      });
+      return Serve(in, &Controller::DrainHost);
     case proto::Kind::kGetClusterStatus:
       return OnClusterStatus(in);
     case proto::Kind::kLookupOwners: {

@@ -50,10 +50,14 @@ class RmService {
   void OnRequest();
   // Decodes `in`, checks who may send it, and hands it to the controller.
   Status Handle(proto::Incoming& in);
-  // Decodes a `Request` from `in` and carries out what `decide(request, caller, now)`
-  // returns; its error is the request's answer.
-  template <typename Request, typename Decision>
-  Status Serve(proto::Incoming& in, Decision decide);
+  // A decision of the controller's on one kind of request.
+  template <typename Request>
+  using Decision = Result<RmActions> (Controller::*)(const Request&, const Caller&,
+                                                     Clock::time_point);
+  // Decodes a `Request` from `in` and carries out what the controller's `decide` returns;
+  // its error is the request's answer.
+  template <typename Request>
+  Status Serve(proto::Incoming& in, Decision<Request> decide);
   // An executor's answer to a Compile: never answered itself.
   Status OnCompileReply(proto::Incoming& in);
   Status OnClusterStatus(proto::Incoming& in);

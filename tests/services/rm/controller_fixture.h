@@ -103,11 +103,11 @@ class ControllerTest : public ::testing::Test {
     return Ok(rm_.RegisterScheduler({"a", "tcp://sched:1"}, From("sched"), now_));
   }
   uint64_t Hello(const std::string& routing_id = "client") {
-    RmActions hello = rm_.HelloClient({"test"}, From(routing_id), now_);
+    RmActions hello = Ok(rm_.HelloClient({"test"}, From(routing_id), now_));
     return std::get<proto::HelloClientReply>(Replies(hello).at(0)).client_id;
   }
   proto::SliceInfo CreateSlice(uint64_t client, uint32_t devices) {
-    RmActions created = Ok(rm_.CreateSlice({client, devices, "", ""}, From("client")));
+    RmActions created = Ok(rm_.CreateSlice({client, devices, "", ""}, From("client"), now_));
     return std::get<proto::SliceInfo>(Replies(created).at(0));
   }
   // A function for a slice of `shards` devices.

@@ -43,6 +43,14 @@ TEST_F(ControllerTest, AnExecutorSilentPastTheLapseIsLostAndBackWhenHeard) {
   EXPECT_TRUE(rm_.state().hosts.at("a0").alive);
 }
 
+TEST_F(ControllerTest, OnlyAMemberHeartbeatsAsAService) {
+  StartCluster();
+  const Caller client_key{"intruder", 1, {"alice"}};  // a client's CURVE key, not a member's
+  EXPECT_THAT(rm_.Heartbeat({proto::Heartbeat::kExecutor, "a0", 0, 0}, client_key, now_),
+              StatusIs(Code::kPermissionDenied, "heartbeat as a service"));
+  EXPECT_EQ(rm_.state().hosts.at("a0").routing_id, "exec-a0");  // not taken over
+}
+
 TEST_F(ControllerTest, ADrainedHostThatFallsSilentHasLeft) {
   StartCluster();
   Ok(rm_.DrainHost({"a2"}, From("operator"), now_));
@@ -79,7 +87,7 @@ TEST_F(ControllerTest, ASchedulerLostIsToldToClientsAndSlicesWaitForItsReturn) {
   RmActions lost = Advance(kLapse + 100ms, {"scheduler"}, {client});
   EXPECT_THAT(lost.Topics(), ElementsAre("island.lost"));
   EXPECT_EQ(lost.Sent<proto::ServiceChanged>().size(), 1u);
-  EXPECT_THAT(rm_.CreateSlice({client, 1, "a", ""}, From("client")),
+  EXPECT_THAT(rm_.CreateSlice({client, 1, "a", ""}, From("client"), now_),
               StatusIs(Code::kUnavailable, "slices wait for it to come back"));
   EXPECT_THAT(Heartbeat(proto::Heartbeat::kScheduler, "a").Topics(), ElementsAre("island.back"));
   // One registering while believed alive restarted: lost, then back at once.
@@ -109,7 +117,7 @@ TEST_F(ControllerTest, AClientSilentPastTheLapseIsDroppedWithItsSlices) {
               HasSubstr("heartbeat lapsed: the RM heard none from it for 300 ms"));
   EXPECT_EQ(rm_.state().clients.count(quiet), 0u);
   EXPECT_EQ(rm_.state().clients.count(talking), 1u);
-  EXPECT_THAT(rm_.CreateSlice({quiet, 1, "", ""}, From("client")),
+  EXPECT_THAT(rm_.CreateSlice({quiet, 1, "", ""}, From("client"), now_),
               StatusIs(Code::kNotFound, "heartbeat lapsed"));
 }
 

@@ -60,9 +60,9 @@ TEST_F(ControllerTest, AnExecutorIsRefusedWhatItCannotBe) {
 TEST_F(ControllerTest, SlicesArePlacedOnlyWhereASchedulerLives) {
   RegisterHost("a0");
   const uint64_t client = Hello();
-  EXPECT_THAT(rm_.CreateSlice({client, 1, "", ""}, From("client")),
+  EXPECT_THAT(rm_.CreateSlice({client, 1, "", ""}, From("client"), now_),
               StatusIs(Code::kFailedPrecondition, "has live devices but no live scheduler"));
-  EXPECT_THAT(rm_.CreateSlice({client, 1, "a", ""}, From("client")),
+  EXPECT_THAT(rm_.CreateSlice({client, 1, "a", ""}, From("client"), now_),
               StatusIs(Code::kUnavailable, "island 'a' has no live scheduler yet"));
   RegisterScheduler();
   const proto::SliceInfo slice = CreateSlice(client, 2);
@@ -72,7 +72,7 @@ TEST_F(ControllerTest, SlicesArePlacedOnlyWhereASchedulerLives) {
 
 TEST_F(ControllerTest, AClientIsToldToStoresAndSchedulersBeforeItHearsItsId) {
   StartCluster();
-  RmActions hello = rm_.HelloClient({"test"}, From("client"), now_);
+  RmActions hello = Ok(rm_.HelloClient({"test"}, From("client"), now_));
   const auto told = hello.Sent<proto::OwnersKnown>();
   ASSERT_EQ(told.size(), 4u);  // three stores, one scheduler
   EXPECT_THAT(told[0].clients, ElementsAre(1));
@@ -84,13 +84,14 @@ TEST_F(ControllerTest, AClientThatLeftLearnsWhyAtItsNextCall) {
   StartCluster();
   const uint64_t client = Hello();
   const proto::SliceInfo slice = CreateSlice(client, 2);
-  RmActions bye = Ok(rm_.Goodbye({client}, From("client")));
+  RmActions bye = Ok(rm_.Goodbye({client}, From("client"), now_));
   EXPECT_THAT(bye.Topics(), ElementsAre("slice.released", "client.gone"));
   EXPECT_EQ(rm_.state().slices.count(slice.slice_id), 0u);
   EXPECT_EQ(rm_.state().devices.at(slice.devices[0].device_id).slices, 0u);
-  EXPECT_THAT(rm_.CreateSlice({client, 1, "", ""}, From("client")),
+  EXPECT_THAT(rm_.CreateSlice({client, 1, "", ""}, From("client"), now_),
               StatusIs(Code::kNotFound, "has left the cluster (goodbye)"));
-  EXPECT_THAT(rm_.Goodbye({99}, From("client")), StatusIs(Code::kNotFound, "say HelloClient"));
+  EXPECT_THAT(rm_.Goodbye({99}, From("client"), now_),
+              StatusIs(Code::kNotFound, "say HelloClient"));
   const proto::Owners owners = rm_.LookupOwners({{client}, {}});
   EXPECT_THAT(owners.clients_alive, ElementsAre(false));
   EXPECT_THAT(owners.clients_gone_why, ElementsAre("goodbye"));
