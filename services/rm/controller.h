@@ -8,11 +8,14 @@
 //                 an executor or scheduler registering while believed alive restarted
 //   liveness      a service silent for `liveness` heartbeats is lost, one heard again is
 //                 back; a silent client is dropped with its slices (controller_liveness.cc)
+//   functions     a registration is answered once every executor of its slice compiled
+//                 it; who owns what is told to stores and schedulers (controller_functions.cc)
 //   elasticity    a lost or drained host's slices are remapped onto live devices of their
 //                 island, their clients told once the functions compiled there
 //                 (controller_elastic.cc)
 //
-// Pure: every call takes `now`; no socket, no thread. Not thread-safe: the RM's loop owns it.
+// Pure: what depends on time takes `now`; no socket, no clock, no thread (it logs, though).
+// Not thread-safe: the RM's loop owns it.
 //
 // Example:
 //   Controller rm(options, MakeSpreadEvenlyPolicy(), now);
