@@ -17,7 +17,6 @@
 
 #include <atomic>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -28,6 +27,7 @@
 #include "cli/commands.h"
 #include "cli/live_feed.h"
 #include "cli/prometheus_text.h"
+#include "common/base/mutex.h"
 #include "common/net/event_loop.h"
 
 namespace atl {
@@ -52,13 +52,13 @@ class SharedView {
 
   template <typename F>
   void Update(F&& f) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     f(view_, notice_);
   }
 
   // The JSON of /api/state.
   std::string Json(uint64_t spans_after) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto j = view_.ToJson(spans_after);
     j["rm"] = rm_;
     j["notice"] = notice_;
@@ -67,14 +67,14 @@ class SharedView {
 
   // The text of /metrics.
   Result<std::string> Metrics() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return ClusterMetricsText(view_, notice_.empty());
   }
 
  private:
-  std::mutex mu_;
-  ClusterView view_;    // guarded by mu_
-  std::string notice_;  // guarded by mu_
+  Mutex mu_;
+  ClusterView view_ GUARDED_BY(mu_);
+  std::string notice_ GUARDED_BY(mu_);
   const std::string rm_;
 };
 

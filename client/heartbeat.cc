@@ -16,7 +16,7 @@ HeartbeatThread::HeartbeatThread(zmq::context_t& context, uint64_t client_id,
 
 HeartbeatThread::~HeartbeatThread() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -24,7 +24,7 @@ HeartbeatThread::~HeartbeatThread() {
 }
 
 void HeartbeatThread::AddWatcher(const std::string& endpoint) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   watchers_.insert(endpoint);
 }
 
@@ -45,14 +45,16 @@ void HeartbeatThread::Loop() {
   };
   // The first beat goes at once: the RM counts the client's silence from its HelloClient,
   // and a new socket's connection and handshake take a while on a loaded machine.
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   do {
     const std::set<std::string> watchers = watchers_;
-    lock.unlock();
+    lock.Unlock();
     beat_to(rm_endpoint_);
     for (const auto& w : watchers) beat_to(w);
-    lock.lock();
-  } while (!cv_.wait_for(lock, period_, [&] { return stop_; }));
+    lock.Lock();
+    // The condition calls the predicate with mu_ held, which the analysis cannot see.
+  } while (
+      !cv_.wait_for(lock.native(), period_, [&]() NO_THREAD_SAFETY_ANALYSIS { return stop_; }));
 }
 
 }  // namespace atl

@@ -5,12 +5,13 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
 #include <zmq.hpp>
+
+#include "common/base/mutex.h"
 
 namespace atl {
 
@@ -30,10 +31,10 @@ class HeartbeatThread {
   const uint64_t client_id_;
   const std::string rm_endpoint_;
   const std::chrono::milliseconds period_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::set<std::string> watchers_;  // guarded by mu_
-  bool stop_ = false;               // guarded by mu_
+  std::set<std::string> watchers_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -1,6 +1,11 @@
 # Warnings shared by every atoll target, in one INTERFACE target.
 add_library(atoll_warnings INTERFACE)
 target_compile_options(atoll_warnings INTERFACE -Wall -Wextra -Wshadow -Wno-unused-parameter)
+# Clang checks the locking that common/base/thread_annotations.h declares (GUARDED_BY,
+# REQUIRES): scripts/thread_safety.sh runs it in CI; gcc has no such analysis.
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  target_compile_options(atoll_warnings INTERFACE -Wthread-safety)
+endif()
 if(ATOLL_WERROR)
   target_compile_options(atoll_warnings INTERFACE -Werror)
 endif()

@@ -49,7 +49,6 @@ Result<std::vector<double>> Measure(int runs, const std::function<Status()>& pre
   return gbps;
 }
 
-
 Result<std::string> StoreEndpoint(zmq::context_t& context, const std::string& rm) {
   net::Requester peer(context, rm);
   ATOLL_RETURN_IF_ERROR(peer.Connect());

@@ -3,16 +3,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <mutex>
 
+#include "common/base/mutex.h"
 #include "common/base/state_dir.h"
 
 namespace atl::net {
 
 namespace {
 
-std::mutex credentials_mu;
-std::map<void*, Credentials>& CredentialsByContext() {
+Mutex credentials_mu;
+std::map<void*, Credentials>& CredentialsByContext() REQUIRES(credentials_mu) {
   static auto* table = new std::map<void*, Credentials>();
   return *table;
 }
@@ -25,17 +25,17 @@ std::string Environment(const char* name) {
 }  // namespace
 
 void SetCredentials(zmq::context_t& context, Credentials credentials) {
-  std::lock_guard lock(credentials_mu);
+  MutexLock lock(credentials_mu);
   CredentialsByContext()[context.handle()] = std::move(credentials);
 }
 
 void ForgetCredentials(zmq::context_t& context) {
-  std::lock_guard lock(credentials_mu);
+  MutexLock lock(credentials_mu);
   CredentialsByContext().erase(context.handle());
 }
 
 Credentials CredentialsOf(zmq::context_t& context) {
-  std::lock_guard lock(credentials_mu);
+  MutexLock lock(credentials_mu);
   auto it = CredentialsByContext().find(context.handle());
   return it != CredentialsByContext().end() ? it->second : Credentials{};
 }

@@ -65,7 +65,7 @@ Result<Tensor> CollectiveHub::RunComputed(const CollectiveKey& key, const GangLa
     return Internal(
         fmt::format("shard {} of run {} node {} is not on this host", shard, key.run, key.node));
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   State& st = StateOf(key, layout, op);  // a map's elements stay put while others come and go
   // A lost partner's message never comes: the collective fails now instead of after the
   // timeout.
@@ -84,8 +84,13 @@ Result<Tensor> CollectiveHub::RunComputed(const CollectiveKey& key, const GangLa
       if (!made.ok()) st.failed = made.WithContext(Describe(key, st));
     }
   }
-  SendItems(key, st, lock);
-  const bool done = cv_.WaitFor(lock, timeout_, [&] {
+  std::vector<Outgoing> outgoing = TakeOutgoing(st);
+  if (!outgoing.empty()) {
+    lock.Unlock();
+    SendAll(key, std::move(outgoing));
+    lock.Lock();
+  }
+  const bool done = cv_.WaitFor(lock.native(), timeout_, [&] {
     return st.Complete() || (st.made && st.Heard() == st.awaited.size());
   });
   if (!done && !st.made) {
@@ -102,8 +107,13 @@ Result<Tensor> CollectiveHub::RunComputed(const CollectiveKey& key, const GangLa
     if (!assembled.ok()) st.failed = assembled.WithContext(Describe(key, st));
   }
   cv_.NotifyAll();
-  SendItems(key, st, lock);  // errors in place of its items, when it failed before they went
-  SendTotals(key, st, lock);
+  // Errors in place of its items, when it failed before they went; a root's totals.
+  outgoing = TakeOutgoing(st);
+  if (!outgoing.empty()) {
+    lock.Unlock();
+    SendAll(key, std::move(outgoing));
+    lock.Lock();
+  }
   // Each local shard reads its own result once: it takes it.
   Result<Tensor> out = st.results ? Result<Tensor>(std::move(st.results->at(shard))) : *st.failed;
   if (--st.readers_left == 0) states_.erase(key);
@@ -146,41 +156,33 @@ Status CollectiveHub::Assemble(State& st, const GangLayout& layout) {
   return Status::Ok();
 }
 
-void CollectiveHub::SendItems(const CollectiveKey& key, State& st,
-                              std::unique_lock<std::mutex>& lock) {
-  if (st.sent || !(st.made || st.failed)) return;
-  st.sent = true;
-  std::vector<std::pair<const std::string*, Result<Tensor>>> out;
-  for (const auto& [h, keys] : st.plan->sends) {
-    if (lost_hosts_.count(st.hosts[h])) continue;
-    // Once it failed, its items would be of no use: the error goes in their place.
-    out.emplace_back(&st.hosts[h],
-                     st.failed ? Result<Tensor>(*st.failed) : Pack(st.items, st.plan->self, keys));
+std::vector<CollectiveHub::Outgoing> CollectiveHub::TakeOutgoing(State& st) {
+  std::vector<Outgoing> out;
+  if (!st.sent && (st.made || st.failed)) {
+    st.sent = true;
+    for (const auto& [h, keys] : st.plan->sends) {
+      if (lost_hosts_.count(st.hosts[h])) continue;
+      // Once it failed, its items would be of no use: the error goes in their place.
+      out.push_back({&st.hosts[h], CollectiveValue::kPartial, st.plan->self,
+                     st.failed ? Result<Tensor>(*st.failed) : Pack(st.items, st.plan->self, keys)});
+    }
   }
-  const uint32_t self = st.plan->self;
-  lock.unlock();
-  for (auto& [endpoint, message] : out) {
-    send_(*endpoint, key, CollectiveValue::kPartial, self, std::move(message));
+  if (st.plan->is_root() && !st.sent_totals && st.Complete()) {
+    st.sent_totals = true;
+    for (const auto& [h, keys] : st.plan->total_sends) {
+      if (lost_hosts_.count(st.hosts[h])) continue;
+      out.push_back({&st.hosts[h], CollectiveValue::kTotal, 0,
+                     st.failed ? Result<Tensor>(*st.failed) : std::move(st.totals_out.at(h))});
+    }
+    st.totals_out.clear();
   }
-  lock.lock();
+  return out;
 }
 
-void CollectiveHub::SendTotals(const CollectiveKey& key, State& st,
-                               std::unique_lock<std::mutex>& lock) {
-  if (!st.plan->is_root() || st.sent_totals || !st.Complete()) return;
-  st.sent_totals = true;
-  std::vector<std::pair<const std::string*, Result<Tensor>>> out;
-  for (const auto& [h, keys] : st.plan->total_sends) {
-    if (lost_hosts_.count(st.hosts[h])) continue;
-    out.emplace_back(&st.hosts[h],
-                     st.failed ? Result<Tensor>(*st.failed) : std::move(st.totals_out.at(h)));
+void CollectiveHub::SendAll(const CollectiveKey& key, std::vector<Outgoing> out) {
+  for (Outgoing& message : out) {
+    send_(*message.to, key, message.what, message.from_host, std::move(message.value));
   }
-  st.totals_out.clear();
-  lock.unlock();
-  for (auto& [endpoint, message] : out) {
-    send_(*endpoint, key, CollectiveValue::kTotal, 0, std::move(message));
-  }
-  lock.lock();
 }
 
 std::optional<Status> CollectiveHub::LostPartner(const CollectiveKey& key,
@@ -195,7 +197,7 @@ std::optional<Status> CollectiveHub::LostPartner(const CollectiveKey& key,
 
 void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lost_hosts_.insert_or_assign(endpoint, why);
     for (auto& [key, state] : states_) {
       if (state.Complete() || !state.plan) continue;
@@ -207,7 +209,7 @@ void CollectiveHub::HostLost(const std::string& endpoint, const Status& why) {
 
 void CollectiveHub::CancelRun(uint64_t run, const Status& why) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [key, state] : states_) {
       if (key.run == run && !state.Complete()) state.failed = why;
     }
@@ -216,7 +218,7 @@ void CollectiveHub::CancelRun(uint64_t run, const Status& why) {
 }
 
 void CollectiveHub::HostBack(const std::string& endpoint) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   lost_hosts_.erase(endpoint);
 }
 
@@ -226,13 +228,17 @@ void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout,
     return;
   }
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     State& st = StateOf(key, layout, op);
     // The first of its shards to fail decides; a collective complete already keeps its
     // results for the shards that read them.
     if (!st.Complete()) st.failed = why;
-    SendItems(key, st, lock);
-    SendTotals(key, st, lock);
+    std::vector<Outgoing> out = TakeOutgoing(st);
+    if (!out.empty()) {
+      lock.Unlock();
+      SendAll(key, std::move(out));
+      lock.Lock();
+    }
     if (--st.readers_left == 0) states_.erase(key);  // this shard reads no result
   }
   cv_.NotifyAll();
@@ -240,7 +246,7 @@ void CollectiveHub::Abandon(const CollectiveKey& key, const GangLayout& layout,
 
 void CollectiveHub::Stop(const Status& why) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = why;
     for (auto& [key, state] : states_) {
       if (!state.Complete()) state.failed = why;
@@ -251,7 +257,7 @@ void CollectiveHub::Stop(const Status& why) {
 
 void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result<Tensor> items) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     State& st = states_[key];
     // An error fails the collective at once; a value waits for assembly.
     if (!items.ok() && !st.Complete()) st.failed = items.status();
@@ -262,7 +268,7 @@ void CollectiveHub::Deposit(const CollectiveKey& key, uint32_t from_host, Result
 
 void CollectiveHub::DepositTotal(const CollectiveKey& key, Result<Tensor> totals) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     State& st = states_[key];
     if (!totals.ok() && !st.Complete()) st.failed = totals.status();
     if (!st.totals) st.totals = std::move(totals);

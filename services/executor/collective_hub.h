@@ -22,12 +22,12 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "atoll/tensor.h"
+#include "common/base/mutex.h"
 #include "common/base/spin_condition.h"
 #include "common/proto/executor_messages.h"
 #include "services/executor/collective_items.h"
@@ -127,22 +127,30 @@ class CollectiveHub {
     size_t Heard() const;
   };
   // The collective `key`'s state, with its plan for `op` over `layout` made on first use.
-  // Called with mu_ held.
-  State& StateOf(const CollectiveKey& key, const GangLayout& layout, const CollectiveOp& op);
+  State& StateOf(const CollectiveKey& key, const GangLayout& layout, const CollectiveOp& op)
+      REQUIRES(mu_);
   // Run, for a block of a dtype the kernels compute in (not bf16 or f16 when `op` reduces).
   Result<Tensor> RunComputed(const CollectiveKey& key, const GangLayout& layout,
                              const CollectiveOp& op, uint32_t shard, Tensor local);
-  // Sends this host's messages once its items are made (or errors once it failed), once,
-  // unlocking `lock` meanwhile.
-  void SendItems(const CollectiveKey& key, State& st, std::unique_lock<std::mutex>& lock);
-  // At the root, once the collective is complete: sends each host its totals (or the
-  // error), once, unlocking `lock` meanwhile.
-  void SendTotals(const CollectiveKey& key, State& st, std::unique_lock<std::mutex>& lock);
+  // A message of this host's to another: its items (or a root's totals) for the host with
+  // data endpoint `*to`, or the error in their place.
+  struct Outgoing {
+    const std::string* to;  // in State::hosts, which outlives the sending
+    CollectiveValue what;
+    uint32_t from_host;
+    Result<Tensor> value;
+  };
+  // What this host has to send now, each message once: its items once they are made (or
+  // errors once it failed) and, at the root of a complete collective, each host's totals
+  // (or the error). The caller sends them with mu_ released (SendAll).
+  std::vector<Outgoing> TakeOutgoing(State& st) REQUIRES(mu_);
+  void SendAll(const CollectiveKey& key, std::vector<Outgoing> out) EXCLUDES(mu_);
   // Computes the local shards' results (and a root's totals) from everything heard.
   Status Assemble(State& st, const GangLayout& layout);
   // Why the collective `key` cannot complete: a host it still waits for is lost. Nullopt
-  // when none is. Called with mu_ held.
-  std::optional<Status> LostPartner(const CollectiveKey& key, const State& state) const;
+  // when none is.
+  std::optional<Status> LostPartner(const CollectiveKey& key, const State& state) const
+      REQUIRES(mu_);
   // "all_gather of run R node N op I", for errors.
   static std::string Describe(const CollectiveKey& key, const State& state);
 
@@ -150,11 +158,11 @@ class CollectiveHub {
   const Send send_;
   const std::chrono::milliseconds timeout_;
   const size_t all_pairs_max_hosts_;
-  std::mutex mu_;
+  Mutex mu_;
   SpinCondition cv_;
-  std::map<CollectiveKey, State> states_;     // guarded by mu_
-  std::map<std::string, Status> lost_hosts_;  // by data endpoint; guarded by mu_
-  Status stopping_;                           // not OK once stopped; guarded by mu_
+  std::map<CollectiveKey, State> states_ GUARDED_BY(mu_);
+  std::map<std::string, Status> lost_hosts_ GUARDED_BY(mu_);  // by data endpoint
+  Status stopping_ GUARDED_BY(mu_);                           // not OK once stopped
 };
 
 }  // namespace atl::executor

@@ -21,7 +21,7 @@ Status CompletionQueue::Open() {
 void CompletionQueue::Push(Completion done) {
   bool was_empty;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     was_empty = Empty();
     pending_.done.push_back(std::move(done));
   }
@@ -31,7 +31,7 @@ void CompletionQueue::Push(Completion done) {
 void CompletionQueue::Push(OutgoingTuple tuple) {
   bool was_empty;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     was_empty = Empty();
     pending_.outgoing.push_back(std::move(tuple));
   }
@@ -45,7 +45,7 @@ CompletionQueue::Batch CompletionQueue::Take() {
   [[maybe_unused]] auto n = read(fd_, &count, sizeof(count));
   Batch batch;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     batch.done.swap(pending_.done);
     batch.outgoing.swap(pending_.outgoing);
   }

@@ -8,12 +8,12 @@
 // the loop thread.
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
+#include "common/base/mutex.h"
 #include "common/proto/protocol.h"
 #include "services/executor/work_item.h"
 
@@ -49,12 +49,12 @@ class CompletionQueue {
   Batch Take();
 
  private:
-  bool Empty() const { return pending_.done.empty() && pending_.outgoing.empty(); }  // mu_ held
+  bool Empty() const REQUIRES(mu_) { return pending_.done.empty() && pending_.outgoing.empty(); }
   void Wake();
 
   int fd_ = -1;
-  std::mutex mu_;
-  Batch pending_;  // guarded by mu_
+  Mutex mu_;
+  Batch pending_ GUARDED_BY(mu_);
 };
 
 }  // namespace atl::executor

@@ -63,7 +63,7 @@ DeviceStream::DeviceStream(compute::Backend& backend, CollectiveHub& hub, OnDone
 
 DeviceStream::~DeviceStream() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.NotifyAll();
@@ -72,7 +72,7 @@ DeviceStream::~DeviceStream() {
 
 void DeviceStream::Enqueue(std::shared_ptr<WorkItem> item) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // Dispatches arrive in gang order, so this is almost always an append.
     auto pos = std::upper_bound(
         queue_.begin(), queue_.end(), item->entry.gang_seq,
@@ -84,7 +84,7 @@ void DeviceStream::Enqueue(std::shared_ptr<WorkItem> item) {
 
 void DeviceStream::Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input, Tensor value) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (input >= item->inputs.size() || item->inputs[input].has_value()) return;
     item->inputs[input] = std::move(value);
     item->inputs_missing--;
@@ -94,7 +94,7 @@ void DeviceStream::Deliver(const std::shared_ptr<WorkItem>& item, uint32_t input
 
 void DeviceStream::Reserved(const std::shared_ptr<WorkItem>& item) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (item->reservations_missing > 0) item->reservations_missing--;
   }
   cv_.NotifyAll();
@@ -102,7 +102,7 @@ void DeviceStream::Reserved(const std::shared_ptr<WorkItem>& item) {
 
 void DeviceStream::Fail(const std::shared_ptr<WorkItem>& item, Status status) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (item->failure.ok()) item->failure = std::move(status);
   }
   cv_.NotifyAll();
@@ -110,7 +110,7 @@ void DeviceStream::Fail(const std::shared_ptr<WorkItem>& item, Status status) {
 
 void DeviceStream::CancelRun(uint64_t run, const Status& why) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& item : queue_) {
       if (item->entry.run_id == run && item->failure.ok()) item->failure = why;
     }
@@ -122,7 +122,7 @@ void DeviceStream::CancelRun(uint64_t run, const Status& why) {
 }
 
 size_t DeviceStream::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
@@ -134,8 +134,11 @@ void DeviceStream::Loop() {
   while (true) {
     std::shared_ptr<WorkItem> item;
     {
-      std::unique_lock lock(mu_);
-      cv_.Wait(lock, [&] { return stop_ || (!queue_.empty() && queue_.front()->Runnable()); });
+      MutexLock lock(mu_);
+      // The condition calls the predicate with mu_ held, which the analysis cannot see.
+      cv_.Wait(lock.native(), [&]() NO_THREAD_SAFETY_ANALYSIS {
+        return stop_ || (!queue_.empty() && queue_.front()->Runnable());
+      });
       if (stop_) return;
       item = std::move(queue_.front());
       queue_.pop_front();
@@ -163,7 +166,7 @@ void DeviceStream::Loop() {
         AbandonCollectives(*item, done.outputs.status(), collectives.reached());
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       running_.reset();
     }
     done.end_us = NowMicros();

@@ -11,10 +11,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "common/base/mutex.h"
 #include "common/base/spin_condition.h"
 #include "compute/backend.h"
 #include "services/executor/work_item.h"
@@ -60,11 +60,11 @@ class DeviceStream {
   CollectiveHub& hub_;
   OnDone on_done_;
   const int matmul_threads_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   SpinCondition cv_;
-  std::deque<std::shared_ptr<WorkItem>> queue_;  // sorted by entry.gang_seq; guarded by mu_
-  std::shared_ptr<WorkItem> running_;            // the item the thread runs; guarded by mu_
-  bool stop_ = false;                            // guarded by mu_
+  std::deque<std::shared_ptr<WorkItem>> queue_ GUARDED_BY(mu_);  // sorted by entry.gang_seq
+  std::shared_ptr<WorkItem> running_ GUARDED_BY(mu_);            // the item the thread runs
+  bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> busy_us_{0};
   std::thread thread_;
 };

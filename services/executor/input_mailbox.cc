@@ -10,7 +10,7 @@ namespace atl::executor {
 void InputMailbox::Await(const InputKey& key, std::shared_ptr<WorkItem> item) {
   std::optional<Result<Tensor>> early;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = early_.find(key); it != early_.end()) {
       early = std::move(it->second);
       early_.erase(it);
@@ -29,7 +29,7 @@ void InputMailbox::Await(const InputKey& key, std::shared_ptr<WorkItem> item) {
 void InputMailbox::Deliver(const InputKey& key, Result<Tensor> value) {
   std::shared_ptr<WorkItem> item;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = waiting_.find(key);
     if (it == waiting_.end()) {
       // The producer was faster than our Dispatch: keep the tuple until the entry arrives.
@@ -49,7 +49,7 @@ void InputMailbox::Deliver(const InputKey& key, Result<Tensor> value) {
 size_t InputMailbox::FailWaitingOn(const std::string& peer, const Status& why) {
   std::vector<std::shared_ptr<WorkItem>> doomed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       const auto& peers = it->second.item->entry.peers;
       if (std::find(peers.begin(), peers.end(), peer) == peers.end()) {
@@ -67,7 +67,7 @@ size_t InputMailbox::FailWaitingOn(const std::string& peer, const Status& why) {
 std::vector<InputKey> InputMailbox::FailWaitingLongerThan(int64_t now_us, int64_t wait_us) {
   std::vector<std::pair<InputKey, std::shared_ptr<WorkItem>>> doomed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       int64_t& since = it->second.seen_us;
       if (since < 0) since = now_us;
@@ -91,12 +91,12 @@ std::vector<InputKey> InputMailbox::FailWaitingLongerThan(int64_t now_us, int64_
 }
 
 size_t InputMailbox::waiting() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waiting_.size();
 }
 
 size_t InputMailbox::early() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return early_.size();
 }
 

@@ -9,12 +9,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
+#include "common/base/mutex.h"
 #include "services/executor/work_item.h"
 
 namespace atl::executor {
@@ -44,13 +44,13 @@ class InputMailbox {
 
  private:
   ItemSink& sink_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   struct Waiting {
     std::shared_ptr<WorkItem> item;
     int64_t seen_us = -1;  // when FailWaitingLongerThan first saw it; -1: not yet
   };
-  std::map<InputKey, Waiting> waiting_;       // guarded by mu_
-  std::map<InputKey, Result<Tensor>> early_;  // guarded by mu_
+  std::map<InputKey, Waiting> waiting_ GUARDED_BY(mu_);
+  std::map<InputKey, Result<Tensor>> early_ GUARDED_BY(mu_);
 };
 
 }  // namespace atl::executor

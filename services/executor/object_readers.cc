@@ -4,12 +4,12 @@ namespace atl::executor {
 
 void ObjectReaders::Await(const ObjectShard& object, std::shared_ptr<WorkItem> item,
                           uint32_t input) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   waiting_[object].push_back({std::move(item), input});
 }
 
 std::vector<ObjectReaders::Reader> ObjectReaders::Take(const ObjectShard& object) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = waiting_.find(object);
   if (it == waiting_.end()) return {};
   std::vector<Reader> readers = std::move(it->second);

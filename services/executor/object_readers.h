@@ -12,12 +12,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
+#include "common/base/mutex.h"
 #include "services/executor/work_item.h"
 
 namespace atl::executor {
@@ -44,8 +44,8 @@ class ObjectReaders {
   std::vector<Reader> Take(const ObjectShard& object);
 
   ItemSink& sink_;
-  std::mutex mu_;
-  std::map<ObjectShard, std::vector<Reader>> waiting_;  // guarded by mu_
+  Mutex mu_;
+  std::map<ObjectShard, std::vector<Reader>> waiting_ GUARDED_BY(mu_);
 };
 
 }  // namespace atl::executor

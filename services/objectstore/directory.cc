@@ -31,9 +31,9 @@ Directory::Directory(uint64_t arena_bytes, std::chrono::milliseconds client_time
                      const Clock& clock, const std::vector<uint64_t>& device_bytes,
                      StoreQuota quota)
     : clock_(clock),
-      client_timeout_(client_timeout),
       pools_(arena_bytes, device_bytes),
-      usage_(std::move(quota)) {}
+      usage_(std::move(quota)),
+      clients_heard_(client_timeout) {}
 
 Result<uint64_t> Directory::ShardBytes(DType dtype, const Shape& shape) {
   return CheckedNumBytes(dtype, shape);
@@ -51,8 +51,7 @@ Status Directory::CheckNewShard(uint64_t object, uint32_t shard, uint64_t owner)
       return FailedPrecondition(ShardName(object, shard) + " already exists");
     }
   }
-  auto client = clients_.find(owner);
-  if (owner != 0 && client != clients_.end() && client->second.departed) {
+  if (owner != 0 && departed_.count(owner) != 0) {
     return Cancelled("client " + std::to_string(owner) + " said goodbye; " +
                      ShardName(object, shard) + " would have no owner");
   }
@@ -73,7 +72,7 @@ Status Directory::CheckQuota(uint64_t owner, uint64_t object, uint64_t nbytes) c
 }
 
 void Directory::AddShard(uint64_t object, uint32_t shard, uint64_t owner, ShardInfo info) {
-  if (owner != 0 && clients_.count(owner) == 0) clients_.emplace(owner, Client{clock_.Now()});
+  if (owner != 0 && !clients_heard_.Tracks(owner)) clients_heard_.Heard(owner, clock_.Now());
   if (info.allocated) usage_.Add(owner, !HoldsMemory(object), info.nbytes);
   const bool is_new = objects_.count(object) == 0;
   Object& entry = objects_[object];  // a new object starts with refcount 1
@@ -189,7 +188,7 @@ Result<ReleaseOutcome> Directory::Release(uint64_t object, uint64_t owner, uint3
       return FailedPrecondition(ObjectName(object) + " was released already");
     }
     // Bounded by the owner's lifetime: a client never seen here is timed from now.
-    if (clients_.count(owner) == 0) clients_.emplace(owner, Client{clock_.Now()});
+    if (!clients_heard_.Tracks(owner)) clients_heard_.Heard(owner, clock_.Now());
     tombstones_[object] = {owner, shards};
     tombstones_by_owner_[owner].insert(object);
     return ReleaseOutcome::kRemembered;
@@ -256,30 +255,26 @@ void Directory::ForgetTombstones(uint64_t client) {
 
 void Directory::Heartbeat(uint64_t client) {
   if (client == 0) return;
-  clients_[client] = Client{clock_.Now(), /*departed=*/false};
+  clients_heard_.Heard(client, clock_.Now());
+  departed_.erase(client);
 }
 
 Collected Directory::Goodbye(uint64_t client) {
   Collected out{client, CollectReason::kGoodbye, {}};
   if (client == 0) return out;
   out.objects = FreeOwnedBy(client);
-  clients_[client] = Client{clock_.Now(), /*departed=*/true};
+  clients_heard_.Heard(client, clock_.Now());
+  departed_.insert(client);
   return out;
 }
 
 std::vector<Collected> Directory::Expire() {
   std::vector<Collected> out;
-  const TimePoint now = clock_.Now();
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    if (now - it->second.last_seen <= client_timeout_) {
-      ++it;
-      continue;
+  for (uint64_t client : clients_heard_.TakeSilent(clock_.Now())) {
+    if (departed_.erase(client) == 0) {
+      out.push_back({client, CollectReason::kLapsed, FreeOwnedBy(client)});
     }
-    if (!it->second.departed) {
-      out.push_back({it->first, CollectReason::kLapsed, FreeOwnedBy(it->first)});
-    }
-    ForgetTombstones(it->first);  // releases that came after its goodbye
-    it = clients_.erase(it);
+    ForgetTombstones(client);  // releases that came after its goodbye
   }
   return out;
 }
@@ -295,7 +290,7 @@ DirectoryStats Directory::Stats() const {
     stats.device_bytes_in_use.push_back(pools_.used_bytes(d));
     stats.device_bytes.push_back(pools_.capacity(d));
   }
-  for (const auto& [id, client] : clients_) stats.clients += client.departed ? 0 : 1;
+  stats.clients = clients_heard_.size() - departed_.size();
   for (const auto& [owner, objects] : objects_by_owner_) {
     stats.objects_per_owner[owner] = objects.size();
   }

@@ -44,6 +44,7 @@
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
+#include "common/service/client_liveness.h"
 #include "services/objectstore/clock.h"
 #include "services/objectstore/memory_pools.h"
 #include "services/objectstore/owner_usage.h"
@@ -188,11 +189,6 @@ class Directory {
     uint64_t owner = 0;
     uint32_t shards = 0;
   };
-  struct Client {
-    TimePoint last_seen;
-    bool departed = false;  // said goodbye at last_seen
-  };
-
   void FreeObject(std::map<uint64_t, Object>::iterator it);
   std::vector<uint64_t> FreeOwnedBy(uint64_t client);
   void ForgetTombstones(uint64_t client);
@@ -206,12 +202,15 @@ class Directory {
   void AddShard(uint64_t object, uint32_t shard, uint64_t owner, ShardInfo info);
 
   const Clock& clock_;
-  std::chrono::milliseconds client_timeout_;
   MemoryPools pools_;
   OwnerUsage usage_;
   std::map<uint64_t, Object> objects_;
   std::map<uint64_t, std::set<uint64_t>> objects_by_owner_;  // owner -> object ids
-  std::map<uint64_t, Client> clients_;
+  // The clients heard from (a heartbeat, an object or a release of theirs), and which of
+  // them said goodbye: a departed client's entry is kept for its lapse, so that what comes
+  // after its goodbye (a release in flight) is recognised, then dropped with it.
+  ClientLiveness clients_heard_;
+  std::set<uint64_t> departed_;
   std::map<uint64_t, Tombstone> tombstones_;                    // by object
   std::map<uint64_t, std::set<uint64_t>> tombstones_by_owner_;  // owner -> object ids
 };

@@ -35,11 +35,6 @@ std::vector<std::string> SilentSchedulers(const RmState& state, Clock::time_poin
                    [&](const auto& s) { return s.alive && now - s.last_heard > lapse; });
 }
 
-std::vector<uint64_t> SilentClients(const RmState& state, Clock::time_point now,
-                                    Clock::duration lapse) {
-  return KeysWhere(state.clients, [&](const auto& c) { return now - c.last_heard > lapse; });
-}
-
 Result<bool> RemapSliceOff(RmState& state, uint64_t slice_id, const std::string& lost_host,
                            const PlacementPolicy& policy) {
   RmState::Slice& slice = state.slices.at(slice_id);

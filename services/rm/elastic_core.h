@@ -1,6 +1,6 @@
-// The core of the RM's elasticity, without its sockets: which hosts and clients went silent, and
+// The core of the RM's elasticity, without its sockets: which services went silent, and
 // how a slice with virtual devices on a lost host moves onto live devices. Pure functions over
-// RmState; RmService (elastic.cc) calls them on its loop thread, then tells executors,
+// RmState; the Controller (controller_elastic.cc) calls them, then tells executors,
 // object stores and clients what changed.
 #pragma once
 
@@ -24,9 +24,6 @@ std::vector<std::string> SilentStores(const RmState& state, Clock::time_point no
 // `lapse` at `now`, in name order.
 std::vector<std::string> SilentSchedulers(const RmState& state, Clock::time_point now,
                                           Clock::duration lapse);
-// The clients not heard from for longer than `lapse` at `now`, in id order.
-std::vector<uint64_t> SilentClients(const RmState& state, Clock::time_point now,
-                                    Clock::duration lapse);
 
 // Moves the virtual devices of slice `slice_id` that sit on host `lost_host` onto devices
 // `policy` picks (PlacementPolicy::Replace: live, on the same island, of the same kind, not

@@ -1,8 +1,8 @@
 // What the RM knows of the cluster: hosts and their devices, island schedulers, clients,
 // slices with their virtual->physical map, registered functions, and the id counters that
-// hand out new ids. Plain data: RmService owns one and changes it on its loop thread only
-// (not thread-safe); the pure parts of its logic (elastic_core.h, state_file.h) take it as
-// an argument so that they can be tested without sockets. The MSGPACK_DEFINE lists say
+// hand out new ids. Plain data: the RM's Controller owns one and changes it on the RM's loop
+// thread only (not thread-safe); the pure functions over it (elastic_core.h, state_file.h)
+// take it as an argument. The MSGPACK_DEFINE lists say
 // what of each record survives a restart (see state_file.h); the rest is liveness and
 // connections, rebuilt as hosts and clients heartbeat again.
 #pragma once
@@ -68,9 +68,9 @@ struct RmState {
     bool operator==(const Slice&) const = default;
     MSGPACK_DEFINE(id, client, island, device_ids, mapping);
   };
+  // A connected client; when it was last heard from is the controller's (ClientLiveness).
   struct Client {
     std::string name;
-    Clock::time_point last_heard;
     // Of the client's request DEALER: where notices go. Clients name their DEALER
     // themselves, so that a restarted RM still reaches them.
     std::string routing_id;

@@ -1,8 +1,10 @@
-// The RM's state file (state_file.h): what persists of `state_` is written once per turn of
-// the loop that changed it, and the answers that must not go out before it is (a client's
-// id, its slice) wait for that write. A burst of 256 clients saying hello rewrote the whole
-// file up to 256 times in one turn: about 40% of the RM loop's CPU in that burst (perf).
+// The RM's state file (state_file.h): what persists of the controller's state is written
+// once per turn of the loop that changed it, and the answers that must not go out before it
+// is (a client's id, its slice) wait for that write. A burst of 256 clients saying hello
+// rewrote the whole file up to 256 times in one turn: about 40% of the RM loop's CPU in that
+// burst (perf).
 #include <filesystem>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 
@@ -11,16 +13,23 @@
 
 namespace atl::rm {
 
-void RmService::SaveState() { state_dirty_ = true; }
-
-void RmService::SaveStateNow() {
-  state_dirty_ = true;
-  FlushState();
+Status RmService::Answer(const proto::Incoming& in, const RmMessage& body) {
+  return std::visit(
+      [&](const auto& message) -> Status {
+        using Body = std::decay_t<decltype(message)>;
+        if (!state_dirty_) return net::Reply(socket_, in, message);
+        HeldReply held{{}, Body::kKind, in.routing_id ? size_t{1} : size_t{0}};
+        if (in.routing_id) held.frames.emplace_back(in.routing_id->data(), in.routing_id->size());
+        held.frames.push_back(proto::EncodeHeader(in.header.request_id(), message));
+        held_replies_.push_back(std::move(held));
+        return Status::Ok();
+      },
+      body);
 }
 
 void RmService::FlushState() {
   if (state_dirty_ && !state_file_.empty()) {
-    ReportSaveError(WriteStateFile(state_file_, state_));
+    ReportSaveError(WriteStateFile(state_file_, controller_.state()));
   }
   state_dirty_ = false;
   for (HeldReply& reply : held_replies_) {
@@ -30,9 +39,9 @@ void RmService::FlushState() {
   held_replies_.clear();
 }
 
-void RmService::SaveFunction(uint64_t id, const RmState::Function& function) {
+void RmService::SaveFunction(uint64_t id) {
   if (state_file_.empty()) return;
-  ReportSaveError(AppendFunction(state_file_, id, function));
+  ReportSaveError(AppendFunction(state_file_, id, controller_.state().functions.at(id)));
 }
 
 void RmService::ReportSaveError(const Status& saved) {
@@ -43,17 +52,12 @@ void RmService::ReportSaveError(const Status& saved) {
 
 Status RmService::LoadState() {
   if (state_file_.empty() || !std::filesystem::exists(state_file_)) return Status::Ok();
-  ATOLL_ASSIGN_OR_RETURN(state_, ReadStateFile(state_file_));
-  const auto now = Clock::now();
-  for (auto& [name, host] : state_.hosts) host.last_heard = host.store_last_heard = now;
-  for (const auto& [island, endpoint] : state_.scheduler_by_island) {
-    state_.schedulers[island].last_heard = now;
-  }
-  for (auto& [id, client] : state_.clients) client.last_heard = now;
-  stall_guard_.QuietUntil(now + kReconnectGrace);
+  ATOLL_ASSIGN_OR_RETURN(RmState state, ReadStateFile(state_file_));
+  controller_.Restore(std::move(state), Clock::now());
+  const RmState& loaded = controller_.state();
   spdlog::info("state from {}: {} hosts, {} clients, {} slices, {} functions", state_file_,
-               state_.hosts.size(), state_.clients.size(), state_.slices.size(),
-               state_.functions.size());
+               loaded.hosts.size(), loaded.clients.size(), loaded.slices.size(),
+               loaded.functions.size());
   return Status::Ok();
 }
 

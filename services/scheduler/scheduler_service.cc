@@ -22,6 +22,7 @@ SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config
       socket_(net::MakeSocket(context, zmq::socket_type::router)),
       executors_(context),
       peers_(context),
+      clients_heard_(std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness),
       // Checks once a period (the "client liveness" timer).
       client_stall_guard_("scheduler " + options_.island,
                           std::chrono::milliseconds(config_.heartbeat_ms),
@@ -110,7 +111,7 @@ void SchedulerService::OnRequest() {
         ATOLL_ASSIGN_OR_RETURN(auto beat, in.header.As<proto::Heartbeat>());
         ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
         ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, client, "heartbeat"));
-        last_heard_[client] = std::chrono::steady_clock::now();
+        clients_heard_.Heard(client, std::chrono::steady_clock::now());
         return Status::Ok();  // no reply
       }
       case proto::Kind::kHostChanged:
@@ -138,7 +139,7 @@ Status SchedulerService::OnSubmit(proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(CheckSubmission(in.sender, program, *owners_));
   const uint64_t run = program.run_id;
   const uint64_t client = program.client_id;
-  last_heard_[client] = std::chrono::steady_clock::now();
+  clients_heard_.Heard(client, std::chrono::steady_clock::now());
   if (in.routing_id) client_routes_[client] = in.routing_id->to_string();
   // A run counts until it finishes, fails or is cancelled here (IslandOrder's unfinished
   // runs), or its client is dropped and its gangs are placed failed.
@@ -262,7 +263,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
 }
 
 void SchedulerService::DropClient(uint64_t client, const std::string& why) {
-  last_heard_.erase(client);
+  clients_heard_.Forget(client);
   client_routes_.erase(client);
   owners_->ForgetClient(client);
   const Status dropped = Cancelled(fmt::format("client {} {}", client, why));
@@ -310,14 +311,9 @@ Status SchedulerService::OnHostChanged(proto::Incoming& in) {
 }
 
 void SchedulerService::CheckClients() {
-  const auto lapse = std::chrono::milliseconds(config_.heartbeat_ms) * config_.liveness;
   const auto now = std::chrono::steady_clock::now();
   if (!client_stall_guard_.MayJudge(now)) return;
-  std::vector<uint64_t> lapsed;
-  for (const auto& [client, heard] : last_heard_) {
-    if (now - heard > lapse) lapsed.push_back(client);
-  }
-  for (uint64_t client : lapsed) {
+  for (uint64_t client : clients_heard_.TakeSilent(now)) {
     DropClient(client, fmt::format("missed {} heartbeats", config_.liveness));
   }
 }

@@ -27,6 +27,7 @@
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/advertise.h"
+#include "common/service/client_liveness.h"
 #include "common/service/config.h"
 #include "common/service/owner_cache.h"
 #include "common/service/stall_guard.h"
@@ -118,7 +119,7 @@ class SchedulerService {
   ExecutorLinks executors_;             // to executors' control endpoints
   net::DealerPool peers_;               // to other islands' schedulers
   // When each client was last heard from (a heartbeat or a submission).
-  std::map<uint64_t, std::chrono::steady_clock::time_point> last_heard_;
+  ClientLiveness clients_heard_;
   StallGuard client_stall_guard_;  // whether CheckClients may drop silent clients now
   std::set<std::string> polled_;   // executors whose replies the loop reads
   // Each client's routing id on socket_ (its latest submission's): where RunDone goes.

@@ -1,4 +1,4 @@
-// The core of the RM's elasticity: hosts and clients that stop heartbeating, slices remapped
+// The core of the RM's elasticity: services that stop heartbeating, slices remapped
 // off a lost host onto live devices of their island (with the load they carry), slices that
 // cannot be, and a host coming back.
 #include "services/rm/elastic_core.h"
@@ -98,15 +98,6 @@ TEST_F(ElasticCoreTest, ADeviceWhoseStoreIsLostTakesNoSlices) {
   auto placed = policy_->Place({2, "a", ""}, Loads(state_));
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
   EXPECT_THAT(*placed, ElementsAre(2, 4));  // device 0 of a1 and a2
-}
-
-TEST_F(ElasticCoreTest, ClientsSilentLongerThanTheLapseAreDropped) {
-  const Clock::time_point t0{};
-  state_.clients[1].last_heard = t0 + 1s;
-  state_.clients[2].last_heard = t0;
-  state_.clients[3].last_heard = t0 + 2s;
-  EXPECT_THAT(SilentClients(state_, t0 + 1s, 1s), ElementsAre());
-  EXPECT_THAT(SilentClients(state_, t0 + 2500ms, 1s), ElementsAre(1, 2));
 }
 
 TEST_F(ElasticCoreTest, ASliceLeavesTheLostHostForLiveDevicesOfItsIsland) {

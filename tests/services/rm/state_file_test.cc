@@ -237,7 +237,6 @@ TEST_F(StateFileTest, LivenessAndConnectionsAreNotKept) {
   h0.store_alive = false;
   h0.store_last_heard = Clock::now();
   state.schedulers["a"] = {Clock::now(), false};
-  state.clients.at(3).last_heard = Clock::now();
   ASSERT_TRUE(WriteStateFile(path_, state).ok());
   auto read = ReadStateFile(path_);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
