@@ -555,8 +555,6 @@ RULES: Dict[str, Rule] = {}
 # Primitives atoll does not have yet, with the reason the refusal gives.
 _NO_IR = "atoll's IR has no {} primitive yet (the compiled-functions issue)"
 MISSING: Dict[str, str] = {
-    "reduce_window": _NO_IR.format("reduce_window with a computation of its own") +
-                     " (reduce_window_sum/max/min lower)",
     "select_and_gather_add": _NO_IR.format("select_and_gather_add"),
     "cumlogsumexp": _NO_IR.format("cumlogsumexp"),
     "rng_bit_generator": _NO_IR.format("rng_bit_generator"),
@@ -781,15 +779,9 @@ def _identity(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
 
 @rule("reduce_precision")
 def _reduce_precision(ctx: Lowering, eqn: Any, x: V) -> Value:
-    v = ctx.get(x)
-    bits = (eqn.params["exponent_bits"], eqn.params["mantissa_bits"])
-    narrow = {(8, 7): "bf16", (5, 10): "f16", (8, 23): "f32", (11, 52): "f64"}.get(bits)
-    if narrow is None or v.dtype not in ("f32", "f64", "bf16", "f16"):
-        raise ctx.refuse(f"reduce_precision to {bits[0]} exponent and {bits[1]} mantissa bits "
-                         "has no atoll dtype to round through")
-    if narrow == v.dtype:
-        return v
-    return alax.convert_element_type(alax.convert_element_type(v, narrow), v.dtype)
+    """The IR's reduce_precision (XLA's bit recipe, any exponent and mantissa bits)."""
+    return alax.reduce_precision(ctx.get(x), int(eqn.params["exponent_bits"]),
+                                 int(eqn.params["mantissa_bits"]))
 
 
 @rule("convert_element_type")
@@ -1523,8 +1515,8 @@ def _dot(ctx: Lowering, x: V, y: V, dims: Any, pref: Any, out_dtype: str) -> Val
     return ctx.complete(r, partial, "sum")
 
 
-# -- windows: convolutions and pooling, composed of pads, strided slices and a dot_general ------
-# (atoll's IR has no conv_general_dilated, reduce_window or select_and_scatter_add yet)
+# -- windows: convolutions and pooling, the IR's primitives; the compositions of pads, strided
+# slices and a dot_general they replaced stay for what the rows refuse (cuts, dtypes)
 
 def _window_starts(window: Sequence[int], dilation: Sequence[int]) -> List[Tuple[int, ...]]:
     import itertools  # noqa: PLC0415
@@ -1576,8 +1568,40 @@ def _full_like(ctx: Lowering, like: Value, value: Any, dtype: str) -> Value:
     return ctx.relayout(V(v, bcast=(full((), value, dtype), shape, ())), like.split)
 
 
+_FLOATS = ("f32", "f64", "bf16", "f16")
+
+
 @rule("conv_general_dilated")
 def _conv(ctx: Lowering, eqn: Any, lhs: V, rhs: V) -> Value:
+    """conv_general_dilated as the IR's primitive (any dimension numbers, strides, padding,
+    dilations, feature and batch groups). Its rule takes the lhs cut on its batch dimension
+    alone and the kernel replicated; where global form cuts another dimension (the kernel's
+    gradient contracts the batch: jax passes it as the lhs's feature dimension and the rhs's
+    input one), or for integer operands, it is composed as before (_conv_im2col), whose
+    dot_general completes the partial sums with the all-reduce."""
+    p = eqn.params
+    x, w = ctx.get(lhs), ctx.get(rhs)
+    out_dtype = _out_dtype(eqn)
+    dn = p["dimension_numbers"]
+    batch_cut_only = all(a < 0 or (d == dn.lhs_spec[0] and p["batch_group_count"] == 1)
+                         for d, a in enumerate(x.split)) and is_replicated(w)
+    if out_dtype not in _FLOATS or not (ctx.mode == "local" or batch_cut_only):
+        return _conv_im2col(ctx, eqn, lhs, rhs)
+    if x.dtype != w.dtype:
+        x = alax.convert_element_type(x, out_dtype)
+        w = alax.convert_element_type(w, out_dtype)
+    pref = p.get("preferred_element_type")
+    pref_dtype = None if pref is None else atoll_dtype(pref)
+    r = alax.conv_general_dilated(
+        x, w, p["window_strides"], [(int(lo), int(hi)) for lo, hi in p["padding"]],
+        lhs_dilation=p["lhs_dilation"], rhs_dilation=p["rhs_dilation"],
+        dimension_numbers=(tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)),
+        feature_group_count=p["feature_group_count"], batch_group_count=p["batch_group_count"],
+        preferred_element_type=pref_dtype if pref_dtype not in (None, x.dtype) else None)
+    return r if r.dtype == out_dtype else alax.convert_element_type(r, out_dtype)
+
+
+def _conv_im2col(ctx: Lowering, eqn: Any, lhs: V, rhs: V) -> Value:
     """conv_general_dilated as im2col: the lhs padded (and dilated by interior padding), one
     strided slice per kernel position stacked into [N, C, K, out...], and one dot_general
     with the kernel [O, C, K] (per feature group)."""
@@ -1664,13 +1688,80 @@ def _reduce_window(how: str) -> Rule:
     return lower
 
 
-RULES["reduce_window_sum"] = _reduce_window("sum")
-RULES["reduce_window_max"] = _reduce_window("max")
-RULES["reduce_window_min"] = _reduce_window("min")
+def _window_pads(p: Any) -> List[Tuple[int, int]]:
+    return [(int(lo), int(hi)) for lo, hi in p["padding"]]
+
+
+def _native_reduce_window(how: str) -> Rule:
+    """reduce_window_sum/max/min as the IR's primitives (padding is the reduction's
+    identity); bool operands (which the rows lack) are composed (_reduce_window)."""
+    composed = _reduce_window(how)
+    fn = {"sum": alax.reduce_window_sum, "max": alax.reduce_window_max,
+          "min": alax.reduce_window_min}[how]
+
+    def lower(ctx: Lowering, eqn: Any, x: V) -> Value:
+        p = eqn.params
+        v = ctx.get(x)
+        if v.dtype == "bool":
+            return composed(ctx, eqn, x)
+        return fn(v, p["window_dimensions"], p["window_strides"], _window_pads(p),
+                  p["base_dilation"], p["window_dilation"])
+    return lower
+
+
+RULES["reduce_window_sum"] = _native_reduce_window("sum")
+RULES["reduce_window_max"] = _native_reduce_window("max")
+RULES["reduce_window_min"] = _native_reduce_window("min")
+
+
+@rule("reduce_window")
+def _reduce_window_generic(ctx: Lowering, eqn: Any, *xs: V) -> Value:
+    """jax's generic reduce_window (an init value that is not the reduction's identity, or a
+    traced one) with the computation add, max or min: as XLA on CPU computes it, the init
+    folded once into the reduction of the window's real elements (padding and base
+    dilation's holes count for nothing), so the IR's reduction (identity padding) combined
+    with the init."""
+    p = eqn.params
+    if len(xs) != 2:
+        raise ctx.refuse("a reduce_window over several operands at once")
+    comp = p["jaxpr"]
+    comp = getattr(comp, "jaxpr", comp)
+    names = [e.primitive.name for e in comp.eqns]
+    if len(names) != 1 or names[0] not in ("add", "max", "min"):
+        raise ctx.refuse(f"reduce_window with the computation {names or 'of no equation'}: "
+                         "atoll's windows reduce with add, max or min")
+    how = {"add": "sum", "max": "max", "min": "min"}[names[0]]
+    v, init = ctx.get(xs[0]), ctx.get(xs[1])
+    if v.dtype == "bool":
+        raise ctx.refuse("reduce_window of booleans with a computation of its own")
+    args = (p["window_dimensions"], p["window_strides"], _window_pads(p), p["base_dilation"],
+            p["window_dilation"])
+    fn = {"sum": alax.reduce_window_sum, "max": alax.reduce_window_max,
+          "min": alax.reduce_window_min}[how]
+    r = fn(v, *args)
+    shape = tuple(r.shape)
+    if how == "max":
+        return alax.max(*align(ctx, eqn, [V(r), V(init)], shape))
+    if how == "min":
+        return alax.min(*align(ctx, eqn, [V(r), V(init)], shape))
+    return _add_values(*align(ctx, eqn, [V(r), V(init)], shape))
 
 
 @rule("select_and_scatter_add")
 def _select_and_scatter_add(ctx: Lowering, eqn: Any, source: V, operand: V) -> Value:
+    """Max (min) pooling's gradient as the IR's primitive (select ge or le, float operands);
+    gt/lt selections and integer operands, which its row lacks, are composed
+    (_select_and_scatter_composed)."""
+    p = eqn.params
+    src, op = ctx.get(source), ctx.get(operand)
+    select = getattr(p["select_prim"], "name", str(p["select_prim"]))
+    if select in ("ge", "le") and op.dtype in _FLOATS and src.dtype == op.dtype:
+        return alax.select_and_scatter_add(src, op, select, p["window_dimensions"],
+                                           p["window_strides"], _window_pads(p))
+    return _select_and_scatter_composed(ctx, eqn, source, operand)
+
+
+def _select_and_scatter_composed(ctx: Lowering, eqn: Any, source: V, operand: V) -> Value:
     """Max (min) pooling's gradient: in each window, the first element that select_prim
     (ge: the largest) prefers gets the window's source value added, as XLA's SelectAndScatter.
     The winner's position per window is found by a pass over the window's positions; each
