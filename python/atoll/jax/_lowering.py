@@ -966,6 +966,14 @@ def _tile(ctx: Lowering, eqn: Any, x: V) -> Value:
     return alax.reshape(b, [r * s for r, s in zip(reps, shape)])
 
 
+@rule("empty", "empty2")
+def _empty(ctx: Lowering, eqn: Any, *dyn: V) -> Value:
+    """An array jax leaves uninitialized (a residual of a cond branch's gradient): zeros."""
+    aval = _out_aval(eqn)
+    ctx.ensure_value()
+    return full(tuple(aval.shape), 0, atoll_dtype(aval.dtype))
+
+
 @rule("zeros_like")
 def _zeros_like(ctx: Lowering, eqn: Any, x: V) -> Value:
     v = ctx.get(x)
