@@ -510,6 +510,54 @@ def test_loops_and_branches_run_on_the_device(one, two) -> None:
             in_specs=P(None, "data"), out_specs=(P("data"), P()))
 
 
+def test_loop_edge_cases_and_collective_fallbacks(one, two, monkeypatch) -> None:
+    """Loops with PRNG keys in the carry, no carry, a traced bound; branches with no
+    operands or results cut differently; and the fallbacks of a body that needs a
+    collective: a scan with a psum per shard is unrolled, a cond reducing a cut dimension in
+    global form computes both branches."""
+    import atoll.jax._lowering as lowering  # noqa: PLC0415
+
+    rng = np.random.default_rng([SEED, 33])
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    key = np.asarray(jax.random.key_data(jax.random.PRNGKey(3)))
+
+    def dropout_scan(k, v):
+        def step(c, row):
+            k, acc = c
+            k, sub = jax.random.split(k)
+            keep = jax.random.uniform(sub, row.shape, jnp.float32) < 0.5
+            return (k, acc + jnp.where(keep, row, 0.0)), keep.sum()
+        return jlax.scan(step, (k, jnp.zeros(3)), v)
+
+    compare(dropout_scan, [key, x], one, 0, "scan carrying a PRNG key")
+    compare(lambda p: jlax.cond(p, lambda: jnp.float32(1), lambda: jnp.float32(2)),
+            [np.bool_(True)], one, 0, "cond of no operands")
+    compare(lambda v: jlax.scan(lambda c, _: (c, v.sum()), None, length=3)[1], [x], one, 0,
+            "scan of no carry and no xs")
+    compare(lambda v, n: jlax.fori_loop(0, n, lambda i, a: a * 0.5 + i, v), [x, np.int32(7)],
+            one, 1, "fori_loop with a traced bound (a while)")
+    compare(lambda p, v, w: jlax.cond(p, lambda u, t: u * 2.0, lambda u, t: t, v, w),
+            [np.bool_(False), x, x + 1], two, 0, "cond, branches cut differently",
+            in_specs=(P(), P("data"), P()), out_specs=P("data"))
+
+    fallbacks: List[str] = []
+    unrolled, selected = lowering._scan_unrolled, lowering._cond_selected
+    monkeypatch.setattr(lowering, "_scan_unrolled",
+                        lambda *a: fallbacks.append("scan") or unrolled(*a))
+    monkeypatch.setattr(lowering, "_cond_selected",
+                        lambda *a: fallbacks.append("cond") or selected(*a))
+    blocks = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    compare(lambda v: jlax.scan(lambda c, r: (c + jax.lax.psum(r[0], "data"), c.sum()),
+                                jnp.zeros(3), v)[0], [blocks], two, 2, "psum in a scan body",
+            in_specs=P(None, "data"), out_specs=P(), per_shard=True, check_vma=False,
+            oracle=lambda v: jlax.scan(lambda c, r: (c + r.sum(0), c.sum()), jnp.zeros(3),
+                                       v)[0])
+    compare(lambda p, v: jlax.cond(p, lambda u: u.sum(0), lambda u: u.max(0), v),
+            [np.bool_(True), x], two, 1, "cond reducing a cut dimension",
+            in_specs=(P(), P("data")), out_specs=P())
+    assert fallbacks == ["scan", "cond"], fallbacks
+
+
 def test_scan_rnn_gradient_runs_natively(one, two) -> None:
     """jax.grad of a lax.scan RNN (JAX's transposition makes a reverse scan) on one device
     and per shard (each device its own batch), with a long sequence; and in global form,
