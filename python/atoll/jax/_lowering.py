@@ -43,6 +43,7 @@ _COLLECTIVES = frozenset({"all_gather", "all_reduce_sum", "all_reduce_max", "all
                           "all_reduce_mean", "reduce_scatter", "all_to_all",
                           "collective_permute"})
 _collectives_made: List[Tuple[str, str]] = []  # (function name, collective), in order
+_open_bodies = [0]  # bodies being traced (the log is cleared when a lowering starts outside one)
 
 
 class _NotingOps:
@@ -165,6 +166,8 @@ class Lowering:
         # and branches traced inside it, by name: (depth, a value of it, or None).
         self.functions: Dict[str, Tuple[int, Optional[Value]]] = {builder.name: (0, None)}
         self._bodies = 0
+        if _open_bodies[0] == 0:
+            _collectives_made.clear()
 
     # -- inputs -------------------------------------------------------------------------------
     def input(self, dtype: str, shape: Sequence[int], axes: Sequence[int]) -> Value:
@@ -217,9 +220,11 @@ class Lowering:
         mine = inputs[0] if inputs else None
         self.functions[name] = (depth + 1, mine)
         token = tracing_function.set(mine if mine is not None else anchor)
+        _open_bodies[0] += 1
         try:
             yield builder, inputs
         finally:
+            _open_bodies[0] -= 1
             tracing_function.reset(token)
 
     @staticmethod
