@@ -3,7 +3,9 @@
 - the example's training step (examples/jax, a Flax MLP with optax's Adam): its time on
   atoll on 1 device and data-parallel on 4 devices, against jax.jit;
 - dispatch: a 1,000-step loop of a tiny jitted step whose results feed the next step
-  (atoll futures chained in the stores; JAX's asynchronous dispatch), waited for at the end.
+  (atoll futures chained in the stores; JAX's asynchronous dispatch), waited for at the end;
+- jax.grad of a lax.scan RNN (256 steps): the first call (trace, lower, register, run) and
+  the next ones, on atoll's 1 device against jax.jit.
 
 Reports each time and the ratios (atoll / JAX: above 1 is slower). Needs a cluster
 (`atoll up`, or ATOLL_HOME naming one) and flax, optax.
@@ -70,12 +72,42 @@ def time_steps(step, params, opt_state, batches, wait):
     return (time.perf_counter() - start) / (len(batches) - 1)
 
 
+def rnn_grad():
+    """jax.grad of a lax.scan RNN (hidden 32, batch 16): a forward scan and JAX's reverse
+    scan, which atoll.jax runs as loops on the device (unrolled before the IR had loops)."""
+    def loss(params, xs):
+        w, u = params
+
+        def step(h, x_t):
+            h = jnp.tanh(h @ w + x_t @ u)
+            return h, h.sum()
+
+        h, sums = jax.lax.scan(step, jnp.zeros((xs.shape[1], 32), jnp.float32), xs)
+        return jnp.mean(h ** 2) + jnp.mean(sums)
+
+    return jax.grad(loss)
+
+
+def time_calls(fn, args, wait, calls):
+    """(first call: trace, lower, register and run; then the mean of ``calls`` calls, each
+    waited for)."""
+    start = time.perf_counter()
+    wait(fn(*args)[0])
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(calls):
+        wait(fn(*args)[0])
+    return first, (time.perf_counter() - start) / calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--loop", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--json", default="")
+    parser.add_argument("--rnn-steps", type=int, default=256,
+                        help="the scan RNN's sequence length")
     args = parser.parse_args()
 
     example = load_example()
@@ -120,9 +152,21 @@ def main() -> None:
     fetch(v)
     rows["dispatch_atoll_per_step_s"] = (time.perf_counter() - start) / args.loop
 
+    rng = np.random.default_rng(0)
+    rnn_params = (rng.standard_normal((32, 32)).astype(np.float32) * 0.2,
+                  rng.standard_normal((8, 32)).astype(np.float32) * 0.2)
+    rnn_xs = rng.standard_normal((args.rnn_steps, 16, 8)).astype(np.float32)
+    grad = rnn_grad()
+    rows["rnn_grad_jax_first_s"], rows["rnn_grad_jax_s"] = time_calls(
+        jax.jit(grad), (rnn_params, rnn_xs), block, 10)
+    rows["rnn_grad_atoll_first_s"], rows["rnn_grad_atoll_s"] = time_calls(
+        atoll.jax.jit(grad, mesh=mesh1), (rnn_params, rnn_xs), fetch, 10)
+
     rows["ratio_step_1_device"] = rows["step_atoll_1_device_s"] / rows["step_jax_cpu_s"]
     rows["ratio_step_4_devices"] = rows["step_atoll_4_devices_s"] / rows["step_jax_cpu_s"]
     rows["ratio_dispatch"] = rows["dispatch_atoll_per_step_s"] / rows["dispatch_jax_per_step_s"]
+    rows["ratio_rnn_grad"] = rows["rnn_grad_atoll_s"] / rows["rnn_grad_jax_s"]
+    rows["rnn_steps"] = args.rnn_steps
     rows["batch"] = args.batch
     rows["steps"] = args.steps
     rows["loop"] = args.loop

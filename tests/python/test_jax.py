@@ -447,6 +447,164 @@ def test_cond_switch_and_scan_lower(one, two) -> None:
     compare(lambda v: jlax.fori_loop(0, 4, lambda i, a: a * 1.5 + i, v), [x], one, 1, "fori")
 
 
+def test_loops_and_branches_run_on_the_device(one, two) -> None:
+    """while, scan and cond lower to the IR's structured ops: a trip count that depends on
+    the data, a scan longer than the old unrolling limit (4096), a cond whose untaken branch
+    would make NaN and inf, loops nested in loops and branches, reverse scans with xs and
+    ys, per shard and in global form."""
+    rng = np.random.default_rng([SEED, 30])
+    x = np.abs(rng.standard_normal((4, 3)).astype(np.float32)) + 0.1
+
+    def doubling(v):  # how many doublings until the sum passes 1000: depends on v
+        return jlax.while_loop(lambda c: c[0].sum() < 1000.0,
+                               lambda c: (c[0] * 2.0 + 0.5, c[1] + 1), (v, jnp.int32(0)))
+
+    for scale in (1.0, 0.01, 300.0):
+        compare(doubling, [x * scale], one, 0, f"while, data-dependent trip count x{scale}")
+    compare(lambda v: (doubling(v)[0], doubling(v)[1][None]), [x], two, 0, "while per shard",
+            in_specs=P("data"), out_specs=(P("data"), P("data")), per_shard=True,
+            oracle=lambda v: (jnp.concatenate([doubling(v[:2])[0], doubling(v[2:])[0]]),
+                              jnp.stack([doubling(v[:2])[1], doubling(v[2:])[1]])))
+
+    # 5000 steps: more than the 4096 the unrolled lowering took, as one op.
+    long = lambda v: jlax.fori_loop(0, 5000, lambda i, c: (c[0] * 0.5 + v, c[1] + i),  # noqa
+                                    (v, jnp.int32(0)))
+    compare(long, [x], one, 1, "fori_loop of 5000 steps")
+    lowered = aj.jit(long, mesh=one)
+    lowered(x)
+    assert "scan" in str(jax.make_jaxpr(long)(x))
+
+    # Only the branch taken runs: the other's log and 1/0 never reach the result (nor its
+    # gradient, as jax's own).
+    def guarded(v):
+        return jlax.cond(jnp.all(v > 0), lambda u: jnp.log(u) / u, lambda u: 1.0 / (u - u),
+                         v)
+
+    for sign in (1.0, -1.0):
+        compare(guarded, [sign * x], one, 2, f"cond sign {sign}")
+        compare(jax.grad(lambda v: jnp.sum(guarded(v))), [sign * x], one, 4,
+                f"cond gradient sign {sign}")
+    compare(lambda i, v: jlax.switch(i, [jnp.sin, lambda u: jnp.sqrt(-u), jnp.cos], v),
+            [np.int32(2), x], one, 2, "switch past a NaN branch")
+
+    # Nested: a while inside a scan inside a fori_loop, with a cond inside, and consts from
+    # each level; a reverse scan with several xs and ys.
+    def nested(v, w):
+        def outer(i, a):
+            def step(c, row):
+                n = jlax.while_loop(lambda k: k[1] < i + 2, lambda k: (k[0] + row * w[0, 0],
+                                                                       k[1] + 1), (c, 0))[0]
+                n = jlax.cond(n.sum() > 0, lambda u: u * 0.5, lambda u: u - a.mean(), n)
+                return n, (n.sum(), row * i)
+            c, (sums, rows) = jlax.scan(step, a[0], a, reverse=True)
+            return a * 0.9 + c + sums[:, None] * 0.01 + rows * 0.001
+        return jlax.fori_loop(0, 3, outer, v)
+
+    w = rng.standard_normal((2, 2)).astype(np.float32)
+    compare(nested, [x, w], one, 8, "nested loops and branches")
+    compare(nested, [x, w], two, 8, "nested per shard", in_specs=(P(), P()), out_specs=P(),
+            per_shard=True)
+    # Global form: the carry takes the cut of the xs it is combined with.
+    compare(lambda v: jlax.scan(lambda c, r: (c * 0.5 + r, c.sum()), jnp.zeros((4,)), v),
+            [rng.standard_normal((6, 4)).astype(np.float32)], two, 2, "scan, carry cut",
+            in_specs=P(None, "data"), out_specs=(P("data"), P()))
+
+
+def test_loop_edge_cases_and_collective_fallbacks(one, two, monkeypatch) -> None:
+    """Loops with PRNG keys in the carry, no carry, a traced bound; branches with no
+    operands or results cut differently; and the fallbacks of a body that needs a
+    collective: a scan with a psum per shard is unrolled, a cond reducing a cut dimension in
+    global form computes both branches."""
+    import atoll.jax._lowering as lowering  # noqa: PLC0415
+
+    rng = np.random.default_rng([SEED, 33])
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    key = np.asarray(jax.random.key_data(jax.random.PRNGKey(3)))
+
+    def dropout_scan(k, v):
+        def step(c, row):
+            k, acc = c
+            k, sub = jax.random.split(k)
+            keep = jax.random.uniform(sub, row.shape, jnp.float32) < 0.5
+            return (k, acc + jnp.where(keep, row, 0.0)), keep.sum()
+        return jlax.scan(step, (k, jnp.zeros(3)), v)
+
+    compare(dropout_scan, [key, x], one, 0, "scan carrying a PRNG key")
+    compare(lambda p: jlax.cond(p, lambda: jnp.float32(1), lambda: jnp.float32(2)),
+            [np.bool_(True)], one, 0, "cond of no operands")
+    compare(lambda v: jlax.scan(lambda c, _: (c, v.sum()), None, length=3)[1], [x], one, 0,
+            "scan of no carry and no xs")
+    compare(lambda v, n: jlax.fori_loop(0, n, lambda i, a: a * 0.5 + i, v), [x, np.int32(7)],
+            one, 1, "fori_loop with a traced bound (a while)")
+    compare(lambda p, v, w: jlax.cond(p, lambda u, t: u * 2.0, lambda u, t: t, v, w),
+            [np.bool_(False), x, x + 1], two, 0, "cond, branches cut differently",
+            in_specs=(P(), P("data"), P()), out_specs=P("data"))
+
+    fallbacks: List[str] = []
+    unrolled, selected = lowering._scan_unrolled, lowering._cond_selected
+    monkeypatch.setattr(lowering, "_scan_unrolled",
+                        lambda *a: fallbacks.append("scan") or unrolled(*a))
+    monkeypatch.setattr(lowering, "_cond_selected",
+                        lambda *a: fallbacks.append("cond") or selected(*a))
+    blocks = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    compare(lambda v: jlax.scan(lambda c, r: (c + jax.lax.psum(r[0], "data"), c.sum()),
+                                jnp.zeros(3), v)[0], [blocks], two, 2, "psum in a scan body",
+            in_specs=P(None, "data"), out_specs=P(), per_shard=True, check_vma=False,
+            oracle=lambda v: jlax.scan(lambda c, r: (c + r.sum(0), c.sum()), jnp.zeros(3),
+                                       v)[0])
+    compare(lambda p, v: jlax.cond(p, lambda u: u.sum(0), lambda u: u.max(0), v),
+            [np.bool_(True), x], two, 1, "cond reducing a cut dimension",
+            in_specs=(P(), P("data")), out_specs=P())
+    assert fallbacks == ["scan", "cond"], fallbacks
+
+
+def test_scan_rnn_gradient_runs_natively(one, two) -> None:
+    """jax.grad of a lax.scan RNN (JAX's transposition makes a reverse scan) on one device
+    and per shard (each device its own batch), with a long sequence; and in global form,
+    where the weights' gradient sums the cut batch inside the loop (an all-reduce, which a
+    body may not hold): unrolled there."""
+    rng = np.random.default_rng([SEED, 31])
+    w = rng.standard_normal((5, 5)).astype(np.float32) * 0.3
+    u = rng.standard_normal((3, 5)).astype(np.float32) * 0.3
+
+    def rnn(params, xs):
+        w, u = params
+
+        def step(h, x_t):
+            h = jnp.tanh(h @ w + x_t @ u)
+            return h, h.sum()
+
+        h, sums = jlax.scan(step, jnp.zeros((xs.shape[1], 5), jnp.float32), xs)
+        return jnp.mean(h ** 2) + jnp.mean(sums)
+
+    xs = rng.standard_normal((300, 4, 3)).astype(np.float32)
+    jaxpr = str(jax.make_jaxpr(jax.grad(rnn))((w, u), xs))
+    assert jaxpr.count("scan[") >= 2 and "reverse=True" in jaxpr
+    for f in (rnn, jax.grad(rnn)):
+        want = outputs(jax.jit(f)((w, u), xs))
+        got = outputs(aj.jit(f, mesh=one)((w, u), xs))
+        for g, wv in zip(got, want):
+            np.testing.assert_allclose(g, wv, rtol=2e-4, atol=2e-6)
+    grad = jax.grad(rnn)
+
+    def per_shard(params, xs):
+        g = grad(params, xs)
+        return jax.tree_util.tree_map(lambda t: jax.lax.pmean(t, "data"), g)
+
+    want = outputs(jax.jit(lambda p, v: jax.tree_util.tree_map(
+        lambda a, b: (a + b) / 2, grad(p, v[:, :2]), grad(p, v[:, 2:])))((w, u), xs))
+    got = outputs(aj.jit(per_shard, mesh=two, in_specs=(P(), P(None, "data")), out_specs=P(),
+                         per_shard=True, check_vma=False)((w, u), xs))
+    for g, wv in zip(got, want):
+        np.testing.assert_allclose(g, wv, rtol=2e-4, atol=2e-6)
+    short = xs[:8]
+    want = outputs(jax.jit(grad)((w, u), short))
+    got = outputs(aj.jit(grad, mesh=two, in_specs=(P(), P(None, "data")),
+                         out_specs=P())((w, u), short))
+    for g, wv in zip(got, want):
+        np.testing.assert_allclose(g, wv, rtol=2e-5, atol=2e-6)
+
+
 def test_random_bits_are_jax_random(one) -> None:
     key = np.asarray(jax.random.key_data(jax.random.PRNGKey(42)))
 
@@ -480,7 +638,7 @@ def test_random_bits_are_jax_random(one) -> None:
     compare(typed, [key], one, erf_inv_ulps, "typed key")
 
 
-# -- windows: convolutions and pooling (composed: atoll's IR has no such primitive yet) -----
+# -- windows: convolutions and pooling (the IR's primitives; composed where they refuse a cut) --
 
 def test_convolutions_and_pooling_lower_as_jax(one, two) -> None:
     rng = np.random.default_rng([SEED, 16])
@@ -562,6 +720,55 @@ def test_cnn_with_batch_norm_gradient_equals_jax(one, two, grid) -> None:
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6,
                                        err_msg=f"CNN grad on {mesh.axis_sizes}")
+
+
+def test_flax_cnn_runs_the_native_convolution(one, two, monkeypatch) -> None:
+    """A Flax CNN's forward pass and gradient (conv, avg and max pooling: the input's, the
+    kernel's and the pooling's gradients) through the IR's conv_general_dilated,
+    reduce_window and select_and_scatter_add, on one device and per shard: the im2col
+    composition is never used there."""
+    nn = pytest.importorskip("flax.linen")
+    import atoll.jax._lowering as lowering  # noqa: PLC0415
+
+    def no_im2col(*args: Any) -> Any:
+        raise AssertionError("conv_general_dilated was composed by im2col")
+
+    monkeypatch.setattr(lowering, "_conv_im2col", no_im2col)
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Conv(6, (3, 3), strides=(1, 1), padding="SAME")(x))
+            x = nn.avg_pool(x, (2, 2), (2, 2))
+            x = nn.relu(nn.Conv(8, (3, 3), padding=((1, 0), (0, 1)), kernel_dilation=(2, 1),
+                                feature_group_count=2)(x))
+            x = nn.max_pool(x, (2, 2), (1, 1), padding="SAME")
+            return nn.Dense(3)(x.reshape(x.shape[0], -1))
+
+    model = CNN()
+    x = np.random.default_rng([SEED, 32]).standard_normal((4, 10, 10, 2)).astype(np.float32)
+    params = model.init(jax.random.PRNGKey(1), x)["params"]
+
+    def loss(p, v):
+        return jnp.mean(model.apply({"params": p}, v) ** 2)
+
+    fwd = lambda p, v: model.apply({"params": p}, v)  # noqa: E731
+    for f in (fwd, jax.value_and_grad(loss)):
+        want = outputs(jax.jit(f)(params, x))
+        got = outputs(aj.jit(f, mesh=one)(params, x))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6, err_msg="Flax CNN")
+    # Per shard: each device its half of the batch, gradients averaged with pmean (check_vma
+    # off, so that jax adds no psum of its own to the replicated parameters' gradients).
+    vg = jax.value_and_grad(loss)
+    want = outputs(jax.jit(lambda p, v: jax.tree_util.tree_map(
+        lambda a, b: (a + b) / 2, vg(p, v[:2]), vg(p, v[2:])))(params, x))
+    got = outputs(aj.jit(lambda p, v: jax.tree_util.tree_map(lambda t: jax.lax.pmean(t, "data"),
+                                                             vg(p, v)),
+                         mesh=two, in_specs=(P(), P("data")), out_specs=P(),
+                         per_shard=True, check_vma=False)(params, x))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6, err_msg="Flax CNN per shard")
 
 
 # -- collectives per shard ------------------------------------------------------------------------
@@ -846,13 +1053,15 @@ def refused(fn: Callable[..., Any], args: Sequence[Any], mesh: aj.Mesh, *says: s
 def test_refusals_name_the_primitive_and_the_line(one, two) -> None:
     x = np.ones((4, 4), np.float32)
     here = os.path.basename(__file__)
-    text = refused(lambda v: jlax.reduce_window(v, np.float32(1), jlax.mul, (2, 2), (1, 1),
-                                                "VALID"), [x], one, "'reduce_window'", here)
-    assert "compiled-functions issue" in text
+    refused(lambda v: jlax.reduce_window(v, np.float32(1), jlax.mul, (2, 2), (1, 1), "VALID"),
+            [x], one, "'reduce_window'", "add, max or min", here)
     refused(lambda v: jlax.cumlogsumexp(v, axis=0), [x], one, "cumlogsumexp", here)
     refused(lambda v: jnp.linalg.cholesky(v), [x], one, "cholesky", here)
-    refused(lambda v: jlax.while_loop(lambda c: c[0].sum() < 10, lambda c: (c[0] * 2,), (v,))[0],
-            [x], one, "'while'", "trip count", here)
+    # A while loop whose body needs a collective (per shard: a psum) cannot run on the device
+    # and cannot be unrolled.
+    refused(lambda v: jlax.while_loop(lambda c: jax.lax.psum(c.sum(), "data") < 10,
+                                      lambda c: c * 2, v), [x], two, "'while'", "collective",
+            here, in_specs=P("data"), out_specs=P("data"), per_shard=True)
 
     def printing(v):
         jax.debug.print("v {}", v)

@@ -17,6 +17,7 @@ Two modes, chosen per (nested) jaxpr:
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -33,7 +34,39 @@ from .._tracing import tracing_function
 from .._types import dtype_of_numpy
 
 Value = _atoll.Value
-_ops = _atoll.ops
+
+# The collectives of atoll.ops. A loop or branch body may hold none (it runs per shard, and
+# the shards need not agree on trip counts), so the lowering notes the function each one lands
+# in: a body that made one falls back to the unrolled (scan) or computed-and-selected (cond)
+# form, or is refused (while).
+_COLLECTIVES = frozenset({"all_gather", "all_reduce_sum", "all_reduce_max", "all_reduce_min",
+                          "all_reduce_mean", "reduce_scatter", "all_to_all",
+                          "collective_permute"})
+_collectives_made: List[Tuple[str, str]] = []  # (function name, collective), in order
+_open_bodies = [0]  # bodies being traced (the log is cleared when a lowering starts outside one)
+
+
+class _NotingOps:
+    """atoll.ops, noting each collective made (and the function it landed in)."""
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(_atoll.ops, name)
+        if name not in _COLLECTIVES:
+            return fn
+
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            out = fn(*args, **kwargs)
+            _collectives_made.append((out.function, name))
+            return out
+        return noted
+
+
+_ops = _NotingOps()
+
+
+class _NeedsCollective(Exception):
+    """A body being traced made a collective (or its carry changes its cut, which would need
+    one): the loop or branch cannot run natively."""
 
 
 class LoweringError(_atoll.InvalidArgument):
@@ -129,6 +162,12 @@ class Lowering:
         self.eqn: Any = None  # the equation being lowered, for messages
         self.eqn_stack: List[Any] = []  # it and the equations whose jaxprs it is in
         self._any_value: Optional[Value] = None
+        # The functions values may belong to: the one built (depth 0) and the bodies of loops
+        # and branches traced inside it, by name: (depth, a value of it, or None).
+        self.functions: Dict[str, Tuple[int, Optional[Value]]] = {builder.name: (0, None)}
+        self._bodies = 0
+        if _open_bodies[0] == 0:
+            _collectives_made.clear()
 
     # -- inputs -------------------------------------------------------------------------------
     def input(self, dtype: str, shape: Sequence[int], axes: Sequence[int]) -> Value:
@@ -152,6 +191,53 @@ class Lowering:
         """lax.full and iota need a value of the function: a hidden one when there is none."""
         if self._any_value is None:
             self.hidden_input(np.zeros((), np.int32), (), key="anchor")
+
+    # -- bodies of loops and branches ------------------------------------------------------------
+    def scope_of(self, values: Sequence[Value]) -> Tuple[int, Value]:
+        """The deepest function the values belong to (a structured op on them is made there,
+        and its bodies are traced inside it): its depth and a value of it."""
+        self.ensure_value()
+        assert self._any_value is not None
+        depth, anchor = 0, self._any_value
+        for v in values:
+            d, a = self.functions.get(v.function, (0, None))
+            if d > depth and a is not None:
+                depth, anchor = d, a
+        return depth, anchor
+
+    @contextlib.contextmanager
+    def body(self, kind: str, scope: Tuple[int, Value],
+             types: Sequence[Tuple[str, Sequence[int], Sequence[int]]]) -> Any:
+        """A body (of a while, scan or cond) traced inside the function of ``scope``, with
+        inputs of ``types``: yields (its builder, its inputs). The outer values its jaxpr
+        uses become its consts (the builder lifts them)."""
+        depth, anchor = scope
+        self._bodies += 1
+        name = f"{kind}.{self._bodies}"  # '.': no Python function is named so
+        builder = _atoll.FunctionBuilder(name, anchor)
+        inputs = [builder.input(dtype, [int(s) for s in shape], [int(a) for a in axes])
+                  for dtype, shape, axes in types]
+        mine = inputs[0] if inputs else None
+        self.functions[name] = (depth + 1, mine)
+        token = tracing_function.set(mine if mine is not None else anchor)
+        _open_bodies[0] += 1
+        try:
+            yield builder, inputs
+        finally:
+            _open_bodies[0] -= 1
+            tracing_function.reset(token)
+
+    @staticmethod
+    def mark() -> int:
+        return len(_collectives_made)
+
+    def no_collective_since(self, mark: int, depth: int) -> None:
+        """_NeedsCollective when a collective made since ``mark`` landed in a body deeper than
+        ``depth`` (the function the structured op is made in)."""
+        made = [c for f, c in _collectives_made[mark:]
+                if self.functions.get(f, (0, None))[0] > depth]
+        if made:
+            raise _NeedsCollective(", ".join(sorted(set(made))))
 
     # -- messages -----------------------------------------------------------------------------
     def where(self) -> str:
@@ -474,11 +560,7 @@ RULES: Dict[str, Rule] = {}
 # Primitives atoll does not have yet, with the reason the refusal gives.
 _NO_IR = "atoll's IR has no {} primitive yet (the compiled-functions issue)"
 MISSING: Dict[str, str] = {
-    "reduce_window": _NO_IR.format("reduce_window with a computation of its own") +
-                     " (reduce_window_sum/max/min lower)",
     "select_and_gather_add": _NO_IR.format("select_and_gather_add"),
-    "while": "atoll's IR has no loop whose trip count depends on the data yet "
-             "(the compiled-functions issue); lax.scan and fori_loop with static bounds lower",
     "cumlogsumexp": _NO_IR.format("cumlogsumexp"),
     "rng_bit_generator": _NO_IR.format("rng_bit_generator"),
     "rng_uniform": _NO_IR.format("rng_uniform"),
@@ -702,15 +784,9 @@ def _identity(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
 
 @rule("reduce_precision")
 def _reduce_precision(ctx: Lowering, eqn: Any, x: V) -> Value:
-    v = ctx.get(x)
-    bits = (eqn.params["exponent_bits"], eqn.params["mantissa_bits"])
-    narrow = {(8, 7): "bf16", (5, 10): "f16", (8, 23): "f32", (11, 52): "f64"}.get(bits)
-    if narrow is None or v.dtype not in ("f32", "f64", "bf16", "f16"):
-        raise ctx.refuse(f"reduce_precision to {bits[0]} exponent and {bits[1]} mantissa bits "
-                         "has no atoll dtype to round through")
-    if narrow == v.dtype:
-        return v
-    return alax.convert_element_type(alax.convert_element_type(v, narrow), v.dtype)
+    """The IR's reduce_precision (XLA's bit recipe, any exponent and mantissa bits)."""
+    return alax.reduce_precision(ctx.get(x), int(eqn.params["exponent_bits"]),
+                                 int(eqn.params["mantissa_bits"]))
 
 
 @rule("convert_element_type")
@@ -893,6 +969,14 @@ def _tile(ctx: Lowering, eqn: Any, x: V) -> Value:
         dims.append(2 * d + 1)
     b = alax.broadcast_in_dim(v, wide, dims)
     return alax.reshape(b, [r * s for r, s in zip(reps, shape)])
+
+
+@rule("empty", "empty2")
+def _empty(ctx: Lowering, eqn: Any, *dyn: V) -> Value:
+    """An array jax leaves uninitialized (a residual of a cond branch's gradient): zeros."""
+    aval = _out_aval(eqn)
+    ctx.ensure_value()
+    return full(tuple(aval.shape), 0, atoll_dtype(aval.dtype))
 
 
 @rule("zeros_like")
@@ -1444,8 +1528,8 @@ def _dot(ctx: Lowering, x: V, y: V, dims: Any, pref: Any, out_dtype: str) -> Val
     return ctx.complete(r, partial, "sum")
 
 
-# -- windows: convolutions and pooling, composed of pads, strided slices and a dot_general ------
-# (atoll's IR has no conv_general_dilated, reduce_window or select_and_scatter_add yet)
+# -- windows: convolutions and pooling, the IR's primitives; the compositions of pads, strided
+# slices and a dot_general they replaced stay for what the rows refuse (cuts, dtypes)
 
 def _window_starts(window: Sequence[int], dilation: Sequence[int]) -> List[Tuple[int, ...]]:
     import itertools  # noqa: PLC0415
@@ -1497,8 +1581,40 @@ def _full_like(ctx: Lowering, like: Value, value: Any, dtype: str) -> Value:
     return ctx.relayout(V(v, bcast=(full((), value, dtype), shape, ())), like.split)
 
 
+_FLOATS = ("f32", "f64", "bf16", "f16")
+
+
 @rule("conv_general_dilated")
 def _conv(ctx: Lowering, eqn: Any, lhs: V, rhs: V) -> Value:
+    """conv_general_dilated as the IR's primitive (any dimension numbers, strides, padding,
+    dilations, feature and batch groups). Its rule takes the lhs cut on its batch dimension
+    alone and the kernel replicated; where global form cuts another dimension (the kernel's
+    gradient contracts the batch: jax passes it as the lhs's feature dimension and the rhs's
+    input one), or for integer operands, it is composed as before (_conv_im2col), whose
+    dot_general completes the partial sums with the all-reduce."""
+    p = eqn.params
+    x, w = ctx.get(lhs), ctx.get(rhs)
+    out_dtype = _out_dtype(eqn)
+    dn = p["dimension_numbers"]
+    batch_cut_only = all(a < 0 or (d == dn.lhs_spec[0] and p["batch_group_count"] == 1)
+                         for d, a in enumerate(x.split)) and is_replicated(w)
+    if out_dtype not in _FLOATS or not (ctx.mode == "local" or batch_cut_only):
+        return _conv_im2col(ctx, eqn, lhs, rhs)
+    if x.dtype != w.dtype:
+        x = alax.convert_element_type(x, out_dtype)
+        w = alax.convert_element_type(w, out_dtype)
+    pref = p.get("preferred_element_type")
+    pref_dtype = None if pref is None else atoll_dtype(pref)
+    r = alax.conv_general_dilated(
+        x, w, p["window_strides"], [(int(lo), int(hi)) for lo, hi in p["padding"]],
+        lhs_dilation=p["lhs_dilation"], rhs_dilation=p["rhs_dilation"],
+        dimension_numbers=(tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)),
+        feature_group_count=p["feature_group_count"], batch_group_count=p["batch_group_count"],
+        preferred_element_type=pref_dtype if pref_dtype not in (None, x.dtype) else None)
+    return r if r.dtype == out_dtype else alax.convert_element_type(r, out_dtype)
+
+
+def _conv_im2col(ctx: Lowering, eqn: Any, lhs: V, rhs: V) -> Value:
     """conv_general_dilated as im2col: the lhs padded (and dilated by interior padding), one
     strided slice per kernel position stacked into [N, C, K, out...], and one dot_general
     with the kernel [O, C, K] (per feature group)."""
@@ -1585,13 +1701,80 @@ def _reduce_window(how: str) -> Rule:
     return lower
 
 
-RULES["reduce_window_sum"] = _reduce_window("sum")
-RULES["reduce_window_max"] = _reduce_window("max")
-RULES["reduce_window_min"] = _reduce_window("min")
+def _window_pads(p: Any) -> List[Tuple[int, int]]:
+    return [(int(lo), int(hi)) for lo, hi in p["padding"]]
+
+
+def _native_reduce_window(how: str) -> Rule:
+    """reduce_window_sum/max/min as the IR's primitives (padding is the reduction's
+    identity); bool operands (which the rows lack) are composed (_reduce_window)."""
+    composed = _reduce_window(how)
+    fn = {"sum": alax.reduce_window_sum, "max": alax.reduce_window_max,
+          "min": alax.reduce_window_min}[how]
+
+    def lower(ctx: Lowering, eqn: Any, x: V) -> Value:
+        p = eqn.params
+        v = ctx.get(x)
+        if v.dtype == "bool":
+            return composed(ctx, eqn, x)
+        return fn(v, p["window_dimensions"], p["window_strides"], _window_pads(p),
+                  p["base_dilation"], p["window_dilation"])
+    return lower
+
+
+RULES["reduce_window_sum"] = _native_reduce_window("sum")
+RULES["reduce_window_max"] = _native_reduce_window("max")
+RULES["reduce_window_min"] = _native_reduce_window("min")
+
+
+@rule("reduce_window")
+def _reduce_window_generic(ctx: Lowering, eqn: Any, *xs: V) -> Value:
+    """jax's generic reduce_window (an init value that is not the reduction's identity, or a
+    traced one) with the computation add, max or min: as XLA on CPU computes it, the init
+    folded once into the reduction of the window's real elements (padding and base
+    dilation's holes count for nothing), so the IR's reduction (identity padding) combined
+    with the init."""
+    p = eqn.params
+    if len(xs) != 2:
+        raise ctx.refuse("a reduce_window over several operands at once")
+    comp = p["jaxpr"]
+    comp = getattr(comp, "jaxpr", comp)
+    names = [e.primitive.name for e in comp.eqns]
+    if len(names) != 1 or names[0] not in ("add", "max", "min"):
+        raise ctx.refuse(f"reduce_window with the computation {names or 'of no equation'}: "
+                         "atoll's windows reduce with add, max or min")
+    how = {"add": "sum", "max": "max", "min": "min"}[names[0]]
+    v, init = ctx.get(xs[0]), ctx.get(xs[1])
+    if v.dtype == "bool":
+        raise ctx.refuse("reduce_window of booleans with a computation of its own")
+    args = (p["window_dimensions"], p["window_strides"], _window_pads(p), p["base_dilation"],
+            p["window_dilation"])
+    fn = {"sum": alax.reduce_window_sum, "max": alax.reduce_window_max,
+          "min": alax.reduce_window_min}[how]
+    r = fn(v, *args)
+    shape = tuple(r.shape)
+    if how == "max":
+        return alax.max(*align(ctx, eqn, [V(r), V(init)], shape))
+    if how == "min":
+        return alax.min(*align(ctx, eqn, [V(r), V(init)], shape))
+    return _add_values(*align(ctx, eqn, [V(r), V(init)], shape))
 
 
 @rule("select_and_scatter_add")
 def _select_and_scatter_add(ctx: Lowering, eqn: Any, source: V, operand: V) -> Value:
+    """Max (min) pooling's gradient as the IR's primitive (select ge or le, float operands);
+    gt/lt selections and integer operands, which its row lacks, are composed
+    (_select_and_scatter_composed)."""
+    p = eqn.params
+    src, op = ctx.get(source), ctx.get(operand)
+    select = getattr(p["select_prim"], "name", str(p["select_prim"]))
+    if select in ("ge", "le") and op.dtype in _FLOATS and src.dtype == op.dtype:
+        return alax.select_and_scatter_add(src, op, select, p["window_dimensions"],
+                                           p["window_strides"], _window_pads(p))
+    return _select_and_scatter_composed(ctx, eqn, source, operand)
+
+
+def _select_and_scatter_composed(ctx: Lowering, eqn: Any, source: V, operand: V) -> Value:
     """Max (min) pooling's gradient: in each window, the first element that select_prim
     (ge: the largest) prefers gets the window's source value added, as XLA's SelectAndScatter.
     The winner's position per window is found by a pass over the window's positions; each
@@ -1674,10 +1857,145 @@ RULES["custom_vjp_call_jaxpr"] = _inline(["fun_jaxpr", "call_jaxpr"])
 RULES["custom_jvp_call_jaxpr"] = _inline(["fun_jaxpr", "call_jaxpr"])
 
 
+def _type_of(v: Value) -> Tuple[str, Tuple[int, ...], Tuple[int, ...]]:
+    return (v.dtype, tuple(v.shape), tuple(v.split))
+
+
+def _joined_cut(ctx: Lowering, a: Sequence[int], b: Sequence[int]) -> Tuple[int, ...]:
+    """The layout that cuts every dimension that ``a`` or ``b`` cuts (global form): what a
+    loop's carry or a branch's result is given so that each side reaches it with a local
+    gather alone. _NeedsCollective where they cut a dimension along two axes (or one axis
+    twice), which only an all-gather would reconcile."""
+    out = list(a)
+    for d, axis in enumerate(b):
+        if axis < 0 or out[d] == axis:
+            continue
+        if out[d] >= 0 or axis in out:
+            raise _NeedsCollective(f"a value cut along mesh axis {ctx.axis_name(out[d])} on one "
+                                   f"side and {ctx.axis_name(axis)} on the other")
+        out[d] = axis
+    return tuple(out)
+
+
+def _to_layout(ctx: Lowering, v: V, target: Sequence[int]) -> Value:
+    value = ctx.get(v)
+    if tuple(value.split) == tuple(target):
+        return value
+    return ctx.relayout(v, target)
+
+
+def _loop_carry(ctx: Lowering, carry: List[Value], trace: Callable[..., Any]) -> Any:
+    """Runs ``trace(carry types)`` (which traces a loop's bodies and returns their carry
+    results as V, then what it wants kept) until the carry's layout is a fixed point (global
+    form: a carry that the body cuts is cut before the loop, with a local gather), then has
+    the body's carry results laid out as the carry. Returns (carry, trace's last result)."""
+    while True:
+        types = [_type_of(c) for c in carry]
+        outs, kept = trace(types)
+        joined = [_joined_cut(ctx, t[2], ctx.get(o).split) for t, o in zip(types, outs)]
+        if all(j == t[2] for j, t in zip(joined, types)):
+            return carry, kept
+        carry = [c if tuple(c.split) == j else ctx.relayout(V(c), j)
+                 for c, j in zip(carry, joined)]
+
+
+def _dummy_carry(ctx: Lowering) -> Value:
+    ctx.ensure_value()
+    return full((), 0, "i32")
+
+
+@rule("while")
+def _while(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
+    """lax.while_loop as the IR's while: the cond and body jaxprs are lowered into bodies that
+    run on the device, so the trip count may depend on the data. Their consts are the outer
+    values they use (lifted). A body that needs a collective is refused: a while loop cannot
+    be unrolled."""
+    p = eqn.params
+    cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cconsts, bconsts = list(xs[:nc]), list(xs[nc:nc + nb])
+    init = [ctx.get(x) for x in xs[nc + nb:]]
+    dummy = not init
+    if dummy:
+        init = [_dummy_carry(ctx)]
+    scope = ctx.scope_of([ctx.get(x) for x in xs] + init)
+    mark = ctx.mark()
+
+    def trace(types: Sequence[Any]) -> Any:
+        with ctx.body("while_cond", scope, types) as (cb, ins):
+            args = [V(i) for i in (ins[1:] if dummy else ins)]
+            (pred,) = ctx.lower_jaxpr(cj.jaxpr, cj.consts, cconsts + args)
+        with ctx.body("while_body", scope, types) as (bb, ins):
+            args = [V(i) for i in (ins[1:] if dummy else ins)]
+            outs = ctx.lower_jaxpr(bj.jaxpr, bj.consts, bconsts + args)
+            if dummy:
+                outs = [V(ins[0])] + outs
+        return outs, (cb, pred, bb, outs, types)
+
+    try:
+        init, (cb, pred, bb, outs, types) = _loop_carry(ctx, init, trace)
+        pv = ctx.get(pred)
+        cb.output(pv)
+        for o, t in zip(outs, types):
+            bb.output(_to_layout(ctx, o, t[2]))
+        ctx.no_collective_since(mark, scope[0])
+    except _NeedsCollective as e:
+        raise ctx.refuse(f"its cond or body needs a collective ({e}); a loop body runs per "
+                         "shard on the device, where atoll allows none, and a while loop cannot "
+                         "be unrolled (compute the collective outside the loop, or use lax.scan "
+                         "or fori_loop with static bounds, which atoll unrolls then)") from None
+    results = _ops.structured("while", [cb, bb], init + list(cb.captured) + list(bb.captured),
+                              [len(cb.captured), len(bb.captured)])
+    return list(results[1:] if dummy else results)
+
+
 @rule("cond")
 def _cond(ctx: Lowering, eqn: Any, index: V, *xs: V) -> List[Value]:
+    """lax.cond and lax.switch as the IR's cond: each branch jaxpr is lowered into a body and
+    only the one the index picks runs (an index out of range runs the last, as XLA's; jax
+    clamps lax.switch's before). In global form the branches' results are laid out alike (the
+    cuts of any, by local gathers). A branch that needs a collective falls back to computing
+    every branch and selecting (_cond_selected)."""
+    p = eqn.params
+    branches = p["branches"]
+    if not eqn.outvars:
+        return []
+    i = ctx.get(index)
+    if ctx.mode == "global" and not is_replicated(i):
+        raise ctx.refuse("a branch index cut along a mesh axis", suggest_per_shard=True)
+    if i.dtype not in ("bool", "i32"):
+        i = alax.convert_element_type(i, "i32")
+    args = [ctx.get(x) for x in xs]
+    types = [_type_of(a) for a in args]
+    scope = ctx.scope_of([i] + args)
+    mark = ctx.mark()
+    try:
+        built = []
+        for k, b in enumerate(branches):
+            with ctx.body(f"cond_branch{k}", scope, types) as (bb, ins):
+                outs = ctx.lower_jaxpr(b.jaxpr, b.consts, [V(v) for v in ins])
+            built.append((bb, outs))
+        targets = []
+        for k in range(len(eqn.outvars)):
+            t = tuple(ctx.get(built[0][1][k]).split)
+            for _, outs in built[1:]:
+                t = _joined_cut(ctx, t, ctx.get(outs[k]).split)
+            targets.append(t)
+        for bb, outs in built:
+            for o, t in zip(outs, targets):
+                bb.output(_to_layout(ctx, o, t))
+        ctx.no_collective_since(mark, scope[0])
+    except _NeedsCollective:
+        return _cond_selected(ctx, eqn, index, *xs)
+    consts = [v for bb, _ in built for v in bb.captured]
+    return list(_ops.structured("cond", [bb for bb, _ in built], [i] + args + consts,
+                                [len(bb.captured) for bb, _ in built]))
+
+
+def _cond_selected(ctx: Lowering, eqn: Any, index: V, *xs: V) -> List[Value]:
     """Every branch is computed and the index picks the results (select_n): the value of
-    lax.cond and lax.switch, without skipping the branches not taken."""
+    lax.cond and lax.switch, without skipping the branches not taken (the fallback for
+    branches that need a collective, which a body of the IR's cond may not hold)."""
     branches = eqn.params["branches"]
     outs = [ctx.lower_jaxpr(b.jaxpr, b.consts, list(xs)) for b in branches]
     i = ctx.get(index)
@@ -1701,7 +2019,60 @@ def _cond(ctx: Lowering, eqn: Any, index: V, *xs: V) -> List[Value]:
 
 @rule("scan")
 def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
-    """lax.scan unrolled: the body is lowered once per step (the length is static)."""
+    """lax.scan (and fori_loop with static bounds) as the IR's scan: the body jaxpr is
+    lowered once into a body that runs on the device for each of the length steps (from the
+    last with reverse); its consts are the outer values it uses (lifted). In global form the
+    carry keeps its cut through the loop (a carry the body cuts is cut before it). A body that
+    needs a collective falls back to unrolling (_scan_unrolled)."""
+    p = eqn.params
+    body = p["jaxpr"]
+    n_consts, n_carry = p["num_consts"], p["num_carry"]
+    length, reverse = int(p["length"]), bool(p["reverse"])
+    consts = list(xs[:n_consts])
+    init = [ctx.get(x) for x in xs[n_consts:n_consts + n_carry]]
+    seqs = [ctx.get(x) for x in xs[n_consts + n_carry:]]
+    if ctx.mode == "global":
+        for s in seqs:
+            if len(s.shape) and s.split[0] >= 0:
+                raise ctx.refuse(f"a scan over a dimension cut along mesh axis "
+                                 f"{ctx.axis_name(s.split[0])}", suggest_per_shard=True)
+    dummy = not init and not seqs
+    if dummy:
+        init = [_dummy_carry(ctx)]
+    rows = [(s.dtype, tuple(s.shape[1:]), tuple(s.split[1:])) for s in seqs]
+    scope = ctx.scope_of([ctx.get(x) for x in consts] + init + seqs)
+    mark = ctx.mark()
+
+    def trace(types: Sequence[Any]) -> Any:
+        with ctx.body("scan_body", scope, list(types) + rows) as (bb, ins):
+            carry_in = ins[:len(types)]
+            args = [V(v) for v in (carry_in[1:] if dummy else carry_in)]
+            outs = ctx.lower_jaxpr(body.jaxpr, body.consts,
+                                   consts + args + [V(v) for v in ins[len(types):]])
+            if dummy:
+                outs = [V(carry_in[0])] + outs
+        n = len(types)
+        return outs[:n], (bb, outs, types)
+
+    try:
+        init, (bb, outs, types) = _loop_carry(ctx, init, trace)
+        n = len(types)
+        for o, t in zip(outs[:n], types):
+            bb.output(_to_layout(ctx, o, t[2]))
+        for o in outs[n:]:
+            bb.output(ctx.get(o))
+        ctx.no_collective_since(mark, scope[0])
+    except _NeedsCollective as e:
+        return _scan_unrolled(ctx, eqn, str(e), *xs)
+    results = _ops.structured("scan", [bb], init + seqs + list(bb.captured),
+                              [len(init), len(bb.captured), length, int(reverse)])
+    return list(results[1:] if dummy else results)
+
+
+def _scan_unrolled(ctx: Lowering, eqn: Any, why: str, *xs: V) -> List[Value]:
+    """lax.scan unrolled: the body is lowered once per step (the length is static): the
+    fallback for a body that needs a collective ``why``, which a body of the IR's scan may
+    not hold."""
     p = eqn.params
     body = p["jaxpr"]
     n_consts, n_carry = p["num_consts"], p["num_carry"]
@@ -1715,8 +2086,9 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
                 raise ctx.refuse(f"a scan over a dimension cut along mesh axis "
                                  f"{ctx.axis_name(s.split[0])}", suggest_per_shard=True)
     if length > 4096:
-        raise ctx.refuse(f"a scan of {length} steps (atoll.jax unrolls scans; atoll's IR has "
-                         "no loop yet)")
+        raise ctx.refuse(f"a scan of {length} steps whose body needs a collective ({why}): a "
+                         "loop body runs per shard on the device, where atoll allows none, and "
+                         "atoll.jax unrolls such scans only up to 4096 steps")
     ys_steps: List[List[Value]] = []
     order = range(length - 1, -1, -1) if reverse else range(length)
     for t in order:
