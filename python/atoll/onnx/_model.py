@@ -1,0 +1,219 @@
+"""atoll.onnx.load: an ONNX model read, checked and traced into one compiled function."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from .. import _atoll
+from .._tracing import Function
+from .._types import TensorType, dtype_named
+from ._context import Context, OnnxError, atoll_dtype_of_onnx
+from ._ops import OPS
+
+__all__ = ["Model", "OnnxError", "load"]
+
+
+def _read(model: Any) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        data, where = bytes(model), "the model's bytes"
+    elif isinstance(model, (str, os.PathLike)):
+        where = f"model file {os.fspath(model)!r}"
+        try:
+            with open(model, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise OnnxError(f"{where} cannot be read: {e}") from None
+    else:
+        raise OnnxError(f"atoll.onnx.load takes an onnx.ModelProto, bytes or a path, got "
+                        f"{type(model).__name__}")
+    try:
+        proto = onnx.load_model_from_string(data)
+    except Exception as e:  # noqa: BLE001 (protobuf's DecodeError and friends)
+        raise OnnxError(f"{where} is malformed or truncated: {e}") from None
+    if not proto.graph.node and not proto.graph.output:
+        raise OnnxError(f"{where} is malformed or truncated: it has no graph")
+    return proto
+
+
+def _check(proto: onnx.ModelProto) -> int:
+    """The default domain's opset (7 to the installed onnx's newest); the model checked."""
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
+        raise OnnxError(f"the model is malformed: {first}") from None
+    opset = None
+    for imp in proto.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            opset = imp.version
+    newest = onnx.defs.onnx_opset_version()
+    if opset is None:
+        raise OnnxError("the model imports no opset of the default domain")
+    if not 7 <= opset <= newest:
+        raise OnnxError(f"opset {opset} is not supported (7 to {newest})")
+    return opset
+
+
+def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[int]]
+                ) -> Tuple[str, Tuple[int, ...]]:
+    t = vi.type
+    if not t.HasField("tensor_type"):
+        raise OnnxError(f"graph input '{vi.name}': only tensors are supported, not "
+                        f"{t.WhichOneof('value')}")
+    dtype = atoll_dtype_of_onnx(t.tensor_type.elem_type, f"graph input '{vi.name}'")
+    if vi.name in shapes:
+        return dtype, tuple(int(d) for d in shapes[vi.name])
+    if not t.tensor_type.HasField("shape"):
+        raise OnnxError(f"graph input '{vi.name}' has no shape: give it in input_shapes")
+    dims = []
+    for i, d in enumerate(t.tensor_type.shape.dim):
+        if not d.HasField("dim_value"):
+            raise OnnxError(f"graph input '{vi.name}' has the symbolic dimension {i} "
+                            f"({d.dim_param or 'unnamed'}): give its shape in input_shapes")
+        dims.append(int(d.dim_value))
+    return dtype, tuple(dims)
+
+
+class Model:
+    """A loaded ONNX model: ``run`` takes the graph inputs (a dict by name, or a sequence in
+    the graph's order) as numpy arrays and gives the graph outputs as numpy arrays."""
+
+    def __init__(self, client: Any, function: Function, input_names: List[str],
+                 input_types: List[Tuple[str, Tuple[int, ...]]], output_names: List[str],
+                 hidden: List[Any]) -> None:
+        self.client = client
+        self.function = function
+        self.input_names = input_names
+        self.input_types = input_types
+        self.output_names = output_names
+        self._hidden = hidden
+
+    def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
+            timeout: Optional[float] = 120.0) -> List[np.ndarray]:
+        if isinstance(inputs, Mapping):
+            missing = [n for n in self.input_names if n not in inputs]
+            if missing:
+                raise OnnxError(f"run: graph inputs {missing} are not given")
+            values = [inputs[n] for n in self.input_names]
+        else:
+            values = list(inputs)
+            if len(values) != len(self.input_names):
+                raise OnnxError(f"run: {len(values)} inputs given, the graph takes "
+                                f"{len(self.input_names)} ({self.input_names})")
+        wire = []
+        for name, (dtype, shape), v in zip(self.input_names, self.input_types, values):
+            a = np.ascontiguousarray(np.asarray(v, dtype=dtype_named(dtype).numpy))
+            if tuple(a.shape) != shape:
+                raise OnnxError(f"run: graph input '{name}' has shape {list(a.shape)}, the "
+                                f"model was loaded for {list(shape)}")
+            wire.append(a)
+        results = self.client.run(self.function, *wire, *self._hidden).result(timeout)
+        return list(results)
+
+
+def _put(client: Any, slice: Any, arrays: List[np.ndarray]) -> List[Any]:
+    """The arrays put once into the slice's object stores: Futures of a run of a function
+    that gives back its inputs."""
+    if not arrays:
+        return []
+    from .. import lax
+    builder = _atoll.FunctionBuilder("onnx_initializers")
+    types = []
+    for a in arrays:
+        t = TensorType(dtype_named(atoll_dtype_of_numpy(a.dtype)), tuple(a.shape))
+        types.append(t)
+        v = builder.input(t.dtype.name, list(a.shape), [-1] * a.ndim)
+        builder.output(lax.reshape(v, list(a.shape)))
+    compiled = client._client.register(builder, slice._slice)
+    fn = Function(compiled, slice, tuple(types), len(arrays), True)
+    run = client.run(fn, *arrays)
+    return [run.output(i) for i in range(len(arrays))]
+
+
+def atoll_dtype_of_numpy(dtype: Any) -> str:
+    from .._types import dtype_of_numpy
+    return dtype_of_numpy(dtype).name
+
+
+def load(model: Any, client: Any, slice: Any,
+         input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+         batch_split: Optional[str] = None,
+         constants: Optional[Mapping[str, Any]] = None, name: str = "onnx") -> Model:
+    """An ONNX model (a ModelProto, its bytes or a path) as a Model on ``slice``.
+
+    input_shapes: the shapes of graph inputs (for their symbolic dimensions).
+    batch_split: "NAME:DIM", an input dimension cut over the slice's devices (data-parallel
+        inference; the ops must keep the cut, as atoll's type rules say).
+    constants: values of graph inputs to fold in at load (for inputs that decide shapes,
+        such as Reshape's shape); they are no longer inputs of the Model.
+    Raises OnnxError naming the node, its op type and what is unsupported."""
+    proto = _read(model)
+    opset = _check(proto)
+    graph = proto.graph
+    shapes = dict(input_shapes or {})
+    consts = {k: np.asarray(v) for k, v in (constants or {}).items()}
+    split_name, split_dim = None, -1
+    if batch_split:
+        split_name, _, dim = batch_split.partition(":")
+        split_dim = int(dim or 0)
+    for imp in proto.opset_import:
+        if imp.domain not in ("", "ai.onnx"):
+            used = [n for n in graph.node if n.domain == imp.domain]
+            if used:
+                raise OnnxError(f"node '{used[0].name}' ({used[0].op_type}): domain "
+                                f"'{imp.domain}' is not supported")
+    initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    builder = _atoll.FunctionBuilder(name)
+    ctx = Context(builder, opset)
+    env: Dict[str, Any] = {}
+    input_names: List[str] = []
+    input_types: List[Tuple[str, Tuple[int, ...]]] = []
+    try:
+        for vi in graph.input:
+            if vi.name in initializers or vi.name in consts:
+                continue
+            dtype, shape = _input_type(vi, shapes)
+            axes = [-1] * len(shape)
+            if vi.name == split_name:
+                if not 0 <= split_dim < len(shape):
+                    raise OnnxError(f"batch_split {batch_split!r}: input '{vi.name}' has "
+                                    f"{len(shape)} dimensions")
+                axes[split_dim] = 0
+            env[vi.name] = ctx.input(dtype, shape, axes)
+            input_names.append(vi.name)
+            input_types.append((dtype, shape))
+        if split_name and split_name not in input_names:
+            raise OnnxError(f"batch_split {batch_split!r}: no graph input '{split_name}'")
+        for k, a in initializers.items():
+            atoll_dtype_of_onnx_array(a, f"initializer '{k}'")
+            env[k] = a
+        for k, a in consts.items():
+            env[k] = a
+        ctx.lower_graph(graph.node, env)
+        for vo in graph.output:
+            if vo.name not in env:
+                raise OnnxError(f"graph output '{vo.name}' is computed by no node")
+            builder.output(ctx.output_value(env[vo.name], vo))
+    finally:
+        ctx.close()
+    compiled = client._client.register(builder, slice._slice)
+    types = [TensorType(dtype_named(d), s) for d, s in input_types]
+    types += [TensorType(dtype_named(atoll_dtype_of_numpy(h.dtype)), tuple(h.shape))
+              for h in ctx.hidden]
+    fn = Function(compiled, slice, tuple(types), len(graph.output), True)
+    return Model(client, fn, input_names, input_types, [o.name for o in graph.output],
+                 _put(client, slice, ctx.hidden))
+
+
+def atoll_dtype_of_onnx_array(a: np.ndarray, what: str) -> str:
+    try:
+        return atoll_dtype_of_numpy(a.dtype)
+    except Exception:  # noqa: BLE001
+        raise OnnxError(f"{what}: dtype {a.dtype} is not supported by atoll") from None
