@@ -51,6 +51,9 @@ def op_type(case) -> str:
 
 
 def compare(ref, out, rtol, atol) -> None:
+    if isinstance(ref, onnx.TensorProto):
+        from onnx import numpy_helper
+        ref = numpy_helper.to_array(ref)
     ref, out = np.asarray(ref), np.asarray(out)
     if ref.dtype != out.dtype:
         raise AssertionError(f"dtype {out.dtype}, expected {ref.dtype}")

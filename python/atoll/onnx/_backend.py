@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 from onnx.backend.base import Backend as _Base, BackendRep as _BaseRep
 
 from ._model import Model, load
@@ -20,7 +21,7 @@ STATIC_INPUTS = {
     "ConstantOfShape": (0,), "Range": (0, 1, 2), "Trilu": (1,), "Dropout": (1, 2),
     "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
-    "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "OneHot": (1,),
+    "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "OneHot": (1,), "Resize": (1, 2, 3),
 }
 
 
@@ -52,8 +53,6 @@ class BackendRep(_BaseRep):
         self.static = static_input_names(model)
         self._compiled: Dict[Tuple, Tuple[Model, List[str]]] = {}
         self._slice = None
-        if not self.static:
-            self._compiled[()] = self._load({}, {})
 
     def _load(self, consts: Dict[str, np.ndarray], shapes: Dict[str, Any]) -> Any:
         if self._slice is None:
@@ -69,6 +68,8 @@ class BackendRep(_BaseRep):
             feed = dict(inputs)
         else:
             feed = dict(zip(names, inputs))
+        feed = {k: numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
+                for k, v in feed.items()}
         consts = {n: np.asarray(feed[n]) for n in self.static if n in feed}
         key = tuple((n, consts[n].tobytes(), consts[n].shape) for n in sorted(consts))
         shapes = {n: np.shape(feed[n]) for n in names if n not in consts}

@@ -83,7 +83,7 @@ class Context:
         key = id(array)
         if key in self._hidden_values:
             return self._hidden_values[key]
-        array = np.ascontiguousarray(array)
+        array = np.array(array, order="C")
         v = self.input(dtype_of_numpy(array.dtype).name, array.shape, [-1] * array.ndim)
         self.hidden.append(array)
         self._hidden_values[key] = v

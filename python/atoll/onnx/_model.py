@@ -13,7 +13,6 @@ from .. import _atoll
 from .._tracing import Function
 from .._types import TensorType, dtype_named
 from ._context import Context, OnnxError, atoll_dtype_of_onnx
-from ._ops import OPS
 
 __all__ = ["Model", "OnnxError", "load"]
 
@@ -109,7 +108,9 @@ class Model:
                                 f"{len(self.input_names)} ({self.input_names})")
         wire = []
         for name, (dtype, shape), v in zip(self.input_names, self.input_types, values):
-            a = np.ascontiguousarray(np.asarray(v, dtype=dtype_named(dtype).numpy))
+            if isinstance(v, onnx.TensorProto):
+                v = numpy_helper.to_array(v)
+            a = np.array(v, dtype=dtype_named(dtype).numpy, order="C")
             if tuple(a.shape) != shape:
                 raise OnnxError(f"run: graph input '{name}' has shape {list(a.shape)}, the "
                                 f"model was loaded for {list(shape)}")

@@ -60,7 +60,10 @@ def _bitshift(ctx, x, y):
     a, b = broadcast(ctx, x, y)
     d = ctx.attr("direction", b"LEFT")
     d = d.decode() if isinstance(d, bytes) else d
-    return lax.shift_left(a, b) if d == "LEFT" else lax.shift_right_logical(a, b)
+    if d == "LEFT":
+        return lax.shift_left(a, b)
+    signed = a.dtype in ("i8", "i32", "i64")
+    return lax.shift_right_arithmetic(a, b) if signed else lax.shift_right_logical(a, b)
 
 
 def _variadic(fn, mean=False):
@@ -130,7 +133,7 @@ def _isinf(ctx, x):
         return pos
     if n:
         return neg
-    return lax.ne(v, v) if False else lax.bitwise_and(pos, neg)
+    return lax.bitwise_and(pos, neg)
 
 
 # Activations, written as onnx's definitions (their function bodies) are.

@@ -83,10 +83,11 @@ def _pool(kind):
         if ctx.attr("count_include_pad", 0):
             # The divisor counts explicit padding but not what ceil_mode added past it.
             base = [(0, 0), (0, 0)] + _pads(ctx, v.shape[2:], kernel, strides, dil)
-            ones = lax.pad(lax.full(v.shape, 1, v.dtype), scalar(lax.full((), 0, v.dtype), 0),
-                           [(lo, hi, 0) for lo, hi in base])
-            extra = [(0, 0)] + [(0, 0)] + [(0, max(0, p[1] - b[1])) for p, b in zip(pads, base[2:])]
-            count = in_float(lambda a: lax.reduce_window_sum(a, win, wst, extra, window_dilation=wdil), ones)
+            padded = [s + lo + hi for s, (lo, hi) in zip(v.shape, base)]
+            ones = lax.full(padded, 1, v.dtype)
+            extra = [(0, max(0, p[1] - b[1])) for p, b in zip(wp, base)]
+            count = in_float(lambda a: lax.reduce_window_sum(a, win, wst, extra,
+                                                             window_dilation=wdil), ones)
         else:
             count = in_float(lambda a: lax.reduce_window_sum(a, win, wst, wp, window_dilation=wdil),
                              lax.full(v.shape, 1, v.dtype))

@@ -335,7 +335,10 @@ def _space_to_depth(ctx, x):
     v = ctx.value(x)
     n, c, h, w = _shape(v)
     b = ctx.attr("blocksize")
-    t = lax.transpose(lax.reshape(v, [n, c, h // b, b, w // b, b]), [0, 3, 5, 1, 2, 4])
+    mode = ctx.attr("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    t = lax.transpose(lax.reshape(v, [n, c, h // b, b, w // b, b]), perm)
     return lax.reshape(t, [n, c * b * b, h // b, w // b])
 
 
