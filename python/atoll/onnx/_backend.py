@@ -12,7 +12,7 @@ import onnx
 from onnx import numpy_helper
 from onnx.backend.base import Backend as _Base, BackendRep as _BaseRep
 
-from ._model import Model, load
+from ._model import Model, OnnxError, load
 
 # Per op type, the input positions whose values decide shapes (they must be known at load).
 STATIC_INPUTS = {
@@ -22,18 +22,29 @@ STATIC_INPUTS = {
     "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
     "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "OneHot": (1,), "Resize": (1, 2, 3),
-    "CumProd": (1,),
+    "CumProd": (1,), "HannWindow": (0,), "HammingWindow": (0,), "BlackmanWindow": (0,),
+    "MelWeightMatrix": (0, 1, 2, 3, 4),
 }
 
 
+# Inputs whose value a node does not read (only its shape or dtype).
+SHAPE_ONLY = {"Shape": (0,), "Size": (0,), "CastLike": (1,), "EyeLike": (0,)}
+
+
 def static_input_names(model: onnx.ModelProto) -> List[str]:
+    """The graph inputs whose values decide shapes: those that reach a static input
+    position of a node (through any chain of nodes)."""
     graph_inputs = {vi.name for vi in model.graph.input}
-    names = []
+    needed = set()
     for node in model.graph.node:
         for i in STATIC_INPUTS.get(node.op_type, ()):
-            if i < len(node.input) and node.input[i] in graph_inputs:
-                names.append(node.input[i])
-    return sorted(set(names))
+            if i < len(node.input) and node.input[i]:
+                needed.add(node.input[i])
+    for node in reversed(model.graph.node):
+        if any(o in needed for o in node.output):
+            skip = SHAPE_ONLY.get(node.op_type, ())
+            needed.update(n for i, n in enumerate(node.input) if n and i not in skip)
+    return sorted(needed & graph_inputs)
 
 
 class _Cluster:
@@ -69,6 +80,10 @@ class BackendRep(_BaseRep):
             feed = dict(inputs)
         else:
             feed = dict(zip(names, inputs))
+        for k, v in feed.items():
+            if isinstance(v, (list, dict)) or v is None:
+                raise OnnxError(f"graph input '{k}': sequences, maps and optionals are not "
+                                "supported (tensors only)")
         feed = {k: numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
                 for k, v in feed.items()}
         consts = {n: np.asarray(feed[n]) for n in self.static if n in feed}

@@ -31,7 +31,23 @@ _ONNX_DTYPES = {
 }
 
 
+# Integer dtypes atoll lacks, held in a wider one (values wrap back to the narrow dtype at
+# the outputs, as numpy's astype does; arithmetic that leaves the narrow range differs).
+_WIDENED = {onnx.TensorProto.INT16: "i32", onnx.TensorProto.UINT16: "i32",
+            onnx.TensorProto.UINT64: "i64"}
+_WIDENED_NUMPY = {np.dtype(np.int16): np.int32, np.dtype(np.uint16): np.int32,
+                  np.dtype(np.uint64): np.int64}
+
+
+def stored(a: np.ndarray) -> np.ndarray:
+    """A numpy array in the dtype atoll holds it in."""
+    to = _WIDENED_NUMPY.get(a.dtype)
+    return a.astype(to) if to is not None else a
+
+
 def atoll_dtype_of_onnx(elem_type: int, what: str) -> str:
+    if elem_type in _WIDENED:
+        return _WIDENED[elem_type]
     if elem_type not in _ONNX_DTYPES:
         name = onnx.TensorProto.DataType.Name(elem_type) if elem_type in \
             onnx.TensorProto.DataType.values() else str(elem_type)
@@ -48,7 +64,7 @@ def dtype_name(x: Any) -> str:
     """The atoll dtype name of a Value or a numpy array."""
     if isinstance(x, Value):
         return x.dtype
-    return dtype_of_numpy(np.asarray(x).dtype).name
+    return dtype_of_numpy(stored(np.asarray(x)).dtype).name
 
 
 def shape_of(x: Any) -> tuple:
@@ -83,7 +99,7 @@ class Context:
         key = id(array)
         if key in self._hidden_values:
             return self._hidden_values[key]
-        array = np.array(array, order="C")
+        array = np.array(stored(np.asarray(array)), order="C")
         v = self.input(dtype_of_numpy(array.dtype).name, array.shape, [-1] * array.ndim)
         self.hidden.append(array)
         self._hidden_values[key] = v
@@ -94,7 +110,7 @@ class Context:
         hidden inputs)."""
         if isinstance(x, Value):
             return x
-        a = np.asarray(x)
+        a = stored(np.asarray(x))
         try:
             name = dtype_of_numpy(a.dtype).name
         except Exception:  # noqa: BLE001

@@ -12,7 +12,7 @@ from onnx import numpy_helper
 from .. import _atoll
 from .._tracing import Function
 from .._types import TensorType, dtype_named
-from ._context import Context, OnnxError, atoll_dtype_of_onnx
+from ._context import Context, OnnxError, atoll_dtype_of_onnx, numpy_dtype
 
 __all__ = ["Model", "OnnxError", "load"]
 
@@ -86,13 +86,16 @@ class Model:
 
     def __init__(self, client: Any, function: Function, input_names: List[str],
                  input_types: List[Tuple[str, Tuple[int, ...]]], output_names: List[str],
-                 hidden: List[Any]) -> None:
+                 hidden: List[Any], output_dtypes: List[Optional[np.dtype]],
+                 empty: Optional[Dict[int, np.ndarray]] = None) -> None:
         self.client = client
         self.function = function
         self.input_names = input_names
         self.input_types = input_types
         self.output_names = output_names
         self._hidden = hidden
+        self._output_dtypes = output_dtypes
+        self._empty = empty or {}
 
     def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
             timeout: Optional[float] = 120.0) -> List[np.ndarray]:
@@ -110,13 +113,17 @@ class Model:
         for name, (dtype, shape), v in zip(self.input_names, self.input_types, values):
             if isinstance(v, onnx.TensorProto):
                 v = numpy_helper.to_array(v)
-            a = np.array(v, dtype=dtype_named(dtype).numpy, order="C")
+            a = np.array(np.asarray(v).astype(dtype_named(dtype).numpy), order="C")
             if tuple(a.shape) != shape:
                 raise OnnxError(f"run: graph input '{name}' has shape {list(a.shape)}, the "
                                 f"model was loaded for {list(shape)}")
             wire.append(a)
-        results = self.client.run(self.function, *wire, *self._hidden).result(timeout)
-        return list(results)
+        results = list(self.client.run(self.function, *wire, *self._hidden).result(timeout)) \
+            if self.function is not None else []
+        for i in sorted(self._empty):
+            results.insert(i, self._empty[i])
+        return [r if d is None or r.dtype == d else r.astype(d)
+                for r, d in zip(results, self._output_dtypes)]
 
 
 def _put(client: Any, slice: Any, arrays: List[np.ndarray]) -> List[Any]:
@@ -181,6 +188,9 @@ def load(model: Any, client: Any, slice: Any,
             if vi.name in initializers or vi.name in consts:
                 continue
             dtype, shape = _input_type(vi, shapes)
+            if 0 in shape:  # no elements: known at load
+                env[vi.name] = np.zeros(shape, _declared_numpy(vi) or numpy_dtype(dtype))
+                continue
             axes = [-1] * len(shape)
             if vi.name == split_name:
                 if not 0 <= split_dim < len(shape):
@@ -198,19 +208,33 @@ def load(model: Any, client: Any, slice: Any,
         for k, a in consts.items():
             env[k] = a
         ctx.lower_graph(graph.node, env)
-        for vo in graph.output:
+        empty: Dict[int, np.ndarray] = {}
+        for i, vo in enumerate(graph.output):
             if vo.name not in env:
                 raise OnnxError(f"graph output '{vo.name}' is computed by no node")
-            builder.output(ctx.output_value(env[vo.name], vo))
+            x = env[vo.name]
+            if not isinstance(x, _atoll.Value) and 0 in np.shape(x):
+                empty[i] = np.asarray(x)  # no elements: given by the host
+                continue
+            builder.output(ctx.output_value(x, vo))
     finally:
         ctx.close()
+    if len(empty) == len(graph.output):  # nothing to compute
+        return Model(client, None, input_names, input_types, [o.name for o in graph.output],
+                     [], [_declared_numpy(o) for o in graph.output], empty)
     compiled = client._client.register(builder, slice._slice)
     types = [TensorType(dtype_named(d), s) for d, s in input_types]
     types += [TensorType(dtype_named(atoll_dtype_of_numpy(h.dtype)), tuple(h.shape))
               for h in ctx.hidden]
-    fn = Function(compiled, slice, tuple(types), len(graph.output), True)
+    fn = Function(compiled, slice, tuple(types), len(graph.output) - len(empty), True)
     return Model(client, fn, input_names, input_types, [o.name for o in graph.output],
-                 _put(client, slice, ctx.hidden))
+                 _put(client, slice, ctx.hidden), [_declared_numpy(o) for o in graph.output],
+                 empty)
+
+
+def _declared_numpy(vi: onnx.ValueInfoProto) -> Optional[np.dtype]:
+    t = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t)) if t else None
 
 
 def atoll_dtype_of_onnx_array(a: np.ndarray, what: str) -> str:

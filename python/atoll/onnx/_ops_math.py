@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as anp
-from ._context import atoll_dtype_of_onnx
+from ._context import atoll_dtype_of_onnx, dtype_name, stored
 from ._ops import op
 from ._util import FLOATS, Value, axis, broadcast, in_float, keep, scalar, wide
 
@@ -379,7 +379,7 @@ def _cast(ctx, x):
 
 @op("CastLike")
 def _castlike(ctx, x, like):
-    to = like.dtype if isinstance(like, Value) else ctx.value(like).dtype
+    to = dtype_name(like)
     v = ctx.value(x)
     return v if v.dtype == to else lax.convert_element_type(v, to)
 

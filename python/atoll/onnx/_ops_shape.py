@@ -10,6 +10,7 @@ from onnx import numpy_helper
 
 from .. import lax
 from .. import numpy as anp
+from ._context import numpy_dtype
 from ._ops import op
 from ._util import Value, axis, scalar
 
@@ -165,8 +166,10 @@ def _slice(ctx, x, starts=None, ends=None, axes=None, steps=None):
         big = 2 ** 62
         s, e = max(min(int(s), big), -big), max(min(int(e), big), -big)
         v, lo, hi, strides, count = _slice_axis(v, a, s, e, int(p))
-        if count == 0:
-            raise ctx.refuse("an empty slice (size-0 dimensions are not supported by atoll)")
+        if count == 0:  # no elements: known at load
+            shape = list(v.shape)
+            shape[a] = 0
+            return np.zeros(shape, numpy_dtype(v.dtype))
         v = lax.slice(v, lo, hi, strides)
     return v
 
@@ -240,9 +243,12 @@ def _split(ctx, x, split=None):
     for s in sizes:
         lo, hi = [0] * len(shape), list(shape)
         lo[a], hi[a] = at, at + int(s)
-        if int(s) <= 0:
-            raise ctx.refuse("an empty split (size-0 dimensions are not supported by atoll)")
-        outs.append(lax.slice(v, lo, hi))
+        if int(s) <= 0:  # no elements: known at load
+            empty = list(shape)
+            empty[a] = 0
+            outs.append(np.zeros(empty, numpy_dtype(v.dtype)))
+        else:
+            outs.append(lax.slice(v, lo, hi))
         at += int(s)
     return outs
 
@@ -349,3 +355,13 @@ def _dropout(ctx, x, ratio=None, training=None):
     v = ctx.value(x)
     mask = lax.full(_shape(v), 1, "bool")
     return v, mask
+
+
+def _known_at_load(ctx, *args):
+    raise ctx.refuse("its inputs must be known at load (it is evaluated there, by onnx's "
+                     "reference implementation)")
+
+
+# Ops whose outputs are functions of shapes and attributes only: folded at load.
+for _name in ("HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix"):
+    op(_name)(_known_at_load)
