@@ -11,6 +11,7 @@ from onnx import helper, numpy_helper
 
 from .. import _atoll
 from .. import lax
+from . import _narrow as narrow
 from .._tracing import tracing_function
 from .._types import dtype_of_numpy
 
@@ -37,6 +38,8 @@ _WIDENED = {onnx.TensorProto.INT16: "i32", onnx.TensorProto.UINT16: "i32",
             onnx.TensorProto.UINT64: "i64"}
 _WIDENED_NUMPY = {np.dtype(np.int16): np.int32, np.dtype(np.uint16): np.int32,
                   np.dtype(np.uint64): np.int64}
+_WIDENED.update(narrow.HELD)
+_WIDENED_NUMPY.update(narrow.HELD_NUMPY)
 
 
 def stored(a: np.ndarray) -> np.ndarray:
@@ -81,6 +84,7 @@ class Context:
         self._token: Any = None
         self.node: Optional[onnx.NodeProto] = None
         self.attrs: Dict[str, Any] = {}
+        self.types: Dict[str, int] = {}  # declared ONNX dtypes of the graph's values
 
     # -- inputs ---------------------------------------------------------------------------
     def input(self, dtype: str, shape: Sequence[int], axes: Sequence[int]) -> Value:
@@ -133,6 +137,15 @@ class Context:
             raise self.refuse(f"{what} must be known at load (an initializer, a Constant, or "
                               "computed from them and from shapes), it is computed at run time")
         return np.asarray(x)
+
+    def elem_type(self, i: int, x: Any) -> int:
+        """The ONNX dtype of the node's input i: as declared, else from its value."""
+        name = self.node.input[i] if self.node is not None and i < len(self.node.input) else ""
+        if name in self.types:
+            return self.types[name]
+        if isinstance(x, Value):
+            return helper.np_dtype_to_tensor_dtype(numpy_dtype(x.dtype))
+        return helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype)
 
     # -- attributes and messages ----------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:

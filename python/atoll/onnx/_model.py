@@ -181,6 +181,11 @@ def load(model: Any, client: Any, slice: Any,
     builder = _atoll.FunctionBuilder(name)
     ctx = Context(builder, opset)
     env: Dict[str, Any] = {}
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            ctx.types[vi.name] = vi.type.tensor_type.elem_type
+    for t in graph.initializer:
+        ctx.types[t.name] = t.data_type
     input_names: List[str] = []
     input_types: List[Tuple[str, Tuple[int, ...]]] = []
     try:

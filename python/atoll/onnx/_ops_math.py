@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as anp
-from ._context import atoll_dtype_of_onnx, dtype_name, stored
+from . import _narrow as narrow
+from ._context import atoll_dtype_of_onnx
 from ._ops import op
 from ._util import FLOATS, Value, axis, broadcast, in_float, keep, scalar, wide
 
@@ -370,18 +371,22 @@ def _einsum(ctx, *xs):
 
 
 # Casts.
+def _cast_to(ctx, x, elem_type):
+    to = atoll_dtype_of_onnx(elem_type, "attribute 'to'")
+    v = ctx.value(x)
+    if elem_type in narrow.HELD:
+        return narrow.cast(v, elem_type, bool(ctx.attr("saturate", 1)))
+    return v if v.dtype == to else lax.convert_element_type(v, to)
+
+
 @op("Cast")
 def _cast(ctx, x):
-    to = atoll_dtype_of_onnx(ctx.attr("to"), "attribute 'to'")
-    v = ctx.value(x)
-    return v if v.dtype == to else lax.convert_element_type(v, to)
+    return _cast_to(ctx, x, ctx.attr("to"))
 
 
 @op("CastLike")
 def _castlike(ctx, x, like):
-    to = dtype_name(like)
-    v = ctx.value(x)
-    return v if v.dtype == to else lax.convert_element_type(v, to)
+    return _cast_to(ctx, x, ctx.elem_type(1, like))
 
 
 @op("Where")
