@@ -233,3 +233,85 @@ def _topk(ctx, x, k=None):
     if a != rank - 1:
         vals, idx = lax.transpose(vals, inv), lax.transpose(idx, inv)
     return vals, idx
+
+
+@op("ConvTranspose")
+def _conv_transpose(ctx, x, w, b=None):
+    """The gradient of a convolution: a convolution of the input dilated by the strides with
+    the kernel flipped and its in/out channels swapped per group."""
+    v, k = ctx.value(x), ctx.value(w)
+    n = len(v.shape) - 2
+    g = ctx.attr("group", 1)
+    kernel = list(ctx.attr("kernel_shape", k.shape[2:]))
+    strides = list(ctx.attr("strides", [1] * n))
+    dil = list(ctx.attr("dilations", [1] * n))
+    outpad = list(ctx.attr("output_padding", [0] * n))
+    sizes = list(v.shape[2:])
+    auto = _text(ctx.attr("auto_pad"), "NOTSET")
+    out_shape = ctx.attr("output_shape", None)
+    if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = list(out_shape)[-n:] if out_shape is not None else [s * st for s, st in
+                                                                     zip(sizes, strides)]
+        pads = []
+        for i in range(n):
+            total = strides[i] * (sizes[i] - 1) + outpad[i] + (kernel[i] - 1) * dil[i] + 1 - target[i]
+            if auto == "SAME_UPPER":
+                pads.append((total // 2, total - total // 2))
+            else:
+                pads.append((total - total // 2, total // 2))
+    elif auto == "VALID":
+        pads = [(0, 0)] * n
+    else:
+        p = list(ctx.attr("pads", [0] * (2 * n)))
+        pads = [(int(p[i]), int(p[i + n])) for i in range(n)]
+    cin, mg = k.shape[0], k.shape[1]
+    kk = lax.reshape(k, [g, cin // g, mg] + kernel)
+    kk = lax.transpose(kk, [0, 2, 1] + list(range(3, 3 + n)))
+    kk = lax.reshape(kk, [g * mg, cin // g] + kernel)
+    kk = lax.rev(kk, list(range(2, 2 + n)))
+    conv_pads = [((kernel[i] - 1) * dil[i] - lo, (kernel[i] - 1) * dil[i] - hi + outpad[i])
+                 for i, (lo, hi) in enumerate(pads)]
+    out = in_float(lambda a, c: lax.conv_general_dilated(
+        a, c, [1] * n, conv_pads, lhs_dilation=strides, rhs_dilation=dil,
+        feature_group_count=g), v, kk)
+    if b is not None:
+        out = lax.add(out, lax.broadcast_in_dim(ctx.value(b), out.shape, [1]))
+    return out
+
+
+@op("GroupNormalization")
+def _group_norm(ctx, x, scale, bias):
+    v = ctx.value(x)
+    g = ctx.attr("num_groups")
+    eps = ctx.attr("epsilon", 1e-5)
+    shape = list(v.shape)
+    n, c = shape[0], shape[1]
+
+    def f(a, s, bb):
+        grouped = lax.reshape(a, [n, g, int(np.prod(shape[1:])) // g])
+        _, var, cen, kd = _moments(grouped, [2])
+        inv = lax.broadcast_in_dim(lax.rsqrt(lax.add(var, scalar(var, eps))), grouped.shape, kd)
+        y = lax.reshape(lax.mul(cen, inv), shape)
+        return lax.add(lax.mul(y, s), bb)
+    sv, bv = ctx.value(scale), ctx.value(bias)
+    if ctx.opset < 21:  # scale and bias per group
+        sv = lax.reshape(lax.broadcast_in_dim(sv, [g, c // g], [0]), [c])
+        bv = lax.reshape(lax.broadcast_in_dim(bv, [g, c // g], [0]), [c])
+    return in_float(f, v, lax.broadcast_in_dim(sv, shape, [1]), lax.broadcast_in_dim(bv, shape, [1]))
+
+
+@op("LRN")
+def _lrn(ctx, x):
+    v = ctx.value(x)
+    size = ctx.attr("size")
+    alpha, beta, bias = ctx.attr("alpha", 1e-4), ctx.attr("beta", 0.75), ctx.attr("bias", 1.0)
+    rank = len(v.shape)
+
+    def f(a):
+        sq = lax.mul(a, a)
+        win = [1, size] + [1] * (rank - 2)
+        pads = [(0, 0), ((size - 1) // 2, size - 1 - (size - 1) // 2)] + [(0, 0)] * (rank - 2)
+        s = lax.reduce_window_sum(sq, win, [1] * rank, pads)
+        base = lax.add(scalar(s, bias), lax.mul(s, scalar(s, alpha / size)))
+        return lax.div(a, lax.pow(base, scalar(base, beta)))
+    return in_float(f, v)
