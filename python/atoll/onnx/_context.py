@@ -187,8 +187,10 @@ class Context:
             if outs is None:
                 try:
                     outs = rule(self, *args)
-                except OnnxError:
-                    raise
+                except OnnxError as e:
+                    if str(e).startswith("node '"):
+                        raise
+                    raise self.refuse(str(e)) from None
                 except _atoll.InvalidArgument as e:
                     raise self.refuse(f"atoll refused the lowering: {e}") from None
             if not isinstance(outs, (tuple, list)):

@@ -100,7 +100,11 @@ for _name, _fn in (("Exp", lax.exp), ("Log", lax.log), ("Sqrt", lax.sqrt), ("Tan
                    ("Floor", lax.floor), ("Ceil", lax.ceil),
                    ("Round", lambda v: lax.round(v, 1))):
     op(_name)(_unary(_fn))
-for _name, _fn in (("Abs", lax.abs), ("Neg", lax.neg), ("Sign", lax.sign),
+def _neg(v):
+    return lax.neg(v) if v.dtype in FLOATS else wide(lax.sub, scalar(v, 0), v)
+
+
+for _name, _fn in (("Abs", lax.abs), ("Neg", _neg), ("Sign", lax.sign),
                    ("Not", lax.bitwise_not), ("BitwiseNot", lax.bitwise_not)):
     op(_name)(_unary(_fn, floats=False))
 
