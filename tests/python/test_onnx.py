@@ -187,6 +187,29 @@ def test_dtypes_atoll_holds_wider(onnx_client, one):
     check(model, onnx_client, one, {"x": x}, rtol=0, atol=0)
 
 
+def test_batch_split_over_two_devices(onnx_client):
+    """Data-parallel inference: the batch of x cut over a slice of 2 devices, each running the
+    model on its share (conv, batch norm, pooling, softmax)."""
+    inits = [numpy_helper.from_array(randn(4, 3, 3, 3), "w"),
+             numpy_helper.from_array(randn(4), "b"), numpy_helper.from_array(randn(4, 5), "fc")]
+    model = make(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+         helper.make_node("Flatten", ["g"], ["f"]),
+         helper.make_node("MatMul", ["f", "fc"], ["l"]),
+         helper.make_node("Softmax", ["l"], ["y"], axis=-1)],
+        [vi("x", ["N", 3, 6, 6])], [vi("y", ["N", 5])], inits)
+    x = randn(6, 3, 6, 6)
+    m = aonnx.load(model, onnx_client, onnx_client.slice(2), input_shapes={"x": x.shape},
+                   batch_split="x:0")
+    np.testing.assert_allclose(m.run({"x": x})[0], oracle(model, {"x": x})[0], rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(aonnx.OnnxError, match="no dimension 0 that the 2 devices divide"):
+        aonnx.load(model, onnx_client, onnx_client.slice(2), input_shapes={"x": (5, 3, 6, 6)},
+                   batch_split="x:0")
+
+
 # -- refusals -------------------------------------------------------------------------------
 def test_refuses_an_unsupported_op_naming_the_node(onnx_client, one):
     model = make([helper.make_node("Relu", ["x"], ["r"], name="first"),

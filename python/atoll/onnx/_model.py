@@ -87,7 +87,8 @@ class Model:
     def __init__(self, client: Any, function: Function, input_names: List[str],
                  input_types: List[Tuple[str, Tuple[int, ...]]], output_names: List[str],
                  hidden: List[Any], output_dtypes: List[Optional[np.dtype]],
-                 empty: Optional[Dict[int, np.ndarray]] = None) -> None:
+                 empty: Optional[Dict[int, np.ndarray]] = None,
+                 split: Optional["_Split"] = None) -> None:
         self.client = client
         self.function = function
         self.input_names = input_names
@@ -96,6 +97,7 @@ class Model:
         self._hidden = hidden
         self._output_dtypes = output_dtypes
         self._empty = empty or {}
+        self._split = split
 
     def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
             timeout: Optional[float] = 120.0) -> List[np.ndarray]:
@@ -117,9 +119,12 @@ class Model:
             if tuple(a.shape) != shape:
                 raise OnnxError(f"run: graph input '{name}' has shape {list(a.shape)}, the "
                                 f"model was loaded for {list(shape)}")
-            wire.append(a)
+            wire.append(a if self._split is None or name != self._split.name
+                        else self._split.stack(a))
         results = list(self.client.run(self.function, *wire, *self._hidden).result(timeout)) \
             if self.function is not None else []
+        if self._split is not None:
+            results = [self._split.join(r) for r in results]
         for i in sorted(self._empty):
             results.insert(i, self._empty[i])
         return [r if d is None or r.dtype == d else r.astype(d)
@@ -188,6 +193,8 @@ def load(model: Any, client: Any, slice: Any,
         ctx.types[t.name] = t.data_type
     input_names: List[str] = []
     input_types: List[Tuple[str, Tuple[int, ...]]] = []
+    split: Optional[_Split] = None
+    stacked = None
     try:
         for vi in graph.input:
             if vi.name in initializers or vi.name in consts:
@@ -198,11 +205,15 @@ def load(model: Any, client: Any, slice: Any,
                 continue
             axes = [-1] * len(shape)
             if vi.name == split_name:
-                if not 0 <= split_dim < len(shape):
-                    raise OnnxError(f"batch_split {batch_split!r}: input '{vi.name}' has "
-                                    f"{len(shape)} dimensions")
-                axes[split_dim] = 0
-            env[vi.name] = ctx.input(dtype, shape, axes)
+                devices = slice.num_devices
+                if not 0 <= split_dim < len(shape) or shape[split_dim] % devices:
+                    raise OnnxError(f"batch_split {batch_split!r}: input '{vi.name}' of shape "
+                                    f"{list(shape)} has no dimension {split_dim} that the "
+                                    f"{devices} devices divide")
+                env[vi.name], stacked = _per_device(ctx, dtype, shape, split_dim, devices)
+                split = _Split(vi.name, split_dim, devices)
+            else:
+                env[vi.name] = ctx.input(dtype, shape, axes)
             input_names.append(vi.name)
             input_types.append((dtype, shape))
         if split_name and split_name not in input_names:
@@ -221,20 +232,78 @@ def load(model: Any, client: Any, slice: Any,
             if not isinstance(x, _atoll.Value) and 0 in np.shape(x):
                 empty[i] = np.asarray(x)  # no elements: given by the host
                 continue
-            builder.output(ctx.output_value(x, vo))
+            out = ctx.output_value(x, vo)
+            builder.output(out if split is None else _stacked(out, stacked))
     finally:
         ctx.close()
     if len(empty) == len(graph.output):  # nothing to compute
         return Model(client, None, input_names, input_types, [o.name for o in graph.output],
                      [], [_declared_numpy(o) for o in graph.output], empty)
     compiled = client._client.register(builder, slice._slice)
-    types = [TensorType(dtype_named(d), s) for d, s in input_types]
+    types = [TensorType(dtype_named(d), s if split is None or n != split.name else
+                        split.stacked_shape(s)).axes(*([0] + [None] * len(s)) if split is not None
+                                                      and n == split.name else [None] * len(s))
+             for n, (d, s) in zip(input_names, input_types)]
     types += [TensorType(dtype_named(atoll_dtype_of_numpy(h.dtype)), tuple(h.shape))
               for h in ctx.hidden]
     fn = Function(compiled, slice, tuple(types), len(graph.output) - len(empty), True)
     return Model(client, fn, input_names, input_types, [o.name for o in graph.output],
                  _put(client, slice, ctx.hidden), [_declared_numpy(o) for o in graph.output],
-                 empty)
+                 empty, split)
+
+
+class _Split:
+    """batch_split: input ``name``'s dimension ``dim`` cut over ``devices``. The function
+    takes it stacked, [devices, *block] (the host regroups it; dimension 0 cut), and runs on
+    each device's block as on one device (atoll's per-shard form: the block is a max over the
+    unit dimension, a local op); each output comes back stacked, and the host joins the
+    blocks along ``dim``."""
+
+    def __init__(self, name: str, dim: int, devices: int) -> None:
+        self.name, self.dim, self.devices = name, dim, devices
+
+    def stacked_shape(self, shape: Sequence[int]) -> Tuple[int, ...]:
+        block = list(shape)
+        block[self.dim] //= self.devices
+        return (self.devices, *block)
+
+    def stack(self, a: np.ndarray) -> np.ndarray:
+        shape = list(a.shape)
+        parts = shape[:self.dim] + [self.devices, shape[self.dim] // self.devices] + \
+            shape[self.dim + 1:]
+        return np.ascontiguousarray(np.moveaxis(a.reshape(parts), self.dim, 0))
+
+    def join(self, r: np.ndarray) -> np.ndarray:
+        return np.concatenate(list(r), axis=self.dim if r.ndim - 1 > self.dim else 0)
+
+
+def _per_device(ctx: Context, dtype: str, shape: Tuple[int, ...], dim: int,
+                devices: int) -> Tuple[Any, Any]:
+    """The device's block of a stacked input, and the stacked input."""
+    from .. import lax
+    block = list(shape)
+    block[dim] //= devices
+    stacked = ctx.input(dtype, [devices, *block], [0] + [-1] * len(block))
+    local = lax.reduce_or(stacked, [0]) if dtype == "bool" else lax.reduce_max(stacked, [0])
+    return local, stacked
+
+
+def _stacked(local: Any, stacked: Any) -> Any:
+    """[devices, *local's shape], dimension 0 cut: each device's block (a gather from an index
+    table of zeros cut along the devices, read locally)."""
+    from types import SimpleNamespace
+    from .. import lax
+    d = stacked.shape[0]
+    first = lax.slice(stacked, [0] * len(stacked.shape), [d] + [1] * (len(stacked.shape) - 1))
+    zeros = lax.reshape(first, [d, 1])
+    if zeros.dtype != "i32":
+        zeros = lax.convert_element_type(zeros, "i32")
+    zeros = lax.sub(zeros, zeros)  # 0, keeping the cut
+    shape = list(local.shape)
+    operand = lax.reshape(local, [1, *shape])
+    dims = SimpleNamespace(offset_dims=tuple(range(1, len(shape) + 1)), collapsed_slice_dims=(0,),
+                           start_index_map=(0,))
+    return lax.gather(operand, zeros, dims, [1, *shape], mode="clip")
 
 
 def _declared_numpy(vi: onnx.ValueInfoProto) -> Optional[np.dtype]:
