@@ -161,6 +161,8 @@ class Context:
     # -- the graph ------------------------------------------------------------------------
     def lower_graph(self, nodes: Sequence[onnx.NodeProto], env: Dict[str, Any]) -> None:
         from ._ops import FOLDABLE, OPS
+        outer_env = getattr(self, "env", None)
+        self.env = env  # the values in scope, for the bodies of If and Scan
         for node in nodes:
             self.node = node
             if node.domain not in ("", "ai.onnx"):
@@ -170,6 +172,8 @@ class Context:
                 raise self.refuse("the op type is not supported by atoll.onnx")
             self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
             for a in node.attribute:
+                if node.op_type in ("If", "Scan"):
+                    break
                 if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
                     raise self.refuse(f"attribute '{a.name}' holds a subgraph (control flow "
                                       "is not supported)")
@@ -201,7 +205,10 @@ class Context:
             for name in node.output[len(outs):]:
                 if name:
                     raise self.refuse(f"output '{name}' is not supported")
+            self.env = env
         self.node = None
+        if outer_env is not None:
+            self.env = outer_env
 
     def _fold(self, node: onnx.NodeProto, args: List[Any]) -> Optional[List[Any]]:
         """A node of constants evaluated at load by onnx's reference implementation."""
