@@ -87,7 +87,7 @@ def encoder(batch: int, seq: int = 64, d: int = 128, heads: int = 4, ff: int = 5
                                   b.const(np.zeros(n_out, np.float32))])
 
         def split_heads(v):
-            r = b.node("Reshape", [v, b.const(np.array([batch, seq, heads, hd], np.int64))])
+            r = b.node("Reshape", [v, b.const(np.array([0, seq, heads, hd], np.int64))])
             return b.node("Transpose", [r], perm=[0, 2, 1, 3])
         q, k, v = split_heads(proj(x)), split_heads(proj(x)), split_heads(proj(x))
         kt = b.node("Transpose", [k], perm=[0, 1, 3, 2])
@@ -95,7 +95,7 @@ def encoder(batch: int, seq: int = 64, d: int = 128, heads: int = 4, ff: int = 5
                            b.const(np.array(1 / np.sqrt(hd), np.float32))])
         p = b.node("Softmax", [s], axis=-1)
         o = b.node("Transpose", [b.node("MatMul", [p, v])], perm=[0, 2, 1, 3])
-        o = b.node("Reshape", [o, b.const(np.array([batch, seq, d], np.int64))])
+        o = b.node("Reshape", [o, b.const(np.array([0, seq, d], np.int64))])
         x = b.node("LayerNormalization", [b.node("Add", [x, proj(o)]),
                                           b.const(np.ones(d, np.float32)),
                                           b.const(np.zeros(d, np.float32))], axis=-1)

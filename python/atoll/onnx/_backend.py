@@ -23,7 +23,7 @@ STATIC_INPUTS = {
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
     "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "OneHot": (1,), "Resize": (1, 2, 3),
     "CumProd": (1,), "HannWindow": (0,), "HammingWindow": (0,), "BlackmanWindow": (0,),
-    "MelWeightMatrix": (0, 1, 2, 3, 4), "Upsample": (1,),
+    "MelWeightMatrix": (0, 1, 2, 3, 4), "Upsample": (1,), "CenterCropPad": (1,),
 }
 
 
