@@ -130,21 +130,29 @@ def main() -> int:
     passed = sum(v["passed"] for v in per_op.values())
     failed = sum(v["failed"] for v in per_op.values())
     total = passed + failed
-    result = {
-        "onnx_version": onnx.__version__,
-        "suite": "onnx.backend.test node cases (collect_testcases), real/ excluded",
-        "filter": args.filter,
-        "total": {"passed": passed, "failed": failed, "skipped": 0, "cases": total,
-                  "percent_passed": round(100.0 * passed / max(total, 1), 1)},
-        "seconds": round(time.time() - t0, 1),
-        "per_op": {k: per_op[k] for k in sorted(per_op)},
-        "failures": dict(sorted(failures.items())),
-    }
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from result import result as bench_result, row
+    pct = round(100.0 * passed / max(total, 1), 1)
+    params = {"onnx": onnx.__version__}
+    result = bench_result(
+        "onnx_conformance",
+        [row("node_cases", params, "percent_passed", "%", [pct]),
+         row("node_cases", params, "passed", "cases", [float(passed)])],
+        {"passed": passed, "failed": failed, "skipped": 0, "cases": total,
+         "percent_passed": pct, "seconds": round(time.time() - t0, 1)},
+        quick=bool(args.filter),
+        onnx_version=onnx.__version__,
+        suite="onnx.backend.test node cases (collect_testcases), real/ excluded",
+        filter=args.filter,
+        total={"passed": passed, "failed": failed, "skipped": 0, "cases": total,
+               "percent_passed": pct},
+        per_op={k: per_op[k] for k in sorted(per_op)},
+        failures=dict(sorted(failures.items())))
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"onnx {onnx.__version__}: {passed}/{total} node cases passed "
-          f"({result['total']['percent_passed']}%), {result['seconds']}s -> {out}")
+          f"({pct}%), {result['derived']['seconds']}s -> {out}")
     if 100.0 * passed / max(total, 1) < args.min_percent:
         print(f"below the required {args.min_percent}%")
         return 1

@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 import models  # noqa: E402
+from result import result, row  # noqa: E402
 
 
 def rate(fn, items: int, seconds: float) -> float:
@@ -55,10 +56,15 @@ def measure(client, name, model, x, devices, seconds):
     err = float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
     a = rate(lambda: m.run([x]), batch, seconds)
     o = rate(lambda: sess.run(None, {"x": x}), batch, seconds)
-    row = {"model": name, "batch": batch, "devices": devices, "atoll_per_s": round(a, 2),
-           "onnxruntime_per_s": round(o, 2), "ratio": round(a / o, 3), "max_rel_err": err}
-    print(row, flush=True)
-    return row
+    print({"model": name, "batch": batch, "devices": devices, "atoll_per_s": round(a, 2),
+           "onnxruntime_per_s": round(o, 2), "ratio": round(a / o, 3), "max_rel_err": err},
+          flush=True)
+    unit = "images/s" if name.startswith("resnet") else "sequences/s"
+    params = {"model": name, "batch": batch, "devices": devices}
+    return [row("atoll", params, "items_per_s", unit, [a]),
+            row("onnxruntime", params, "items_per_s", unit, [o]),
+            row("atoll_over_onnxruntime", params, "ratio", "x", [a / o]),
+            row("atoll_vs_onnxruntime", params, "max_rel_err", "1", [err])]
 
 
 def main() -> int:
@@ -87,12 +93,12 @@ def main() -> int:
         for batch in (1, 16):
             x = rng.standard_normal((batch, 3, args.size, args.size)).astype(np.float32)
             for devices in ((1,) if batch == 1 else (1, 2)):
-                rows.append(measure(client, f"resnet18@{args.size}", models.resnet18(batch, args.size),
-                                    x, devices, args.seconds))
+                rows += measure(client, f"resnet18@{args.size}",
+                                models.resnet18(batch, args.size), x, devices, args.seconds)
         x = rng.standard_normal((16, 64, 128)).astype(np.float32)
         for devices in (1, 2):
-            rows.append(measure(client, "encoder2x128", models.encoder(16), x, devices,
-                                args.seconds))
+            rows += measure(client, "encoder2x128", models.encoder(16), x, devices,
+                            args.seconds)
         client.close()
     finally:
         if started:
@@ -100,7 +106,11 @@ def main() -> int:
                            capture_output=True)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"size": args.size, "rows": rows}, indent=1) + "\n")
+    ratios = {f"ratio_{r['params']['model']}_b{r['params']['batch']}_d{r['params']['devices']}":
+              round(r["median"], 4) for r in rows if r["series"] == "atoll_over_onnxruntime"}
+    res = result("onnx_throughput", rows, ratios, quick=args.size != 224, image_size=args.size,
+                 threads="onnxruntime intra_op threads = atoll devices")
+    out.write_text(json.dumps(res, indent=1) + "\n")
     return 0
 
 
