@@ -149,6 +149,36 @@ def test_layernorm_where_topk_clip_cumsum(onnx_client, one):
     check(model, onnx_client, one, {"x": randn(3, 6)}, rtol=1e-5, atol=1e-5)
 
 
+def test_lstm_resize_attention(onnx_client, one):
+    """Ops with more machinery: an LSTM unrolled over 5 steps (both directions), a linear
+    Resize (interpolation matrices from onnx's reference), ConvTranspose, and a causal
+    Attention (opset 23)."""
+    hidden, feat = 4, 3
+    lstm = make(
+        [helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "yh", "yc"], hidden_size=hidden,
+                          direction="bidirectional")],
+        [vi("x", [5, 2, feat])],
+        [vi("y", [5, 2, 2, hidden]), vi("yh", [2, 2, hidden]), vi("yc", [2, 2, hidden])],
+        [numpy_helper.from_array(randn(2, 4 * hidden, feat), "w"),
+         numpy_helper.from_array(randn(2, 4 * hidden, hidden), "r"),
+         numpy_helper.from_array(randn(2, 8 * hidden), "b")])
+    check(lstm, onnx_client, one, {"x": randn(5, 2, feat)}, rtol=1e-5, atol=1e-5)
+    resize = make(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear",
+                          coordinate_transformation_mode="half_pixel"),
+         helper.make_node("ConvTranspose", ["y", "w"], ["z"], strides=[2, 2], pads=[1, 1, 0, 0])],
+        [vi("x", [1, 2, 3, 4])], [vi("z", None)],
+        [numpy_helper.from_array(np.array([1, 1, 2, 1.5], np.float32), "scales"),
+         numpy_helper.from_array(randn(2, 3, 3, 3), "w")], opset=19)
+    check(resize, onnx_client, one, {"x": randn(1, 2, 3, 4)}, rtol=1e-5, atol=1e-5)
+    attention = make(
+        [helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)],
+        [vi("q", [2, 2, 5, 8]), vi("k", [2, 2, 5, 8]), vi("v", [2, 2, 5, 8])],
+        [vi("y", [2, 2, 5, 8])], opset=23)
+    feeds = {n: randn(2, 2, 5, 8) for n in "qkv"}
+    check(attention, onnx_client, one, feeds, rtol=1e-5, atol=1e-5)
+
+
 def test_symbolic_dimension_takes_input_shapes(onnx_client, one):
     model = make([helper.make_node("Tanh", ["x"], ["y"])], [vi("x", ["N", 4])], [vi("y", ["N", 4])])
     x = randn(5, 4)
