@@ -172,7 +172,7 @@ class Context:
                 raise self.refuse("the op type is not supported by atoll.onnx")
             self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
             for a in node.attribute:
-                if node.op_type in ("If", "Scan"):
+                if node.op_type in ("If", "Scan", "Loop"):
                     break
                 if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
                     raise self.refuse(f"attribute '{a.name}' holds a subgraph (control flow "
@@ -211,15 +211,23 @@ class Context:
             self.env = outer_env
 
     def _fold(self, node: onnx.NodeProto, args: List[Any]) -> Optional[List[Any]]:
-        """A node of constants evaluated at load by onnx's reference implementation."""
+        """A node of constants evaluated at load by onnx's reference implementation, at the
+        model's opset."""
         from onnx.reference import ReferenceEvaluator
         try:
             names = [f"in{i}" if a is not None else "" for i, a in enumerate(args)]
-            n = helper.make_node(node.op_type, names, [f"out{i}" for i in range(len(node.output))],
-                                 **self.attrs)
-            ev = ReferenceEvaluator(n, opsets={"": self.opset})
+            outs = [f"out{i}" for i in range(len(node.output))]
+            n = helper.make_node(node.op_type, names, outs, **self.attrs)
             feeds = {k: np.asarray(a) for k, a in zip(names, args) if k}
-            return [np.asarray(o) for o in ev.run(None, feeds)]
+            graph = helper.make_graph(
+                [n], "fold",
+                [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                               a.shape) for k, a in feeds.items()],
+                [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None)
+                 for o in outs])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+            with np.errstate(all="ignore"):
+                return [np.asarray(o) for o in ReferenceEvaluator(model).run(None, feeds)]
         except Exception:  # noqa: BLE001 (the lowering below decides)
             return None
 

@@ -90,3 +90,45 @@ def _scan(ctx, *inputs):
         expanded = [lax.reshape(p, list(p.shape[:a]) + [1] + list(p.shape[a:])) for p in parts]
         results.append(expanded[0] if len(expanded) == 1 else lax.concatenate(expanded, a))
     return results
+
+
+@op("Loop", fold=False)
+def _loop(ctx, trip=None, cond=None, *carried):
+    """Unrolled where the trip count is known at load and the condition stays known (a
+    body whose condition is computed at run time would need a loop in the function)."""
+    body = ctx.attr("body")
+    if trip is None:
+        raise ctx.refuse("a loop without a trip count (M) is not supported")
+    m = int(ctx.static(trip, "input 'M' (the trip count)").ravel()[0])
+    go = True if cond is None else cond
+    if isinstance(go, _atoll.Value):
+        raise ctx.refuse("input 'cond' must be known at load")
+    go = bool(np.asarray(go).ravel()[0])
+    state = list(carried)
+    n = len(state)
+    k = len(body.output) - 1 - n
+    collected: List[List[Any]] = [[] for _ in range(k)]
+    i = 0
+    while go and i < m:
+        outs = lower_body(ctx, body, [np.array(i, np.int64), np.array(go)] + state, ctx.env)
+        c = outs[0]
+        if isinstance(c, _atoll.Value):
+            raise ctx.refuse(f"the body's condition '{body.output[0].name}' is computed at run "
+                             "time (a data-dependent loop)")
+        go = bool(np.asarray(c).ravel()[0])
+        state = outs[1:1 + n]
+        for j in range(k):
+            collected[j].append(outs[1 + n + j])
+        i += 1
+    results = list(state)
+    for j in range(k):
+        parts = collected[j]
+        if not parts:
+            raise ctx.refuse("a scan output of no iterations (size 0)")
+        if all(not isinstance(p, _atoll.Value) for p in parts):
+            results.append(np.stack([np.asarray(p) for p in parts]))
+            continue
+        vals = [ctx.value(p) for p in parts]
+        vals = [lax.reshape(v, [1] + list(v.shape)) for v in vals]
+        results.append(vals[0] if len(vals) == 1 else lax.concatenate(vals, 0))
+    return results
