@@ -101,7 +101,8 @@ def encoder(batch: int, seq: int = 64, d: int = 128, heads: int = 4, ff: int = 5
                                           b.const(np.zeros(d, np.float32))], axis=-1)
         h = b.node("Relu", [b.node("Add", [b.node("MatMul", [x, b.weight((d, ff), 0.08)]),
                                            b.const(np.zeros(ff, np.float32))])])
-        h = b.node("Add", [b.node("MatMul", [h, b.weight((ff, d), 0.05)]), b.const(np.zeros(d, np.float32))])
+        h = b.node("Add", [b.node("MatMul", [h, b.weight((ff, d), 0.05)]),
+                           b.const(np.zeros(d, np.float32))])
         x = b.node("LayerNormalization", [b.node("Add", [x, h]), b.const(np.ones(d, np.float32)),
                                           b.const(np.zeros(d, np.float32))], axis=-1)
     b.nodes[-1].output[0] = "y"

@@ -182,7 +182,8 @@ def test_lstm_resize_attention(onnx_client, one):
 def test_symbolic_dimension_takes_input_shapes(onnx_client, one):
     model = make([helper.make_node("Tanh", ["x"], ["y"])], [vi("x", ["N", 4])], [vi("y", ["N", 4])])
     x = randn(5, 4)
-    with pytest.raises(aonnx.OnnxError, match=r"graph input 'x' has the symbolic dimension 0 \(N\)"):
+    with pytest.raises(aonnx.OnnxError,
+                       match=r"graph input 'x' has the symbolic dimension 0 \(N\)"):
         aonnx.load(model, onnx_client, one)
     got = aonnx.load(model, onnx_client, one, input_shapes={"x": (5, 4)}).run({"x": x})
     np.testing.assert_allclose(got[0], oracle(model, {"x": x})[0], rtol=1e-6)

@@ -125,7 +125,8 @@ class Context:
         if self._anchor is None:
             self.hidden_input(np.zeros((), np.int32))
         flat = a.ravel()
-        if a.ndim == 0 or (flat == flat[0]).all() and not np.isnan(flat[0:1].astype(np.float64)).any():
+        uniform = (flat == flat[0]).all() and not np.isnan(flat[:1].astype(np.float64)).any()
+        if a.ndim == 0 or uniform:
             return lax.full(a.shape, flat[0].item(), name)
         return self.hidden_input(a)
 

@@ -22,4 +22,6 @@ def op(*names: str, fold: bool = True) -> Callable[[Callable[..., Any]], Callabl
     return register
 
 
-from . import _ops_attention, _ops_control, _ops_loss, _ops_math, _ops_more, _ops_nn, _ops_quant, _ops_resize, _ops_rnn, _ops_scatter, _ops_shape  # noqa: E402,F401  (they fill the table)
+# The modules that fill the table.
+from . import (_ops_attention, _ops_control, _ops_loss, _ops_math, _ops_more,  # noqa: E402,F401
+               _ops_nn, _ops_quant, _ops_resize, _ops_rnn, _ops_scatter, _ops_shape)

@@ -188,7 +188,8 @@ def _gelu(ctx, x):
             inner = lax.mul(scalar(v, math.sqrt(2 / math.pi)),
                             lax.add(v, lax.mul(scalar(v, 0.044715), lax.integer_pow(v, 3))))
             return lax.mul(half, lax.add(scalar(v, 1), lax.tanh(inner)))
-        return lax.mul(half, lax.add(scalar(v, 1), lax.erf(lax.mul(v, scalar(v, 1 / math.sqrt(2))))))
+        erf = lax.erf(lax.mul(v, scalar(v, 1 / math.sqrt(2))))
+        return lax.mul(half, lax.add(scalar(v, 1), erf))
     if approx not in ("none", "tanh"):
         raise ctx.refuse(f"approximate={approx!r} is not supported")
     return in_float(f, ctx.value(x))
@@ -241,10 +242,12 @@ def _softmax(kind):
             if kind == "hard":
                 idx = lax.argmax(u, a, "i32")
                 io = lax.broadcasted_iota("i32", u.shape, a)
-                hit = lax.eq(io, lax.broadcast_in_dim(idx, u.shape, [d for d in range(len(u.shape)) if d != a]))
+                rest = [d for d in range(len(u.shape)) if d != a]
+                hit = lax.eq(io, lax.broadcast_in_dim(idx, u.shape, rest))
                 return lax.convert_element_type(hit, u.dtype)
             m = lax.reduce_max(u, [a])
-            s = lax.sub(u, lax.broadcast_in_dim(m, u.shape, [d for d in range(len(u.shape)) if d != a]))
+            rest = [d for d in range(len(u.shape)) if d != a]
+            s = lax.sub(u, lax.broadcast_in_dim(m, u.shape, rest))
             e = lax.exp(s)
             tot = lax.broadcast_in_dim(lax.reduce_sum(e, [a]), u.shape,
                                        [d for d in range(len(u.shape)) if d != a])
@@ -305,7 +308,8 @@ def _reduction(kind):
             return s
         if kind in ("logsumexp", "logsum", "l2") or (kind == "mean" and v.dtype in ("f16", "bf16")):
             out = in_float(f, v)
-        elif v.dtype in ("f16", "bf16", "i8", "u8", "u32") and kind in ("sum", "mean", "l1", "sumsquare", "prod"):
+        elif v.dtype in ("f16", "bf16", "i8", "u8", "u32") and kind in (
+                "sum", "mean", "l1", "sumsquare", "prod"):
             out = wide(f, v)
         else:
             out = f(v)

@@ -43,8 +43,9 @@ def _rotary(ctx, x, cos_cache, sin_cache, position_ids=None):
     if position_ids is not None:
         pos = ctx.value(position_ids)
         cos, sin = _take_rows(cos, pos), _take_rows(sin, pos)
-    cos = lax.broadcast_in_dim(cos, [b, s, h, rd // 2], [0, 1, 3] if len(cos.shape) == 3 else [1, 3])
-    sin = lax.broadcast_in_dim(sin, [b, s, h, rd // 2], [0, 1, 3] if len(sin.shape) == 3 else [1, 3])
+    dims = [0, 1, 3] if len(cos.shape) == 3 else [1, 3]
+    cos = lax.broadcast_in_dim(cos, [b, s, h, rd // 2], dims)
+    sin = lax.broadcast_in_dim(sin, [b, s, h, rd // 2], dims)
     rot = lax.slice(u, [0, 0, 0, 0], [b, s, h, rd])
     inter = ctx.attr("interleaved", 0)
     if inter:

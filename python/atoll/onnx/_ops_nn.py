@@ -73,10 +73,12 @@ def _pool(kind):
         wdil = [1, 1] + dil
         wp = [(0, 0), (0, 0)] + pads
         if kind == "max":
-            return in_float(lambda a: lax.reduce_window_max(a, win, wst, wp, window_dilation=wdil), v)
+            return in_float(lambda a: lax.reduce_window_max(a, win, wst, wp,
+                                                            window_dilation=wdil), v)
         if kind == "lp":
             p = ctx.attr("p", 2)
-            s = in_float(lambda a: lax.reduce_window_sum(lax.pow(lax.abs(a), scalar(a, p)), win, wst, wp,
+            s = in_float(lambda a: lax.reduce_window_sum(lax.pow(lax.abs(a), scalar(a, p)),
+                                                         win, wst, wp,
                                                          window_dilation=wdil), v)
             return in_float(lambda a: lax.pow(a, scalar(a, 1.0 / p)), s)
         total = in_float(lambda a: lax.reduce_window_sum(a, win, wst, wp, window_dilation=wdil), v)
@@ -109,7 +111,8 @@ def _global(kind):
             out = lax.reduce_max(v, axes)
         elif kind == "lp":
             p = ctx.attr("p", 2)
-            out = in_float(lambda a: lax.pow(lax.reduce_sum(lax.pow(lax.abs(a), scalar(a, p)), axes),
+            out = in_float(lambda a: lax.pow(lax.reduce_sum(lax.pow(lax.abs(a), scalar(a, p)),
+                                                            axes),
                                              scalar(lax.reduce_sum(a, axes), 1.0 / p)), v)
         else:
             n = int(np.prod(shape[2:]))
@@ -194,7 +197,8 @@ def _lp_norm(ctx, x):
     def f(u):
         s = lax.reduce_sum(lax.abs(u) if p == 1 else lax.mul(u, u), [a])
         s = s if p == 1 else lax.sqrt(s)
-        return lax.div(u, lax.broadcast_in_dim(s, u.shape, [d for d in range(len(u.shape)) if d != a]))
+        rest = [d for d in range(len(u.shape)) if d != a]
+        return lax.div(u, lax.broadcast_in_dim(s, u.shape, rest))
     return in_float(f, v)
 
 
@@ -205,7 +209,8 @@ def _mvn(ctx, x):
 
     def f(u):
         _, var, c, kd = _moments(u, axes)
-        return lax.div(c, lax.broadcast_in_dim(lax.add(lax.sqrt(var), scalar(var, 1e-9)), u.shape, kd))
+        sd = lax.add(lax.sqrt(var), scalar(var, 1e-9))
+        return lax.div(c, lax.broadcast_in_dim(sd, u.shape, kd))
     return in_float(f, v)
 
 
@@ -254,7 +259,8 @@ def _conv_transpose(ctx, x, w, b=None):
                                                                      zip(sizes, strides)]
         pads = []
         for i in range(n):
-            total = strides[i] * (sizes[i] - 1) + outpad[i] + (kernel[i] - 1) * dil[i] + 1 - target[i]
+            total = (strides[i] * (sizes[i] - 1) + outpad[i] + (kernel[i] - 1) * dil[i] + 1
+                     - target[i])
             if auto == "SAME_UPPER":
                 pads.append((total // 2, total - total // 2))
             else:
@@ -297,7 +303,8 @@ def _group_norm(ctx, x, scale, bias):
     if ctx.opset < 21:  # scale and bias per group
         sv = lax.reshape(lax.broadcast_in_dim(sv, [g, c // g], [0]), [c])
         bv = lax.reshape(lax.broadcast_in_dim(bv, [g, c // g], [0]), [c])
-    return in_float(f, v, lax.broadcast_in_dim(sv, shape, [1]), lax.broadcast_in_dim(bv, shape, [1]))
+    return in_float(f, v, lax.broadcast_in_dim(sv, shape, [1]),
+                    lax.broadcast_in_dim(bv, shape, [1]))
 
 
 @op("LRN")

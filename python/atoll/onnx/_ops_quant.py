@@ -19,7 +19,8 @@ RANGES = {T.UINT8: (0, 255), T.INT8: (-128, 127), T.UINT16: (0, 65535),
 def _spread(ctx, p, x):
     """A scale or zero point laid out over x: per tensor, per axis, or in blocks."""
     shape = list(x.shape)
-    if len(p.shape) == 0 or (len(p.shape) == 1 and p.shape[0] == 1 and not ctx.attr("block_size", 0)):
+    one = len(p.shape) == 1 and p.shape[0] == 1 and not ctx.attr("block_size", 0)
+    if len(p.shape) == 0 or one:
         return lax.broadcast_in_dim(lax.reshape(p, []), shape, [])
     a = axis(ctx.attr("axis", 1), len(shape), ctx)
     bs = ctx.attr("block_size", 0)
@@ -88,5 +89,6 @@ def _dynamic_quantize(ctx, x):
     zp = lax.max(lax.min(zp, lax.full((), 255, v.dtype)), zero)
     q = lax.add(lax.round(lax.div(v, lax.broadcast_in_dim(scale, v.shape, [])), 1),
                 lax.broadcast_in_dim(zp, v.shape, []))
-    q = lax.max(lax.min(q, lax.full(tuple(v.shape), 255, v.dtype)), lax.full(tuple(v.shape), 0, v.dtype))
+    q = lax.max(lax.min(q, lax.full(tuple(v.shape), 255, v.dtype)),
+                lax.full(tuple(v.shape), 0, v.dtype))
     return (lax.convert_element_type(q, "u8"), scale, lax.convert_element_type(zp, "u8"))

@@ -59,8 +59,8 @@ def _rnn(kind):
         ys, hs, cs = [], [], []
         for d in range(dirs):
             act = [_ACTS[n] for n in names[d * len(default):(d + 1) * len(default)]]
-            Wd = lax.reshape(lax.slice(W, [d, 0, 0], [d + 1, W.shape[1], W.shape[2]]), list(W.shape[1:]))
-            Rd = lax.reshape(lax.slice(R, [d, 0, 0], [d + 1, R.shape[1], R.shape[2]]), list(R.shape[1:]))
+            Wd = lax.reshape(lax.slice(W, [d, 0, 0], [d + 1, *W.shape[1:]]), list(W.shape[1:]))
+            Rd = lax.reshape(lax.slice(R, [d, 0, 0], [d + 1, *R.shape[1:]]), list(R.shape[1:]))
             Wg = [lax.slice(Wd, [i * H, 0], [(i + 1) * H, Wd.shape[1]]) for i in range(gates)]
             Rg = [lax.slice(Rd, [i * H, 0], [(i + 1) * H, H]) for i in range(gates)]
             if b is not None:

@@ -159,7 +159,8 @@ def _slice(ctx, x, starts=None, ends=None, axes=None, steps=None):
     else:
         st = ctx.static(starts, "input 'starts'").ravel().tolist()
         en = ctx.static(ends, "input 'ends'").ravel().tolist()
-        ax = list(range(len(st))) if axes is None else ctx.static(axes, "input 'axes'").ravel().tolist()
+        ax = list(range(len(st))) if axes is None else \
+            ctx.static(axes, "input 'axes'").ravel().tolist()
         sp = [1] * len(st) if steps is None else ctx.static(steps, "input 'steps'").ravel().tolist()
     for s, e, a, p in zip(st, en, ax, sp):
         a = axis(int(a), rank, ctx)
@@ -318,7 +319,8 @@ def _trilu(ctx, x, k=None):
     rows = lax.broadcasted_iota("i64", shape, r - 2)
     cols = lax.broadcasted_iota("i64", shape, r - 1)
     diff = lax.sub(cols, rows)
-    keep = lax.ge(diff, scalar(diff, kk)) if ctx.attr("upper", 1) else lax.le(diff, scalar(diff, kk))
+    bound = scalar(diff, kk)
+    keep = lax.ge(diff, bound) if ctx.attr("upper", 1) else lax.le(diff, bound)
     return lax.select_n(keep, lax.full(shape, 0, v.dtype), v)
 
 
