@@ -55,6 +55,15 @@ def _unflatten(spec: Any, leaves: Sequence[Value]) -> Any:
     return build(spec)
 
 
+def _innermost(values: List[Value]) -> Value:
+    """A value of the innermost function among those of `values` and the one being traced
+    now (a loop called inside another loop's body runs in that body, whatever its operands):
+    bodies taking these values are traced inside it, outer values lifted in as consts."""
+    current = tracing_function.get()
+    candidates = list(values) + ([current] if current is not None else [])
+    return candidates[_atoll.innermost(candidates)]
+
+
 def _type_of(v: Value) -> Tuple[str, List[int], List[int]]:
     return (v.dtype, list(v.shape), list(v.split))
 
@@ -88,9 +97,10 @@ def while_loop(cond_fun: Callable[[Any], Value], body_fun: Callable[[Any], Any],
     if not carry:
         raise _atoll.InvalidArgument("while_loop: init_val holds no traced value")
     types = [_type_of(v) for v in carry]
-    cond_b, pred = _trace_body("cond", lambda *c: cond_fun(_unflatten(spec, c)), types, carry[0])
+    inside = _innermost(carry)
+    cond_b, pred = _trace_body("cond", lambda *c: cond_fun(_unflatten(spec, c)), types, inside)
     _outputs(cond_b, pred, "while_loop's cond_fun")
-    body_b, new = _trace_body("body", lambda *c: body_fun(_unflatten(spec, c)), types, carry[0])
+    body_b, new = _trace_body("body", lambda *c: body_fun(_unflatten(spec, c)), types, inside)
     _, new_spec = _outputs(body_b, new, "while_loop's body_fun")
     if new_spec != spec:
         raise TypeError("while_loop: body_fun must return the carry's structure")
@@ -108,7 +118,7 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Value, Any], Any], ini
     carry, _ = _flatten(init_val, "fori_loop's init_val")
     if not carry:
         raise _atoll.InvalidArgument("fori_loop: init_val holds no traced value")
-    token = tracing_function.set(carry[0])
+    token = tracing_function.set(_innermost(carry))
     try:
         start = full((), int(lower), "i32")
     finally:
@@ -134,8 +144,7 @@ def scan(f: Callable[[Any, Any], Tuple[Any, Any]], init: Any, xs: Any = None,
             f"scan: the xs must share their length along dimension 0 (and match length=), got "
             f"{sorted(str(n) for n in lengths) or 'no xs and no length'}")
     n = lengths.pop()
-    anchor = (carry + x_leaves)[:1]
-    if not anchor:
+    if not carry + x_leaves:
         raise _atoll.InvalidArgument("scan: init and xs hold no traced value")
     types = [_type_of(v) for v in carry]
     for v in x_leaves:
@@ -149,7 +158,7 @@ def scan(f: Callable[[Any, Any], Tuple[Any, Any]], init: Any, xs: Any = None,
         new_c, y = f(c, x)
         return new_c, y
 
-    body_b, (new_c, y) = _trace_body("scan_body", body, types, anchor[0])
+    body_b, (new_c, y) = _trace_body("scan_body", body, types, _innermost(carry + x_leaves))
     _, new_spec = _outputs(body_b, new_c, "scan's f (its carry)")
     if new_spec != carry_spec:
         raise TypeError("scan: f must return the carry's structure first")
@@ -169,7 +178,7 @@ def _branches(index: Value, branches: Sequence[Callable[..., Any]], operands: Se
     out_spec: Any = None
     for b, fn in enumerate(branches):
         body, result = _trace_body(f"branch{b}", lambda *a, fn=fn: fn(*_unflatten(spec, a)), types,
-                                   index)
+                                   _innermost([index] + args))
         _, s = _outputs(body, result, f"branch {b}")
         if b > 0 and s != out_spec:
             raise TypeError(f"cond: branch {b} returns another structure than branch 0")

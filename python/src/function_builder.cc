@@ -129,6 +129,18 @@ std::vector<SymbolicValue> Differentiate(const py::function& fun, const std::vec
 }  // namespace
 
 void BindFunctionBuilder(py::module_& m) {
+  m.def(
+      "innermost",
+      [](const std::vector<SymbolicValue>& values) {
+        size_t deepest = 0;
+        for (size_t i = 0; i < values.size(); ++i) {
+          if (IsWithin(values[i].trace.get(), values[deepest].trace.get())) deepest = i;
+        }
+        return deepest;
+      },
+      py::arg("values"),
+      "The index of the value among `values` whose function is the innermost (a loop body "
+      "inside the function it runs in): where a body taking them all must be traced.");
   m.def("differentiate", &Differentiate, py::arg("fun"), py::arg("argnums"), py::arg("args"),
         py::arg("keep_value"),
         "atoll.grad's and atoll.value_and_grad's work (python/atoll/_tracing.py): fun traced "

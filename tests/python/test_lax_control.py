@@ -196,6 +196,24 @@ def test_a_cond_inside_a_scan_inside_a_while_matches_jax(client, one_device) -> 
     close(got[1], np.asarray(want[1]), "nested carry")
 
 
+def test_an_inner_loop_over_an_outer_value_uses_the_enclosing_bodys_values(client,
+                                                                         one_device) -> None:
+    """The inner loop's carry starts from the function's input, and its body uses the outer
+    body's carry: it runs inside the outer body, which lifts the input in."""
+    rng = np.random.default_rng([SEED, 113])
+    x = finite(rng, np.float64, (4,))
+
+    def program(lax_: Any) -> Callable[..., Any]:
+        def f(x_):
+            def outer_body(i, c):
+                return lax_.fori_loop(0, 2, lambda j, d: lax_.add(d, lax_.tanh(c)), x_)
+            return lax_.fori_loop(0, 3, outer_body, lax_.neg(x_))
+        return f
+
+    got = run(client, one_device, program(lax), [x])
+    close(got[0], np.asarray(jax.jit(program(jlax))(x)), "nested loops over outer values")
+
+
 def test_a_scan_over_a_batch_split_across_two_devices_matches_jax(client) -> None:
     rng = np.random.default_rng([SEED, 107])
     dims = (((1,), (0,)), ((), ()))
