@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -1108,23 +1109,18 @@ def _gather(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
         return _gather_batched(ctx, eqn, op, _indices(ctx, indices))
     if tuple(dn.operand_batching_dims) or (ctx.mode == "global" and not is_replicated(op)):
         return _gather_by_mask(ctx, eqn, operand, indices)
-    return alax.gather(op, _indices(ctx, indices), _NoBatch(dn), p["slice_sizes"],
+    return alax.gather(op, _indices(ctx, indices), _without_batching(dn, _GATHER_FIELDS), p["slice_sizes"],
                        mode=p.get("mode"))
 
 
-@dataclass
-class _NoBatch:
-    """GatherDimensionNumbers without the batching dimensions (checked empty)."""
-    offset_dims: Tuple[int, ...]
-    collapsed_slice_dims: Tuple[int, ...]
-    start_index_map: Tuple[int, ...]
-    operand_batching_dims: Tuple[int, ...] = ()
-    start_indices_batching_dims: Tuple[int, ...] = ()
+def _without_batching(dn: Any, fields: Sequence[str]) -> Any:
+    """`dn`'s dimension numbers `fields` as tuples, without the batching ones (which the
+    caller checked empty): what atoll.lax.gather and scatter take."""
+    return SimpleNamespace(**{f: tuple(getattr(dn, f)) for f in fields})
 
-    def __init__(self, dn: Any) -> None:
-        self.offset_dims = tuple(dn.offset_dims)
-        self.collapsed_slice_dims = tuple(dn.collapsed_slice_dims)
-        self.start_index_map = tuple(dn.start_index_map)
+
+_GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "start_index_map")
+_SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
 
 
 def _batch_iota_indices(idx: Value, batching: Sequence[int]) -> Value:
@@ -1270,7 +1266,7 @@ def _scatter_rule(name: str) -> Rule:
             is_replicated(ctx.get(v)) for v in (operand, indices, updates))
         if tuple(dn.operand_batching_dims) and not cut:
             ob = tuple(dn.operand_batching_dims)
-            plain = _NoBatchScatter(dn)
+            plain = _without_batching(dn, _SCATTER_FIELDS)
             plain.inserted_window_dims = tuple(sorted(plain.inserted_window_dims + ob))
             plain.scatter_dims_to_operand_dims = plain.scatter_dims_to_operand_dims + ob
             idx = _batch_iota_indices(_indices(ctx, indices),
@@ -1282,22 +1278,9 @@ def _scatter_rule(name: str) -> Rule:
             raise ctx.refuse(f"{name} with batching dimensions or cut operands (atoll's "
                              f"{name} takes neither)", suggest_per_shard=cut)
         return fn(ctx.get(operand), _indices(ctx, indices), ctx.get(updates),
-                  _NoBatchScatter(dn), mode=p.get("mode"))
+                  _without_batching(dn, _SCATTER_FIELDS), mode=p.get("mode"))
     return lower
 
-
-@dataclass
-class _NoBatchScatter:
-    update_window_dims: Tuple[int, ...]
-    inserted_window_dims: Tuple[int, ...]
-    scatter_dims_to_operand_dims: Tuple[int, ...]
-    operand_batching_dims: Tuple[int, ...] = ()
-    scatter_indices_batching_dims: Tuple[int, ...] = ()
-
-    def __init__(self, dn: Any) -> None:
-        self.update_window_dims = tuple(dn.update_window_dims)
-        self.inserted_window_dims = tuple(dn.inserted_window_dims)
-        self.scatter_dims_to_operand_dims = tuple(dn.scatter_dims_to_operand_dims)
 
 
 def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V,
