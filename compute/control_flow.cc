@@ -63,9 +63,8 @@ Result<TensorList> RunWhile(const ir::FunctionDef& fn, const ir::Op& op,
 
 Result<TensorList> RunScan(const ir::FunctionDef& fn, const ir::Op& op,
                            std::span<const Tensor* const> args, const Shape& mesh,
-                           const BodyRunner& run_body) {
+                           const std::vector<ir::TensorType>& types, const BodyRunner& run_body) {
   ATOLL_ASSIGN_OR_RETURN(const ir::FunctionDef* body, StructuredBody(fn, op, 0));
-  ATOLL_ASSIGN_OR_RETURN(const std::vector<ir::TensorType> types, ir::ResultTypes(fn, op));
   const auto carried = static_cast<size_t>(op.params[1]);
   const auto consts = static_cast<size_t>(op.params[2]);
   const int64_t length = op.params[3];
@@ -138,12 +137,12 @@ Result<std::vector<Tensor>> RunStructured(const ir::FunctionDef& fn, const ir::O
     }
   }
   // The rule checked the layout; a corrupt op that slipped past it is refused, not read.
-  ATOLL_RETURN_IF_ERROR(ir::ResultTypes(fn, op).status());
+  ATOLL_ASSIGN_OR_RETURN(const std::vector<ir::TensorType> types, ir::ResultTypes(fn, op));
   switch (op.code) {
     case ir::OpCode::kWhile:
       return RunWhile(fn, op, args, run_body, cancelled);
     case ir::OpCode::kScan:
-      return RunScan(fn, op, args, mesh, run_body);
+      return RunScan(fn, op, args, mesh, types, run_body);
     case ir::OpCode::kCond:
       return RunCond(fn, op, args, run_body);
     default:

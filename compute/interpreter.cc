@@ -59,8 +59,9 @@ Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& me
   ATOLL_RETURN_IF_ERROR(CheckInputs(fn, mesh, inputs));
   const ScopedCancelFlag cancel_scope(cancelled);
   std::vector<Tensor> results(fn.ops.size());
-  // The results of structured ops beyond their first, which tuple_element ops read.
-  std::vector<std::vector<Tensor>> more(fn.ops.size());
+  // The results of structured ops beyond their first, which tuple_element ops read; sized
+  // by the first structured op, so that a function without one allocates nothing here.
+  std::vector<std::vector<Tensor>> more;
   std::vector<const Tensor*> args;
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const ir::Op& op = fn.ops[i];
@@ -87,6 +88,7 @@ Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& me
       auto all = RunStructured(fn, op, args, mesh, run_body, cancelled);
       if (!all.ok()) return all.status().WithContext(context());
       result = std::move((*all)[0]);
+      more.resize(fn.ops.size());
       more[i] = std::move(all).value();
     } else if (op.code == ir::OpCode::kTupleElement) {
       const size_t of = static_cast<size_t>(op.operands[0].index);
