@@ -27,7 +27,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-import optax  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import atoll  # noqa: E402
@@ -42,24 +41,6 @@ def load_example():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def training_setup(example):
-    model = example.MLP()
-    params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 32), jnp.float32))
-    tx = optax.adam(1e-2)
-    opt_state = tx.init(params)
-
-    def train_step(params, opt_state, x, y):
-        def loss_fn(p):
-            logits = model.apply(p, x)
-            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
-
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    return train_step, params, opt_state
 
 
 def time_steps(step, params, opt_state, batches, wait):
@@ -111,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
 
     example = load_example()
-    train_step, params, opt_state = training_setup(example)
+    train_step, params, opt_state = example.setup()
     batches = [example.data(i, batch=args.batch) for i in range(args.steps + 1)]
     client = atoll.connect(name="bench-jax")
     mesh1 = atoll.jax.Mesh(client, (1,), ("data",))

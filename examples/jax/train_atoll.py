@@ -31,8 +31,8 @@ def data(step, batch=64, features=32, classes=10):
     return x, y
 
 
-def main(steps=10):
-    mesh = atoll.jax.Mesh(atoll.connect(), (4,), ("data",))
+def setup():
+    """The step function, the first parameters and the optimizer's state."""
     model = MLP()
     params = model.init(jax.random.PRNGKey(0), jnp.zeros((1, 32), jnp.float32))
     tx = optax.adam(1e-2)
@@ -47,6 +47,12 @@ def main(steps=10):
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
+    return train_step, params, opt_state
+
+
+def main(steps=10):
+    mesh = atoll.jax.Mesh(atoll.connect(), (4,), ("data",))
+    train_step, params, opt_state = setup()
     step = atoll.jax.jit(train_step, mesh=mesh, in_specs=(P(), P(), P("data"), P("data")),
                          out_specs=P())
     losses = []
