@@ -9,7 +9,7 @@ import math
 from .. import lax
 from .. import numpy as anp
 from ._ops import op
-from ._util import axis, broadcast, scalar
+from ._util import axis, broadcast, normalization_input, scalar
 
 NEG_INF = -math.inf
 
@@ -134,13 +134,7 @@ def _attention(ctx, q, k, v, mask=None, past_key=None, past_value=None, nonpad=N
 
 @op("RMSNormalization")
 def _rms_norm(ctx, x, scale):
-    v = ctx.value(x)
-    rank = len(v.shape)
-    a = axis(ctx.attr("axis", -1), rank, ctx)
-    eps = ctx.attr("epsilon", 1e-5)
-    axes = list(range(a, rank))
-    d = v.dtype
-    u = _to(v, "f32") if d in ("f16", "bf16") else v
+    v, d, u, a, axes, eps = normalization_input(ctx, x)
     n = 1
     for i in axes:
         n *= v.shape[i]

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import lax
 from ._ops import op
-from ._util import axis, broadcast, in_float, keep, scalar, wide
+from ._util import axis, broadcast, in_float, keep, normalization_input, scalar, wide
 
 
 def _text(v, default):
@@ -171,13 +171,7 @@ def _instance_norm(ctx, x, scale, b):
 
 @op("LayerNormalization")
 def _layer_norm(ctx, x, scale, b=None):
-    v = ctx.value(x)
-    rank = len(v.shape)
-    a = axis(ctx.attr("axis", -1), rank, ctx)
-    eps = ctx.attr("epsilon", 1e-5)
-    axes = list(range(a, rank))
-    d = v.dtype
-    u = lax.convert_element_type(v, "f32") if d in ("f16", "bf16") else v
+    v, d, u, _, axes, eps = normalization_input(ctx, x)
     mean, var, c, kd = _moments(u, axes)
     inv = lax.rsqrt(lax.add(var, scalar(var, eps)))
     y = lax.mul(c, lax.broadcast_in_dim(inv, u.shape, kd))

@@ -53,3 +53,15 @@ def keep(x: Value, axes: Sequence[int], rank_shape: Sequence[int]) -> Value:
     """x reduced over axes, reshaped with those axes kept as 1."""
     shape = [1 if i in axes else s for i, s in enumerate(rank_shape)]
     return lax.reshape(x, shape)
+
+
+def normalization_input(ctx: Any, x: Any) -> Any:
+    """What a normalization over the trailing axes starts from: the value, its dtype, it in
+    f32 when it is f16 or bf16 (statistics in f32, as onnx's reference), the first normalized
+    axis, the axes from it to the last, and epsilon."""
+    v = ctx.value(x)
+    rank = len(v.shape)
+    a = axis(ctx.attr("axis", -1), rank, ctx)
+    d = v.dtype
+    u = lax.convert_element_type(v, "f32") if d in ("f16", "bf16") else v
+    return v, d, u, a, list(range(a, rank)), ctx.attr("epsilon", 1e-5)
