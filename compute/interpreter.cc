@@ -1,5 +1,7 @@
 #include "compute/interpreter.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compute/cancellation.h"
@@ -50,6 +52,15 @@ Result<Tensor*> Resolve(const ir::Operand& o, std::vector<Tensor>& inputs,
       return static_cast<Tensor*>(nullptr);
   }
   return InvalidArgument(fmt::format("operand has unknown kind {}", o.kind));
+}
+
+// A broadcast_in_dim into dimensions it cuts (its attr) as the backend runs it: its params'
+// shape made this shard's block, which the backend cannot tell without the mesh.
+ir::Op LocalBroadcast(const ir::Op& op, const Shape& mesh) {
+  ir::Op local = op;
+  const Shape block = ir::ShardShape(op.type, mesh);
+  std::copy(block.begin(), block.end(), local.params.begin());
+  return local;
 }
 
 Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& mesh, int shard,
@@ -108,6 +119,8 @@ Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& me
         return InvalidArgument(context() + ": takes one tensor");
       }
       result = collectives->Run(static_cast<uint32_t>(i), *args[0]);
+    } else if (op.code == ir::OpCode::kBroadcastInDim && op.attr != 0) {
+      result = backend.Run(LocalBroadcast(op, mesh), args);
     } else {
       result = backend.Run(op, args);
     }

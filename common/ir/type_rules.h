@@ -66,6 +66,10 @@ Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferReshape(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferBroadcastInDim(const FunctionDef& fn, const Op& op);
+// broadcast_in_dim's attr read as the mesh axis each result dimension is cut along where the
+// operand does not give it (-1: not cut): digit d (4 bits, least significant first) holds
+// 1 + that axis, 0 for none. InvalidArgument for a value that is not such digits.
+Result<std::vector<int32_t>> BroadcastCuts(double attr, size_t rank);
 Result<TensorType> InferTransposeNd(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferSlice(const FunctionDef& fn, const Op& op);
 Result<TensorType> InferConcatenate(const FunctionDef& fn, const Op& op);

@@ -3,6 +3,7 @@
 // devices must come through whole, since each shard only holds its block of it: the rules
 // refuse, naming the dimension and the mesh axis, what would need another shard's data.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -129,6 +130,23 @@ Result<TensorType> InferReshape(const FunctionDef& fn, const Op& op) {
   return out;
 }
 
+Result<std::vector<int32_t>> BroadcastCuts(double attr, size_t rank) {
+  std::vector<int32_t> cuts(rank, -1);
+  if (attr < 0 || attr != std::floor(attr) || attr >= 9007199254740992.0) {
+    return InvalidArgument(
+        fmt::format("broadcast_in_dim: attr {} is not a whole number of 4-bit cut digits", attr));
+  }
+  auto code = static_cast<uint64_t>(attr);
+  for (size_t d = 0; code != 0; ++d, code >>= 4) {
+    if (d >= rank) {
+      return InvalidArgument(fmt::format(
+          "broadcast_in_dim: attr {} names a cut beyond the rank-{} result", attr, rank));
+    }
+    cuts[d] = static_cast<int32_t>(code & 15) - 1;
+  }
+  return cuts;
+}
+
 Result<TensorType> InferBroadcastInDim(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   const TensorType& x = *t[0];
@@ -159,6 +177,19 @@ Result<TensorType> InferBroadcastInDim(const FunctionDef& fn, const Op& op) {
       ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, i, "it is broadcast"));
     }
     out.split[dims[i]] = x.split[i];
+  }
+  ATOLL_ASSIGN_OR_RETURN(const auto cuts, BroadcastCuts(op.attr, r));
+  for (size_t d = 0; d < r; ++d) {
+    if (cuts[d] < 0) continue;
+    const auto from = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d));
+    const bool whole = from != dims.end() && x.shape[from - dims.begin()] == shape[d];
+    if (whole || out.split[d] >= 0) {
+      return InvalidArgument(fmt::format(
+          "broadcast_in_dim: attr asks for dimension {} of the result cut along mesh axis {}, "
+          "but {} gives that dimension whole; only a dimension it broadcasts can be cut",
+          d, cuts[d], Describe(x)));
+    }
+    out.split[d] = cuts[d];
   }
   if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
     return InvalidArgument(

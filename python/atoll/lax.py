@@ -161,9 +161,17 @@ def reshape(operand: Value, new_sizes: Sequence[int],
     return _prim("reshape", operand, params=new_sizes)
 
 
-def broadcast_in_dim(operand: Value, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int]) -> Value:
-    return _prim("broadcast_in_dim", operand, params=[*shape, *broadcast_dimensions])
+def broadcast_in_dim(operand: Value, shape: Sequence[int], broadcast_dimensions: Sequence[int],
+                     cut: Optional[Sequence[int]] = None) -> Value:
+    """jax.lax.broadcast_in_dim. ``cut`` (atoll's own): per result dimension, the mesh axis
+    it is cut along where the operand broadcasts it (a new dimension, or one of size 1), -1
+    for none; so that a replicated value meets a cut one in an elementwise op."""
+    code = 0
+    for d, axis in enumerate(cut or ()):
+        if axis >= 0:
+            code |= (axis + 1) << (4 * d)
+    return _prim("broadcast_in_dim", operand, params=[*shape, *broadcast_dimensions],
+                 attr=float(code))
 
 
 def transpose(operand: Value, permutation: Sequence[int]) -> Value:

@@ -162,12 +162,30 @@ def _broadcast_shapes(*shapes: Tuple[int, ...]) -> Tuple[int, ...]:
     return tuple(out)
 
 
-def broadcast_to(x: Value, shape: Sequence[int]) -> Value:
+def broadcast_to(x: Value, shape: Sequence[int], cut: Optional[Sequence[int]] = None) -> Value:
+    """numpy.broadcast_to. ``cut``: per dimension of ``shape``, the mesh axis the result is
+    cut along where x broadcasts that dimension (so that it meets a value cut there)."""
     shape = tuple(shape)
     if tuple(x.shape) == shape:
         return x
     offset = len(shape) - len(x.shape)
-    return lax.broadcast_in_dim(x, shape, tuple(range(offset, len(shape))))
+    wanted = [-1] * len(shape)
+    for d, axis in enumerate(cut or ()):
+        if d < offset or x.shape[d - offset] != shape[d]:
+            wanted[d] = axis
+    return lax.broadcast_in_dim(x, shape, tuple(range(offset, len(shape))), cut=wanted)
+
+
+def _cuts(values: Sequence[Value], shape: Tuple[int, ...], core: int = 0) -> List[int]:
+    """Per dimension of the broadcast ``shape``, the mesh axis a value cuts it along; with
+    ``core``, ``shape`` broadcasts each value's dimensions but its last ``core``."""
+    cut = [-1] * len(shape)
+    for v in values:
+        rank = len(v.shape) - core
+        for i, axis in enumerate(v.split[:rank]):
+            if axis >= 0:
+                cut[len(shape) - rank + i] = axis
+    return cut
 
 
 def _operands(*args: Any, dtype: Optional[str] = None) -> List[Value]:
@@ -184,7 +202,8 @@ def _operands(*args: Any, dtype: Optional[str] = None) -> List[Value]:
                 tracing_function.reset(token)
         values.append(a if a.dtype == to else lax.convert_element_type(a, to))
     shape = _broadcast_shapes(*(tuple(v.shape) for v in values))
-    return [broadcast_to(v, shape) for v in values]
+    cut = _cuts(values, shape)
+    return [broadcast_to(v, shape, cut) for v in values]
 
 
 def _binary(prim: Any, dtype: Optional[str] = None) -> Any:
@@ -215,19 +234,22 @@ def floor_divide(x: Any, y: Any) -> Value:
     # Integers: C's truncating quotient, one less where the signs differ and it is inexact.
     q = lax.div(a, b)
     zero = asarray(0, a.dtype)
-    inexact = lax.ne(lax.rem(a, b), broadcast_to(zero, a.shape))
-    differ = lax.ne(lax.lt(a, broadcast_to(zero, a.shape)), lax.lt(b, broadcast_to(zero, a.shape)))
+    zero = broadcast_to(zero, a.shape, a.split)
+    inexact = lax.ne(lax.rem(a, b), zero)
+    differ = lax.ne(lax.lt(a, zero), lax.lt(b, zero))
     fix = lax.bitwise_and(inexact, differ)
-    return lax.select_n(fix, q, lax.sub(q, broadcast_to(asarray(1, a.dtype), a.shape)))
+    return lax.select_n(fix, q, lax.sub(q, broadcast_to(asarray(1, a.dtype), a.shape, a.split)))
 
 
 def where(condition: Any, x: Any, y: Any) -> Value:
     c = condition if isinstance(condition, Value) else asarray(condition, "bool")
     if c.dtype != "bool":
-        c = lax.ne(c, broadcast_to(asarray(0, c.dtype), c.shape))
+        c = lax.ne(c, broadcast_to(asarray(0, c.dtype), c.shape, c.split))
     a, b = _operands(x, y)
     shape = _broadcast_shapes(tuple(c.shape), tuple(a.shape))
-    return lax.select_n(broadcast_to(c, shape), broadcast_to(b, shape), broadcast_to(a, shape))
+    cut = _cuts([c, a, b], shape)
+    return lax.select_n(broadcast_to(c, shape, cut), broadcast_to(b, shape, cut),
+                        broadcast_to(a, shape, cut))
 
 
 def _float_unary(prim: Any) -> Any:
@@ -355,7 +377,7 @@ def mean(a: Any, axis: Any = None, keepdims: bool = False) -> Value:
     axes = _axes(v, axis)
     count = int(np.prod([v.shape[d] for d in axes], dtype=np.int64))
     total = sum(v, axes, keepdims)
-    return lax.div(total, broadcast_to(asarray(count, v.dtype), total.shape))
+    return lax.div(total, broadcast_to(asarray(count, v.dtype), total.shape, total.split))
 
 
 def var(a: Any, axis: Any = None, keepdims: bool = False) -> Value:
@@ -413,8 +435,9 @@ def matmul(a: Any, b: Any) -> Value:
     if y1:
         y = expand_dims(y, 1)
     batch = _broadcast_shapes(tuple(x.shape[:-2]), tuple(y.shape[:-2]))
-    x = broadcast_to(x, batch + tuple(x.shape[-2:]))
-    y = broadcast_to(y, batch + tuple(y.shape[-2:]))
+    cut = _cuts([x, y], batch, core=2)
+    x = broadcast_to(x, batch + tuple(x.shape[-2:]), cut + [-1, -1])
+    y = broadcast_to(y, batch + tuple(y.shape[-2:]), cut + [-1, -1])
     nb = len(batch)
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
     out = lax.dot_general(x, y, dims)
@@ -549,9 +572,8 @@ def log_softmax(x: Value, axis: int = -1) -> Value:
 
 
 def one_hot(x: Value, num_classes: int, dtype: Any = np.float32) -> Value:
-    shape = tuple(x.shape) + (num_classes,)
-    classes = lax.broadcasted_iota(x.dtype, shape, len(shape) - 1)
-    hot = lax.eq(broadcast_to(expand_dims(x, -1), shape), classes)
+    classes = lax.iota(x.dtype, num_classes)
+    hot = equal(expand_dims(x, -1), classes)
     return lax.convert_element_type(hot, _name(dtype))
 
 
@@ -575,7 +597,7 @@ def _triangle(x: Value, k: int, lower: bool) -> Value:
     i = lax.broadcasted_iota("i32", shape, 0)
     j = lax.broadcasted_iota("i32", shape, 1)
     keep = lax.le(j, add(i, k)) if lower else lax.ge(j, add(i, k))
-    return where(broadcast_to(keep, x.shape), x, zeros(x.shape, x.dtype))
+    return where(keep, x, asarray(0, x.dtype))
 
 
 def tril(x: Value, k: int = 0) -> Value:

@@ -112,17 +112,63 @@ def tanh_gelu(np_: Any) -> Callable[[Any], Any]:
     return lambda z: 0.5 * z * (1.0 + np_.tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)))
 
 
-def test_a_causal_attention_block_matches_jax_numpy(client, one_device) -> None:
-    rng = np.random.default_rng([SEED, 202])
-    b, t, d, heads = 4, 64, 128, 4
+ATTENTION = dict(b=4, t=64, d=128, heads=4)
+
+
+def attention_args(seed: int) -> list:
+    """The block's input x [B, T, d] and its weights, drawn as a model would start."""
+    rng = np.random.default_rng([SEED, seed])
+    b, t, d = ATTENTION["b"], ATTENTION["t"], ATTENTION["d"]
     shapes = [(b, t, d), (d, 3 * d), (d, d), (d, 4 * d), (4 * d, d), (d,), (d,), (d,), (d,)]
     args = [(rng.standard_normal(s) * (0.02 if len(s) == 2 else 1.0)).astype(np.float32)
             for s in shapes]
     args[5] += 1.0
     args[7] += 1.0
+    return args
+
+
+def attention_types(args: list, batch_cut: bool) -> list:
+    return [atoll.f32[a.shape].axes(0) if batch_cut and i == 0 else atoll.f32[a.shape]
+            for i, a in enumerate(args)]
+
+
+def test_a_causal_attention_block_matches_jax_numpy(client, one_device) -> None:
+    args = attention_args(202)
+    heads = ATTENTION["heads"]
     got = run(client, one_device, attention_block(anp, tanh_gelu(anp), heads), args)
     want = np.asarray(jax.jit(attention_block(jjnp, tanh_gelu(jjnp), heads))(*args))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("devices", [1, 4])
+def test_the_attention_block_and_its_gradients_match_jax_with_the_batch_cut(client, devices):
+    """The batch over `devices` devices (x cut along dimension 0, the weights replicated):
+    the output, and the weights' gradients of a loss summing it against fixed weights, which
+    atoll.grad completes with an all-reduce over the cut batch."""
+    args = attention_args(203)
+    heads = ATTENTION["heads"]
+    w = np.random.default_rng([SEED, 204]).standard_normal(args[0].shape).astype(np.float32)
+    types = attention_types(args, devices > 1) + [atoll.f32[w.shape].axes(0) if devices > 1
+                                                  else atoll.f32[w.shape]]
+    block = attention_block(anp, tanh_gelu(anp), heads)
+
+    def loss(*a):
+        return anp.sum(block(*a[:-1]) * a[-1])
+
+    def forward_and_grads(*a):
+        return (block(*a[:-1]),) + tuple(atoll.grad(loss, argnums=tuple(range(1, 9)))(*a))
+
+    traced = client.function(client.slice(devices), *types)(forward_and_grads)
+    got = [np.asarray(r) for r in client.run(traced, *args, w).result(timeout=120)]
+    jax_block = attention_block(jjnp, tanh_gelu(jjnp), heads)
+    want_out = np.asarray(jax.jit(jax_block)(*args))
+    want_grads = jax.jit(jax.grad(lambda *a: (jax_block(*a[:-1]) * a[-1]).sum(),
+                                  argnums=tuple(range(1, 9))))(*args, w)
+    np.testing.assert_allclose(got[0], want_out, rtol=1e-4, atol=1e-4)
+    for k, (g, want) in enumerate(zip(got[1:], want_grads)):
+        scale = float(np.max(np.abs(want))) or 1.0
+        np.testing.assert_allclose(g, np.asarray(want), rtol=1e-3, atol=1e-4 * scale,
+                                   err_msg=f"gradient of weight {k + 1} on {devices} devices")
 
 
 def test_bad_numpy_calls_are_refused_naming_what_was_wrong(client, one_device) -> None:
@@ -132,3 +178,4 @@ def test_bad_numpy_calls_are_refused_naming_what_was_wrong(client, one_device) -
         client.function(one_device, atoll.f32[2, 3])(lambda x: x[5])
     with pytest.raises(atoll.InvalidArgument, match="einsum"):
         client.function(one_device, atoll.f32[2, 3])(lambda x: anp.einsum("...i->i", x))
+
