@@ -1,5 +1,7 @@
 #include "client/autodiff/grad_rules_lax.h"
 
+#include "client/autodiff/lax_emit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -12,53 +14,6 @@ namespace {
 
 using ir::OpCode;
 using ir::Operand;
-
-Result<Operand> LaxDy(Backward& b, const OpGrad& g) { return b.Materialize(g.dy, g.result); }
-
-Status NoRuleFor(const ir::Op& op, std::string_view why) {
-  return InvalidArgument(fmt::format("{}: no gradient rule yet ({})", ir::OpName(op.code), why));
-}
-
-// A replicated [] of `dtype` holding `value`.
-Result<Operand> ScalarOf(Backward& b, DType dtype, double value) {
-  return b.Emit(OpCode::kFull, {}, value, {static_cast<int64_t>(dtype)});
-}
-
-// x's type filled with `value`.
-Result<Operand> FilledLike(Backward& b, const Operand& x, double value) {
-  return b.Emit(OpCode::kFillLike, {x}, value);
-}
-
-Result<Operand> Times(Backward& b, const Operand& x, const Operand& y) {
-  return b.Emit(OpCode::kMul, {x, y});
-}
-
-Result<Operand> Over(Backward& b, const Operand& x, const Operand& y) {
-  return b.Emit(OpCode::kDiv, {x, y});
-}
-
-Result<Operand> Plus(Backward& b, const Operand& x, const Operand& y) {
-  return b.Emit(OpCode::kAdd, {x, y});
-}
-
-Shape ShapeOf(Backward& b, const Operand& v) { return b.TypeOf(v).shape; }
-
-// v summed over `dims` of its type (any order), one reduce_sum each, the highest first.
-Result<Operand> SumOver(Backward& b, Operand v, std::vector<int64_t> dims) {
-  std::sort(dims.rbegin(), dims.rend());
-  for (int64_t d : dims) {
-    ATOLL_ASSIGN_OR_RETURN(v, b.Emit(OpCode::kReduceSum, {v}, static_cast<double>(d)));
-  }
-  return v;
-}
-
-// `v` (of `small` dimensions of the result's shape `shape`) broadcast back over `shape`.
-Result<Operand> BroadcastBack(Backward& b, const Operand& v, const Shape& shape,
-                              const std::vector<int64_t>& kept) {
-  std::vector<int64_t> params(shape.begin(), shape.end());
-  params.insert(params.end(), kept.begin(), kept.end());
-  return b.Emit(OpCode::kBroadcastInDim, {v}, 0, std::move(params));
-}
 
 // d(max or min)/dx as jax's _balanced_eq: 1 where x alone is the result, 1/2 where y equals
 // it too, 0 elsewhere.

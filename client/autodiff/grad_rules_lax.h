@@ -26,4 +26,16 @@ Result<OperandGrads> GradDotGeneral(Backward& b, const OpGrad& g);
 Result<OperandGrads> GradIntegerPow(Backward& b, const OpGrad& g);
 Result<OperandGrads> GradCumsum(Backward& b, const OpGrad& g);
 
+// grad_rules_window.cc: convolution, window reductions, dynamic slices, gather and
+// scatter-add, clamp, reduce_precision.
+Result<OperandGrads> GradConv(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradReduceWindowSum(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradReduceWindowChooser(Backward& b, const OpGrad& g);  // max, min
+Result<OperandGrads> GradDynamicSlice(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradDynamicUpdateSlice(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradGather(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradScatterAdd(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradClamp(Backward& b, const OpGrad& g);
+Result<OperandGrads> GradReducePrecision(Backward& b, const OpGrad& g);
+
 }  // namespace atl::autodiff

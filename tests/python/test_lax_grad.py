@@ -17,6 +17,7 @@ import pytest  # noqa: E402
 from jax import lax as jlax  # noqa: E402
 
 import atoll  # noqa: E402
+import atoll.numpy as anp  # noqa: E402
 from atoll import lax  # noqa: E402
 from atoll._types import dtype_of_numpy  # noqa: E402
 from test_lax import SEED  # noqa: E402
@@ -112,11 +113,80 @@ def finite_differences(fn: Callable[..., Any], args: Tuple[np.ndarray, ...], i: 
     return grad
 
 
+def const(l: Any, array: np.ndarray) -> Any:
+    """A constant array inside f(l, ...), for atoll.lax and jax.lax alike."""
+    return jax.numpy.asarray(array) if l is jlax else anp.asarray(array)
+
+
+def finite_or_zero(l: Any, v: Any) -> Any:
+    return l.select_n(l.ne(v, v), v, l.full(v.shape, 0, v.dtype))
+
+
+GATHER = jlax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                     start_index_map=(0,))
+SCATTER = jlax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                       scatter_dims_to_operand_dims=(0,))
+ROWS = np.array([[4], [0], [7], [2], [-3], [2]], np.int32)  # out of range, repeated
+DROP = jlax.GatherScatterMode.FILL_OR_DROP
+CONV_NCHW = ("NCHW", "OIHW", "NCHW")
+CONV_NHWC = ("NHWC", "HWIO", "NHWC")
+
+# The windowed and indexed primitives, each with its own shapes:
+# name: (f(lax, x, y), x's shape, y's shape, draw, checked against finite differences)
+WINDOW_CASES: Dict[str, Tuple[Callable[..., Any], Tuple[int, ...], Tuple[int, ...], Any,
+                              bool]] = {
+    "conv strided, padded, rhs dilated": (lambda l, x, y: l.conv_general_dilated(
+        x, y, (2, 1), [(1, 0), (1, 1)], (1, 1), (1, 2), CONV_NCHW), (2, 3, 6, 5), (4, 3, 3, 2),
+        NORMAL, True),
+    "conv grouped, lhs dilated, NHWC": (lambda l, x, y: l.conv_general_dilated(
+        x, y, (1, 2), [(1, 1), (2, 0)], (2, 1), (1, 1), CONV_NHWC, feature_group_count=2),
+        (2, 4, 5, 4), (3, 2, 2, 6), NORMAL, True),
+    "reduce_window sum, strided, base dilated": (lambda l, x, y: l.mul(l.reduce_window(
+        x, 0.0, l.add, (1, 3, 2), (1, 2, 1), [(0, 0), (1, 1), (0, 1)], (1, 1, 2), (1, 2, 1)), y),
+        (2, 7, 4), (2, 3, 7), NORMAL, True),
+    "reduce_window max and min pools": (lambda l, x, y: l.add(l.reduce_window(
+        x, -np.inf, l.max, (1, 2, 2), (1, 2, 1), [(0, 0), (0, 1), (1, 0)]), l.reduce_window(
+        y, np.inf, l.min, (1, 3, 1), (1, 1, 1), "VALID")), (2, 5, 4), (2, 5, 4), NORMAL, True),
+    "dynamic_slice dynamic_update_slice": (lambda l, x, y: l.dynamic_slice(
+        l.dynamic_update_slice(x, l.mul(y, y), (l.full((), 1, np.int32), l.full(
+            (), 3, np.int32))), (l.full((), 2, np.int32), l.full((), 0, np.int32)), (3, 4)),
+        (5, 4), (2, 2), NORMAL, True),
+    "gather clip": (lambda l, x, y: l.mul(l.gather(x, const(l, ROWS), GATHER, (1, 4),
+                                                   mode="clip"), y), (5, 4), (6, 4), NORMAL,
+                    True),
+    # Rows out of range are NaN; the loss takes 0 there.
+    "gather fill": (lambda l, x, y: l.mul(finite_or_zero(l, l.gather(
+        x, const(l, ROWS), GATHER, (1, 4), mode=DROP)), y), (5, 4), (6, 4), NORMAL, True),
+    "scatter_add clip and drop": (lambda l, x, y: l.add(
+        l.scatter_add(x, const(l, ROWS), l.mul(y, y), SCATTER, mode="clip"),
+        l.scatter_add(x, const(l, ROWS), y, SCATTER, mode=DROP)), (5, 4), (6, 4),
+        NORMAL, True),
+    "clamp": (lambda l, x, y: l.clamp(l.neg(l.abs(y)), x, l.abs(y)), (3, 4), (3, 4), NORMAL,
+              True),
+    # reduce_precision is flat almost everywhere; its rule is jax's (the cotangent rounded).
+    "reduce_precision": (lambda l, x, y: l.mul(l.reduce_precision(x, 5, 10), y), (3, 4), (3, 4),
+                         NORMAL, False),
+}
+
+
+@pytest.mark.parametrize("name", list(WINDOW_CASES))
+def test_window_and_index_grad_rules_match_jax(client, name: str) -> None:
+    fn, x_shape, y_shape, draw, by_differences = WINDOW_CASES[name]
+    rng = np.random.default_rng([SEED, 302, list(WINDOW_CASES).index(name)])
+    check_grads(client, name, fn, draw(rng, x_shape), draw(rng, y_shape), rng, by_differences)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_grad_rule_matches_jax_and_finite_differences(client, name: str) -> None:
     fn, draw_x, draw_y, y_shape = CASES[name]
     rng = np.random.default_rng([SEED, 301, list(CASES).index(name)])
-    x64, y64 = draw_x(rng, SHAPE), draw_y(rng, y_shape)
+    check_grads(client, name, fn, draw_x(rng, SHAPE), draw_y(rng, y_shape), rng)
+
+
+def check_grads(client, name: str, fn: Callable[..., Any], x64: np.ndarray, y64: np.ndarray,
+                rng: np.random.Generator, by_differences: bool = True) -> None:
+    """atoll.grad of sum(fn(x, y) * w) against jax.grad in f32 and, unless told otherwise,
+    against central finite differences in f64."""
     w_shape = jax.eval_shape(lambda a, b: fn(jlax, a, b), x64, y64).shape
     w64 = rng.standard_normal(w_shape)
     # f32 against jax.grad.
@@ -126,9 +196,52 @@ def test_grad_rule_matches_jax_and_finite_differences(client, name: str) -> None
     for k in range(2):
         np.testing.assert_allclose(got[k], np.asarray(want[k]), rtol=2e-5, atol=2e-5,
                                    err_msg=f"{name}: d/d{'xy'[k]} against jax.grad (f32)")
+    if not by_differences:
+        return
     # f64 against central finite differences.
     got = atoll_grads(client, fn, x64, y64, w64)
     for k in range(2):
         fd = finite_differences(fn, (x64, y64, w64), k)
         np.testing.assert_allclose(got[k], fd, rtol=1e-5, atol=1e-6,
                                    err_msg=f"{name}: d/d{'xy'[k]} against finite differences")
+
+
+def cnn(np_: Any, l: Any) -> Callable[..., Any]:
+    """Two blocks of conv, batch norm (batch statistics), relu and 2x2 max pool, then a dense
+    layer; NHWC as flax."""
+    def block(x, k, gamma, beta):
+        y = l.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=CONV_NHWC)
+        mu = np_.mean(y, axis=(0, 1, 2), keepdims=True)
+        var = np_.mean(np_.square(y - mu), axis=(0, 1, 2), keepdims=True)
+        y = np_.maximum((y - mu) / np_.sqrt(var + 1e-5) * gamma + beta, 0.0)
+        return l.reduce_window(y, -np.inf, l.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def net(x, k1, g1, b1, k2, g2, b2, w, labels):
+        y = block(block(x, k1, g1, b1), k2, g2, b2)
+        logits = y.reshape(x.shape[0], -1) @ w
+        shifted = logits - np_.max(logits, axis=-1, keepdims=True)
+        log_p = shifted - np_.log(np_.sum(np_.exp(shifted), axis=-1, keepdims=True))
+        return -np_.mean(np_.sum(log_p * labels, axis=-1))
+    return net
+
+
+def test_a_cnn_with_batch_norm_has_jax_gradients(client) -> None:
+    rng = np.random.default_rng([SEED, 303])
+    shapes = [(4, 8, 8, 3), (3, 3, 3, 8), (8,), (8,), (3, 3, 8, 8), (8,), (8,), (2 * 2 * 8, 5)]
+    args = [(rng.standard_normal(s) * (0.3 if len(s) > 1 else 0.1)).astype(np.float32)
+            for s in shapes]
+    args[2] += 1.0
+    args[5] += 1.0
+    labels = np.eye(5, dtype=np.float32)[rng.integers(0, 5, 4)]
+    params = tuple(range(1, 8))
+    types = [atoll.f32[a.shape] for a in args + [labels]]
+    traced = client.function(client.slice(1), *types)(
+        lambda *a: (cnn(anp, lax)(*a),) + tuple(atoll.grad(cnn(anp, lax), argnums=params)(*a)))
+    got = [np.asarray(v) for v in client.run(traced, *args, labels).result(timeout=120)]
+    jax_net = cnn(jax.numpy, jlax)
+    want_loss, want_grads = jax.jit(jax.value_and_grad(jax_net, argnums=params))(*args, labels)
+    np.testing.assert_allclose(got[0], np.asarray(want_loss), rtol=1e-5)
+    for k, (g, want) in enumerate(zip(got[1:], want_grads)):
+        scale = float(np.max(np.abs(want)))
+        np.testing.assert_allclose(g, np.asarray(want), rtol=1e-3, atol=1e-4 * scale,
+                                   err_msg=f"gradient of parameter {k + 1}")
