@@ -7,13 +7,14 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include "tests/status_matchers.h"
 
 namespace atl::bench {
 namespace {
 
 TEST(SummarizeTest, OddCountTakesTheMiddleSample) {
   auto s = Summarize({5, 1, 3});
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_THAT(s, IsOk());
   EXPECT_EQ(s->runs, 3u);
   EXPECT_EQ(s->min, 1);
   EXPECT_EQ(s->median, 3);
@@ -22,7 +23,7 @@ TEST(SummarizeTest, OddCountTakesTheMiddleSample) {
 
 TEST(SummarizeTest, EvenCountAveragesTheTwoMiddleSamples) {
   auto s = Summarize({4, 1, 10, 2});
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_THAT(s, IsOk());
   EXPECT_EQ(s->runs, 4u);
   EXPECT_EQ(s->min, 1);
   EXPECT_DOUBLE_EQ(s->median, 3);
@@ -31,7 +32,7 @@ TEST(SummarizeTest, EvenCountAveragesTheTwoMiddleSamples) {
 
 TEST(SummarizeTest, OneSample) {
   auto s = Summarize({7.5});
-  ASSERT_TRUE(s.ok());
+  ASSERT_THAT(s, IsOk());
   EXPECT_EQ(s->median, 7.5);
   EXPECT_EQ(s->min, 7.5);
   EXPECT_EQ(s->max, 7.5);
@@ -69,7 +70,7 @@ TEST_F(BenchResultTest, WrittenFileHasEveryField) {
         {1.5});
   r.Derive("breakeven_compute_ms_hosts_8", 0.7);
   Status written = r.Write(dir_ + "/results");  // a directory that does not exist yet
-  ASSERT_TRUE(written.ok()) << written.ToString();
+  ASSERT_THAT(written, IsOk());
 
   std::ifstream in(dir_ + "/results/dispatch.json");
   ASSERT_TRUE(in.good());
@@ -123,7 +124,7 @@ TEST_F(BenchResultTest, KeysKeepTheDocumentedOrder) {
 
 TEST_F(BenchResultTest, EmptyResultStillHasRowsAndDerived) {
   BenchResult r("empty", false);
-  ASSERT_TRUE(r.Write(dir_).ok());
+  ASSERT_THAT(r.Write(dir_), IsOk());
   const auto j = ReadBack("empty");
   EXPECT_EQ(j["quick"], false);
   EXPECT_TRUE(j["rows"].is_array() && j["rows"].empty());

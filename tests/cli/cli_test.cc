@@ -18,6 +18,7 @@
 #include "tests/e2e/member_context.h"
 #include "tests/launcher/cluster_test_util.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -101,7 +102,7 @@ class CliTest : public ::testing::TestWithParam<Services> {
     const std::string keys = state_dir_ + "/keys";
     testing::MemberContext context(std::filesystem::exists(keys) ? keys : "plain");
     EventPublisher publisher(context, "cli_test");
-    ASSERT_TRUE(publisher.Connect(events_in).ok());
+    ASSERT_THAT(publisher.Connect(events_in), IsOk());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(25);
     int64_t n = 0;
     // SUB sockets miss what is published before they are connected: publish until it exits.
@@ -135,7 +136,7 @@ TEST_P(CliTest, UpStatusWatchDown) {
 
   // The services outlive `atoll up`.
   auto info = ReadClusterInfo(state_dir_);
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_THAT(info, IsOk());
   ASSERT_EQ(info->processes.size(), 11u);
   EXPECT_EQ(RunningProcesses(*info).size(), 11u);
 
@@ -179,7 +180,7 @@ TEST_P(CliTest, UpRestartsACrashedServiceAndStatusCountsIt) {
   const CommandResult up = Atoll({"up", "--config", kTestConfig, "--bin-dir", bin_dir_});
   ASSERT_EQ(up.exit_code, 0) << up.Describe();
   auto info = ReadClusterInfo(state_dir_);
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_THAT(info, IsOk());
   const ProcessInfo scheduler = *info->Find("scheduler-island0");
 
   const CommandResult before = Atoll({"status", "--json"});
@@ -252,9 +253,9 @@ TEST_P(CliTest, LocalClusterQueriedThroughTheCli) {
   options.bin_dir = bin_dir_;
   LocalCluster cluster(options);
   const Status started = cluster.Start();
-  ASSERT_TRUE(started.ok()) << started.ToString();
+  ASSERT_THAT(started, IsOk());
   auto info = ReadClusterInfo(state_dir_);
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_THAT(info, IsOk());
   EXPECT_EQ(info->rm_endpoint, cluster.info().rm_endpoint);
   EXPECT_EQ(info->processes.size(), 11u);
 
@@ -267,7 +268,7 @@ TEST_P(CliTest, LocalClusterQueriedThroughTheCli) {
   ExpectWatchSeesAnEvent(info->events_in);
 
   const Status stopped = cluster.Stop();
-  EXPECT_TRUE(stopped.ok()) << stopped.ToString();
+  EXPECT_THAT(stopped, IsOk());
   for (const auto& p : info->processes) {
     EXPECT_FALSE(proc::IsRunning(static_cast<pid_t>(p.pid))) << p.name;
   }
@@ -309,7 +310,7 @@ TEST_F(CliErrorsTest, StatusFromAnRmThatNeverAnswersTimesOut) {
   zmq::context_t context(1);
   auto silent = net::MakeSocket(context, zmq::socket_type::router);
   auto endpoint = net::Bind(silent, "tcp://127.0.0.1:*");
-  ASSERT_TRUE(endpoint.ok());
+  ASSERT_THAT(endpoint, IsOk());
   const CommandResult r = RunCommand(
       {kAtoll, "--rm", *endpoint, "--state-dir", dir_.path(), "status", "--timeout-ms", "300"});
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
@@ -326,7 +327,7 @@ TEST_F(CliErrorsTest, WatchWithCountFailsWhenTooFewEventsArrive) {
   zmq::context_t context(1);
   auto xpub = net::MakeSocket(context, zmq::socket_type::xpub);
   auto endpoint = net::Bind(xpub, "tcp://127.0.0.1:*");
-  ASSERT_TRUE(endpoint.ok());
+  ASSERT_THAT(endpoint, IsOk());
   const CommandResult r =
       RunCommand({kAtoll, "--rm", "tcp://127.0.0.1:1", "--events", *endpoint, "--state-dir",
                   dir_.path(), "watch", "--count", "1", "--timeout-s", "0.3"});
@@ -338,7 +339,7 @@ TEST_F(CliErrorsTest, WatchStopsOnSigint) {
   zmq::context_t context(1);
   auto xpub = net::MakeSocket(context, zmq::socket_type::xpub);
   auto endpoint = net::Bind(xpub, "tcp://127.0.0.1:*");
-  ASSERT_TRUE(endpoint.ok());
+  ASSERT_THAT(endpoint, IsOk());
   testing::Subprocess watch({kAtoll, "--rm", "tcp://127.0.0.1:1", "--events", *endpoint,
                              "--state-dir", dir_.path(), "watch"});
   // Its subscription reaching the XPUB socket shows it is up and waiting.

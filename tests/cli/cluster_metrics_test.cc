@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/exposition_parser.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -101,10 +102,10 @@ ClusterView BusyView() {
 
 Exposition Parsed(const ClusterView& view, bool rm_answering = true) {
   auto text = ClusterMetricsText(view, rm_answering);
-  EXPECT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_THAT(text, IsOk());
   if (!text.ok()) return {};
   auto parsed = ParseExposition(*text);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << *text;
+  EXPECT_THAT(parsed, IsOk()) << parsed.status().ToString() << "\n" << *text;
   return parsed.ok() ? *parsed : Exposition{};
 }
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/cli/exposition_parser.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -24,7 +25,7 @@ TEST(PrometheusTextTest, WritesHelpTypeAndSamples) {
   out.Family("atoll_sent_bytes_total", MetricType::kCounter, "Bytes sent.");
   out.Sample({}, 1234567);
   auto text = std::move(out).Finish();
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  ASSERT_THAT(text, IsOk());
   EXPECT_EQ(*text,
             "# HELP atoll_host_up 1 while alive.\n"
             "# TYPE atoll_host_up gauge\n"
@@ -44,14 +45,14 @@ TEST(PrometheusTextTest, EscapesLabelValuesAndHelp) {
   out.Family("atoll_store_objects", MetricType::kGauge, "Objects\\in a \"store\"\nper host.");
   out.Sample({{"host", nasty}}, 3);
   auto text = std::move(out).Finish();
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  ASSERT_THAT(text, IsOk());
   EXPECT_THAT(*text,
               HasSubstr("# HELP atoll_store_objects Objects\\\\in a \"store\"\\nper host.\n"));
   EXPECT_THAT(*text,
               HasSubstr("atoll_store_objects{host=\"host \\\"x\\\"\\\\\\nsecond line\"} 3\n"));
   // And a reader gets the original strings back.
   auto parsed = ParseExposition(*text);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_THAT(parsed, IsOk());
   ASSERT_EQ(parsed->samples.size(), 1u);
   EXPECT_EQ(parsed->samples[0].labels.at("host"), nasty);
   EXPECT_EQ(parsed->helps.at("atoll_store_objects"), "Objects\\in a \"store\"\nper host.");
@@ -77,7 +78,7 @@ TEST(PrometheusTextTest, WritesAHistogramCumulatively) {
   out.Family("atoll_run_duration_seconds", MetricType::kHistogram, "Run durations.");
   out.Sample({{"island", "a"}}, h);
   auto text = std::move(out).Finish();
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  ASSERT_THAT(text, IsOk());
   EXPECT_EQ(*text,
             "# HELP atoll_run_duration_seconds Run durations.\n"
             "# TYPE atoll_run_duration_seconds histogram\n"
@@ -87,15 +88,15 @@ TEST(PrometheusTextTest, WritesAHistogramCumulatively) {
             "atoll_run_duration_seconds_bucket{island=\"a\",le=\"+Inf\"} 5\n"
             "atoll_run_duration_seconds_sum{island=\"a\"} 3.225\n"
             "atoll_run_duration_seconds_count{island=\"a\"} 5\n");
-  EXPECT_TRUE(ParseExposition(*text).ok());
+  EXPECT_THAT(ParseExposition(*text), IsOk());
   // An empty histogram is written too: all zeros.
   PrometheusText empty;
   empty.Family("atoll_run_duration_seconds", MetricType::kHistogram, "Run durations.");
   empty.Sample({}, Histogram({1}));
   auto zeros = std::move(empty).Finish();
-  ASSERT_TRUE(zeros.ok());
+  ASSERT_THAT(zeros, IsOk());
   EXPECT_THAT(*zeros, HasSubstr("atoll_run_duration_seconds_bucket{le=\"+Inf\"} 0\n"));
-  EXPECT_TRUE(ParseExposition(*zeros).ok());
+  EXPECT_THAT(ParseExposition(*zeros), IsOk());
 }
 
 // Each case makes one mistake; Finish() must name it.
@@ -200,7 +201,7 @@ TEST(PrometheusTextTest, RefusesNamesAndSamplesAgainstTheRules) {
 
 TEST(PrometheusTextTest, NoFamiliesIsAnEmptyText) {
   auto text = PrometheusText().Finish();
-  ASSERT_TRUE(text.ok());
+  ASSERT_THAT(text, IsOk());
   EXPECT_EQ(*text, "");
 }
 
@@ -221,7 +222,7 @@ TEST(ExpositionParserTest, AcceptsTheFormatsOwnExample) {
       "rpc_duration_seconds{quantile=\"0.5\"} 4773\n"
       "rpc_duration_seconds_sum 1.7560473e+07\n"
       "rpc_duration_seconds_count 2693\n");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_THAT(parsed, IsOk());
   EXPECT_EQ(parsed->types.at("rpc_duration_seconds"), "summary");
   EXPECT_EQ(parsed->Sum("http_requests_total", {{"method", "post"}}), 1030);
   EXPECT_EQ(parsed->Find("msdos_file_access_time_seconds")[0]->labels.at("error"),

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::trace {
 namespace {
@@ -67,7 +68,7 @@ Json Convert(const std::string& lines) {
   std::istringstream in(lines);
   TraceBuilder builder;
   Status s = AddJsonLines(in, builder);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_THAT(s, IsOk());
   return builder.ToJson();
 }
 
@@ -161,7 +162,7 @@ TEST(TraceEventsTest, GangErrorsAreInstantEventsOnTheirHost) {
            "\n";
   TraceBuilder builder;
   std::istringstream in(lines);
-  ASSERT_TRUE(AddJsonLines(in, builder).ok());
+  ASSERT_THAT(AddJsonLines(in, builder), IsOk());
   EXPECT_EQ(builder.gangs(), 1u);
   EXPECT_EQ(builder.errors(), 1u);
   EXPECT_EQ(builder.devices(), 1u);
@@ -201,14 +202,14 @@ TEST(TraceEventsTest, BadLinesAreNamedByNumber) {
   Json wrong = Json::parse(GangLine(1, 0, 0, 0, "h", 1, 1, 2));
   wrong["start_us"] = "soon";
   auto event = ParseJsonLine(wrong.dump());
-  ASSERT_TRUE(event.ok());
+  ASSERT_THAT(event, IsOk());
   EXPECT_EQ(builder.Add(*event).code(), Code::kInvalidArgument);
   EXPECT_EQ(builder.gangs(), 1u);  // only the good line of the first stream
 }
 
 TEST(TraceEventsTest, ParseJsonLineSplitsTopicFromFields) {
   auto event = ParseJsonLine(R"({"topic": "gang.done", "ts_us": 7, "run": 3})");
-  ASSERT_TRUE(event.ok());
+  ASSERT_THAT(event, IsOk());
   EXPECT_EQ(event->topic, "gang.done");
   EXPECT_FALSE(event->fields.contains("topic"));
   EXPECT_EQ(event->fields["run"], 3);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/base/tensor_block.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -30,7 +31,7 @@ TEST(CheckpointPlanTest, ASaveWritesEachDistinctBlockOnceAndValuesAtEveryStore) 
   const ResultPlan rows = Future({0, -1}, {2, 2});
   const Tensor step = Tensor::I32({}, {3});
   auto plan = PlanSave({{"w", &rows, nullptr}, {"step", nullptr, &step}}, 42, "d", "t", HostOf);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_THAT(plan, IsOk());
   const checkpoint::TensorEntry& w = plan->index.tensors[0];
   ASSERT_EQ(w.blocks.size(), 2u);  // shards 0 and 2; 1 and 3 are their replicas
   EXPECT_EQ(w.blocks[0].offset, (Shape{0, 0}));
@@ -54,7 +55,7 @@ TEST(CheckpointPlanTest, ASaveWritesEachDistinctBlockOnceAndValuesAtEveryStore) 
   std::map<std::string, proto::SaveShardsReply> replies;
   replies["store0"].files = {{"w.0.t.npy", 10, 1}, {"step.0.t.npy", 5, 9}};
   replies["store1"].files = {{"w.1.t.npy", 20, 2}, {"step.0.t.npy", 5, 9}};
-  ASSERT_TRUE(ApplySaveReplies(*plan, replies).ok());
+  ASSERT_THAT(ApplySaveReplies(*plan, replies), IsOk());
   EXPECT_EQ(plan->index.tensors[0].blocks[1].bytes, 20u);
   EXPECT_EQ(plan->index.tensors[0].blocks[1].crc32, 2u);
   EXPECT_EQ(plan->index.tensors[1].blocks[0].crc32, 9u);
@@ -88,7 +89,7 @@ void ExpectLoadsExactly(std::vector<int32_t> saved_split, Shape saved_mesh,
   const Tensor global = Tensor::F32({8, 6}, values);
   const ResultPlan saved = Future(std::move(saved_split), saved_mesh);
   auto plan = PlanSave({{"w", &saved, nullptr}}, 1, "d", "t", HostOf);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_THAT(plan, IsOk());
   const checkpoint::TensorEntry& entry = plan->index.tensors[0];
   std::map<std::string, Tensor> files;  // what each saved block's file holds
   for (const auto& b : entry.blocks)
@@ -99,7 +100,7 @@ void ExpectLoadsExactly(std::vector<int32_t> saved_split, Shape saved_mesh,
   for (int64_t s = 0; s < NumElements(mesh); ++s) stores.push_back("t" + std::to_string(s));
   std::map<std::string, proto::LoadShards> per_store;
   auto result = PlanLoad(entry, target, mesh, stores, 1, "d", 77, per_store);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_THAT(result, IsOk());
   ASSERT_EQ(result->shards.size(), stores.size());
   for (size_t s = 0; s < stores.size(); ++s) {
     const proto::ShardFromFiles& shard = per_store.at(stores[s]).shards.at(0);
@@ -108,7 +109,7 @@ void ExpectLoadsExactly(std::vector<int32_t> saved_split, Shape saved_mesh,
     int64_t covered = 0;
     for (const auto& piece : shard.pieces) {
       const Tensor part = ExtractBlock(files.at(piece.file), piece.begin, piece.size).value();
-      ASSERT_TRUE(InsertBlock(got, part, piece.at).ok());
+      ASSERT_THAT(InsertBlock(got, part, piece.at), IsOk());
       covered += part.num_elements();
     }
     EXPECT_EQ(covered, got.num_elements()) << "shard " << s << ": each element once";
@@ -130,7 +131,7 @@ TEST(CheckpointPlanTest, ALoadCutsTheSavedBlocksForAnyLayout) {
 TEST(CheckpointPlanTest, ALayoutThatDoesNotFitTheSliceIsRefused) {
   const ResultPlan rows = Future({0, -1}, {4});
   auto plan = PlanSave({{"w", &rows, nullptr}}, 1, "d", "t", HostOf);
-  ASSERT_TRUE(plan.ok());
+  ASSERT_THAT(plan, IsOk());
   std::map<std::string, proto::LoadShards> per_store;
   const ir::TensorType over_five{DType::kF32, {8, 6}, {0, -1}};
   auto refused = PlanLoad(plan->index.tensors[0], over_five, {5}, {"a", "b", "c", "d", "e"}, 1, "d",

@@ -376,6 +376,7 @@ std::vector<Row> AllRows() {
                     return c.b().Name(x);                                               \
                   }});
 #include "atoll/unary_ops.def"
+#include "tests/status_matchers.h"
   return rows;
 }
 
@@ -388,7 +389,7 @@ class GradRuleTest : public ::testing::TestWithParam<Row> {};
 double Dot(const ir::FunctionDef& f, int shards, const std::vector<Tensor>& values,
            const Tensor& r) {
   Result<std::vector<Tensor>> y = testutil::RunGlobal(f, shards, values);
-  EXPECT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_THAT(y, IsOk());
   if (!y.ok()) return NAN;
   double dot = 0;
   for (int64_t i = 0; i < r.num_elements(); ++i) dot += Get(r, i) * Get((*y)[0], i);
@@ -421,7 +422,7 @@ TEST_P(GradRuleTest, EqualsCentralFiniteDifferences) {
   const Row& row = GetParam();
   Case c(1234);
   c.b().Output(row.build(c));
-  ASSERT_TRUE(c.b().status().ok()) << c.b().status().ToString();
+  ASSERT_THAT(c.b().status(), IsOk());
   const ir::FunctionDef& f = HandleAccess::ImplOf(c.b()).def;
   const ir::TensorType y = ir::OutputTypes(f)[0];
 

@@ -10,6 +10,7 @@
 #include "client/internal.h"
 #include "tests/compute/shard_runner.h"
 #include "tests/kernels/test_tensors.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -54,7 +55,7 @@ TEST(GradTest, BadInputsAndOutputsAreRefusedSayingWhatIsAccepted) {
   const Value v = vector.Input(DType::kF32, {4});
   vector.Output(vector.Exp(v));
   ExpectRefused(Grad(vector, {0}), "needs a float [] output (a loss)");
-  EXPECT_TRUE(Grad(vector, {0}, {.cotangents = true}).ok());
+  EXPECT_THAT(Grad(vector, {0}, {.cotangents = true}), IsOk());
 
   FunctionBuilder integer("integer");
   const Value n = integer.Input(DType::kI32, {4});
@@ -106,7 +107,7 @@ TEST(GradTest, OpsThatAreNotDifferentiableAreRefusedByName) {
     const Value y = f.Input(DType::kF32, {4}, Sharding::Replicated());
     f.Output(f.ReduceSum(x, 0));
     f.Output(f.Filter(y, 0.0));
-    EXPECT_TRUE(Grad(f, {0}).ok());
+    EXPECT_THAT(Grad(f, {0}), IsOk());
   }
 }
 
@@ -120,7 +121,7 @@ TEST(GradTest, IntegerValuesCarryNoGradient) {
   const Value picked = f.GatherRows(table, f.Column(best.indices, 0));  // [3,2]
   const Value chosen = f.ReduceSum(f.Column(best.values, 0), 0);
   f.Output(f.Add(f.ReduceSum(f.ReduceSum(f.Mul(picked, picked), 1), 0), chosen));
-  EXPECT_TRUE(Grad(f, {0, 1}).ok()) << Grad(f, {0, 1}).status().ToString();
+  EXPECT_THAT(Grad(f, {0, 1}), IsOk());
 }
 
 TEST(GradTest, GradientsOfReplicatedWeightsOverSplitRowsAreAllReducedOnce) {
@@ -216,7 +217,7 @@ TEST(GradTest, CallInlinesAGradientIntoAStep) {
   const Value w = step.Input(DType::kF32, {3, 2}, Sharding::Replicated());
   const Value b = step.Input(DType::kF32, {2}, Sharding::Replicated());
   const std::vector<Value> out = step.Call(grad, {x, labels, w, b});
-  ASSERT_TRUE(step.status().ok()) << step.status().ToString();
+  ASSERT_THAT(step.status(), IsOk());
   ASSERT_EQ(out.size(), 3u);
   step.Output(out[0]);
   step.Output(step.SgdUpdate(w, out[1], 0.5));

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/client/registered_function.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -34,7 +35,7 @@ class LoweringTest : public ::testing::Test {
   Result<LoweredRun> LowerProgram(const Result<Program>& program,
                                   const std::vector<LoweringArg>& args,
                                   SubmitOptions options = {}) {
-    EXPECT_TRUE(program.ok()) << program.status().ToString();
+    EXPECT_THAT(program, IsOk());
     if (!program.ok()) return program.status();
     return Lower(*HandleAccess::ImplOf(*program), args, 7, 9, options, 2.0,
                  [this] { return next_object_++; });
@@ -68,7 +69,7 @@ TEST_F(LoweringTest, ThePaperFigureTwoProgram) {
   Traced z = p.Call(a, {p.Call(c, {x})[0]})[0];
   p.Return({y, z});
   auto run = LowerProgram(p.Build(), {{&value_, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
 
   // One island: one submit, every node's shards in node order.
   ASSERT_EQ(run->per_scheduler.size(), 1u);
@@ -135,7 +136,7 @@ TEST_F(LoweringTest, AnArgumentOverTheInlineBoundIsPutNextToEachShardThatReadsIt
   p.Return({p.Call(a, {p.Arg(DType::kF32, {n})})[0]});
   const Tensor value(DType::kF32, {n});
   auto run = LowerProgram(p.Build(), {{&value, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   ASSERT_EQ(run->puts.size(), 2u);
   for (uint32_t s = 0; s < 2; ++s) {
     EXPECT_EQ(run->puts[s].object_id, 100u);
@@ -154,7 +155,7 @@ TEST_F(LoweringTest, AnEdgeToAnotherIslandGoesToItsDevices) {
   ProgramBuilder p;
   p.Return({p.Call(b, {p.Call(a, {p.Arg(DType::kF32, {4})})[0]})[0]});
   auto run = LowerProgram(p.Build(), {{&value_, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   ASSERT_EQ(run->per_scheduler.size(), 2u);
   const auto producers = NodeEntries(*run, "tcp://s1", 0);
   const auto consumers = NodeEntries(*run, "tcp://s2", 1);
@@ -175,7 +176,7 @@ TEST_F(LoweringTest, AnotherShardingGetsResharded) {
   ProgramBuilder p;
   p.Return({p.Call(b, {p.Call(a, {p.Arg(DType::kF32, {4})})[0]})[0]});
   auto run = LowerProgram(p.Build(), {{&value_, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   const auto producers = NodeEntries(*run, "tcp://s1", 0);
   // Each replica of b's input gets both halves, one piece from each of a's shards.
   for (uint32_t from = 0; from < 2; ++from) {
@@ -198,7 +199,7 @@ TEST_F(LoweringTest, MoreDevicesGetResharded) {
   ProgramBuilder p;
   p.Return({p.Call(b, {p.Call(a, {p.Arg(DType::kF32, {4})})[0]})[0]});
   auto run = LowerProgram(p.Build(), {{&value_, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   const auto producers = NodeEntries(*run, "tcp://s1", 0);
   ASSERT_EQ(NodeEntries(*run, "tcp://s1", 1).size(), 4u);
   // a's shard s (2 elements) feeds b's shards 2s and 2s+1 (1 element each), one piece each.
@@ -251,7 +252,7 @@ TEST_F(LoweringTest, RoutedRowsGoFromEveryProducerShardToEveryConsumerShard) {
   };
   auto run = LowerProgram(trace(expert({DType::kF32, {kDynamicDim, 2}, {0, -1}})),
                           {{&rows, nullptr}, {&destinations, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   const auto producers = NodeEntries(*run, "tcp://s1", 0);
   ASSERT_EQ(producers.size(), 2u);
   for (const auto& producer : producers) {
@@ -292,11 +293,11 @@ TEST_F(LoweringTest, IrregularAndSequentialNodesAreMarkedSequential) {
   Traced v = p.Arg(DType::kF32, {4});
   p.Return({p.Call(f, {v})[0], p.Call(a, {v})[0]});
   auto run = LowerProgram(p.Build(), {{&value_, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   EXPECT_TRUE(NodeEntries(*run, "tcp://s1", 0)[1].entry.sequential);
   EXPECT_FALSE(NodeEntries(*run, "tcp://s1", 1)[1].entry.sequential);
   run = LowerProgram(p.Build(), {{&value_, nullptr}}, SubmitOptions{true});
-  ASSERT_TRUE(run.ok());
+  ASSERT_THAT(run, IsOk());
   EXPECT_TRUE(NodeEntries(*run, "tcp://s1", 1)[1].entry.sequential);
 }
 
@@ -319,7 +320,7 @@ TEST_F(LoweringTest, ArgumentsReturnedAsTheyAreAreNotPut) {
   Traced v = p.Arg(DType::kF32, {4});
   p.Return({v});
   auto run = LowerProgram(p.Build(), {{&value_, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   EXPECT_TRUE(run->puts.empty());
   EXPECT_TRUE(run->per_scheduler.empty());
   ASSERT_EQ(run->results.size(), 1u);
@@ -334,7 +335,7 @@ TEST_F(LoweringTest, AFutureFeedsFromWhereItIs) {
   p.Return({p.Call(a, {v})[0], v});
   ResultPlan earlier{split_, {2}, {{"tcp://h0:store", 55, 0}, {"tcp://h1:store", 55, 1}}};
   auto run = LowerProgram(p.Build(), {{nullptr, &earlier}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   EXPECT_TRUE(run->puts.empty());
   const auto entries = NodeEntries(*run, "tcp://s1", 0);
   EXPECT_EQ(entries[1].entry.inputs, (std::vector<Source>{{Source::kStore, 55, 1}}));
@@ -367,7 +368,7 @@ TEST_F(LoweringTest, ARunOwnsEachObjectOncePerStoreWithItsShardCount) {
   p.Return({p.Call(a, {v})[0]});
   const Tensor six(DType::kF32, {n});
   auto run = LowerProgram(p.Build(), {{&six, nullptr}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   ASSERT_EQ(run->puts.size(), 3u);
   const uint64_t put = run->puts[0].object_id;
   const uint64_t result = run->results[0].shards[0].object_id;
@@ -386,7 +387,7 @@ TEST_F(LoweringTest, ARunReadingAFutureAsksForRunDoneAndOwnsNotWhatItReturnsAsIs
   p.Return({p.Call(a, {v})[0], v});
   ResultPlan earlier{split_, {2}, {{"tcp://h0:store", 55, 0}, {"tcp://h1:store", 55, 1}}};
   auto run = LowerProgram(p.Build(), {{nullptr, &earlier}});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   EXPECT_TRUE(run->per_scheduler.at("tcp://s1").notify_done);
   const uint64_t result = run->results[0].shards[0].object_id;
   EXPECT_EQ(OwnedObjects(*run), (std::vector<OwnedObject>{{"tcp://h0:store", result, 1},

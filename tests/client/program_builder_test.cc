@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/client/registered_function.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -47,7 +48,7 @@ TEST_F(ProgramBuilderTest, RecordsThePaperFigureTwoProgram) {
   Traced z = p.Call(a_, {cx})[0];
   p.Return({y, z});
   auto program = p.Build();
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   EXPECT_EQ(program->num_nodes(), 4u);
   EXPECT_EQ(program->num_args(), 1u);
   EXPECT_EQ(program->num_results(), 2u);
@@ -79,7 +80,7 @@ TEST_F(ProgramBuilderTest, ACallGivesOneValuePerOutput) {
   EXPECT_TRUE(SameValue(outs[1], {kTracedCall, 0, 1}));
   p.Return({outs[1], rows});
   auto program = p.Build();
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   EXPECT_EQ(program->num_results(), 2u);
 }
 
@@ -88,10 +89,10 @@ TEST_F(ProgramBuilderTest, ABuiltProgramDoesNotChangeWithItsBuilder) {
   Traced v = p.Arg(DType::kF32, {4});
   p.Return({p.Call(a_, {v})[0]});
   auto first = p.Build();
-  ASSERT_TRUE(first.ok());
+  ASSERT_THAT(first, IsOk());
   p.Return({p.Call(b_, {v})[0]});
   auto second = p.Build();
-  ASSERT_TRUE(second.ok());
+  ASSERT_THAT(second, IsOk());
   EXPECT_EQ(first->num_nodes(), 1u);
   EXPECT_EQ(HandleAccess::ImplOf(*first)->calls[0].fn->def.name, "a");
   EXPECT_EQ(second->num_nodes(), 2u);
@@ -145,7 +146,7 @@ TEST_F(ProgramBuilderTest, TheErrorIsKnownAtTheCallThatMadeIt) {
   ProgramBuilder p;
   Traced v = p.Arg(DType::kF32, {4});
   p.Call(a_, {v});
-  EXPECT_TRUE(p.status().ok());
+  EXPECT_THAT(p.status(), IsOk());
   EXPECT_TRUE(p.Call(b_, {p.Arg(DType::kF32, {2, 3})}).empty());
   EXPECT_EQ(p.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(p.status().message(), "call 1 of 'b': argument 0: expected f32[4], got f32[2,3]");
@@ -209,7 +210,7 @@ TEST_F(ProgramBuilderTest, ARouteIsRowsOfDynamicLengthCutAlongDimensionZero) {
       slice_);
   p.Return({p.Call(expert, {routed})[0]});
   auto program = p.Build();
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   const Program::Impl* impl = HandleAccess::ImplOf(*program);
   ASSERT_EQ(impl->routes.size(), 1u);
   EXPECT_TRUE(SameValue(impl->routes[0].values, outs[0]));

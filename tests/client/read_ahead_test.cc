@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -18,7 +19,7 @@ class ReadAheadTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto bound = net::Bind(store_, "tcp://127.0.0.1:*");
-    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    ASSERT_THAT(bound, IsOk());
     endpoint_ = *bound;
   }
 
@@ -93,9 +94,9 @@ TEST_F(ReadAheadTest, AWaitReadsOnlyTheLaterRunsAndEachReplyIsTakenOnce) {
   const float value[2] = {1, 2};
   net::Frames data;
   data.emplace_back(value, sizeof(value));
-  ASSERT_TRUE(
-      net::Reply(store_, raw[0], proto::GetObjectReply{DType::kF32, {2}, 0, 8, 1}, std::move(data))
-          .ok());
+  ASSERT_THAT(
+      net::Reply(store_, raw[0], proto::GetObjectReply{DType::kF32, {2}, 0, 8, 1}, std::move(data)),
+      IsOk());
   Lookup found = AwaitAnswer(30);
   ASSERT_EQ(found.state, Lookup::kAnswered);
   ASSERT_TRUE(found.reply.has_value());
@@ -111,8 +112,8 @@ TEST_F(ReadAheadTest, AWaitReadsOnlyTheLaterRunsAndEachReplyIsTakenOnce) {
 TEST_F(ReadAheadTest, AReadThatOutlivedItsWaitIsForgottenAndOtherErrorsAreAnswers) {
   const std::vector<proto::Incoming> raw = ReadTwoAhead();
   ASSERT_EQ(raw.size(), 2u);
-  ASSERT_TRUE(net::ReplyError(store_, raw[0], DeadlineExceeded("not sealed in time")).ok());
-  ASSERT_TRUE(net::ReplyError(store_, raw[1], Cancelled("released before it was sealed")).ok());
+  ASSERT_THAT(net::ReplyError(store_, raw[0], DeadlineExceeded("not sealed in time")), IsOk());
+  ASSERT_THAT(net::ReplyError(store_, raw[1], Cancelled("released before it was sealed")), IsOk());
   EXPECT_EQ(AwaitAnswer(20).state, Lookup::kNone) << "its wait must read it again";
   Lookup failed = AwaitAnswer(30);
   ASSERT_EQ(failed.state, Lookup::kAnswered);
@@ -146,13 +147,13 @@ TEST_F(ReadAheadTest, ADroppedRunNamesTheStoresWhereItsReadIsOpenAndItsLateReply
   EXPECT_TRUE(ahead_.Drop(4).empty()) << "never added";
 
   // The release goes through that socket, after the read.
-  ASSERT_TRUE(open.begin()->second->Post(proto::ReleaseObject{20, 0, 1}).ok());
+  ASSERT_THAT(open.begin()->second->Post(proto::ReleaseObject{20, 0, 1}), IsOk());
   auto release = NextRead();
   ASSERT_TRUE(release.has_value());
   EXPECT_EQ(release->header.kind(), proto::Kind::kReleaseObject);
 
-  ASSERT_TRUE(net::Reply(store_, raw[0], proto::GetObjectReply{}).ok());  // run 2's, late
-  ASSERT_TRUE(net::Reply(store_, raw[1], proto::GetObjectReply{}).ok());
+  ASSERT_THAT(net::Reply(store_, raw[0], proto::GetObjectReply{}), IsOk());  // run 2's, late
+  ASSERT_THAT(net::Reply(store_, raw[1], proto::GetObjectReply{}), IsOk());
   EXPECT_EQ(AwaitAnswer(30).state, Lookup::kAnswered);
   EXPECT_EQ(ahead_.Take(20, 0).state, Lookup::kNone);
   // Run 3's read was answered, so nothing of it is open any more.

@@ -13,6 +13,7 @@
 
 #include "client/sharding.h"
 #include "common/base/tensor_block.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -64,7 +65,7 @@ TEST(ReshardTest, EveryPairOfLayoutsGivesBackTheSameTensor) {
     std::vector<Tensor> sources;
     for (size_t s = 0; s < from.hosts.size(); ++s) {
       auto shard = ShardOf(global, from.type, from.mesh, static_cast<int>(s));
-      ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+      ASSERT_THAT(shard, IsOk());
       sources.push_back(std::move(*shard));
     }
     for (const Layout& to : layouts) {
@@ -72,7 +73,7 @@ TEST(ReshardTest, EveryPairOfLayoutsGivesBackTheSameTensor) {
                                fmt::join(from.type.split, ","), ShapeString(to.mesh),
                                fmt::join(to.type.split, ",")));
       auto routes = PlanReshard(from, to);
-      ASSERT_TRUE(routes.ok()) << routes.status().ToString();
+      ASSERT_THAT(routes, IsOk());
       const Shape local = ir::ShardShape(to.type, to.mesh);
       std::vector<Tensor> dests(to.hosts.size(), Tensor(DType::kF32, local));
       std::vector<int64_t> written(to.hosts.size());
@@ -82,8 +83,8 @@ TEST(ReshardTest, EveryPairOfLayoutsGivesBackTheSameTensor) {
         ASSERT_LT(r.to, dests.size());
         EXPECT_EQ(r.piece.dst_shape, local);
         auto block = ExtractBlock(sources[r.from], r.piece.begin, r.piece.size);
-        ASSERT_TRUE(block.ok()) << block.status().ToString();
-        ASSERT_TRUE(InsertBlock(dests[r.to], *block, r.piece.dst_begin).ok());
+        ASSERT_THAT(block, IsOk());
+        ASSERT_THAT(InsertBlock(dests[r.to], *block, r.piece.dst_begin), IsOk());
         written[r.to] += block->num_elements();
         pieces[r.to]++;
         EXPECT_EQ(r.piece.of,
@@ -94,7 +95,7 @@ TEST(ReshardTest, EveryPairOfLayoutsGivesBackTheSameTensor) {
         EXPECT_EQ(written[c], NumElements(local)) << "shard " << c;  // each element once
       }
       auto back = Assemble(dests, to.type, to.mesh);
-      ASSERT_TRUE(back.ok()) << back.status().ToString();
+      ASSERT_THAT(back, IsOk());
       EXPECT_EQ(*back, global);
       ++pairs;
     }
@@ -108,7 +109,7 @@ TEST(ReshardTest, AReplicaOnTheConsumersHostIsPreferred) {
   Layout from{ir::SplitType(DType::kF32, {4}, -1), {4}, {"a", "a", "b", "b"}};
   Layout to{ir::SplitType(DType::kF32, {4}, 0), {4}, {"a", "a", "b", "b"}};
   auto routes = PlanReshard(from, to);
-  ASSERT_TRUE(routes.ok());
+  ASSERT_THAT(routes, IsOk());
   ASSERT_EQ(routes->size(), 4u);
   for (const auto& r : *routes) EXPECT_EQ(from.hosts[r.from], to.hosts[r.to]);
 }
@@ -128,7 +129,7 @@ TEST(ShardingTest, ReplicasThatDisagreeAreAnError) {
   EXPECT_EQ(Assemble(shards, type, {2, 2}).status().code(), Code::kInternal);
   shards[3] = Tensor::F32({1}, {2});
   auto ok = Assemble(shards, type, {2, 2});
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_THAT(ok, IsOk());
   EXPECT_EQ(*ok, Tensor::F32({2}, {1, 2}));
 }
 

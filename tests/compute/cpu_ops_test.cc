@@ -41,7 +41,7 @@ ir::Operand Append(ir::FunctionDef& fn, OpCode code, std::vector<ir::Operand> op
                    double attr = 0.0) {
   ir::Op op{code, std::move(operands), attr, {}};
   Result<ir::TensorType> type = ir::InferType(fn, op);
-  EXPECT_TRUE(type.ok()) << ir::OpName(code) << ": " << type.status().ToString();
+  EXPECT_THAT(type, IsOk()) << ir::OpName(code) << ": " << type.status().ToString();
   op.type = type.ok() ? *type : ir::TensorType{};
   fn.ops.push_back(std::move(op));
   return {ir::Operand::kOp, static_cast<int32_t>(fn.ops.size()) - 1, 0.0};
@@ -54,7 +54,7 @@ std::vector<Tensor> RunShards(const ir::FunctionDef& fn, int num_shards,
                               const std::vector<Tensor>& globals,
                               const std::set<size_t>& partial = {}) {
   const Status valid = ir::Validate(fn, num_shards);
-  EXPECT_TRUE(valid.ok()) << valid.ToString();
+  EXPECT_THAT(valid, IsOk());
   const std::vector<ir::TensorType> types = ir::OutputTypes(fn);
   std::vector<std::vector<Tensor>> per_output(types.size());
   for (int s = 0; s < num_shards; ++s) {
@@ -63,7 +63,7 @@ std::vector<Tensor> RunShards(const ir::FunctionDef& fn, int num_shards,
       local.push_back(ShardOf(globals[i], SplitDim(fn.inputs[i]), s, num_shards));
     }
     Result<std::vector<Tensor>> outs = RunFunction(fn, s, num_shards, std::move(local));
-    EXPECT_TRUE(outs.ok()) << outs.status().ToString();
+    EXPECT_THAT(outs, IsOk());
     if (!outs.ok()) return {};
     for (size_t o = 0; o < types.size(); ++o) per_output[o].push_back((*outs)[o]);
   }
@@ -273,14 +273,14 @@ TEST(CpuOpsTest, TopKAndColumnTakeRoutedRowsOfAnyLength) {
   fn.inputs = {Type(DType::kF32, {kDynamicDim, 3}, 0)};
   const auto indices = Append(fn, OpCode::kTopKIndices, {Input(0)}, 1);
   fn.outputs = {indices, Append(fn, OpCode::kColumn, {indices}, 0)};
-  ASSERT_TRUE(ir::Validate(fn, 2).ok());
+  ASSERT_THAT(ir::Validate(fn, 2), IsOk());
   const Tensor rows = Tensor::F32({2, 3}, {0.5f, 2.0f, -1.0f, 3.0f, 3.0f, 1.0f});
   Result<std::vector<Tensor>> out = RunFunction(fn, 1, 2, {rows});
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ((*out)[0], Tensor::I32({2, 1}, {1, 0}));  // a tie goes to the lower index
   EXPECT_EQ((*out)[1], Tensor::I32({2}, {1, 0}));
   Result<std::vector<Tensor>> none = RunFunction(fn, 0, 2, {Tensor(DType::kF32, {0, 3})});
-  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  ASSERT_THAT(none, IsOk());
   EXPECT_EQ((*none)[1].shape(), (Shape{0}));
 }
 
@@ -292,6 +292,7 @@ struct UnaryRow {
 constexpr UnaryRow kUnaryRows[] = {
 #define ATOLL_UNARY_OP(Name, name) {OpCode::k##Name, kernels::UnaryFn::k##Name},
 #include "atoll/unary_ops.def"
+#include "tests/status_matchers.h"
 };
 
 // Each unary op of the table, in a function over row-split x on 2 shards, equals its
@@ -431,7 +432,7 @@ TEST(CpuOpsTest, GroupedOpsRunEachShardsRowsThroughItsOwnGroup) {
                 Append(fn, OpCode::kGroupedWeightGrad, {x, dy}, kExperts),
                 Append(fn, OpCode::kScatterAddRows, {y, ids}, kTokens),
                 Append(fn, OpCode::kGatherRows, {Input(4), ids})};
-  ASSERT_TRUE(ir::Validate(fn, kExperts).ok());
+  ASSERT_THAT(ir::Validate(fn, kExperts), IsOk());
   const int64_t rows[kExperts] = {2, 0, 3};
   const std::vector<int32_t> token_ids[kExperts] = {{4, 1}, {}, {0, 4, 5}};
   for (int e = 0; e < kExperts; ++e) {
@@ -441,7 +442,7 @@ TEST(CpuOpsTest, GroupedOpsRunEachShardsRowsThroughItsOwnGroup) {
     std::vector<Tensor> local = {xe, dye, Tensor::I32({rows[e]}, token_ids[e]),
                                  ShardOf(w, 0, e, kExperts), table};
     Result<std::vector<Tensor>> out = RunFunction(fn, e, kExperts, std::move(local));
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_THAT(out, IsOk());
     ATOLL_ASSERT_OK_AND_ASSIGN(Tensor we, kernels::Reshape(ShardOf(w, 0, e, kExperts), {kK, kN}));
     ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_y, kernels::Matmul(xe, we, {}));
     ATOLL_ASSERT_OK_AND_ASSIGN(Tensor want_dx, kernels::Matmul(dye, we, {false, true}));

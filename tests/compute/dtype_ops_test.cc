@@ -16,6 +16,7 @@
 #include "kernels/cast.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
+#include "tests/status_matchers.h"
 
 namespace atl::compute {
 namespace {
@@ -169,7 +170,7 @@ TEST_P(DTypeOpsTest, F64ComputesWhatF32Computes) {
   const Case& c = GetParam();
   std::mt19937 rng(17);
   const std::vector<Tensor> f32 = Inputs(c, DType::kF32, rng);
-  ASSERT_TRUE(Accepts(c, DType::kF64).ok()) << Accepts(c, DType::kF64).ToString();
+  ASSERT_THAT(Accepts(c, DType::kF64), IsOk());
   ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor narrow, RunOne(c, DType::kF32, f32));
   ATOLL_ASSERT_OK_AND_ASSIGN(const Tensor wide, RunOne(c, DType::kF64, Widened(f32, DType::kF64)));
   const ir::FunctionDef fn = Build(c, DType::kF64);

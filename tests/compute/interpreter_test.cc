@@ -16,6 +16,7 @@
 #include "compute/backend_sim.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
+#include "tests/status_matchers.h"
 
 namespace atl::compute {
 namespace {
@@ -52,7 +53,7 @@ ir::FunctionDef ScalarFunction(std::string name, OpCode code, double scalar,
 // reassembled into its global shape.
 std::vector<Tensor> RunOnAllShards(const ir::FunctionDef& fn, int num_shards,
                                    const std::vector<Tensor>& globals) {
-  EXPECT_TRUE(ir::Validate(fn, num_shards).ok()) << ir::Validate(fn, num_shards).ToString();
+  EXPECT_THAT(ir::Validate(fn, num_shards), IsOk());
   const std::vector<ir::TensorType> out_types = ir::OutputTypes(fn);
   std::vector<std::vector<Tensor>> per_output(out_types.size());
   for (int s = 0; s < num_shards; ++s) {
@@ -61,7 +62,7 @@ std::vector<Tensor> RunOnAllShards(const ir::FunctionDef& fn, int num_shards,
       local.push_back(ShardOf(globals[i], SplitDim(fn.inputs[i]), s, num_shards));
     }
     auto outs = RunFunction(fn, s, num_shards, std::move(local));
-    EXPECT_TRUE(outs.ok()) << outs.status().ToString();
+    EXPECT_THAT(outs, IsOk());
     if (!outs.ok()) return {};
     EXPECT_EQ(outs->size(), out_types.size());
     for (size_t o = 0; o < out_types.size() && o < outs->size(); ++o) {
@@ -93,7 +94,7 @@ TEST(InterpreterTest, PaperFigure2FunctionsShardByShard) {
   const ir::FunctionDef a = ScalarFunction("a", OpCode::kMul, 2, type);
   const ir::FunctionDef b = ScalarFunction("b", OpCode::kAdd, 1, type);
   const ir::FunctionDef c = ScalarFunction("c", OpCode::kDiv, 2, type);
-  for (const auto* fn : {&a, &b, &c}) ASSERT_TRUE(ir::Validate(*fn, kShards).ok());
+  for (const auto* fn : {&a, &b, &c}) ASSERT_THAT(ir::Validate(*fn, kShards), IsOk());
 
   std::mt19937 rng(10);
   const Tensor x = RandomF32(rng, {16, 3});

@@ -15,6 +15,7 @@
 #include "common/proto/ids.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/member_context.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -53,9 +54,9 @@ class BadInputTest : public ClusterTest {
     ASSERT_NE(probe_, nullptr);
     client_id_ = probe_->id();
     net::Requester rm(context_, cluster_->info().rm_endpoint);
-    ASSERT_TRUE(rm.Connect().ok());
+    ASSERT_THAT(rm.Connect(), IsOk());
     auto slice = rm.Call<proto::SliceInfo>(proto::CreateSlice{client_id_, 1, "", ""}, 5s);
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     const auto& device = slice->devices.at(0);
     endpoints_ = {cluster_->info().rm_endpoint, slice->scheduler_endpoint, device.control_endpoint,
                   device.data_endpoint, device.store_endpoint};
@@ -80,17 +81,17 @@ class BadInputTest : public ClusterTest {
   // anywhere when empty).
   static void ExpectChainRuns(Client& client, uint32_t devices, const std::string& island) {
     auto slice = client.CreateSlice(devices, island);
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     FunctionBuilder b("inc");
     b.Output(b.Add(b.Input(DType::kF32, {2}), 1.0));
     auto fn = client.Register(b, *slice);
-    ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+    ASSERT_THAT(fn, IsOk());
     ProgramBuilder p;
     p.Return({p.Call(*fn, {p.Call(*fn, {p.Arg(DType::kF32, {2})})[0]})[0]});
     auto run = client.Submit(*p.Build(), {Tensor::F32({2}, {1, 2})});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto out = run->Wait(20s);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_THAT(out, IsOk());
     EXPECT_EQ(out->at(0), Tensor::F32({2}, {3, 4}));
   }
 
@@ -190,14 +191,14 @@ TEST_F(BadInputTest, AFloodOfGarbageIsAnsweredEachTimeButLoggedOncePerSecondWith
     const std::string peer = "peer " + net::HexBytes(id);
     zmq::socket_t dealer = net::MakeSocket(context_, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::routing_id, id);
-    ASSERT_TRUE(net::Connect(dealer, endpoint).ok());
+    ASSERT_THAT(net::Connect(dealer, endpoint), IsOk());
     const auto start = std::chrono::steady_clock::now();
     int replies = 0;
     for (int round = 0; round < kRounds; ++round) {
       for (int i = 0; i < kPerRound; ++i) {
         net::Frames garbage;
         garbage.emplace_back("\xc1\xff garbage", 10);
-        ASSERT_TRUE(net::SendFrames(dealer, garbage).ok());
+        ASSERT_THAT(net::SendFrames(dealer, garbage), IsOk());
       }
       for (int i = 0; i < kPerRound; ++i) {
         auto reply = net::RecvFrames(dealer, 10s);
@@ -212,7 +213,7 @@ TEST_F(BadInputTest, AFloodOfGarbageIsAnsweredEachTimeButLoggedOncePerSecondWith
     std::this_thread::sleep_for(1100ms);
     net::Frames last;
     last.emplace_back("\xc1\xff garbage", 10);
-    ASSERT_TRUE(net::SendFrames(dealer, last).ok());
+    ASSERT_THAT(net::SendFrames(dealer, last), IsOk());
     auto reply = net::RecvFrames(dealer, 10s);
     ASSERT_TRUE(reply.ok() && reply->has_value());
     const uint64_t sent = kRounds * kPerRound + 1;
@@ -240,7 +241,7 @@ TEST_F(BadInputTest, APeerThatNeverReadsItsRepliesDoesNotStallAServiceForOthers)
     SCOPED_TRACE(name);
     zmq::socket_t mute = net::MakeSocket(context_, zmq::socket_type::dealer);
     mute.set(zmq::sockopt::rcvhwm, 1);
-    ASSERT_TRUE(net::Connect(mute, endpoint).ok());
+    ASSERT_THAT(net::Connect(mute, endpoint), IsOk());
     int sent = 0;
     for (; sent < kUnread; ++sent) {
       net::Frames garbage;
@@ -269,7 +270,7 @@ TEST_F(BadInputTest, AProgramNamingAnUnknownFunctionFailsWithThatError) {
   Status s =
       RawCall(context_, endpoints_.scheduler,
               {Encoded(proto::SubmitProgram{client_id_, run, {{endpoints_.control, e}}, 1.0, {}})});
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_THAT(s, IsOk());
   s = RawCall(context_, endpoints_.store, {Encoded(proto::GetObject{object, 0, 10000, true})});
   EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
   EXPECT_NE(s.message().find("31337"), std::string::npos) << s.ToString();
@@ -282,9 +283,9 @@ TEST_F(BadInputTest, AProgramNamingAnUnknownFunctionFailsWithThatError) {
 // (which never come) held every run of that client on the island for cross_island_wait_ms.
 TEST_F(BadInputTest, ASubmissionForAClientNotConnectedYetIsRefusedAndHoldsUpNobody) {
   net::Requester rm(context_, endpoints_.rm);
-  ASSERT_TRUE(rm.Connect().ok());
+  ASSERT_THAT(rm.Connect(), IsOk());
   auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_THAT(status, IsOk());
   const uint64_t next = client_id_ + 1;  // no other client connects meanwhile
   proto::Entry held;
   held.run_id = proto::MakeRunId(next, 1);

@@ -5,6 +5,7 @@
 
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -39,16 +40,16 @@ TEST_F(BatchingTest, SmallTuplesToOneHostShareABatchWithinTheWindow) {
   auto client = Connect("batching");
   ASSERT_NE(client, nullptr);
   auto program = CrossHostChain(*client);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
 
   constexpr uint64_t kRuns = 3;
   std::vector<float> v(kRows);
   for (uint64_t run = 0; run < kRuns; ++run) {
     for (int64_t i = 0; i < kRows; ++i) v[i] = float(i) - float(run);
     auto submitted = client->Submit(*program, {Tensor::F32({kRows}, v)});
-    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    ASSERT_THAT(submitted, IsOk());
     auto got = submitted->Wait(20s);
-    ASSERT_TRUE(got.ok()) << "run " << run << ": " << got.status().ToString();
+    ASSERT_THAT(got, IsOk()) << "run " << run << ": " << got.status().ToString();
     std::vector<float> want(kRows);
     for (int64_t i = 0; i < kRows; ++i) want[i] = (2 * v[i] + 1) * (2 * v[i] + 1);
     EXPECT_EQ(got->at(0), Tensor::F32({kRows}, want)) << got->at(0).ToString();

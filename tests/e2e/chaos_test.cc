@@ -21,6 +21,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/member_context.h"
 #include "tests/e2e/store_stats.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -164,7 +165,7 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
   std::vector<Workload> workloads;
   for (int i = 0; i < kClients; ++i) {
     auto w = StartWorkload(RmEndpoint(), i);
-    ASSERT_TRUE(w.ok()) << "client " << i << ": " << w.status().ToString();
+    ASSERT_THAT(w, IsOk()) << "client " << i << ": " << w.status().ToString();
     workloads.push_back(std::move(w).value());
   }
   std::jthread recorder(RecordEvents, EventsEndpoint(), EventLogPath());
@@ -202,7 +203,7 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
       }
       next_kill = Clock::now() + std::chrono::milliseconds(2000 + random() % 2000);
     }
-    ASSERT_TRUE(cluster_->Supervise().ok());
+    ASSERT_THAT(cluster_->Supervise(), IsOk());
     std::this_thread::sleep_for(50ms);  // the supervisor's own poll period
   }
   stop = true;
@@ -211,7 +212,7 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
   // goodbyes are heard.
   const auto settle = Clock::now() + 30s;
   while (!AllAlive(RmEndpoint()) && Clock::now() < settle) {
-    ASSERT_TRUE(cluster_->Supervise().ok());
+    ASSERT_THAT(cluster_->Supervise(), IsOk());
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_TRUE(AllAlive(RmEndpoint())) << "a service was not back within 30 s";
@@ -223,7 +224,7 @@ TEST_F(ChaosTest, RunsReturnOrFailClearlyWhileServicesDieAndNothingIsLeftBehind)
   MemberContext context;
   const auto gone = Clock::now() + 30s;
   do {
-    ASSERT_TRUE(cluster_->Supervise().ok());
+    ASSERT_THAT(cluster_->Supervise(), IsOk());
     left.clear();
     uint64_t total = 0;
     for (const auto& [host, stats] : StoreStatsByHost(context, RmEndpoint())) {

@@ -18,6 +18,7 @@
 #include "examples/mlp/mlp.h"
 #include "launcher/local_cluster.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -41,7 +42,7 @@ class CheckpointResumeTest : public ::testing::Test {
     options.bin_dir = ATOLL_BIN_DIR;
     auto cluster = std::make_unique<LocalCluster>(options);
     const Status started = cluster->Start();
-    EXPECT_TRUE(started.ok()) << started.ToString();
+    EXPECT_THAT(started, IsOk());
     if (!started.ok()) return nullptr;
     setenv("ATOLL_KEYS", cluster->keys_dir().c_str(), 1);  // the example's client finds them
     return cluster;
@@ -74,7 +75,7 @@ TEST_F(CheckpointResumeTest, TrainingResumesAfterEveryServiceWasKilledWithTheSam
   }
   // Mid-training, after a checkpoint: every service at once, then the training process.
   for (const ProcessInfo& service : first->info().processes) {
-    ASSERT_TRUE(first->Signal(service.name, SIGKILL).ok()) << service.name;
+    ASSERT_THAT(first->Signal(service.name, SIGKILL), IsOk()) << service.name;
   }
   kill(training.pid(), SIGKILL);
   training.Wait(10s);
@@ -86,9 +87,9 @@ TEST_F(CheckpointResumeTest, TrainingResumesAfterEveryServiceWasKilledWithTheSam
   auto client = Client::Connect({.rm_endpoint = second->info().rm_endpoint,
                                  .name = "resume",
                                  .keys_dir = second->keys_dir()});
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_THAT(client, IsOk());
   auto slice = (*client)->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
 
   // The step the checkpoint holds: the run saved at least one before it was killed.
   examples::MlpConfig resume = config;
@@ -96,14 +97,14 @@ TEST_F(CheckpointResumeTest, TrainingResumesAfterEveryServiceWasKilledWithTheSam
   resume.steps = 0;
   {
     auto saved = (*client)->Load(config.checkpoint, *slice, {.names = {"step"}});
-    ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+    ASSERT_THAT(saved, IsOk());
     auto step = saved->run.Wait(0, 30s);
-    ASSERT_TRUE(step.ok()) << step.status().ToString();
+    ASSERT_THAT(step, IsOk());
     resume.steps = step->as<int32_t>()[0] + 5;
   }
   ASSERT_GE(resume.steps, config.checkpoint_every + 5);
   auto resumed = examples::TrainMlp(**client, *slice, resume);
-  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  ASSERT_THAT(resumed, IsOk());
   ASSERT_EQ(resumed->first_step, resume.steps - 4);
   ASSERT_EQ(resumed->losses.size(), 5u);
 
@@ -111,7 +112,7 @@ TEST_F(CheckpointResumeTest, TrainingResumesAfterEveryServiceWasKilledWithTheSam
   uninterrupted.checkpoint = "";
   uninterrupted.steps = resume.steps;
   auto reference = examples::TrainMlp(**client, *slice, uninterrupted);
-  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ASSERT_THAT(reference, IsOk());
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(resumed->losses[i], reference->losses[resumed->first_step - 1 + i])
         << "step " << resumed->first_step + static_cast<int>(i);
@@ -122,7 +123,7 @@ TEST_F(CheckpointResumeTest, TrainingResumesAfterEveryServiceWasKilledWithTheSam
     c.steps = 1;
     return c;
   }());
-  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_THAT(fresh, IsOk());
   EXPECT_LT(resumed->losses[0], 0.9 * fresh->losses[0]);
   EXPECT_EQ(resumed->params.w1, reference->params.w1);
 }

@@ -10,6 +10,7 @@
 
 #include "tests/common/checkpoint/numpy_python.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -24,23 +25,23 @@ class CheckpointTest : public ClusterTest {
     client_ = Connect("checkpoints");
     ASSERT_NE(client_, nullptr);
     auto slice = client_->CreateSlice(4, "island0");
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     slice_ = *slice;
     // make(x, b) = (2x cut by rows, b + 1 replicated).
     FunctionBuilder f("make");
     f.Output(f.Mul(f.Input(DType::kF32, {8, 6}, Sharding::Split(0)), 2.0));
     f.Output(f.Add(f.Input(DType::kF32, {3}, Sharding::Replicated()), 1.0));
     auto make = client_->Register(f, slice_);
-    ASSERT_TRUE(make.ok()) << make.status().ToString();
+    ASSERT_THAT(make, IsOk());
     ProgramBuilder p;
     p.Return(p.Call(*make, {p.Arg(DType::kF32, {8, 6}), p.Arg(DType::kF32, {3})}));
     auto program = p.Build();
-    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    ASSERT_THAT(program, IsOk());
     std::vector<float> x(48);
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 10;
     x_ = Tensor::F32({8, 6}, x);
     auto run = client_->Submit(*program, {x_, Tensor::F32({3}, {1, 2, 3})});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     run_.emplace(std::move(*run));
   }
 
@@ -72,15 +73,15 @@ class CheckpointTest : public ClusterTest {
     FunctionBuilder f(std::string("rows_") + std::string(DTypeName(x.dtype())));
     f.Output(f.Cast(f.Input(x.dtype(), x.shape(), Sharding::Split(0)), x.dtype()));
     auto fn = client_->Register(f, slice_);
-    EXPECT_TRUE(fn.ok()) << fn.status().ToString();
+    EXPECT_THAT(fn, IsOk());
     if (!fn.ok()) return std::nullopt;
     ProgramBuilder p;
     p.Return(p.Call(*fn, {p.Arg(x.dtype(), x.shape())}));
     auto program = p.Build();
-    EXPECT_TRUE(program.ok()) << program.status().ToString();
+    EXPECT_THAT(program, IsOk());
     if (!program.ok()) return std::nullopt;
     auto run = client_->Submit(*program, {x});
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_THAT(run, IsOk());
     if (!run.ok()) return std::nullopt;
     return std::move(*run);
   }
@@ -93,7 +94,7 @@ class CheckpointTest : public ClusterTest {
 
 TEST_F(CheckpointTest, SavedFuturesAreNumpyFilesAndLoadBackAsFuturesThatFeedRuns) {
   const Status saved = client_->Save(Tensors(), "ck/one");
-  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  ASSERT_THAT(saved, IsOk());
 
   // One file per distinct block: y's four row blocks, one replica of r, the value.
   size_t npy = 0;
@@ -134,10 +135,10 @@ TEST_F(CheckpointTest, SavedFuturesAreNumpyFilesAndLoadBackAsFuturesThatFeedRuns
   }
 
   auto loaded = client_->Load("ck/one", slice_);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_THAT(loaded, IsOk());
   EXPECT_EQ(loaded->names, (std::vector<std::string>{"y", "r", "step"}));
   auto values = loaded->run.Wait(30s);
-  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  ASSERT_THAT(values, IsOk());
   EXPECT_EQ((*values)[0], Y());
   EXPECT_EQ((*values)[1], Tensor::F32({3}, {2, 3, 4}));
   EXPECT_EQ((*values)[2], Tensor::I32({}, {7}));
@@ -146,21 +147,21 @@ TEST_F(CheckpointTest, SavedFuturesAreNumpyFilesAndLoadBackAsFuturesThatFeedRuns
   FunctionBuilder f("half");
   f.Output(f.Mul(f.Input(DType::kF32, {8, 6}, Sharding::Split(0)), 0.5));
   auto half = client_->Register(f, slice_);
-  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  ASSERT_THAT(half, IsOk());
   ProgramBuilder p;
   p.Return({p.Call(*half, {p.Arg(DType::kF32, {8, 6})})[0]});
   auto program = p.Build();
-  ASSERT_TRUE(program.ok());
+  ASSERT_THAT(program, IsOk());
   auto run = client_->Submit(*program, {loaded->run.Output(0)});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ((*out)[0], x_);
 }
 
 TEST_F(CheckpointTest, ATensorLoadsOntoAnotherLayout) {
   const Status saved = client_->Save(Tensors(), "ck/layouts");
-  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  ASSERT_THAT(saved, IsOk());
   // y was 4 row blocks over 4 devices; here 2 x 2 blocks over a 2 x 2 mesh, and whole on
   // one device of the other island, with r.
   auto mesh = client_->CreateMeshSlice({2, 2}, "island0");
@@ -168,9 +169,9 @@ TEST_F(CheckpointTest, ATensorLoadsOntoAnotherLayout) {
   ASSERT_TRUE(mesh.ok() && one.ok());
   LoadOptions blocks{.names = {"y"}, .shardings = {{"y", Sharding::Axes({0, 1})}}};
   auto on_mesh = client_->Load("ck/layouts", *mesh, blocks);
-  ASSERT_TRUE(on_mesh.ok()) << on_mesh.status().ToString();
+  ASSERT_THAT(on_mesh, IsOk());
   auto on_one = client_->Load("ck/layouts", *one, {.names = {"r", "y"}});
-  ASSERT_TRUE(on_one.ok()) << on_one.status().ToString();
+  ASSERT_THAT(on_one, IsOk());
   auto a = on_mesh->run.Wait(30s);
   auto b = on_one->run.Wait(30s);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
@@ -180,7 +181,7 @@ TEST_F(CheckpointTest, ATensorLoadsOntoAnotherLayout) {
 
   // As saved (cut along mesh axis 0) it does not fit a mesh whose axis 0 does not divide it.
   auto three = client_->CreateSlice(3, "island1");
-  ASSERT_TRUE(three.ok());
+  ASSERT_THAT(three, IsOk());
   auto refused = client_->Load("ck/layouts", *three, {.names = {"y"}});
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
   EXPECT_NE(refused.status().message().find("does not divide"), std::string::npos)
@@ -230,7 +231,7 @@ std::vector<DTypeCase> DTypeCases() {
 // lines (bf16 read as ml_dtypes.bfloat16).
 TEST_F(CheckpointTest, EveryDtypeSavesAndLoadsBackBitForBit) {
   auto mesh = client_->CreateMeshSlice({2, 2}, "island0");
-  ASSERT_TRUE(mesh.ok()) << mesh.status().ToString();
+  ASSERT_THAT(mesh, IsOk());
   for (const DTypeCase& c : DTypeCases()) {
     SCOPED_TRACE(DTypeName(c.dtype));
     ASSERT_EQ(c.x.dtype(), c.dtype);
@@ -238,7 +239,7 @@ TEST_F(CheckpointTest, EveryDtypeSavesAndLoadsBackBitForBit) {
     ASSERT_TRUE(run.has_value());
     const std::string path = "ck/dtype-" + std::string(DTypeName(c.dtype));
     const Status saved = client_->Save({{"x", run->Output(0)}, {"v", c.x}}, path);
-    ASSERT_TRUE(saved.ok()) << saved.ToString();
+    ASSERT_THAT(saved, IsOk());
     const json index = json::parse(std::ifstream(Dir(path) + "/index.json"));
     for (const auto& t : index["tensors"]) {
       EXPECT_EQ(t["dtype"], DTypeName(c.dtype));
@@ -247,16 +248,16 @@ TEST_F(CheckpointTest, EveryDtypeSavesAndLoadsBackBitForBit) {
     EXPECT_EQ(index["tensors"][0]["blocks"].size(), 4u);
 
     auto loaded = client_->Load(path, slice_);
-    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    ASSERT_THAT(loaded, IsOk());
     auto values = loaded->run.Wait(30s);
-    ASSERT_TRUE(values.ok()) << values.status().ToString();
+    ASSERT_THAT(values, IsOk());
     EXPECT_EQ((*values)[0], c.x);
     EXPECT_EQ((*values)[1], c.x);
     auto on_mesh =
         client_->Load(path, *mesh, {.names = {"x"}, .shardings = {{"x", Sharding::Axes({0, 1})}}});
-    ASSERT_TRUE(on_mesh.ok()) << on_mesh.status().ToString();
+    ASSERT_THAT(on_mesh, IsOk());
     auto blocks = on_mesh->run.Wait(0, 30s);
-    ASSERT_TRUE(blocks.ok()) << blocks.status().ToString();
+    ASSERT_THAT(blocks, IsOk());
     EXPECT_EQ(*blocks, c.x);
 
     if (HaveNumpy()) {
@@ -283,7 +284,7 @@ TEST_F(CheckpointTest, AFileOfAnotherDtypeThanItsIndexSaysIsRefused) {
   std::optional<atl::Run> run = RowsOf(bf16.x);
   ASSERT_TRUE(run.has_value());
   const Status saved = client_->Save({{"x", run->Output(0)}}, "ck/mismatch");
-  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  ASSERT_THAT(saved, IsOk());
   const std::string index_path = Dir("ck/mismatch") + "/index.json";
   const json index = json::parse(std::ifstream(index_path));
   const auto load_with = [&](const char* dtype, const char* descr) {
@@ -303,7 +304,7 @@ TEST_F(CheckpointTest, AFileOfAnotherDtypeThanItsIndexSaysIsRefused) {
   EXPECT_NE(descr.message().find("bf16 with descr '<f2', not 'bfloat16'"), std::string::npos)
       << descr.ToString();
   const Status whole = load_with("bf16", "<u2");
-  EXPECT_TRUE(whole.ok()) << whole.ToString();
+  EXPECT_THAT(whole, IsOk());
 }
 
 TEST_F(CheckpointTest, PathsOutOfTheRootAndBadNamesAreRefused) {
@@ -341,7 +342,7 @@ TEST_F(CheckpointTest, MissingCorruptOrIncompleteCheckpointsAreRefused) {
   EXPECT_EQ(none.status().code(), Code::kNotFound) << none.status().ToString();
 
   const Status saved = client_->Save(Tensors(), "ck/bad");
-  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  ASSERT_THAT(saved, IsOk());
   auto missing_name = client_->Load("ck/bad", slice_, {.names = {"nope"}});
   EXPECT_EQ(missing_name.status().code(), Code::kNotFound) << missing_name.status().ToString();
 
@@ -354,7 +355,7 @@ TEST_F(CheckpointTest, MissingCorruptOrIncompleteCheckpointsAreRefused) {
   EXPECT_NE(corrupt.status().message().find("corrupt"), std::string::npos);
   // The tensors whose files are whole still load.
   auto r = client_->Load("ck/bad", slice_, {.names = {"r"}});
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_THAT(r, IsOk());
 
   std::filesystem::remove(file);
   auto gone = client_->Load("ck/bad", slice_, {.names = {"y"}});
@@ -369,17 +370,17 @@ TEST_F(CheckpointTest, MissingCorruptOrIncompleteCheckpointsAreRefused) {
 
 TEST_F(CheckpointTest, SavingOverReplacesTheCheckpointAndItsFiles) {
   const Status saved = client_->Save(Tensors(), "ck/over");
-  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  ASSERT_THAT(saved, IsOk());
   const std::string old_file = FirstFile("ck/over", "y");
   const Status again =
       client_->Save({{"y", run_->Output(0)}, {"step", Tensor::I32({}, {8})}}, "ck/over");
-  ASSERT_TRUE(again.ok()) << again.ToString();
+  ASSERT_THAT(again, IsOk());
   EXPECT_FALSE(std::filesystem::exists(old_file));
   auto loaded = client_->Load("ck/over", slice_);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_THAT(loaded, IsOk());
   EXPECT_EQ(loaded->names, (std::vector<std::string>{"y", "step"}));
   auto step = loaded->run.Wait(1, 30s);
-  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  ASSERT_THAT(step, IsOk());
   EXPECT_EQ(*step, Tensor::I32({}, {8}));
 }
 

@@ -16,6 +16,7 @@
 
 #include "atoll/client.h"
 #include "launcher/local_cluster.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 
@@ -34,7 +35,7 @@ class ClusterTest : public ::testing::Test {
     options.bin_dir = ATOLL_BIN_DIR;
     cluster_ = new LocalCluster(options);
     Status started = cluster_->Start();
-    ASSERT_TRUE(started.ok()) << started.ToString();
+    ASSERT_THAT(started, IsOk());
     // Clients this test makes, and commands it runs, connect with the cluster's keys.
     setenv("ATOLL_KEYS", cluster_->keys_dir().c_str(), 1);
   }
@@ -42,7 +43,7 @@ class ClusterTest : public ::testing::Test {
   static void TearDownTestSuite() {
     if (cluster_ != nullptr) {
       Status stopped = cluster_->Stop();
-      EXPECT_TRUE(stopped.ok()) << stopped.ToString();
+      EXPECT_THAT(stopped, IsOk());
       delete cluster_;
       cluster_ = nullptr;
     }
@@ -76,7 +77,7 @@ class ClusterTest : public ::testing::Test {
   static std::unique_ptr<Client> Connect(const std::string& name = "test") {
     auto client = Client::Connect(
         {.rm_endpoint = cluster_->info().rm_endpoint, .name = name, .keys_dir = KeysDir()});
-    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    EXPECT_THAT(client, IsOk());
     return client.ok() ? std::move(client).value() : nullptr;
   }
 

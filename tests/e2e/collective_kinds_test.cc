@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -76,18 +77,18 @@ class CollectiveKindsTest : public ClusterTest {
   std::vector<Tensor> RunOn(Client& client, const Slice& slice, const FunctionBuilder& b,
                             const Tensor& x) {
     auto fn = client.Register(b, slice);
-    EXPECT_TRUE(fn.ok()) << fn.status().ToString();
+    EXPECT_THAT(fn, IsOk());
     if (!fn.ok()) return {};
     ProgramBuilder p;
     p.Return(p.Call(*fn, {p.Arg(DType::kF32, x.shape())}));
     auto program = p.Build();
-    EXPECT_TRUE(program.ok()) << program.status().ToString();
+    EXPECT_THAT(program, IsOk());
     if (!program.ok()) return {};
     auto run = client.Submit(*program, {x});
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_THAT(run, IsOk());
     if (!run.ok()) return {};
     auto out = run->Wait(60s);
-    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_THAT(out, IsOk());
     return out.ok() ? std::move(out).value() : std::vector<Tensor>{};
   }
 };
@@ -96,7 +97,7 @@ TEST_F(CollectiveKindsTest, EveryCollectiveEqualsItsDefinitionOnAOneDimensionalS
   auto client = Connect("collectives-1d");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
 
   // x [4, 8] one row per device; its rows summed over the cut dimension give each device its
   // own row as a partial [8].
@@ -139,7 +140,7 @@ TEST_F(CollectiveKindsTest, EveryCollectiveEqualsItsDefinitionAlongEachAxisOfATw
   auto client = Connect("collectives-2d");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateMeshSlice({2, 2}, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   const Tensor in = Numbers({2, 2, kWidth});
   // x[i, j, c]: device (i, j) holds x[i, j, :].
   auto at = [&](int64_t i, int64_t j, int64_t c) {
@@ -194,7 +195,7 @@ TEST_F(CollectiveKindsTest, SizesThatDoNotDivideOverTheAxisAreRefusedAtRegistrat
   auto client = Connect("collectives-uneven");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   struct Case {
     std::string what;
     std::function<void(FunctionBuilder&)> build;
@@ -225,7 +226,7 @@ TEST_F(CollectiveKindsTest, SizesThatDoNotDivideOverTheAxisAreRefusedAtRegistrat
   for (const Case& c : cases) {
     FunctionBuilder b("uneven");
     c.build(b);
-    ASSERT_TRUE(b.status().ok()) << c.what << ": " << b.status().ToString();
+    ASSERT_THAT(b.status(), IsOk()) << c.what << ": " << b.status().ToString();
     auto fn = client->Register(b, *slice);
     ASSERT_FALSE(fn.ok()) << c.what;
     EXPECT_EQ(fn.status().code(), Code::kInvalidArgument) << c.what;

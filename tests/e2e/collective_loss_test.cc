@@ -15,6 +15,7 @@
 
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -77,11 +78,11 @@ TEST_F(CollectiveLossTest, ALostHostFailsEveryKindOfCollectiveNamingIt) {
   auto client = Connect("collective-loss");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   std::vector<Program> programs;
   for (const Kind& kind : Kinds()) {
     auto program = KindProgram(*client, *slice, kind);
-    ASSERT_TRUE(program.ok()) << kind.name << ": " << program.status().ToString();
+    ASSERT_THAT(program, IsOk()) << kind.name << ": " << program.status().ToString();
     programs.push_back(*program);
   }
   EventRecorder events(EventsEndpoint());
@@ -89,7 +90,7 @@ TEST_F(CollectiveLossTest, ALostHostFailsEveryKindOfCollectiveNamingIt) {
   for (size_t k = 0; k < Kinds().size(); ++k) {
     const Shape shape = Kinds()[k].cut ? Shape{4, 8} : Shape{8};
     auto run = client->Submit(programs[k], {Tensor(DType::kF32, shape)});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     runs.push_back(std::move(run).value());
   }
   // Once the victim has run the first run's quick call, its devices are in the first run's
@@ -104,7 +105,7 @@ TEST_F(CollectiveLossTest, ALostHostFailsEveryKindOfCollectiveNamingIt) {
                       },
                       30s)
                   .has_value());
-  ASSERT_TRUE(cluster_->Signal(std::string("executor-") + kCollectiveVictim, SIGKILL).ok());
+  ASSERT_THAT(cluster_->Signal(std::string("executor-") + kCollectiveVictim, SIGKILL), IsOk());
 
   for (size_t k = 0; k < runs.size(); ++k) {
     SCOPED_TRACE(Kinds()[k].name);
@@ -121,13 +122,13 @@ TEST_F(CollectiveLossTest, ALostHostFailsEveryKindOfCollectiveNamingIt) {
   // far within the 30 s a collective would wait for a partner, so none of them held its
   // devices for that long.
   auto survivor = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(survivor.ok()) << survivor.status().ToString();
+  ASSERT_THAT(survivor, IsOk());
   auto program = KindProgram(*client, *survivor, Kinds().front());
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   auto run = client->Submit(*program, {Tensor::F32({8}, std::vector<float>(8, 1))});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(10s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({8}, std::vector<float>(8, 2)));
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -44,16 +45,16 @@ TEST_F(CollectivesTest, AllReduceSumsOverDevicesOfOneAndOfSeveralHosts) {
   // slice covers both devices of both.
   for (uint32_t devices : {1u, 2u, 4u}) {
     auto slice = client->CreateSlice(devices, "island0");
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     auto step = RegisterStep(*client, *slice, {3});
-    ASSERT_TRUE(step.ok()) << step.status().ToString();
+    ASSERT_THAT(step, IsOk());
     auto program = Chain(*step, {3}, 3);
-    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    ASSERT_THAT(program, IsOk());
     const std::vector<float> v = {1, -2, 0.5};
     auto run = client->Submit(*program, {Tensor::F32({3}, v)});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto out = run->Wait(30s);
-    ASSERT_TRUE(out.ok()) << devices << " devices: " << out.status().ToString();
+    ASSERT_THAT(out, IsOk()) << devices << " devices: " << out.status().ToString();
     EXPECT_EQ(out->at(0), Tensor::F32({3}, Expected(v, static_cast<int>(devices), 3)))
         << devices << " devices";
   }

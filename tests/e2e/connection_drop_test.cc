@@ -8,6 +8,7 @@
 
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/one_call_program.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -26,19 +27,19 @@ class ConnectionDropTest : public ClusterTest {
     auto client = Connect("dropped-" + service);
     ASSERT_NE(client, nullptr);
     auto slice = client->CreateSlice(devices, "island0");
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     auto program =
         OneCall(*client, *slice, "inc", [](FunctionBuilder& b, Value x) { return b.Add(x, 1.0); });
-    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    ASSERT_THAT(program, IsOk());
     const Tensor x = Tensor::F32({2}, {1, 2});
     auto first = client->Submit(*program, {x});
-    ASSERT_TRUE(first.ok()) << first.status().ToString();
-    ASSERT_TRUE(first->Wait(20s).ok());
+    ASSERT_THAT(first, IsOk());
+    ASSERT_THAT(first->Wait(20s), IsOk());
 
-    ASSERT_TRUE(cluster_->Signal(service, SIGSTOP).ok());
+    ASSERT_THAT(cluster_->Signal(service, SIGSTOP), IsOk());
     auto doomed = client->Submit(*program, {x});
-    ASSERT_TRUE(doomed.ok()) << doomed.status().ToString();
-    ASSERT_TRUE(cluster_->Signal(service, SIGKILL).ok());
+    ASSERT_THAT(doomed, IsOk());
+    ASSERT_THAT(cluster_->Signal(service, SIGKILL), IsOk());
     auto out = doomed->Wait(20s);
     ASSERT_FALSE(out.ok()) << "the run completed";
     EXPECT_EQ(out.status().code(), Code::kUnavailable) << out.status().ToString();
@@ -46,11 +47,11 @@ class ConnectionDropTest : public ClusterTest {
     EXPECT_NE(out.status().message().find("connection dropped"), std::string::npos)
         << out.status().ToString();
 
-    ASSERT_TRUE(cluster_->Restart(service, SIGKILL).ok());
+    ASSERT_THAT(cluster_->Restart(service, SIGKILL), IsOk());
     auto again = client->Submit(*program, {x});
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    ASSERT_THAT(again, IsOk());
     auto again_out = again->Wait(20s);
-    ASSERT_TRUE(again_out.ok()) << again_out.status().ToString();
+    ASSERT_THAT(again_out, IsOk());
     EXPECT_EQ(again_out->at(0), Tensor::F32({2}, {2, 3}));
   }
 };

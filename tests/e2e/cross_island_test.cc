@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -102,12 +103,12 @@ TEST_F(CrossIslandTest, OppositeCrossingsFromManyClientsAllComplete) {
   }
   for (auto& t : clients) t.join();
   for (int c = 0; c < kClients; ++c) {
-    EXPECT_TRUE(outcomes[c].ok()) << "client " << c << ": " << outcomes[c].ToString();
+    EXPECT_THAT(outcomes[c], IsOk()) << "client " << c << ": " << outcomes[c].ToString();
   }
 
   // The cluster is still usable afterwards: one more crossing completes.
   Status after = CrossOnce(RmEndpoint());
-  EXPECT_TRUE(after.ok()) << after.ToString();
+  EXPECT_THAT(after, IsOk());
 }
 
 }  // namespace

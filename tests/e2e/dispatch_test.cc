@@ -5,6 +5,7 @@
 
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -56,14 +57,14 @@ class DispatchTest : public ClusterTest {
     auto client = Connect("dispatch");
     EXPECT_NE(client, nullptr);
     auto program = make(*client);
-    EXPECT_TRUE(program.ok()) << program.status().ToString();
+    EXPECT_THAT(program, IsOk());
     if (!program.ok()) return {};
     EventRecorder recorder(EventsEndpoint());
     auto run = client->Submit(*program, {input}, options);
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_THAT(run, IsOk());
     if (!run.ok()) return {};
     auto out = run->Wait(30s);
-    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_THAT(out, IsOk());
     if (out.ok()) {
       EXPECT_EQ(out->at(0), expected);
     }

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -73,15 +74,15 @@ TEST_F(DTypesTest, AnF64FunctionComputesInDoubleAcrossHosts) {
   auto client = Connect("f64");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");  // 2 hosts x 2 devices
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   const int64_t rows = 1024, k = 16, n = 3;
   auto fn = RegisterForwardAndGram(*client, *slice, DType::kF64, rows, k, n);
-  ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+  ASSERT_THAT(fn, IsOk());
   std::mt19937 rng(64);
   const std::vector<double> xv = RandomValues(rng, rows * k), wv = RandomValues(rng, k * n);
   auto out = RunForwardAndGram(*client, *fn, DType::kF64, Tensor::F64({rows, k}, xv),
                                Tensor::F64({k, n}, wv));
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   const Reference ref = Compute(xv, wv, rows, k, n);
   ASSERT_EQ(out->at(0).dtype(), DType::kF64);
   ASSERT_EQ(out->at(1).dtype(), DType::kF64);
@@ -100,16 +101,16 @@ TEST_F(DTypesTest, ABF16FunctionComputesInF32AndRoundsOnceAcrossHosts) {
   auto client = Connect("bf16");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   const int64_t rows = 64, k = 8, n = 4;
   auto fn = RegisterForwardAndGram(*client, *slice, DType::kBF16, rows, k, n);
-  ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+  ASSERT_THAT(fn, IsOk());
   std::mt19937 rng(16);
   auto x = Tensor::FromDoubles(DType::kBF16, {rows, k}, RandomValues(rng, rows * k));
   auto w = Tensor::FromDoubles(DType::kBF16, {k, n}, RandomValues(rng, k * n));
   ASSERT_TRUE(x.ok() && w.ok());
   auto out = RunForwardAndGram(*client, *fn, DType::kBF16, *x, *w);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   ASSERT_EQ(out->at(0).dtype(), DType::kBF16);
   ASSERT_EQ(out->at(1).dtype(), DType::kBF16);
   // y: the exact product of the bf16 inputs (f32 holds each of its 8 terms' products and,
@@ -131,21 +132,21 @@ TEST_F(DTypesTest, I64SumsAcrossHostsStayExactPast2To53) {
   auto client = Connect("i64");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   FunctionBuilder b("sum");
   Value x = b.Input(DType::kI64, {2}, Sharding::Replicated());
   b.Output(b.AllReduceSum(b.Add(x, 1.0)));
   auto fn = client->Register(b, *slice);
-  ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+  ASSERT_THAT(fn, IsOk());
   ProgramBuilder p;
   p.Return(p.Call(*fn, {p.Arg(DType::kI64, {2})}));
   auto program = p.Build();
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   const int64_t big = (int64_t{1} << 60) + 3;
   auto run = client->Submit(*program, {Tensor::I64({2}, {big, -7})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   // 4 (2^60 + 4) wraps nothing and is exact, which a double (53 bits) is not.
   EXPECT_EQ(out->at(0), Tensor::I64({2}, {4 * (big + 1), -24}));
 }

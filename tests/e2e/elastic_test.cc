@@ -11,6 +11,7 @@
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
 #include "tests/e2e/rm_topology.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -26,17 +27,17 @@ TEST_F(ElasticTest, KilledExecutorFailsItsProgramOthersGoOnTheSliceIsRemappedAnd
   auto client = Connect("elastic");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(2);
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   // f: split rows, slow enough to be killed while it runs. g: takes f's output replicated,
   // so each of its shards waits for a piece from the other host.
   FunctionBuilder fb("f");
   fb.Output(fb.Spin(fb.Add(fb.Input(DType::kF32, {4}), 1.0), 1.5e6));
   auto f = client->Register(fb, *slice);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_THAT(f, IsOk());
   FunctionBuilder gb("g");
   gb.Output(gb.Mul(gb.Input(DType::kF32, {4}, Sharding::Replicated()), 2.0));
   auto g = client->Register(gb, *slice);
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_THAT(g, IsOk());
   ProgramBuilder pb;
   pb.Return({pb.Call(*g, {pb.Call(*f, {pb.Arg(DType::kF32, {4})})[0]})[0]});
   const Program program = pb.Build().value();
@@ -47,11 +48,11 @@ TEST_F(ElasticTest, KilledExecutorFailsItsProgramOthersGoOnTheSliceIsRemappedAnd
   auto other = Connect("bystander");
   ASSERT_NE(other, nullptr);
   auto other_slice = other->CreateSlice(1);
-  ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
+  ASSERT_THAT(other_slice, IsOk());
   FunctionBuilder hb("h");
   hb.Output(hb.Add(hb.Input(DType::kF32, {4}), 10.0));
   auto h = other->Register(hb, *other_slice);
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_THAT(h, IsOk());
   ProgramBuilder ob;
   ob.Return({ob.Call(*h, {ob.Arg(DType::kF32, {4})})[0]});
   const Program other_program = ob.Build().value();
@@ -65,7 +66,7 @@ TEST_F(ElasticTest, KilledExecutorFailsItsProgramOthersGoOnTheSliceIsRemappedAnd
 
   EventRecorder events(EventsEndpoint());
   auto doomed = client->Submit(program, {x});
-  ASSERT_TRUE(doomed.ok()) << doomed.status().ToString();
+  ASSERT_THAT(doomed, IsOk());
   // Killed once its shards are queued on the victim, while f spins there.
   ASSERT_TRUE(events
                   .WaitFor(
@@ -76,7 +77,7 @@ TEST_F(ElasticTest, KilledExecutorFailsItsProgramOthersGoOnTheSliceIsRemappedAnd
                       },
                       20s)
                   .has_value());
-  ASSERT_TRUE(cluster_->Signal("executor-" + victim, SIGKILL).ok());
+  ASSERT_THAT(cluster_->Signal("executor-" + victim, SIGKILL), IsOk());
 
   // Bounded well below the argument and collective waits (30 s): the lost host is noticed
   // after 4 missed heartbeats of 100 ms, and the surviving shard fails at once.
@@ -93,9 +94,9 @@ TEST_F(ElasticTest, KilledExecutorFailsItsProgramOthersGoOnTheSliceIsRemappedAnd
 
   // The bystander's program, on another device, is not disturbed.
   auto other_run = other->Submit(other_program, {x});
-  ASSERT_TRUE(other_run.ok()) << other_run.status().ToString();
+  ASSERT_THAT(other_run, IsOk());
   auto other_out = other_run->Wait(20s);
-  ASSERT_TRUE(other_out.ok()) << other_out.status().ToString();
+  ASSERT_THAT(other_out, IsOk());
   EXPECT_EQ(other_out->at(0), Tensor::F32({4}, {11, 12, 13, 14}));
 
   // The RM moved virtual device 1 onto the spare device and compiled f and g there.
@@ -110,9 +111,9 @@ TEST_F(ElasticTest, KilledExecutorFailsItsProgramOthersGoOnTheSliceIsRemappedAnd
 
   // The same program, lowered again onto the new mapping, runs.
   auto again = client->Submit(program, {x});
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_THAT(again, IsOk());
   auto out = again->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), want);
 }
 

@@ -13,6 +13,7 @@
 #include "common/net/event_reader.h"
 #include "common/net/transport.h"
 #include "tests/e2e/member_context.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 
@@ -23,7 +24,7 @@ class EventRecorder {
     socket_.set(zmq::sockopt::subscribe, "");
     // A test that reads while a load runs must not lose events to a full queue.
     socket_.set(zmq::sockopt::rcvhwm, 0);
-    EXPECT_TRUE(net::Connect(socket_, endpoint).ok());
+    EXPECT_THAT(net::Connect(socket_, endpoint), IsOk());
     // A subscription takes effect a moment after connecting: wait for the first event
     // (executors publish device.stats every heartbeat).
     EXPECT_TRUE(Next(std::chrono::seconds(10)).has_value()) << "no event within 10 s";

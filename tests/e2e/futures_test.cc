@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -29,7 +30,7 @@ class FuturesTest : public ClusterTest {
     client_ = Connect(name);
     ASSERT_NE(client_, nullptr);
     auto slice = client_->CreateSlice(2, "island0");
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     slice_ = *slice;
   }
 
@@ -40,44 +41,44 @@ class FuturesTest : public ClusterTest {
 TEST_F(FuturesTest, OpByOpCallsChainThroughFutures) {
   ASSERT_NO_FATAL_FAILURE(ConnectWithSlice("futures"));
   auto inc = IncProgram(*client_, slice_);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
   std::vector<float> expect = {1, -1};
   auto run = client_->Submit(*inc, {Tensor::F32({2}, expect)});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   for (auto& e : expect) e = 2 * e + 1;
   // The earlier runs go out of scope as the chain grows: their results must stay alive
   // for as long as a later run reads them.
   for (int i = 1; i < 30; ++i) {
     auto next = client_->Submit(*inc, {run->Output(0)});
-    ASSERT_TRUE(next.ok()) << "call " << i << ": " << next.status().ToString();
+    ASSERT_THAT(next, IsOk()) << "call " << i << ": " << next.status().ToString();
     run = std::move(next);
     for (auto& e : expect) e = 2 * e + 1;
   }
   auto out = run->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, expect));
 }
 
 TEST_F(FuturesTest, AnArgumentReturnedAsAResultIsTheClientsOwnCopy) {
   ASSERT_NO_FATAL_FAILURE(ConnectWithSlice("futures-returned-argument"));
   auto inc = Inc(*client_, slice_);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
   ProgramBuilder p;
   Traced kept = p.Arg(DType::kF32, {2});
   Traced x = p.Arg(DType::kF32, {2});
   p.Return({p.Call(*inc, {x})[0], kept});
   auto program = p.Build();
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   std::optional<atl::Run> run;
   {
     Tensor value = Tensor::F32({2}, {7, 8});
     auto submitted = client_->Submit(*program, {value, Tensor::F32({2}, {1, 2})});
-    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    ASSERT_THAT(submitted, IsOk());
     run = std::move(*submitted);
     value.as<float>()[0] = -1;  // the caller's tensor changes, then goes
   }
   auto out = run->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {3, 5}));
   EXPECT_EQ(out->at(1), Tensor::F32({2}, {7, 8}));
 }
@@ -85,19 +86,19 @@ TEST_F(FuturesTest, AnArgumentReturnedAsAResultIsTheClientsOwnCopy) {
 TEST_F(FuturesTest, WaitingForOneResultLeavesItReadableByTheNextRun) {
   ASSERT_NO_FATAL_FAILURE(ConnectWithSlice("futures-one-result"));
   auto inc = IncProgram(*client_, slice_);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
   auto run = client_->Submit(*inc, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto first = run->Wait(0, 30s);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_THAT(first, IsOk());
   EXPECT_EQ(*first, Tensor::F32({2}, {3, 5}));
   auto missing = run->Wait(1, 30s);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), Code::kInvalidArgument) << missing.status().ToString();
   auto next = client_->Submit(*inc, {run->Output(0)});
-  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_THAT(next, IsOk());
   auto second = next->Wait(0, 30s);
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_THAT(second, IsOk());
   EXPECT_EQ(*second, Tensor::F32({2}, {7, 11}));
 }
 
@@ -111,23 +112,23 @@ TEST_F(FuturesTest, AFutureHeldOnOtherHostsIsRefusedAtSubmit) {
   auto inc_there = IncProgram(*client, *there);
   ASSERT_TRUE(inc_here.ok() && inc_there.ok());
   auto run = client->Submit(*inc_here, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto moved = client->Submit(*inc_there, {run->Output(0)});
   ASSERT_FALSE(moved.ok());
   EXPECT_EQ(moved.status().code(), Code::kInvalidArgument) << moved.status().ToString();
-  EXPECT_TRUE(run->Wait(30s).ok());
+  EXPECT_THAT(run->Wait(30s), IsOk());
 }
 
 TEST_F(FuturesTest, ARefusedSubmissionComesBackFromWait) {
   // A weight of 0 is refused by the scheduler; Submit does not wait for its answer.
   auto zero = Client::Connect({.rm_endpoint = RmEndpoint(), .name = "weightless", .weight = 0});
-  ASSERT_TRUE(zero.ok());
+  ASSERT_THAT(zero, IsOk());
   auto slice0 = (*zero)->CreateSlice(1);
-  ASSERT_TRUE(slice0.ok());
+  ASSERT_THAT(slice0, IsOk());
   auto inc0 = IncProgram(**zero, *slice0);
-  ASSERT_TRUE(inc0.ok());
+  ASSERT_THAT(inc0, IsOk());
   auto run = (*zero)->Submit(*inc0, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(30s);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Code::kInvalidArgument) << out.status().ToString();

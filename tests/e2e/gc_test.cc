@@ -11,6 +11,7 @@
 #include "tests/e2e/member_context.h"
 #include "tests/e2e/store_stats.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -43,16 +44,16 @@ TEST_F(GcTest, KilledClientProcessLosesItsObjectsOnEveryHostOthersKeepTheirs) {
   auto keeper = Connect("keeper");
   ASSERT_NE(keeper, nullptr);
   auto slice = keeper->CreateSlice(2);
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   FunctionBuilder b("inc");
   b.Output(b.Add(b.Input(DType::kF32, {4}), 1.0));
   auto inc = keeper->Register(b, *slice);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
   ProgramBuilder p;
   p.Return({p.Call(*inc, {p.Arg(DType::kF32, {4})})[0]});
   auto kept = keeper->Submit(p.Build().value(), {Tensor::F32({4}, {1, 2, 3, 4})});
-  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
-  ASSERT_TRUE(kept->Wait(30s).ok());
+  ASSERT_THAT(kept, IsOk());
+  ASSERT_THAT(kept->Wait(30s), IsOk());
 
   EventRecorder events(EventsEndpoint());
   Subprocess doomed({ATOLL_GC_CLIENT, RmEndpoint()});
@@ -91,7 +92,7 @@ TEST_F(GcTest, KilledClientProcessLosesItsObjectsOnEveryHostOthersKeepTheirs) {
     EXPECT_EQ(ObjectsOf(stats, keeper->id()), ObjectsOf(before.at(host), keeper->id())) << host;
   }
   auto again = kept->Wait(10s);  // the keeper's results are still there to read
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->at(0), Tensor::F32({4}, {2, 3, 4, 5}));
 }
 

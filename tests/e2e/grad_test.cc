@@ -9,6 +9,7 @@
 #include "atoll/grad.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/relative_difference.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -40,7 +41,7 @@ TEST_F(GradTest, DataParallelGradientsEqualTheOneDeviceGradients) {
   ASSERT_NE(client, nullptr);
   // Every input but the labels: x's gradient stays split, the weights' are all-reduced.
   auto grad = ValueAndGrad(Loss(), {0, 2, 3, 4, 5, 6});
-  ASSERT_TRUE(grad.ok()) << grad.status().ToString();
+  ASSERT_THAT(grad, IsOk());
 
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -61,20 +62,20 @@ TEST_F(GradTest, DataParallelGradientsEqualTheOneDeviceGradients) {
   std::vector<std::vector<Tensor>> results;
   for (uint32_t devices : {1u, 4u}) {
     auto slice = client->CreateSlice(devices, "island0");
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     auto fn = client->Register(*grad, *slice);
-    ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+    ASSERT_THAT(fn, IsOk());
     ProgramBuilder p;
     std::vector<Traced> traced;
     for (const Tensor& t : args) traced.push_back(p.Arg(t.dtype(), t.shape()));
     p.Return(p.Call(*fn, traced));
     auto program = p.Build();
-    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    ASSERT_THAT(program, IsOk());
     std::vector<Input> inputs(args.begin(), args.end());
     auto run = client->Submit(*program, inputs);
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto out = run->Wait(30s);
-    ASSERT_TRUE(out.ok()) << devices << " devices: " << out.status().ToString();
+    ASSERT_THAT(out, IsOk()) << devices << " devices: " << out.status().ToString();
     ASSERT_EQ(out->size(), 7u);
     results.push_back(std::move(out).value());
   }
@@ -107,32 +108,32 @@ TEST_F(GradTest, CollectivesOnAMeshEqualCentralFiniteDifferencesInF64) {
   auto client = Connect("grad-collectives");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateMeshSlice({2, 2}, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   const FunctionBuilder loss = CollectivesLoss();
   auto grad = Grad(loss, {0});
-  ASSERT_TRUE(grad.ok()) << grad.status().ToString();
+  ASSERT_THAT(grad, IsOk());
 
   // Runs `b` (one f64 [4,4] input) on the mesh for each of `xs`, all submitted at once.
   auto run_all = [&](const FunctionBuilder& b, const std::vector<Tensor>& xs) {
     std::vector<Tensor> outs;
     auto fn = client->Register(b, *slice);
-    EXPECT_TRUE(fn.ok()) << fn.status().ToString();
+    EXPECT_THAT(fn, IsOk());
     if (!fn.ok()) return outs;
     ProgramBuilder p;
     p.Return(p.Call(*fn, {p.Arg(DType::kF64, {4, 4})}));
     auto program = p.Build();
-    EXPECT_TRUE(program.ok()) << program.status().ToString();
+    EXPECT_THAT(program, IsOk());
     if (!program.ok()) return outs;
     std::vector<atl::Run> runs;
     for (const Tensor& x : xs) {
       auto run = client->Submit(*program, {x});
-      EXPECT_TRUE(run.ok()) << run.status().ToString();
+      EXPECT_THAT(run, IsOk());
       if (!run.ok()) return outs;
       runs.push_back(std::move(run).value());
     }
     for (atl::Run& run : runs) {
       auto out = run.Wait(60s);
-      EXPECT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_THAT(out, IsOk());
       if (!out.ok()) return std::vector<Tensor>{};
       outs.push_back(std::move((*out)[0]));
     }

@@ -15,6 +15,7 @@
 
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -53,16 +54,16 @@ class HostLossTest : public ClusterTest {
     EXPECT_NE(client, nullptr);
     if (client == nullptr) return Clock::duration::max();
     auto slice = client->CreateSlice(2, "island0");
-    EXPECT_TRUE(slice.ok()) << slice.status().ToString();
+    EXPECT_THAT(slice, IsOk());
     if (!slice.ok()) return Clock::duration::max();
     const Program program = StepProgram(*client, *slice);
     const auto start = Clock::now();
     auto run = client->Submit(program, {Tensor::F32({2}, {1, 2})});
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_THAT(run, IsOk());
     if (!run.ok()) return Clock::duration::max();
     auto out = run->Wait(60s);
     const auto took = Clock::now() - start;
-    EXPECT_TRUE(out.ok()) << name << ": " << out.status().ToString();
+    EXPECT_THAT(out, IsOk()) << name << ": " << out.status().ToString();
     if (out.ok()) {
       EXPECT_EQ(out->at(0), Tensor::F32({2}, {3, 5}));
     }
@@ -88,12 +89,12 @@ TEST_F(HostLossTest, ALostHostFailsEveryCollectiveWithItAtOnceAndFreesTheSurvivo
   for (auto& chain : chains) {
     // Island0 has 2 hosts x 2 devices: the slice covers every device of both.
     auto slice = chain.client->CreateSlice(4, "island0");
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     const Program program = StepProgram(*chain.client, *slice);
     for (int i = 0; i < kCallsPerClient; ++i) {
       auto run = i == 0 ? chain.client->Submit(program, {Tensor::F32({2}, {1, -1})})
                         : chain.client->Submit(program, {chain.runs.back().Output(0)});
-      ASSERT_TRUE(run.ok()) << run.status().ToString();
+      ASSERT_THAT(run, IsOk());
       chain.runs.push_back(std::move(run).value());
     }
   }
@@ -103,7 +104,7 @@ TEST_F(HostLossTest, ALostHostFailsEveryCollectiveWithItAtOnceAndFreesTheSurvivo
                       "gang.done", [](const Event& e) { return e.fields["host"] == kVictim; }, 30s)
                   .has_value());
   const auto killed_at = Clock::now();
-  ASSERT_TRUE(cluster_->Signal(std::string("executor-") + kVictim, SIGKILL).ok());
+  ASSERT_THAT(cluster_->Signal(std::string("executor-") + kVictim, SIGKILL), IsOk());
 
   // The RM declares the host lost within `liveness` periods of its last heartbeat, which
   // came at most a period before the kill, plus a quarter period (how often it looks); the

@@ -13,6 +13,7 @@
 #include "tests/e2e/doubling_program.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/rm_topology.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -43,25 +44,25 @@ TEST_F(HostReturnTest, AHostSilentAWhileComesBackAndRunsProgramsWhenItsStoreRetu
   const std::string store = std::string("objectstore-") + kHost;
   const std::string executor = std::string("executor-") + kHost;
 
-  ASSERT_TRUE(cluster_->Signal(store, SIGSTOP).ok());
+  ASSERT_THAT(cluster_->Signal(store, SIGSTOP), IsOk());
   ASSERT_TRUE(Await(events, "host.store_lost")) << "no host.store_lost for " << kHost;
-  ASSERT_TRUE(cluster_->Signal(executor, SIGSTOP).ok());
+  ASSERT_THAT(cluster_->Signal(executor, SIGSTOP), IsOk());
   ASSERT_TRUE(Await(events, "host.lost")) << "no host.lost for " << kHost;
-  ASSERT_TRUE(cluster_->Signal(store, SIGCONT).ok());
+  ASSERT_THAT(cluster_->Signal(store, SIGCONT), IsOk());
   ASSERT_TRUE(Await(events, "host.store_back")) << "no host.store_back for " << kHost;
-  ASSERT_TRUE(cluster_->Signal(executor, SIGCONT).ok());
+  ASSERT_THAT(cluster_->Signal(executor, SIGCONT), IsOk());
   ASSERT_TRUE(Await(events, "host.back")) << "no host.back for " << kHost;
 
   // A slice of every device of island0 takes the host's two, and runs.
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   ASSERT_EQ(HostsOf(AskRm(RmEndpoint()), slice->id()), (std::set<std::string>{"i0h0", kHost}));
   auto program = Doubling(*client, *slice, 4);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   auto run = client->Submit(*program, {Filled(4, 1.5)});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Filled(4, 3));
 }
 

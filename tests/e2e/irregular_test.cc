@@ -4,6 +4,7 @@
 #include <random>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -29,7 +30,7 @@ TEST_F(ClusterTest, RaggedShardsOfAFilterAreJoinedInOrder) {
   auto client = Connect("irregular");
   ASSERT_NE(client, nullptr);
   auto program = KeepPositiveThenTriple(*client, kN);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
 
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> value(-9, 9);
@@ -47,9 +48,9 @@ TEST_F(ClusterTest, RaggedShardsOfAFilterAreJoinedInOrder) {
     }
     const auto size = static_cast<int64_t>(kept.size());
     auto run = client->Submit(*program, {Tensor::F32({kN}, v)});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto out = run->Wait(20s);
-    ASSERT_TRUE(out.ok()) << "trial " << trial << ": " << out.status().ToString();
+    ASSERT_THAT(out, IsOk()) << "trial " << trial << ": " << out.status().ToString();
     EXPECT_EQ(out->at(0), Tensor::F32({size}, kept)) << "trial " << trial;
     EXPECT_EQ(out->at(1), Tensor::F32({size}, tripled)) << "trial " << trial;
   }

@@ -21,6 +21,7 @@
 #include "tests/e2e/rm_topology.h"
 #include "tests/launcher/cluster_test_util.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -60,7 +61,7 @@ Program Times(Client& client, const Slice& slice, double factor, Function* f) {
   FunctionBuilder b("times");
   b.Output(b.Mul(b.Input(DType::kF32, {4}), factor));
   auto registered = client.Register(b, slice);
-  EXPECT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_THAT(registered, IsOk());
   *f = *registered;
   ProgramBuilder p;
   p.Return({p.Call(*f, {p.Arg(DType::kF32, {4})})[0]});
@@ -75,11 +76,11 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
   auto bystander = Connect("bystander");
   ASSERT_NE(bystander, nullptr);
   auto wide = bystander->CreateSlice(4, "island0");
-  ASSERT_TRUE(wide.ok()) << wide.status().ToString();
+  ASSERT_THAT(wide, IsOk());
   FunctionBuilder sb("slow");
   sb.Output(sb.Spin(sb.Add(sb.Input(DType::kF32, {4}), 1.0), 2e6));  // 2 s on each device
   auto slow = bystander->Register(sb, *wide);
-  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  ASSERT_THAT(slow, IsOk());
   ProgramBuilder pb;
   pb.Return({pb.Call(*slow, {pb.Arg(DType::kF32, {4})})[0]});
   const Program slow_program = pb.Build().value();
@@ -92,7 +93,7 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
   EXPECT_THAT(joined.out, ::testing::Not(HasSubstr("scheduler-island0")))
       << "island0 has a scheduler: the host starts none";
   auto record = ReadClusterInfo(machine.state_dir(), "host-joiner");
-  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  ASSERT_THAT(record, IsOk());
   ASSERT_EQ(record->processes.size(), 2u);
   Topology t = AskRm(RmEndpoint());
   EXPECT_EQ(t.island_of["joiner"], "island0");
@@ -107,7 +108,7 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
   auto tenant = Connect("tenant");
   ASSERT_NE(tenant, nullptr);
   auto slice = tenant->CreateSlice(2, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   t = AskRm(RmEndpoint());
   ASSERT_EQ(HostsOf(t, slice->id()), std::set<std::string>{"joiner"});
   Function times;
@@ -115,15 +116,15 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
   const Tensor x = Tensor::F32({4}, {1, 2, 3, 4});
   const Tensor want = Tensor::F32({4}, {3, 6, 9, 12});
   auto first = tenant->Submit(program, {x});
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_THAT(first, IsOk());
   auto first_out = first->Wait(30s);
-  ASSERT_TRUE(first_out.ok()) << first_out.status().ToString();
+  ASSERT_THAT(first_out, IsOk());
   EXPECT_EQ(first_out->at(0), want);
 
   // The bystander's program runs on the other hosts while the joined host is drained.
   EventRecorder events(EventsEndpoint());
   auto running = bystander->Submit(slow_program, {x});
-  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  ASSERT_THAT(running, IsOk());
   ASSERT_TRUE(
       events
           .WaitFor(
@@ -140,7 +141,7 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
   EXPECT_FALSE(std::filesystem::exists(ClusterInfoPath(machine.state_dir(), "host-joiner")));
 
   auto bystanders = running->Wait(30s);
-  ASSERT_TRUE(bystanders.ok()) << bystanders.status().ToString();
+  ASSERT_THAT(bystanders, IsOk());
   EXPECT_EQ(bystanders->at(0), Tensor::F32({4}, {2, 3, 4, 5}));
 
   // The drained host's slice moved onto island0's other hosts, saying why.
@@ -157,9 +158,9 @@ TEST_F(JoinTest, AHostJoinsRunsASliceAndIsDrainedWhileAnotherClientGoesOn) {
 
   // Its next run works on the new mapping.
   auto again = tenant->Submit(program, {x});
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_THAT(again, IsOk());
   auto again_out = again->Wait(30s);
-  ASSERT_TRUE(again_out.ok()) << again_out.status().ToString();
+  ASSERT_THAT(again_out, IsOk());
   EXPECT_EQ(again_out->at(0), want);
 
   // Gone for good, it is lost as a drained host that left, not as a failure.
@@ -174,7 +175,7 @@ TEST_F(JoinTest, AServiceAnnouncingAnAddressNoPeerCanReachIsRefusedAtRegistratio
   // Refused there, rather than admitted for every later dispatch or connection to it to fail.
   MemberContext context;
   net::Requester rm(context, RmEndpoint());
-  ASSERT_TRUE(rm.Connect().ok());
+  ASSERT_THAT(rm.Connect(), IsOk());
   for (const std::string endpoint :
        {"not-an-endpoint", "tcp://", "tcp://:5555", "tcp://host", "tcp://host:0",
         "tcp://host:99999", "ipc:///tmp/x", "tcp://0.0.0.0:5555"}) {
@@ -203,7 +204,7 @@ TEST_F(JoinTest, AnIslandNoOneHeardOfJoinsWithItsFirstHostWhichStartsItsSchedule
   {
     MemberContext context;
     net::Requester rm(context, RmEndpoint());
-    ASSERT_TRUE(rm.Connect().ok());
+    ASSERT_THAT(rm.Connect(), IsOk());
     auto registered =
         rm.Call<proto::RegisterExecutorReply>(proto::RegisterExecutor{"loner",
                                                                       "lonely",
@@ -212,7 +213,7 @@ TEST_F(JoinTest, AnIslandNoOneHeardOfJoinsWithItsFirstHostWhichStartsItsSchedule
                                                                       "tcp://127.0.0.1:9",
                                                                       {{"cpu", 1 << 20}}},
                                               5s);
-    ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+    ASSERT_THAT(registered, IsOk());
     EXPECT_EQ(registered->device_ids.size(), 1u);
   }
   auto client = Connect("islander");
@@ -234,13 +235,13 @@ TEST_F(JoinTest, AnIslandNoOneHeardOfJoinsWithItsFirstHostWhichStartsItsSchedule
   EXPECT_FALSE(t.scheduled.at("lonely"));
 
   auto slice = client->CreateSlice(1, "fresh");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   Function times;
   const Program program = Times(*client, *slice, 2.0, &times);
   auto run = client->Submit(program, {Tensor::F32({4}, {1, 2, 3, 4})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({4}, {2, 4, 6, 8}));
 
   // The island has no other device: the slice stays, and stop says so.
@@ -265,7 +266,7 @@ TEST(JoinHeadTest, AHeadAndAHostFromOneStateDirStopTogether) {
   EXPECT_THAT(head.out, HasSubstr("scheduler-solo"));
   EXPECT_THAT(head.out, ::testing::Not(HasSubstr("scheduler-island0")));
   auto info = ReadClusterInfo(machine.state_dir());
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_THAT(info, IsOk());
   EXPECT_EQ(info->processes.size(), 2u);  // the RM and solo's scheduler
 
   // Its own keys, whatever $ATOLL_KEYS another suite of this binary set.

@@ -16,6 +16,7 @@
 #include "tests/e2e/member_context.h"
 #include "tests/e2e/one_call_program.h"
 #include "tests/e2e/store_stats.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -57,7 +58,7 @@ class LifecycleTest : public ClusterTest {
     uint64_t held = 0;
     while (true) {
       if (last != nullptr) {
-        EXPECT_TRUE(last->Wait(30s).ok());
+        EXPECT_THAT(last->Wait(30s), IsOk());
       }
       held = ObjectsOf(StoreStatsByHost(context_, RmEndpoint()), client.id());
       if (held == want || Clock::now() > deadline) return held;
@@ -79,23 +80,23 @@ TEST_F(LifecycleTest, AFuturesLoopHoldsOnlyItsLastStepsObjects) {
   auto client = Connect("futures-loop");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(1, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto inc = OneCall(*client, *slice, "inc", Inc);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
 
   const auto start = Clock::now();
   auto first = client->Submit(*inc, {Tensor::F32({2}, {0, 1})});
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_THAT(first, IsOk());
   atl::Run run = std::move(first).value();
   // Settled, the client holds the last run's result alone: one object on one device.
   uint64_t after_ten = 0;
   uint64_t all_after_ten = 0;
   for (int step = 2; step <= kSteps; ++step) {
     auto next = client->Submit(*inc, {run.Output(0)});
-    ASSERT_TRUE(next.ok()) << "step " << step << ": " << next.status().ToString();
+    ASSERT_THAT(next, IsOk()) << "step " << step << ": " << next.status().ToString();
     run = std::move(next).value();
     if (step % kReadEvery == 0) {
-      ASSERT_TRUE(run.Wait(60s).ok()) << "step " << step;
+      ASSERT_THAT(run.Wait(60s), IsOk()) << "step " << step;
     }
     if (step == 10) {
       after_ten = SettledObjects(*client, &run, 1);
@@ -103,14 +104,14 @@ TEST_F(LifecycleTest, AFuturesLoopHoldsOnlyItsLastStepsObjects) {
     }
   }
   auto out = run.Wait(60s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {kSteps, kSteps + 1}));
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << kSteps << " steps in " << seconds << " s\n";
   RecordProperty("seconds", std::to_string(seconds));
 
   EXPECT_EQ(after_ten, 1u);
-  EXPECT_TRUE(NoTombstonesLeft(RmEndpoint(), *client).ok());
+  EXPECT_THAT(NoTombstonesLeft(RmEndpoint(), *client), IsOk());
   EXPECT_EQ(SettledObjects(*client, &run, 1), after_ten);
   EXPECT_EQ(AllObjects(), all_after_ten);
 }
@@ -119,7 +120,7 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
   auto client = Connect("cancel");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(2, "island1");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto spin = OneCall(*client, *slice, "spin", LongSpin);
   auto inc = OneCall(*client, *slice, "inc", Inc);
   ASSERT_TRUE(spin.ok() && inc.ok());
@@ -127,18 +128,18 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
   EventRecorder events(EventsEndpoint());
 
   auto spinning = client->Submit(*spin, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(spinning.ok()) << spinning.status().ToString();
+  ASSERT_THAT(spinning, IsOk());
   // A run that reads its future, queued behind it on the same devices.
   std::optional<atl::Run> reader = client->Submit(*inc, {spinning->Output(0)}).value();
   // The spin is under way: its result is not there a while later.
   EXPECT_EQ(spinning->Wait(0, 500ms).status().code(), Code::kDeadlineExceeded);
 
   const auto cancelled_at = Clock::now();
-  ASSERT_TRUE(spinning->Cancel().ok());
+  ASSERT_THAT(spinning->Cancel(), IsOk());
   auto waited = spinning->Wait(30s);
   EXPECT_EQ(waited.status().code(), Code::kCancelled) << waited.status().ToString();
   EXPECT_LT(Clock::now() - cancelled_at, 1s) << "Wait on a cancelled run returns at once";
-  EXPECT_TRUE(spinning->Cancel().ok()) << "cancelling again does nothing";
+  EXPECT_THAT(spinning->Cancel(), IsOk()) << "cancelling again does nothing";
   auto read = reader->Wait(30s);
   EXPECT_EQ(read.status().code(), Code::kCancelled) << read.status().ToString();
   EXPECT_LT(Clock::now() - cancelled_at, kLongSpin / 10);
@@ -161,10 +162,10 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
 
   // Its devices run the next program at once, far sooner than the spin would have ended.
   auto submitted = client->Submit(*inc, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  ASSERT_THAT(submitted, IsOk());
   std::optional<atl::Run> next = std::move(submitted).value();
   auto out = next->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
   EXPECT_LT(Clock::now() - cancelled_at, kLongSpin / 4);
 
@@ -174,19 +175,19 @@ TEST_F(LifecycleTest, CancelStopsARunningSpinFreesItsObjectsAndItsDevicesGoOnAtO
   next.reset();
   EXPECT_EQ(SettledObjects(*client, nullptr, before), before) << "objects are left";
   Status matched = NoTombstonesLeft(RmEndpoint(), *client);
-  EXPECT_TRUE(matched.ok()) << matched.ToString();
+  EXPECT_THAT(matched, IsOk());
 }
 
 TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
   auto leaving = Connect("leaving");
   ASSERT_NE(leaving, nullptr);
   auto slice = leaving->CreateSlice(2, "island1");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto spin = OneCall(*leaving, *slice, "spin", LongSpin);
-  ASSERT_TRUE(spin.ok()) << spin.status().ToString();
+  ASSERT_THAT(spin, IsOk());
   EventRecorder events(EventsEndpoint());
   auto submitted = leaving->Submit(*spin, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  ASSERT_THAT(submitted, IsOk());
   std::optional<atl::Run> spinning = std::move(submitted).value();
   const uint64_t run = spinning->id();
   // Both shards reached their executors (a gang not dispatched yet is dropped by the
@@ -210,13 +211,13 @@ TEST_F(LifecycleTest, AClientThatLeavesMidSpinHasItsRunningWorkStopped) {
   auto staying = Connect("staying");
   ASSERT_NE(staying, nullptr);
   auto all = staying->CreateSlice(4, "island1");
-  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_THAT(all, IsOk());
   auto inc = OneCall(*staying, *all, "inc", Inc);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
   auto next = staying->Submit(*inc, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_THAT(next, IsOk());
   auto out = next->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
   EXPECT_LT(Clock::now() - left_at, kLongSpin / 4);
   // Both shards were stopped: inside their spin, or before it began (the next program's
@@ -359,8 +360,8 @@ TEST_F(LifecycleTest, ALoadOfClientsPublishesNoErrorEvent) {
   }
   for (auto& t : clients) t.join();
   for (size_t i = 0; i < outcomes.size(); ++i) {
-    EXPECT_TRUE(outcomes[i].ok()) << loads[i % loads.size()].first << " client " << i << ": "
-                                  << outcomes[i].ToString();
+    EXPECT_THAT(outcomes[i], IsOk())
+        << loads[i % loads.size()].first << " client " << i << ": " << outcomes[i].ToString();
   }
 
   // Settled: every service published something after the load ended (each publishes its

@@ -22,6 +22,7 @@
 #include "launcher/local_cluster.h"
 #include "tests/e2e/tenant_load.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -77,7 +78,7 @@ class ManyTenantsTest : public ::testing::Test {
   static void TearDownTestSuite() {
     for (RunningCluster** c : {&curve_, &plain_}) {
       if (*c == nullptr) continue;
-      EXPECT_TRUE((*c)->cluster->Stop().ok());
+      EXPECT_THAT((*c)->cluster->Stop(), IsOk());
       if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
         std::cout << "the cluster's logs stay in " << (*c)->state_dir << "/logs\n";
       } else {

@@ -10,13 +10,14 @@
 #include <gtest/gtest.h>
 
 #include "common/net/security.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 
 inline net::Credentials MemberCredentials(const std::string& keys_dir) {
   if (keys_dir.empty() || keys_dir == "plain") return {};
   auto credentials = net::ServiceCredentials(keys_dir);
-  EXPECT_TRUE(credentials.ok()) << credentials.status().ToString();
+  EXPECT_THAT(credentials, IsOk());
   return credentials.ok() ? *credentials : net::Credentials{};
 }
 

@@ -9,6 +9,7 @@
 #include "tests/e2e/doubling_program.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -28,17 +29,17 @@ TEST_F(MemoryTest, ComputationWaitsForDeviceMemoryUntilBuffersAreReleased) {
   auto client = Connect("memory");
   ASSERT_NE(client, nullptr);
   auto program = OneDeviceDoubling(*client, kElems);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   EventRecorder events(EventsEndpoint());
 
   // The first program's result stays in device memory for as long as its Run lives.
   std::optional<atl::Run> first = client->Submit(*program, {Filled(kElems, 1)}).value();
   auto first_out = first->Wait(30s);
-  ASSERT_TRUE(first_out.ok()) << first_out.status().ToString();
+  ASSERT_THAT(first_out, IsOk());
   const uint64_t first_id = first->id();
 
   auto second = client->Submit(*program, {Filled(kElems, 3)});
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_THAT(second, IsOk());
   auto waiting = events.WaitFor(
       "object.waiting",
       [&](const Event& e) { return e.fields["owner"].get<uint64_t>() == client->id(); }, 10s);
@@ -64,7 +65,7 @@ TEST_F(MemoryTest, ComputationWaitsForDeviceMemoryUntilBuffersAreReleased) {
   ASSERT_TRUE(ran.has_value()) << "the second program never ran";
   EXPECT_GE(ran->fields["start_us"].get<int64_t>(), freed->fields["ts_us"].get<int64_t>());
   auto out = second->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Filled(kElems, 6));
 }
 
@@ -73,9 +74,9 @@ TEST_F(MemoryTest, OutputThatCanNeverFitFailsAtOnceNamingTheDevice) {
   auto client = Connect("oversized");
   ASSERT_NE(client, nullptr);
   auto program = OneDeviceDoubling(*client, kElems);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   auto run = client->Submit(*program, {Filled(kElems, 1)});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   const auto start = std::chrono::steady_clock::now();
   auto out = run->Wait(30s);
   ASSERT_FALSE(out.ok());
@@ -92,10 +93,10 @@ TEST_F(MemoryTest, StatusShowsDeviceMemoryInUseAndObjectsPerOwner) {
   auto client = Connect("status");
   ASSERT_NE(client, nullptr);
   auto program = OneDeviceDoubling(*client, kElems);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   auto run = client->Submit(*program, {Filled(kElems, 1)});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_TRUE(run->Wait(30s).ok());
+  ASSERT_THAT(run, IsOk());
+  ASSERT_THAT(run->Wait(30s), IsOk());
 
   // Held by `run`: the result on its device (1 MiB) and the argument in the arena.
   CommandResult r = RunCommand(AtollCommand({"status", "--json"}), 30s);

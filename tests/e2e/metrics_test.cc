@@ -12,6 +12,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/figure2_program.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -73,7 +74,7 @@ TEST_F(MetricsE2eTest, DashboardServesTheClustersMetricsInPrometheusFormat) {
   auto client = Connect("metrics-e2e");
   ASSERT_NE(client, nullptr);
   auto program = TraceFigure2(*client, {2});
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
 
   // The dashboard subscribes a moment after it starts: run the program until a scrape
   // shows a whole run (bounded), checking every scrape's format on the way.
@@ -83,9 +84,9 @@ TEST_F(MetricsE2eTest, DashboardServesTheClustersMetricsInPrometheusFormat) {
   const auto deadline = Clock::now() + 60s;
   while (!missing.empty() && Clock::now() < deadline) {
     auto run = client->Submit(*program, {Tensor::F32({2}, {1, 2})});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto outputs = run->Wait(20s);
-    ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
+    ASSERT_THAT(outputs, IsOk());
 
     auto res = http.Get("/metrics");
     ASSERT_TRUE(res) << "GET /metrics: " << httplib::to_string(res.error());
@@ -94,14 +95,14 @@ TEST_F(MetricsE2eTest, DashboardServesTheClustersMetricsInPrometheusFormat) {
     text = res->body;
     ++scrapes;
     auto parsed = ParseExposition(text);
-    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << text;
+    ASSERT_THAT(parsed, IsOk()) << parsed.status().ToString() << "\n" << text;
     missing = Missing(*parsed, cluster_->config());
   }
   EXPECT_EQ(missing, "") << "after " << scrapes << " scrapes, /metrics lacks: " << missing << "\n"
                          << text;
   // Every metric name is atoll's, with its HELP and TYPE.
   auto parsed = ParseExposition(text);
-  ASSERT_TRUE(parsed.ok());
+  ASSERT_THAT(parsed, IsOk());
   EXPECT_EQ(parsed->types.size(), parsed->helps.size());
   for (const auto& sample : parsed->samples) {
     EXPECT_EQ(sample.name.rfind("atoll_", 0), 0u) << sample.name;

@@ -7,6 +7,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/example_program.h"
 #include "tests/e2e/relative_difference.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -18,10 +19,10 @@ class MlpExampleTest : public ClusterTest {};
 
 MlpResult Train(Client& client, uint32_t devices, const MlpConfig& config) {
   auto slice = client.CreateSlice(devices, "island0");
-  EXPECT_TRUE(slice.ok()) << slice.status().ToString();
+  EXPECT_THAT(slice, IsOk());
   if (!slice.ok()) return {};
   auto result = examples::TrainMlp(client, *slice, config);
-  EXPECT_TRUE(result.ok()) << devices << " devices: " << result.status().ToString();
+  EXPECT_THAT(result, IsOk()) << devices << " devices: " << result.status().ToString();
   return result.ok() ? std::move(result).value() : MlpResult{};
 }
 
@@ -62,7 +63,7 @@ TEST_F(MlpExampleTest, ABatchThatDoesNotDivideOverTheDevicesIsRefused) {
   auto client = Connect("mlp-bad");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   MlpConfig config;
   config.batch = 30;
   auto result = examples::TrainMlp(*client, *slice, config);

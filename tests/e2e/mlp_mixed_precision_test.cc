@@ -9,6 +9,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/relative_difference.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -20,10 +21,10 @@ class MlpMixedPrecisionTest : public ClusterTest {};
 
 MlpResult Train(Client& client, const MlpConfig& config) {
   auto slice = client.CreateSlice(4, "island0");
-  EXPECT_TRUE(slice.ok()) << slice.status().ToString();
+  EXPECT_THAT(slice, IsOk());
   if (!slice.ok()) return {};
   auto result = examples::TrainMlp(client, *slice, config);
-  EXPECT_TRUE(result.ok()) << DTypeName(config.precision) << ": " << result.status().ToString();
+  EXPECT_THAT(result, IsOk()) << DTypeName(config.precision) << ": " << result.status().ToString();
   return result.ok() ? std::move(result).value() : MlpResult{};
 }
 
@@ -88,7 +89,7 @@ TEST_F(MlpMixedPrecisionTest, BF16TrainingResumesFromACheckpointWithTheSameLosse
   MlpConfig in_f32 = resume;
   in_f32.precision = DType::kF32;
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto refused = examples::TrainMlp(*client, *slice, in_f32);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();

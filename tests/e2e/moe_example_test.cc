@@ -13,6 +13,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/relative_difference.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -41,7 +42,7 @@ std::vector<double> TrainChecked(Client& client, const MoeConfig& config, int* s
     EXPECT_LE(RelativeDifference(*step.output, want), kTolerance) << "step " << step.step;
     if (std::count(step.routed.begin(), step.routed.end(), 0) > 0) ++*steps_with_idle;
   });
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_THAT(result, IsOk());
   return result.ok() ? result->losses : std::vector<double>{};
 }
 
@@ -200,7 +201,7 @@ TEST_F(MoeExampleTest, TrainedWeightsEqualAReferenceTrainedOnTheClient) {
   config.hidden = 8;
   config.steps = 4;
   auto result = examples::TrainMoe(*client, "island0", config);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_THAT(result, IsOk());
   ReferenceMoe reference(config);
   for (int s = 1; s <= config.steps; ++s) reference.Step(examples::MakeMoeBatch(config, s), s);
   // Adam's step is about lr * sign(gradient) early on, so float rounding in the gradients

@@ -34,6 +34,7 @@
 #include "tests/e2e/rm_topology.h"
 #include "tests/launcher/cluster_test_util.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -62,21 +63,21 @@ class NetnsTest : public ::testing::Test {
       skip_ = new std::string(network.status().ToString());
       return;
     }
-    ASSERT_TRUE(network.ok()) << network.status().ToString();
+    ASSERT_THAT(network, IsOk());
     network_ = std::move(network).value().release();
     dir_ = new TempDir();
     StartMachines();
     // From here on this thread is a machine of its own: its clients' and event readers'
     // sockets (made by contexts it creates) live there.
-    ASSERT_TRUE(network_->Enter("client").ok());
+    ASSERT_THAT(network_->Enter("client"), IsOk());
   }
 
   static void TearDownTestSuite() {
     if (network_ != nullptr) {
-      EXPECT_TRUE(network_->Leave().ok());
+      EXPECT_THAT(network_->Leave(), IsOk());
       // Hosts first (drained by an RM they reach: every link up), then the head, each on its
       // machine; the network then kills whatever a stop left and removes the namespaces.
-      for (const HostMachine& h : kHosts) EXPECT_TRUE(network_->SetLink(h.name, true).ok());
+      for (const HostMachine& h : kHosts) EXPECT_THAT(network_->SetLink(h.name, true), IsOk());
       for (const HostMachine& h : kHosts) Stop(h.name);
       Stop("head");
       delete network_;
@@ -92,7 +93,7 @@ class NetnsTest : public ::testing::Test {
     if (skip_ != nullptr) GTEST_SKIP() << *skip_;
     ASSERT_FALSE(rm_endpoint_.empty()) << "the cluster did not start";
     // A test that failed with a link cut leaves no cut to the next.
-    for (const HostMachine& h : kHosts) ASSERT_TRUE(network_->SetLink(h.name, true).ok());
+    for (const HostMachine& h : kHosts) ASSERT_THAT(network_->SetLink(h.name, true), IsOk());
   }
 
  protected:
@@ -110,7 +111,7 @@ class NetnsTest : public ::testing::Test {
                        Address("head"), "--bin-dir", ATOLL_BIN_DIR});
     ASSERT_EQ(head.exit_code, 0) << head.Describe();
     auto record = ReadClusterInfo(StateDir("head"));
-    ASSERT_TRUE(record.ok()) << record.status().ToString();
+    ASSERT_THAT(record, IsOk());
     for (const HostMachine& h : kHosts) {
       // The cluster's keys, copied to the machine as `scp -r` would.
       const std::string keys = StateDir(h.name) + "/keys";
@@ -143,7 +144,7 @@ class NetnsTest : public ::testing::Test {
   static std::unique_ptr<Client> Connect(const std::string& name) {
     auto client =
         Client::Connect({.rm_endpoint = rm_endpoint_, .name = name, .keys_dir = keys_dir_});
-    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    EXPECT_THAT(client, IsOk());
     return client.ok() ? std::move(client).value() : nullptr;
   }
 
@@ -202,12 +203,12 @@ Topology WaitForTopology(const std::string& rm, Pred ready, std::chrono::millise
 TEST_F(NetnsTest, EveryAddressTheRmHandsOutIsOnItsOwnMachine) {
   MemberContext context;
   net::Requester rm(context, rm_endpoint_);
-  ASSERT_TRUE(rm.Connect().ok());
+  ASSERT_THAT(rm.Connect(), IsOk());
   auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_THAT(status, IsOk());
   auto host_of = [](const std::string& endpoint) {
     auto host = EndpointHost(endpoint);
-    EXPECT_TRUE(host.ok()) << endpoint;
+    EXPECT_THAT(host, IsOk()) << endpoint;
     return host.ok() ? *host : "";
   };
   EXPECT_EQ(host_of(rm_endpoint_), Address("head"));
@@ -253,14 +254,14 @@ TEST_F(NetnsTest, ACutLinkFailsTheRunNamingItsHostOthersGoOnAndTheHostRejoins) {
   // 3 s of spin: both programs are in flight when the cut is noticed (within a second).
   auto doomed_program = AcrossSlices(*tenant, *tenant0, *tenant1, 3e6);
   auto going_program = AcrossSlices(*bystander, *bystander0, *bystander1, 3e6);
-  ASSERT_TRUE(doomed_program.ok()) << doomed_program.status().ToString();
-  ASSERT_TRUE(going_program.ok()) << going_program.status().ToString();
+  ASSERT_THAT(doomed_program, IsOk());
+  ASSERT_THAT(going_program, IsOk());
 
   EventRecorder events(events_out_);
   auto doomed = tenant->Submit(*doomed_program, {kX});
   auto going = bystander->Submit(*going_program, {kX});
-  ASSERT_TRUE(doomed.ok()) << doomed.status().ToString();
-  ASSERT_TRUE(going.ok()) << going.status().ToString();
+  ASSERT_THAT(doomed, IsOk());
+  ASSERT_THAT(going, IsOk());
   // Cut once the victim holds the tenant's spin.
   ASSERT_TRUE(events
                   .WaitFor(
@@ -271,7 +272,7 @@ TEST_F(NetnsTest, ACutLinkFailsTheRunNamingItsHostOthersGoOnAndTheHostRejoins) {
                       },
                       20s)
                   .has_value());
-  ASSERT_TRUE(network_->SetLink(victim, false).ok());
+  ASSERT_THAT(network_->SetLink(victim, false), IsOk());
 
   // The tenant's program fails, naming the host.
   auto failed = doomed->Wait(30s);
@@ -295,11 +296,11 @@ TEST_F(NetnsTest, ACutLinkFailsTheRunNamingItsHostOthersGoOnAndTheHostRejoins) {
 
   // The bystander's program, in flight all along, finishes right.
   auto went = going->Wait(30s);
-  ASSERT_TRUE(went.ok()) << went.status().ToString();
+  ASSERT_THAT(went, IsOk());
   EXPECT_EQ(went->at(0), kY);
 
   // The link comes back: the host rejoins, executor and store...
-  ASSERT_TRUE(network_->SetLink(victim, true).ok());
+  ASSERT_THAT(network_->SetLink(victim, true), IsOk());
   ASSERT_TRUE(events
                   .WaitFor(
                       "host.back", [&](const Event& e) { return e.fields["host"] == victim; }, 30s)
@@ -312,18 +313,18 @@ TEST_F(NetnsTest, ACutLinkFailsTheRunNamingItsHostOthersGoOnAndTheHostRejoins) {
   // ... and runs a later program: a slice of every device of island0 takes its two. (The
   // function's registration compiles on it, after the RM's notice that its store is back.)
   auto wide = tenant->CreateSlice(4, "island0");
-  ASSERT_TRUE(wide.ok()) << wide.status().ToString();
+  ASSERT_THAT(wide, IsOk());
   EXPECT_EQ(HostsOf(AskRm(rm_endpoint_), wide->id()), (std::set<std::string>{"a", "b"}));
   FunctionBuilder tb("triple");
   tb.Output(tb.Mul(tb.Input(DType::kF32, {4}), 3.0));
   auto triple = tenant->Register(tb, *wide);
-  ASSERT_TRUE(triple.ok()) << triple.status().ToString();
+  ASSERT_THAT(triple, IsOk());
   ProgramBuilder pb;
   pb.Return({pb.Call(*triple, {pb.Arg(DType::kF32, {4})})[0]});
   auto later = tenant->Submit(pb.Build().value(), {Tensor::F32({4}, {1, 2, 3, 4})});
-  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  ASSERT_THAT(later, IsOk());
   auto later_out = later->Wait(30s);
-  ASSERT_TRUE(later_out.ok()) << later_out.status().ToString();
+  ASSERT_THAT(later_out, IsOk());
   EXPECT_EQ(later_out->at(0), Tensor::F32({4}, {3, 6, 9, 12}));
   EXPECT_TRUE(events
                   .WaitFor(
@@ -342,13 +343,13 @@ TEST_F(NetnsTest, TheRmRestartsFromTheStateOnItsVolumeAndKnowsTheOtherMachinesAg
   ASSERT_NE(client, nullptr);
   auto first = client->CreateSlice(1, "island0");
   auto second = client->CreateSlice(1, "island1");
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(second, IsOk());
   auto program = AcrossSlices(*client, *first, *second, 0);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   auto before_run = client->Submit(*program, {kX});
-  ASSERT_TRUE(before_run.ok()) << before_run.status().ToString();
-  ASSERT_TRUE(before_run->Wait(30s).ok());
+  ASSERT_THAT(before_run, IsOk());
+  ASSERT_THAT(before_run->Wait(30s), IsOk());
   const Topology before = WaitForTopology(
       rm_endpoint_,
       [](const Topology& v) {
@@ -362,7 +363,7 @@ TEST_F(NetnsTest, TheRmRestartsFromTheStateOnItsVolumeAndKnowsTheOtherMachinesAg
   const std::string state_file = StateDir("head") + "/rm.state";
   ASSERT_TRUE(fs::exists(state_file));
   auto record = ReadClusterInfo(StateDir("head"));
-  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  ASSERT_THAT(record, IsOk());
   const ProcessInfo* rm = record->Find("rm");
   ASSERT_NE(rm, nullptr);
   const int64_t old_pid = rm->pid;
@@ -398,23 +399,23 @@ TEST_F(NetnsTest, TheRmRestartsFromTheStateOnItsVolumeAndKnowsTheOtherMachinesAg
   // The client's program runs again, and a new client's new functions compile on the
   // executors of the other machines and run across both islands.
   auto again = client->Submit(*program, {kX});
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_THAT(again, IsOk());
   auto again_out = again->Wait(30s);
-  ASSERT_TRUE(again_out.ok()) << again_out.status().ToString();
+  ASSERT_THAT(again_out, IsOk());
   EXPECT_EQ(again_out->at(0), kY);
 
   auto newcomer = Connect("newcomer");
   ASSERT_NE(newcomer, nullptr);
   auto new_first = newcomer->CreateSlice(2, "island0");
   auto new_second = newcomer->CreateSlice(2, "island1");
-  ASSERT_TRUE(new_first.ok()) << new_first.status().ToString();
-  ASSERT_TRUE(new_second.ok()) << new_second.status().ToString();
+  ASSERT_THAT(new_first, IsOk());
+  ASSERT_THAT(new_second, IsOk());
   auto new_program = AcrossSlices(*newcomer, *new_first, *new_second, 0);
-  ASSERT_TRUE(new_program.ok()) << new_program.status().ToString();
+  ASSERT_THAT(new_program, IsOk());
   auto fresh = newcomer->Submit(*new_program, {kX});
-  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_THAT(fresh, IsOk());
   auto fresh_out = fresh->Wait(30s);
-  ASSERT_TRUE(fresh_out.ok()) << fresh_out.status().ToString();
+  ASSERT_THAT(fresh_out, IsOk());
   EXPECT_EQ(fresh_out->at(0), kY);
 }
 

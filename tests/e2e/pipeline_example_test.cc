@@ -9,6 +9,7 @@
 #include "examples/pipeline/pipeline.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/relative_difference.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -29,12 +30,12 @@ PipelineResult Train(Client& client, const PipelineConfig& config, bool one_devi
       continue;
     }
     auto slice = client.CreateSlice(1, s < config.stages / 2 ? "island0" : second_island);
-    EXPECT_TRUE(slice.ok()) << slice.status().ToString();
+    EXPECT_THAT(slice, IsOk());
     if (!slice.ok()) return {};
     slices.push_back(*slice);
   }
   auto result = examples::TrainPipeline(client, slices, config);
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_THAT(result, IsOk());
   return result.ok() ? std::move(result).value() : PipelineResult{};
 }
 
@@ -79,9 +80,9 @@ TEST_F(PipelineExampleTest, DataParallelReachesThePipelinesWeights) {
   config.steps = 3;
   const PipelineResult pipeline = Train(*client, config, true, "island0");
   auto slice = client->CreateSlice(4, "island0");  // on two hosts
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto data_parallel = examples::TrainDataParallel(*client, *slice, config);
-  ASSERT_TRUE(data_parallel.ok()) << data_parallel.status().ToString();
+  ASSERT_THAT(data_parallel, IsOk());
   ASSERT_EQ(data_parallel->losses.size(), 3u);
   EXPECT_LT(data_parallel->losses.back(), data_parallel->losses.front());
   // The same sums in another order (per device, then all-reduced): rounding differs.

@@ -10,6 +10,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/doubling_program.h"
 #include "tests/e2e/event_recorder.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -28,10 +29,10 @@ constexpr int64_t kElems = 96 * 1024;      // f32: 384 KiB
 // ones and checks the result; the Run is returned, holding its objects.
 std::optional<atl::Run> RunDoubling(Client& client, const Program& program, int64_t n) {
   auto run = client.Submit(program, {Filled(n, 1)});
-  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_THAT(run, IsOk());
   if (!run.ok()) return std::nullopt;
   auto out = run->Wait(30s);
-  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_THAT(out, IsOk());
   if (out.ok()) {
     EXPECT_EQ(out->at(0), Filled(n, 2));
   }
@@ -94,7 +95,7 @@ TEST_F(QuotaTest, AClientOverItsByteQuotaIsRefusedAndAnotherIsNot) {
   held.reset();
   ASSERT_TRUE(AwaitFreed(events, a->id(), 2)) << "the released objects were never freed";
   auto whole = Doubling(*a, *a_slice, kQuotaBytes / 8);  // argument + result = 1 MiB
-  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_THAT(whole, IsOk());
   EXPECT_TRUE(RunDoubling(*a, *whole, kQuotaBytes / 8).has_value());
 }
 
@@ -103,7 +104,7 @@ TEST_F(QuotaTest, AnOutputOverTheQuotaFailsItsRunWithTheQuotaError) {
   auto a = Connect("outputs");
   ASSERT_NE(a, nullptr);
   auto slice = a->CreateSlice(1);
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto big = Doubling(*a, *slice, kElems);
   auto small = Doubling(*a, *slice, kSmall);
   ASSERT_TRUE(big.ok() && small.ok());
@@ -113,7 +114,7 @@ TEST_F(QuotaTest, AnOutputOverTheQuotaFailsItsRunWithTheQuotaError) {
   ASSERT_TRUE(held.has_value());
   // Its argument fits (960 KiB); its result, reserved by the executor, does not.
   auto submitted = a->Submit(*small, {Filled(kSmall, 1)});
-  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  ASSERT_THAT(submitted, IsOk());
   std::optional<atl::Run> run = std::move(submitted).value();
   const auto start = std::chrono::steady_clock::now();
   auto out = run->Wait(30s);
@@ -144,7 +145,7 @@ TEST_F(QuotaTest, SlicesAndTheirDevicesAreCountedPerClient) {
   ASSERT_NE(b, nullptr);
   EventRecorder events(EventsEndpoint());
 
-  ASSERT_TRUE(a->CreateSlice(2).ok());
+  ASSERT_THAT(a->CreateSlice(2), IsOk());
   auto too_many_devices = a->CreateSlice(2);
   ASSERT_FALSE(too_many_devices.ok());
   EXPECT_EQ(too_many_devices.status().code(), Code::kResourceExhausted);
@@ -157,7 +158,7 @@ TEST_F(QuotaTest, SlicesAndTheirDevicesAreCountedPerClient) {
   EXPECT_NE(error->fields["error"].get<std::string>().find(devices), std::string::npos)
       << error->fields.dump();
 
-  ASSERT_TRUE(a->CreateSlice(1).ok());  // 2 slices, 3 devices: both quotas full
+  ASSERT_THAT(a->CreateSlice(1), IsOk());  // 2 slices, 3 devices: both quotas full
   auto too_many_slices = a->CreateSlice(1);
   ASSERT_FALSE(too_many_slices.ok());
   EXPECT_EQ(too_many_slices.status().code(), Code::kResourceExhausted);
@@ -167,7 +168,7 @@ TEST_F(QuotaTest, SlicesAndTheirDevicesAreCountedPerClient) {
       << too_many_slices.status().ToString();
 
   // Another client may take the same devices up to its own quota.
-  EXPECT_TRUE(b->CreateSlice(3).ok());
+  EXPECT_THAT(b->CreateSlice(3), IsOk());
 }
 
 // Submits `program` until a scheduler accepts it: a cancelled run leaves the flight when its
@@ -191,22 +192,22 @@ TEST_F(QuotaTest, RunsInFlightAreCountedUntilTheyEnd) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   auto slice = a->CreateSlice(1);
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   FunctionBuilder f("spin");
   f.Output(f.Spin(f.Input(DType::kF32, {4}), 60e6));  // a minute: until cancelled
   auto spin_fn = a->Register(f, *slice);
-  ASSERT_TRUE(spin_fn.ok()) << spin_fn.status().ToString();
+  ASSERT_THAT(spin_fn, IsOk());
   ProgramBuilder p;
   p.Return({p.Call(*spin_fn, {p.Arg(DType::kF32, {4})})[0]});
   auto spin = p.Build();
-  ASSERT_TRUE(spin.ok()) << spin.status().ToString();
+  ASSERT_THAT(spin, IsOk());
   EventRecorder events(EventsEndpoint());
 
   auto first = a->Submit(*spin, {Filled(4, 1)});
   auto second = a->Submit(*spin, {Filled(4, 1)});
   ASSERT_TRUE(first.ok() && second.ok());
   auto third = a->Submit(*spin, {Filled(4, 1)});
-  ASSERT_TRUE(third.ok()) << "submissions stream: the refusal comes back from Wait";
+  ASSERT_THAT(third, IsOk()) << "submissions stream: the refusal comes back from Wait";
   auto refused = third->Wait(10s);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kResourceExhausted) << refused.status().ToString();
@@ -221,23 +222,23 @@ TEST_F(QuotaTest, RunsInFlightAreCountedUntilTheyEnd) {
 
   // Another client has a quota of its own: it runs two at once meanwhile, on its device.
   auto other_slice = b->CreateSlice(1);
-  ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
+  ASSERT_THAT(other_slice, IsOk());
   auto doubling = Doubling(*b, *other_slice, 4);
-  ASSERT_TRUE(doubling.ok()) << doubling.status().ToString();
+  ASSERT_THAT(doubling, IsOk());
   auto b_first = b->Submit(*doubling, {Filled(4, 1)});
   auto b_second = b->Submit(*doubling, {Filled(4, 1)});
   ASSERT_TRUE(b_first.ok() && b_second.ok());
   for (atl::Run* run : {&*b_first, &*b_second}) {
     auto out = run->Wait(30s);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_THAT(out, IsOk());
   }
 
   // A cancelled run gives its place back.
-  ASSERT_TRUE(first->Cancel().ok());
+  ASSERT_THAT(first->Cancel(), IsOk());
   auto fourth = SubmitOnceAccepted(*a, *spin);
-  ASSERT_TRUE(fourth.ok()) << fourth.status().ToString();
-  EXPECT_TRUE(second->Cancel().ok());
-  EXPECT_TRUE(fourth->Cancel().ok());
+  ASSERT_THAT(fourth, IsOk());
+  EXPECT_THAT(second->Cancel(), IsOk());
+  EXPECT_THAT(fourth->Cancel(), IsOk());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "tests/e2e/member_context.h"
 #include "tests/e2e/one_call_program.h"
 #include "tests/e2e/store_stats.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -29,10 +30,10 @@ class ReadAheadTest : public ClusterTest {
     client_ = Connect("read-ahead");
     ASSERT_NE(client_, nullptr);
     auto slice = client_->CreateSlice(1, "island0");
-    ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+    ASSERT_THAT(slice, IsOk());
     slice_ = *slice;
     auto inc = OneCall(*client_, slice_, "inc", Inc);
-    ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+    ASSERT_THAT(inc, IsOk());
     inc_ = *inc;
   }
 
@@ -41,15 +42,15 @@ class ReadAheadTest : public ClusterTest {
     auto spin = OneCall(*client_, slice_, "spin", [micros](FunctionBuilder& b, Value x) {
       return b.Add(b.Spin(x, micros), 1.0);
     });
-    EXPECT_TRUE(spin.ok()) << spin.status().ToString();
+    EXPECT_THAT(spin, IsOk());
     auto run = client_->Submit(*spin, {Tensor::F32({2}, {0, 0})});
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_THAT(run, IsOk());
     return std::move(run).value();
   }
 
   atl::Run IncRun(float x) {
     auto run = client_->Submit(inc_, {Tensor::F32({2}, {x, -x})});
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_THAT(run, IsOk());
     return std::move(run).value();
   }
 
@@ -69,18 +70,18 @@ TEST_F(ReadAheadTest, WaitingForTheFirstOfABatchReadsTheOthersAhead) {
   for (int i = 0; i < kRuns; ++i) runs.push_back(IncRun(static_cast<float>(i)));
   const uint64_t before = ReadsSent();
   auto first = runs[0].Wait(30s);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_THAT(first, IsOk());
   EXPECT_EQ(first->at(0), Tensor::F32({2}, {1, 1}));
   EXPECT_EQ(ReadsSent() - before, uint64_t{kRuns}) << "its own read and one ahead per later run";
   for (int i = 1; i < kRuns; ++i) {
     auto out = runs[i].Wait(30s);
-    ASSERT_TRUE(out.ok()) << "run " << i << ": " << out.status().ToString();
+    ASSERT_THAT(out, IsOk()) << "run " << i << ": " << out.status().ToString();
     EXPECT_EQ(out->at(0), Tensor::F32({2}, {i + 1.0f, 1.0f - i}));
   }
   EXPECT_EQ(ReadsSent() - before, uint64_t{kRuns}) << "the later waits sent no read of their own";
   // A second wait for a run reads it again: what was read ahead is handed out once.
   auto again = runs[kRuns - 1].Wait(30s);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->at(0), Tensor::F32({2}, {kRuns, 1.0f - (kRuns - 1)}));
   EXPECT_EQ(ReadsSent() - before, uint64_t{kRuns} + 1);
 }
@@ -90,9 +91,9 @@ TEST_F(ReadAheadTest, AReadAheadThatOutlivedItsWaitIsReadAgain) {
   atl::Run slow = Spinning(4e6);  // queued behind `quick` on the same device
   const uint64_t before = ReadsSent();
   // The read ahead of `slow` waits in its store only as long as this wait could have.
-  ASSERT_TRUE(quick.Wait(2s).ok());
+  ASSERT_THAT(quick.Wait(2s), IsOk());
   auto out = slow.Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {1, 1}));
   EXPECT_EQ(ReadsSent() - before, 3u) << "quick's read, slow's read ahead, and slow's again";
 }
@@ -101,10 +102,10 @@ TEST_F(ReadAheadTest, ALaterRunsFailureComesThroughItsReadAhead) {
   atl::Run quick = IncRun(1);
   atl::Run spinning = Spinning(60e6);
   auto reader = client_->Submit(inc_, {spinning.Output(0)});
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  ASSERT_TRUE(quick.Wait(30s).ok());  // reads `spinning` and `reader` ahead
+  ASSERT_THAT(reader, IsOk());
+  ASSERT_THAT(quick.Wait(30s), IsOk());  // reads `spinning` and `reader` ahead
   const uint64_t before = ReadsSent();
-  ASSERT_TRUE(spinning.Cancel().ok());
+  ASSERT_THAT(spinning.Cancel(), IsOk());
   const auto cancelled_at = Clock::now();
   auto read = reader->Wait(30s);
   EXPECT_EQ(read.status().code(), Code::kCancelled) << read.status().ToString();
@@ -116,8 +117,8 @@ TEST_F(ReadAheadTest, ARunDroppedWhileReadAheadStillHasItsObjectsFreed) {
   const uint64_t held = ObjectsHeld();
   atl::Run quick = IncRun(1);
   std::optional<atl::Run> slow = Spinning(300e3);
-  ASSERT_TRUE(quick.Wait(30s).ok());  // `slow` is read ahead, still spinning
-  slow.reset();                       // released after its read, on the same socket
+  ASSERT_THAT(quick.Wait(30s), IsOk());  // `slow` is read ahead, still spinning
+  slow.reset();                          // released after its read, on the same socket
   // Left: quick's result alone (its argument travelled inside the submission), and no
   // release that met no object.
   uint64_t objects = 0, tombstones = 0;
@@ -132,7 +133,7 @@ TEST_F(ReadAheadTest, ARunDroppedWhileReadAheadStillHasItsObjectsFreed) {
   EXPECT_EQ(tombstones, 0u);
   // The store answers this client's reads as before.
   auto after = IncRun(5).Wait(30s);
-  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_THAT(after, IsOk());
   EXPECT_EQ(after->at(0), Tensor::F32({2}, {6, -4}));
 }
 

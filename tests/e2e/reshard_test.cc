@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -60,9 +61,9 @@ TEST_F(ClusterTest, ChainsAcrossMeshesShardingsAndIslandsMatchASingleDevice) {
   std::vector<Stage> single;
   for (const auto& s : spread) single.push_back({{1}, s.island, Sharding::Replicated()});
   auto spread_program = Chain(*client, spread);
-  ASSERT_TRUE(spread_program.ok()) << spread_program.status().ToString();
+  ASSERT_THAT(spread_program, IsOk());
   auto single_program = Chain(*client, single);
-  ASSERT_TRUE(single_program.ok()) << single_program.status().ToString();
+  ASSERT_THAT(single_program, IsOk());
 
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> value(-2, 2);
@@ -71,13 +72,13 @@ TEST_F(ClusterTest, ChainsAcrossMeshesShardingsAndIslandsMatchASingleDevice) {
     for (auto& x : v) x = value(rng);
     const Tensor input = Tensor::F32({kRows, kCols}, v);
     auto spread_run = client->Submit(*spread_program, {input});
-    ASSERT_TRUE(spread_run.ok()) << spread_run.status().ToString();
+    ASSERT_THAT(spread_run, IsOk());
     auto single_run = client->Submit(*single_program, {input});
-    ASSERT_TRUE(single_run.ok()) << single_run.status().ToString();
+    ASSERT_THAT(single_run, IsOk());
     auto got = spread_run->Wait(20s);
-    ASSERT_TRUE(got.ok()) << "trial " << trial << ": " << got.status().ToString();
+    ASSERT_THAT(got, IsOk()) << "trial " << trial << ": " << got.status().ToString();
     auto want = single_run->Wait(20s);
-    ASSERT_TRUE(want.ok()) << "trial " << trial << ": " << want.status().ToString();
+    ASSERT_THAT(want, IsOk()) << "trial " << trial << ": " << want.status().ToString();
     EXPECT_EQ(got->at(0), want->at(0))
         << "trial " << trial << ": " << got->at(0).ToString() << " vs " << want->at(0).ToString();
   }

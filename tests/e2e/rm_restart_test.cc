@@ -14,6 +14,7 @@
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
 #include "tests/e2e/one_call_program.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -47,35 +48,35 @@ TEST_F(RmRestartTest, ClientsSlicesAndFunctionsSurviveAnRmRestart) {
   auto client = Connect("survivor");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(2);
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   FunctionBuilder fb("inc");
   fb.Output(fb.Add(fb.Input(DType::kF32, {4}), 1.0));
   auto inc = client->Register(fb, *slice);
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
   ProgramBuilder pb;
   pb.Return({pb.Call(*inc, {pb.Arg(DType::kF32, {4})})[0]});
   const Program program = pb.Build().value();
   const Tensor x = Tensor::F32({4}, {1, 2, 3, 4});
   auto first = client->Submit(program, {x});
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  ASSERT_TRUE(first->Wait(20s).ok());
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(first->Wait(20s), IsOk());
   auto before = AskStatus(RmEndpoint());
-  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_THAT(before, IsOk());
 
-  ASSERT_TRUE(cluster_->Restart("rm", SIGKILL).ok());
+  ASSERT_THAT(cluster_->Restart("rm", SIGKILL), IsOk());
 
   // The restarted RM knows what the old one knew.
   auto after = AskStatus(RmEndpoint());
-  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_THAT(after, IsOk());
   EXPECT_EQ(after->slices, before->slices);
   EXPECT_EQ(after->clients, 1u);
   EXPECT_EQ(after->functions, before->functions);
 
   // The client's next program runs.
   auto next = client->Submit(program, {x});
-  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_THAT(next, IsOk());
   auto out = next->Wait(20s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({4}, {2, 3, 4, 5}));
 
   // The RM still knows the client and its slice: a new function registers on it, compiled
@@ -83,18 +84,18 @@ TEST_F(RmRestartTest, ClientsSlicesAndFunctionsSurviveAnRmRestart) {
   FunctionBuilder gb("double");
   gb.Output(gb.Mul(gb.Input(DType::kF32, {4}), 2.0));
   auto twice = client->Register(gb, *slice);
-  ASSERT_TRUE(twice.ok()) << twice.status().ToString();
+  ASSERT_THAT(twice, IsOk());
   ProgramBuilder chain;
   chain.Return({chain.Call(*twice, {chain.Call(*inc, {chain.Arg(DType::kF32, {4})})[0]})[0]});
   auto chained = client->Submit(chain.Build().value(), {x});
-  ASSERT_TRUE(chained.ok()) << chained.status().ToString();
+  ASSERT_THAT(chained, IsOk());
   auto chained_out = chained->Wait(20s);
-  ASSERT_TRUE(chained_out.ok()) << chained_out.status().ToString();
+  ASSERT_THAT(chained_out, IsOk());
   EXPECT_EQ(chained_out->at(0), Tensor::F32({4}, {4, 6, 8, 10}));
 
   // And hands out new slices without reusing the old one's id.
   auto another = client->CreateSlice(1);
-  ASSERT_TRUE(another.ok()) << another.status().ToString();
+  ASSERT_THAT(another, IsOk());
   EXPECT_GT(another->id(), slice->id());
 }
 
@@ -106,7 +107,7 @@ TEST_F(RmRestartTest, ARestartedRmGivesItsPeersTimeToReconnectBeforeDeclaringThe
   const ClusterConfig& config = cluster_->config();
   const auto lapse = std::chrono::milliseconds(config.heartbeat_ms) * config.liveness;
   ASSERT_LT(2 * lapse, rm::kReconnectGrace) << "the test needs a liveness window shorter than this";
-  ASSERT_TRUE(cluster_->Signal("executor-h2", SIGSTOP).ok());
+  ASSERT_THAT(cluster_->Signal("executor-h2", SIGSTOP), IsOk());
   Status restarted = cluster_->Restart("rm", SIGKILL);
   std::optional<EventRecorder> events;
   if (restarted.ok()) events.emplace(EventsEndpoint());  // the restarted RM's bus
@@ -116,9 +117,9 @@ TEST_F(RmRestartTest, ARestartedRmGivesItsPeersTimeToReconnectBeforeDeclaringThe
   // Past the grace, the host still silent is lost.
   auto is_h2 = [](const Event& e) { return e.fields["host"] == "h2"; };
   const bool lost = events && events->WaitFor("host.lost", is_h2, rm::kReconnectGrace + 20s);
-  ASSERT_TRUE(cluster_->Signal("executor-h2", SIGCONT).ok());
-  ASSERT_TRUE(restarted.ok()) << restarted.ToString();
-  ASSERT_TRUE(during.ok()) << during.status().ToString();
+  ASSERT_THAT(cluster_->Signal("executor-h2", SIGCONT), IsOk());
+  ASSERT_THAT(restarted, IsOk());
+  ASSERT_THAT(during, IsOk());
   EXPECT_TRUE(*during) << "host h2 was declared lost " << 2 * lapse << " after the restart";
   EXPECT_TRUE(lost) << "host h2, silent past the grace, was not declared lost";
   // Heard again, it is back.
@@ -135,25 +136,25 @@ TEST_F(RmRestartTest, AnRmThatStalledWithItsSchedulerDoesNotDeclareTheIslandLost
   auto client = Connect("stalled");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(1);
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto program =
       OneCall(*client, *slice, "inc", [](FunctionBuilder& b, Value x) { return b.Add(x, 1.0); });
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   EventRecorder events(EventsEndpoint());
 
-  ASSERT_TRUE(cluster_->Signal("rm", SIGSTOP).ok());
+  ASSERT_THAT(cluster_->Signal("rm", SIGSTOP), IsOk());
   const Status stopped = cluster_->Signal("scheduler-island0", SIGSTOP);
   if (stopped.ok()) std::this_thread::sleep_for(3 * lapse);  // the stall under test
   // The scheduler resumes a little after the RM, which runs a liveness check at once.
-  ASSERT_TRUE(cluster_->Signal("rm", SIGCONT).ok());
+  ASSERT_THAT(cluster_->Signal("rm", SIGCONT), IsOk());
   std::this_thread::sleep_for(lapse / 4);
-  ASSERT_TRUE(cluster_->Signal("scheduler-island0", SIGCONT).ok());
-  ASSERT_TRUE(stopped.ok()) << stopped.ToString();
+  ASSERT_THAT(cluster_->Signal("scheduler-island0", SIGCONT), IsOk());
+  ASSERT_THAT(stopped, IsOk());
 
   auto run = client->Submit(*program, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(20s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
   // A loss would have been declared in the RM's first turn, before the run was submitted.
   while (auto e = events.Next(0ms)) {

@@ -13,6 +13,7 @@
 
 #include "common/net/transport.h"
 #include "tests/e2e/member_context.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 
@@ -29,9 +30,9 @@ struct Topology {
 inline Topology AskRm(const std::string& rm) {
   MemberContext context;
   net::Requester peer(context, rm);
-  EXPECT_TRUE(peer.Connect().ok());
+  EXPECT_THAT(peer.Connect(), IsOk());
   auto status = peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, std::chrono::seconds(5));
-  EXPECT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_THAT(status, IsOk());
   Topology t;
   if (!status.ok()) return t;
   for (const auto& island : status->islands) {

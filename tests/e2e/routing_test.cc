@@ -5,6 +5,7 @@
 #include <random>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -52,7 +53,7 @@ TEST_F(ClusterTest, TopTwoRoutingReachesExactlyTheChosenExperts) {
   auto client = Connect("routing");
   ASSERT_NE(client, nullptr);
   auto program = TopTwoRouting(*client);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> value(-1, 1);
   int empty_experts = 0;
@@ -72,9 +73,9 @@ TEST_F(ClusterTest, TopTwoRoutingReachesExactlyTheChosenExperts) {
     auto run =
         client->Submit(*program, {Tensor::F32({kTokens, kWidth}, tokens),
                                   Tensor::I32({kTokens}, first), Tensor::I32({kTokens}, second)});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto out = run->Wait(10s);
-    ASSERT_TRUE(out.ok()) << "trial " << trial << ": " << out.status().ToString();
+    ASSERT_THAT(out, IsOk()) << "trial " << trial << ": " << out.status().ToString();
     EXPECT_EQ(out->at(0), Dense(tokens, first, [](float x) { return x * 2 + 1; }))
         << "trial " << trial;
     EXPECT_EQ(out->at(1), Dense(tokens, second, [](float x) { return x * 2 * 3; }))
@@ -87,13 +88,13 @@ TEST_F(ClusterTest, ARowRoutedToAMissingShardFailsTheRunClearly) {
   auto client = Connect("routing");
   ASSERT_NE(client, nullptr);
   auto program = TopTwoRouting(*client);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   std::vector<int32_t> bad(kTokens, 0);
   bad[5] = kExperts;  // no such expert
   auto run =
       client->Submit(*program, {Tensor(DType::kF32, {kTokens, kWidth}), Tensor::I32({kTokens}, bad),
                                 Tensor(DType::kI32, {kTokens})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(10s);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("routed to shard 3"), std::string::npos)

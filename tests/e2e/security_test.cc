@@ -17,6 +17,7 @@
 #include "tests/e2e/doubling_program.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -27,7 +28,7 @@ using ::testing::HasSubstr;
 // A context whose sockets hold client key `name` of the cluster's keys directory.
 net::Credentials ClientKey(const std::string& keys_dir, const std::string& name) {
   auto credentials = net::ClientCredentials(keys_dir, name);
-  EXPECT_TRUE(credentials.ok()) << credentials.status().ToString();
+  EXPECT_THAT(credentials, IsOk());
   return credentials.ok() ? *credentials : net::Credentials{};
 }
 
@@ -36,7 +37,7 @@ class SecurityTest : public ClusterTest {
   static void SetUpTestSuite() {
     ClusterTest::SetUpTestSuite();
     for (const char* name : {"alice", "bob"}) {
-      ASSERT_TRUE(net::EnsureClientKey(KeysDir(), name).ok());
+      ASSERT_THAT(net::EnsureClientKey(KeysDir(), name), IsOk());
     }
   }
 
@@ -47,7 +48,7 @@ class SecurityTest : public ClusterTest {
                                    .request_timeout = 5s,
                                    .keys_dir = KeysDir(),
                                    .key_name = key});
-    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    EXPECT_THAT(client, IsOk());
     return client.ok() ? std::move(client).value() : nullptr;
   }
 
@@ -79,9 +80,9 @@ class SecurityTest : public ClusterTest {
 
   static void ExpectRunsCorrectly(Client& client, const Program& program) {
     auto run = client.Submit(program, {Tensor::F32({2}, {1, 2})});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto out = run->Wait(20s);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_THAT(out, IsOk());
     EXPECT_EQ(out->at(0).ToString(), Tensor::F32({2}, {2, 4}).ToString());
   }
 };
@@ -99,8 +100,8 @@ TEST_F(SecurityTest, AClientWithoutKeysIsRefusedAtConnect) {
 
 TEST_F(SecurityTest, AClientWhoseKeyIsNotAllowedIsRefused) {
   auto pair = net::NewKeyPair();
-  ASSERT_TRUE(pair.ok());
-  ASSERT_TRUE(net::WriteKeyPair(net::ClientKeyPath(KeysDir(), "mallory"), *pair).ok());
+  ASSERT_THAT(pair, IsOk());
+  ASSERT_THAT(net::WriteKeyPair(net::ClientKeyPath(KeysDir(), "mallory"), *pair), IsOk());
   auto client = Client::Connect({.rm_endpoint = RmEndpoint(),
                                  .request_timeout = 10s,
                                  .keys_dir = KeysDir(),
@@ -112,8 +113,8 @@ TEST_F(SecurityTest, AClientWhoseKeyIsNotAllowedIsRefused) {
 
 TEST_F(SecurityTest, AllowedKeysAreReadAgainWhenTheFolderChanges) {
   auto pair = net::NewKeyPair();
-  ASSERT_TRUE(pair.ok());
-  ASSERT_TRUE(net::WriteKeyPair(net::ClientKeyPath(KeysDir(), "carol"), *pair).ok());
+  ASSERT_THAT(pair, IsOk());
+  ASSERT_THAT(net::WriteKeyPair(net::ClientKeyPath(KeysDir(), "carol"), *pair), IsOk());
   const ClientOptions carol{.rm_endpoint = RmEndpoint(),
                             .request_timeout = 10s,
                             .keys_dir = KeysDir(),
@@ -121,9 +122,9 @@ TEST_F(SecurityTest, AllowedKeysAreReadAgainWhenTheFolderChanges) {
   EXPECT_FALSE(Client::Connect(carol).ok());
   // Allowed from the next connection on, without a restart ...
   const std::string allowed = net::AllowedKeyPath(KeysDir(), "carol");
-  ASSERT_TRUE(net::WritePublicKey(allowed, pair->public_key).ok());
+  ASSERT_THAT(net::WritePublicKey(allowed, pair->public_key), IsOk());
   auto admitted = Client::Connect(carol);
-  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  ASSERT_THAT(admitted, IsOk());
   // ... and refused again once its file is gone.
   std::filesystem::remove(allowed);
   auto refused = Client::Connect(carol);
@@ -136,7 +137,7 @@ TEST_F(SecurityTest, AClientTouchesOnlyItsOwnThings) {
   auto b = ConnectAs("bob");
   ASSERT_TRUE(a && b);
   auto a_program = Doubling(*a);
-  ASSERT_TRUE(a_program.ok()) << a_program.status().ToString();
+  ASSERT_THAT(a_program, IsOk());
   net::KeyedContext alice(ClientKey(KeysDir(), "alice"));
   net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
   EventRecorder events(EventsEndpoint());
@@ -145,7 +146,7 @@ TEST_F(SecurityTest, AClientTouchesOnlyItsOwnThings) {
   const std::string store = Endpoint("objectstore-i0h0", "endpoint");
   const uint64_t object = proto::MakeObjectId(a->id(), uint64_t{1} << 39);
   const proto::PutObject put{object, 0, a->id(), DType::kF32, {2}};
-  ASSERT_TRUE(Ask<proto::Ok>(alice, store, put, Bytes({7, 8})).ok());
+  ASSERT_THAT(Ask<proto::Ok>(alice, store, put, Bytes({7, 8})), IsOk());
 
   auto expect_denied = [](const auto& result, const std::string& what) {
     EXPECT_EQ(result.status().code(), Code::kPermissionDenied)
@@ -185,10 +186,10 @@ TEST_F(SecurityTest, AClientTouchesOnlyItsOwnThings) {
 
   // A's object and A's runs are untouched.
   auto read = Ask<proto::GetObjectReply>(alice, store, proto::GetObject{object, 0, 0, true});
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   ExpectRunsCorrectly(*a, *a_program);
   auto b_program = Doubling(*b);
-  ASSERT_TRUE(b_program.ok()) << b_program.status().ToString();
+  ASSERT_THAT(b_program, IsOk());
   ExpectRunsCorrectly(*b, *b_program);
 }
 
@@ -202,13 +203,13 @@ TEST_F(SecurityTest, AReleaseThatArrivesAfterItsOwnerLeftIsCarriedOutQuietly) {
   EventRecorder events(EventsEndpoint());
   const std::string store = Endpoint("objectstore-i0h0", "endpoint");
   const uint64_t object = proto::MakeObjectId(a->id(), uint64_t{1} << 38);
-  ASSERT_TRUE(Ask<proto::Ok>(alice, store, proto::PutObject{object, 0, a->id(), DType::kF32, {1}},
-                             Bytes({5}))
-                  .ok());
-  ASSERT_TRUE(Ask<proto::Ok>(alice, RmEndpoint(), proto::Goodbye{a->id()}).ok());
+  ASSERT_THAT(Ask<proto::Ok>(alice, store, proto::PutObject{object, 0, a->id(), DType::kF32, {1}},
+                             Bytes({5})),
+              IsOk());
+  ASSERT_THAT(Ask<proto::Ok>(alice, RmEndpoint(), proto::Goodbye{a->id()}), IsOk());
 
   auto released = Ask<proto::Ok>(alice, store, proto::ReleaseObject{object, a->id(), 1});
-  EXPECT_TRUE(released.ok()) << released.status().ToString();
+  EXPECT_THAT(released, IsOk());
   // Read until the store frees it; no error event may come on the way.
   bool freed = false;
   for (const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -228,16 +229,16 @@ TEST_F(SecurityTest, CheckpointsAreTheirClientKeysOwn) {
   auto b = ConnectAs("bob");
   ASSERT_TRUE(a && b);
   auto a_program = Doubling(*a);
-  ASSERT_TRUE(a_program.ok()) << a_program.status().ToString();
+  ASSERT_THAT(a_program, IsOk());
   auto run = a->Submit(*a_program, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   const Status saved = a->Save({{"y", run->Output(0)}}, "secret");
-  ASSERT_TRUE(saved.ok()) << saved.ToString();
+  ASSERT_THAT(saved, IsOk());
   EXPECT_TRUE(std::filesystem::exists(cluster_->checkpoint_root() + "/alice/secret/index.json"));
 
   // B sees its own directory, not A's, and may not act as A nor save A's objects.
   auto b_slice = b->CreateSlice(1);
-  ASSERT_TRUE(b_slice.ok()) << b_slice.status().ToString();
+  ASSERT_THAT(b_slice, IsOk());
   EXPECT_EQ(b->Load("secret", *b_slice).status().code(), Code::kNotFound);
   net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
   auto expect_denied = [](const auto& result, const std::string& what) {
@@ -250,9 +251,9 @@ TEST_F(SecurityTest, CheckpointsAreTheirClientKeysOwn) {
       "read A's index");
   const uint64_t object = proto::MakeObjectId(a->id(), uint64_t{1} << 38);
   net::KeyedContext alice(ClientKey(KeysDir(), "alice"));
-  ASSERT_TRUE(Ask<proto::Ok>(alice, store, proto::PutObject{object, 0, a->id(), DType::kF32, {2}},
-                             Bytes({7, 8}))
-                  .ok());
+  ASSERT_THAT(Ask<proto::Ok>(alice, store, proto::PutObject{object, 0, a->id(), DType::kF32, {2}},
+                             Bytes({7, 8})),
+              IsOk());
   expect_denied(
       Ask<proto::SaveShardsReply>(
           bob, store, proto::SaveShards{a->id(), "stolen", {{object, 0, "y.0.t.npy"}}, {}}),
@@ -323,7 +324,7 @@ TEST_F(SecurityTest, AStrayMessageNamingTheNextClientsIdDoesNotLockThatClientOut
   ASSERT_NE(b, nullptr);
   ASSERT_EQ(b->id(), next) << "another client took the id this test named";
   auto served = put();
-  EXPECT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_THAT(served, IsOk());
 }
 
 TEST_F(SecurityTest, AGoodbyeNamingTheNextClientsIdDoesNotTurnThatClientAway) {
@@ -346,7 +347,7 @@ TEST_F(SecurityTest, AGoodbyeNamingTheNextClientsIdDoesNotTurnThatClientAway) {
   auto put = Ask<proto::Ok>(
       bob, store, proto::PutObject{proto::MakeObjectId(next, 1), 0, next, DType::kF32, {2}},
       Bytes({1, 2}));
-  EXPECT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_THAT(put, IsOk());
 }
 
 TEST_F(SecurityTest, ARunWhoseOutputsAStoreRefusesFailsSayingWhyNotAtItsTimeout) {
@@ -356,15 +357,15 @@ TEST_F(SecurityTest, ARunWhoseOutputsAStoreRefusesFailsSayingWhyNotAtItsTimeout)
   auto alice = ConnectAs("alice");
   ASSERT_NE(alice, nullptr);
   auto program = Doubling(*alice);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   MemberContext member;
   for (const auto& p : cluster_->info().processes) {
     if (p.role != "objectstore") continue;
     auto bye = Ask<proto::Ok>(member, p.endpoints.at("endpoint"), proto::Goodbye{alice->id()});
-    ASSERT_TRUE(bye.ok()) << p.name << ": " << bye.status().ToString();
+    ASSERT_THAT(bye, IsOk()) << p.name << ": " << bye.status().ToString();
   }
   auto run = alice->Submit(*program, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
   auto out = run->Wait(15s);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Code::kCancelled) << out.status().ToString();
@@ -389,7 +390,7 @@ TEST_F(SecurityTest, ObjectsOfAClientThatLeftAreRefusedAsCancelledNotUnknown) {
   // nothing of the client's is left to protect.
   net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
   auto late = Ask<proto::Ok>(bob, Endpoint("objectstore-i0h0", "endpoint"), proto::Goodbye{left});
-  EXPECT_TRUE(late.ok()) << late.status().ToString();
+  EXPECT_THAT(late, IsOk());
 }
 
 TEST_F(SecurityTest, ReadersOfAShardThatWillNeverBeWrittenAreAnsweredAtOnce) {
@@ -399,7 +400,7 @@ TEST_F(SecurityTest, ReadersOfAShardThatWillNeverBeWrittenAreAnsweredAtOnce) {
   // runs out. One connection, so that the store sees the read first.
   MemberContext member;
   zmq::socket_t socket = net::MakeSocket(member, zmq::socket_type::dealer);
-  ASSERT_TRUE(net::Connect(socket, Endpoint("objectstore-i0h0", "endpoint")).ok());
+  ASSERT_THAT(net::Connect(socket, Endpoint("objectstore-i0h0", "endpoint")), IsOk());
   uint64_t next_request = 1;
   auto send = [&](const auto& body) {
     net::Frames frames;
@@ -413,18 +414,18 @@ TEST_F(SecurityTest, ReadersOfAShardThatWillNeverBeWrittenAreAnsweredAtOnce) {
       auto frames = net::RecvFrames(socket, 10s);
       ASSERT_TRUE(frames.ok() && frames->has_value()) << "answers so far: " << answers.size();
       auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
-      ASSERT_TRUE(in.ok()) << in.status().ToString();
+      ASSERT_THAT(in, IsOk());
       ASSERT_EQ(in->header.kind(), proto::Kind::kError);
       answers[in->header.request_id()] = proto::FromError(*in->header.As<proto::Error>());
     }
   };
   const uint64_t ghost = 1'000'001;
   const uint64_t refused = proto::MakeObjectId(ghost, 1);
-  ASSERT_TRUE(send(proto::GetObject{refused, 0, 60'000, false}).ok());
-  ASSERT_TRUE(send(proto::CreateObject{refused, 0, ghost, DType::kF32, {2}, 0}).ok());
+  ASSERT_THAT(send(proto::GetObject{refused, 0, 60'000, false}), IsOk());
+  ASSERT_THAT(send(proto::CreateObject{refused, 0, ghost, DType::kF32, {2}, 0}), IsOk());
   const uint64_t orphan = proto::MakeObjectId(ghost, 2);
-  ASSERT_TRUE(send(proto::GetObject{orphan, 0, 60'000, false}).ok());
-  ASSERT_TRUE(send(proto::SealObject{orphan, 0, 0, ""}).ok());
+  ASSERT_THAT(send(proto::GetObject{orphan, 0, 60'000, false}), IsOk());
+  ASSERT_THAT(send(proto::SealObject{orphan, 0, 0, ""}), IsOk());
   await_answers();
   if (HasFatalFailure()) return;
   EXPECT_EQ(answers[2].code(), Code::kNotFound) << answers[2].ToString();

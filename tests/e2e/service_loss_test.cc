@@ -15,6 +15,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/member_context.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -64,7 +65,7 @@ class ServiceLossTest : public ClusterTest {
     SubmitOptions one_at_a_time;
     one_at_a_time.sequential = true;
     auto run = client.Submit(doomed.program, {X()}, one_at_a_time);
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     ASSERT_TRUE(events
                     .WaitFor(
                         "dispatch.admitted",
@@ -75,7 +76,7 @@ class ServiceLossTest : public ClusterTest {
                         20s)
                     .has_value());
     const auto killed_at = Clock::now();
-    ASSERT_TRUE(cluster_->Signal(service, SIGKILL).ok());
+    ASSERT_THAT(cluster_->Signal(service, SIGKILL), IsOk());
     auto out = run->Wait(30s);
     const auto took =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed_at);
@@ -90,9 +91,9 @@ class ServiceLossTest : public ClusterTest {
   // Runs `chain` of `steps` steps and checks its value.
   static void ExpectRuns(Client& client, const Chain& chain, int steps) {
     auto run = client.Submit(chain.program, {X()});
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_THAT(run, IsOk());
     auto out = run->Wait(60s);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_THAT(out, IsOk());
     EXPECT_EQ(out->at(0), XPlus(static_cast<float>(steps)));
   }
 };
@@ -101,9 +102,9 @@ TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestar
   auto client = Connect("scheduler-loss");
   ASSERT_NE(client, nullptr);
   auto doomed_slice = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(doomed_slice.ok()) << doomed_slice.status().ToString();
+  ASSERT_THAT(doomed_slice, IsOk());
   auto other_slice = client->CreateSlice(2, "island1");
-  ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
+  ASSERT_THAT(other_slice, IsOk());
   const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);  // 4 s of work
   const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
   EventRecorder declared(EventsEndpoint());
@@ -130,7 +131,7 @@ TEST_F(ServiceLossTest, KilledSchedulerFailsItsIslandsRunsOthersGoOnAndItsRestar
 
   // Restarted, it registers again and takes its island back.
   EventRecorder events(EventsEndpoint());
-  ASSERT_TRUE(cluster_->Restart("scheduler-island0", SIGKILL).ok());
+  ASSERT_THAT(cluster_->Restart("scheduler-island0", SIGKILL), IsOk());
   ASSERT_TRUE(
       events
           .WaitFor(
@@ -143,9 +144,9 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
   auto client = Connect("store-loss");
   ASSERT_NE(client, nullptr);
   auto doomed_slice = client->CreateSlice(2, "island1");  // one device on each host
-  ASSERT_TRUE(doomed_slice.ok()) << doomed_slice.status().ToString();
+  ASSERT_THAT(doomed_slice, IsOk());
   auto other_slice = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
+  ASSERT_THAT(other_slice, IsOk());
   const Chain doomed = MakeChain(*client, *doomed_slice, 40, 100e3);
   const Chain other = MakeChain(*client, *other_slice, 3, 1e3);
   EventRecorder declared(EventsEndpoint());
@@ -162,13 +163,13 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
   // Other hosts serve on, and new slices keep off the host without a store.
   ExpectRuns(*client, other, 3);
   auto elsewhere = client->CreateSlice(2, "island1");
-  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
+  ASSERT_THAT(elsewhere, IsOk());
   {
     MemberContext context;
     net::Requester rm(context, RmEndpoint());
-    ASSERT_TRUE(rm.Connect().ok());
+    ASSERT_THAT(rm.Connect(), IsOk());
     auto status = rm.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, 5s);
-    ASSERT_TRUE(status.ok()) << status.status().ToString();
+    ASSERT_THAT(status, IsOk());
     for (const auto& island : status->islands) {
       for (const auto& host : island.hosts) {
         EXPECT_EQ(host.store_alive, host.name != "i1h0") << host.name;
@@ -186,7 +187,7 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
 
   // Restarted, the store is used again: the same program runs on the same devices.
   EventRecorder events(EventsEndpoint());
-  ASSERT_TRUE(cluster_->Restart("objectstore-i1h0", SIGKILL).ok());
+  ASSERT_THAT(cluster_->Restart("objectstore-i1h0", SIGKILL), IsOk());
   ASSERT_TRUE(
       events
           .WaitFor(
@@ -198,13 +199,13 @@ TEST_F(ServiceLossTest, KilledObjectStoreFailsRunsOnItsHostOthersGoOnAndItsResta
 TEST_F(ServiceLossTest, AClientTheRmDroppedIsToldWhyAtItsNextCall) {
   MemberContext context;
   net::Requester rm(context, RmEndpoint());
-  ASSERT_TRUE(rm.Connect().ok());
+  ASSERT_THAT(rm.Connect(), IsOk());
   EventRecorder events(EventsEndpoint());
   // One that never heartbeats (a process paused from the start), one that says goodbye.
   auto silent = rm.Call<proto::HelloClientReply>(proto::HelloClient{"paused"}, 5s);
   auto leaving = rm.Call<proto::HelloClientReply>(proto::HelloClient{"leaving"}, 5s);
   ASSERT_TRUE(silent.ok() && leaving.ok()) << silent.status().ToString();
-  ASSERT_TRUE(rm.Call<proto::Ok>(proto::Goodbye{leaving->client_id}, 5s).ok());
+  ASSERT_THAT(rm.Call<proto::Ok>(proto::Goodbye{leaving->client_id}, 5s), IsOk());
   const auto is_silent = [&](const Event& e) { return e.fields["client"] == silent->client_id; };
   ASSERT_TRUE(events.WaitFor("client.gone", is_silent, 10 * LossBound()))
       << "the RM did not drop the silent client";
@@ -226,7 +227,7 @@ TEST_F(ServiceLossTest, AClientTheRmDroppedIsToldWhyAtItsNextCall) {
   const ProcessInfo* store = cluster_->info().Find("objectstore-i0h0");
   ASSERT_NE(store, nullptr);
   net::Requester store_link(context, store->endpoints.at("endpoint"));
-  ASSERT_TRUE(store_link.Connect().ok());
+  ASSERT_THAT(store_link.Connect(), IsOk());
   const auto create_for = [&](uint64_t client) {
     return store_link
         .Call<proto::CreateObjectReply>(

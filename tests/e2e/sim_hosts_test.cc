@@ -68,11 +68,11 @@ class SimHostsTest : public ClusterTest {
 };
 
 TEST_F(SimHostsTest, TheSimulatedHostsRunInOneProcessAndTheOthersAsTwo) {
-  EXPECT_TRUE(cluster_->Pid("simhosts-s0").ok());
+  EXPECT_THAT(cluster_->Pid("simhosts-s0"), IsOk());
   EXPECT_FALSE(cluster_->Pid("executor-s0").ok());
   EXPECT_FALSE(cluster_->Pid("objectstore-s1").ok());
-  EXPECT_TRUE(cluster_->Pid("executor-c0").ok());
-  EXPECT_TRUE(cluster_->Pid("objectstore-c0").ok());
+  EXPECT_THAT(cluster_->Pid("executor-c0"), IsOk());
+  EXPECT_THAT(cluster_->Pid("objectstore-c0"), IsOk());
 }
 
 TEST_F(SimHostsTest, AllReducesOverASliceOfEveryHostGiveEveryDeviceTheSum) {

@@ -11,6 +11,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/e2e/rm_topology.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -57,9 +58,9 @@ TEST_F(StalledExecutorTest, DispatchesAreHeldInOrderUntilTheExecutorReadsAgain) 
   ASSERT_NE(streamer, nullptr);
   ASSERT_NE(bystander, nullptr);
   auto stalled_slice = streamer->CreateSlice(1, "island0");
-  ASSERT_TRUE(stalled_slice.ok()) << stalled_slice.status().ToString();
+  ASSERT_THAT(stalled_slice, IsOk());
   auto other_slice = bystander->CreateSlice(1, "island0");
-  ASSERT_TRUE(other_slice.ok()) << other_slice.status().ToString();
+  ASSERT_THAT(other_slice, IsOk());
   const Topology topology = AskRm(RmEndpoint());
   const auto stalled_hosts = HostsOf(topology, stalled_slice->id());
   ASSERT_EQ(stalled_hosts.size(), 1u);
@@ -69,7 +70,7 @@ TEST_F(StalledExecutorTest, DispatchesAreHeldInOrderUntilTheExecutorReadsAgain) 
   const Program other = Chain(*bystander, *other_slice);
 
   EventRecorder events(EventsEndpoint());
-  ASSERT_TRUE(cluster_->Signal(stalled, SIGSTOP).ok());
+  ASSERT_THAT(cluster_->Signal(stalled, SIGSTOP), IsOk());
   std::vector<atl::Run> runs;
   Status refused;
   int after_held = -1;  // programs streamed since dispatches were first seen held
@@ -91,17 +92,17 @@ TEST_F(StalledExecutorTest, DispatchesAreHeldInOrderUntilTheExecutorReadsAgain) 
   // The other host is served while dispatches wait for the stalled one.
   auto served = bystander->Submit(other, {Tensor::F32({2}, {1, 2})});
   auto served_out = served.ok() ? served->Wait(20s) : Result<std::vector<Tensor>>(served.status());
-  ASSERT_TRUE(cluster_->Signal(stalled, SIGCONT).ok());
+  ASSERT_THAT(cluster_->Signal(stalled, SIGCONT), IsOk());
 
-  ASSERT_TRUE(refused.ok()) << "submission " << runs.size() << ": " << refused.ToString();
+  ASSERT_THAT(refused, IsOk()) << "submission " << runs.size() << ": " << refused.ToString();
   ASSERT_EQ(after_held, kAfterHeld) << "no dispatch was held after " << runs.size()
                                     << " programs: the executor's queue never filled";
-  ASSERT_TRUE(served_out.ok()) << served_out.status().ToString();
+  ASSERT_THAT(served_out, IsOk());
   EXPECT_EQ(served_out->at(0), Tensor::F32({2}, {1 + kCalls, 2 + kCalls}));
   for (size_t i = 0; i < runs.size(); ++i) {
     auto out = runs[i].Wait(60s);
-    ASSERT_TRUE(out.ok()) << "run " << i << " of " << runs.size() << ": "
-                          << out.status().ToString();
+    ASSERT_THAT(out, IsOk()) << "run " << i << " of " << runs.size() << ": "
+                             << out.status().ToString();
     const auto x = static_cast<float>(i);
     ASSERT_EQ(out->at(0), Tensor::F32({2}, {x + kCalls, -x + kCalls})) << "run " << i;
   }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 
@@ -17,17 +18,17 @@ inline std::map<std::string, proto::StoreStats> StoreStatsByHost(zmq::context_t&
                                                                  const std::string& rm) {
   std::map<std::string, proto::StoreStats> out;
   net::Requester rm_peer(context, rm);
-  EXPECT_TRUE(rm_peer.Connect().ok());
+  EXPECT_THAT(rm_peer.Connect(), IsOk());
   auto status =
       rm_peer.Call<proto::ClusterStatus>(proto::GetClusterStatus{}, std::chrono::seconds(5));
-  EXPECT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_THAT(status, IsOk());
   if (!status.ok()) return out;
   for (const auto& island : status->islands) {
     for (const auto& host : island.hosts) {
       net::Requester store(context, host.store_endpoint);
-      EXPECT_TRUE(store.Connect().ok());
+      EXPECT_THAT(store.Connect(), IsOk());
       auto stats = store.Call<proto::StoreStats>(proto::GetStoreStats{}, std::chrono::seconds(5));
-      EXPECT_TRUE(stats.ok()) << host.name << ": " << stats.status().ToString();
+      EXPECT_THAT(stats, IsOk()) << host.name << ": " << stats.status().ToString();
       if (stats.ok()) out[host.name] = *stats;
     }
   }

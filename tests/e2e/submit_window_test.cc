@@ -10,6 +10,7 @@
 
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/one_call_program.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -28,15 +29,15 @@ TEST_F(SubmitWindowTest, AClientStopsAtItsWindowWhileTheSchedulerIsSilentAndNoth
                                     .name = "submit-window",
                                     .request_timeout = 200ms,
                                     .keys_dir = KeysDir()});
-  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  ASSERT_THAT(connected, IsOk());
   std::unique_ptr<Client> client = std::move(connected).value();
   auto slice = client->CreateSlice(1, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   auto inc =
       OneCall(*client, *slice, "inc", [](FunctionBuilder& b, Value x) { return b.Add(x, 1.0); });
-  ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+  ASSERT_THAT(inc, IsOk());
 
-  ASSERT_TRUE(cluster_->Signal(kScheduler, SIGSTOP).ok());
+  ASSERT_THAT(cluster_->Signal(kScheduler, SIGSTOP), IsOk());
   std::vector<atl::Run> runs;
   Status refused;
   Clock::duration refusal_took{};
@@ -51,7 +52,7 @@ TEST_F(SubmitWindowTest, AClientStopsAtItsWindowWhileTheSchedulerIsSilentAndNoth
     }
     runs.push_back(std::move(run).value());
   }
-  ASSERT_TRUE(cluster_->Signal(kScheduler, SIGCONT).ok());
+  ASSERT_THAT(cluster_->Signal(kScheduler, SIGCONT), IsOk());
 
   EXPECT_EQ(runs.size(), size_t{kWindow}) << "the window must hold exactly its submissions";
   EXPECT_EQ(refused.code(), Code::kDeadlineExceeded) << refused.ToString();
@@ -60,14 +61,14 @@ TEST_F(SubmitWindowTest, AClientStopsAtItsWindowWhileTheSchedulerIsSilentAndNoth
   EXPECT_GE(refusal_took, 150ms) << "the refusal must come after waiting for an answer";
   for (size_t i = 0; i < runs.size(); ++i) {
     auto out = runs[i].Wait(30s);
-    ASSERT_TRUE(out.ok()) << "run " << i << ": " << out.status().ToString();
+    ASSERT_THAT(out, IsOk()) << "run " << i << ": " << out.status().ToString();
     EXPECT_EQ(out->at(0), Tensor::F32({2}, {i + 1.0f, 1.0f - i}));
   }
   // The window is open again once the scheduler answers.
   auto after = client->Submit(*inc, {Tensor::F32({2}, {1, 2})});
-  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_THAT(after, IsOk());
   auto out = after->Wait(30s);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(out->at(0), Tensor::F32({2}, {2, 3}));
 }
 

@@ -10,6 +10,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/example_program.h"
 #include "tests/e2e/relative_difference.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -21,10 +22,10 @@ class TensorParallelExampleTest : public ClusterTest {};
 
 TensorParallelResult Train(Client& client, const Shape& mesh, const TensorParallelConfig& config) {
   auto slice = client.CreateMeshSlice(mesh, "island0");
-  EXPECT_TRUE(slice.ok()) << slice.status().ToString();
+  EXPECT_THAT(slice, IsOk());
   if (!slice.ok()) return {};
   auto result = examples::TrainTensorParallel(client, *slice, config);
-  EXPECT_TRUE(result.ok()) << ShapeString(mesh) << ": " << result.status().ToString();
+  EXPECT_THAT(result, IsOk()) << ShapeString(mesh) << ": " << result.status().ToString();
   return result.ok() ? std::move(result).value() : TensorParallelResult{};
 }
 
@@ -78,13 +79,13 @@ TEST_F(TensorParallelExampleTest, SizesThatDoNotDivideOverTheirAxesAreRefused) {
   auto client = Connect("tensor-parallel-bad");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateMeshSlice({2, 2}, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
   TensorParallelConfig config;
   config.hidden = 63;
   auto result = examples::TrainTensorParallel(*client, *slice, config);
   EXPECT_EQ(result.status().code(), Code::kInvalidArgument) << result.status().ToString();
   auto flat = client->CreateSlice(2, "island0");
-  ASSERT_TRUE(flat.ok()) << flat.status().ToString();
+  ASSERT_THAT(flat, IsOk());
   result = examples::TrainTensorParallel(*client, *flat, TensorParallelConfig{});
   EXPECT_EQ(result.status().code(), Code::kInvalidArgument) << result.status().ToString();
 }

@@ -28,6 +28,7 @@
 #include "tests/e2e/wire_mutator.h"
 #include "tests/e2e/wire_sender.h"
 #include "tests/fuzz/sample_messages.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -129,9 +130,9 @@ class WireFuzzTest : public ClusterTest {
     for (const auto& p : cluster_->info().processes) {
       if (p.role != "objectstore") continue;
       net::Requester store(context_, p.endpoints.at("endpoint"));
-      EXPECT_TRUE(store.Connect().ok());
+      EXPECT_THAT(store.Connect(), IsOk());
       auto stats = store.Call<proto::StoreStats>(proto::GetStoreStats{}, 5s);
-      EXPECT_TRUE(stats.ok()) << p.name << ": " << stats.status().ToString();
+      EXPECT_THAT(stats, IsOk()) << p.name << ": " << stats.status().ToString();
       if (stats.ok()) out[p.name] = *stats;
     }
     return out;
@@ -203,13 +204,13 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
   // A real program first, so that the memory measured before is that of a cluster that
   // has run something (its pools and caches warm).
   Status warm = RunFigure2(RmEndpoint());
-  ASSERT_TRUE(warm.ok()) << warm.ToString();
+  ASSERT_THAT(warm, IsOk());
   const std::map<std::string, int64_t> rss_before = ResidentByService(info);
 
   // A watcher of the event stream, decoding everything the fuzzing publishes.
   zmq::socket_t watcher = net::MakeSocket(context_, zmq::socket_type::sub);
   watcher.set(zmq::sockopt::subscribe, "");
-  ASSERT_TRUE(net::Connect(watcher, EventsEndpoint()).ok());
+  ASSERT_THAT(net::Connect(watcher, EventsEndpoint()), IsOk());
   uint64_t events_seen = 0;
   auto watch = [&] {
     while (true) {
@@ -230,7 +231,7 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
   std::vector<WireSender> senders;
   for (const Target& t : targets) {
     senders.emplace_back(context_, t.type, t.endpoint);
-    ASSERT_TRUE(senders.back().Connect().ok()) << t.endpoint;
+    ASSERT_THAT(senders.back().Connect(), IsOk()) << t.endpoint;
   }
 
   const auto start = Clock::now();
@@ -240,7 +241,7 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
     for (size_t i = 0; i < senders.size(); ++i) {
       const bool is_events = targets[i].type == zmq::socket_type::pub;
       auto sent = senders[i].TrySend(is_events ? events.Next() : requests.Next());
-      ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+      ASSERT_THAT(sent, IsOk());
       if (!is_events) {
         request_sent += *sent ? 1 : 0;
         full += *sent ? 0 : 1;
@@ -273,7 +274,7 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
   // (a) Every service still runs ...
   for (const auto& p : info.processes) {
     auto exit = cluster_->ExitStatus(p.name);
-    ASSERT_TRUE(exit.ok()) << exit.status().ToString();
+    ASSERT_THAT(exit, IsOk());
     EXPECT_FALSE(exit->has_value()) << p.name << " " << (*exit)->Describe() << "; log " << p.log;
   }
   if (HasFailure()) return;
@@ -283,7 +284,7 @@ TEST_F(WireFuzzTest, MutatedRealMessagesToEveryEndpointLeaveTheClusterWorking) {
   const std::set<std::string> configured = ConfiguredHosts();
   EXPECT_TRUE(AwaitUpTo(kSettleBound, [&] { return AliveHosts() == configured; }));
   Status after = RunFigure2(RmEndpoint());
-  EXPECT_TRUE(after.ok()) << after.ToString();
+  EXPECT_THAT(after, IsOk());
 
   // (b) No service grew beyond the bound (unsanitized builds).
   const std::map<std::string, int64_t> rss_after = ResidentByService(info);

@@ -31,7 +31,7 @@ std::string Replace(std::string text, const std::string& from, const std::string
 
 TEST(JobTest, TheFigure2ExampleParses) {
   auto job = ParseJob(Example(), "figure2.toml");
-  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_THAT(job, IsOk());
   EXPECT_EQ(job->name, "figure2");
   EXPECT_EQ(job->slices.size(), 3u);
   ASSERT_EQ(job->functions.size(), 3u);
@@ -118,7 +118,7 @@ TEST(JobTest, I32InputsMustBeWholeNumbersInRange) {
   const std::string i32 = Replace(Example(), "dtype = \"f32\", shape = [2] }]\ncalls",
                                   "dtype = \"i32\", shape = [2] }]\ncalls");
   auto good = ParseJob(Replace(i32, "v = [1, 2]", "v = [-2147483648, 2147483647]"), "job.toml");
-  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  ASSERT_THAT(good, IsOk());
   EXPECT_EQ(good->inputs[0], Tensor::I32({2}, {-2147483648, 2147483647}));
   for (const char* bad : {"v = [1, 2.5]", "v = [1, 2147483648]", "v = [-2147483649, 0]"}) {
     auto job = ParseJob(Replace(i32, "v = [1, 2]", bad), "job.toml");
@@ -140,14 +140,14 @@ TEST(JobTest, EveryDTypeIsTakenByNameWithValuesItHolds) {
                     "job.toml");
   };
   auto bf16 = typed("bf16", "[0.1, 300]");
-  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  ASSERT_THAT(bf16, IsOk());
   EXPECT_EQ(bf16->args[0].dtype, DType::kBF16);
   EXPECT_EQ(bf16->inputs[0].ToDoubles(), (std::vector<double>{0.10009765625, 300}));
   auto f64 = typed("f64", "[0.1, 1e300]");
-  ASSERT_TRUE(f64.ok()) << f64.status().ToString();
+  ASSERT_THAT(f64, IsOk());
   EXPECT_EQ(f64->inputs[0], Tensor::F64({2}, {0.1, 1e300}));
   auto i64 = typed("i64", "[-1099511627776, 9007199254740992]");
-  ASSERT_TRUE(i64.ok()) << i64.status().ToString();
+  ASSERT_THAT(i64, IsOk());
   EXPECT_EQ(i64->inputs[0], Tensor::I64({2}, {-(int64_t{1} << 40), int64_t{1} << 53}));
   for (const auto& [dtype, values, says] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
@@ -164,7 +164,7 @@ TEST(JobTest, EveryDTypeIsTakenByNameWithValuesItHolds) {
 TEST(JobFunctionTest, CastTakesAValueAndADTypeName) {
   auto built = BuildJobFunction(
       {"f", "A", {{DType::kF32, {4}, Sharding::Split(0)}}, {{"cast", {"in0", "bf16"}}}, {}});
-  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  ASSERT_THAT(built, IsOk());
   for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"in0", "bf17"}, "unknown dtype 'bf17'"},
            {{"in0"}, "op 'cast' takes 2 args (a value and a dtype), got 1"},
@@ -181,7 +181,7 @@ TEST(JobTest, ShardingsParse) {
       ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
                        "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"replicated\" }]"),
                "job.toml");
-  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_THAT(job, IsOk());
   EXPECT_TRUE(job->functions[0].inputs[0].sharding.axes.empty());
   auto bad =
       ParseJob(Replace(Example(), "inputs = [{ dtype = \"f32\", shape = [2] }]",
@@ -207,6 +207,7 @@ const std::vector<std::string>& UnaryOpNames() {
   static const std::vector<std::string> names = {
 #define ATOLL_UNARY_OP(Name, name) name,
 #include "atoll/unary_ops.def"
+#include "tests/status_matchers.h"
   };
   return names;
 }
@@ -216,7 +217,7 @@ TEST(JobFunctionTest, EveryUnaryOpOfTheTableIsAcceptedByItsName) {
   for (const std::string& name : UnaryOpNames()) {
     SCOPED_TRACE(name);
     auto built = BuildJobFunction(OneOpFunction(name, {"in0"}));
-    EXPECT_TRUE(built.ok()) << built.status().ToString();
+    EXPECT_THAT(built, IsOk());
     // The op the name made is the one of that name: its type rule names it.
     auto ints = BuildJobFunction(OneOpFunction(name, {"in0"}, DType::kI32));
     ASSERT_FALSE(ints.ok());
@@ -233,11 +234,11 @@ TEST(JobFunctionTest, EveryUnaryOpOfTheTableIsAcceptedByItsName) {
 
 TEST(JobFunctionTest, ArithmeticMatmulAndSpinKeepTheirArguments) {
   for (const char* op : {"add", "sub", "mul", "div"}) {
-    EXPECT_TRUE(BuildJobFunction(OneOpFunction(op, {"in0", "in0"})).ok()) << op;
-    EXPECT_TRUE(BuildJobFunction(OneOpFunction(op, {"in0", "2"})).ok()) << op;
+    EXPECT_THAT(BuildJobFunction(OneOpFunction(op, {"in0", "in0"})), IsOk()) << op;
+    EXPECT_THAT(BuildJobFunction(OneOpFunction(op, {"in0", "2"})), IsOk()) << op;
     EXPECT_FALSE(BuildJobFunction(OneOpFunction(op, {"in0"})).ok()) << op;
   }
-  EXPECT_TRUE(BuildJobFunction(OneOpFunction("spin", {"in0", "10"})).ok());
+  EXPECT_THAT(BuildJobFunction(OneOpFunction("spin", {"in0", "10"})), IsOk());
   EXPECT_FALSE(BuildJobFunction(OneOpFunction("spin", {"in0", "in0"})).ok());
   EXPECT_FALSE(BuildJobFunction(OneOpFunction("matmul", {"in0", "2"})).ok());
   auto unknown = BuildJobFunction(OneOpFunction("cube", {"in0", "in0"}));
@@ -255,7 +256,7 @@ TEST(JobTest, MeshSlicesAndAxesShardingsParse) {
               "inputs = [{ dtype = \"f32\", shape = [2] }]",
               "inputs = [{ dtype = \"f32\", shape = [2], sharding = \"axes:1\" }]"),
       "job.toml");
-  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_THAT(job, IsOk());
   EXPECT_EQ(job->slices[0].mesh, (Shape{2, 3}));
   EXPECT_EQ(job->slices[0].devices, 6u);
   EXPECT_EQ(job->functions[0].inputs[0].sharding.axes, (std::vector<int>{1}));
@@ -280,7 +281,7 @@ TEST(JobTest, ASliceMayNameItsDevicesKind) {
   auto job = ParseJob(
       Replace(Example(), "name = \"A\"\ndevices = 2", "name = \"A\"\ndevices = 2\nkind = \"sim\""),
       "job.toml");
-  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_THAT(job, IsOk());
   EXPECT_EQ(job->slices[0].kind, "sim");
   EXPECT_EQ(job->slices[1].kind, "");  // any kind
 }
@@ -310,7 +311,7 @@ TEST(JobFunctionTest, TheCollectivesTakeAValueAndWholeNumbers) {
   };
   for (const auto& [op, args] : accepted) {
     auto built = function(op, args);
-    EXPECT_TRUE(built.ok()) << op << ": " << built.status().ToString();
+    EXPECT_THAT(built, IsOk()) << op << ": " << built.status().ToString();
   }
   const std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> refused = {
       {"all_gather", {"in0"}, "takes a value and 1 whole numbers"},

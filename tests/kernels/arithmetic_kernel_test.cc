@@ -14,6 +14,7 @@
 
 #include "tests/kernels/reference_ops.h"
 #include "tests/kernels/test_tensors.h"
+#include "tests/status_matchers.h"
 
 namespace atl::kernels {
 namespace {
@@ -170,8 +171,8 @@ TEST(ArithmeticKernelTest, I32ScalarMustBeAWholeNumberInRange) {
     EXPECT_EQ(Binary(BinaryFn::kAdd, a, bad).status().code(), Code::kInvalidArgument) << bad;
     EXPECT_EQ(Binary(BinaryFn::kAdd, bad, a).status().code(), Code::kInvalidArgument) << bad;
   }
-  EXPECT_TRUE(Binary(BinaryFn::kAdd, a, -2147483648.0).ok());
-  EXPECT_TRUE(Binary(BinaryFn::kAdd, a, 2147483647.0).ok());
+  EXPECT_THAT(Binary(BinaryFn::kAdd, a, -2147483648.0), IsOk());
+  EXPECT_THAT(Binary(BinaryFn::kAdd, a, 2147483647.0), IsOk());
 }
 
 TEST(ArithmeticKernelTest, ShapeMismatchIsInvalidArgumentNamingBothShapes) {

@@ -9,6 +9,7 @@
 
 #include "atoll/status.h"
 #include "atoll/tensor.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testutil {
 
@@ -55,6 +56,6 @@ inline Tensor RandomF32Divisor(std::mt19937& rng, Shape shape) {
 // Binds the value of a Result or fails the test with its Status.
 #define ATOLL_ASSERT_OK_AND_ASSIGN(lhs, expr)                      \
   auto ATOLL_CONCAT(test_result_, __LINE__) = (expr);              \
-  ASSERT_TRUE(ATOLL_CONCAT(test_result_, __LINE__).ok())           \
+  ASSERT_THAT(ATOLL_CONCAT(test_result_, __LINE__), IsOk())        \
       << ATOLL_CONCAT(test_result_, __LINE__).status().ToString(); \
   lhs = std::move(ATOLL_CONCAT(test_result_, __LINE__)).value()

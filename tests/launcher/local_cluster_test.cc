@@ -18,6 +18,7 @@
 
 #include "tests/launcher/cluster_test_util.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -97,10 +98,10 @@ TEST(ClusterInfoTest, RoundTripsThroughClusterToml) {
   info.supervisor.program = "/bin/atoll";
   info.supervisor.pid = 41;
   info.supervisor.log = "/logs/s";
-  ASSERT_TRUE(WriteClusterInfo(info).ok());
+  ASSERT_THAT(WriteClusterInfo(info), IsOk());
 
   auto read = ReadClusterInfo(dir.path());
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_EQ(read->state_dir, dir.path());
   EXPECT_EQ(read->config_path, info.config_path);
   EXPECT_EQ(read->rm_endpoint, info.rm_endpoint);
@@ -120,9 +121,9 @@ TEST(ClusterInfoTest, RoundTripsThroughClusterToml) {
   ASSERT_NE(read->Find("rm"), nullptr);
   EXPECT_EQ(read->Find("nope"), nullptr);
 
-  ASSERT_TRUE(RemoveClusterInfo(dir.path()).ok());
+  ASSERT_THAT(RemoveClusterInfo(dir.path()), IsOk());
   EXPECT_EQ(ReadClusterInfo(dir.path()).status().code(), Code::kNotFound);
-  EXPECT_TRUE(RemoveClusterInfo(dir.path()).ok());  // nothing to remove is fine
+  EXPECT_THAT(RemoveClusterInfo(dir.path()), IsOk());  // nothing to remove is fine
 }
 
 TEST(ClusterInfoTest, GarbageIsInvalidArgument) {
@@ -147,7 +148,7 @@ TEST(ClusterInfoTest, DefaultStateDirFollowsTheEnvironment) {
 TEST_F(LocalClusterTest, StartsEveryServiceInOrderAndStopsThemAll) {
   LocalCluster cluster(Options());
   const Status started = cluster.Start();
-  ASSERT_TRUE(started.ok()) << started.ToString();
+  ASSERT_THAT(started, IsOk());
 
   const ClusterInfo& info = cluster.info();
   std::vector<std::string> names;
@@ -162,7 +163,7 @@ TEST_F(LocalClusterTest, StartsEveryServiceInOrderAndStopsThemAll) {
 
   // cluster.toml says the same, and every recorded pid runs its program.
   auto recorded = ReadClusterInfo(Options().state_dir);
-  ASSERT_TRUE(recorded.ok()) << recorded.status().ToString();
+  ASSERT_THAT(recorded, IsOk());
   EXPECT_EQ(recorded->rm_endpoint, info.rm_endpoint);
   EXPECT_EQ(recorded->events_out, info.events_out);
   EXPECT_EQ(recorded->config_path, kTestConfig);
@@ -192,12 +193,12 @@ TEST_F(LocalClusterTest, StartsEveryServiceInOrderAndStopsThemAll) {
   std::vector<pid_t> pids;
   for (const auto& p : info.processes) pids.push_back(static_cast<pid_t>(p.pid));
   const Status stopped = cluster.Stop();
-  EXPECT_TRUE(stopped.ok()) << stopped.ToString();
+  EXPECT_THAT(stopped, IsOk());
   for (pid_t pid : pids) EXPECT_FALSE(proc::IsRunning(pid)) << pid;
   EXPECT_EQ(ReadClusterInfo(Options().state_dir).status().code(), Code::kNotFound);
   EXPECT_TRUE(std::filesystem::is_empty(Options().state_dir + "/run")) << "ready files left";
   EXPECT_THAT(ReadFile(info.Find("executor-i0h1")->log), HasSubstr("stopped"));
-  EXPECT_TRUE(cluster.Stop().ok());  // idempotent
+  EXPECT_THAT(cluster.Stop(), IsOk());  // idempotent
 }
 
 TEST_F(LocalClusterTest, AServiceThatExitsEarlyIsReportedWithItsLog) {
@@ -255,7 +256,7 @@ TEST_F(LocalClusterTest, ABadConfigIsInvalidArgument) {
 
 TEST_F(LocalClusterTest, RefusesASecondClusterInTheSameStateDir) {
   LocalCluster first(Options());
-  ASSERT_TRUE(first.Start().ok());
+  ASSERT_THAT(first.Start(), IsOk());
   {
     LocalCluster second(Options());
     const Status s = second.Start();
@@ -265,21 +266,21 @@ TEST_F(LocalClusterTest, RefusesASecondClusterInTheSameStateDir) {
   }
   // The refusal did not disturb the running cluster.
   EXPECT_EQ(RunningProcesses(*ReadClusterInfo(Options().state_dir)).size(), 11u);
-  ASSERT_TRUE(first.Stop().ok());
+  ASSERT_THAT(first.Stop(), IsOk());
 
   // A cluster.toml whose processes are all gone is stale and does not block a new start.
   ClusterInfo stale = first.info();
-  ASSERT_TRUE(WriteClusterInfo(stale).ok());
+  ASSERT_THAT(WriteClusterInfo(stale), IsOk());
   LocalCluster third(Options());
   const Status s = third.Start();
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_THAT(s, IsOk());
 }
 
 TEST_F(LocalClusterTest, TheDestructorStopsEverything) {
   std::vector<pid_t> pids;
   {
     LocalCluster cluster(Options());
-    ASSERT_TRUE(cluster.Start().ok());
+    ASSERT_THAT(cluster.Start(), IsOk());
     for (const auto& p : cluster.info().processes) pids.push_back(static_cast<pid_t>(p.pid));
   }
   for (pid_t pid : pids) EXPECT_FALSE(proc::IsRunning(pid)) << pid;
@@ -290,7 +291,7 @@ TEST_F(LocalClusterTest, StopKillsAServiceThatIgnoresSigterm) {
   auto options = Options();
   options.stop_timeout = std::chrono::milliseconds(300);
   LocalCluster cluster(options);
-  ASSERT_TRUE(cluster.Start().ok());
+  ASSERT_THAT(cluster.Start(), IsOk());
   const Status s = cluster.Stop();
   EXPECT_EQ(s.code(), Code::kInternal);
   EXPECT_THAT(s.message(),
@@ -300,9 +301,9 @@ TEST_F(LocalClusterTest, StopKillsAServiceThatIgnoresSigterm) {
 
 TEST_F(LocalClusterTest, ACrashedServiceIsReportedByStopButAKilledOneIsNot) {
   LocalCluster cluster(Options());
-  ASSERT_TRUE(cluster.Start().ok());
+  ASSERT_THAT(cluster.Start(), IsOk());
   // Killed on purpose through Signal(): expected, not reported.
-  ASSERT_TRUE(cluster.Signal("executor-i0h0", SIGKILL).ok());
+  ASSERT_THAT(cluster.Signal("executor-i0h0", SIGKILL), IsOk());
   ASSERT_TRUE(WaitFor([&] { return cluster.ExitStatus("executor-i0h0")->has_value(); }, 2000));
   auto exit = *cluster.ExitStatus("executor-i0h0");
   EXPECT_TRUE(exit->signaled);
@@ -319,17 +320,17 @@ TEST_F(LocalClusterTest, ACrashedServiceIsReportedByStopButAKilledOneIsNot) {
 
 TEST_F(LocalClusterTest, StopRecordedClusterStopsAnotherProcesssCluster) {
   LocalCluster cluster(Options());
-  ASSERT_TRUE(cluster.Start().ok());
+  ASSERT_THAT(cluster.Start(), IsOk());
   auto info = ReadClusterInfo(Options().state_dir);
-  ASSERT_TRUE(info.ok());
+  ASSERT_THAT(info, IsOk());
   auto summary = StopRecordedCluster(*info, std::chrono::seconds(5));
-  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->stopped.size(), 11u);
   EXPECT_TRUE(summary->killed.empty());
   EXPECT_TRUE(summary->not_running.empty());
   EXPECT_EQ(ReadClusterInfo(Options().state_dir).status().code(), Code::kNotFound);
   EXPECT_TRUE(std::filesystem::is_empty(Options().state_dir + "/run")) << "ready files left";
-  EXPECT_TRUE(cluster.Stop().ok()) << "every service exited 0 on SIGTERM";
+  EXPECT_THAT(cluster.Stop(), IsOk()) << "every service exited 0 on SIGTERM";
 }
 
 TEST_F(LocalClusterTest, StopRecordedClusterNeverSignalsARecycledPid) {
@@ -339,10 +340,10 @@ TEST_F(LocalClusterTest, StopRecordedClusterNeverSignalsARecycledPid) {
   info.state_dir = dir_.path();
   info.rm_endpoint = "tcp://127.0.0.1:1";
   info.processes.push_back({"rm", "rm", "", "/bin/atoll-rm", sleeper.pid(), "", {}});
-  ASSERT_TRUE(WriteClusterInfo(info).ok());
+  ASSERT_THAT(WriteClusterInfo(info), IsOk());
   EXPECT_TRUE(RunningProcesses(info).empty());
   auto summary = StopRecordedCluster(info, std::chrono::milliseconds(200));
-  ASSERT_TRUE(summary.ok());
+  ASSERT_THAT(summary, IsOk());
   EXPECT_THAT(summary->not_running, ::testing::ElementsAre("rm"));
   EXPECT_TRUE(proc::IsRunning(sleeper.pid()));
   EXPECT_FALSE(std::filesystem::exists(ClusterInfoPath(dir_.path())));
@@ -408,7 +409,7 @@ TEST(ProcessTest, SpawnedChildCanBeDrivenOverPipes) {
   auto pid = proc::Spawn(spawn);
   close(to_child[0]);
   close(from_child[1]);
-  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  ASSERT_THAT(pid, IsOk());
   ASSERT_EQ(write(to_child[1], "hello\n", 6), 6);
   close(to_child[1]);
   std::optional<proc::ExitInfo> exit;

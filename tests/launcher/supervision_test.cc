@@ -19,6 +19,7 @@
 #include "launcher/local_cluster.h"
 #include "tests/e2e/member_context.h"
 #include "tests/launcher/cluster_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -68,14 +69,14 @@ class SupervisionTest : public ::testing::Test {
   // Returns the new pid; 0 (with a failure recorded) when it did not come back.
   pid_t CrashAndAwaitRestart(LocalCluster& cluster, const std::string& name) {
     auto old_pid = cluster.Pid(name);
-    EXPECT_TRUE(old_pid.ok()) << old_pid.status().ToString();
+    EXPECT_THAT(old_pid, IsOk());
     if (!old_pid.ok()) return 0;
     EXPECT_EQ(kill(*old_pid, SIGKILL), 0) << name;
     pid_t new_pid = 0;
     const bool back = WaitFor(
         [&] {
           const Status s = cluster.Supervise();
-          EXPECT_TRUE(s.ok()) << s.ToString();
+          EXPECT_THAT(s, IsOk());
           auto pid = cluster.Pid(name);
           if (!pid.ok() || *pid == *old_pid || ReadyPid(name) != *pid) return false;
           new_pid = *pid;
@@ -96,13 +97,13 @@ class SupervisionTest : public ::testing::Test {
 
 TEST_F(SupervisionTest, EachKilledServiceComesBackWhereItWasAndIsCounted) {
   LocalCluster cluster(Options(fake_bin_dir_));
-  ASSERT_TRUE(cluster.Start().ok());
+  ASSERT_THAT(cluster.Start(), IsOk());
   const ClusterInfo before = cluster.info();
   for (const std::string name : {"rm", "objectstore-i0h1", "executor-i1h0", "scheduler-island0"}) {
     SCOPED_TRACE(name);
     ASSERT_NE(CrashAndAwaitRestart(cluster, name), 0);
     auto recorded = ReadClusterInfo(before.state_dir);
-    ASSERT_TRUE(recorded.ok()) << recorded.status().ToString();
+    ASSERT_THAT(recorded, IsOk());
     EXPECT_EQ(recorded->Find(name)->restarts, 1);
     EXPECT_EQ(recorded->Find(name)->endpoints, before.Find(name)->endpoints);
     // Its log keeps its predecessor's command line, then has the new one, which asks for
@@ -119,27 +120,27 @@ TEST_F(SupervisionTest, EachKilledServiceComesBackWhereItWasAndIsCounted) {
                                                       : endpoints.at("control")));
   }
   auto recorded = ReadClusterInfo(before.state_dir);
-  ASSERT_TRUE(recorded.ok());
+  ASSERT_THAT(recorded, IsOk());
   EXPECT_EQ(recorded->rm_endpoint, before.rm_endpoint);
   EXPECT_EQ(recorded->Find("executor-i0h0")->restarts, 0);
   EXPECT_EQ(RunningProcesses(*recorded).size(), 11u);
-  EXPECT_TRUE(cluster.Stop().ok());
+  EXPECT_THAT(cluster.Stop(), IsOk());
 }
 
 TEST_F(SupervisionTest, AServiceStoppedOnPurposeIsNotRestarted) {
   LocalCluster cluster(Options(fake_bin_dir_));
-  ASSERT_TRUE(cluster.Start().ok());
-  ASSERT_TRUE(cluster.Signal("executor-i0h0", SIGTERM).ok());
+  ASSERT_THAT(cluster.Start(), IsOk());
+  ASSERT_THAT(cluster.Signal("executor-i0h0", SIGTERM), IsOk());
   ASSERT_TRUE(WaitFor(
       [&] {
-        EXPECT_TRUE(cluster.Supervise().ok());
+        EXPECT_THAT(cluster.Supervise(), IsOk());
         return cluster.ExitStatus("executor-i0h0")->has_value();
       },
       5000));
   // Several backoff delays' worth of passes: nothing starts it again.
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
   while (std::chrono::steady_clock::now() < until) {
-    ASSERT_TRUE(cluster.Supervise().ok());
+    ASSERT_THAT(cluster.Supervise(), IsOk());
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(cluster.Pid("executor-i0h0").status().code(), Code::kNotFound);
@@ -149,13 +150,13 @@ TEST_F(SupervisionTest, AServiceStoppedOnPurposeIsNotRestarted) {
 TEST_F(SupervisionTest, TheBackoffGrowsForAServiceThatKeepsCrashing) {
   setenv("ATOLL_FAKE_FAIL_AGAIN", "scheduler-island1", 1);  // fails every restart
   LocalCluster cluster(Options(fake_bin_dir_));
-  ASSERT_TRUE(cluster.Start().ok());
+  ASSERT_THAT(cluster.Start(), IsOk());
   ASSERT_EQ(kill(*cluster.Pid("scheduler-island1"), SIGKILL), 0);
   // When each restart happened, as Supervise() counted it.
   std::vector<std::chrono::steady_clock::time_point> restarted;
   const bool five = WaitFor(
       [&] {
-        EXPECT_TRUE(cluster.Supervise().ok());
+        EXPECT_THAT(cluster.Supervise(), IsOk());
         const int64_t restarts = cluster.info().Find("scheduler-island1")->restarts;
         if (restarts > static_cast<int64_t>(restarted.size())) {
           restarted.push_back(std::chrono::steady_clock::now());
@@ -176,7 +177,7 @@ TEST_F(SupervisionTest, TheBackoffGrowsForAServiceThatKeepsCrashing) {
   EXPECT_THAT(ReadFile(cluster.info().Find("scheduler-island1")->log),
               HasSubstr("boom, failing on purpose"));
   auto recorded = ReadClusterInfo(cluster.info().state_dir);
-  ASSERT_TRUE(recorded.ok());
+  ASSERT_THAT(recorded, IsOk());
   EXPECT_GE(recorded->Find("scheduler-island1")->restarts, 4);
   // Crash-looping is not a clean stop.
   EXPECT_EQ(cluster.Stop().code(), Code::kInternal);
@@ -189,7 +190,7 @@ TEST_F(SupervisionTest, RealServicesComeBackOnTheirEndpoints) {
   ASSERT_TRUE(missing.empty()) << "not built in " << ATOLL_BIN_DIR << ": " << missing;
   LocalCluster cluster(Options(ATOLL_BIN_DIR));
   const Status started = cluster.Start();
-  ASSERT_TRUE(started.ok()) << started.ToString();
+  ASSERT_THAT(started, IsOk());
   const ClusterInfo before = cluster.info();
   const std::string old_arena = before.Find("objectstore-i0h1")->endpoints.at("arena");
   ASSERT_TRUE(std::filesystem::exists("/dev/shm" + old_arena));
@@ -209,7 +210,7 @@ TEST_F(SupervisionTest, RealServicesComeBackOnTheirEndpoints) {
   // The RM answers where it was, and the restarted scheduler registered there again.
   testing::MemberContext context(cluster.keys_dir());
   net::Requester rm(context, before.rm_endpoint);
-  ASSERT_TRUE(rm.Connect().ok());
+  ASSERT_THAT(rm.Connect(), IsOk());
   bool registered = false;
   WaitFor(
       [&] {
@@ -227,7 +228,7 @@ TEST_F(SupervisionTest, RealServicesComeBackOnTheirEndpoints) {
       },
       kBackTimeoutMs);
   EXPECT_TRUE(registered) << "island0's scheduler is not alive at its old endpoint in the RM";
-  EXPECT_TRUE(cluster.Stop().ok());
+  EXPECT_THAT(cluster.Stop(), IsOk());
   EXPECT_FALSE(std::filesystem::exists("/dev/shm" + new_arena));
 }
 

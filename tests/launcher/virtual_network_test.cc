@@ -14,6 +14,7 @@
 
 #include "common/net/transport.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -42,12 +43,12 @@ class VirtualNetworkTest : public ::testing::Test {
   void SetUp() override {
     static const Status probe = VirtualNetwork::Create({"probe"}).status();
     if (probe.code() == Code::kFailedPrecondition) GTEST_SKIP() << probe.ToString();
-    ASSERT_TRUE(probe.ok()) << probe.ToString();
+    ASSERT_THAT(probe, IsOk());
   }
 
   static std::unique_ptr<VirtualNetwork> Make(const std::vector<std::string>& machines) {
     auto network = VirtualNetwork::Create(machines);
-    EXPECT_TRUE(network.ok()) << network.status().ToString();
+    EXPECT_THAT(network, IsOk());
     return network.ok() ? std::move(network).value() : nullptr;
   }
 };
@@ -71,25 +72,25 @@ TEST_F(VirtualNetworkTest, MachinesTalkOverTheSwitchAndACutLinkHoldsTheirTraffic
   EXPECT_EQ(network->Address("two"), "10.77.0.2");
 
   // Each context's I/O threads start with its first socket, in the thread's namespace then.
-  ASSERT_TRUE(network->Enter("two").ok());
+  ASSERT_THAT(network->Enter("two"), IsOk());
   zmq::context_t on_two;
   zmq::socket_t receiver = net::MakeSocket(on_two, zmq::socket_type::pull);
   auto bound = net::Bind(receiver, "tcp://" + network->Address("two") + ":*");
-  ASSERT_TRUE(bound.ok()) << bound.status().ToString();
-  ASSERT_TRUE(network->Enter("one").ok());
+  ASSERT_THAT(bound, IsOk());
+  ASSERT_THAT(network->Enter("one"), IsOk());
   zmq::context_t on_one;
   zmq::socket_t sender = net::MakeSocket(on_one, zmq::socket_type::push);
-  ASSERT_TRUE(net::Connect(sender, *bound).ok());
-  ASSERT_TRUE(network->Leave().ok());
+  ASSERT_THAT(net::Connect(sender, *bound), IsOk());
+  ASSERT_THAT(network->Leave(), IsOk());
 
-  ASSERT_TRUE(SendText(sender, "before").ok());
+  ASSERT_THAT(SendText(sender, "before"), IsOk());
   EXPECT_EQ(Received(receiver, 10s), "before");
 
-  ASSERT_TRUE(network->SetLink("one", false).ok());
-  ASSERT_TRUE(SendText(sender, "during").ok());
+  ASSERT_THAT(network->SetLink("one", false), IsOk());
+  ASSERT_THAT(SendText(sender, "during"), IsOk());
   EXPECT_EQ(Received(receiver, 500ms), "") << "a cut link let a message through";
   // The same connection carries it once the link is back (TCP retransmits it).
-  ASSERT_TRUE(network->SetLink("one", true).ok());
+  ASSERT_THAT(network->SetLink("one", true), IsOk());
   EXPECT_EQ(Received(receiver, 20s), "during");
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -23,19 +24,19 @@ TEST(ShmRegionTest, OpenSeesTheCreatorsBytesAndCreatorUnlinks) {
   const std::string name = ShmRegion::MakeName("shm-test");
   {
     auto created = ShmRegion::Create(name, 1 << 20);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    ASSERT_THAT(created, IsOk());
     EXPECT_TRUE(created->is_creator());
     EXPECT_EQ(created->size(), 1u << 20);
     EXPECT_EQ(ShmRegion::Create(name, 4096).status().code(), Code::kUnavailable);  // O_EXCL
 
     auto opened = ShmRegion::Open(name);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    ASSERT_THAT(opened, IsOk());
     EXPECT_FALSE(opened->is_creator());
     EXPECT_EQ(opened->size(), 1u << 20);
     std::memcpy(created->data() + 100, "hello", 5);
     EXPECT_EQ(std::memcmp(opened->data() + 100, "hello", 5), 0);
     auto slice = opened->Slice(100, 5);
-    ASSERT_TRUE(slice.ok());
+    ASSERT_THAT(slice, IsOk());
     slice->data()[0] = std::byte{'j'};
     EXPECT_EQ(std::memcmp(created->data() + 100, "jello", 5), 0);
 
@@ -49,9 +50,9 @@ TEST(ShmRegionTest, OpenSeesTheCreatorsBytesAndCreatorUnlinks) {
 
 TEST(ShmRegionTest, SliceChecksBoundsWithoutOverflow) {
   auto region = ShmRegion::Create(ShmRegion::MakeName("shm-slice"), 4096);
-  ASSERT_TRUE(region.ok()) << region.status().ToString();
-  EXPECT_TRUE(region->Slice(0, 4096).ok());
-  EXPECT_TRUE(region->Slice(4096, 0).ok());
+  ASSERT_THAT(region, IsOk());
+  EXPECT_THAT(region->Slice(0, 4096), IsOk());
+  EXPECT_THAT(region->Slice(4096, 0), IsOk());
   EXPECT_EQ(region->Slice(4000, 97).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(region->Slice(4097, 0).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(region->Slice(8, UINT64_MAX).status().code(), Code::kInvalidArgument);
@@ -77,7 +78,7 @@ void CreateInADyingProcess(const std::string& name) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  ASSERT_TRUE(ShmRegion::Open(name).ok()) << name << " was not left behind";
+  ASSERT_THAT(ShmRegion::Open(name), IsOk()) << name << " was not left behind";
 }
 
 TEST(ShmRegionTest, CreateReplacesAnObjectItsDeadCreatorLeftUnderTheSameName) {
@@ -85,7 +86,7 @@ TEST(ShmRegionTest, CreateReplacesAnObjectItsDeadCreatorLeftUnderTheSameName) {
   const std::string name = ShmRegion::MakeName("shm-reuse");
   CreateInADyingProcess(name);
   auto created = ShmRegion::Create(name, 4096);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_THAT(created, IsOk());
   EXPECT_EQ(created->size(), 4096u);
   // A live creator's name is not taken over.
   const Status taken = ShmRegion::Create(name, 4096).status();
@@ -101,7 +102,7 @@ TEST(ShmRegionTest, RemoveAbandonedRemovesOnlyTheTagsObjectsWhoseCreatorsDied) {
   CreateInADyingProcess(dead);
   CreateInADyingProcess(other_tag);
   auto live = ShmRegion::Create(ShmRegion::MakeName(tag), 4096);
-  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  ASSERT_THAT(live, IsOk());
   // Made but not sized yet, as by a Create still under way in another process.
   const std::string unsized = "/atoll-" + tag + "-2";
   const int fd = shm_open(unsized.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -110,16 +111,16 @@ TEST(ShmRegionTest, RemoveAbandonedRemovesOnlyTheTagsObjectsWhoseCreatorsDied) {
 
   EXPECT_EQ(ShmRegion::RemoveAbandoned(tag), std::vector<std::string>{dead});
   EXPECT_EQ(ShmRegion::Open(dead).status().code(), Code::kNotFound);
-  EXPECT_TRUE(ShmRegion::Open(live->name()).ok());
+  EXPECT_THAT(ShmRegion::Open(live->name()), IsOk());
   EXPECT_EQ(ShmRegion::Open(unsized).status().code(), Code::kUnavailable);  // still there, empty
-  EXPECT_TRUE(ShmRegion::Open(other_tag).ok());
+  EXPECT_THAT(ShmRegion::Open(other_tag), IsOk());
   EXPECT_EQ(ShmRegion::RemoveAbandoned(tag + "-x"), std::vector<std::string>{other_tag});
   shm_unlink(unsized.c_str());
 }
 
 TEST(ShmRegionTest, FreeBytesSaysWhatIsLeftWhereObjectsLive) {
   auto free = ShmRegion::FreeBytes();
-  ASSERT_TRUE(free.ok()) << free.status().ToString();
+  ASSERT_THAT(free, IsOk());
   EXPECT_GT(*free, 0u);
 }
 

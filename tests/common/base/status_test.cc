@@ -29,7 +29,7 @@ TEST(StatusTest, AResultFromAnErrorHoldsTheError) {
   EXPECT_EQ(failed.status().code(), Code::kNotFound);
   EXPECT_EQ(failed.status().ToString(), "NotFound: slice 7 is unknown");
   Result<int> value = 3;
-  ASSERT_TRUE(value.ok());
+  ASSERT_THAT(value, IsOk());
   EXPECT_EQ(*value, 3);
 }
 

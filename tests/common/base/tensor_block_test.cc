@@ -2,6 +2,7 @@
 #include "common/base/tensor_block.h"
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -15,23 +16,23 @@ Tensor Iota() {
 
 TEST(TensorBlockTest, ExtractTakesTheBlockAtItsOffset) {
   auto block = ExtractBlock(Iota(), {1, 1, 2}, {1, 2, 2});
-  ASSERT_TRUE(block.ok()) << block.status().ToString();
+  ASSERT_THAT(block, IsOk());
   // Element (1, r, c) is 12 + 4r + c.
   EXPECT_EQ(*block, Tensor::F32({1, 2, 2}, {18, 19, 22, 23}));
   auto all = ExtractBlock(Iota(), {0, 0, 0}, {2, 3, 4});
-  ASSERT_TRUE(all.ok());
+  ASSERT_THAT(all, IsOk());
   EXPECT_EQ(*all, Iota());
   auto none = ExtractBlock(Iota(), {0, 0, 0}, {0, 3, 4});
-  ASSERT_TRUE(none.ok());
+  ASSERT_THAT(none, IsOk());
   EXPECT_EQ(none->num_elements(), 0);
 }
 
 TEST(TensorBlockTest, InsertWritesOnlyTheBlock) {
   Tensor t(DType::kF32, {2, 3});
-  ASSERT_TRUE(InsertBlock(t, Tensor::F32({2, 1}, {7, 8}), {0, 2}).ok());
+  ASSERT_THAT(InsertBlock(t, Tensor::F32({2, 1}, {7, 8}), {0, 2}), IsOk());
   EXPECT_EQ(t, Tensor::F32({2, 3}, {0, 0, 7, 0, 0, 8}));
   Tensor scalar(DType::kI32, {});
-  ASSERT_TRUE(InsertBlock(scalar, Tensor::I32({}, {5}), {}).ok());
+  ASSERT_THAT(InsertBlock(scalar, Tensor::I32({}, {5}), {}), IsOk());
   EXPECT_EQ(scalar, Tensor::I32({}, {5}));
 }
 

@@ -16,6 +16,7 @@
 #include "common/base/tensor_block.h"
 #include "common/checkpoint/npy.h"
 #include "tests/common/checkpoint/numpy_python.h"
+#include "tests/status_matchers.h"
 
 namespace atl::checkpoint {
 namespace {
@@ -45,14 +46,14 @@ Index Sample() {
 TEST(IndexTest, WhatIsWrittenReadsBackEqual) {
   const Index index = Sample();
   auto read = IndexFromJson(IndexToJson(index));
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_EQ(*read, index);
   const json j = json::parse(IndexToJson(index));
   EXPECT_EQ(j["format"], "atoll-checkpoint");
   EXPECT_EQ(j["tensors"][0]["descr"], "<f4");
   EXPECT_EQ(j["tensors"][1]["descr"], "<i4");
   EXPECT_EQ(BlockFileName("w", 3, "00c0ffee"), "w.3.00c0ffee.npy");
-  ASSERT_TRUE(read->Find("step").ok());
+  ASSERT_THAT(read->Find("step"), IsOk());
   EXPECT_EQ(read->Find("b").status().code(), Code::kNotFound);
   EXPECT_NE(read->Find("b").status().message().find("it has w, step"), std::string::npos);
 }
@@ -111,7 +112,7 @@ TEST(IndexTest, InconsistentIndexesAreRefusedNamingWhatIsWrong) {
 }
 
 TEST(IndexTest, NamesAreFileNamesThatStayInTheirDirectory) {
-  for (const char* name : {"w1", "layer.0.w", "b-2_x"}) EXPECT_TRUE(CheckTensorName(name).ok());
+  for (const char* name : {"w1", "layer.0.w", "b-2_x"}) EXPECT_THAT(CheckTensorName(name), IsOk());
   for (const char* name : {"", ".", "..", ".hidden", "a/b", "a b", "é"}) {
     EXPECT_EQ(CheckTensorName(name).code(), Code::kInvalidArgument) << name;
   }
@@ -131,9 +132,9 @@ TEST(IndexTest, NumpyReassemblesTheGlobalArraysWithReadmesLines) {
   Index index = Sample();
   for (Block& b : index.tensors[0].blocks) {
     auto block = ExtractBlock(w, b.offset, b.shape);
-    ASSERT_TRUE(block.ok());
+    ASSERT_THAT(block, IsOk());
     auto header = EncodeNpyHeader(DType::kF32, b.shape);
-    ASSERT_TRUE(header.ok());
+    ASSERT_THAT(header, IsOk());
     std::ofstream out(dir + "/" + b.file, std::ios::binary);
     out << *header;
     out.write(reinterpret_cast<const char*>(block->data()),

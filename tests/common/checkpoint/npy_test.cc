@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/checkpoint/numpy_python.h"
+#include "tests/status_matchers.h"
 
 namespace atl::checkpoint {
 namespace {
@@ -37,7 +38,7 @@ std::string Hex(const std::vector<std::byte>& bytes) {
 
 std::vector<std::byte> NpyFile(const Tensor& t) {
   auto header = EncodeNpyHeader(t.dtype(), t.shape());
-  EXPECT_TRUE(header.ok()) << header.status().ToString();
+  EXPECT_THAT(header, IsOk());
   std::vector<std::byte> file(header.ok() ? header->size() : 0);
   if (header.ok()) std::memcpy(file.data(), header->data(), header->size());
   file.insert(file.end(), t.data(), t.data() + t.nbytes());
@@ -79,7 +80,7 @@ TEST_F(NpyTest, WritesWhatNumpySaveWritesAndReadsIt) {
     const std::vector<std::byte> numpy = FromHex(hex.substr(0, hex.find('\n')));
     EXPECT_EQ(NpyFile(a.tensor), numpy) << a.numpy;
     auto read = ParseNpy(numpy);
-    ASSERT_TRUE(read.ok()) << a.numpy << ": " << read.status().ToString();
+    ASSERT_THAT(read, IsOk()) << a.numpy << ": " << read.status().ToString();
     EXPECT_EQ(*read, a.tensor) << a.numpy;
   }
 }
@@ -131,7 +132,7 @@ TEST(NpyLegacyTest, ReadsBF16SavedAsRawBits) {
   bytes.replace(at, 10, "'<u2'     ");  // same length: the data stays aligned
   const auto* begin = reinterpret_cast<const std::byte*>(bytes.data());
   auto read = ParseNpy(std::vector<std::byte>(begin, begin + bytes.size()));
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_EQ(*read, bf16);
 }
 
@@ -154,10 +155,11 @@ std::vector<std::byte> Handmade(const std::string& dict, size_t data_bytes, int 
 
 TEST(NpyRefusalTest, AnythingButACOrderedArrayOfAKnownDtypeIsRefusedByName) {
   const std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
-  ASSERT_TRUE(ParseNpy(Handmade(ok, 8)).ok());
-  ASSERT_TRUE(ParseNpy(Handmade(ok, 8, /*major=*/2)).ok()) << "format 2.0: a 4-byte length";
-  ASSERT_TRUE(
-      ParseNpy(Handmade("{\"shape\": (2,), \"descr\": \"<i4\", \"fortran_order\": False}", 8)).ok())
+  ASSERT_THAT(ParseNpy(Handmade(ok, 8)), IsOk());
+  ASSERT_THAT(ParseNpy(Handmade(ok, 8, /*major=*/2)), IsOk()) << "format 2.0: a 4-byte length";
+  ASSERT_THAT(
+      ParseNpy(Handmade("{\"shape\": (2,), \"descr\": \"<i4\", \"fortran_order\": False}", 8)),
+      IsOk())
       << "keys in any order, either quote";
   const struct {
     std::vector<std::byte> file;

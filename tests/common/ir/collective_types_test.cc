@@ -10,6 +10,7 @@
 #include <msgpack.hpp>
 
 #include "common/ir/ir.h"
+#include "tests/status_matchers.h"
 
 namespace atl::ir {
 namespace {
@@ -34,7 +35,7 @@ Result<TensorType> Infer(const FunctionDef& fn) { return InferType(fn, fn.ops[0]
 // The function with its op typed, ready for Validate.
 FunctionDef Typed(FunctionDef fn) {
   const Result<TensorType> type = Infer(fn);
-  EXPECT_TRUE(type.ok()) << fn.name << ": " << type.status().ToString();
+  EXPECT_THAT(type, IsOk()) << fn.name << ": " << type.status().ToString();
   if (type.ok()) fn.ops[0].type = *type;
   return fn;
 }
@@ -78,7 +79,7 @@ TEST(CollectiveTypeTest, EachCollectiveTypesItsResultOnOneAndTwoDimensionalMeshe
   };
   for (const Case& c : cases) {
     const Result<TensorType> got = Infer(c.fn);
-    ASSERT_TRUE(got.ok()) << c.what << ": " << got.status().ToString();
+    ASSERT_THAT(got, IsOk()) << c.what << ": " << got.status().ToString();
     EXPECT_EQ(*got, c.want) << c.what;
   }
 }
@@ -195,7 +196,7 @@ TEST(CollectiveTypeTest, UnevenSizesAndMissingAxesOrMembersAreRefusedOnTheSlices
     fn.mesh = c.mesh;
     const Status s = Validate(fn, static_cast<int>(NumElements(c.mesh)));
     if (c.mentions.empty()) {
-      EXPECT_TRUE(s.ok()) << c.what << ": " << s.ToString();
+      EXPECT_THAT(s, IsOk()) << c.what << ": " << s.ToString();
       continue;
     }
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << c.what;
@@ -205,7 +206,7 @@ TEST(CollectiveTypeTest, UnevenSizesAndMissingAxesOrMembersAreRefusedOnTheSlices
     int32_t axes = 1;
     for (int32_t axis : fn.inputs[0].split) axes = std::max(axes, axis + 1);
     fn.mesh = Shape(axes, 1);
-    EXPECT_TRUE(Validate(fn, 1, /*slice_known=*/false).ok()) << c.what;
+    EXPECT_THAT(Validate(fn, 1, /*slice_known=*/false), IsOk()) << c.what;
   }
 }
 

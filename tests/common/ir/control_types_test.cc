@@ -9,6 +9,7 @@
 #include <msgpack.hpp>
 
 #include "common/ir/ir.h"
+#include "tests/status_matchers.h"
 
 namespace atl::ir {
 namespace {
@@ -73,10 +74,10 @@ TEST(ControlTypeTest, AWhileLoopGivesItsCarryAndTupleElementReadsEachResult) {
   const TensorType x = Typed(DType::kF32, {4, 3}), n = Typed(DType::kI32, {});
   FunctionDef fn =
       WithOp({x, n}, "while", {Predicate({x, n}), Passing({x, n}, {0, 1})}, {0, 1, 0, 0});
-  ASSERT_TRUE(Validate(fn, 1).ok()) << Validate(fn, 1).ToString();
+  ASSERT_THAT(Validate(fn, 1), IsOk());
   EXPECT_EQ(fn.ops[0].type, x);
   const auto results = ResultTypes(fn, fn.ops[0]);
-  ASSERT_TRUE(results.ok());
+  ASSERT_THAT(results, IsOk());
   EXPECT_EQ(*results, (std::vector<TensorType>{x, n}));
   Op second(OpCode::kTupleElement, {OpAt(0)}, 0, {}, {1});
   EXPECT_EQ(*InferType(fn, second), n);
@@ -108,7 +109,7 @@ TEST(ControlTypeTest, AScanStacksItsYsAndRefusesXsCutAlongTheScannedDimension) {
   const TensorType x = Typed(DType::kF32, {2});
   FunctionDef body = Passing({carry, x}, {0, 1});
   FunctionDef fn = WithOp({carry, xs}, "scan", {body}, {0, 1, 0, 5, 0});
-  ASSERT_TRUE(Validate(fn, 1).ok()) << Validate(fn, 1).ToString();
+  ASSERT_THAT(Validate(fn, 1), IsOk());
   EXPECT_EQ(*ResultTypes(fn, fn.ops[0]), (std::vector<TensorType>{carry, xs}));
   ExpectRefusal(Validate(WithOp({carry, xs}, "scan", {body}, {0, 1, 0, 4, 0}), 1),
                 {"xs 0 must have 4 rows"});
@@ -123,7 +124,7 @@ TEST(ControlTypeTest, CondBranchesTakeTheArgsThenTheirConstsAndGiveOneType) {
                    i = Typed(DType::kI32, {});
   FunctionDef with_const = Passing({x, k}, {1});
   FunctionDef fn = WithOp({i, x, k}, "cond", {Passing({x}, {0}), with_const}, {0, 1, 0, 1});
-  ASSERT_TRUE(Validate(fn, 1).ok()) << Validate(fn, 1).ToString();
+  ASSERT_THAT(Validate(fn, 1), IsOk());
   EXPECT_EQ(fn.ops[0].type, x);
   ExpectRefusal(
       Validate(WithOp({i, x, k}, "cond", {Passing({x}, {0}), with_const}, {0, 1, 1, 0}), 1),

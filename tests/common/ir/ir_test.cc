@@ -11,6 +11,7 @@
 #include <msgpack.hpp>
 
 #include "tests/common/proto/samples.h"
+#include "tests/status_matchers.h"
 
 namespace atl::ir {
 namespace {
@@ -38,7 +39,7 @@ TEST(FunctionDefTest, MsgpackRoundTrip) {
   EXPECT_EQ(back.ops[3].params, (std::vector<int64_t>{0, 1, 1, 0, 2, 3, 3, 2}));
   EXPECT_EQ(back.ops[1].operands[1].scalar, 0.5);
   EXPECT_EQ(back.inputs[1].split, (std::vector<int32_t>{-1, -1}));
-  EXPECT_TRUE(Validate(back, 4).ok());
+  EXPECT_THAT(Validate(back, 4), IsOk());
 }
 
 TEST(ShardShapeTest, DividesTheSplitDimensionOnly) {
@@ -88,14 +89,14 @@ FunctionDef AddFunction() {
 
 TEST(ValidateTest, AcceptsWellFormedFunctions) {
   for (int shards : {1, 2, 4, 8}) {
-    EXPECT_TRUE(Validate(AddFunction(), shards).ok()) << shards;
+    EXPECT_THAT(Validate(AddFunction(), shards), IsOk()) << shards;
   }
-  EXPECT_TRUE(Validate(Sample<FunctionDef>(), 4).ok());
+  EXPECT_THAT(Validate(Sample<FunctionDef>(), 4), IsOk());
   // Outputs may be inputs; ops may take a scalar on either side.
   FunctionDef fn = AddFunction();
   fn.ops.push_back(Op{OpCode::kSub, {Scalar(1), OpResult(0)}, 0.0, fn.ops[0].type});
   fn.outputs = {Input(1), OpResult(1)};
-  EXPECT_TRUE(Validate(fn, 2).ok());
+  EXPECT_THAT(Validate(fn, 2), IsOk());
 }
 
 struct BadCase {
@@ -288,7 +289,7 @@ FunctionDef FilterFunction() {
 
 TEST(DynamicShapeTest, AFilterHasADataDependentLengthAndMakesItsFunctionIrregular) {
   FunctionDef fn = FilterFunction();
-  EXPECT_TRUE(Validate(fn, 4).ok()) << Validate(fn, 4).ToString();
+  EXPECT_THAT(Validate(fn, 4), IsOk());
   EXPECT_TRUE(IsIrregular(fn));
   EXPECT_FALSE(IsIrregular(AddFunction()));
   EXPECT_FALSE(IsStatic(fn.ops[0].type));
@@ -298,7 +299,7 @@ TEST(DynamicShapeTest, AFilterHasADataDependentLengthAndMakesItsFunctionIrregula
   consumer.inputs = {Type(DType::kF32, {kDynamicDim, 4}, 0),
                      Type(DType::kF32, {kDynamicDim, 4}, 0)};
   consumer.ops[0].type = consumer.inputs[0];
-  EXPECT_TRUE(Validate(consumer, 3).ok()) << Validate(consumer, 3).ToString();
+  EXPECT_THAT(Validate(consumer, 3), IsOk());
   EXPECT_TRUE(IsIrregular(consumer));
 }
 
@@ -512,7 +513,7 @@ TEST(ModelOpTypeTest, AcceptedShardingsGiveTheirResultTypes) {
   };
   for (const AcceptedCase& c : cases) {
     Result<TensorType> got = Infer(c);
-    ASSERT_TRUE(got.ok()) << c.what << ": " << got.status().ToString();
+    ASSERT_THAT(got, IsOk()) << c.what << ": " << got.status().ToString();
     EXPECT_EQ(*got, c.want) << c.what;
   }
 }
@@ -719,7 +720,7 @@ TEST(ModelOpTypeTest, AdamTakesAStepInputAndScalarHyperParameters) {
     return InferType(fn, op);
   };
   const Result<TensorType> ok = adam({1e-3, 0.9, 0.999, 1e-8, 0});
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_THAT(ok, IsOk());
   EXPECT_EQ(*ok, param);
   const std::vector<std::pair<Result<TensorType>, std::string>> refused = {
       {adam({1e-3, 1.0, 0.999, 1e-8, 0}), "betas in [0, 1)"},
@@ -743,15 +744,15 @@ TEST(ValidateTest, GroupedOpsNeedOneGroupPerDevice) {
   fn.inputs = {Type(DType::kF32, {kDynamicDim, 4}, 0), Type(DType::kF32, {4, 4, 5}, 0)};
   Op op{OpCode::kGroupedMatmul, {Input(0), Input(1)}, 0, {}};
   Result<TensorType> type = InferType(fn, op);
-  ASSERT_TRUE(type.ok()) << type.status().ToString();
+  ASSERT_THAT(type, IsOk());
   op.type = *type;
   fn.ops.push_back(op);
   fn.outputs = {OpResult(0)};
-  EXPECT_TRUE(Validate(fn, 4).ok());
+  EXPECT_THAT(Validate(fn, 4), IsOk());
   const Status two = Validate(fn, 2);
   EXPECT_EQ(two.code(), Code::kInvalidArgument);
   EXPECT_NE(two.message().find("exactly one group"), std::string::npos) << two.ToString();
-  EXPECT_TRUE(Validate(fn, 2, /*slice_known=*/false).ok());
+  EXPECT_THAT(Validate(fn, 2, /*slice_known=*/false), IsOk());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/ir/ir.h"
+#include "tests/status_matchers.h"
 
 namespace atl::ir {
 namespace {
@@ -43,7 +44,7 @@ void ExpectRefused(const Result<TensorType>& r, std::vector<std::string> says) {
 TEST(LaxTypeTest, RowsAreFoundByNameAndUnknownNamesAreRefused) {
   for (std::string_view name : {"max", "eq", "select_n", "reshape", "dot_general", "gather", "sort",
                                 "cumsum", "is_finite"}) {
-    ASSERT_TRUE(OpCodeNamed(name).ok()) << name;
+    ASSERT_THAT(OpCodeNamed(name), IsOk()) << name;
     EXPECT_EQ(OpName(*OpCodeNamed(name)), name);
   }
   const auto unknown = OpCodeNamed("no_such_primitive");
@@ -62,17 +63,33 @@ TEST(LaxTypeTest, VariadicRowsTakeOneOrMoreOperands) {
 TEST(LaxTypeTest, ComparisonsGiveBoolAndElementwiseOperandsMustBeOneType) {
   const TensorType x = T(DType::kF32, {4, 6}, {0, -1});
   const auto lt = TypeOf({x, x}, "lt");
-  ASSERT_TRUE(lt.ok()) << lt.status().ToString();
+  ASSERT_THAT(lt, IsOk());
   EXPECT_EQ(*lt, T(DType::kBool, {4, 6}, {0, -1}));
   ExpectRefused(TypeOf({x, T(DType::kF32, {4, 6})}, "max"), {"max", "differ"});
   ExpectRefused(TypeOf({T(DType::kF32, {2}), T(DType::kF32, {2})}, "shift_left"),
                 {"shift_left takes", "f32"});
 }
 
+TEST(LaxTypeTest, BroadcastInDimCutsTheDimensionsItBroadcastsAsItsAttrSays) {
+  // attr digit d (4 bits) = 1 + the mesh axis of result dimension d.
+  const TensorType row = T(DType::kF32, {1, 6});
+  const auto cut = TypeOf({row}, "broadcast_in_dim", {4, 3, 6, 0, 2}, (1 << 0) | (2 << 4));
+  ASSERT_THAT(cut, IsOk());
+  EXPECT_EQ(*cut, T(DType::kF32, {4, 3, 6}, {0, 1, -1}));
+  const auto kept = TypeOf({T(DType::kF32, {6}, {1})}, "broadcast_in_dim", {4, 6, 1}, 1);
+  ASSERT_THAT(kept, IsOk());
+  EXPECT_EQ(*kept, T(DType::kF32, {4, 6}, {0, 1}));
+  // A dimension that comes whole from the operand cannot be cut: that needs the block.
+  ExpectRefused(TypeOf({row}, "broadcast_in_dim", {4, 3, 6, 0, 2}, 1 << 8),
+                {"broadcast_in_dim", "dimension 2", "whole"});
+  ExpectRefused(TypeOf({row}, "broadcast_in_dim", {4, 3, 6, 0, 2}, 1 << 12), {"beyond"});
+  ExpectRefused(TypeOf({row}, "broadcast_in_dim", {4, 3, 6, 0, 2}, 0.5), {"whole number"});
+}
+
 TEST(LaxTypeTest, ReshapeKeepsACutOnlyWhereTheLeadingDimensionsStay) {
   const TensorType x = T(DType::kI8, {4, 6}, {0, -1});
   const auto kept = TypeOf({x}, "reshape", {4, 2, 3});
-  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_THAT(kept, IsOk());
   EXPECT_EQ(*kept, T(DType::kI8, {4, 2, 3}, {0, -1, -1}));
   ExpectRefused(TypeOf({x}, "reshape", {24}), {"dimension 0 is cut along mesh axis 0"});
   ExpectRefused(TypeOf({x}, "reshape", {5, 5}), {"reshape", "[5,5]"});
@@ -83,7 +100,7 @@ TEST(LaxTypeTest, DotGeneralKeepsBatchAndFreeCutsAndIsPartialOverACutContraction
   const TensorType lhs = T(DType::kF32, {2, 4, 6}, {0, -1, 1});
   const TensorType rhs = T(DType::kF32, {2, 6, 8}, {0, 1, -1});
   const auto out = TypeOf({lhs, rhs}, "dot_general", {1, 2, 1, 1, 0, 0});
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_THAT(out, IsOk());
   EXPECT_EQ(*out, T(DType::kF32, {2, 4, 8}, {0, -1, -1}));  // partial along axis 1
   ExpectRefused(
       TypeOf({lhs, T(DType::kF32, {2, 6, 8}, {0, -1, -1})}, "dot_general", {1, 2, 1, 1, 0, 0}),
@@ -92,7 +109,7 @@ TEST(LaxTypeTest, DotGeneralKeepsBatchAndFreeCutsAndIsPartialOverACutContraction
   // i8 operands accumulating in i32: the preferred element type.
   const auto i32 = TypeOf({T(DType::kI8, {3, 4}), T(DType::kI8, {4, 5})}, "dot_general",
                           {1, 1, 0, 0}, static_cast<double>(DType::kI32));
-  ASSERT_TRUE(i32.ok()) << i32.status().ToString();
+  ASSERT_THAT(i32, IsOk());
   EXPECT_EQ(i32->dtype, DType::kI32);
 }
 
@@ -102,7 +119,7 @@ TEST(LaxTypeTest, LayoutPrimitivesRefuseToCutIntoACutDimension) {
   ExpectRefused(TypeOf({x}, "slice", {0, 0, 4, 3, 1, 1}),
                 {"slice", "dimension 1 is cut along mesh axis 1"});
   const auto whole = TypeOf({x}, "slice", {1, 0, 3, 6, 1, 1});
-  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_THAT(whole, IsOk());
   EXPECT_EQ(*whole, T(DType::kF32, {2, 6}, {-1, 1}));
   ExpectRefused(TypeOf({x, x}, "concatenate", {}, 1),
                 {"concatenate", "dimension 1 is cut along mesh axis 1"});
@@ -115,7 +132,7 @@ TEST(LaxTypeTest, GatherCutsItsRowsAsTheIndicesAreCut) {
   // An embedding lookup: table [10, 8] replicated, ids [6, 1] cut along axis 0.
   const auto rows = TypeOf({T(DType::kF32, {10, 8}), T(DType::kI32, {6, 1}, {0, -1})}, "gather",
                            {1, 1, 1, 0, 1, 0, 1, 8});
-  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_THAT(rows, IsOk());
   EXPECT_EQ(*rows, T(DType::kF32, {6, 8}, {0, -1}));
   ExpectRefused(TypeOf({T(DType::kF32, {10, 8}, {0, -1}), T(DType::kI32, {6, 1})}, "gather",
                        {1, 1, 1, 0, 1, 0, 1, 8}),

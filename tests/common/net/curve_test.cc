@@ -20,6 +20,7 @@
 #include "common/net/transport.h"
 #include "common/net/zap_handler.h"
 #include "tests/launcher/cluster_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace atl::net {
 namespace {
@@ -33,16 +34,16 @@ TEST(CurveKeysTest, KeyFilesRoundTripAndSecretsAreTheOwnersOnly) {
   auto made = EnsureClusterKeys(dir.path());
   ASSERT_TRUE(made.ok() && *made) << made.status().ToString();
   auto again = EnsureClusterKeys(dir.path());
-  ASSERT_TRUE(again.ok());
+  ASSERT_THAT(again, IsOk());
   EXPECT_FALSE(*again) << "existing keys are kept";
   auto pair = ReadKeyPair(ClusterKeyPath(dir.path()));
-  ASSERT_TRUE(pair.ok()) << pair.status().ToString();
+  ASSERT_THAT(pair, IsOk());
   EXPECT_EQ(*ReadPublicKey(ClusterPublicKeyPath(dir.path())), pair->public_key);
   struct stat info {};
   ASSERT_EQ(stat(ClusterKeyPath(dir.path()).c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
 
-  ASSERT_TRUE(EnsureClientKey(dir.path(), "alice").ok());
+  ASSERT_THAT(EnsureClientKey(dir.path(), "alice"), IsOk());
   const auto allowed = ReadAllowedKeys(dir.path());
   ASSERT_EQ(allowed.size(), 1u);
   EXPECT_EQ(allowed.begin()->first, ReadKeyPair(ClientKeyPath(dir.path(), "alice"))->public_key);
@@ -58,7 +59,7 @@ TEST(CurveKeysTest, BadKeysAndNamesAreRefusedByName) {
   EXPECT_EQ(read.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(read.status().message(), HasSubstr(path));
   EXPECT_EQ(EnsureClientKey(dir.path(), "alice").status().code(), Code::kFailedPrecondition);
-  ASSERT_TRUE(EnsureClusterKeys(dir.path()).ok());
+  ASSERT_THAT(EnsureClusterKeys(dir.path()), IsOk());
   EXPECT_EQ(EnsureClientKey(dir.path(), "../escape").status().code(), Code::kInvalidArgument);
 }
 
@@ -94,8 +95,8 @@ class Server {
 class ZapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(EnsureClusterKeys(dir_.path()).ok());
-    ASSERT_TRUE(EnsureClientKey(dir_.path(), "alice").ok());
+    ASSERT_THAT(EnsureClusterKeys(dir_.path()), IsOk());
+    ASSERT_THAT(EnsureClientKey(dir_.path(), "alice"), IsOk());
   }
 
   // Sends one request with `credentials` and returns the reply's status.
@@ -115,9 +116,9 @@ TEST_F(ZapTest, MembersAndAllowedClientsGetInUnderTheirNames) {
        {std::pair{*ServiceCredentials(dir_.path()), std::string("member")},
         std::pair{*ClientCredentials(dir_.path(), "alice"), std::string("client:alice")}}) {
     auto served = std::async(std::launch::async, [&] { return server.ServeOne(); });
-    EXPECT_TRUE(Call(credentials, server.endpoint()).ok()) << user;
+    EXPECT_THAT(Call(credentials, server.endpoint()), IsOk()) << user;
     auto seen = served.get();
-    ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+    ASSERT_THAT(seen, IsOk());
     EXPECT_EQ(*seen, user);
   }
 }
@@ -160,7 +161,7 @@ TEST_F(ZapTest, APeerThatDiesMidHandshakeIsDownNotRefusing) {
 
   KeyedContext context(*ServiceCredentials(dir_.path()));
   Requester requester(context, endpoint);
-  ASSERT_TRUE(requester.Connect(/*watch_handshakes=*/true).ok());
+  ASSERT_THAT(requester.Connect(/*watch_handshakes=*/true), IsOk());
   pollfd ready{listener, POLLIN, 0};
   ASSERT_EQ(poll(&ready, 1, 5000), 1) << "the requester never connected";
   const int accepted = accept(listener, nullptr, nullptr);
@@ -177,8 +178,8 @@ TEST_F(ZapTest, AMembersOnlySocketRefusesClientKeys) {
   Status refused = Call(*ClientCredentials(dir_.path(), "alice"), server.endpoint());
   EXPECT_EQ(refused.code(), Code::kPermissionDenied) << refused.ToString();
   auto served = std::async(std::launch::async, [&] { return server.ServeOne(); });
-  EXPECT_TRUE(Call(*ServiceCredentials(dir_.path()), server.endpoint()).ok());
-  EXPECT_TRUE(served.get().ok());
+  EXPECT_THAT(Call(*ServiceCredentials(dir_.path()), server.endpoint()), IsOk());
+  EXPECT_THAT(served.get(), IsOk());
 }
 
 // A watched connection counts its drops: none while the peer serves, one once it is gone
@@ -189,14 +190,14 @@ TEST_F(ZapTest, AWatchedConnectionCountsItsDrops) {
   const std::string endpoint = server->endpoint();
   KeyedContext context(*ServiceCredentials(dir_.path()));
   Requester requester(context, endpoint);
-  ASSERT_TRUE(requester.Connect(/*watch_handshakes=*/true).ok());
+  ASSERT_THAT(requester.Connect(/*watch_handshakes=*/true), IsOk());
   auto call = [&] {
     auto served = std::async(std::launch::async, [&] { return server->ServeOne(); });
     Status called = requester.Call<proto::Ok>(proto::Ok{}, 5000ms).status();
-    EXPECT_TRUE(served.get().ok());
+    EXPECT_THAT(served.get(), IsOk());
     return called;
   };
-  ASSERT_TRUE(call().ok());
+  ASSERT_THAT(call(), IsOk());
   EXPECT_EQ(requester.ConnectionDrops(), 0u);
 
   server.reset();
@@ -207,9 +208,9 @@ TEST_F(ZapTest, AWatchedConnectionCountsItsDrops) {
   EXPECT_EQ(requester.ConnectionDrops(), 1u);
 
   server = std::make_unique<Server>(dir_.path(), Audience::kEveryone, endpoint);
-  ASSERT_TRUE(call().ok());
+  ASSERT_THAT(call(), IsOk());
   EXPECT_EQ(requester.ConnectionDrops(), 1u);
-  EXPECT_TRUE(requester.Reachable().ok());
+  EXPECT_THAT(requester.Reachable(), IsOk());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "common/net/event_loop.h"
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -88,7 +89,7 @@ TEST(EventLoopTest, AMessageWhoseAnnouncementASendSwallowedIsHandledAtOnce) {
   harness.loop().AddSocket("trigger", trigger.socket, [&] {
     while (true) {
       auto frames = net::RecvFrames(trigger.socket, milliseconds(0));
-      ASSERT_TRUE(frames.ok());
+      ASSERT_THAT(frames, IsOk());
       if (!frames->has_value()) break;
     }
     // A message for `data`, announced in its mailbox; then `data`'s first send, which reads
@@ -96,11 +97,11 @@ TEST(EventLoopTest, AMessageWhoseAnnouncementASendSwallowedIsHandledAtOnce) {
     // The message now waits in `data` with its fd quiet.
     data.peer.send(zmq::str_buffer("payload"));
     net::Frames ping = OneFrame("ping");
-    ASSERT_TRUE(net::SendFrames(data.socket, ping).ok());
+    ASSERT_THAT(net::SendFrames(data.socket, ping), IsOk());
   });
   harness.loop().AddSocket("data", data.socket, [&] {
     auto frames = net::RecvFrames(data.socket, milliseconds(0));
-    ASSERT_TRUE(frames.ok());
+    ASSERT_THAT(frames, IsOk());
     if (!frames->has_value()) return;
     got = (**frames)[0].to_string();
     harness.Succeed();
@@ -120,7 +121,7 @@ TEST(EventLoopTest, AHandlerThatLeavesMessagesIsCalledAgainUntilItTookThemAll) {
   // Takes one message a call: the fd announced the first one only.
   harness.loop().AddSocket("data", data.socket, [&] {
     auto frames = net::RecvFrames(data.socket, milliseconds(0));
-    ASSERT_TRUE(frames.ok());
+    ASSERT_THAT(frames, IsOk());
     ASSERT_TRUE(frames->has_value()) << "called with nothing waiting";
     EXPECT_EQ((**frames)[0].to_string(), std::to_string(taken));
     if (++taken == kMessages) harness.Succeed();
@@ -152,7 +153,7 @@ TEST(EventLoopTest, AReadableFdAndAMessageAreBothHandled) {
   harness.loop().AddSocket("data", data.socket, [&] {
     while (true) {
       auto frames = net::RecvFrames(data.socket, milliseconds(0));
-      ASSERT_TRUE(frames.ok());
+      ASSERT_THAT(frames, IsOk());
       if (!frames->has_value()) break;
       message_read = true;
     }

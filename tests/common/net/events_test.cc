@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -30,10 +31,10 @@ std::string Packed(const auto& value) {
 TEST(EventsTest, PublishedEventArrivesAndDecodes) {
   zmq::context_t context;
   zmq::socket_t sub = net::MakeSocket(context, zmq::socket_type::sub);
-  ASSERT_TRUE(net::Bind(sub, "inproc://events-test").ok());
+  ASSERT_THAT(net::Bind(sub, "inproc://events-test"), IsOk());
   sub.set(zmq::sockopt::subscribe, "program.");
   EventPublisher publisher(context, "client/1");
-  ASSERT_TRUE(publisher.Connect("inproc://events-test").ok());
+  ASSERT_THAT(publisher.Connect("inproc://events-test"), IsOk());
 
   const EventFields fields = {{"run", uint64_t{5}},
                               {"delta", int64_t{-3}},
@@ -48,13 +49,13 @@ TEST(EventsTest, PublishedEventArrivesAndDecodes) {
     publisher.Publish("gang.done", {{"gang", uint64_t{1}}});  // not subscribed: never arrives
     publisher.Publish("program.submitted", fields);
     auto got = net::RecvFrames(sub, milliseconds(20));
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_THAT(got, IsOk());
     frames = std::move(*got);
   }
   ASSERT_TRUE(frames.has_value()) << "no event within the deadline";
   ASSERT_EQ(frames->size(), 2u);
   auto event = DecodeEvent((*frames)[0], (*frames)[1]);
-  ASSERT_TRUE(event.ok()) << event.status().ToString();
+  ASSERT_THAT(event, IsOk());
   EXPECT_EQ(event->topic, "program.submitted");
   EXPECT_EQ(event->fields["src"], "client/1");
   ASSERT_TRUE(event->fields["ts_us"].is_number_integer());
@@ -74,7 +75,7 @@ TEST(EventsTest, PublishedEventArrivesAndDecodes) {
   // Whatever else is queued is more of the same topic: the filter kept gang.* out.
   for (;;) {
     auto more = net::RecvFrames(sub, milliseconds(0));
-    ASSERT_TRUE(more.ok());
+    ASSERT_THAT(more, IsOk());
     if (!*more) break;
     EXPECT_EQ((**more)[0].to_string(), "program.submitted");
   }
@@ -91,7 +92,7 @@ TEST(EventsTest, UnconnectedPublisherDropsEvents) {
 TEST(DecodeEventTest, StringsAreMadeValidUtf8) {
   std::map<std::string, std::vector<std::string>> body{{"k\xff", {"v\xc3"}}};
   auto event = DecodeEvent(Bytes("gang.\xfe"), Bytes(Packed(body)));
-  ASSERT_TRUE(event.ok()) << event.status().ToString();
+  ASSERT_THAT(event, IsOk());
   EXPECT_EQ(event->topic, "gang.\xef\xbf\xbd");
   nlohmann::json json = event->fields;
   EXPECT_EQ(json.dump(), "{\"k\xef\xbf\xbd\":[\"v\xef\xbf\xbd\"]}");
@@ -119,7 +120,7 @@ TEST(DecodeEventTest, EveryTruncationIsInvalidArgument) {
   packer.pack(std::string("src"));
   packer.pack(std::string("rm"));
   const std::string body(buffer.data(), buffer.size());
-  ASSERT_TRUE(DecodeEvent(Bytes("t"), Bytes(body)).ok());
+  ASSERT_THAT(DecodeEvent(Bytes("t"), Bytes(body)), IsOk());
   for (size_t n = 0; n < body.size(); ++n) {
     EXPECT_EQ(DecodeEvent(Bytes("t"), Bytes(body.substr(0, n))).status().code(),
               Code::kInvalidArgument)

@@ -14,6 +14,7 @@
 
 #include "common/net/request_server.h"
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl::net {
 namespace {
@@ -126,10 +127,10 @@ TEST(HexBytesTest, PrintsEachByteAsTwoDigits) {
 TEST_F(RejectionLogTest, ServeRequestsLogsAFloodOfGarbageOnceAndAnswersEveryMessage) {
   zmq::context_t context;
   zmq::socket_t router = MakeSocket(context, zmq::socket_type::router);
-  ASSERT_TRUE(Bind(router, "inproc://rejection-log-test").ok());
+  ASSERT_THAT(Bind(router, "inproc://rejection-log-test"), IsOk());
   zmq::socket_t dealer = MakeSocket(context, zmq::socket_type::dealer);
   dealer.set(zmq::sockopt::routing_id, std::string("\x01\xab", 2));
-  ASSERT_TRUE(Connect(dealer, "inproc://rejection-log-test").ok());
+  ASSERT_THAT(Connect(dealer, "inproc://rejection-log-test"), IsOk());
   EventPublisher events(context, "test");  // not connected: events are dropped
   RejectionLog rejected(Options());
 
@@ -142,7 +143,7 @@ TEST_F(RejectionLogTest, ServeRequestsLogsAFloodOfGarbageOnceAndAnswersEveryMess
     for (int i = 0; i < kPerRound; ++i) {
       Frames garbage;
       garbage.emplace_back("\xc1 not msgpack", 13);
-      ASSERT_TRUE(SendFrames(dealer, garbage).ok());
+      ASSERT_THAT(SendFrames(dealer, garbage), IsOk());
     }
     const int want = replies + kPerRound;
     const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -150,7 +151,7 @@ TEST_F(RejectionLogTest, ServeRequestsLogsAFloodOfGarbageOnceAndAnswersEveryMess
       ServeRequests(router, events, "error.test", rejected,
                     [](proto::Incoming&) { return Status::Ok(); });
       auto reply = RecvFrames(dealer, 10ms);
-      ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+      ASSERT_THAT(reply, IsOk());
       if (reply->has_value()) ++replies;
     }
   }

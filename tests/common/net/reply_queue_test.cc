@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl::net {
 namespace {
@@ -24,10 +25,10 @@ TEST(ReplyQueueTest, ABurstOfRepliesBeyondTheHighWaterMarksReachesARequesterRead
   zmq::context_t context;
   zmq::socket_t router = MakeSocket(context, zmq::socket_type::router);
   auto endpoint = Bind(router, "tcp://127.0.0.1:*");
-  ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+  ASSERT_THAT(endpoint, IsOk());
   Requester requester(context, *endpoint);
-  ASSERT_TRUE(requester.Connect().ok());
-  ASSERT_TRUE(requester.Post(proto::ReleaseObject{1}).ok());
+  ASSERT_THAT(requester.Connect(), IsOk());
+  ASSERT_THAT(requester.Post(proto::ReleaseObject{1}), IsOk());
   auto request = RecvFrames(router, milliseconds(5000));
   ASSERT_TRUE(request.ok() && request->has_value()) << "the request never came";
   const zmq::message_t& peer = (**request)[0];

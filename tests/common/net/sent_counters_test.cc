@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl::net {
 namespace {
@@ -27,9 +28,9 @@ SentCount Of(proto::Kind kind) {
 TEST(SentCountersTest, CountsRequestsAndRepliesByKindWithTheirBytes) {
   zmq::context_t context;
   zmq::socket_t router = MakeSocket(context, zmq::socket_type::router);
-  ASSERT_TRUE(Bind(router, "inproc://sent-counters-test").ok());
+  ASSERT_THAT(Bind(router, "inproc://sent-counters-test"), IsOk());
   Requester requester(context, "inproc://sent-counters-test");
-  ASSERT_TRUE(requester.Connect().ok());
+  ASSERT_THAT(requester.Connect(), IsOk());
 
   const SentCount release_before = Of(proto::Kind::kReleaseObject);
   const SentCount ok_before = Of(proto::Kind::kOk);
@@ -37,7 +38,7 @@ TEST(SentCountersTest, CountsRequestsAndRepliesByKindWithTheirBytes) {
   const std::string payload(1000, 'x');
   Frames data;
   data.emplace_back(payload.data(), payload.size());
-  ASSERT_TRUE(requester.Post(request, std::move(data)).ok());
+  ASSERT_THAT(requester.Post(request, std::move(data)), IsOk());
 
   auto got = RecvFrames(router, milliseconds(5000));
   ASSERT_TRUE(got.ok() && got->has_value());
@@ -48,8 +49,8 @@ TEST(SentCountersTest, CountsRequestsAndRepliesByKindWithTheirBytes) {
 
   // A reply on the ROUTER: counted without its routing-id frame.
   auto in = proto::ParseIncoming(std::move(**got), /*routed=*/true);
-  ASSERT_TRUE(in.ok());
-  ASSERT_TRUE(Reply(router, *in, proto::Ok{}).ok());
+  ASSERT_THAT(in, IsOk());
+  ASSERT_THAT(Reply(router, *in, proto::Ok{}), IsOk());
   auto reply = RecvFrames(requester.socket(), milliseconds(5000));
   ASSERT_TRUE(reply.ok() && reply->has_value());
   const SentCount ok = Of(proto::Kind::kOk);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::net {
 namespace {
@@ -14,7 +15,7 @@ TEST(BorrowedFrame, SendsTheTensorsOwnBytesAndFreesThemWithTheFrame) {
   std::weak_ptr<std::vector<float>> watch = owner;
   auto* bytes = reinterpret_cast<std::byte*>(owner->data());
   auto tensor = Tensor::Adopt(DType::kF32, {4}, {bytes, 16}, std::move(owner));
-  ASSERT_TRUE(tensor.ok()) << tensor.status().ToString();
+  ASSERT_THAT(tensor, IsOk());
   {
     zmq::message_t frame = BorrowedFrame(std::move(*tensor));
     EXPECT_EQ(frame.data(), bytes) << "the frame copied the bytes";
@@ -29,7 +30,7 @@ TEST(AdoptFrame, KeepsAReceivedFrameAsTheTensorsBytes) {
   zmq::message_t frame(values.data(), values.size() * sizeof(float));
   const void* bytes = frame.data();
   auto tensor = AdoptFrame(DType::kF32, {1024}, frame);
-  ASSERT_TRUE(tensor.ok()) << tensor.status().ToString();
+  ASSERT_THAT(tensor, IsOk());
   EXPECT_EQ(tensor->data(), bytes) << "the frame's bytes were copied";
   EXPECT_EQ(*tensor, Tensor::F32({1024}, values));
 }
@@ -40,7 +41,7 @@ TEST(AdoptFrame, CopiesBytesAtAnAddressTheDtypeCannotUse) {
   std::memcpy(buffer.data() + 1, values, sizeof(values));
   zmq::message_t frame(buffer.data() + 1, sizeof(values), nullptr, nullptr);  // not copied
   auto tensor = AdoptFrame(DType::kF32, {2}, frame);
-  ASSERT_TRUE(tensor.ok()) << tensor.status().ToString();
+  ASSERT_THAT(tensor, IsOk());
   EXPECT_NE(tensor->data(), buffer.data() + 1);
   EXPECT_EQ(*tensor, Tensor::F32({2}, {7, 8}));
 }

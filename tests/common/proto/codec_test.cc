@@ -13,6 +13,7 @@
 
 #include "common/proto/message_types.h"
 #include "tests/common/proto/samples.h"
+#include "tests/status_matchers.h"
 
 namespace atl::proto {
 namespace {
@@ -105,13 +106,13 @@ TEST(DecodeHeaderTest, BodyWithWrongFieldTypesIsInvalidArgument) {
       PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateSlice), uint64_t{1},
                  std::make_tuple(std::string("x"), std::string("y"), 3, 4));
   auto header = DecodeHeader(bytes.data(), bytes.size());
-  ASSERT_TRUE(header.ok());
+  ASSERT_THAT(header, IsOk());
   ExpectInvalid(header->As<CreateSlice>().status(), "CreateSlice");
   // A nested struct of the wrong shape: Compile's function is a number.
   const std::string compile = PackHeader(kVersion, static_cast<uint16_t>(Kind::kCompile),
                                          uint64_t{1}, std::make_tuple(1, 4, 17));
   auto compile_header = DecodeHeader(compile.data(), compile.size());
-  ASSERT_TRUE(compile_header.ok());
+  ASSERT_THAT(compile_header, IsOk());
   ExpectInvalid(compile_header->As<Compile>().status());
 }
 
@@ -123,15 +124,15 @@ TEST(DecodeHeaderTest, EnumValuesOutsideTheEnumAreInvalidArgument) {
       PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateObject), uint64_t{1},
                  std::make_tuple(1, 0, 42, static_cast<int>(kNumDTypes), std::vector<int64_t>{2}));
   auto header = DecodeHeader(bytes.data(), bytes.size());
-  ASSERT_TRUE(header.ok());
+  ASSERT_THAT(header, IsOk());
   ExpectInvalid(header->As<CreateObject>().status(), "CreateObject");
   const std::string good =
       PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateObject), uint64_t{1},
                  std::make_tuple(1, 0, 42, 1, std::vector<int64_t>{2}));
   auto good_header = DecodeHeader(good.data(), good.size());
-  ASSERT_TRUE(good_header.ok());
+  ASSERT_THAT(good_header, IsOk());
   auto create = good_header->As<CreateObject>();
-  ASSERT_TRUE(create.ok()) << create.status().ToString();
+  ASSERT_THAT(create, IsOk());
   EXPECT_EQ(create->dtype, DType::kI32);
 
   msgpack::sbuffer op;
@@ -150,13 +151,13 @@ TEST(DecodeHeaderTest, EveryDTypeRoundTripsAndTheNextCodeIsRefused) {
         PackHeader(kVersion, static_cast<uint16_t>(Kind::kCreateObject), uint64_t{1},
                    std::make_tuple(1, 0, 42, code, std::vector<int64_t>{2}));
     auto header = DecodeHeader(bytes.data(), bytes.size());
-    ASSERT_TRUE(header.ok());
+    ASSERT_THAT(header, IsOk());
     auto create = header->As<CreateObject>();
     if (code == kNumDTypes) {
       ExpectInvalid(create.status(), "CreateObject");
       continue;
     }
-    ASSERT_TRUE(create.ok()) << create.status().ToString();
+    ASSERT_THAT(create, IsOk());
     EXPECT_EQ(create->dtype, static_cast<DType>(code));
     const ir::Op cast{ir::OpCode::kCast,
                       {{ir::Operand::kInput, 0, 0.0}},
@@ -270,7 +271,7 @@ TEST(ParseIncomingTest, MissingFramesAreInvalidArgument) {
 
 TEST(ParseIncomingTest, SplitsRoutingIdHeaderAndData) {
   auto in = ParseIncoming(MakeFrames({"peer-1", HeaderBytes(), "data-0", ""}), /*routed=*/true);
-  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  ASSERT_THAT(in, IsOk());
   ASSERT_TRUE(in->routing_id.has_value());
   EXPECT_EQ(in->routing_id->to_string(), "peer-1");
   EXPECT_EQ(in->header.kind(), Kind::kGetObject);
@@ -279,11 +280,11 @@ TEST(ParseIncomingTest, SplitsRoutingIdHeaderAndData) {
   EXPECT_EQ(in->data[0].to_string(), "data-0");
   EXPECT_EQ(in->data[1].size(), 0u);
   auto body = in->header.As<GetObject>();
-  ASSERT_TRUE(body.ok());
+  ASSERT_THAT(body, IsOk());
   EXPECT_EQ(*body, Sample<GetObject>());
 
   auto unrouted = ParseIncoming(MakeFrames({HeaderBytes()}), /*routed=*/false);
-  ASSERT_TRUE(unrouted.ok()) << unrouted.status().ToString();
+  ASSERT_THAT(unrouted, IsOk());
   EXPECT_FALSE(unrouted->routing_id.has_value());
   EXPECT_TRUE(unrouted->data.empty());
 }

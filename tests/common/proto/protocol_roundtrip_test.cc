@@ -11,6 +11,7 @@
 #include "common/proto/codec.h"
 #include "common/proto/protocol.h"
 #include "tests/common/proto/samples.h"
+#include "tests/status_matchers.h"
 
 namespace atl::proto {
 namespace {
@@ -101,11 +102,11 @@ TYPED_TEST(MessageTest, RoundTripKeepsEveryField) {
   constexpr uint64_t kRequestId = 0x8000000000000005ull;
   const zmq::message_t bytes = EncodeHeader(kRequestId, sample);
   auto header = DecodeHeader(bytes.data(), bytes.size());
-  ASSERT_TRUE(header.ok()) << header.status().ToString();
+  ASSERT_THAT(header, IsOk());
   EXPECT_EQ(header->kind(), TypeParam::kKind);
   EXPECT_EQ(header->request_id(), kRequestId);
   auto body = header->template As<TypeParam>();
-  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  ASSERT_THAT(body, IsOk());
   ExpectSameFields(*body, sample);
 }
 
@@ -122,10 +123,10 @@ TYPED_TEST(MessageTest, BodyOfAnotherKindIsInvalidArgument) {
   // Decode each message as a Heartbeat, and a Heartbeat as each message.
   const zmq::message_t bytes = EncodeHeader(1, Sample<TypeParam>());
   auto header = DecodeHeader(bytes.data(), bytes.size());
-  ASSERT_TRUE(header.ok());
+  ASSERT_THAT(header, IsOk());
   const zmq::message_t beat_bytes = EncodeHeader(1, Sample<Heartbeat>());
   auto beat = DecodeHeader(beat_bytes.data(), beat_bytes.size());
-  ASSERT_TRUE(beat.ok());
+  ASSERT_THAT(beat, IsOk());
   if constexpr (TypeParam::kKind != Kind::kHeartbeat) {
     EXPECT_EQ(header->template As<Heartbeat>().status().code(), Code::kInvalidArgument);
     const Status s = beat->template As<TypeParam>().status();
@@ -145,7 +146,7 @@ TYPED_TEST(MessageTest, BodyThatIsNotAnArrayIsInvalidArgument) {
   packer.pack(uint64_t{1});
   packer.pack(std::string("not a body"));
   auto header = DecodeHeader(buffer.data(), buffer.size());
-  ASSERT_TRUE(header.ok()) << header.status().ToString();
+  ASSERT_THAT(header, IsOk());
   EXPECT_EQ(header->template As<TypeParam>().status().code(), Code::kInvalidArgument);
 }
 

@@ -8,6 +8,7 @@
 #include <net/if.h>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -39,7 +40,7 @@ ClusterConfig WithRm(const std::string& rm_endpoint, const std::string& advertis
 TEST(RoutingAddressTest, AnRmOnLoopbackIsReachedFromLoopback) {
   for (const char* rm : {"tcp://127.0.0.1:5550", "tcp://localhost:5550", "tcp://127.0.0.1:*"}) {
     auto address = RoutingAddress(rm);
-    ASSERT_TRUE(address.ok()) << rm << ": " << address.status().ToString();
+    ASSERT_THAT(address, IsOk()) << rm << ": " << address.status().ToString();
     EXPECT_EQ(*address, "127.0.0.1") << rm;
   }
 }
@@ -48,7 +49,7 @@ TEST(RoutingAddressTest, AnInterfacesOwnAddressRoutesFromItself) {
   const std::string outside = SomeOutsideAddress();
   if (outside.empty()) GTEST_SKIP() << "this machine has no IPv4 interface besides loopback";
   auto address = RoutingAddress("tcp://" + outside + ":5550");
-  ASSERT_TRUE(address.ok()) << address.status().ToString();
+  ASSERT_THAT(address, IsOk());
   EXPECT_EQ(*address, outside);
 }
 
@@ -65,22 +66,22 @@ TEST(RoutingAddressTest, WhatIsNoEndpointOrNoHostIsRefused) {
 
 TEST(AdvertisedEndpointTest, AWildcardBindAdvertisesTheAddressRoutingToTheRm) {
   auto advertised = AdvertisedEndpoint("tcp://0.0.0.0:4100", WithRm("tcp://127.0.0.1:5550"));
-  ASSERT_TRUE(advertised.ok()) << advertised.status().ToString();
+  ASSERT_THAT(advertised, IsOk());
   EXPECT_EQ(*advertised, "tcp://127.0.0.1:4100");
 
   const std::string outside = SomeOutsideAddress();
   if (outside.empty()) GTEST_SKIP() << "this machine has no IPv4 interface besides loopback";
   advertised = AdvertisedEndpoint("tcp://0.0.0.0:4100", WithRm("tcp://" + outside + ":5550"));
-  ASSERT_TRUE(advertised.ok()) << advertised.status().ToString();
+  ASSERT_THAT(advertised, IsOk());
   EXPECT_EQ(*advertised, "tcp://" + outside + ":4100");
 }
 
 TEST(AdvertisedEndpointTest, AGivenAddressWinsAndABoundInterfaceIsKept) {
   auto given = AdvertisedEndpoint("tcp://0.0.0.0:4100", WithRm("tcp://127.0.0.1:5550", "10.9.8.7"));
-  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  ASSERT_THAT(given, IsOk());
   EXPECT_EQ(*given, "tcp://10.9.8.7:4100");
   auto kept = AdvertisedEndpoint("tcp://127.0.0.1:4100", WithRm("tcp://10.0.0.1:5550"));
-  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_THAT(kept, IsOk());
   EXPECT_EQ(*kept, "tcp://127.0.0.1:4100");
 }
 
@@ -94,7 +95,7 @@ TEST(AdvertisedEndpointTest, TheRmOnEveryInterfaceNeverAdvertisesAWildcard) {
     return;
   }
   auto host = EndpointHost(*advertised);
-  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  ASSERT_THAT(host, IsOk());
   EXPECT_FALSE(IsWildcardHost(*host)) << *advertised;
 }
 

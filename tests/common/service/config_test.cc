@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/service/config.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -23,14 +24,14 @@ Result<ClusterConfig> Parse(const std::string& tables) {
 
 TEST(DataPlaneConfig, DefaultsBatchPerTurnWithoutAWindow) {
   auto c = Parse("");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->dataplane.batch_window_us, 0u);
   EXPECT_EQ(c->dataplane.batch_bytes, 64u << 10);
 }
 
 TEST(DataPlaneConfig, ReadsBatchBytesAndWindow) {
   auto c = Parse("[dataplane]\nbatch_bytes = 4096\nbatch_window_us = 250\n");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->dataplane.batch_bytes, 4096u);
   EXPECT_EQ(c->dataplane.batch_window_us, 250u);
 }
@@ -56,7 +57,7 @@ TEST(DataPlaneConfig, RefusesAValueOfTheWrongType) {
 
 TEST(WaitBoundsConfig, DefaultsAndValues) {
   auto defaults = Parse("");
-  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  ASSERT_THAT(defaults, IsOk());
   EXPECT_EQ(defaults->cross_island_wait_ms, 60000u);
   EXPECT_EQ(defaults->input_wait_ms, 600000u);
   EXPECT_EQ(defaults->compile_wait_ms, 5000u);
@@ -64,7 +65,7 @@ TEST(WaitBoundsConfig, DefaultsAndValues) {
   auto set = Parse(
       "[scheduler]\ncross_island_wait_ms = 250\n[executor]\ninput_wait_ms = 900\n"
       "compile_wait_ms = 40\nheld_dispatch_bytes = 4096\n");
-  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_THAT(set, IsOk());
   EXPECT_EQ(set->cross_island_wait_ms, 250u);
   EXPECT_EQ(set->input_wait_ms, 900u);
   EXPECT_EQ(set->compile_wait_ms, 40u);
@@ -92,10 +93,10 @@ TEST(WaitBoundsConfig, RefusesValuesOutOfRangeNamingTheKey) {
 // list, which may be empty (they join at run time), as may an island's hosts.
 TEST(CheckpointConfig, TheRootIsUnsetByDefaultAndAnAbsolutePath) {
   auto c = Parse("");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->checkpoint_root, "");
   c = Parse("[checkpoints]\nroot = \"/var/lib/atoll/checkpoints\"\n");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->checkpoint_root, "/var/lib/atoll/checkpoints");
   c = Parse("[checkpoints]\nroot = \"checkpoints\"\n");
   ASSERT_FALSE(c.ok());
@@ -108,11 +109,11 @@ TEST(CheckpointConfig, TheRootIsUnsetByDefaultAndAnAbsolutePath) {
 TEST(ClusterConfigTest, NoIslandsIsAnEmptyStartingList) {
   for (const char* text : {"", "[cluster]\nheartbeat_ms = 50\n"}) {
     auto c = ParseClusterConfig(text, "test");
-    ASSERT_TRUE(c.ok()) << text << ": " << c.status().ToString();
+    ASSERT_THAT(c, IsOk()) << text << ": " << c.status().ToString();
     EXPECT_TRUE(c->islands.empty()) << text;
   }
   auto c = ParseClusterConfig("[[islands]]\nname = \"i\"\n", "test");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   ASSERT_EQ(c->islands.size(), 1u);
   EXPECT_TRUE(c->islands[0].hosts.empty());
 }
@@ -183,7 +184,7 @@ TEST(ConfigRangeTest, TheLimitsThemselvesAreAccepted) {
       "[[islands]]\nname = \"i\"\n  [[islands.hosts]]\n  name = \"h\"\n  devices = 65536\n"
       "  device_memory_mb = 1048576\n  arena_mb = 1\n  matmul_threads = 1024\n",
       "test");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->heartbeat_ms, 600000u);
   EXPECT_EQ(c->liveness, 1u);
   EXPECT_EQ(c->scheduler_window, 1048576u);
@@ -196,7 +197,7 @@ TEST(ConfigRangeTest, TheLimitsThemselvesAreAccepted) {
 
 TEST(ConfigRangeTest, MatmulThreadsLeftOutIsZeroAnEvenShareOfTheCores) {
   auto c = Parse("");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->islands[0].hosts[0].matmul_threads, 0u);
 }
 
@@ -204,13 +205,13 @@ TEST(ConfigRangeTest, TheShippedConfigurationsParse) {
   for (const char* path :
        {ATOLL_SOURCE_DIR "/config/local.toml", ATOLL_SOURCE_DIR "/config/test.toml"}) {
     auto c = LoadClusterConfig(path);
-    EXPECT_TRUE(c.ok()) << path << ": " << c.status().ToString();
+    EXPECT_THAT(c, IsOk()) << path << ": " << c.status().ToString();
   }
 }
 
 TEST(QuotaConfig, EveryQuotaIsUnlimitedByDefault) {
   auto c = Parse("");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->quotas.slices, 0u);
   EXPECT_EQ(c->quotas.devices, 0u);
   EXPECT_EQ(c->quotas.store_objects, 0u);
@@ -222,7 +223,7 @@ TEST(QuotaConfig, ReadsEveryQuota) {
   auto c = Parse(
       "[quotas]\nslices = 2\ndevices = 4\nstore_objects = 100\nstore_bytes = 1048576\n"
       "runs_in_flight = 8\n");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->quotas.slices, 2u);
   EXPECT_EQ(c->quotas.devices, 4u);
   EXPECT_EQ(c->quotas.store_objects, 100u);

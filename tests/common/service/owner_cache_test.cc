@@ -1,6 +1,7 @@
 #include "common/service/owner_cache.h"
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -17,7 +18,7 @@ TEST(OwnerCacheTest, ALookupBlocksItsLoopForHalfTheLivenessLapseAtMost) {
 TEST(OwnerCacheTest, WithoutAnRmEveryClientCountsAsLive) {
   OwnerCache owners(nullptr, milliseconds(0));
   auto user = owners.ClientUser(42);
-  ASSERT_TRUE(user.ok()) << user.status().ToString();
+  ASSERT_THAT(user, IsOk());
   EXPECT_EQ(*user, "");
 }
 
@@ -26,22 +27,22 @@ TEST(OwnerCacheTest, WithoutAnRmEveryClientCountsAsLive) {
 TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
   zmq::context_t context;
   net::Requester silent_rm(context, "tcp://127.0.0.1:1");
-  ASSERT_TRUE(silent_rm.Connect().ok());
+  ASSERT_THAT(silent_rm.Connect(), IsOk());
   OwnerCache owners(&silent_rm, milliseconds(50));
-  ASSERT_TRUE(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}, {}, {}}).ok());
+  ASSERT_THAT(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}, {}, {}}), IsOk());
   auto alice = owners.ClientUser(7);
-  ASSERT_TRUE(alice.ok()) << alice.status().ToString();
+  ASSERT_THAT(alice, IsOk());
   EXPECT_EQ(*alice, "client:alice");
-  EXPECT_TRUE(owners.CheckClient(proto::Peer{"client:bob"}, 8, "submit").ok());
+  EXPECT_THAT(owners.CheckClient(proto::Peer{"client:bob"}, 8, "submit"), IsOk());
   EXPECT_EQ(owners.CheckClient(proto::Peer{"client:bob"}, 7, "submit").code(),
             Code::kPermissionDenied);
   auto functions = owners.FunctionClients({30});
-  ASSERT_TRUE(functions.ok()) << functions.status().ToString();
+  ASSERT_THAT(functions, IsOk());
   EXPECT_EQ(functions->at(30), 7u);
   // Not told: asked, and the silent RM fails the lookup.
   EXPECT_FALSE(owners.ClientUser(9).ok());
   // Told gone: refused as gone, with the RM's reason, without asking.
-  ASSERT_TRUE(owners.Learn({{}, {}, {}, {}, {8}, {"goodbye"}}).ok());
+  ASSERT_THAT(owners.Learn({{}, {}, {}, {}, {8}, {"goodbye"}}), IsOk());
   const Status bob = owners.ClientUser(8).status();
   EXPECT_EQ(bob.code(), Code::kCancelled) << bob.ToString();
   EXPECT_NE(bob.message().find("has left the cluster (goodbye)"), std::string::npos);

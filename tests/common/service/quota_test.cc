@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -14,9 +15,9 @@ QuotaRequest Bytes(uint64_t limit, uint64_t in_use, uint64_t requested) {
 }
 
 TEST(CheckQuotaTest, AllowsUpToTheLimitInclusive) {
-  EXPECT_TRUE(CheckQuota(Bytes(1048576, 1044480, 4096)).ok());
-  EXPECT_TRUE(CheckQuota(Bytes(1048576, 0, 1048576)).ok());
-  EXPECT_TRUE(CheckQuota(Bytes(1048576, 1048576, 0)).ok());
+  EXPECT_THAT(CheckQuota(Bytes(1048576, 1044480, 4096)), IsOk());
+  EXPECT_THAT(CheckQuota(Bytes(1048576, 0, 1048576)), IsOk());
+  EXPECT_THAT(CheckQuota(Bytes(1048576, 1048576, 0)), IsOk());
 }
 
 TEST(CheckQuotaTest, RefusesOverTheLimitNamingQuotaLimitUseAndRequest) {
@@ -35,7 +36,7 @@ TEST(CheckQuotaTest, AClusterWideQuotaNamesNoPlace) {
 
 TEST(CheckQuotaTest, ZeroIsUnlimited) {
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  EXPECT_TRUE(CheckQuota(Bytes(0, kMax, kMax)).ok());
+  EXPECT_THAT(CheckQuota(Bytes(0, kMax, kMax)), IsOk());
 }
 
 TEST(CheckQuotaTest, NoSumWrapsAround) {
@@ -45,7 +46,7 @@ TEST(CheckQuotaTest, NoSumWrapsAround) {
   // Over the limit already (a lower quota after a restart): nothing more, but a request of
   // nothing takes nothing.
   EXPECT_EQ(CheckQuota(Bytes(100, 150, 1)).code(), Code::kResourceExhausted);
-  EXPECT_TRUE(CheckQuota(Bytes(100, 150, 0)).ok());
+  EXPECT_THAT(CheckQuota(Bytes(100, 150, 0)), IsOk());
 }
 
 }  // namespace

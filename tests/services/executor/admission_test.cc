@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/executor/executor_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -20,14 +21,14 @@ const ir::TensorType kRows = ir::SplitType(DType::kF32, {4}, 0);  // f32 [4] cut
 class AdmissionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(core_.Compile(MakeCompile(kScale, ScaleFunction(kRows), 2)).ok());
+    ASSERT_THAT(core_.Compile(MakeCompile(kScale, ScaleFunction(kRows), 2)), IsOk());
   }
   AdmissionCore core_{"host0", /*num_devices=*/2};
 };
 
 TEST_F(AdmissionTest, AnEntryThatFitsGetsItsFunctionAndLayout) {
   Admission a = core_.Admit(MakeEntry(kScale, 1, 2, /*device=*/1), "sched");
-  ASSERT_TRUE(a.item->failure.ok()) << a.item->failure.ToString();
+  ASSERT_THAT(a.item->failure, IsOk());
   EXPECT_TRUE(a.has_device);
   ASSERT_NE(a.item->function, nullptr);
   EXPECT_EQ(a.item->function->name, "scale");
@@ -63,7 +64,7 @@ TEST_F(AdmissionTest, AShardCountOtherThanCompiledFails) {
 TEST_F(AdmissionTest, AnEntryForAnotherMappingOfTheSliceFailsUnavailable) {
   proto::Compile remapped = MakeCompile(kScale, ScaleFunction(kRows), 2);
   remapped.slice_mapping = 1;
-  ASSERT_TRUE(core_.Compile(remapped).ok());
+  ASSERT_THAT(core_.Compile(remapped), IsOk());
   proto::Entry old = MakeEntry(kScale, 0, 2);
   Admission a = core_.Admit(old, "");
   EXPECT_EQ(a.item->failure.code(), Code::kUnavailable);
@@ -73,7 +74,7 @@ TEST_F(AdmissionTest, AnEntryForAnotherMappingOfTheSliceFailsUnavailable) {
             std::string::npos)
       << a.item->failure.ToString();
   old.slice_mapping = 1;
-  EXPECT_TRUE(core_.Admit(old, "").item->failure.ok());
+  EXPECT_THAT(core_.Admit(old, "").item->failure, IsOk());
 }
 
 TEST_F(AdmissionTest, AnArityOtherThanTheFunctionsFails) {
@@ -108,10 +109,10 @@ TEST_F(AdmissionTest, AnEntryNamingALostPeerFailsWithWhyUntilItIsBack) {
 
   proto::Entry other = MakeEntry(kScale, 1, 2);
   other.peers = {"tcp://a:1"};
-  EXPECT_TRUE(core_.Admit(other, "").item->failure.ok()) << "only entries naming it fail";
+  EXPECT_THAT(core_.Admit(other, "").item->failure, IsOk()) << "only entries naming it fail";
 
   core_.PeerBack("tcp://b:1", "tcp://b:2");
-  EXPECT_TRUE(core_.Admit(e, "").item->failure.ok());
+  EXPECT_THAT(core_.Admit(e, "").item->failure, IsOk());
 }
 
 TEST_F(AdmissionTest, AnEntryWhoseCollectivesMeetALostHostFailsUntilItIsBack) {
@@ -119,19 +120,19 @@ TEST_F(AdmissionTest, AnEntryWhoseCollectivesMeetALostHostFailsUntilItIsBack) {
   constexpr uint64_t kAllReduce = 13;
   constexpr uint64_t kLocal = 14;
   const std::vector<std::string> layout = {"tcp://self:1", "tcp://b:2"};
-  ASSERT_TRUE(core_.Compile({kAllReduce, 2, testutil::AllReduceFunction(4), layout}).ok());
-  ASSERT_TRUE(core_.Compile({kLocal, 2, ScaleFunction(kRows), layout}).ok());
+  ASSERT_THAT(core_.Compile({kAllReduce, 2, testutil::AllReduceFunction(4), layout}), IsOk());
+  ASSERT_THAT(core_.Compile({kLocal, 2, ScaleFunction(kRows), layout}), IsOk());
   core_.PeerLost("tcp://b:1", "tcp://b:2", Unavailable("host b lost"));
 
   // No tuples come from b (no peers): its partial in the all-reduce is what is missing.
   Admission lost = core_.Admit(MakeEntry(kAllReduce, 0, 2), "");
   EXPECT_EQ(lost.item->failure.code(), Code::kUnavailable);
   EXPECT_EQ(lost.item->failure.message(), "host b lost");
-  EXPECT_TRUE(core_.Admit(MakeEntry(kLocal, 0, 2), "").item->failure.ok())
+  EXPECT_THAT(core_.Admit(MakeEntry(kLocal, 0, 2), "").item->failure, IsOk())
       << "a shard that meets no other shard does not need b";
 
   core_.PeerBack("tcp://b:1", "tcp://b:2");
-  EXPECT_TRUE(core_.Admit(MakeEntry(kAllReduce, 0, 2), "").item->failure.ok());
+  EXPECT_THAT(core_.Admit(MakeEntry(kAllReduce, 0, 2), "").item->failure, IsOk());
 }
 
 TEST_F(AdmissionTest, AnEntryTheSchedulerGaveUpOnFailsWithItsError) {
@@ -161,11 +162,11 @@ TEST_F(AdmissionTest, AStaticStoreOutputIsReservedWithItsShardShapeOnItsDevice) 
 
 TEST_F(AdmissionTest, ADataDependentOutputIsDeferred) {
   constexpr uint64_t kFilter = 12;
-  ASSERT_TRUE(core_.Compile(MakeCompile(kFilter, testutil::FilterFunction(8), 1)).ok());
+  ASSERT_THAT(core_.Compile(MakeCompile(kFilter, testutil::FilterFunction(8), 1)), IsOk());
   proto::Entry e = MakeEntry(kFilter, 0, 1);
   e.outputs = {{StoreDest(6, 0)}};
   Admission a = core_.Admit(std::move(e), "");
-  ASSERT_TRUE(a.item->failure.ok()) << a.item->failure.ToString();
+  ASSERT_THAT(a.item->failure, IsOk());
   ASSERT_EQ(a.reservations.size(), 1u);
   EXPECT_TRUE(a.reservations[0].deferred);
   EXPECT_EQ(a.reservations[0].create.shape, (Shape{kDynamicDim}));
@@ -189,13 +190,13 @@ TEST_F(AdmissionTest, InputsAreSortedIntoTuplesAndStoreReads) {
   add.ops = {
       ir::Op{ir::OpCode::kAdd, {testutil::InputOperand(0), testutil::InputOperand(1)}, 0.0, kRows}};
   add.outputs = {testutil::OpOperand(0)};
-  ASSERT_TRUE(core_.Compile(MakeCompile(kAdd, add, 2)).ok());
+  ASSERT_THAT(core_.Compile(MakeCompile(kAdd, add, 2)), IsOk());
   proto::Entry e = MakeEntry(kAdd, 1, 2);
   e.inputs = {{proto::InputSource::kTuple, 0, 0},
               {proto::InputSource::kStore, 9, 1},
               {proto::InputSource::kTuple, 0, 0}};
   Admission a = core_.Admit(std::move(e), "");
-  ASSERT_TRUE(a.item->failure.ok()) << a.item->failure.ToString();
+  ASSERT_THAT(a.item->failure, IsOk());
   EXPECT_EQ(a.tuple_inputs, (std::vector<InputKey>{{7, 3, 0, 1}, {7, 3, 2, 1}}));
   EXPECT_EQ(a.store_inputs, (std::vector<uint32_t>{1}));
   EXPECT_EQ(a.item->inputs_missing, 3u);
@@ -208,7 +209,7 @@ TEST_F(AdmissionTest, AnInlineArgumentFillsItsInputAtAdmission) {
   e.inputs[0].bytes.assign(reinterpret_cast<const char*>(values),
                            reinterpret_cast<const char*>(values) + sizeof(values));
   Admission a = core_.Admit(std::move(e), "");
-  ASSERT_TRUE(a.item->failure.ok()) << a.item->failure.ToString();
+  ASSERT_THAT(a.item->failure, IsOk());
   EXPECT_TRUE(a.store_inputs.empty());
   EXPECT_TRUE(a.tuple_inputs.empty());
   EXPECT_EQ(a.item->inputs_missing, 0u);
@@ -247,7 +248,7 @@ TEST_F(AdmissionTest, ARunLoopChainsItsStepsOnEachShardAndEndsInTheStore) {
   loop.devices = {1, 0};
   loop.result_object = 77;
   auto shards = core_.LoopEntries(loop, 1, "tcp://self:2");
-  ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+  ASSERT_THAT(shards, IsOk());
   ASSERT_EQ(shards->size(), 2u);
   const LoopShard& second = (*shards)[1];
   EXPECT_EQ(second.first_input, (InputKey{30, 0, 0, 1}));
@@ -271,7 +272,7 @@ TEST_F(AdmissionTest, ARunLoopChainsItsStepsOnEachShardAndEndsInTheStore) {
   EXPECT_EQ(last.object_id, 77u);
   EXPECT_EQ(last.shard, 1u);
   // Each step admits cleanly.
-  EXPECT_TRUE(core_.Admit(second.steps[2], "").item->failure.ok());
+  EXPECT_THAT(core_.Admit(second.steps[2], "").item->failure, IsOk());
 }
 
 TEST_F(AdmissionTest, AMalformedRunLoopOrUnknownFunctionIsRefused) {

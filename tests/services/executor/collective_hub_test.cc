@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/executor/hub_network.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -91,7 +92,7 @@ TEST_F(CollectiveHubTest, PartialsFromEveryHostAreSummedForEachLocalShard) {
 
   for (auto* shard : {&s1, &s2}) {
     Result<Tensor> total = shard->get();
-    ASSERT_TRUE(total.ok()) << total.status().ToString();
+    ASSERT_THAT(total, IsOk());
     EXPECT_EQ(*total, Tensor::F32({2}, {1111, 2222}));
   }
   // This host's partial (its shards summed) went once to each other host.
@@ -102,7 +103,7 @@ TEST_F(CollectiveHubTest, PartialsFromEveryHostAreSummedForEachLocalShard) {
   for (const auto& s : out) {
     EXPECT_EQ(s.key, key);
     EXPECT_EQ(s.from_host, 1u);
-    ASSERT_TRUE(s.partial.ok()) << s.partial.status().ToString();
+    ASSERT_THAT(s.partial, IsOk());
     EXPECT_EQ(*s.partial, Tensor::F32({2}, {11, 22}));
   }
 }
@@ -120,12 +121,12 @@ TEST_F(CollectiveHubTest, BF16IsSummedInF32AndRoundedOnce) {
   hub.Deposit(key, 0, Tensor::F32({1}, {1 + 0x1p-8f}));  // host a's partial, in f32
   for (auto* shard : {&s1, &s2}) {
     Result<Tensor> total = shard->get();
-    ASSERT_TRUE(total.ok()) << total.status().ToString();
+    ASSERT_THAT(total, IsOk());
     EXPECT_EQ(*total, bf16(1 + 0x1p-6));
   }
   const auto out = sent();
   ASSERT_EQ(out.size(), 1u);
-  ASSERT_TRUE(out[0].partial.ok());
+  ASSERT_THAT(out[0].partial, IsOk());
   EXPECT_EQ(*out[0].partial, Tensor::F32({1}, {0x1p-7f}));
 }
 
@@ -135,7 +136,7 @@ TEST_F(CollectiveHubTest, APartialThatArrivesBeforeTheLocalShardIsKept) {
   const CollectiveKey key{7, 3, 1};
   hub.Deposit(key, 0, Tensor::F32({1}, {5}));
   Result<Tensor> total = Sum(hub, key, layout, 1, Tensor::F32({1}, {2}));
-  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  ASSERT_THAT(total, IsOk());
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
 
@@ -213,7 +214,7 @@ TEST_F(CollectiveHubTest, ACancelledRunsWaitingAllReduceFailsWithTheCancelOthers
   hub.Deposit(other, 0, Tensor::F32({1}, {1}));
   ASSERT_EQ(other_waiting.wait_for(10s), std::future_status::ready);
   Result<Tensor> other_total = other_waiting.get();
-  ASSERT_TRUE(other_total.ok()) << other_total.status().ToString();
+  ASSERT_THAT(other_total, IsOk());
   EXPECT_EQ(*other_total, Tensor::F32({1}, {5}));
 }
 
@@ -232,14 +233,14 @@ TEST_F(CollectiveHubTest, AnAllReduceIncludingALostHostFailsAtOnceUntilItIsBack)
   EXPECT_TRUE(sent().empty()) << "a doomed all-reduce sends no partial";
   // A gang without the lost host is not concerned.
   Result<Tensor> alone = Sum(hub, {8, 1, 0}, GangLayout({kB}), 0, Tensor::F32({1}, {4}));
-  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  ASSERT_THAT(alone, IsOk());
   EXPECT_EQ(*alone, Tensor::F32({1}, {4}));
 
   hub.HostBack(kA);
   const CollectiveKey key{9, 0, 0};
   hub.Deposit(key, 0, Tensor::F32({1}, {5}));
   Result<Tensor> total = Sum(hub, key, layout, 1, Tensor::F32({1}, {2}));
-  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  ASSERT_THAT(total, IsOk());
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
 
@@ -280,7 +281,7 @@ TEST_F(CollectiveHubTest, APartialThatCameBeforeItsHostWasLostStillCounts) {
   hub.Deposit(key, 0, Tensor::F32({1}, {5}));
   hub.HostLost(kA, Unavailable("host a lost"));
   Result<Tensor> total = Sum(hub, key, GangLayout({kA, kB}), 1, Tensor::F32({1}, {2}));
-  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  ASSERT_THAT(total, IsOk());
   EXPECT_EQ(*total, Tensor::F32({1}, {7}));
 }
 
@@ -350,7 +351,7 @@ TEST(CollectiveHubAtScaleTest, RootedAndAllPairsGiveEveryShardTheHostOrderSumBit
     for (HubNetwork* network : {&all_pairs, &rooted}) {
       for (const Result<Tensor>& got :
            network->Run({1, 2, 3}, layout, WholeSliceSum(layout.shard_endpoints.size()), values)) {
-        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        ASSERT_THAT(got, IsOk());
         EXPECT_EQ(*got, want) << got->ToString() << " vs " << want.ToString();
       }
     }
@@ -396,7 +397,7 @@ TEST_F(CollectiveHubTest, AMessageTravelsAsACollectiveTupleAndIsDepositedFromOne
   hub.Receive(CollectiveHub::TupleOf(key, CollectiveValue::kPartial, 0), Tensor::F32({1}, {10}));
   hub.Receive(partial, Tensor::F32({1}, {100}));
   Result<Tensor> sum = shard.get();
-  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  ASSERT_THAT(sum, IsOk());
   EXPECT_EQ(*sum, Tensor::F32({1}, {111}));
 }
 
@@ -413,7 +414,7 @@ TEST_F(CollectiveHubTest, ARootedHostSendsItsPartialToTheRootAloneAndWaitsForIts
   hub.DepositTotal(key, Tensor::F32({1}, {42}));
   ASSERT_EQ(waiting.wait_for(1s), std::future_status::ready);
   Result<Tensor> total = waiting.get();
-  ASSERT_TRUE(total.ok()) << total.status().ToString();
+  ASSERT_THAT(total, IsOk());
   EXPECT_EQ(*total, Tensor::F32({1}, {42}));
   const auto out = sent();
   ASSERT_EQ(out.size(), 1u);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/executor/hub_network.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -190,7 +191,7 @@ TEST(CollectiveNetworkTest, EveryCollectiveEqualsItsDefinitionOnEveryAxisOfEvery
           const int before = network.messages();
           const auto got = network.Run({++run, 0, 0}, layout, op, blocks);
           for (int t = 0; t < shards; ++t) {
-            ASSERT_TRUE(got[t].ok()) << "shard " << t << ": " << got[t].status().ToString();
+            ASSERT_THAT(got[t], IsOk()) << "shard " << t << ": " << got[t].status().ToString();
             const Tensor want = Definition(op, blocks, t);
             EXPECT_EQ(*got[t], want)
                 << "shard " << t << ": " << got[t]->ToString() << "\nwant " << want.ToString();
@@ -230,7 +231,7 @@ TEST(CollectiveNetworkTest, AnAxisSumGivesEveryMemberOfAGroupTheSameBits) {
     op.axis = 1;
     const auto got = network.Run({1, 0, 0}, Interleaved(names, 12), op, blocks);
     for (int s = 0; s < 12; ++s) {
-      ASSERT_TRUE(got[s].ok()) << got[s].status().ToString();
+      ASSERT_THAT(got[s], IsOk());
       const int leader = s - s % 6;
       EXPECT_EQ(*got[s], *got[leader]) << "shard " << s << " and its group's first member";
     }

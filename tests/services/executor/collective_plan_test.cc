@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/executor/hub_network.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -22,17 +23,17 @@ ir::FunctionDef OneCollective(ir::OpCode code, ir::TensorType in, double axis,
 TEST(CollectiveOpTest, ResolvesWhatEachKindNeedsFromItsFunction) {
   const ir::TensorType cut{DType::kF32, {4, 6}, {-1, 1}};
   auto gather = CollectiveOp::Of(OneCollective(ir::OpCode::kAllGather, cut, 1), 0, {2, 3});
-  ASSERT_TRUE(gather.ok()) << gather.status().ToString();
+  ASSERT_THAT(gather, IsOk());
   EXPECT_EQ(gather->dim, 1);  // the dimension cut along axis 1
   EXPECT_EQ(gather->axis, 1);
   auto all_to_all = CollectiveOp::Of(OneCollective(ir::OpCode::kAllToAll, cut, 1, {0}), 0, {2, 3});
-  ASSERT_TRUE(all_to_all.ok()) << all_to_all.status().ToString();
+  ASSERT_THAT(all_to_all, IsOk());
   EXPECT_EQ(all_to_all->dim, 1);
   EXPECT_EQ(all_to_all->to_dim, 0);
   const ir::TensorType whole{DType::kF32, {4, 6}, {-1, -1}};
   auto permute = CollectiveOp::Of(
       OneCollective(ir::OpCode::kCollectivePermute, whole, 1, {0, 2, 2, 1}), 0, {2, 3});
-  ASSERT_TRUE(permute.ok()) << permute.status().ToString();
+  ASSERT_THAT(permute, IsOk());
   EXPECT_EQ(permute->target_of, (std::vector<int64_t>{2, -1, 1}));
 
   EXPECT_FALSE(CollectiveOp::Of(OneCollective(ir::OpCode::kAllGather, whole, -1), 0, {6}).ok());

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/executor/executor_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -20,7 +21,7 @@ bool Readable(int fd, int timeout_ms) {
 
 TEST(CompletionQueueTest, PushesFromADeviceThreadWakeTheLoopAndComeOutInOrder) {
   CompletionQueue queue;
-  ASSERT_TRUE(queue.Open().ok());
+  ASSERT_THAT(queue.Open(), IsOk());
   EXPECT_FALSE(Readable(queue.fd(), 0));
   std::thread device([&queue] {
     for (uint32_t s = 0; s < 3; ++s) {

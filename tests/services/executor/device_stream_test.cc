@@ -11,6 +11,7 @@
 #include "compute/backend_cpu.h"
 #include "kernels/matmul_threads.h"
 #include "tests/services/executor/executor_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -119,7 +120,7 @@ TEST_F(DeviceStreamTest, ItemsRunInGangOrderWhateverOrderTheirInputsCome) {
   EXPECT_EQ(done[1].item, second);
   EXPECT_EQ(done[2].item, third);
   EXPECT_EQ(backend_.ran(), (std::vector<float>{10, 20, 30}));
-  ASSERT_TRUE(done[2].outputs.ok()) << done[2].outputs.status().ToString();
+  ASSERT_THAT(done[2].outputs, IsOk());
   EXPECT_EQ(done[2].outputs->at(0), Tensor::F32({2}, {90, 3}));
   EXPECT_LE(done[2].start_us, done[2].end_us);
   EXPECT_EQ(stream_.queued(), 0u);
@@ -143,7 +144,7 @@ TEST_F(DeviceStreamTest, AnItemWaitsForItsOutputReservations) {
   const auto after = completions_.WaitFor(2);
   ASSERT_EQ(after.size(), 2u);
   EXPECT_EQ(after[1].item, held);
-  EXPECT_TRUE(after[1].outputs.ok());
+  EXPECT_THAT(after[1].outputs, IsOk());
 }
 
 TEST_F(DeviceStreamTest, AFailedItemCompletesWithItsFirstFailureWithoutRunning) {
@@ -217,7 +218,7 @@ TEST(DeviceStreamCancelTest, CancelRunStopsTheRunningItemAndFailsTheRunsQueuedOn
   EXPECT_EQ(done[1].item, queued);
   EXPECT_EQ(done[1].outputs.status().message(), "run 1 was cancelled");
   EXPECT_EQ(done[2].item, other);
-  ASSERT_TRUE(done[2].outputs.ok()) << done[2].outputs.status().ToString();
+  ASSERT_THAT(done[2].outputs, IsOk());
   EXPECT_EQ(done[2].outputs->at(0), Tensor::F32({2}, {3, 6}));
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/proto/codec.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -45,10 +46,10 @@ TEST(HeldDispatchesTest, ACompileReleasesTheHeldDispatchAndThoseBehindItInOrder)
   auto compiled = [&](uint64_t f) { return compiled_here.count(f) != 0; };
   HeldDispatches held(kMaxBytes);
   held.Expect({2, 3}, kWaitUs);
-  ASSERT_TRUE(held.Add(OneEntry(10, 2), "s").ok());
+  ASSERT_THAT(held.Add(OneEntry(10, 2), "s"), IsOk());
   EXPECT_TRUE(held.MustHold(OneEntry(11, 1), compiled, 5)) << "behind the held one";
-  ASSERT_TRUE(held.Add(OneEntry(11, 1), "s").ok());
-  ASSERT_TRUE(held.Add(OneEntry(12, 3), "t").ok());
+  ASSERT_THAT(held.Add(OneEntry(11, 1), "s"), IsOk());
+  ASSERT_THAT(held.Add(OneEntry(12, 3), "t"), IsOk());
   EXPECT_TRUE(held.TakeReady(compiled, 10).empty()) << "function 2 is not compiled yet";
   compiled_here.insert(2);
   auto ready = held.TakeReady(compiled, 20);
@@ -66,8 +67,8 @@ TEST(HeldDispatchesTest, DispatchesLeaveWhenTheWaitIsOverEvenIfTheirFunctionNeve
   auto compiled = [](uint64_t) { return false; };
   HeldDispatches held(kMaxBytes);
   held.Expect({2}, kWaitUs);
-  ASSERT_TRUE(held.Add(OneEntry(10, 2), "s").ok());
-  ASSERT_TRUE(held.Add(OneEntry(11, 2), "s").ok());
+  ASSERT_THAT(held.Add(OneEntry(10, 2), "s"), IsOk());
+  ASSERT_THAT(held.Add(OneEntry(11, 2), "s"), IsOk());
   EXPECT_TRUE(held.TakeReady(compiled, kWaitUs - 1).empty()) << "left before the wait was over";
   EXPECT_EQ(Runs(held.TakeReady(compiled, kWaitUs)), (std::vector<uint64_t>{10, 11}));
   EXPECT_FALSE(held.MustHold(OneEntry(12, 2), compiled, kWaitUs + 1))
@@ -81,8 +82,8 @@ TEST(HeldDispatchesTest, ACancelledRunsHeldEntriesCarryTheCancelAndNeedNoFunctio
   proto::Dispatch two = OneEntry(10, 2);
   two.entries.push_back(two.entries[0]);
   two.entries[1].shard = 1;
-  ASSERT_TRUE(held.Add(std::move(two), "s").ok());
-  ASSERT_TRUE(held.Add(OneEntry(11, 2), "s").ok());
+  ASSERT_THAT(held.Add(std::move(two), "s"), IsOk());
+  ASSERT_THAT(held.Add(OneEntry(11, 2), "s"), IsOk());
   EXPECT_EQ(held.FailRun(10, Cancelled("run 10 was cancelled")), 2u);
   auto ready = held.TakeReady(compiled, 1);
   ASSERT_EQ(Runs(ready), (std::vector<uint64_t>{10})) << "run 11 still waits for function 2";
@@ -109,8 +110,8 @@ TEST(HeldDispatchesTest, ArgumentsPastTheBoundAreGivenUpInTheirPlaceAndTheRestSt
   auto compiled = [&](uint64_t f) { return compiled_here.count(f) != 0; };
   HeldDispatches held(kMaxBytes);
   held.Expect({2}, kWaitUs);
-  EXPECT_TRUE(held.Add(WithArgument(10, 2, 600), "s").ok());
-  EXPECT_TRUE(held.Add(WithArgument(11, 2, 400), "s").ok()) << "exactly at the bound";
+  EXPECT_THAT(held.Add(WithArgument(10, 2, 600), "s"), IsOk());
+  EXPECT_THAT(held.Add(WithArgument(11, 2, 400), "s"), IsOk()) << "exactly at the bound";
   const Status given_up = held.Add(WithArgument(12, 2, 1), "s");
   EXPECT_EQ(given_up.code(), Code::kResourceExhausted);
   EXPECT_NE(given_up.message().find("held_dispatch_bytes"), std::string::npos)
@@ -126,7 +127,7 @@ TEST(HeldDispatchesTest, ArgumentsPastTheBoundAreGivenUpInTheirPlaceAndTheRestSt
   const proto::Entry& dropped = ready[2].dispatch.entries[0];
   EXPECT_EQ(proto::FromError({dropped.error_code, dropped.error}).code(), Code::kResourceExhausted);
   EXPECT_TRUE(dropped.inputs[0].bytes.empty());
-  EXPECT_TRUE(held.Add(WithArgument(13, 2, kMaxBytes), "s").ok()) << "room again once they left";
+  EXPECT_THAT(held.Add(WithArgument(13, 2, kMaxBytes), "s"), IsOk()) << "room again once they left";
 }
 
 }  // namespace

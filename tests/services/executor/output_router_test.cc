@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/executor/executor_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -84,7 +85,7 @@ TEST_F(OutputRouterTest, EachDestinationGetsTheOutputOnce) {
   EXPECT_EQ(remote_[0].header.node, 4u);
   EXPECT_EQ(remote_[0].header.shard, 0u);
   EXPECT_FALSE(remote_[0].urgent);
-  ASSERT_TRUE(remote_[0].value.ok());
+  ASSERT_THAT(remote_[0].value, IsOk());
   EXPECT_EQ(*remote_[0].value, Tensor::F32({2}, {1, 2}));
   ASSERT_EQ(stored_.size(), 1u);
   EXPECT_EQ(stored_[0].dest.object_id, 5u);
@@ -176,7 +177,7 @@ TEST_F(OutputRouterTest, RoutedRowsGoOnlyWhereTheirDestinationSays) {
   EXPECT_EQ(remote_[0].header.kind, proto::TupleHeader::kRows);
   EXPECT_EQ(remote_[0].header.pieces, 2u);
   EXPECT_EQ(remote_[0].header.part, 1u) << "the producer shard's place among the pieces";
-  ASSERT_TRUE(remote_[0].value.ok()) << remote_[0].value.status().ToString();
+  ASSERT_THAT(remote_[0].value, IsOk());
   EXPECT_EQ(*remote_[0].value, Tensor::F32({2}, {10, 30}));
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/executor/executor_test_util.h"
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -54,7 +55,7 @@ proto::Incoming Reply(uint64_t id, const T& body) {
   std::vector<zmq::message_t> frames;
   frames.push_back(proto::EncodeHeader(id, body));
   auto in = proto::ParseIncoming(std::move(frames), /*routed=*/false);
-  EXPECT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_THAT(in, IsOk());
   return std::move(in).value();
 }
 
@@ -62,7 +63,7 @@ class StoreLinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto region = ShmRegion::Create(ShmRegion::MakeName("store-link-test"), 4096);
-    ASSERT_TRUE(region.ok()) << region.status().ToString();
+    ASSERT_THAT(region, IsOk());
     arena_ = std::make_unique<ShmRegion>(std::move(region).value());
     // Every shard waits for its space unless a test lets it run ahead.
     MakeLink({.output_bytes = 0, .budget_bytes = 0});
@@ -82,7 +83,7 @@ class StoreLinkTest : public ::testing::Test {
   // An item that writes output shard (object, 0), f32 [2].
   std::shared_ptr<WorkItem> Writer(uint64_t object = 5) {
     auto item = MakeItem(MakeEntry(1, 0, 1));
-    EXPECT_TRUE(link_->ReserveOutput({object, 0, 42, DType::kF32, {2}, 0}, false, item).ok());
+    EXPECT_THAT(link_->ReserveOutput({object, 0, 42, DType::kF32, {2}, 0}, false, item), IsOk());
     return item;
   }
   // An item admitted to read output shard (object, 0) as its input 0.
@@ -101,7 +102,7 @@ class StoreLinkTest : public ::testing::Test {
       return T{};
     }
     Result<T> body = store_.sent[i].header.As<T>();
-    EXPECT_TRUE(body.ok()) << body.status().ToString();
+    EXPECT_THAT(body, IsOk());
     return body.ok() ? *body : T{};
   }
   float ArenaFloat(uint64_t offset) {
@@ -189,7 +190,7 @@ TEST_F(StoreLinkTest, ASmallOutputsShardRunsAtOnceAndItsValueIsPutWhole) {
   MakeLink({});
   auto item = MakeItem(MakeEntry(1, 0, 1));
   auto ahead = link_->ReserveOutput({5, 0, 42, DType::kF32, {2}, 1}, false, item);
-  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
+  ASSERT_THAT(ahead, IsOk());
   EXPECT_TRUE(*ahead);
   EXPECT_EQ(item->reservations_missing, 0u) << "the shard need not wait";
   EXPECT_TRUE(store_.sent.empty()) << "no reservation round trip";
@@ -208,7 +209,7 @@ TEST_F(StoreLinkTest, ASmallOutputsShardRunsAtOnceAndItsValueIsPutWhole) {
   link_->OnReply(Reply(store_.sent[0].id, proto::Ok{}));
   ASSERT_EQ(ahead_answers_.size(), 1u);
   EXPECT_EQ(ahead_answers_[0].first, item);
-  EXPECT_TRUE(ahead_answers_[0].second.ok());
+  EXPECT_THAT(ahead_answers_[0].second, IsOk());
   EXPECT_TRUE(sink_.calls().empty()) << "no grant to a stream that did not wait for it";
   EXPECT_EQ(link_->ahead_bytes(), 0u);
   EXPECT_EQ(link_->pending_writes(), 0u);
@@ -226,7 +227,7 @@ TEST_F(StoreLinkTest, AFailedShardThatRanAheadSealsItsOutputWithTheError) {
   ASSERT_EQ(store_.sent.size(), 2u);
   EXPECT_EQ(SentAs<proto::SealObject>(1).error, "kernel broke");
   ASSERT_EQ(ahead_answers_.size(), 1u);
-  EXPECT_TRUE(ahead_answers_[0].second.ok()) << "its output is in the store, sealed failed";
+  EXPECT_THAT(ahead_answers_[0].second, IsOk()) << "its output is in the store, sealed failed";
   EXPECT_EQ(link_->ahead_bytes(), 0u);
 }
 
@@ -278,7 +279,7 @@ TEST_F(StoreLinkTest, ARefusedOrLostOutputOfAShardThatRanAheadIsReportedForIt) {
 
 TEST_F(StoreLinkTest, ADataDependentOutputIsReservedOnceItsShapeIsKnown) {
   auto item = MakeItem(MakeEntry(1, 0, 1));
-  ASSERT_TRUE(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim}, 0}, true, item).ok());
+  ASSERT_THAT(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim}, 0}, true, item), IsOk());
   EXPECT_TRUE(store_.sent.empty());
   EXPECT_EQ(item->reservations_missing, 0u) << "a deferred output does not hold the shard";
 
@@ -294,7 +295,8 @@ TEST_F(StoreLinkTest, ADataDependentOutputIsReservedOnceItsShapeIsKnown) {
 
 TEST_F(StoreLinkTest, AFailedDataDependentOutputIsSealedEmptyWithTheError) {
   auto item = MakeItem(MakeEntry(1, 0, 1));
-  ASSERT_TRUE(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim, 4}, 0}, true, item).ok());
+  ASSERT_THAT(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim, 4}, 0}, true, item),
+              IsOk());
   link_->WriteOutput(6, 0, Result<Tensor>(Internal("filter broke")));
   ASSERT_EQ(store_.sent.size(), 1u);
   EXPECT_EQ(SentAs<proto::CreateObject>(0).shape, (Shape{0, 4}));
@@ -305,7 +307,7 @@ TEST_F(StoreLinkTest, AFailedDataDependentOutputIsSealedEmptyWithTheError) {
 
 TEST_F(StoreLinkTest, AReaderAfterADeferredValueButBeforeItsSpaceGetsTheValueAtOnce) {
   auto item = MakeItem(MakeEntry(1, 0, 1));
-  ASSERT_TRUE(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim}, 0}, true, item).ok());
+  ASSERT_THAT(link_->ReserveOutput({6, 0, 42, DType::kF32, {kDynamicDim}, 0}, true, item), IsOk());
   link_->WriteOutput(6, 0, Tensor::F32({2}, {5, 6}));  // its space asked for, not granted yet
   proto::Entry e = MakeEntry(2, 0, 1);
   e.inputs = {{proto::InputSource::kStore, 6, 0}};

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -41,7 +42,7 @@ TEST(TupleFrames, SmallTensorsShareAFrameAndLargeOnesHaveTheirOwn) {
 
   const void* large_frame = frames[1].data();
   auto values = TupleValues(batch, frames);
-  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  ASSERT_THAT(values, IsOk());
   ASSERT_EQ(values->size(), sent.size());
   for (size_t i = 0; i < sent.size(); ++i) {
     ASSERT_EQ((*values)[i].ok(), sent[i].ok()) << "tuple " << i;
@@ -57,7 +58,7 @@ TEST(TupleFrames, ABatchWithoutSmallTensorsHasNoPackedFrame) {
   auto [batch, frames] = Encode({Iota(1 << 12), Iota(1 << 13)});
   ASSERT_EQ(frames.size(), 2u);
   auto values = TupleValues(batch, frames);
-  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  ASSERT_THAT(values, IsOk());
   EXPECT_EQ(*(*values)[1], Iota(1 << 13));
 }
 
@@ -92,7 +93,7 @@ TEST(TupleFrames, AnUnpackedTensorOfTheWrongSizeFailsAlone) {
   batch.tuples[0].shape = {3};
   batch.tuples[0].dtype = static_cast<DType>(200);  // no such dtype: no size, no alignment
   auto values = TupleValues(batch, frames);
-  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  ASSERT_THAT(values, IsOk());
   EXPECT_EQ((*values)[0].status().code(), Code::kInvalidArgument);
   EXPECT_EQ(*(*values)[1], Tensor::F32({1}, {5}));
 }
@@ -104,7 +105,7 @@ TEST(TensorAdopt, UsesTheOwnersBytesUntilItGoesAwayAndCopiesAreDeep) {
   {
     auto t = Tensor::Adopt(DType::kI32, {3}, bytes, owner);
     owner.reset();
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ASSERT_THAT(t, IsOk());
     EXPECT_EQ(t->data(), bytes.data());
     EXPECT_EQ(*t, Tensor::I32({3}, {1, 2, 3}));
     Tensor copy = *t;

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::executor {
 namespace {
@@ -18,7 +19,7 @@ class TupleOutboxTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto bound = net::Bind(peer_, "tcp://127.0.0.1:*");
-    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    ASSERT_THAT(bound, IsOk());
     endpoint_ = *bound;
   }
 
@@ -27,7 +28,7 @@ class TupleOutboxTest : public ::testing::Test {
     auto frames = net::RecvFrames(peer_, timeout);
     if (!frames.ok() || !frames->has_value()) return std::nullopt;
     auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/true);
-    EXPECT_TRUE(in.ok()) << in.status().ToString();
+    EXPECT_THAT(in, IsOk());
     if (!in.ok()) return std::nullopt;
     return std::move(in).value();
   }
@@ -51,7 +52,7 @@ class TupleOutboxTest : public ::testing::Test {
 
 TEST_F(TupleOutboxTest, WithoutAWindowEveryFlushSendsWhatWasQueued) {
   TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 0});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   for (uint32_t s = 0; s < 3; ++s)
     outbox.Add(endpoint_, Header(s), Tensor::F32({2}, {1, 2}), false);
   EXPECT_TRUE(outbox.Flush().empty());
@@ -61,7 +62,7 @@ TEST_F(TupleOutboxTest, WithoutAWindowEveryFlushSendsWhatWasQueued) {
   auto first = Receive();
   ASSERT_TRUE(first.has_value());
   auto batch = first->header.As<proto::TupleBatch>();
-  ASSERT_TRUE(batch.ok());
+  ASSERT_THAT(batch, IsOk());
   EXPECT_EQ(batch->tuples.size(), 3u);
   auto second = Receive();
   ASSERT_TRUE(second.has_value());
@@ -74,7 +75,7 @@ TEST_F(TupleOutboxTest, WithoutAWindowEveryFlushSendsWhatWasQueued) {
 
 TEST_F(TupleOutboxTest, AWindowHoldsSmallTuplesUntilItsTimerFires) {
   TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 20'000});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   for (uint32_t s = 0; s < 3; ++s) {
     outbox.Add(endpoint_, Header(s), Tensor::F32({1}, {float(s)}), false);
     EXPECT_TRUE(outbox.Flush().empty());  // the executor flushes at the end of every turn
@@ -87,14 +88,14 @@ TEST_F(TupleOutboxTest, AWindowHoldsSmallTuplesUntilItsTimerFires) {
   auto in = Receive();
   ASSERT_TRUE(in.has_value());
   auto batch = in->header.As<proto::TupleBatch>();
-  ASSERT_TRUE(batch.ok());
+  ASSERT_THAT(batch, IsOk());
   ASSERT_EQ(batch->tuples.size(), 3u);
   ASSERT_EQ(in->data.size(), 1u) << "small tuples share one packed frame";
   auto values = TupleValues(*batch, in->data);
-  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  ASSERT_THAT(values, IsOk());
   for (uint32_t s = 0; s < 3; ++s) {
     EXPECT_EQ(batch->tuples[s].shard, s) << "tuples left their order";
-    ASSERT_TRUE((*values)[s].ok());
+    ASSERT_THAT((*values)[s], IsOk());
     EXPECT_EQ(*(*values)[s], Tensor::F32({1}, {float(s)}));
   }
   EXPECT_FALSE(TimerFires(outbox, 0));
@@ -102,7 +103,7 @@ TEST_F(TupleOutboxTest, AWindowHoldsSmallTuplesUntilItsTimerFires) {
 
 TEST_F(TupleOutboxTest, AnUrgentTupleTakesItsDestinationsBatchAtOnce) {
   TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 1'000'000});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   outbox.Add(endpoint_, Header(0), Tensor::F32({1}, {1}), false);
   outbox.Add(endpoint_, Header(1), Tensor::F32({1}, {2}), false);
   EXPECT_TRUE(outbox.Flush().empty());
@@ -116,7 +117,7 @@ TEST_F(TupleOutboxTest, AnUrgentTupleTakesItsDestinationsBatchAtOnce) {
 
 TEST_F(TupleOutboxTest, AFullBatchGoesWithoutWaitingForTheWindow) {
   TupleOutbox outbox(context_, {.batch_bytes = 1024, .batch_window_us = 1'000'000});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   const Tensor small(DType::kF32, {16});  // 64 bytes
   for (uint32_t s = 0; s < 15; ++s) outbox.Add(endpoint_, Header(s), small, false);
   EXPECT_TRUE(outbox.Flush().empty());
@@ -130,7 +131,7 @@ TEST_F(TupleOutboxTest, AFullBatchGoesWithoutWaitingForTheWindow) {
 
 TEST_F(TupleOutboxTest, ALargeTensorTravelsAsItsOwnFrameOutsideTheHeader) {
   TupleOutbox outbox(context_, {.batch_bytes = 64 << 10, .batch_window_us = 20'000});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   std::vector<int32_t> values(1 << 18);  // 1 MiB
   std::iota(values.begin(), values.end(), 0);
   const Tensor large = Tensor::I32({int64_t(values.size())}, values);
@@ -143,7 +144,7 @@ TEST_F(TupleOutboxTest, ALargeTensorTravelsAsItsOwnFrameOutsideTheHeader) {
   auto in = Receive();
   ASSERT_TRUE(in.has_value());
   auto batch = in->header.As<proto::TupleBatch>();
-  ASSERT_TRUE(batch.ok());
+  ASSERT_THAT(batch, IsOk());
   ASSERT_EQ(batch->tuples.size(), 2u) << "the error waits for the window";
   EXPECT_TRUE(batch->tuples[0].packed);
   EXPECT_FALSE(batch->tuples[1].packed);
@@ -158,7 +159,7 @@ TEST_F(TupleOutboxTest, ALargeTensorTravelsAsItsOwnFrameOutsideTheHeader) {
   auto failed = Receive();
   ASSERT_TRUE(failed.has_value());
   auto errors = failed->header.As<proto::TupleBatch>();
-  ASSERT_TRUE(errors.ok());
+  ASSERT_THAT(errors, IsOk());
   ASSERT_EQ(errors->tuples.size(), 1u);
   EXPECT_EQ(errors->tuples[0].error_code, static_cast<int32_t>(Code::kInvalidArgument));
   EXPECT_EQ(errors->tuples[0].error, "producer failed");
@@ -168,7 +169,7 @@ TEST_F(TupleOutboxTest, ALargeTensorTravelsAsItsOwnFrameOutsideTheHeader) {
 
 TEST_F(TupleOutboxTest, AnUnreachablePeerIsReportedNotThrown) {
   TupleOutbox outbox(context_, {.batch_bytes = 1024, .batch_window_us = 0});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   outbox.Add("not an endpoint", Header(0), Tensor::F32({1}, {1}), false);
   auto errors = outbox.Flush();
   ASSERT_EQ(errors.size(), 1u);
@@ -180,7 +181,7 @@ TEST_F(TupleOutboxTest, AnUnreachablePeerIsReportedNotThrown) {
 // outbox instead of being dropped, and all of them arrive, in order, once the peer reads.
 TEST_F(TupleOutboxTest, APeerThatDoesNotReadHoldsItsBatchesUntilItDoes) {
   TupleOutbox outbox(context_, {.batch_bytes = 1, .batch_window_us = 0});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   const std::vector<float> values(1024, 1.0f);  // 4 KiB a tuple: past the kernel's buffers
   constexpr uint32_t kTuples = 5000;            // one batch each (batch_bytes 1)
   for (uint32_t s = 0; s < kTuples; ++s) {
@@ -198,7 +199,7 @@ TEST_F(TupleOutboxTest, APeerThatDoesNotReadHoldsItsBatchesUntilItDoes) {
   while (next < kTuples && std::chrono::steady_clock::now() < deadline) {
     while (auto in = Receive(10ms)) {
       auto batch = in->header.As<proto::TupleBatch>();
-      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      ASSERT_THAT(batch, IsOk());
       for (const auto& h : batch->tuples) ASSERT_EQ(h.shard, next++) << "out of order";
       if (next == kTuples) break;
     }
@@ -213,7 +214,7 @@ TEST_F(TupleOutboxTest, APeerThatDoesNotReadHoldsItsBatchesUntilItDoes) {
 
 TEST_F(TupleOutboxTest, ABatchHeldPastTheHoldLimitIsDroppedAndReported) {
   TupleOutbox outbox(context_, {.batch_bytes = 1, .batch_window_us = 0}, 50ms);
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   const std::vector<float> values(1024, 1.0f);
   // A producer goes on adding (64 MB/s) while the peer reads nothing, until a batch is
   // dropped.
@@ -237,7 +238,7 @@ TEST_F(TupleOutboxTest, ABatchHeldPastTheHoldLimitIsDroppedAndReported) {
 
 TEST_F(TupleOutboxTest, APeerDeclaredLostDropsWhatWasQueuedOrHeldForIt) {
   TupleOutbox outbox(context_, {.batch_bytes = 1 << 20, .batch_window_us = 0});
-  ASSERT_TRUE(outbox.Start().ok());
+  ASSERT_THAT(outbox.Start(), IsOk());
   const std::vector<float> values(1024, 1.0f);
   // The peer reads nothing until batches are held; one more tuple then queues behind them.
   uint32_t added = 0;

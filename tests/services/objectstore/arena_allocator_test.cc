@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::store {
 namespace {
@@ -43,7 +44,7 @@ TEST(ArenaAllocatorTest, FullArenaIsOutOfMemoryUntilSomethingIsFreed) {
   std::vector<uint64_t> blocks;
   for (int i = 0; i < 4; ++i) {
     auto r = arena.Allocate(kA);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_THAT(r, IsOk());
     blocks.push_back(*r);
   }
   auto full = arena.Allocate(1);
@@ -51,9 +52,9 @@ TEST(ArenaAllocatorTest, FullArenaIsOutOfMemoryUntilSomethingIsFreed) {
   EXPECT_EQ(full.status().code(), Code::kOutOfMemory);
   EXPECT_NE(full.status().message().find("now"), std::string::npos);
   EXPECT_EQ(arena.free_bytes(), 0u);
-  ASSERT_TRUE(arena.Free(blocks[2]).ok());
+  ASSERT_THAT(arena.Free(blocks[2]), IsOk());
   auto again = arena.Allocate(1);
-  ASSERT_TRUE(again.ok());
+  ASSERT_THAT(again, IsOk());
   EXPECT_EQ(*again, blocks[2]);
 }
 
@@ -62,7 +63,7 @@ TEST(ArenaAllocatorTest, FragmentationBlocksALargeRequestUntilNeighboursCoalesce
   std::vector<uint64_t> b;
   for (int i = 0; i < 8; ++i) b.push_back(*arena.Allocate(kA));
   // Free every other block: half the arena is free, but no two free blocks touch.
-  for (int i = 0; i < 8; i += 2) ASSERT_TRUE(arena.Free(b[i]).ok());
+  for (int i = 0; i < 8; i += 2) ASSERT_THAT(arena.Free(b[i]), IsOk());
   EXPECT_EQ(arena.free_bytes(), 4 * kA);
   EXPECT_EQ(arena.largest_free_block(), kA);
   EXPECT_EQ(arena.free_blocks(), 4u);
@@ -72,11 +73,11 @@ TEST(ArenaAllocatorTest, FragmentationBlocksALargeRequestUntilNeighboursCoalesce
             std::string::npos)
       << big.status().message();
   // Freeing b[1] joins b[0], b[1] and b[2] into one block of three.
-  ASSERT_TRUE(arena.Free(b[1]).ok());
+  ASSERT_THAT(arena.Free(b[1]), IsOk());
   EXPECT_EQ(arena.free_blocks(), 3u);
   EXPECT_EQ(arena.largest_free_block(), 3 * kA);
   auto fits = arena.Allocate(2 * kA);
-  ASSERT_TRUE(fits.ok());
+  ASSERT_THAT(fits, IsOk());
   EXPECT_EQ(*fits, b[0]);
 }
 
@@ -86,7 +87,7 @@ TEST(ArenaAllocatorTest, CoalescesBackToOneBlockInAnyFreeOrder) {
   for (uint64_t i = 1; i <= 10; ++i) blocks.push_back(*arena.Allocate(i * kA - 3));
   std::mt19937 rng(7);
   std::shuffle(blocks.begin(), blocks.end(), rng);
-  for (uint64_t offset : blocks) ASSERT_TRUE(arena.Free(offset).ok());
+  for (uint64_t offset : blocks) ASSERT_THAT(arena.Free(offset), IsOk());
   EXPECT_EQ(arena.used_bytes(), 0u);
   EXPECT_EQ(arena.free_blocks(), 1u);
   EXPECT_EQ(arena.largest_free_block(), 64 * kA);
@@ -98,8 +99,8 @@ TEST(ArenaAllocatorTest, BestFitPicksTheSmallestHole) {
   const uint64_t sep1 = *arena.Allocate(kA);   // [3,4)
   const uint64_t b = *arena.Allocate(kA);      // [4,5)
   const uint64_t sep2 = *arena.Allocate(kA);   // [5,6); [6,10) stays free
-  ASSERT_TRUE(arena.Free(a).ok());
-  ASSERT_TRUE(arena.Free(b).ok());
+  ASSERT_THAT(arena.Free(a), IsOk());
+  ASSERT_THAT(arena.Free(b), IsOk());
   // Holes of 3, 1 and 4 blocks: one block goes into the 1-block hole.
   EXPECT_EQ(*arena.Allocate(kA), b);
   // Two blocks go into the 3-block hole rather than the 4-block tail.
@@ -113,7 +114,7 @@ TEST(ArenaAllocatorTest, FreeOfAnUnknownOffsetChangesNothing) {
   const uint64_t a = *arena.Allocate(2 * kA);
   EXPECT_EQ(arena.Free(a + kA).code(), Code::kInvalidArgument);
   EXPECT_EQ(arena.Free(3 * kA).code(), Code::kInvalidArgument);
-  ASSERT_TRUE(arena.Free(a).ok());
+  ASSERT_THAT(arena.Free(a), IsOk());
   EXPECT_EQ(arena.Free(a).code(), Code::kInvalidArgument);  // double free
   EXPECT_EQ(arena.used_bytes(), 0u);
   EXPECT_EQ(arena.free_blocks(), 1u);
@@ -126,7 +127,7 @@ TEST(ArenaAllocatorTest, RandomWorkloadKeepsTheBooksBalanced) {
   for (int step = 0; step < 5000; ++step) {
     if (!live.empty() && (rng() % 2 == 0)) {
       const size_t i = rng() % live.size();
-      ASSERT_TRUE(arena.Free(live[i].first).ok());
+      ASSERT_THAT(arena.Free(live[i].first), IsOk());
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
     } else {
       const uint64_t bytes = rng() % (16 * kA);

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::store {
 namespace {
@@ -17,7 +18,7 @@ bool Fires(const DeadlineTimer& timer, std::chrono::milliseconds within) {
 
 TEST(DeadlineTimerTest, FiresAtTheDeadlineNotBefore) {
   auto timer = DeadlineTimer::Create();
-  ASSERT_TRUE(timer.ok()) << timer.status().ToString();
+  ASSERT_THAT(timer, IsOk());
   const auto start = std::chrono::steady_clock::now();
   timer->ArmAt(start + 30ms);
   ASSERT_TRUE(Fires(*timer, 5000ms));
@@ -28,7 +29,7 @@ TEST(DeadlineTimerTest, FiresAtTheDeadlineNotBefore) {
 
 TEST(DeadlineTimerTest, PastDeadlineFiresAtOnceAndClearDisarms) {
   auto timer = DeadlineTimer::Create();
-  ASSERT_TRUE(timer.ok());
+  ASSERT_THAT(timer, IsOk());
   timer->ArmAt(std::chrono::steady_clock::now() - 1s);
   EXPECT_TRUE(Fires(*timer, 5000ms));
   timer->Drain();
@@ -39,7 +40,7 @@ TEST(DeadlineTimerTest, PastDeadlineFiresAtOnceAndClearDisarms) {
 
 TEST(DeadlineTimerTest, RearmingReplacesTheEarlierDeadline) {
   auto timer = DeadlineTimer::Create();
-  ASSERT_TRUE(timer.ok());
+  ASSERT_THAT(timer, IsOk());
   timer->ArmAt(std::chrono::steady_clock::now() + 10s);
   timer->ArmAt(std::chrono::steady_clock::now() + 10ms);
   EXPECT_TRUE(Fires(*timer, 5000ms));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::store {
 namespace {
@@ -22,17 +23,17 @@ class DirectoryTest : public ::testing::Test {
 
 TEST_F(DirectoryTest, CreateSealFind) {
   auto created = dir_.Create(1, 0, /*owner=*/7, DType::kF32, {2, 3});
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_THAT(created, IsOk());
   EXPECT_EQ(created->nbytes, 24u);
   EXPECT_FALSE(created->sealed);
   auto found = dir_.Find(1, 0);
-  ASSERT_TRUE(found.ok());
+  ASSERT_THAT(found, IsOk());
   EXPECT_FALSE((*found)->sealed);
-  ASSERT_TRUE(dir_.Seal(1, 0).ok());
+  ASSERT_THAT(dir_.Seal(1, 0), IsOk());
   found = dir_.Find(1, 0);
-  ASSERT_TRUE(found.ok());
+  ASSERT_THAT(found, IsOk());
   EXPECT_TRUE((*found)->sealed);
-  EXPECT_TRUE((*found)->error.ok());
+  EXPECT_THAT((*found)->error, IsOk());
   EXPECT_EQ((*found)->shape, (Shape{2, 3}));
   EXPECT_EQ(dir_.Seal(1, 0).code(), Code::kFailedPrecondition);
   EXPECT_EQ(dir_.Seal(1, 1).code(), Code::kNotFound);
@@ -42,10 +43,10 @@ TEST_F(DirectoryTest, CreateSealFind) {
 }
 
 TEST_F(DirectoryTest, SealWithErrorKeepsTheError) {
-  ASSERT_TRUE(dir_.Create(1, 0, 0, DType::kI32, {4}).ok());
-  ASSERT_TRUE(dir_.Seal(1, 0, Internal("kernel crashed")).ok());
+  ASSERT_THAT(dir_.Create(1, 0, 0, DType::kI32, {4}), IsOk());
+  ASSERT_THAT(dir_.Seal(1, 0, Internal("kernel crashed")), IsOk());
   auto found = dir_.Find(1, 0);
-  ASSERT_TRUE(found.ok());
+  ASSERT_THAT(found, IsOk());
   EXPECT_TRUE((*found)->sealed);
   EXPECT_EQ((*found)->error.code(), Code::kInternal);
   EXPECT_EQ((*found)->error.message(), "kernel crashed");
@@ -60,7 +61,7 @@ TEST_F(DirectoryTest, RejectsBadRequestsWithoutSideEffects) {
   auto huge = dir_.Create(1, 0, 0, DType::kF32, {int64_t{kArena}});
   EXPECT_EQ(huge.status().code(), Code::kOutOfMemory);
   EXPECT_NE(huge.status().message().find("never fit"), std::string::npos);
-  ASSERT_TRUE(dir_.Create(1, 0, 5, DType::kF32, {1}).ok());
+  ASSERT_THAT(dir_.Create(1, 0, 5, DType::kF32, {1}), IsOk());
   EXPECT_EQ(dir_.Create(1, 0, 5, DType::kF32, {1}).status().code(), Code::kFailedPrecondition);
   EXPECT_EQ(dir_.Create(1, 1, 6, DType::kF32, {1}).status().code(), Code::kInvalidArgument);
   const auto stats = dir_.Stats();
@@ -74,7 +75,7 @@ TEST_F(DirectoryTest, PutCopiesAndSealsAndChecksTheSize) {
   std::vector<int32_t> values{1, 2, 3};
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(values.data()), 12);
   auto put = dir_.Put(3, 0, 0, DType::kI32, {3}, bytes, arena);
-  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  ASSERT_THAT(put, IsOk());
   EXPECT_TRUE(put->sealed);
   EXPECT_EQ(std::memcmp(arena.data() + put->offset, values.data(), 12), 0);
   auto wrong = dir_.Put(4, 0, 0, DType::kI32, {4}, bytes, arena);
@@ -84,28 +85,28 @@ TEST_F(DirectoryTest, PutCopiesAndSealsAndChecksTheSize) {
 }
 
 TEST_F(DirectoryTest, RefcountIsPerObjectAndFreesEveryShardAtZero) {
-  ASSERT_TRUE(dir_.Create(1, 0, 7, DType::kF32, {16}).ok());
-  ASSERT_TRUE(dir_.Create(1, 1, 7, DType::kF32, {16}).ok());
-  ASSERT_TRUE(dir_.Create(2, 0, 7, DType::kF32, {16}).ok());
+  ASSERT_THAT(dir_.Create(1, 0, 7, DType::kF32, {16}), IsOk());
+  ASSERT_THAT(dir_.Create(1, 1, 7, DType::kF32, {16}), IsOk());
+  ASSERT_THAT(dir_.Create(2, 0, 7, DType::kF32, {16}), IsOk());
   EXPECT_EQ(dir_.Stats().shards, 3u);
-  ASSERT_TRUE(dir_.Seal(1, 0).ok());
-  ASSERT_TRUE(dir_.Seal(1, 1).ok());
+  ASSERT_THAT(dir_.Seal(1, 0), IsOk());
+  ASSERT_THAT(dir_.Seal(1, 1), IsOk());
   auto released = dir_.Release(1);
-  ASSERT_TRUE(released.ok());
+  ASSERT_THAT(released, IsOk());
   EXPECT_EQ(*released, ReleaseOutcome::kFreed);  // one reference, held by the owner
   EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
   EXPECT_EQ(dir_.Find(1, 1).status().code(), Code::kNotFound);
-  EXPECT_TRUE(dir_.Find(2, 0).ok());
+  EXPECT_THAT(dir_.Find(2, 0), IsOk());
   EXPECT_EQ(dir_.Stats().bytes_in_use, ArenaAllocator::kAlignment);
   EXPECT_EQ(dir_.Release(1).status().code(), Code::kNotFound);
   EXPECT_EQ(dir_.Release(99).status().code(), Code::kNotFound);
 }
 
 TEST_F(DirectoryTest, SilentClientsLoseTheirObjectsOthersKeepTheirs) {
-  ASSERT_TRUE(dir_.Create(1, 0, /*owner=*/10, DType::kF32, {1}).ok());  // first sign of 10
+  ASSERT_THAT(dir_.Create(1, 0, /*owner=*/10, DType::kF32, {1}), IsOk());  // first sign of 10
   dir_.Heartbeat(20);
-  ASSERT_TRUE(dir_.Create(2, 0, /*owner=*/20, DType::kF32, {1}).ok());
-  ASSERT_TRUE(dir_.Create(3, 0, /*owner=*/0, DType::kF32, {1}).ok());  // unowned
+  ASSERT_THAT(dir_.Create(2, 0, /*owner=*/20, DType::kF32, {1}), IsOk());
+  ASSERT_THAT(dir_.Create(3, 0, /*owner=*/0, DType::kF32, {1}), IsOk());  // unowned
   EXPECT_EQ(dir_.Stats().clients, 2u);
 
   clock_.Advance(kClientTimeout);  // exactly the timeout: not yet lapsed
@@ -118,18 +119,18 @@ TEST_F(DirectoryTest, SilentClientsLoseTheirObjectsOthersKeepTheirs) {
   EXPECT_EQ(collected[0].reason, CollectReason::kLapsed);
   EXPECT_EQ(collected[0].objects, (std::vector<uint64_t>{1}));
   EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
-  EXPECT_TRUE(dir_.Find(2, 0).ok());
-  EXPECT_TRUE(dir_.Find(3, 0).ok());
+  EXPECT_THAT(dir_.Find(2, 0), IsOk());
+  EXPECT_THAT(dir_.Find(3, 0), IsOk());
 
   // Creating objects does not keep a client alive; only heartbeats do.
   clock_.Advance(kClientTimeout / 2);
-  ASSERT_TRUE(dir_.Create(4, 0, 20, DType::kF32, {1}).ok());
+  ASSERT_THAT(dir_.Create(4, 0, 20, DType::kF32, {1}), IsOk());
   clock_.Advance(kClientTimeout);
   collected = dir_.Expire();
   ASSERT_EQ(collected.size(), 1u);
   EXPECT_EQ(collected[0].client, 20u);
   EXPECT_EQ(collected[0].objects, (std::vector<uint64_t>{2, 4}));
-  EXPECT_TRUE(dir_.Find(3, 0).ok());  // owner 0 is never collected
+  EXPECT_THAT(dir_.Find(3, 0), IsOk());  // owner 0 is never collected
   const auto stats = dir_.Stats();
   EXPECT_EQ(stats.objects, 1u);
   EXPECT_EQ(stats.clients, 0u);
@@ -137,15 +138,15 @@ TEST_F(DirectoryTest, SilentClientsLoseTheirObjectsOthersKeepTheirs) {
 }
 
 TEST_F(DirectoryTest, GoodbyeFreesOnlyThatClientsObjects) {
-  ASSERT_TRUE(dir_.Create(1, 0, 10, DType::kF32, {8}).ok());
-  ASSERT_TRUE(dir_.Create(1, 1, 10, DType::kF32, {8}).ok());
-  ASSERT_TRUE(dir_.Create(2, 0, 11, DType::kF32, {8}).ok());
+  ASSERT_THAT(dir_.Create(1, 0, 10, DType::kF32, {8}), IsOk());
+  ASSERT_THAT(dir_.Create(1, 1, 10, DType::kF32, {8}), IsOk());
+  ASSERT_THAT(dir_.Create(2, 0, 11, DType::kF32, {8}), IsOk());
   EXPECT_EQ(dir_.Stats().objects_per_owner, (std::map<uint64_t, uint64_t>{{10, 1}, {11, 1}}));
   const Collected gone = dir_.Goodbye(10);
   EXPECT_EQ(gone.reason, CollectReason::kGoodbye);
   EXPECT_EQ(gone.objects, (std::vector<uint64_t>{1}));
   EXPECT_EQ(dir_.Find(1, 1).status().code(), Code::kNotFound);
-  EXPECT_TRUE(dir_.Find(2, 0).ok());
+  EXPECT_THAT(dir_.Find(2, 0), IsOk());
   EXPECT_EQ(dir_.Stats().objects_per_owner, (std::map<uint64_t, uint64_t>{{11, 1}}));
 
   // Late outputs for a departed client are refused, until the goodbye is forgotten.
@@ -153,23 +154,23 @@ TEST_F(DirectoryTest, GoodbyeFreesOnlyThatClientsObjects) {
   clock_.Advance(kClientTimeout + milliseconds(1));
   dir_.Heartbeat(11);
   EXPECT_TRUE(dir_.Expire().empty());  // nothing to collect for a departed client
-  EXPECT_TRUE(dir_.Create(5, 0, 10, DType::kF32, {1}).ok());
+  EXPECT_THAT(dir_.Create(5, 0, 10, DType::kF32, {1}), IsOk());
   // Goodbye of an unknown client is harmless.
   EXPECT_TRUE(dir_.Goodbye(12345).objects.empty());
 }
 
 TEST_F(DirectoryTest, AReleasedObjectStillBeingWrittenIsFreedOnceItsShardsAreSealed) {
-  ASSERT_TRUE(dir_.Create(1, 0, 7, DType::kF32, {16}).ok());
-  ASSERT_TRUE(dir_.Seal(1, 0).ok());
+  ASSERT_THAT(dir_.Create(1, 0, 7, DType::kF32, {16}), IsOk());
+  ASSERT_THAT(dir_.Seal(1, 0), IsOk());
   // The releaser knows of two shards here; the second is not even created yet.
   auto outcome = dir_.Release(1, 7, 2);
-  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  ASSERT_THAT(outcome, IsOk());
   EXPECT_EQ(*outcome, ReleaseOutcome::kFreedOnSeal);
   EXPECT_FALSE(dir_.FreeIfReleased(1));
   EXPECT_EQ(dir_.Release(1, 7, 2).status().code(), Code::kFailedPrecondition);
-  ASSERT_TRUE(dir_.Create(1, 1, 7, DType::kF32, {16}).ok());
+  ASSERT_THAT(dir_.Create(1, 1, 7, DType::kF32, {16}), IsOk());
   EXPECT_FALSE(dir_.FreeIfReleased(1));  // created, not written yet
-  ASSERT_TRUE(dir_.Seal(1, 1, Cancelled("run cancelled")).ok());
+  ASSERT_THAT(dir_.Seal(1, 1, Cancelled("run cancelled")), IsOk());
   EXPECT_TRUE(dir_.FreeIfReleased(1));
   EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
   EXPECT_EQ(dir_.Stats().bytes_in_use, 0u);
@@ -178,29 +179,29 @@ TEST_F(DirectoryTest, AReleasedObjectStillBeingWrittenIsFreedOnceItsShardsAreSea
 
 TEST_F(DirectoryTest, AReleaseBeforeCreationIsATombstoneUntilTheObjectIsSealed) {
   auto outcome = dir_.Release(5, 7, 1);
-  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  ASSERT_THAT(outcome, IsOk());
   EXPECT_EQ(*outcome, ReleaseOutcome::kRemembered);
   EXPECT_EQ(dir_.Stats().tombstones, 1u);
   EXPECT_EQ(dir_.Stats().tombstones_per_owner, (std::map<uint64_t, uint64_t>{{7, 1}}));
   EXPECT_EQ(dir_.Release(5, 7, 1).status().code(), Code::kFailedPrecondition);
   // Without an owner nothing bounds a tombstone: an unknown object is an error.
   EXPECT_EQ(dir_.Release(6).status().code(), Code::kNotFound);
-  ASSERT_TRUE(dir_.Create(5, 0, 7, DType::kF32, {16}).ok());
+  ASSERT_THAT(dir_.Create(5, 0, 7, DType::kF32, {16}), IsOk());
   EXPECT_EQ(dir_.Stats().tombstones, 0u);
   EXPECT_EQ(dir_.Stats().objects, 1u);
-  ASSERT_TRUE(dir_.Seal(5, 0).ok());
+  ASSERT_THAT(dir_.Seal(5, 0), IsOk());
   EXPECT_TRUE(dir_.FreeIfReleased(5));
   EXPECT_EQ(dir_.Stats().objects, 0u);
   EXPECT_EQ(dir_.Stats().bytes_in_use, 0u);
   // The id is free again: a later object with it lives normally.
-  ASSERT_TRUE(dir_.Create(5, 0, 7, DType::kF32, {16}).ok());
-  ASSERT_TRUE(dir_.Seal(5, 0).ok());
+  ASSERT_THAT(dir_.Create(5, 0, 7, DType::kF32, {16}), IsOk());
+  ASSERT_THAT(dir_.Seal(5, 0), IsOk());
   EXPECT_FALSE(dir_.FreeIfReleased(5));
 }
 
 TEST_F(DirectoryTest, TombstonesAreForgottenWithTheirOwner) {
-  ASSERT_TRUE(dir_.Release(5, 7, 1).ok());
-  ASSERT_TRUE(dir_.Release(6, 8, 1).ok());
+  ASSERT_THAT(dir_.Release(5, 7, 1), IsOk());
+  ASSERT_THAT(dir_.Release(6, 8, 1), IsOk());
   dir_.Goodbye(7);
   EXPECT_EQ(dir_.Stats().tombstones, 1u);
   // Client 8 was never heard from but through its release: it lapses like any client.
@@ -208,24 +209,24 @@ TEST_F(DirectoryTest, TombstonesAreForgottenWithTheirOwner) {
   dir_.Expire();
   EXPECT_EQ(dir_.Stats().tombstones, 0u);
   // A tombstone of another owner does not doom an object of the same id.
-  ASSERT_TRUE(dir_.Release(9, 8, 1).ok());
-  ASSERT_TRUE(dir_.Create(9, 0, 3, DType::kF32, {1}).ok());
-  ASSERT_TRUE(dir_.Seal(9, 0).ok());
+  ASSERT_THAT(dir_.Release(9, 8, 1), IsOk());
+  ASSERT_THAT(dir_.Create(9, 0, 3, DType::kF32, {1}), IsOk());
+  ASSERT_THAT(dir_.Seal(9, 0), IsOk());
   EXPECT_FALSE(dir_.FreeIfReleased(9));
-  EXPECT_TRUE(dir_.Find(9, 0).ok());
+  EXPECT_THAT(dir_.Find(9, 0), IsOk());
 }
 
 TEST_F(DirectoryTest, FreedSpaceIsReused) {
   const uint64_t quarter = kArena / 4;
   for (uint64_t id = 1; id <= 4; ++id) {
-    ASSERT_TRUE(dir_.Create(id, 0, 0, DType::kF32, {int64_t(quarter / 4)}).ok());
+    ASSERT_THAT(dir_.Create(id, 0, 0, DType::kF32, {int64_t(quarter / 4)}), IsOk());
   }
   auto full = dir_.Create(5, 0, 0, DType::kF32, {1});
   ASSERT_EQ(full.status().code(), Code::kOutOfMemory);
   EXPECT_NE(full.status().message().find("object 5 shard 0"), std::string::npos);
-  ASSERT_TRUE(dir_.Seal(2, 0).ok());
-  ASSERT_TRUE(dir_.Release(2).ok());
-  EXPECT_TRUE(dir_.Create(5, 0, 0, DType::kF32, {1}).ok());
+  ASSERT_THAT(dir_.Seal(2, 0), IsOk());
+  ASSERT_THAT(dir_.Release(2), IsOk());
+  EXPECT_THAT(dir_.Create(5, 0, 0, DType::kF32, {1}), IsOk());
 }
 
 }  // namespace

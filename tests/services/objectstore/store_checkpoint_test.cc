@@ -9,6 +9,7 @@
 #include "common/proto/ids.h"
 #include "services/objectstore/checkpoint_dir.h"
 #include "tests/services/objectstore/store_process_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -22,7 +23,7 @@ class StoreCheckpointTest : public StoreProcessTest {
     StoreProcessTest::SetUp();
     StartStore();
     store_ = Connect();
-    ASSERT_TRUE(Put(*store_, kObject, kClient, {1, 2, 3, 4, 5, 6}).ok());
+    ASSERT_THAT(Put(*store_, kObject, kClient, {1, 2, 3, 4, 5, 6}), IsOk());
   }
 
   Result<proto::SaveShardsReply> Save(const std::string& dir, const std::string& file,
@@ -61,7 +62,7 @@ class StoreCheckpointTest : public StoreProcessTest {
 
   uint64_t Objects() {
     auto stats = store_->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
-    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_THAT(stats, IsOk());
     return stats.ok() ? stats->objects : 0;
   }
 
@@ -82,16 +83,16 @@ TEST_F(StoreCheckpointTest, ShardsAndValuesAreWrittenAsNpyAndTheCheckpointIsWhol
       proto::SaveShards{
           kClient, "runs/a", {{kObject, 0, "w.0.t1.npy"}}, {{"step.0.t1.npy", DType::kI32, {}}}},
       kCallTimeout, DataFrame(step));
-  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  ASSERT_THAT(saved, IsOk());
   ASSERT_EQ(saved->files.size(), 2u);
   EXPECT_EQ(saved->files[0].file, "w.0.t1.npy");
   EXPECT_TRUE(WaitForEvent("checkpoint.written", "owner", kClient, 2s).has_value());
 
   const auto w = checkpoint::ParseNpy(ReadFile(PathOf("runs/a/w.0.t1.npy")));
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_THAT(w, IsOk());
   EXPECT_EQ(*w, Tensor::F32({6}, {1, 2, 3, 4, 5, 6}));
   const auto s = checkpoint::ParseNpy(ReadFile(PathOf("runs/a/step.0.t1.npy")));
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_THAT(s, IsOk());
   EXPECT_EQ(*s, Tensor::I32({}, {9}));
   EXPECT_EQ(saved->files[0].bytes, ReadFile(PathOf("runs/a/w.0.t1.npy")).size());
 
@@ -102,18 +103,18 @@ TEST_F(StoreCheckpointTest, ShardsAndValuesAreWrittenAsNpyAndTheCheckpointIsWhol
   EXPECT_NE(index.status().message().find("no complete checkpoint"), std::string::npos);
 
   const std::string text = IndexOf("w.0.t1.npy", saved->files[0]);
-  ASSERT_TRUE(Commit("runs/a", text, {"w.0.t1.npy", "step.0.t1.npy"}).ok());
+  ASSERT_THAT(Commit("runs/a", text, {"w.0.t1.npy", "step.0.t1.npy"}), IsOk());
   index = store_->Call<proto::CheckpointIndexText>(proto::ReadCheckpointIndex{kClient, "runs/a"},
                                                    kCallTimeout);
-  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  ASSERT_THAT(index, IsOk());
   EXPECT_EQ(index->index, text);
 
   // Read back into a new object of the client's.
   const uint64_t loaded = proto::MakeObjectId(kClient, 2);
-  ASSERT_TRUE(Load("runs/a", saved->files[0], loaded).ok());
+  ASSERT_THAT(Load("runs/a", saved->files[0], loaded), IsOk());
   net::Frames data;
   auto got = Get(*store_, loaded, 0, &data);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_THAT(got, IsOk());
   ASSERT_EQ(data.size(), 1u);
   EXPECT_EQ(FrameBytes(data[0]), Bytes({1, 2, 3, 4, 5, 6}));
 }
@@ -151,7 +152,7 @@ TEST_F(StoreCheckpointTest, PathsThatLeaveTheRootAreRefusedAndWriteNothing) {
   }
   // A link inside a checkpoint is not followed either.
   auto saved = Save("good", "w.0.t1.npy");
-  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  ASSERT_THAT(saved, IsOk());
   std::filesystem::rename(PathOf("good/w.0.t1.npy"), outside + "/w.npy");
   std::filesystem::create_symlink(outside + "/w.npy", PathOf("good/w.0.t1.npy"));
   EXPECT_EQ(Load("good", saved->files[0], proto::MakeObjectId(kClient, 3)).code(),
@@ -162,16 +163,15 @@ TEST_F(StoreCheckpointTest, PathsThatLeaveTheRootAreRefusedAndWriteNothing) {
 
 TEST_F(StoreCheckpointTest, AClientSavesOnlyItsOwnSealedObjects) {
   const uint64_t theirs = proto::MakeObjectId(kClient + 1, 1);
-  ASSERT_TRUE(Put(*store_, theirs, kClient + 1, {1}).ok());
+  ASSERT_THAT(Put(*store_, theirs, kClient + 1, {1}), IsOk());
   auto saved = Save("mine", "w.0.t1.npy", theirs, kClient);
   EXPECT_EQ(saved.status().code(), Code::kPermissionDenied) << saved.status().ToString();
   EXPECT_NE(saved.status().message().find("own objects"), std::string::npos);
   // Reserved, not written yet: nothing to save.
   const uint64_t unsealed = proto::MakeObjectId(kClient, 5);
-  ASSERT_TRUE(store_
-                  ->Call<proto::CreateObjectReply>(
-                      proto::CreateObject{unsealed, 0, kClient, DType::kF32, {4}, -1}, kCallTimeout)
-                  .ok());
+  ASSERT_THAT(store_->Call<proto::CreateObjectReply>(
+                  proto::CreateObject{unsealed, 0, kClient, DType::kF32, {4}, -1}, kCallTimeout),
+              IsOk());
   saved = Save("mine", "u.0.t1.npy", unsealed);
   EXPECT_EQ(saved.status().code(), Code::kFailedPrecondition) << saved.status().ToString();
   saved = Save("mine", "x.0.t1.npy", proto::MakeObjectId(kClient, 99));
@@ -180,8 +180,8 @@ TEST_F(StoreCheckpointTest, AClientSavesOnlyItsOwnSealedObjects) {
 
 TEST_F(StoreCheckpointTest, MissingAndCorruptFilesAreRefusedAndALoadThatFailsLeavesNothing) {
   auto saved = Save("c", "w.0.t1.npy");
-  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
-  ASSERT_TRUE(Commit("c", IndexOf("w.0.t1.npy", saved->files[0]), {"w.0.t1.npy"}).ok());
+  ASSERT_THAT(saved, IsOk());
+  ASSERT_THAT(Commit("c", IndexOf("w.0.t1.npy", saved->files[0]), {"w.0.t1.npy"}), IsOk());
   const proto::FileWritten good = saved->files[0];
   const uint64_t before = Objects();
   const uint64_t object = proto::MakeObjectId(kClient, 10);
@@ -218,14 +218,14 @@ TEST_F(StoreCheckpointTest, MissingAndCorruptFilesAreRefusedAndALoadThatFailsLea
 
 TEST_F(StoreCheckpointTest, SavingOverKeepsTheOldCheckpointWholeUntilTheNewIndex) {
   auto first = Save("over", "w.0.t1.npy");
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  ASSERT_TRUE(Commit("over", IndexOf("w.0.t1.npy", first->files[0]), {"w.0.t1.npy"}).ok());
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(Commit("over", IndexOf("w.0.t1.npy", first->files[0]), {"w.0.t1.npy"}), IsOk());
   auto second = Save("over", "w.0.t2.npy");
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_THAT(second, IsOk());
   // Until the new index: the old one, and its files, are there.
   EXPECT_TRUE(std::filesystem::exists(PathOf("over/w.0.t1.npy")));
-  ASSERT_TRUE(Load("over", first->files[0], proto::MakeObjectId(kClient, 20)).ok());
-  ASSERT_TRUE(Commit("over", IndexOf("w.0.t2.npy", second->files[0]), {"w.0.t2.npy"}).ok());
+  ASSERT_THAT(Load("over", first->files[0], proto::MakeObjectId(kClient, 20)), IsOk());
+  ASSERT_THAT(Commit("over", IndexOf("w.0.t2.npy", second->files[0]), {"w.0.t2.npy"}), IsOk());
   EXPECT_FALSE(std::filesystem::exists(PathOf("over/w.0.t1.npy")));
   EXPECT_TRUE(std::filesystem::exists(PathOf("over/w.0.t2.npy")));
   EXPECT_TRUE(WaitForEvent("checkpoint.committed", "stale_files_removed", 1, 2s).has_value());

@@ -25,6 +25,7 @@
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/ready_file.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 
@@ -58,7 +59,7 @@ class StoreProcessTest : public ::testing::Test {
     dir_ = dir_template;
     events_.set(zmq::sockopt::subscribe, "");
     auto bound = net::Bind(events_, "tcp://127.0.0.1:*");
-    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    ASSERT_THAT(bound, IsOk());
     events_endpoint_ = *bound;
   }
 
@@ -105,7 +106,7 @@ class StoreProcessTest : public ::testing::Test {
       std::this_thread::sleep_for(10ms);
     }
     auto values = ReadReadyFile(ready);
-    ASSERT_TRUE(values.ok()) << values.status().ToString();
+    ASSERT_THAT(values, IsOk());
     endpoint_ = (*values)["endpoint"];
     arena_ = (*values)["arena"];
     ASSERT_FALSE(endpoint_.empty());
@@ -158,7 +159,7 @@ class StoreProcessTest : public ::testing::Test {
 
   std::unique_ptr<net::Requester> Connect() {
     auto requester = std::make_unique<net::Requester>(context_, endpoint_);
-    EXPECT_TRUE(requester->Connect().ok());
+    EXPECT_THAT(requester->Connect(), IsOk());
     return requester;
   }
 
@@ -177,11 +178,11 @@ class StoreProcessTest : public ::testing::Test {
   // Sends raw header bytes and returns the decoded Error reply with request id `reply_id`.
   proto::Error ExpectErrorReply(net::Requester& store, zmq::message_t header, uint64_t reply_id) {
     auto in = store.Call(reply_id, std::move(header), {}, kCallTimeout);
-    EXPECT_TRUE(in.ok()) << in.status().ToString();
+    EXPECT_THAT(in, IsOk());
     if (!in.ok()) return {};
     EXPECT_EQ(in->header.kind(), proto::Kind::kError);
     auto err = in->header.As<proto::Error>();
-    EXPECT_TRUE(err.ok());
+    EXPECT_THAT(err, IsOk());
     return err.ok() ? *err : proto::Error{};
   }
 

@@ -1,6 +1,7 @@
 // End-to-end tests of the atoll-objectstore binary: a real process, real sockets on
 // loopback, the real shared-memory arena.
 #include "tests/services/objectstore/store_process_fixture.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -9,14 +10,14 @@ TEST_F(StoreProcessTest, PutThenGetRoundTrips) {
   StartStore();
   auto store = Connect();
   auto hello = store->Call<proto::StoreHelloReply>(proto::StoreHello{}, kCallTimeout);
-  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  ASSERT_THAT(hello, IsOk());
   EXPECT_EQ(hello->arena_name, arena_);
   EXPECT_EQ(hello->arena_bytes, 4u << 20);
 
-  ASSERT_TRUE(Put(*store, 1, 0, {1.5f, 2.5f, -3.0f}).ok());
+  ASSERT_THAT(Put(*store, 1, 0, {1.5f, 2.5f, -3.0f}), IsOk());
   net::Frames data;
   auto got = Get(*store, 1, 0, &data);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_THAT(got, IsOk());
   EXPECT_EQ(got->dtype, DType::kF32);
   EXPECT_EQ(got->shape, (Shape{3}));
   EXPECT_EQ(got->nbytes, 12u);
@@ -24,7 +25,7 @@ TEST_F(StoreProcessTest, PutThenGetRoundTrips) {
   EXPECT_EQ(FrameBytes(data[0]), Bytes({1.5f, 2.5f, -3.0f}));
 
   auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
-  ASSERT_TRUE(stats.ok());
+  ASSERT_THAT(stats, IsOk());
   EXPECT_EQ(stats->objects, 1u);
   EXPECT_EQ(stats->bytes_in_use, 64u);
   EXPECT_EQ(stats->arena_bytes, 4u << 20);
@@ -36,37 +37,37 @@ TEST_F(StoreProcessTest, CreateWriteThroughSharedMemorySealGet) {
   StartStore();
   auto store = Connect();
   auto hello = store->Call<proto::StoreHelloReply>(proto::StoreHello{}, kCallTimeout);
-  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  ASSERT_THAT(hello, IsOk());
   auto region = ShmRegion::Open(hello->arena_name);
-  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  ASSERT_THAT(region, IsOk());
   EXPECT_EQ(region->size(), hello->region_bytes);
 
   auto created = store->Call<proto::CreateObjectReply>(
       proto::CreateObject{7, 2, 0, DType::kF32, {2, 2}}, kCallTimeout);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_THAT(created, IsOk());
   EXPECT_EQ(created->nbytes, 16u);
   EXPECT_EQ(created->offset % 64, 0u);
   auto slice = region->Slice(created->offset, created->nbytes);
-  ASSERT_TRUE(slice.ok());
+  ASSERT_THAT(slice, IsOk());
   const auto written = Bytes({1, 2, 3, 4});
   std::memcpy(slice->data(), written.data(), written.size());
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::SealObject{7, 2, 0, ""}, kCallTimeout).ok());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::SealObject{7, 2, 0, ""}, kCallTimeout), IsOk());
 
   // By offset: no bytes in the reply, they are read from the arena.
   net::Frames data;
   auto where =
       store->Call<proto::GetObjectReply>(proto::GetObject{7, 2, 0, false}, kCallTimeout, {}, &data);
-  ASSERT_TRUE(where.ok()) << where.status().ToString();
+  ASSERT_THAT(where, IsOk());
   EXPECT_TRUE(data.empty());
   EXPECT_EQ(where->offset, created->offset);
   EXPECT_EQ(where->shape, (Shape{2, 2}));
   auto read = region->Slice(where->offset, where->nbytes);
-  ASSERT_TRUE(read.ok());
+  ASSERT_THAT(read, IsOk());
   EXPECT_EQ(std::vector<std::byte>(read->begin(), read->end()), written);
   // Inline: the same bytes as a data frame.
   auto inline_get =
       store->Call<proto::GetObjectReply>(proto::GetObject{7, 2, 0, true}, kCallTimeout, {}, &data);
-  ASSERT_TRUE(inline_get.ok());
+  ASSERT_THAT(inline_get, IsOk());
   ASSERT_EQ(data.size(), 1u);
   EXPECT_EQ(FrameBytes(data[0]), written);
 }
@@ -75,29 +76,29 @@ TEST_F(StoreProcessTest, GetWaitsUntilAnotherRequestSeals) {
   StartStore();
   // The waiting Get goes out on a raw DEALER so that its reply can be awaited after the seal.
   zmq::socket_t waiter = net::MakeSocket(context_, zmq::socket_type::dealer);
-  ASSERT_TRUE(net::Connect(waiter, endpoint_).ok());
-  ASSERT_TRUE(net::Send(waiter, nullptr, 1, proto::GetObject{42, 0, 10000, true}).ok());
+  ASSERT_THAT(net::Connect(waiter, endpoint_), IsOk());
+  ASSERT_THAT(net::Send(waiter, nullptr, 1, proto::GetObject{42, 0, 10000, true}), IsOk());
   // Requests on one connection are handled in order: once the stats reply is here, the Get
   // has been seen and is waiting.
-  ASSERT_TRUE(net::Send(waiter, nullptr, 2, proto::GetStoreStats{}).ok());
+  ASSERT_THAT(net::Send(waiter, nullptr, 2, proto::GetStoreStats{}), IsOk());
   auto first = net::RecvFrames(waiter, kCallTimeout);
   ASSERT_TRUE(first.ok() && first->has_value());
   auto stats = proto::ParseIncoming(std::move(**first), false);
-  ASSERT_TRUE(stats.ok());
+  ASSERT_THAT(stats, IsOk());
   EXPECT_EQ(stats->header.request_id(), 2u);
   EXPECT_EQ(stats->header.kind(), proto::Kind::kStoreStats);
 
   auto producer = Connect();
-  ASSERT_TRUE(Put(*producer, 42, 0, {9.0f, 8.0f}).ok());
+  ASSERT_THAT(Put(*producer, 42, 0, {9.0f, 8.0f}), IsOk());
 
   auto answer = net::RecvFrames(waiter, kCallTimeout);
   ASSERT_TRUE(answer.ok() && answer->has_value()) << "the waiting Get was never answered";
   auto in = proto::ParseIncoming(std::move(**answer), false);
-  ASSERT_TRUE(in.ok());
+  ASSERT_THAT(in, IsOk());
   EXPECT_EQ(in->header.request_id(), 1u);
   ASSERT_EQ(in->header.kind(), proto::Kind::kGetObjectReply);
   auto reply = in->header.As<proto::GetObjectReply>();
-  ASSERT_TRUE(reply.ok());
+  ASSERT_THAT(reply, IsOk());
   EXPECT_EQ(reply->nbytes, 8u);
   ASSERT_EQ(in->data.size(), 1u);
   EXPECT_EQ(FrameBytes(in->data[0]), Bytes({9.0f, 8.0f}));
@@ -110,20 +111,20 @@ TEST_F(StoreProcessTest, APutIntoAFullDeviceWaitsForRoomWithItsBytes) {
   const int64_t big = 192 * 1024;
   auto created = store->Call<proto::CreateObjectReply>(
       proto::CreateObject{1, 0, 0, DType::kF32, {big}, 0}, kCallTimeout);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::SealObject{1, 0, 0, ""}, kCallTimeout).ok());
+  ASSERT_THAT(created, IsOk());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::SealObject{1, 0, 0, ""}, kCallTimeout), IsOk());
 
   // 512 KiB more does not fit now: the put is not answered, and waits.
   std::vector<float> values(128 * 1024, 0.5f);
   values.back() = 7.0f;
   zmq::socket_t producer = net::MakeSocket(context_, zmq::socket_type::dealer);
-  ASSERT_TRUE(net::Connect(producer, endpoint_).ok());
+  ASSERT_THAT(net::Connect(producer, endpoint_), IsOk());
   proto::PutObject put{2, 0, 0, DType::kF32, {static_cast<int64_t>(values.size())}, 0};
-  ASSERT_TRUE(net::Send(producer, nullptr, 1, put, DataFrame(Bytes(values))).ok());
+  ASSERT_THAT(net::Send(producer, nullptr, 1, put, DataFrame(Bytes(values))), IsOk());
   auto waiting = WaitForEvent("object.waiting", "object", 2, 5s);
   ASSERT_TRUE(waiting.has_value()) << "the put did not wait for room";
   auto early = net::RecvFrames(producer, 0ms);
-  ASSERT_TRUE(early.ok());
+  ASSERT_THAT(early, IsOk());
   EXPECT_FALSE(early->has_value()) << "answered before it had room";
 
   // A put whose bytes do not match its shape is refused at once.
@@ -144,15 +145,15 @@ TEST_F(StoreProcessTest, APutIntoAFullDeviceWaitsForRoomWithItsBytes) {
             std::string::npos)
       << unknown.status().message();
 
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{1}, kCallTimeout).ok());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::ReleaseObject{1}, kCallTimeout), IsOk());
   auto answer = net::RecvFrames(producer, kCallTimeout);
   ASSERT_TRUE(answer.ok() && answer->has_value()) << "the put was never answered";
   auto in = proto::ParseIncoming(std::move(**answer), false);
-  ASSERT_TRUE(in.ok());
+  ASSERT_THAT(in, IsOk());
   EXPECT_EQ(in->header.kind(), proto::Kind::kOk);
   net::Frames data;
   auto got = Get(*store, 2, 0, &data);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_THAT(got, IsOk());
   ASSERT_EQ(data.size(), 1u);
   EXPECT_EQ(FrameBytes(data[0]), Bytes(values));
 }
@@ -180,10 +181,9 @@ TEST_F(StoreProcessTest, ImmediateGetOfMissingOrUnsealedShardIsNotFound) {
   EXPECT_EQ(unknown.status().code(), Code::kNotFound);
   EXPECT_NE(unknown.status().message().find("object 5 shard 0 is unknown"), std::string::npos)
       << unknown.status().message();
-  ASSERT_TRUE(store
-                  ->Call<proto::CreateObjectReply>(proto::CreateObject{5, 0, 0, DType::kI32, {3}},
-                                                   kCallTimeout)
-                  .ok());
+  ASSERT_THAT(store->Call<proto::CreateObjectReply>(proto::CreateObject{5, 0, 0, DType::kI32, {3}},
+                                                    kCallTimeout),
+              IsOk());
   auto unsealed = Get(*store, 5, 0);
   EXPECT_EQ(unsealed.status().code(), Code::kNotFound);
   EXPECT_NE(unsealed.status().message().find("not ready"), std::string::npos)
@@ -193,13 +193,13 @@ TEST_F(StoreProcessTest, ImmediateGetOfMissingOrUnsealedShardIsNotFound) {
 TEST_F(StoreProcessTest, ProducerErrorReachesWaitingAndLaterReaders) {
   StartStore();
   auto store = Connect();
-  ASSERT_TRUE(store
-                  ->Call<proto::CreateObjectReply>(proto::CreateObject{6, 0, 0, DType::kF32, {1}},
-                                                   kCallTimeout)
-                  .ok());
+  ASSERT_THAT(store->Call<proto::CreateObjectReply>(proto::CreateObject{6, 0, 0, DType::kF32, {1}},
+                                                    kCallTimeout),
+              IsOk());
   const auto code = static_cast<int32_t>(Code::kInternal);
-  ASSERT_TRUE(
-      store->Call<proto::Ok>(proto::SealObject{6, 0, code, "kernel exploded"}, kCallTimeout).ok());
+  ASSERT_THAT(
+      store->Call<proto::Ok>(proto::SealObject{6, 0, code, "kernel exploded"}, kCallTimeout),
+      IsOk());
   auto got = Get(*store, 6, 1000);
   EXPECT_EQ(got.status().code(), Code::kInternal);
   EXPECT_EQ(got.status().message(), "kernel exploded");
@@ -212,11 +212,11 @@ TEST_F(StoreProcessTest, ReleaseFreesAndUnknownReleaseIsNotFound) {
   EXPECT_EQ(unknown.status().code(), Code::kNotFound);
   EXPECT_NE(unknown.status().message().find("object 12345"), std::string::npos);
 
-  ASSERT_TRUE(Put(*store, 3, 0, {1.0f}).ok());
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{3}, kCallTimeout).ok());
+  ASSERT_THAT(Put(*store, 3, 0, {1.0f}), IsOk());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::ReleaseObject{3}, kCallTimeout), IsOk());
   EXPECT_EQ(Get(*store, 3, 0).status().code(), Code::kNotFound);
   auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
-  ASSERT_TRUE(stats.ok());
+  ASSERT_THAT(stats, IsOk());
   EXPECT_EQ(stats->objects, 0u);
   EXPECT_EQ(stats->bytes_in_use, 0u);
 }
@@ -224,33 +224,32 @@ TEST_F(StoreProcessTest, ReleaseFreesAndUnknownReleaseIsNotFound) {
 TEST_F(StoreProcessTest, ReleaseCancelsGetsWaitingOnTheObject) {
   StartStore();
   auto store = Connect();
-  ASSERT_TRUE(store
-                  ->Call<proto::CreateObjectReply>(proto::CreateObject{8, 0, 0, DType::kF32, {1}},
-                                                   kCallTimeout)
-                  .ok());
+  ASSERT_THAT(store->Call<proto::CreateObjectReply>(proto::CreateObject{8, 0, 0, DType::kF32, {1}},
+                                                    kCallTimeout),
+              IsOk());
   zmq::socket_t waiter = net::MakeSocket(context_, zmq::socket_type::dealer);
-  ASSERT_TRUE(net::Connect(waiter, endpoint_).ok());
-  ASSERT_TRUE(net::Send(waiter, nullptr, 1, proto::GetObject{8, 0, 10000, true}).ok());
-  ASSERT_TRUE(net::Send(waiter, nullptr, 2, proto::GetStoreStats{}).ok());
+  ASSERT_THAT(net::Connect(waiter, endpoint_), IsOk());
+  ASSERT_THAT(net::Send(waiter, nullptr, 1, proto::GetObject{8, 0, 10000, true}), IsOk());
+  ASSERT_THAT(net::Send(waiter, nullptr, 2, proto::GetStoreStats{}), IsOk());
   auto stats = net::RecvFrames(waiter, kCallTimeout);  // the Get is waiting now
   ASSERT_TRUE(stats.ok() && stats->has_value());
 
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{8}, kCallTimeout).ok());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::ReleaseObject{8}, kCallTimeout), IsOk());
   auto answer = net::RecvFrames(waiter, kCallTimeout);
   ASSERT_TRUE(answer.ok() && answer->has_value()) << "the waiting Get was never answered";
   auto in = proto::ParseIncoming(std::move(**answer), false);
-  ASSERT_TRUE(in.ok());
+  ASSERT_THAT(in, IsOk());
   EXPECT_EQ(in->header.request_id(), 1u);
   ASSERT_EQ(in->header.kind(), proto::Kind::kError);
   auto err = in->header.As<proto::Error>();
-  ASSERT_TRUE(err.ok());
+  ASSERT_THAT(err, IsOk());
   EXPECT_EQ(err->code, static_cast<int32_t>(Code::kCancelled));
   EXPECT_NE(err->message.find("object 8 shard 0 was released"), std::string::npos) << err->message;
   // Its writer may still be writing it: it is freed once sealed, not before.
   auto held = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
-  ASSERT_TRUE(held.ok());
+  ASSERT_THAT(held, IsOk());
   EXPECT_EQ(held->objects, 1u);
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::SealObject{8, 0, 0, ""}, kCallTimeout).ok());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::SealObject{8, 0, 0, ""}, kCallTimeout), IsOk());
   EXPECT_TRUE(WaitForEvent("object.freed", "object", 8, 2s).has_value());
 }
 
@@ -258,26 +257,25 @@ TEST_F(StoreProcessTest, AReleaseBeforeTheObjectExistsFreesItOnceSealedWithoutAn
   StartStore();
   auto store = Connect();
   // Client 9's run was cancelled before its output shards 0 and 1 here were made.
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::ReleaseObject{21, 9, 2}, kCallTimeout).ok());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::ReleaseObject{21, 9, 2}, kCallTimeout), IsOk());
   for (uint32_t shard = 0; shard < 2; ++shard) {
-    ASSERT_TRUE(store
-                    ->Call<proto::CreateObjectReply>(
-                        proto::CreateObject{21, shard, 9, DType::kF32, {4}}, kCallTimeout)
-                    .ok());
+    ASSERT_THAT(store->Call<proto::CreateObjectReply>(
+                    proto::CreateObject{21, shard, 9, DType::kF32, {4}}, kCallTimeout),
+                IsOk());
   }
   const auto cancelled = static_cast<int32_t>(Code::kCancelled);
-  ASSERT_TRUE(
-      store->Call<proto::Ok>(proto::SealObject{21, 0, cancelled, "run cancelled"}, kCallTimeout)
-          .ok());
+  ASSERT_THAT(
+      store->Call<proto::Ok>(proto::SealObject{21, 0, cancelled, "run cancelled"}, kCallTimeout),
+      IsOk());
   auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
-  ASSERT_TRUE(stats.ok());
+  ASSERT_THAT(stats, IsOk());
   EXPECT_EQ(stats->objects, 1u);  // shard 1 is still being written
-  ASSERT_TRUE(
-      store->Call<proto::Ok>(proto::SealObject{21, 1, cancelled, "run cancelled"}, kCallTimeout)
-          .ok());
+  ASSERT_THAT(
+      store->Call<proto::Ok>(proto::SealObject{21, 1, cancelled, "run cancelled"}, kCallTimeout),
+      IsOk());
   EXPECT_TRUE(WaitForEvent("object.freed", "object", 21, 2s).has_value());
   stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
-  ASSERT_TRUE(stats.ok());
+  ASSERT_THAT(stats, IsOk());
   EXPECT_EQ(stats->objects, 0u);
   EXPECT_EQ(stats->bytes_in_use, 0u);
   EXPECT_EQ(stats->device_bytes_in_use, std::vector<uint64_t>(stats->device_bytes.size(), 0));
@@ -351,9 +349,9 @@ TEST_F(StoreProcessTest, MalformedRequestsGetErrorRepliesAndServiceGoesOn) {
 
   // Still serving.
   ASSERT_TRUE(StoreAlive());
-  EXPECT_TRUE(store->Call<proto::StoreHelloReply>(proto::StoreHello{}, kCallTimeout).ok());
-  ASSERT_TRUE(Put(*store, 2, 0, {1, 2, 3, 4}).ok());
-  EXPECT_TRUE(Get(*store, 2, 0).ok());
+  EXPECT_THAT(store->Call<proto::StoreHelloReply>(proto::StoreHello{}, kCallTimeout), IsOk());
+  ASSERT_THAT(Put(*store, 2, 0, {1, 2, 3, 4}), IsOk());
+  EXPECT_THAT(Get(*store, 2, 0), IsOk());
 }
 
 TEST_F(StoreProcessTest, SilentClientLosesItsObjectsWhileAHeartbeatingOneKeepsThem) {
@@ -362,14 +360,14 @@ TEST_F(StoreProcessTest, SilentClientLosesItsObjectsWhileAHeartbeatingOneKeepsTh
   constexpr uint64_t kSilent = 101;
   constexpr uint64_t kAlive = 202;
   const proto::Heartbeat beat{proto::Heartbeat::kClient, std::to_string(kAlive)};
-  ASSERT_TRUE(store->Post(beat).ok());
-  ASSERT_TRUE(Put(*store, 1, kSilent, {1.0f}).ok());
-  ASSERT_TRUE(Put(*store, 2, kAlive, {2.0f}).ok());
+  ASSERT_THAT(store->Post(beat), IsOk());
+  ASSERT_THAT(Put(*store, 1, kSilent, {1.0f}), IsOk());
+  ASSERT_THAT(Put(*store, 2, kAlive, {2.0f}), IsOk());
 
   const auto deadline = Clock::now() + 5s;
   bool collected = false;
   while (Clock::now() < deadline) {
-    ASSERT_TRUE(store->Post(beat).ok());
+    ASSERT_THAT(store->Post(beat), IsOk());
     auto got = Get(*store, 1, 0);
     if (!got.ok()) {
       ASSERT_EQ(got.status().code(), Code::kNotFound) << got.status().ToString();
@@ -379,9 +377,9 @@ TEST_F(StoreProcessTest, SilentClientLosesItsObjectsWhileAHeartbeatingOneKeepsTh
     std::this_thread::sleep_for(20ms);
   }
   ASSERT_TRUE(collected) << "the silent client's object survived 5 s";
-  EXPECT_TRUE(Get(*store, 2, 0).ok());
+  EXPECT_THAT(Get(*store, 2, 0), IsOk());
   auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
-  ASSERT_TRUE(stats.ok());
+  ASSERT_THAT(stats, IsOk());
   EXPECT_EQ(stats->objects_per_owner, (std::map<uint64_t, uint64_t>{{kAlive, 1}}));
   auto event = WaitForEvent("object.collected", "client", kSilent, 2s);
   ASSERT_TRUE(event.has_value()) << "no object.collected event for client " << kSilent;
@@ -395,12 +393,12 @@ TEST_F(StoreProcessTest, AStoreThatStalledKeepsTheObjectsOfAClientThatHeartbeatA
   auto store = Connect();
   constexpr uint64_t kAlive = 202;
   const proto::Heartbeat beat{proto::Heartbeat::kClient, std::to_string(kAlive)};
-  ASSERT_TRUE(store->Post(beat).ok());
-  ASSERT_TRUE(Put(*store, 2, kAlive, {2.0f}).ok());
+  ASSERT_THAT(store->Post(beat), IsOk());
+  ASSERT_THAT(Put(*store, 2, kAlive, {2.0f}), IsOk());
   // The client heartbeats every 20 ms throughout: 600 ms with the store stopped, 400 after.
   const auto heartbeat_for = [&](std::chrono::milliseconds span) {
     for (const auto end = Clock::now() + span; Clock::now() < end;) {
-      ASSERT_TRUE(store->Post(beat).ok());
+      ASSERT_THAT(store->Post(beat), IsOk());
       std::this_thread::sleep_for(20ms);
     }
   };
@@ -409,23 +407,23 @@ TEST_F(StoreProcessTest, AStoreThatStalledKeepsTheObjectsOfAClientThatHeartbeatA
   ASSERT_EQ(kill(pid_, SIGCONT), 0);
   heartbeat_for(400ms);
   auto got = Get(*store, 2, 0);
-  EXPECT_TRUE(got.ok()) << "the live client's object was collected: " << got.status().ToString();
+  EXPECT_THAT(got, IsOk()) << "the live client's object was collected: " << got.status().ToString();
   EXPECT_FALSE(WaitForEvent("object.collected", "client", kAlive, 0ms).has_value());
 }
 
 TEST_F(StoreProcessTest, GoodbyeFreesOnlyThatClientsObjects) {
   StartStore();
   auto store = Connect();
-  ASSERT_TRUE(Put(*store, 1, 101, {1.0f}).ok());
-  ASSERT_TRUE(Put(*store, 2, 202, {2.0f}).ok());
-  ASSERT_TRUE(store->Call<proto::Ok>(proto::Goodbye{101}, kCallTimeout).ok());
+  ASSERT_THAT(Put(*store, 1, 101, {1.0f}), IsOk());
+  ASSERT_THAT(Put(*store, 2, 202, {2.0f}), IsOk());
+  ASSERT_THAT(store->Call<proto::Ok>(proto::Goodbye{101}, kCallTimeout), IsOk());
   EXPECT_EQ(Get(*store, 1, 0).status().code(), Code::kNotFound);
-  EXPECT_TRUE(Get(*store, 2, 0).ok());
+  EXPECT_THAT(Get(*store, 2, 0), IsOk());
 }
 
 TEST_F(StoreProcessTest, SigtermExitsCleanlyAndUnlinksTheArena) {
   StartStore();
-  ASSERT_TRUE(ShmRegion::Open(arena_).ok());
+  ASSERT_THAT(ShmRegion::Open(arena_), IsOk());
   const int status = StopStore();
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
@@ -439,13 +437,13 @@ TEST_F(StoreProcessTest, AStoreStartingRemovesTheArenaAKilledStoreOfItsHostLeft)
   kill(pid_, SIGKILL);
   ASSERT_EQ(waitpid(pid_, nullptr, 0), pid_);
   pid_ = -1;
-  ASSERT_TRUE(ShmRegion::Open(left).ok()) << "the killed store's arena was not left behind";
+  ASSERT_THAT(ShmRegion::Open(left), IsOk()) << "the killed store's arena was not left behind";
 
   std::filesystem::remove(dir_ + "/store.ready");
   StartStore();
   EXPECT_NE(arena_, left);
   EXPECT_EQ(ShmRegion::Open(left).status().code(), Code::kNotFound);
-  EXPECT_TRUE(ShmRegion::Open(arena_).ok());
+  EXPECT_THAT(ShmRegion::Open(arena_), IsOk());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::rm {
 namespace {
@@ -96,7 +97,7 @@ TEST_F(ElasticCoreTest, ADeviceWhoseStoreIsLostTakesNoSlices) {
     EXPECT_EQ(load.alive, load.host != "a0") << "device " << load.device_id;
   }
   auto placed = policy_->Place({2, "a", ""}, Loads(state_));
-  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_THAT(placed, IsOk());
   EXPECT_THAT(*placed, ElementsAre(2, 4));  // device 0 of a1 and a2
 }
 
@@ -104,7 +105,7 @@ TEST_F(ElasticCoreTest, ASliceLeavesTheLostHostForLiveDevicesOfItsIsland) {
   const uint64_t slice = AddSlice(state_, "a", {0, 2});  // a0 and a1
   Lose("a0");
   auto moved = RemapSliceOff(state_, slice, "a0", *policy_);
-  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ASSERT_THAT(moved, IsOk());
   EXPECT_TRUE(*moved);
   // Device 0 of the idle a2 (not b0's: another island; not a0's 1: dead).
   EXPECT_THAT(state_.slices.at(slice).device_ids, ElementsAre(4, 2));
@@ -120,7 +121,7 @@ TEST_F(ElasticCoreTest, ASliceLeavesADrainedHostWhoseOtherDevicesTakeNothing) {
   state_.hosts.at("a0").drained = true;
   EXPECT_FALSE(Loads(state_)[1].alive);
   auto moved = RemapSliceOff(state_, slice, "a0", *policy_);
-  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ASSERT_THAT(moved, IsOk());
   EXPECT_TRUE(*moved);
   EXPECT_THAT(state_.slices.at(slice).device_ids, ElementsAre(3, 2));  // a1's other device
   EXPECT_THAT(SliceLoads(state_), ElementsAre(0, 0, 1, 1, 1, 1, 0, 0));
@@ -130,7 +131,7 @@ TEST_F(ElasticCoreTest, SlicesNotOnTheLostHostStayAsTheyAre) {
   const uint64_t slice = AddSlice(state_, "a", {2, 4});
   Lose("a0");
   auto moved = RemapSliceOff(state_, slice, "a0", *policy_);
-  ASSERT_TRUE(moved.ok());
+  ASSERT_THAT(moved, IsOk());
   EXPECT_FALSE(*moved);
   EXPECT_THAT(state_.slices.at(slice).device_ids, ElementsAre(2, 4));
   EXPECT_EQ(state_.slices.at(slice).mapping, 0u);
@@ -141,7 +142,7 @@ TEST_F(ElasticCoreTest, EveryLostDeviceGetsItsOwnReplacement) {
   const uint64_t slice = AddSlice(state_, "a", {0, 1, 2});
   Lose("a0");
   auto moved = RemapSliceOff(state_, slice, "a0", *policy_);
-  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ASSERT_THAT(moved, IsOk());
   // 0 -> 4 (device 0 of the idle a2), then 1 -> 3 (tied with 5 on load and local index,
   // the lower id); 2 stays, and none is picked twice.
   EXPECT_THAT(state_.slices.at(slice).device_ids, ElementsAre(4, 3, 2));
@@ -152,8 +153,8 @@ TEST_F(ElasticCoreTest, RemapsSpreadOverTheLeastLoadedDevices) {
   const uint64_t first = AddSlice(state_, "a", {0, 2});
   const uint64_t second = AddSlice(state_, "a", {1, 3});
   Lose("a0");
-  ASSERT_TRUE(RemapSliceOff(state_, first, "a0", *policy_).ok());
-  ASSERT_TRUE(RemapSliceOff(state_, second, "a0", *policy_).ok());
+  ASSERT_THAT(RemapSliceOff(state_, first, "a0", *policy_), IsOk());
+  ASSERT_THAT(RemapSliceOff(state_, second, "a0", *policy_), IsOk());
   // The first took device 4; the second sees that load and takes 5.
   EXPECT_THAT(state_.slices.at(first).device_ids, ElementsAre(4, 2));
   EXPECT_THAT(state_.slices.at(second).device_ids, ElementsAre(5, 3));
@@ -188,7 +189,7 @@ TEST_F(ElasticCoreTest, AHostComingBackTakesSlicesAgainWhereNoneMovedBack) {
   const uint64_t stuck = AddSlice(state_, "b", {6, 7});
   Lose("a0");
   Lose("b0");
-  ASSERT_TRUE(RemapSliceOff(state_, moved_away, "a0", *policy_).ok());
+  ASSERT_THAT(RemapSliceOff(state_, moved_away, "a0", *policy_), IsOk());
   ASSERT_FALSE(RemapSliceOff(state_, stuck, "b0", *policy_).ok());
   for (const auto& load : Loads(state_)) {
     EXPECT_EQ(load.alive, load.host != "a0" && load.host != "b0") << "device " << load.device_id;
@@ -202,7 +203,7 @@ TEST_F(ElasticCoreTest, AHostComingBackTakesSlicesAgainWhereNoneMovedBack) {
   EXPECT_THAT(state_.slices.at(stuck).device_ids, ElementsAre(6, 7));
   // a0's devices take slices again: device 0 of a host first, then the lowest id.
   auto placed = policy_->Place({2, "a", ""}, Loads(state_));
-  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_THAT(placed, IsOk());
   EXPECT_THAT(*placed, ElementsAre(0, 1));
 }
 

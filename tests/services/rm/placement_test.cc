@@ -8,6 +8,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::rm {
 namespace {
@@ -46,7 +47,7 @@ TEST_F(PlacementTest, SpreadsASliceOverHostsBeforeFillingOne) {
   std::vector<DeviceLoad> devices;
   AddHosts(devices, "a", 2, 4);  // a-h0: 0..3, a-h1: 4..7
   auto placed = policy_->Place({4, "", ""}, devices);
-  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_THAT(placed, IsOk());
   // Devices 0 and 1 of each host, in physical id order.
   EXPECT_THAT(*placed, ElementsAre(0, 1, 4, 5));
 }
@@ -55,15 +56,15 @@ TEST_F(PlacementTest, NextSlicesGoToTheLeastLoadedDevices) {
   std::vector<DeviceLoad> devices;
   AddHosts(devices, "a", 2, 4);
   auto first = policy_->Place({4, "", ""}, devices);
-  ASSERT_TRUE(first.ok());
+  ASSERT_THAT(first, IsOk());
   Load(devices, *first);
   auto second = policy_->Place({4, "", ""}, devices);
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_THAT(second, IsOk());
   EXPECT_THAT(*second, ElementsAre(2, 3, 6, 7));
   Load(devices, *second);
   // Every device carries one slice now: a third spreads like the first.
   auto third = policy_->Place({2, "", ""}, devices);
-  ASSERT_TRUE(third.ok());
+  ASSERT_THAT(third, IsOk());
   EXPECT_THAT(*third, ElementsAre(0, 4));
 }
 
@@ -72,7 +73,7 @@ TEST_F(PlacementTest, EvenLoadOverManySlices) {
   AddHosts(devices, "a", 3, 4);
   for (int i = 0; i < 6; ++i) {
     auto placed = policy_->Place({2, "", ""}, devices);
-    ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+    ASSERT_THAT(placed, IsOk());
     ASSERT_EQ(placed->size(), 2u);
     EXPECT_NE(devices[(*placed)[0]].host, devices[(*placed)[1]].host)
         << "a slice of two goes on two hosts while it can";
@@ -87,13 +88,13 @@ TEST_F(PlacementTest, PicksTheLeastLoadedIslandThatFits) {
   AddHosts(devices, "b", 1, 4);  // 4..7
   Load(devices, {0, 1});
   auto placed = policy_->Place({2, "", ""}, devices);
-  ASSERT_TRUE(placed.ok());
+  ASSERT_THAT(placed, IsOk());
   EXPECT_THAT(*placed, ElementsAre(4, 5));
   Load(devices, *placed);
   Load(devices, {6});
   // Island a is the lighter one now (2 of 4 against 3 of 4).
   placed = policy_->Place({2, "", ""}, devices);
-  ASSERT_TRUE(placed.ok());
+  ASSERT_THAT(placed, IsOk());
   EXPECT_THAT(*placed, ElementsAre(2, 3));
 }
 
@@ -103,7 +104,7 @@ TEST_F(PlacementTest, SkipsIslandsTooSmallForTheSlice) {
   AddHosts(devices, "b", 2, 2);
   Load(devices, {2, 3, 4, 5});
   auto placed = policy_->Place({3, "", ""}, devices);
-  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_THAT(placed, IsOk());
   for (uint32_t id : *placed) EXPECT_EQ(devices[id].island, "b");
 }
 
@@ -113,7 +114,7 @@ TEST_F(PlacementTest, KeepsToTheIslandAsked) {
   AddHosts(devices, "b", 1, 4);
   Load(devices, {4, 5, 6, 7});  // b is the busier island, but it is the one asked for
   auto placed = policy_->Place({2, "b", ""}, devices);
-  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_THAT(placed, IsOk());
   EXPECT_THAT(*placed, ElementsAre(4, 5));
 }
 
@@ -122,7 +123,7 @@ TEST_F(PlacementTest, KeepsToTheKindAsked) {
   AddHosts(devices, "a", 1, 2, "cpu");
   AddHosts(devices, "b", 1, 2, "gpu");
   auto placed = policy_->Place({2, "", "gpu"}, devices);
-  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_THAT(placed, IsOk());
   EXPECT_THAT(*placed, ElementsAre(2, 3));
   auto none = policy_->Place({2, "a", "gpu"}, devices);
   ASSERT_FALSE(none.ok());
@@ -135,7 +136,7 @@ TEST_F(PlacementTest, NeverPlacesOnDeadDevices) {
   AddHosts(devices, "a", 2, 2);  // a-h0: 0,1; a-h1: 2,3
   devices[0].alive = devices[1].alive = false;
   auto placed = policy_->Place({2, "", ""}, devices);
-  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_THAT(placed, IsOk());
   EXPECT_THAT(*placed, ElementsAre(2, 3));
   auto too_many = policy_->Place({3, "", ""}, devices);
   ASSERT_FALSE(too_many.ok());
@@ -148,7 +149,7 @@ TEST_F(PlacementTest, MeshRowsSitOnOneHost) {
   std::vector<DeviceLoad> devices;
   AddHosts(devices, "a", 2, 4);
   auto two_by_four = policy_->Place({2 * 4, "", ""}, devices);
-  ASSERT_TRUE(two_by_four.ok()) << two_by_four.status().ToString();
+  ASSERT_THAT(two_by_four, IsOk());
   ASSERT_EQ(two_by_four->size(), 8u);
   for (int row = 0; row < 2; ++row) {
     for (int col = 0; col < 4; ++col) {
@@ -159,7 +160,7 @@ TEST_F(PlacementTest, MeshRowsSitOnOneHost) {
   std::vector<DeviceLoad> pairs;
   AddHosts(pairs, "a", 4, 2);
   auto four_by_two = policy_->Place({4 * 2, "", ""}, pairs);
-  ASSERT_TRUE(four_by_two.ok());
+  ASSERT_THAT(four_by_two, IsOk());
   for (int row = 0; row < 4; ++row) {
     EXPECT_EQ(pairs[(*four_by_two)[row * 2]].host, pairs[(*four_by_two)[row * 2 + 1]].host);
   }
@@ -203,11 +204,11 @@ TEST_F(PlacementTest, ReplacePicksTheLeastLoadedLiveDeviceOutsideTheSlice) {
   devices[0].alive = devices[1].alive = false;  // a-h0 is lost
   // Free: 3 and 5 (idle; 3 wins on id), 4 (loaded); 1 is dead, 2 in the slice.
   auto next = policy_->Replace(0, slice, devices);
-  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_THAT(next, IsOk());
   EXPECT_EQ(*next, 3u);
   Load(devices, {3});
   next = policy_->Replace(0, slice, devices);
-  ASSERT_TRUE(next.ok());
+  ASSERT_THAT(next, IsOk());
   EXPECT_EQ(*next, 5u);
 }
 
@@ -216,10 +217,10 @@ TEST_F(PlacementTest, ReplacePrefersDeviceZeroOfAHostAmongEquals) {
   AddHosts(devices, "a", 3, 2);  // a-h0: 0,1; a-h1: 2,3; a-h2: 4,5
   devices[0].alive = devices[1].alive = false;
   auto next = policy_->Replace(0, {0, 3}, devices);
-  ASSERT_TRUE(next.ok());
+  ASSERT_THAT(next, IsOk());
   EXPECT_EQ(*next, 2u);
   next = policy_->Replace(0, {0, 2}, devices);
-  ASSERT_TRUE(next.ok());
+  ASSERT_THAT(next, IsOk());
   EXPECT_EQ(*next, 4u) << "device 0 of a-h2 before device 1 of a-h1";
 }
 

@@ -2,6 +2,7 @@
 #include "services/rm/slice_quota.h"
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::rm {
 namespace {
@@ -15,7 +16,7 @@ void AddSlice(RmState& state, uint64_t client, uint32_t devices) {
 TEST(SliceQuotaTest, UnlimitedByDefault) {
   RmState state;
   for (int i = 0; i < 100; ++i) AddSlice(state, 1, 8);
-  EXPECT_TRUE(CheckSliceQuota(state, QuotaConfig{}, 1, 1000).ok());
+  EXPECT_THAT(CheckSliceQuota(state, QuotaConfig{}, 1, 1000), IsOk());
 }
 
 TEST(SliceQuotaTest, CountsOnlyTheClientsOwnSlices) {
@@ -25,12 +26,12 @@ TEST(SliceQuotaTest, CountsOnlyTheClientsOwnSlices) {
   AddSlice(state, 1, 1);
   AddSlice(state, 2, 1);
   AddSlice(state, 2, 1);
-  EXPECT_TRUE(CheckSliceQuota(state, quotas, 1, 1).ok());
+  EXPECT_THAT(CheckSliceQuota(state, quotas, 1, 1), IsOk());
   AddSlice(state, 1, 1);
   const Status over = CheckSliceQuota(state, quotas, 1, 1);
   EXPECT_EQ(over.code(), Code::kResourceExhausted);
   EXPECT_EQ(over.message(), "client 1 over its slices quota: 2 slices in use + 1 requested > 2");
-  EXPECT_TRUE(CheckSliceQuota(state, quotas, 3, 1).ok()) << "a client holding nothing";
+  EXPECT_THAT(CheckSliceQuota(state, quotas, 3, 1), IsOk()) << "a client holding nothing";
 }
 
 TEST(SliceQuotaTest, DevicesAreSummedOverTheClientsSlices) {
@@ -39,7 +40,7 @@ TEST(SliceQuotaTest, DevicesAreSummedOverTheClientsSlices) {
   quotas.devices = 4;
   AddSlice(state, 1, 2);
   AddSlice(state, 1, 1);
-  EXPECT_TRUE(CheckSliceQuota(state, quotas, 1, 1).ok());
+  EXPECT_THAT(CheckSliceQuota(state, quotas, 1, 1), IsOk());
   const Status over = CheckSliceQuota(state, quotas, 1, 2);
   EXPECT_EQ(over.code(), Code::kResourceExhausted);
   EXPECT_EQ(over.message(), "client 1 over its devices quota: 3 devices in use + 2 requested > 4");
@@ -53,7 +54,7 @@ TEST(SliceQuotaTest, ASliceGoneGivesItsQuotaBack) {
   AddSlice(state, 1, 2);
   EXPECT_FALSE(CheckSliceQuota(state, quotas, 1, 1).ok());
   state.slices.clear();  // what the RM's DropClient does to a collected client's slices
-  EXPECT_TRUE(CheckSliceQuota(state, quotas, 1, 2).ok());
+  EXPECT_THAT(CheckSliceQuota(state, quotas, 1, 2), IsOk());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::rm {
 namespace {
@@ -95,9 +96,9 @@ class StateFileTest : public ::testing::Test {
 
 TEST_F(StateFileTest, WhatIsWrittenIsReadBack) {
   const RmState state = SampleState();
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_EQ(read->scheduler_by_island, state.scheduler_by_island);
   EXPECT_EQ(read->hosts, state.hosts);
   EXPECT_EQ(read->devices, state.devices);
@@ -120,9 +121,9 @@ TEST_F(StateFileTest, IslandsThatJoinedAtRunTimeAreKnownAgainAfterARestart) {
   joined.island = "c";  // no scheduler yet
   joined.device_ids = {static_cast<uint32_t>(state.devices.size())};
   state.devices.push_back({joined.device_ids[0], "h9", 0, {"cpu", 1 << 20}, 0});
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_EQ(IslandNames(*read, {"z", "b"}), (std::vector<std::string>{"z", "b", "a", "c"}));
   EXPECT_EQ(IslandNames(RmState{}, {"z"}), (std::vector<std::string>{"z"}));
 }
@@ -200,7 +201,7 @@ std::string LayoutBytes(bool appended) {
 // A restarted RM reads what an earlier one wrote, so a change of any record's fields or
 // their order must come with a new version; fields may only be appended.
 TEST_F(StateFileTest, TheLayoutIsVersionOne) {
-  ASSERT_TRUE(WriteStateFile(path_, LayoutState()).ok());
+  ASSERT_THAT(WriteStateFile(path_, LayoutState()), IsOk());
   EXPECT_EQ(ReadBytes(), LayoutBytes(/*appended=*/true));
 }
 
@@ -210,7 +211,7 @@ TEST_F(StateFileTest, AVersionOneFileWithoutTheAppendedFieldsReadsThemAsDefaults
     out << LayoutBytes(/*appended=*/false);
   }
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   RmState want = LayoutState();
   want.hosts.at("h0").store_instance = 0;
   want.hosts.at("h0").drained = false;
@@ -221,9 +222,9 @@ TEST_F(StateFileTest, AVersionOneFileWithoutTheAppendedFieldsReadsThemAsDefaults
 }
 
 TEST_F(StateFileTest, AnEmptyStateIsReadBackEmpty) {
-  ASSERT_TRUE(WriteStateFile(path_, RmState{}).ok());
+  ASSERT_THAT(WriteStateFile(path_, RmState{}), IsOk());
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_TRUE(*read == RmState{});
 }
 
@@ -237,34 +238,34 @@ TEST_F(StateFileTest, LivenessAndConnectionsAreNotKept) {
   h0.store_alive = false;
   h0.store_last_heard = Clock::now();
   state.schedulers["a"] = {Clock::now(), false};
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_TRUE(*read == SampleState());
 }
 
 TEST_F(StateFileTest, ALaterWriteReplacesTheEarlierOne) {
   RmState state = SampleState();
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   state.slices.erase(4);
   state.devices[5].slices = 0;
   state.next_slice_id = 11;
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok());
+  ASSERT_THAT(read, IsOk());
   EXPECT_EQ(read->slices.count(4), 0u);
   EXPECT_EQ(read->next_slice_id, 11u);
 }
 
 TEST_F(StateFileTest, AFailedWriteLeavesThePreviousFileWhole) {
-  ASSERT_TRUE(WriteStateFile(path_, SampleState()).ok());
+  ASSERT_THAT(WriteStateFile(path_, SampleState()), IsOk());
   fs::create_directory(path_ + ".tmp");  // the temporary file cannot be opened
   Status failed = WriteStateFile(path_, RmState{});
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.code(), Code::kUnavailable);
   EXPECT_THAT(failed.message(), HasSubstr("cannot write the state file " + path_));
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_TRUE(*read == SampleState());
 
   Status nowhere = WriteStateFile((dir_ / "no-such-dir" / "rm.state").string(), SampleState());
@@ -286,7 +287,7 @@ TEST_F(StateFileTest, AFolderIsRefused) {
 }
 
 TEST_F(StateFileTest, EveryTruncationIsRefused) {
-  ASSERT_TRUE(WriteStateFile(path_, SampleState()).ok());
+  ASSERT_THAT(WriteStateFile(path_, SampleState()), IsOk());
   const std::string whole = ReadBytes();
   ASSERT_GT(whole.size(), 100u);
   for (size_t n = 0; n < whole.size(); ++n) {
@@ -362,7 +363,7 @@ TEST_F(StateFileTest, RecordsNamingWhatTheStateLacksAreRefused) {
   for (const Case& c : cases) {
     RmState state = SampleState();
     c.corrupt(state);
-    ASSERT_TRUE(WriteStateFile(path_, state).ok());
+    ASSERT_THAT(WriteStateFile(path_, state), IsOk());
     ExpectRefused(Code::kInvalidArgument, c.what);
     EXPECT_THAT(ReadStateFile(path_).status().message(), HasSubstr(c.error)) << c.what;
   }
@@ -372,16 +373,16 @@ TEST_F(StateFileTest, RecordsNamingWhatTheStateLacksAreRefused) {
 
 TEST_F(StateFileTest, FunctionsAppendedAreReadBackAfterTheWholeState) {
   RmState state = SampleState();
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   RmState::Function second = state.functions.at(7);
   second.def.name = "second";
   RmState::Function third = second;
   third.slice = 4;
   third.client = 5;
-  ASSERT_TRUE(AppendFunction(path_, 8, second).ok());
-  ASSERT_TRUE(AppendFunction(path_, 9, third).ok());
+  ASSERT_THAT(AppendFunction(path_, 8, second), IsOk());
+  ASSERT_THAT(AppendFunction(path_, 9, third), IsOk());
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   state.functions[8] = second;
   state.functions[9] = third;
   state.next_function_id = 10;
@@ -390,44 +391,44 @@ TEST_F(StateFileTest, FunctionsAppendedAreReadBackAfterTheWholeState) {
   EXPECT_TRUE(*read == state);
 
   // The next whole write holds them, and the journal is gone.
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   EXPECT_FALSE(fs::exists(path_ + ".functions"));
   auto again = ReadStateFile(path_);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_THAT(again, IsOk());
   EXPECT_TRUE(*again == state);
 }
 
 TEST_F(StateFileTest, AJournalRecordOlderThanTheWholeStateIsNotReplayed) {
   RmState state = SampleState();
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
-  ASSERT_TRUE(AppendFunction(path_, 8, state.functions.at(7)).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
+  ASSERT_THAT(AppendFunction(path_, 8, state.functions.at(7)), IsOk());
   // Function 8 dropped (its client left) and the whole state written, but the journal's
   // removal failed: the record must not bring it back.
   state.next_function_id = 9;
   const std::string journal = path_ + ".functions";
   const std::string kept = journal + ".kept";
   fs::copy_file(journal, kept);
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   fs::rename(kept, journal);
   auto read = ReadStateFile(path_);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_THAT(read, IsOk());
   EXPECT_FALSE(read->functions.count(8));
   EXPECT_EQ(read->next_function_id, 9u);
 }
 
 TEST_F(StateFileTest, ARecordCutShortEndsTheJournal) {
   RmState state = SampleState();
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
-  ASSERT_TRUE(AppendFunction(path_, 8, state.functions.at(7)).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
+  ASSERT_THAT(AppendFunction(path_, 8, state.functions.at(7)), IsOk());
   const std::string journal = path_ + ".functions";
   const auto one = fs::file_size(journal);
-  ASSERT_TRUE(AppendFunction(path_, 9, state.functions.at(7)).ok());
+  ASSERT_THAT(AppendFunction(path_, 9, state.functions.at(7)), IsOk());
   std::ifstream in(journal, std::ios::binary);
   const std::string whole{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   for (auto n = one; n < whole.size(); ++n) {
     std::ofstream(journal, std::ios::binary | std::ios::trunc) << whole.substr(0, n);
     auto read = ReadStateFile(path_);
-    ASSERT_TRUE(read.ok()) << n << " bytes: " << read.status().ToString();
+    ASSERT_THAT(read, IsOk()) << n << " bytes: " << read.status().ToString();
     EXPECT_TRUE(read->functions.count(8)) << n << " bytes";
     EXPECT_FALSE(read->functions.count(9)) << n << " bytes";
     EXPECT_EQ(read->next_function_id, 9u) << n << " bytes";
@@ -436,13 +437,13 @@ TEST_F(StateFileTest, ARecordCutShortEndsTheJournal) {
 
 TEST_F(StateFileTest, AJournalOfGarbageOrOfFunctionsOnUnknownSlicesIsRefused) {
   RmState state = SampleState();
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   RmState::Function stray = state.functions.at(7);
   stray.slice = 99;
-  ASSERT_TRUE(AppendFunction(path_, 8, stray).ok());
+  ASSERT_THAT(AppendFunction(path_, 8, stray), IsOk());
   ExpectRefused(Code::kInvalidArgument, "a function on a slice the state lacks");
 
-  ASSERT_TRUE(WriteStateFile(path_, state).ok());
+  ASSERT_THAT(WriteStateFile(path_, state), IsOk());
   std::ofstream(path_ + ".functions", std::ios::binary) << std::string("\xc1\xc1\xc1", 3);
   ExpectRefused(Code::kInvalidArgument, "garbage");
 }

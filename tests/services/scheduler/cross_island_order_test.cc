@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "services/scheduler/island_order.h"
+#include "tests/status_matchers.h"
 
 namespace atl::scheduler {
 namespace {
@@ -36,7 +37,7 @@ std::vector<uint32_t> NodesOf(const std::map<std::string, proto::Dispatch>& rele
 TEST(CrossIslandOrderTest, AGangFedByAnotherIslandWaitsForItsProducersPlaces) {
   IslandOrder order(MakeFifoPolicy(), 0);
   // Nodes 0 and 2 here; node 2 is fed by node 1 on another island.
-  ASSERT_TRUE(order.Submit(Subgraph(5, {0, 2}, {{2, {1}, {}}})).ok());
+  ASSERT_THAT(order.Submit(Subgraph(5, {0, 2}, {{2, {1}, {}}})), IsOk());
   EXPECT_EQ(NodesOf(order.Release()), std::vector<uint32_t>{0});
   EXPECT_TRUE(order.Release().empty());
   order.OnPeerReleased(5, 7);  // another run's node, or another node: no effect
@@ -49,18 +50,18 @@ TEST(CrossIslandOrderTest, AGangFedByAnotherIslandWaitsForItsProducersPlaces) {
 TEST(CrossIslandOrderTest, ANoticeThatComesBeforeTheRunCounts) {
   IslandOrder order(MakeFifoPolicy(), 0);
   order.OnPeerReleased(5, 0);
-  ASSERT_TRUE(order.Submit(Subgraph(5, {1}, {{1, {0}, {}}})).ok());
+  ASSERT_THAT(order.Submit(Subgraph(5, {1}, {{1, {0}, {}}})), IsOk());
   EXPECT_EQ(NodesOf(order.Release()), std::vector<uint32_t>{1});
 }
 
 TEST(CrossIslandOrderTest, AHeldRunHoldsOnlyItsOwnClientsLaterRuns) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(Subgraph(5, {1}, {{1, {0}, {}}})).ok());
-  ASSERT_TRUE(order.Submit(Subgraph(6, {0})).ok());  // same client, behind run 5
+  ASSERT_THAT(order.Submit(Subgraph(5, {1}, {{1, {0}, {}}})), IsOk());
+  ASSERT_THAT(order.Submit(Subgraph(6, {0})), IsOk());  // same client, behind run 5
   auto other = Subgraph(7, {0});
   other.client_id = 2;
   other.entries[0].entry.owner_client = 2;
-  ASSERT_TRUE(order.Submit(other).ok());
+  ASSERT_THAT(order.Submit(other), IsOk());
   auto released = order.Release();
   ASSERT_EQ(released.at("e0").entries.size(), 1u);
   EXPECT_EQ(released.at("e0").entries[0].run_id, 7u);
@@ -73,7 +74,7 @@ TEST(CrossIslandOrderTest, AHeldRunHoldsOnlyItsOwnClientsLaterRuns) {
 
 TEST(CrossIslandOrderTest, APlacedProducerIsAnnouncedToEveryIslandItFeeds) {
   IslandOrder order(MakeFifoPolicy(), 1);
-  ASSERT_TRUE(order.Submit(Subgraph(5, {0, 1}, {{1, {}, {"s1", "s2"}}})).ok());
+  ASSERT_THAT(order.Submit(Subgraph(5, {0, 1}, {{1, {}, {"s1", "s2"}}})), IsOk());
   auto first = order.Release();
   EXPECT_EQ(NodesOf(first), std::vector<uint32_t>{0});
   EXPECT_TRUE(order.TakeNotices().empty()) << "node 0 feeds no other island";
@@ -93,7 +94,7 @@ TEST(CrossIslandOrderTest, APlacedProducerIsAnnouncedToEveryIslandItFeeds) {
 TEST(CrossIslandOrderTest, ARunHeldLongerThanAllowedFailsAndStillAnnouncesItsNodes) {
   IslandOrder order(MakeFifoPolicy(), 0);
   // Node 1 waits for node 0 elsewhere; node 2 follows it here and feeds island s1.
-  ASSERT_TRUE(order.Submit(Subgraph(5, {1, 2}, {{1, {0}, {}}, {2, {}, {"s1"}}})).ok());
+  ASSERT_THAT(order.Submit(Subgraph(5, {1, 2}, {{1, {0}, {}}, {2, {}, {"s1"}}})), IsOk());
   EXPECT_TRUE(order.Release().empty());
   EXPECT_TRUE(order.Expire(1'000, 500).empty()) << "first seen held now";
   EXPECT_TRUE(order.Expire(1'400, 500).empty()) << "held 400 us of 500";
@@ -117,7 +118,7 @@ TEST(CrossIslandOrderTest, ARunHeldLongerThanAllowedFailsAndStillAnnouncesItsNod
 
 TEST(CrossIslandOrderTest, AGangReleasedInTimeNeverExpires) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(Subgraph(5, {1}, {{1, {0}, {}}})).ok());
+  ASSERT_THAT(order.Submit(Subgraph(5, {1}, {{1, {0}, {}}})), IsOk());
   EXPECT_TRUE(order.Expire(0, 500).empty());
   order.OnPeerReleased(5, 0);
   EXPECT_TRUE(order.Expire(10'000, 500).empty());
@@ -134,11 +135,11 @@ TEST(CrossIslandOrderTest, ACrossIslandNodeThatIsNotHereIsRefused) {
 
 TEST(CrossIslandOrderTest, ADroppedClientsQueuedRunsFailAndAnnounceButOthersStay) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(Subgraph(5, {1, 2}, {{1, {0}, {}}, {2, {}, {"s1"}}})).ok());
-  ASSERT_TRUE(order.Submit(Subgraph(6, {0})).ok());
+  ASSERT_THAT(order.Submit(Subgraph(5, {1, 2}, {{1, {0}, {}}, {2, {}, {"s1"}}})), IsOk());
+  ASSERT_THAT(order.Submit(Subgraph(6, {0})), IsOk());
   auto other = Subgraph(7, {0, 1}, {{1, {5}, {}}});
   other.client_id = 2;
-  ASSERT_TRUE(order.Submit(other).ok());
+  ASSERT_THAT(order.Submit(other), IsOk());
   auto released = order.Release();
   EXPECT_EQ(NodesOf(released), std::vector<uint32_t>{0}) << "client 2's first gang";
   EXPECT_EQ(order.DropClient(1, Cancelled("client 1 said goodbye")), 2u);

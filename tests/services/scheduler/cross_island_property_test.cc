@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "services/scheduler/island_order.h"
+#include "tests/status_matchers.h"
 
 namespace atl::scheduler {
 namespace {
@@ -173,7 +174,7 @@ class Simulation {
     channels_[ends].pop_front();
     const std::string& to = ends.second;
     if (auto* p = std::get_if<proto::SubmitProgram>(&m)) {
-      ASSERT_TRUE(orders_.at(to).Submit(std::move(*p)).ok());
+      ASSERT_THAT(orders_.at(to).Submit(std::move(*p)), IsOk());
     } else if (auto* n = std::get_if<proto::NodeReleased>(&m)) {
       orders_.at(to).OnPeerReleased(n->run_id, n->node);
     } else if (auto* d = std::get_if<proto::Dispatch>(&m)) {

@@ -3,6 +3,7 @@
 #include "services/scheduler/executor_links.h"
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::scheduler {
 namespace {
@@ -13,7 +14,7 @@ class ExecutorLinksTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto bound = net::Bind(executor_, "tcp://127.0.0.1:*");
-    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    ASSERT_THAT(bound, IsOk());
     endpoint_ = *bound;
   }
 
@@ -24,7 +25,7 @@ class ExecutorLinksTest : public ::testing::Test {
   uint64_t FillUntilHeld(ExecutorLinks& links) {
     uint64_t n = 0;
     while (links.held() == 0 && n < 100000) {
-      EXPECT_TRUE(links.Send(endpoint_, Numbered(n++)).ok());
+      EXPECT_THAT(links.Send(endpoint_, Numbered(n++)), IsOk());
     }
     return n;
   }
@@ -50,7 +51,7 @@ TEST_F(ExecutorLinksTest, WhatAFullQueueRefusesIsHeldAndGoesInOrderOnceTheExecut
   uint64_t sent = FillUntilHeld(links);
   ASSERT_GT(links.held(), 0u) << "the executor read nothing, yet everything went";
   // Later messages queue behind the held one, even when there would be room for them.
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(links.Send(endpoint_, Numbered(sent++)).ok());
+  for (int i = 0; i < 10; ++i) ASSERT_THAT(links.Send(endpoint_, Numbered(sent++)), IsOk());
   EXPECT_EQ(links.held(), 11u);
 
   uint64_t next = 0;
@@ -66,7 +67,7 @@ TEST_F(ExecutorLinksTest, WhatAFullQueueRefusesIsHeldAndGoesInOrderOnceTheExecut
 TEST_F(ExecutorLinksTest, WhatIsHeldForALostExecutorIsDropped) {
   ExecutorLinks links(context_);
   FillUntilHeld(links);
-  ASSERT_TRUE(links.Send(endpoint_, Numbered(0)).ok());
+  ASSERT_THAT(links.Send(endpoint_, Numbered(0)), IsOk());
   EXPECT_EQ(links.Drop(endpoint_), 2u);
   EXPECT_EQ(links.held(), 0u);
   EXPECT_EQ(links.Drop(endpoint_), 0u);

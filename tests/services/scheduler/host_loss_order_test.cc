@@ -9,6 +9,7 @@
 
 #include "services/scheduler/island_order.h"
 #include "tests/services/scheduler/done_report.h"
+#include "tests/status_matchers.h"
 
 namespace atl::scheduler {
 namespace {
@@ -57,10 +58,10 @@ Sent SentTo(const std::map<std::string, proto::Dispatch>& released, const std::s
 
 TEST(HostLossOrderTest, QueuedRunsThatNeedTheLostExecutorFailAtOnceOnTheLiveOnes) {
   IslandOrder order(MakeFifoPolicy(), /*window=*/1);
-  ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 2)).ok());  // needs e1
-  ASSERT_TRUE(order.Submit(Program(2, 20, {"e0"}, 1)).ok());        // does not
-  ASSERT_TRUE(order.Submit(Program(1, 11, {"e0"}, 1)).ok());        // behind run 10: waits
-  ASSERT_TRUE(order.Submit(Program(1, 12, {"e1"}, 1)).ok());        // only on e1
+  ASSERT_THAT(order.Submit(Program(1, 10, {"e0", "e1"}, 2)), IsOk());  // needs e1
+  ASSERT_THAT(order.Submit(Program(2, 20, {"e0"}, 1)), IsOk());        // does not
+  ASSERT_THAT(order.Submit(Program(1, 11, {"e0"}, 1)), IsOk());        // behind run 10: waits
+  ASSERT_THAT(order.Submit(Program(1, 12, {"e1"}, 1)), IsOk());        // only on e1
   const auto first = order.Release();
   ASSERT_EQ(SentTo(first, "e0").gangs, (std::vector<std::pair<uint64_t, uint32_t>>{{10, 0}}));
   const uint64_t seq = first.at("e0").entries[0].gang_seq;
@@ -87,8 +88,8 @@ TEST(HostLossOrderTest, QueuedRunsThatNeedTheLostExecutorFailAtOnceOnTheLiveOnes
 
 TEST(HostLossOrderTest, TheLostExecutorsShardsInFlightCountAsDone) {
   IslandOrder order(MakeFifoPolicy(), /*window=*/1);
-  ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 1)).ok());
-  ASSERT_TRUE(order.Submit(Program(2, 20, {"e0"}, 1)).ok());
+  ASSERT_THAT(order.Submit(Program(1, 10, {"e0", "e1"}, 1)), IsOk());
+  ASSERT_THAT(order.Submit(Program(2, 20, {"e0"}, 1)), IsOk());
   const uint64_t seq = order.Release().at("e0").entries[0].gang_seq;
   order.OnGangDone("e0", DoneReport(seq, 1));
   EXPECT_TRUE(order.Release().empty()) << "e1's shard still runs";
@@ -107,8 +108,8 @@ TEST(HostLossOrderTest, TheLostExecutorsShardsInFlightCountAsDone) {
 // the lost one's share (a restarted executor is back at once, without it).
 TEST(HostLossOrderTest, ARunInFlightOnTheLostExecutorIsReturnedWhileItsOtherShardsRun) {
   IslandOrder order(MakeFifoPolicy(), /*window=*/0);
-  ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 1)).ok());
-  ASSERT_TRUE(order.Submit(Program(2, 20, {"e0"}, 1)).ok());
+  ASSERT_THAT(order.Submit(Program(1, 10, {"e0", "e1"}, 1)), IsOk());
+  ASSERT_THAT(order.Submit(Program(2, 20, {"e0"}, 1)), IsOk());
   const auto released = order.Release();
   ASSERT_EQ(SentTo(released, "e1").gangs.size(), 1u);
   EXPECT_EQ(order.ExecutorLost("e1", kLost), (std::vector<uint64_t>{10})) << "run 20 never used e1";
@@ -119,7 +120,7 @@ TEST(HostLossOrderTest, ARunInFlightOnTheLostExecutorIsReturnedWhileItsOtherShar
 // later are not a failure to stop them for again.
 TEST(HostLossOrderTest, ShardsFailingForTheLossDoNotStopTheirRunAgain) {
   IslandOrder order(MakeFifoPolicy(), /*window=*/0);
-  ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 2)).ok());
+  ASSERT_THAT(order.Submit(Program(1, 10, {"e0", "e1"}, 2)), IsOk());
   const auto released = order.Release();
   ASSERT_EQ(SentTo(released, "e0").gangs.size(), 2u);
   EXPECT_EQ(order.ExecutorLost("e1", kLost), (std::vector<uint64_t>{10}));
@@ -131,7 +132,7 @@ TEST(HostLossOrderTest, ShardsFailingForTheLossDoNotStopTheirRunAgain) {
 TEST(HostLossOrderTest, RunsSubmittedWhileItIsLostFailAtOnceUntilItIsBack) {
   IslandOrder order(MakeFifoPolicy(), /*window=*/1);
   EXPECT_TRUE(order.ExecutorLost("e1", kLost).empty());
-  ASSERT_TRUE(order.Submit(Program(1, 10, {"e0", "e1"}, 3)).ok());
+  ASSERT_THAT(order.Submit(Program(1, 10, {"e0", "e1"}, 3)), IsOk());
   EXPECT_EQ(order.queued(), 0u);
   const Sent refused = SentTo(order.Release(), "e0");
   ASSERT_EQ(refused.gangs.size(), 3u) << "every gang placed, past the window";
@@ -140,7 +141,7 @@ TEST(HostLossOrderTest, RunsSubmittedWhileItIsLostFailAtOnceUntilItIsBack) {
 
   order.ExecutorBack("e1");
   for (uint64_t seq = 1; seq <= 3; ++seq) order.OnGangDone("e0", DoneReport(seq, 1));
-  ASSERT_TRUE(order.Submit(Program(1, 11, {"e0", "e1"}, 1)).ok());
+  ASSERT_THAT(order.Submit(Program(1, 11, {"e0", "e1"}, 1)), IsOk());
   const auto released = order.Release();
   ASSERT_EQ(SentTo(released, "e1").gangs.size(), 1u);
   EXPECT_FALSE(SentTo(released, "e1").failed[0]);

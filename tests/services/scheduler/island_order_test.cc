@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/services/scheduler/done_report.h"
+#include "tests/status_matchers.h"
 
 namespace atl::scheduler {
 namespace {
@@ -68,7 +69,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
         if (rng() % 2) subset.push_back(d);
       }
       if (subset.empty()) subset.push_back(all[rng() % all.size()]);
-      ASSERT_TRUE(order.Submit(MakeProgram(rng() % 5, run++, subset, 1 + rng() % 3)).ok());
+      ASSERT_THAT(order.Submit(MakeProgram(rng() % 5, run++, subset, 1 + rng() % 3)), IsOk());
       auto released = order.Release();
       for (const auto& [exec, dispatch] : released) {
         for (const auto& e : dispatch.entries) seen[{exec, e.device}].push_back(e.gang_seq);
@@ -112,7 +113,7 @@ TEST(IslandOrderTest, EveryDeviceSeesGangsInTheSameOrder) {
 
 TEST(IslandOrderTest, FifoWithoutWindowReleasesAWholeProgramAtOnceInOneMessagePerExecutor) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 4)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 4)), IsOk());
   auto released = order.Release();
   ASSERT_EQ(released.size(), 2u);
   for (const auto& [exec, dispatch] : released) {
@@ -124,7 +125,7 @@ TEST(IslandOrderTest, FifoWithoutWindowReleasesAWholeProgramAtOnceInOneMessagePe
 
 TEST(IslandOrderTest, TheWindowBoundsGangsInFlight) {
   IslandOrder order(MakeFifoPolicy(), 2);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 5)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 5)), IsOk());
   auto first = order.Release();
   EXPECT_EQ(first.at("e0").entries.size(), 2u);
   EXPECT_TRUE(order.Release().empty());
@@ -137,8 +138,8 @@ TEST(IslandOrderTest, TheWindowBoundsGangsInFlight) {
 TEST(IslandOrderTest, AGangLeavesTheFlightWhenReportsCoverAllItsShards) {
   IslandOrder order(MakeFifoPolicy(), 1);
   // Three shards on e0, one on e1: e0 reports them in one record.
-  ASSERT_TRUE(
-      order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e0", 1}, {"e0", 2}, {"e1", 0}}, 2)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e0", 1}, {"e0", 2}, {"e1", 0}}, 2)),
+              IsOk());
   auto first = order.Release();
   const uint64_t seq = first.at("e0").entries[0].gang_seq;
   order.OnGangDone("e0", DoneReport(seq, 3));
@@ -156,7 +157,7 @@ TEST(IslandOrderTest, AGangLeavesTheFlightWhenReportsCoverAllItsShards) {
 
 TEST(IslandOrderTest, ASequentialRunReleasesANodeOnlyWhenThePreviousOneIsDone) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 3, true)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 3, true)), IsOk());
   for (uint32_t node = 0; node < 3; ++node) {
     auto released = order.Release();
     ASSERT_EQ(released.size(), 2u) << node;
@@ -178,7 +179,7 @@ TEST(IslandOrderTest, ProportionalShareGivesBackloggedClientsTimeByWeight) {
   uint64_t run = 1;
   std::map<uint64_t, int> released_per_client;
   for (const auto& [client, w] : weights) {
-    ASSERT_TRUE(order.Submit(MakeProgram(client, run++, {{"e0", 0}}, 1, false, w)).ok());
+    ASSERT_THAT(order.Submit(MakeProgram(client, run++, {{"e0", 0}}, 1, false, w)), IsOk());
   }
   for (int i = 0; i < 1500; ++i) {
     auto released = order.Release();
@@ -186,10 +187,9 @@ TEST(IslandOrderTest, ProportionalShareGivesBackloggedClientsTimeByWeight) {
     const auto& e = released.at("e0").entries.at(0);
     released_per_client[e.owner_client]++;
     // Every client stays backlogged: it submits again as soon as a gang of its ran.
-    ASSERT_TRUE(order
-                    .Submit(MakeProgram(e.owner_client, run++, {{"e0", 0}}, 1, false,
-                                        weights.at(e.owner_client)))
-                    .ok());
+    ASSERT_THAT(order.Submit(MakeProgram(e.owner_client, run++, {{"e0", 0}}, 1, false,
+                                         weights.at(e.owner_client))),
+                IsOk());
     order.OnGangDone("e0", DoneReport(e.gang_seq, 1, 330));
   }
   for (const auto& [client, w] : weights) {
@@ -212,9 +212,9 @@ TEST(IslandOrderTest, MalformedSubgraphsAreRefused) {
 
 TEST(IslandOrderTest, AClientsUnfinishedRunsAreThoseQueuedOrInFlight) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 1)).ok());
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 2, {{"e0", 0}}, 1)).ok());
-  ASSERT_TRUE(order.Submit(MakeProgram(2, 3, {{"e0", 0}}, 1)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 1)), IsOk());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 2, {{"e0", 0}}, 1)), IsOk());
+  ASSERT_THAT(order.Submit(MakeProgram(2, 3, {{"e0", 0}}, 1)), IsOk());
   auto released = order.Release();
   EXPECT_EQ(order.UnfinishedRuns(1), (std::vector<uint64_t>{1, 2}));
   order.OnGangDone("e0", DoneReport(released.at("e0").entries[0].gang_seq, 1));
@@ -247,7 +247,7 @@ TEST(IslandOrderTest, AClientsUnfinishedRunCountFollowsEveryWayARunEnds) {
           for (size_t d = 0; d < all.size(); ++d) {
             if (mask & (1u << d)) subset.push_back(all[d]);
           }
-          ASSERT_TRUE(order.Submit(MakeProgram(client, run++, subset, 1 + rng() % 3)).ok());
+          ASSERT_THAT(order.Submit(MakeProgram(client, run++, subset, 1 + rng() % 3)), IsOk());
           break;
         }
         case 3:
@@ -292,8 +292,8 @@ TEST(IslandOrderTest, ARunFinishesWhenEveryGangOfItLeftTheFlight) {
   IslandOrder order(MakeFifoPolicy(), 0);
   proto::SubmitProgram reads = MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 2);
   reads.notify_done = true;
-  ASSERT_TRUE(order.Submit(reads).ok());
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 2, {{"e0", 0}}, 1)).ok());
+  ASSERT_THAT(order.Submit(reads), IsOk());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 2, {{"e0", 0}}, 1)), IsOk());
   auto released = order.Release();
   // Run 1's first gang done on both executors, its second on e0 only: not finished.
   const uint64_t first = released.at("e0").entries[0].gang_seq;
@@ -322,9 +322,9 @@ TEST(IslandOrderTest, ARunFinishesWhenEveryGangOfItLeftTheFlight) {
 
 TEST(IslandOrderTest, ACancelledRunsQueuedGangsArePlacedFailedAtOnce) {
   IslandOrder order(MakeFifoPolicy(), /*window=*/1);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 1)).ok());
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 2, {{"e0", 0}, {"e1", 0}}, 3)).ok());
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 3, {{"e0", 0}}, 1)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 1)), IsOk());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 2, {{"e0", 0}, {"e1", 0}}, 3)), IsOk());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 3, {{"e0", 0}}, 1)), IsOk());
   auto running = order.Release();  // run 1's gang; the window holds the rest
   ASSERT_EQ(running.at("e0").entries.size(), 1u);
 
@@ -358,7 +358,7 @@ TEST(IslandOrderTest, ACancelledRunsQueuedGangsArePlacedFailedAtOnce) {
 
 TEST(IslandOrderTest, CancellingARunAllInFlightSaysItIsHere) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 2)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 2)), IsOk());
   auto released = order.Release();
   EXPECT_TRUE(order.CancelRun(1, 1, Cancelled("stop")));  // its executors must hear it
   EXPECT_TRUE(order.Release().empty());
@@ -369,8 +369,8 @@ TEST(IslandOrderTest, CancellingARunAllInFlightSaysItIsHere) {
 // nothing; a failure that finished the run names it as finished.
 TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 2)).ok());
-  ASSERT_TRUE(order.Submit(MakeProgram(2, 2, {{"e0", 0}}, 2)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}, {"e1", 0}}, 2)), IsOk());
+  ASSERT_THAT(order.Submit(MakeProgram(2, 2, {{"e0", 0}}, 2)), IsOk());
   auto released = order.Release();
   const auto& to_e1 = released.at("e1").entries;
   ASSERT_EQ(to_e1.size(), 2u);
@@ -410,8 +410,8 @@ TEST(IslandOrderTest, TheFirstFailedShardOfARunNamesItOnce) {
 // A dropped client's runs are cancelled here: their reports name nothing.
 TEST(IslandOrderTest, ACancelledShardOfARunNotCancelledHereNamesIt) {
   IslandOrder order(MakeFifoPolicy(), 0);
-  ASSERT_TRUE(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 2)).ok());
-  ASSERT_TRUE(order.Submit(MakeProgram(2, 2, {{"e0", 0}}, 1)).ok());
+  ASSERT_THAT(order.Submit(MakeProgram(1, 1, {{"e0", 0}}, 2)), IsOk());
+  ASSERT_THAT(order.Submit(MakeProgram(2, 2, {{"e0", 0}}, 1)), IsOk());
   auto released = order.Release();
   const auto& to_e0 = released.at("e0").entries;
   ASSERT_EQ(to_e0.size(), 3u);
