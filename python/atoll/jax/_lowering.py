@@ -264,6 +264,10 @@ class Lowering:
     def axis_name(self, axis: int) -> str:
         return repr(self.axis_names[axis]) if 0 <= axis < len(self.axis_names) else str(axis)
 
+    def axes_of(self, v: Value) -> str:
+        """The mesh axes that cut ``v``, named ('-' for none)."""
+        return ", ".join(self.axis_name(a) for a in sorted({a for a in v.split if a >= 0})) or "-"
+
     def axis_of(self, name: Any) -> int:
         if isinstance(name, (tuple, list)):
             if len(name) != 1:
@@ -420,6 +424,13 @@ class Lowering:
         kinds = ["arange" if op_shape[d] == shape[d] else "zeros" for d in cut]
         return self._gather_cut(operand, cut, [shape[d] for d in cut], kinds,
                                 [target[d] for d in cut])
+
+    def whole(self, value: Value) -> Value:
+        """``value`` replicated: each dimension cut along a mesh axis gathered whole."""
+        for a in value.split:
+            if a >= 0:
+                value = _ops.all_gather(value, int(a))
+        return value
 
     # -- collectives completing partial values (global mode) ------------------------------------
     def complete(self, value: Value, axes: Sequence[int], how: str) -> Value:
@@ -1001,18 +1012,25 @@ def _sharding_constraint(ctx: Lowering, eqn: Any, x: V) -> Value:
     return ctx.relayout(x, target)
 
 
+def same_cut(ctx: Lowering, xs: Sequence[V]) -> List[Value]:
+    """Operands of one rank laid out alike in global form: each dimension cut as any of them
+    cuts it (a replicated or less cut operand is cut locally, no communication; where they
+    disagree, the later operand's cut wins and the others are regathered)."""
+    vals = [ctx.get(x) for x in xs]
+    if ctx.mode != "global" or len({tuple(v.split) for v in vals}) <= 1:
+        return vals
+    target = [-1] * len(vals[0].shape)
+    for v in vals:
+        for d, a in enumerate(v.split):
+            if a >= 0:
+                target = [-1 if t == a else t for t in target]
+                target[d] = a
+    return [v if list(v.split) == target else ctx.relayout(x, target) for v, x in zip(vals, xs)]
+
+
 @rule("concatenate")
 def _concatenate(ctx: Lowering, eqn: Any, *xs: V) -> Value:
-    vals = [ctx.get(x) for x in xs]
-    if ctx.mode == "global" and len({tuple(v.split) for v in vals}) > 1:
-        target = [-1] * len(vals[0].shape)
-        for v in vals:
-            for d, a in enumerate(v.split):
-                if a >= 0:
-                    target[d] = a
-        vals = [v if tuple(v.split) == tuple(target) else ctx.relayout(x, target)
-                for v, x in zip(vals, xs)]
-    return alax.concatenate(vals, eqn.params["dimension"])
+    return alax.concatenate(same_cut(ctx, xs), eqn.params["dimension"])
 
 
 @rule("pad")
@@ -1193,11 +1211,9 @@ def _gather_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
     rank = len(op.shape)
     if (tuple(dn.offset_dims) or set(ob) | set(smap) != set(range(rank)) or
             any(p["slice_sizes"][d] != 1 for d in smap)):
-        axes = sorted({a for a in op.split if a >= 0})
         raise ctx.refuse("a gather of windows (offset dimensions) with batching dimensions or "
-                         "from an operand cut along mesh axis " +
-                         (", ".join(ctx.axis_name(a) for a in axes) or "-") +
-                         " (atoll's gather takes neither)", suggest_per_shard=bool(axes))
+                         f"from an operand cut along mesh axis {ctx.axes_of(op)} (atoll's "
+                         "gather takes neither)", suggest_per_shard=not is_replicated(op))
     batch_shape = tuple(idx.shape[:-1])
     nb = len(batch_shape)
     sizes = [op.shape[d] for d in smap]
@@ -1272,11 +1288,19 @@ def _scatter_rule(name: str) -> Rule:
             idx = _batch_iota_indices(_indices(ctx, indices),
                                       tuple(dn.scatter_indices_batching_dims))
             return fn(ctx.get(operand), idx, ctx.get(updates), plain, mode=p.get("mode"))
+        op = ctx.get(operand)
+        if cut and is_replicated(op) and not tuple(dn.operand_batching_dims):
+            # A replicated operand updated from indices and updates cut on their batch (a
+            # data-parallel embedding's gradient): both gathered whole, so every device
+            # applies all the updates in jax's order (bit for bit as XLA, for add too).
+            return fn(op, ctx.whole(_indices(ctx, indices)), ctx.whole(ctx.get(updates)),
+                      _without_batching(dn, _SCATTER_FIELDS), mode=p.get("mode"))
         if tuple(dn.operand_batching_dims) or cut:
             if name in ("scatter_add", "scatter"):
                 return _scatter_by_mask(ctx, eqn, operand, indices, updates, name)
-            raise ctx.refuse(f"{name} with batching dimensions or cut operands (atoll's "
-                             f"{name} takes neither)", suggest_per_shard=cut)
+            raise ctx.refuse(f"{name} with batching dimensions or into an operand cut along "
+                             f"mesh axis {ctx.axes_of(op)} (atoll's {name} takes neither)",
+                             suggest_per_shard=cut)
         return fn(ctx.get(operand), _indices(ctx, indices), ctx.get(updates),
                   _without_batching(dn, _SCATTER_FIELDS), mode=p.get("mode"))
     return lower
@@ -1299,8 +1323,9 @@ def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V
     rank = len(op.shape)
     if (tuple(dn.update_window_dims) or set(ob) | set(smap) != set(range(rank)) or
             list(ob) != sorted(ob)):
-        raise ctx.refuse(f"{name} of windows with batching dimensions or cut operands "
-                         "(atoll's scatter takes neither)", suggest_per_shard=True)
+        raise ctx.refuse(f"{name} of windows with batching dimensions or into an operand cut "
+                         f"along mesh axis {ctx.axes_of(op)} (atoll's scatter takes neither)",
+                         suggest_per_shard=True)
     batch_shape = tuple(idx.shape[:-1])
     nb = len(batch_shape)
     sizes = [op.shape[d] for d in smap]
@@ -1322,34 +1347,55 @@ def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V
     zero = V(full((), 0, op.dtype))
     mv, uv, zv = align(ctx, eqn, [V(mask), u, zero], shape)
     placed = alax.select_n(mv, zv, uv)  # [batch..., indexed...]
-    # Sum over the batch dimensions that are not the operand's batching dimensions.
+    # The batch dimensions that are not the operand's batching dimensions hold several updates
+    # per element: applied one position after the other (row-major), as XLA's loop does, so
+    # sums round as jax's and the last set wins; past _SEQUENTIAL positions, summed at once.
     extra = [d for d in range(nb) if d not in ib]
-    if name == "scatter" and extra:
-        raise ctx.refuse("scatter (set) of several updates per element")
-    if extra:
-        if op.dtype not in ("f32", "f64", "bf16", "f16"):
-            raise ctx.refuse(f"{name} of integers with several updates per element")
-        hit = alax.reduce_or(mv, extra)
-        placed = alax.reduce_sum(placed, extra)
+    if ctx.mode == "global" and any(placed.split[d] >= 0 for d in extra):
+        placed, mv = ctx.whole(placed), ctx.whole(mv)  # updates from other devices' indices
+    positions = int(np.prod([shape[d] for d in extra], dtype=np.int64))
+    if extra and positions > _SEQUENTIAL:
+        if name == "scatter" or op.dtype not in _FLOATS:
+            raise ctx.refuse(f"{name} of {positions} updates per element (atoll.jax applies up "
+                             f"to {_SEQUENTIAL} in order)")
+        steps = [(alax.reduce_sum(placed, extra), alax.reduce_or(mv, extra))]
+    elif extra:
+        steps = [(_drop_units(_at(placed, extra, at), extra),
+                  _drop_units(_at(mv, extra, at), extra))
+                 for at in np.ndindex(*[shape[d] for d in extra])]
     else:
-        hit = mv
-    # Now [ib dims in order..., indexed...]: the operand's dims ob..., smap...
+        steps = [(placed, mv)]
+    # Each step is [ib dims in order..., indexed...]: the operand's dims ob..., smap...
     order = list(ob) + list(smap)
     inverse = [order.index(d) for d in range(rank)]
-    if inverse != list(range(rank)):
-        placed = alax.transpose(placed, inverse)
-        hit = alax.transpose(hit, inverse)
-    pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), operand], tuple(op.shape))
-    if name == "scatter_add":
-        wide = _widened(op.dtype)
-        if wide is None:
-            total = alax.add(ov, pv)
-        else:
-            total = alax.convert_element_type(
-                alax.add(alax.convert_element_type(ov, wide), alax.convert_element_type(pv, wide)),
-                op.dtype)
-        return total
-    return alax.select_n(hv, ov, pv)
+    total = ctx.get(operand)
+    for placed, hit in steps:
+        if inverse != list(range(rank)):
+            placed = alax.transpose(placed, inverse)
+            hit = alax.transpose(hit, inverse)
+        pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), V(total)], tuple(op.shape))
+        if name == "scatter_add":
+            pv = _add_values(ov, pv)
+        total = alax.select_n(hv, ov, pv)
+    return total
+
+
+_SEQUENTIAL = 64
+
+
+def _at(v: Value, dims: Sequence[int], at: Sequence[int]) -> Value:
+    """The slice of ``v`` at position ``at`` of dimensions ``dims`` (kept, of size 1)."""
+    start, limit = [0] * len(v.shape), list(v.shape)
+    for d, i in zip(dims, at):
+        start[d], limit[d] = int(i), int(i) + 1
+    return alax.slice(v, start, limit)
+
+
+def _drop_units(v: Value, units: Sequence[int]) -> Value:
+    """``v`` without its (uncut) dimensions ``units`` of size 1: a max over them keeps the
+    other dimensions' cuts."""
+    units = list(units)
+    return alax.reduce_or(v, units) if v.dtype == "bool" else alax.reduce_max(v, units)
 
 
 RULES["scatter"] = _scatter_rule("scatter")
@@ -1370,10 +1416,22 @@ def _scatter_sub(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V) ->
 RULES["scatter_max"] = RULES["scatter-max"]
 
 
+def refuse_cut_dim(ctx: Lowering, v: Value, dim: int, what: str) -> None:
+    """Global form: refuses ``what`` along dimension ``dim`` of ``v`` when a mesh axis cuts
+    it (the primitive needs the dimension whole on every device)."""
+    if ctx.mode == "global" and v.split[dim] >= 0:
+        raise ctx.refuse(f"{what} along dimension {dim}, which is cut along mesh axis "
+                         f"{ctx.axis_name(v.split[dim])} (it needs the dimension whole on "
+                         "each device: constrain it to be replicated first)",
+                         suggest_per_shard=True)
+
+
 @rule("sort")
 def _sort(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
-    vals = [ctx.get(x) for x in xs]
-    out = alax.sort(tuple(vals), eqn.params["dimension"], True, eqn.params["num_keys"])
+    vals = same_cut(ctx, xs)
+    dim = eqn.params["dimension"]
+    refuse_cut_dim(ctx, vals[0], dim, "a sort")
+    out = alax.sort(tuple(vals), dim, True, eqn.params["num_keys"])
     return list(out)
 
 
