@@ -345,6 +345,8 @@ def test_a_dimension_cut_over_both_axes_is_refused_clearly(grid) -> None:
             out_specs=P(("data", "model")))
     refused(lambda v: v * 2, [x], grid, "('data', 'model')", in_specs=P(("data", "model")),
             out_specs=P(("data", "model")), per_shard=True)
-    # Inside the function: a sharding constraint and a shard_map's specs, with the line.
-    refused(lambda v: jax.lax.with_sharding_constraint(v, P(("data", "model"))), [x], grid,
-            "('data', 'model')", HERE, in_specs=P(), out_specs=P())
+    # Inside the function: a shard_map's specs, with the primitive and the line.
+    inner = jax.shard_map(lambda v: v * 2, mesh=grid.abstract_mesh, in_specs=P(("data", "model")),
+                          out_specs=P(("data", "model")))
+    refused(lambda v: inner(v) + 1, [x], grid, "'shard_map'", "('data', 'model')", HERE,
+            "operand 0", in_specs=P(), out_specs=P())

@@ -1006,7 +1006,7 @@ def _sharding_constraint(ctx: Lowering, eqn: Any, x: V) -> Value:
     spec = getattr(sharding, "spec", None)
     if ctx.mode != "global" or spec is None:
         return v
-    target = spec_axes(ctx, spec, len(v.shape))
+    target = spec_axes(ctx, spec, len(v.shape), "a sharding constraint")
     if tuple(v.split) == target:
         return v
     return ctx.relayout(x, target)
@@ -2391,8 +2391,14 @@ def _all_to_all(ctx: Lowering, eqn: Any, x: V) -> Value:
 
 # -- shard_map -------------------------------------------------------------------------------------
 
-def spec_axes(ctx: Lowering, spec: Any, rank: int) -> Tuple[int, ...]:
-    """A PartitionSpec as a mesh axis (or -1) per dimension."""
+def spec_axes(ctx: Lowering, spec: Any, rank: int, what: str = "a value") -> Tuple[int, ...]:
+    """A PartitionSpec as a mesh axis (or -1) per dimension. Refused (naming ``what``, and
+    inside a function the primitive and the user's line): a dimension cut over several mesh
+    axes at once (P(("data", "model"))), which atoll's types cannot say."""
+    def refuse(text: str) -> LoweringError:
+        text = f"{what} with PartitionSpec {spec}: {text}"
+        return ctx.refuse(text) if ctx.eqn is not None else LoweringError(text)
+
     out = [-1] * rank
     for d, entry in enumerate(tuple(spec) if spec is not None else ()):
         if entry is None:
@@ -2401,11 +2407,12 @@ def spec_axes(ctx: Lowering, spec: Any, rank: int) -> Tuple[int, ...]:
         if len(names) == 0:
             continue
         if len(names) != 1:
-            raise LoweringError(f"a dimension cut along several mesh axes ({entry}) is not "
-                                "supported by atoll (one mesh axis per dimension)")
+            raise refuse(f"dimension {d} is cut over several mesh axes at once "
+                         f"{tuple(names)}, which atoll does not support: it cuts a dimension "
+                         "along one mesh axis per dimension (cut two dimensions, e.g. "
+                         "P('data', 'model'), or reshape this one into two)")
         if names[0] not in ctx.axis_names:
-            raise LoweringError(f"no mesh axis named {names[0]!r} (the mesh has "
-                                f"{ctx.axis_names})")
+            raise refuse(f"no mesh axis named {names[0]!r} (the mesh has {ctx.axis_names})")
         out[d] = ctx.axis_names.index(names[0])
     return tuple(out)
 
@@ -2417,8 +2424,8 @@ def _shard_map(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     if ctx.mode != "global":
         raise ctx.refuse("a shard_map inside a shard_map")
     locals_ = []
-    for x, spec, var in zip(xs, p["in_specs"], eqn.invars):
-        axes = spec_axes(ctx, spec, len(var.aval.shape))
+    for i, (x, spec, var) in enumerate(zip(xs, p["in_specs"], eqn.invars)):
+        axes = spec_axes(ctx, spec, len(var.aval.shape), f"the shard_map's operand {i}")
         if x.local is not None and tuple(x.spec) == axes:
             locals_.append(V(x.local))
         else:
@@ -2431,8 +2438,8 @@ def _shard_map(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     finally:
         ctx.mode = "global"
     results = []
-    for o, spec, var in zip(outs, p["out_specs"], eqn.outvars):
-        axes = spec_axes(ctx, spec, len(var.aval.shape))
+    for i, (o, spec, var) in enumerate(zip(outs, p["out_specs"], eqn.outvars)):
+        axes = spec_axes(ctx, spec, len(var.aval.shape), f"the shard_map's result {i}")
         results.append(V(None, local=ctx.get(o), spec=axes))
     return results
 
