@@ -253,13 +253,13 @@ def test_random_on_the_2x2_mesh(grid, cpu_grid) -> None:
     spec = P("data", "model")
 
     def rows(ks):
-        return (jax.vmap(jax.vmap(lambda c: jax.random.uniform(c, (3,))))(ks),
+        return (jax.vmap(jax.vmap(lambda c: jax.random.uniform(c, (3,), jnp.float32)))(ks),
                 jax.vmap(jax.vmap(lambda c: jax.random.key_data(jax.random.split(c))))(ks))
 
     both_forms(grid, cpu_grid, rows, [keys], spec, (spec, spec), 0, "arrays of raw keys")
     typed = jax.random.split(jax.random.key(5), (2, 4))
     for form in ("global", "per shard"):
-        fn = lambda ks: jax.vmap(jax.vmap(lambda c: jax.random.normal(c, (2,))))(ks)  # noqa
+        fn = lambda ks: jax.vmap(jax.vmap(lambda c: jax.random.normal(c, (2,), jnp.float32)))(ks)  # noqa
         oracle = fn if form == "global" else jax.shard_map(fn, mesh=cpu_grid, in_specs=spec,
                                                            out_specs=spec)
         want = np.asarray(jax.jit(oracle)(typed))

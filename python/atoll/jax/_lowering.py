@@ -442,7 +442,7 @@ class Lowering:
             r = self.complete(alax.convert_element_type(value, wide), axes, how)
             if dtype == "bool":
                 return alax.convert_element_type(r, "bool")
-            return _narrow(r, dtype)
+            return _narrow(self, r, dtype)
         for a in sorted(set(axes)):
             if how == "sum":
                 value = _ops.all_reduce_sum(value, a)
@@ -657,11 +657,7 @@ def _arith(fn: Callable[[Value, Value], Value]) -> Rule:
             return fn(a, b)
         r = fn(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
         if dtype in ("i8", "u8", "u32"):  # wrap as the narrow integer does
-            mask = {"i8": 0xFF, "u8": 0xFF, "u32": 0xFFFFFFFF}[dtype]
-            r = alax.bitwise_and(r, full(r.shape, mask, "i64"))
-            if dtype == "i8":  # sign-extend
-                r = alax.sub(alax.bitwise_xor(r, full(r.shape, 0x80, "i64")),
-                             full(r.shape, 0x80, "i64"))
+            return _narrow(ctx, r, dtype)
         return alax.convert_element_type(r, dtype)
     return lower
 
@@ -686,24 +682,22 @@ def _div(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
     # division fails on 0, so divide by 1 there and select.
     wide = "i64"
     aw, bw = alax.convert_element_type(a, wide), alax.convert_element_type(b, wide)
-    zero = full(bw.shape, 0, wide)
-    one = full(bw.shape, 1, wide)
-    is_zero = alax.eq(bw, zero)
-    q = alax.div(aw, alax.select_n(is_zero, bw, one))
-    q = alax.select_n(is_zero, q, full(bw.shape, -1, wide))
-    return _narrow(q, dtype)
+    is_zero = alax.eq(bw, _full_like(ctx, bw, 0, wide))
+    q = alax.div(aw, alax.select_n(is_zero, bw, _full_like(ctx, bw, 1, wide)))
+    q = alax.select_n(is_zero, q, _full_like(ctx, bw, -1, wide))
+    return _narrow(ctx, q, dtype)
 
 
-def _narrow(r: Value, dtype: str) -> Value:
+def _narrow(ctx: "Lowering", r: Value, dtype: str) -> Value:
     """An i64 result as the integer ``dtype``, wrapping as XLA's narrow integers do."""
     if dtype == "i64":
         return r
     bits = {"i32": 32, "u32": 32, "i8": 8, "u8": 8}[dtype]
     mask = (1 << bits) - 1
-    r = alax.bitwise_and(r, full(r.shape, mask, "i64"))
+    r = alax.bitwise_and(r, _full_like(ctx, r, mask, "i64"))
     if dtype in ("i32", "i8"):
-        half = 1 << (bits - 1)
-        r = alax.sub(alax.bitwise_xor(r, full(r.shape, half, "i64")), full(r.shape, half, "i64"))
+        half = _full_like(ctx, r, 1 << (bits - 1), "i64")
+        r = alax.sub(alax.bitwise_xor(r, half), half)
     return alax.convert_element_type(r, dtype)
 
 
@@ -766,11 +760,10 @@ def _neg(ctx: Lowering, eqn: Any, x: V) -> Value:
     v = ctx.get(x)
     if v.dtype in ("f32", "f64", "bf16", "f16"):
         return alax.neg(v)
-    if v.dtype in ("i32", "i64"):
-        return alax.sub(full(v.shape, 0, v.dtype), v) if ctx.mode == "local" or \
-            is_replicated(v) else _ops.mul(v, -1.0)
-    return _narrow(alax.sub(full(v.shape, 0, "i64"), alax.convert_element_type(v, "i64")),
-                   v.dtype)
+    if v.dtype in ("i32", "i64"):  # 0 - v wraps MIN to MIN, as XLA's negation
+        return alax.sub(_full_like(ctx, v, 0, v.dtype), v)
+    wide = alax.convert_element_type(v, "i64")
+    return _narrow(ctx, alax.sub(_full_like(ctx, v, 0, "i64"), wide), v.dtype)
 
 
 @rule("square")
@@ -1375,7 +1368,7 @@ def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V
             hit = alax.transpose(hit, inverse)
         pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), V(total)], tuple(op.shape))
         if name == "scatter_add":
-            pv = _add_values(ov, pv)
+            pv = _add_values(ctx, ov, pv)
         total = alax.select_n(hv, ov, pv)
     return total
 
@@ -1477,7 +1470,7 @@ def _reduce_sum(ctx: Lowering, eqn: Any, x: V) -> Value:
             ones = ctx.relayout(ones_v, [v.split[d] for d in axes])
         # The kept dimensions stay in order: dot_general gives lhs's free dims in order.
         r = alax.dot_general(w, ones, ((tuple(axes), tuple(range(len(axes)))), ((), ())))
-        r = r if wide == v.dtype else _narrow(r, v.dtype)
+        r = r if wide == v.dtype else _narrow(ctx, r, v.dtype)
     return ctx.complete(r, partial, "sum")
 
 
@@ -1604,12 +1597,12 @@ def _init_of(dtype: str, how: str) -> Any:
     return int(info.min) if how == "max" else int(info.max)
 
 
-def _add_values(a: Value, b: Value) -> Value:
+def _add_values(ctx: "Lowering", a: Value, b: Value) -> Value:
     wide = _widened(a.dtype)
     if wide is None:
         return alax.add(a, b)
     r = alax.add(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
-    return _narrow(r, a.dtype) if a.dtype in ("i8", "u8", "u32") else \
+    return _narrow(ctx, r, a.dtype) if a.dtype in ("i8", "u8", "u32") else \
         alax.convert_element_type(r, a.dtype)
 
 
@@ -1733,7 +1726,7 @@ def _reduce_window(how: str) -> Rule:
             if acc is None:
                 acc = piece
             elif how == "sum":
-                acc = _add_values(acc, piece)
+                acc = _add_values(ctx, acc, piece)
             elif how == "max":
                 acc = alax.max(acc, piece)
             else:
@@ -1798,7 +1791,7 @@ def _reduce_window_generic(ctx: Lowering, eqn: Any, *xs: V) -> Value:
         return alax.max(*align(ctx, eqn, [V(r), V(init)], shape))
     if how == "min":
         return alax.min(*align(ctx, eqn, [V(r), V(init)], shape))
-    return _add_values(*align(ctx, eqn, [V(r), V(init)], shape))
+    return _add_values(ctx, *align(ctx, eqn, [V(r), V(init)], shape))
 
 
 @rule("select_and_scatter_add")
@@ -1856,7 +1849,7 @@ def _select_and_scatter_composed(ctx: Lowering, eqn: Any, source: V, operand: V)
         config = [(s, size - s - ((o - 1) * stride + 1) if o > 0 else size - s, stride - 1)
                   for s, size, o, stride in zip(st, shape, outs, strides)]
         placed = alax.pad(share, zero, config)
-        total = placed if total is None else _add_values(total, placed)
+        total = placed if total is None else _add_values(ctx, total, placed)
     if any(lo or hi for lo, hi in pads):
         total = alax.slice(total, [lo for lo, _ in pads],
                            [size - hi for size, (_, hi) in zip(shape, pads)])
@@ -2196,16 +2189,29 @@ def _random(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     name = eqn.primitive.name
     p = eqn.params
     key_shape = tuple(ctx.get(xs[0]).shape)
-    if key_shape != (2,):
-        raise ctx.refuse("arrays of keys (atoll.jax lowers one threefry key at a time)")
-    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    if key_shape[-1:] != (2,):
+        raise ctx.refuse(f"keys of shape {key_shape[:-1]} with data {key_shape[-1:]} (atoll.jax "
+                         "lowers threefry2x32 keys)")
+    batch = key_shape[:-1]  # an array of keys (jax.vmap over keys): jax's rule, vmapped
+    key = jax.ShapeDtypeStruct(key_shape, np.uint32)
     if name == "random_bits":
-        closed = jax.make_jaxpr(lambda k: impl.random_bits(k, p["bit_width"], p["shape"]))(key)
+        fn = lambda k: impl.random_bits(k, p["bit_width"], p["shape"])  # noqa: E731
     elif name == "random_split":
-        closed = jax.make_jaxpr(lambda k: impl.split(k, p["shape"]))(key)
+        fn = lambda k: impl.split(k, p["shape"])  # noqa: E731
     else:
-        data = jax.ShapeDtypeStruct(tuple(eqn.invars[1].aval.shape), eqn.invars[1].aval.dtype)
-        closed = jax.make_jaxpr(impl.fold_in)(key, data)
+        fn = impl.fold_in
+    if name == "random_fold_in":
+        aval = eqn.invars[1].aval
+        data_shape = tuple(aval.shape)
+        if data_shape not in ((), batch):
+            raise ctx.refuse(f"fold_in of data {data_shape} into keys {batch}")
+        for _ in batch:  # one datum for all the keys, or one each
+            fn = jax.vmap(fn, in_axes=(0, None if data_shape == () else 0))
+        closed = jax.make_jaxpr(fn)(key, jax.ShapeDtypeStruct(data_shape, aval.dtype))
+    else:
+        for _ in batch:
+            fn = jax.vmap(fn)
+        closed = jax.make_jaxpr(fn)(key)
     return ctx.lower_jaxpr(closed.jaxpr, closed.consts, list(xs))
 
 
@@ -2426,6 +2432,8 @@ def _shard_map(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     locals_ = []
     for i, (x, spec, var) in enumerate(zip(xs, p["in_specs"], eqn.invars)):
         axes = spec_axes(ctx, spec, len(var.aval.shape), f"the shard_map's operand {i}")
+        rank = len((x.local if x.local is not None else ctx.get(x)).shape)
+        axes += (-1,) * (rank - len(axes))  # an array of PRNG keys: its data's trailing [2]
         if x.local is not None and tuple(x.spec) == axes:
             locals_.append(V(x.local))
         else:
@@ -2440,6 +2448,7 @@ def _shard_map(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     results = []
     for i, (o, spec, var) in enumerate(zip(outs, p["out_specs"], eqn.outvars)):
         axes = spec_axes(ctx, spec, len(var.aval.shape), f"the shard_map's result {i}")
-        results.append(V(None, local=ctx.get(o), spec=axes))
+        local = ctx.get(o)
+        results.append(V(None, local=local, spec=axes + (-1,) * (len(local.shape) - len(axes))))
     return results
 
