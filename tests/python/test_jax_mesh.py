@@ -122,12 +122,13 @@ def test_gather_on_the_2x2_mesh(grid, cpu_grid) -> None:
     table = with_edges(rng, (7, 5))
     for mode in ("clip", "fill", None):
         # Rows of a replicated table at indices cut over both axes (out of range included).
-        ids = rng.integers(-9, 10, (4, 6)).astype(np.int32)
+        b0, b1, n = shape3(rng)
+        ids = rng.integers(-9, 10, (b0, b1)).astype(np.int32)
         both_forms(grid, cpu_grid, lambda t, i: jnp.take(t, i, axis=0, mode=mode), [table, ids],
                    (P(), GRID), P("data", "model", None), 0, f"take rows mode={mode}")
         # Along the last axis of an operand cut on the others (batching dimensions).
-        x = with_edges(rng, (4, 6, 5))
-        idx = rng.integers(-7, 8, (4, 6, 3)).astype(np.int32)
+        x = with_edges(rng, (b0, b1, n))
+        idx = rng.integers(-n - 2, n + 3, (b0, b1, 3)).astype(np.int32)
         spec = P("data", "model", None)
         both_forms(grid, cpu_grid,
                    lambda v, i: jnp.take_along_axis(v, i, axis=2, mode=mode), [x, idx],
@@ -151,8 +152,9 @@ def test_scatter_on_the_2x2_mesh(grid, cpu_grid) -> None:
     ops = ("set", "add", "mul", "min", "max", "subtract")
     for dtype in ("f32", "i32"):
         table = draw(rng, dtype, (7, 5))
-        ids = rng.integers(-9, 10, (4, 6)).astype(np.int32)
-        upd = draw(rng, dtype, (4, 6, 5))
+        b0, b1, _ = shape3(rng)
+        ids = rng.integers(-9, 10, (b0, b1)).astype(np.int32)
+        upd = draw(rng, dtype, (b0, b1, 5))
         for op in ops:
             for mode in ("drop", "clip"):
                 # A replicated operand updated at indices (and by updates) cut over both axes:
@@ -172,9 +174,10 @@ def test_scatter_on_the_2x2_mesh(grid, cpu_grid) -> None:
                        [x, i2, u2], (spec, P(), P(None, "model")), spec, 0,
                        f"{op} {dtype} into each block", forms=("per shard",))
     # Along the last axis of an operand cut on the others (batching dimensions).
-    x = draw(rng, "f32", (4, 6, 5))
-    idx = rng.integers(-6, 7, (4, 6, 2)).astype(np.int32)
-    vals = draw(rng, "f32", (4, 6, 2))
+    b0, b1, n = shape3(rng)
+    x = draw(rng, "f32", (b0, b1, n))
+    idx = rng.integers(-n - 1, n + 2, (b0, b1, 2)).astype(np.int32)
+    vals = draw(rng, "f32", (b0, b1, 2))
     spec = P("data", "model", None)
 
     def put(v, i, u, op):
@@ -192,7 +195,7 @@ def test_scatter_on_the_2x2_mesh(grid, cpu_grid) -> None:
             out_specs=P())
     # Globally, a scatter into an operand cut along the indexed dimension: refused.
     refused(lambda v, i, u: v.at[i].set(u), [x, np.array([1], np.int32),
-                                            np.ones((1, 6, 5), np.float32)], grid,
+                                            np.ones((1,) + x.shape[1:], np.float32)], grid,
             "'scatter'", "'data'", HERE, "per shard", in_specs=(spec, P(), P()),
             out_specs=spec)
 
