@@ -10,7 +10,7 @@ primitive, the mesh axis and the user's line; dimensions cut over two mesh axes 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, List, Sequence
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -353,3 +353,46 @@ def test_a_dimension_cut_over_both_axes_is_refused_clearly(grid) -> None:
                           out_specs=P(("data", "model")))
     refused(lambda v: inner(v) + 1, [x], grid, "'shard_map'", "('data', 'model')", HERE,
             "operand 0", in_specs=P(), out_specs=P())
+
+
+# -- a scan whose body sums over a cut dimension ------------------------------------------------------
+
+def test_scan_gradient_sums_per_shard_and_all_reduces_after_the_loop(grid, monkeypatch) -> None:
+    """jax.grad of a scan RNN with the batch cut (global form): the weights' gradient sums
+    the cut batch at every step; carried per shard and all-reduced once after the loop, the
+    reverse scan stays the IR's scan (nothing unrolled). A sum that feeds the body's next
+    step (the input's features cut along "model") still needs the all-reduce inside: unrolled."""
+    import atoll.jax._lowering as lowering  # noqa: PLC0415
+
+    unrolled: List[str] = []
+    unroll = lowering._scan_unrolled
+    monkeypatch.setattr(lowering, "_scan_unrolled",
+                        lambda *a: unrolled.append(a[2]) or unroll(*a))
+    rng = np.random.default_rng([SEED, 106])
+    w = (rng.standard_normal((6, 6)) * 0.3).astype(np.float32)
+    u = (rng.standard_normal((4, 6)) * 0.3).astype(np.float32)
+
+    def loss(w, u, xs):
+        def step(h, x):
+            h = jnp.tanh(h @ w + x @ u)
+            return h, h.sum()
+
+        h, sums = jlax.scan(step, jnp.zeros((xs.shape[1], 6), jnp.float32), xs)
+        return jnp.mean(h ** 2) + jnp.mean(sums)
+
+    grad = jax.grad(loss, argnums=(0, 1))
+    for length in (1, 7, 200):
+        xs = rng.standard_normal((length, 4, 4)).astype(np.float32)
+        want = outputs(jax.jit(grad)(w, u, xs))
+        got = outputs(aj.jit(grad, mesh=grid, in_specs=(P(), P(), P(None, "data")),
+                             out_specs=P())(w, u, xs))
+        for g, wv in zip(got, want):  # the batch summed per shard first: rounds otherwise
+            np.testing.assert_allclose(g, wv, rtol=1e-4, atol=1e-5, err_msg=f"{length} steps")
+    assert unrolled == [], unrolled
+    xs = rng.standard_normal((5, 4, 4)).astype(np.float32)
+    want = outputs(jax.jit(grad)(w, u, xs))
+    got = outputs(aj.jit(grad, mesh=grid, in_specs=(P(), P("model"), P(None, "data", "model")),
+                         out_specs=P())(w, u, xs))
+    for g, wv in zip(got, want):
+        np.testing.assert_allclose(g, wv, rtol=1e-4, atol=1e-5, err_msg="features cut")
+    assert unrolled and all("all_reduce" in why for why in unrolled), unrolled

@@ -167,6 +167,8 @@ class Lowering:
         # and branches traced inside it, by name: (depth, a value of it, or None).
         self.functions: Dict[str, Tuple[int, Optional[Value]]] = {builder.name: (0, None)}
         self._bodies = 0
+        self._defer: set = set()  # see deferring
+        self.deferred: Dict[Any, List[int]] = {}
         if _open_bodies[0] == 0:
             _collectives_made.clear()
 
@@ -433,7 +435,23 @@ class Lowering:
         return value
 
     # -- collectives completing partial values (global mode) ------------------------------------
+    @contextlib.contextmanager
+    def deferring(self, variables: Any) -> Any:
+        """While a scan's body is traced: the sums that ``variables`` (jaxpr variables of
+        the body) are made by are left partial (see _accumulators); their mesh axes are
+        noted in ``self.deferred``."""
+        outer = self._defer
+        self._defer = set(variables)
+        try:
+            yield
+        finally:
+            self._defer = outer
+
     def complete(self, value: Value, axes: Sequence[int], how: str) -> Value:
+        if how == "sum" and self.eqn is not None and self.eqn.outvars and \
+                self.eqn.outvars[0] in self._defer:
+            self.deferred[self.eqn.outvars[0]] = list(axes)
+            return value
         if not axes:
             return value
         dtype = value.dtype
@@ -2057,13 +2075,67 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
     lowered once into a body that runs on the device for each of the length steps (from the
     last with reverse); its consts are the outer values it uses (lifted). In global form the
     carry keeps its cut through the loop (a carry the body cuts is cut before it). A body that
-    needs a collective falls back to unrolling (_scan_unrolled)."""
+    needs a collective is first tried with its partial sums accumulated per shard
+    (_accumulators), then unrolled (_scan_unrolled)."""
+    try:
+        return _scan_native(ctx, eqn, {}, *xs)
+    except _NeedsCollective as e:
+        why = str(e)
+    accumulate = _accumulators(eqn) if ctx.mode == "global" else {}
+    if accumulate:
+        try:
+            return _scan_native(ctx, eqn, accumulate, *xs)
+        except _NeedsCollective as e:
+            why = str(e)
+    return _scan_unrolled(ctx, eqn, why, *xs)
+
+
+def _accumulators(eqn: Any) -> Dict[int, Any]:
+    """The carries of a scan's body updated as ``carry + t`` where t is a sum (dot_general or
+    reduce_sum, through transposes) used nowhere else and the carry nowhere else either:
+    the weights' gradient of a data-parallel scan. Global form completes such a sum over a
+    cut dimension with an all-reduce per step, which a body may not hold; carried per shard
+    un-reduced instead (from zeros), it is all-reduced once after the loop. Returns
+    {carry index: the sum's jaxpr variable}."""
+    p = eqn.params
+    jaxpr = p["jaxpr"].jaxpr
+    n_consts = p["num_consts"]
+    uses: Dict[Any, int] = {}
+    for v in [v for e in jaxpr.eqns for v in e.invars] + list(jaxpr.outvars):
+        if not isinstance(v, jcore.Literal):
+            uses[v] = uses.get(v, 0) + 1
+    made_by = {v: e for e in jaxpr.eqns for v in e.outvars}
+    found: Dict[int, Any] = {}
+    for j in range(p["num_carry"]):
+        carry, out = jaxpr.invars[n_consts + j], jaxpr.outvars[j]
+        add = made_by.get(out)
+        if (add is None or add.primitive.name not in ("add", "add_any") or
+                carry not in add.invars or uses.get(carry) != 1 or uses.get(out) != 1 or
+                np.dtype(carry.aval.dtype).kind != "f"):
+            continue
+        v = add.invars[1] if add.invars[0] is carry else add.invars[0]
+        while (uses.get(v) == 1 and v in made_by and
+               made_by[v].primitive.name == "transpose"):
+            v = made_by[v].invars[0]
+        if uses.get(v) == 1 and v in made_by and made_by[v].primitive.name in (
+                "dot_general", "reduce_sum"):
+            found[j] = v
+    return found
+
+
+def _scan_native(ctx: Lowering, eqn: Any, accumulate: Dict[int, Any], *xs: V) -> List[Value]:
+    """The IR's scan (see _scan); the carries of ``accumulate`` start from zeros, their sums
+    left partial in the body and completed (and added to the initial carry) after it.
+    _NeedsCollective where the body still needs one."""
     p = eqn.params
     body = p["jaxpr"]
     n_consts, n_carry = p["num_consts"], p["num_carry"]
     length, reverse = int(p["length"]), bool(p["reverse"])
     consts = list(xs[:n_consts])
     init = [ctx.get(x) for x in xs[n_consts:n_consts + n_carry]]
+    given = list(init)
+    for j in accumulate:
+        init[j] = full(tuple(init[j].shape), 0, init[j].dtype)
     seqs = [ctx.get(x) for x in xs[n_consts + n_carry:]]
     if ctx.mode == "global":
         for s in seqs:
@@ -2078,7 +2150,8 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
     mark = ctx.mark()
 
     def trace(types: Sequence[Any]) -> Any:
-        with ctx.body("scan_body", scope, list(types) + rows) as (bb, ins):
+        with ctx.body("scan_body", scope, list(types) + rows) as (bb, ins), \
+                ctx.deferring(accumulate.values()):
             carry_in = ins[:len(types)]
             args = [V(v) for v in (carry_in[1:] if dummy else carry_in)]
             outs = ctx.lower_jaxpr(body.jaxpr, body.consts,
@@ -2088,19 +2161,22 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
         n = len(types)
         return outs[:n], (bb, outs, types)
 
-    try:
-        init, (bb, outs, types) = _loop_carry(ctx, init, trace)
-        n = len(types)
-        for o, t in zip(outs[:n], types):
-            bb.output(_to_layout(ctx, o, t[2]))
-        for o in outs[n:]:
-            bb.output(ctx.get(o))
-        ctx.no_collective_since(mark, scope[0])
-    except _NeedsCollective as e:
-        return _scan_unrolled(ctx, eqn, str(e), *xs)
-    results = _ops.structured("scan", [bb], init + seqs + list(bb.captured),
-                              [len(init), len(bb.captured), length, int(reverse)])
-    return list(results[1:] if dummy else results)
+    init, (bb, outs, types) = _loop_carry(ctx, init, trace)
+    n = len(types)
+    for o, t in zip(outs[:n], types):
+        bb.output(_to_layout(ctx, o, t[2]))
+    for o in outs[n:]:
+        bb.output(ctx.get(o))
+    ctx.no_collective_since(mark, scope[0])
+    results = list(_ops.structured("scan", [bb], init + seqs + list(bb.captured),
+                                   [len(init), len(bb.captured), length, int(reverse)]))
+    if dummy:
+        results = results[1:]
+    for j, var in accumulate.items():  # the per-shard sums, all-reduced once
+        total = ctx.complete(results[j], ctx.deferred.get(var, []), "sum")
+        shape = tuple(total.shape)
+        results[j] = alax.add(*align(ctx, eqn, [V(given[j]), V(total)], shape))
+    return results
 
 
 def _scan_unrolled(ctx: Lowering, eqn: Any, why: str, *xs: V) -> List[Value]:
