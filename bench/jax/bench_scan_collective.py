@@ -1,12 +1,12 @@
-"""What a lax.scan whose body needs a collective costs on atoll, which unrolls it (the IR's
-loop bodies may hold no collective), against the same scan without one (the IR's native
-scan), in the same run:
+"""What a lax.scan whose body needs a collective costs on atoll (the IR's loop bodies may
+hold none), against the same scan without one (the IR's native scan), in the same run:
 
 - per shard: a scan on 2 devices whose body psums each step's input (``c * 0.5 +
-  psum(x_t)``), against the body without the psum;
+  psum(x_t)``: unrolled), against the body without the psum;
 - global form: jax.grad of a tanh RNN with the batch cut over 2 devices (the weights'
-  gradient contracts the cut batch inside the reverse scan: an all-reduce per step, so
-  unrolled), against the same on 1 device (native).
+  gradient sums the cut batch inside the reverse scan: carried per shard and all-reduced
+  after the loop, see docs/design-notes.md), against the same on 1 device, and with the
+  input's features cut too (a sum feeding the next step: unrolled).
 
 For each scan length: the first call (trace, lower, register, run) and the mean of 5 more,
 each waited for. Needs a cluster (`atoll up`, or ATOLL_HOME naming one).
@@ -86,9 +86,11 @@ def main() -> None:
         u = (rng.standard_normal((8, 16)) * 0.3).astype(np.float32)
         batch = rng.standard_normal((length, 8, 8)).astype(np.float32)
         grad = jax.grad(rnn_loss, argnums=(0, 1))
-        for mesh, spec, case in ((one, P(), "global, 1 device (native scan)"),
-                                 (two, P(None, "data"), "global, batch cut on 2 (unrolled)")):
-            fn = atoll.jax.jit(grad, mesh=mesh, in_specs=(P(), P(), spec), out_specs=P())
+        for mesh, u_spec, spec, case in (
+                (one, P(), P(), "global, 1 device"),
+                (two, P(), P(None, "data"), "global, batch cut on 2"),
+                (two, P("data"), P(None, None, "data"), "global, features cut on 2 (unrolled)")):
+            fn = atoll.jax.jit(grad, mesh=mesh, in_specs=(P(), u_spec, spec), out_specs=P())
             first, steady = timed(fn, w, u, batch)
             rows.append({"case": f"RNN gradient, {case}", "length": length, "first_s": first,
                          "call_s": steady})
