@@ -561,8 +561,8 @@ def test_loop_edge_cases_and_collective_fallbacks(one, two, monkeypatch) -> None
 def test_scan_rnn_gradient_runs_natively(one, two) -> None:
     """jax.grad of a lax.scan RNN (JAX's transposition makes a reverse scan) on one device
     and per shard (each device its own batch), with a long sequence; and in global form,
-    where the weights' gradient sums the cut batch inside the loop (an all-reduce, which a
-    body may not hold): unrolled there."""
+    where the weights' gradient sums the cut batch inside the loop: carried per shard and
+    all-reduced after it (test_jax_mesh.py checks that nothing is unrolled)."""
     rng = np.random.default_rng([SEED, 31])
     w = rng.standard_normal((5, 5)).astype(np.float32) * 0.3
     u = rng.standard_normal((3, 5)).astype(np.float32) * 0.3

@@ -383,8 +383,8 @@ class Jitted:
             in_layouts: List[Layout] = []
             in_types: List[TensorType] = []
             in_stored: List[Tuple[Tuple[int, ...], np.dtype]] = []
-            for aval, spec in zip(avals, in_specs):
-                axes = spec_axes(ctx, spec, len(aval.shape))
+            for i, (aval, spec) in enumerate(zip(avals, in_specs)):
+                axes = spec_axes(ctx, spec, len(aval.shape), f"argument {i} (in_specs)")
                 _check_divides(mesh, aval.shape, axes, "argument")
                 data_shape, data_dtype = _data_aval(aval)  # a PRNG key array: its u32 data
                 axes = axes + (-1,) * (len(data_shape) - len(aval.shape))
@@ -405,8 +405,8 @@ class Jitted:
                     args.append(V(value))
             outs = ctx.lower_jaxpr(closed.jaxpr, closed.consts, args)
             out_layouts: List[Layout] = []
-            for o, aval, spec in zip(outs, out_leaves, out_specs):
-                axes = spec_axes(ctx, spec, len(aval.shape))
+            for i, (o, aval, spec) in enumerate(zip(outs, out_leaves, out_specs)):
+                axes = spec_axes(ctx, spec, len(aval.shape), f"result {i} (out_specs)")
                 _check_divides(mesh, aval.shape, axes, "result")
                 axes = axes + (-1,) * (len(_data_aval(aval)[0]) - len(aval.shape))
                 if o.local is not None and tuple(o.spec or ()) == axes:

@@ -167,6 +167,8 @@ class Lowering:
         # and branches traced inside it, by name: (depth, a value of it, or None).
         self.functions: Dict[str, Tuple[int, Optional[Value]]] = {builder.name: (0, None)}
         self._bodies = 0
+        self._defer: set = set()  # see deferring
+        self.deferred: Dict[Any, List[int]] = {}
         if _open_bodies[0] == 0:
             _collectives_made.clear()
 
@@ -263,6 +265,10 @@ class Lowering:
 
     def axis_name(self, axis: int) -> str:
         return repr(self.axis_names[axis]) if 0 <= axis < len(self.axis_names) else str(axis)
+
+    def axes_of(self, v: Value) -> str:
+        """The mesh axes that cut ``v``, named ('-' for none)."""
+        return ", ".join(self.axis_name(a) for a in sorted({a for a in v.split if a >= 0})) or "-"
 
     def axis_of(self, name: Any) -> int:
         if isinstance(name, (tuple, list)):
@@ -421,8 +427,31 @@ class Lowering:
         return self._gather_cut(operand, cut, [shape[d] for d in cut], kinds,
                                 [target[d] for d in cut])
 
+    def whole(self, value: Value) -> Value:
+        """``value`` replicated: each dimension cut along a mesh axis gathered whole."""
+        for a in value.split:
+            if a >= 0:
+                value = _ops.all_gather(value, int(a))
+        return value
+
     # -- collectives completing partial values (global mode) ------------------------------------
+    @contextlib.contextmanager
+    def deferring(self, variables: Any) -> Any:
+        """While a scan's body is traced: the sums that ``variables`` (jaxpr variables of
+        the body) are made by are left partial (see _accumulators); their mesh axes are
+        noted in ``self.deferred``."""
+        outer = self._defer
+        self._defer = set(variables)
+        try:
+            yield
+        finally:
+            self._defer = outer
+
     def complete(self, value: Value, axes: Sequence[int], how: str) -> Value:
+        if how == "sum" and self.eqn is not None and self.eqn.outvars and \
+                self.eqn.outvars[0] in self._defer:
+            self.deferred[self.eqn.outvars[0]] = list(axes)
+            return value
         if not axes:
             return value
         dtype = value.dtype
@@ -431,7 +460,7 @@ class Lowering:
             r = self.complete(alax.convert_element_type(value, wide), axes, how)
             if dtype == "bool":
                 return alax.convert_element_type(r, "bool")
-            return _narrow(r, dtype)
+            return _narrow(self, r, dtype)
         for a in sorted(set(axes)):
             if how == "sum":
                 value = _ops.all_reduce_sum(value, a)
@@ -646,11 +675,7 @@ def _arith(fn: Callable[[Value, Value], Value]) -> Rule:
             return fn(a, b)
         r = fn(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
         if dtype in ("i8", "u8", "u32"):  # wrap as the narrow integer does
-            mask = {"i8": 0xFF, "u8": 0xFF, "u32": 0xFFFFFFFF}[dtype]
-            r = alax.bitwise_and(r, full(r.shape, mask, "i64"))
-            if dtype == "i8":  # sign-extend
-                r = alax.sub(alax.bitwise_xor(r, full(r.shape, 0x80, "i64")),
-                             full(r.shape, 0x80, "i64"))
+            return _narrow(ctx, r, dtype)
         return alax.convert_element_type(r, dtype)
     return lower
 
@@ -675,24 +700,22 @@ def _div(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
     # division fails on 0, so divide by 1 there and select.
     wide = "i64"
     aw, bw = alax.convert_element_type(a, wide), alax.convert_element_type(b, wide)
-    zero = full(bw.shape, 0, wide)
-    one = full(bw.shape, 1, wide)
-    is_zero = alax.eq(bw, zero)
-    q = alax.div(aw, alax.select_n(is_zero, bw, one))
-    q = alax.select_n(is_zero, q, full(bw.shape, -1, wide))
-    return _narrow(q, dtype)
+    is_zero = alax.eq(bw, _full_like(ctx, bw, 0, wide))
+    q = alax.div(aw, alax.select_n(is_zero, bw, _full_like(ctx, bw, 1, wide)))
+    q = alax.select_n(is_zero, q, _full_like(ctx, bw, -1, wide))
+    return _narrow(ctx, q, dtype)
 
 
-def _narrow(r: Value, dtype: str) -> Value:
+def _narrow(ctx: "Lowering", r: Value, dtype: str) -> Value:
     """An i64 result as the integer ``dtype``, wrapping as XLA's narrow integers do."""
     if dtype == "i64":
         return r
     bits = {"i32": 32, "u32": 32, "i8": 8, "u8": 8}[dtype]
     mask = (1 << bits) - 1
-    r = alax.bitwise_and(r, full(r.shape, mask, "i64"))
+    r = alax.bitwise_and(r, _full_like(ctx, r, mask, "i64"))
     if dtype in ("i32", "i8"):
-        half = 1 << (bits - 1)
-        r = alax.sub(alax.bitwise_xor(r, full(r.shape, half, "i64")), full(r.shape, half, "i64"))
+        half = _full_like(ctx, r, 1 << (bits - 1), "i64")
+        r = alax.sub(alax.bitwise_xor(r, half), half)
     return alax.convert_element_type(r, dtype)
 
 
@@ -755,11 +778,10 @@ def _neg(ctx: Lowering, eqn: Any, x: V) -> Value:
     v = ctx.get(x)
     if v.dtype in ("f32", "f64", "bf16", "f16"):
         return alax.neg(v)
-    if v.dtype in ("i32", "i64"):
-        return alax.sub(full(v.shape, 0, v.dtype), v) if ctx.mode == "local" or \
-            is_replicated(v) else _ops.mul(v, -1.0)
-    return _narrow(alax.sub(full(v.shape, 0, "i64"), alax.convert_element_type(v, "i64")),
-                   v.dtype)
+    if v.dtype in ("i32", "i64"):  # 0 - v wraps MIN to MIN, as XLA's negation
+        return alax.sub(_full_like(ctx, v, 0, v.dtype), v)
+    wide = alax.convert_element_type(v, "i64")
+    return _narrow(ctx, alax.sub(_full_like(ctx, v, 0, "i64"), wide), v.dtype)
 
 
 @rule("square")
@@ -995,24 +1017,31 @@ def _sharding_constraint(ctx: Lowering, eqn: Any, x: V) -> Value:
     spec = getattr(sharding, "spec", None)
     if ctx.mode != "global" or spec is None:
         return v
-    target = spec_axes(ctx, spec, len(v.shape))
+    target = spec_axes(ctx, spec, len(v.shape), "a sharding constraint")
     if tuple(v.split) == target:
         return v
     return ctx.relayout(x, target)
 
 
+def same_cut(ctx: Lowering, xs: Sequence[V]) -> List[Value]:
+    """Operands of one rank laid out alike in global form: each dimension cut as any of them
+    cuts it (a replicated or less cut operand is cut locally, no communication; where they
+    disagree, the later operand's cut wins and the others are regathered)."""
+    vals = [ctx.get(x) for x in xs]
+    if ctx.mode != "global" or len({tuple(v.split) for v in vals}) <= 1:
+        return vals
+    target = [-1] * len(vals[0].shape)
+    for v in vals:
+        for d, a in enumerate(v.split):
+            if a >= 0:
+                target = [-1 if t == a else t for t in target]
+                target[d] = a
+    return [v if list(v.split) == target else ctx.relayout(x, target) for v, x in zip(vals, xs)]
+
+
 @rule("concatenate")
 def _concatenate(ctx: Lowering, eqn: Any, *xs: V) -> Value:
-    vals = [ctx.get(x) for x in xs]
-    if ctx.mode == "global" and len({tuple(v.split) for v in vals}) > 1:
-        target = [-1] * len(vals[0].shape)
-        for v in vals:
-            for d, a in enumerate(v.split):
-                if a >= 0:
-                    target[d] = a
-        vals = [v if tuple(v.split) == tuple(target) else ctx.relayout(x, target)
-                for v, x in zip(vals, xs)]
-    return alax.concatenate(vals, eqn.params["dimension"])
+    return alax.concatenate(same_cut(ctx, xs), eqn.params["dimension"])
 
 
 @rule("pad")
@@ -1193,11 +1222,9 @@ def _gather_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V) -> Value:
     rank = len(op.shape)
     if (tuple(dn.offset_dims) or set(ob) | set(smap) != set(range(rank)) or
             any(p["slice_sizes"][d] != 1 for d in smap)):
-        axes = sorted({a for a in op.split if a >= 0})
         raise ctx.refuse("a gather of windows (offset dimensions) with batching dimensions or "
-                         "from an operand cut along mesh axis " +
-                         (", ".join(ctx.axis_name(a) for a in axes) or "-") +
-                         " (atoll's gather takes neither)", suggest_per_shard=bool(axes))
+                         f"from an operand cut along mesh axis {ctx.axes_of(op)} (atoll's "
+                         "gather takes neither)", suggest_per_shard=not is_replicated(op))
     batch_shape = tuple(idx.shape[:-1])
     nb = len(batch_shape)
     sizes = [op.shape[d] for d in smap]
@@ -1272,11 +1299,19 @@ def _scatter_rule(name: str) -> Rule:
             idx = _batch_iota_indices(_indices(ctx, indices),
                                       tuple(dn.scatter_indices_batching_dims))
             return fn(ctx.get(operand), idx, ctx.get(updates), plain, mode=p.get("mode"))
+        op = ctx.get(operand)
+        if cut and is_replicated(op) and not tuple(dn.operand_batching_dims):
+            # A replicated operand updated from indices and updates cut on their batch (a
+            # data-parallel embedding's gradient): both gathered whole, so every device
+            # applies all the updates in jax's order (bit for bit as XLA, for add too).
+            return fn(op, ctx.whole(_indices(ctx, indices)), ctx.whole(ctx.get(updates)),
+                      _without_batching(dn, _SCATTER_FIELDS), mode=p.get("mode"))
         if tuple(dn.operand_batching_dims) or cut:
             if name in ("scatter_add", "scatter"):
                 return _scatter_by_mask(ctx, eqn, operand, indices, updates, name)
-            raise ctx.refuse(f"{name} with batching dimensions or cut operands (atoll's "
-                             f"{name} takes neither)", suggest_per_shard=cut)
+            raise ctx.refuse(f"{name} with batching dimensions or into an operand cut along "
+                             f"mesh axis {ctx.axes_of(op)} (atoll's {name} takes neither)",
+                             suggest_per_shard=cut)
         return fn(ctx.get(operand), _indices(ctx, indices), ctx.get(updates),
                   _without_batching(dn, _SCATTER_FIELDS), mode=p.get("mode"))
     return lower
@@ -1299,8 +1334,9 @@ def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V
     rank = len(op.shape)
     if (tuple(dn.update_window_dims) or set(ob) | set(smap) != set(range(rank)) or
             list(ob) != sorted(ob)):
-        raise ctx.refuse(f"{name} of windows with batching dimensions or cut operands "
-                         "(atoll's scatter takes neither)", suggest_per_shard=True)
+        raise ctx.refuse(f"{name} of windows with batching dimensions or into an operand cut "
+                         f"along mesh axis {ctx.axes_of(op)} (atoll's scatter takes neither)",
+                         suggest_per_shard=True)
     batch_shape = tuple(idx.shape[:-1])
     nb = len(batch_shape)
     sizes = [op.shape[d] for d in smap]
@@ -1322,34 +1358,55 @@ def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V
     zero = V(full((), 0, op.dtype))
     mv, uv, zv = align(ctx, eqn, [V(mask), u, zero], shape)
     placed = alax.select_n(mv, zv, uv)  # [batch..., indexed...]
-    # Sum over the batch dimensions that are not the operand's batching dimensions.
+    # The batch dimensions that are not the operand's batching dimensions hold several updates
+    # per element: applied one position after the other (row-major), as XLA's loop does, so
+    # sums round as jax's and the last set wins; past _SEQUENTIAL positions, summed at once.
     extra = [d for d in range(nb) if d not in ib]
-    if name == "scatter" and extra:
-        raise ctx.refuse("scatter (set) of several updates per element")
-    if extra:
-        if op.dtype not in ("f32", "f64", "bf16", "f16"):
-            raise ctx.refuse(f"{name} of integers with several updates per element")
-        hit = alax.reduce_or(mv, extra)
-        placed = alax.reduce_sum(placed, extra)
+    if ctx.mode == "global" and any(placed.split[d] >= 0 for d in extra):
+        placed, mv = ctx.whole(placed), ctx.whole(mv)  # updates from other devices' indices
+    positions = int(np.prod([shape[d] for d in extra], dtype=np.int64))
+    if extra and positions > _SEQUENTIAL:
+        if name == "scatter" or op.dtype not in _FLOATS:
+            raise ctx.refuse(f"{name} of {positions} updates per element (atoll.jax applies up "
+                             f"to {_SEQUENTIAL} in order)")
+        steps = [(alax.reduce_sum(placed, extra), alax.reduce_or(mv, extra))]
+    elif extra:
+        steps = [(_drop_units(_at(placed, extra, at), extra),
+                  _drop_units(_at(mv, extra, at), extra))
+                 for at in np.ndindex(*[shape[d] for d in extra])]
     else:
-        hit = mv
-    # Now [ib dims in order..., indexed...]: the operand's dims ob..., smap...
+        steps = [(placed, mv)]
+    # Each step is [ib dims in order..., indexed...]: the operand's dims ob..., smap...
     order = list(ob) + list(smap)
     inverse = [order.index(d) for d in range(rank)]
-    if inverse != list(range(rank)):
-        placed = alax.transpose(placed, inverse)
-        hit = alax.transpose(hit, inverse)
-    pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), operand], tuple(op.shape))
-    if name == "scatter_add":
-        wide = _widened(op.dtype)
-        if wide is None:
-            total = alax.add(ov, pv)
-        else:
-            total = alax.convert_element_type(
-                alax.add(alax.convert_element_type(ov, wide), alax.convert_element_type(pv, wide)),
-                op.dtype)
-        return total
-    return alax.select_n(hv, ov, pv)
+    total = ctx.get(operand)
+    for placed, hit in steps:
+        if inverse != list(range(rank)):
+            placed = alax.transpose(placed, inverse)
+            hit = alax.transpose(hit, inverse)
+        pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), V(total)], tuple(op.shape))
+        if name == "scatter_add":
+            pv = _add_values(ctx, ov, pv)
+        total = alax.select_n(hv, ov, pv)
+    return total
+
+
+_SEQUENTIAL = 64
+
+
+def _at(v: Value, dims: Sequence[int], at: Sequence[int]) -> Value:
+    """The slice of ``v`` at position ``at`` of dimensions ``dims`` (kept, of size 1)."""
+    start, limit = [0] * len(v.shape), list(v.shape)
+    for d, i in zip(dims, at):
+        start[d], limit[d] = int(i), int(i) + 1
+    return alax.slice(v, start, limit)
+
+
+def _drop_units(v: Value, units: Sequence[int]) -> Value:
+    """``v`` without its (uncut) dimensions ``units`` of size 1: a max over them keeps the
+    other dimensions' cuts."""
+    units = list(units)
+    return alax.reduce_or(v, units) if v.dtype == "bool" else alax.reduce_max(v, units)
 
 
 RULES["scatter"] = _scatter_rule("scatter")
@@ -1370,10 +1427,22 @@ def _scatter_sub(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V) ->
 RULES["scatter_max"] = RULES["scatter-max"]
 
 
+def refuse_cut_dim(ctx: Lowering, v: Value, dim: int, what: str) -> None:
+    """Global form: refuses ``what`` along dimension ``dim`` of ``v`` when a mesh axis cuts
+    it (the primitive needs the dimension whole on every device)."""
+    if ctx.mode == "global" and v.split[dim] >= 0:
+        raise ctx.refuse(f"{what} along dimension {dim}, which is cut along mesh axis "
+                         f"{ctx.axis_name(v.split[dim])} (it needs the dimension whole on "
+                         "each device: constrain it to be replicated first)",
+                         suggest_per_shard=True)
+
+
 @rule("sort")
 def _sort(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
-    vals = [ctx.get(x) for x in xs]
-    out = alax.sort(tuple(vals), eqn.params["dimension"], True, eqn.params["num_keys"])
+    vals = same_cut(ctx, xs)
+    dim = eqn.params["dimension"]
+    refuse_cut_dim(ctx, vals[0], dim, "a sort")
+    out = alax.sort(tuple(vals), dim, True, eqn.params["num_keys"])
     return list(out)
 
 
@@ -1419,7 +1488,7 @@ def _reduce_sum(ctx: Lowering, eqn: Any, x: V) -> Value:
             ones = ctx.relayout(ones_v, [v.split[d] for d in axes])
         # The kept dimensions stay in order: dot_general gives lhs's free dims in order.
         r = alax.dot_general(w, ones, ((tuple(axes), tuple(range(len(axes)))), ((), ())))
-        r = r if wide == v.dtype else _narrow(r, v.dtype)
+        r = r if wide == v.dtype else _narrow(ctx, r, v.dtype)
     return ctx.complete(r, partial, "sum")
 
 
@@ -1546,12 +1615,12 @@ def _init_of(dtype: str, how: str) -> Any:
     return int(info.min) if how == "max" else int(info.max)
 
 
-def _add_values(a: Value, b: Value) -> Value:
+def _add_values(ctx: "Lowering", a: Value, b: Value) -> Value:
     wide = _widened(a.dtype)
     if wide is None:
         return alax.add(a, b)
     r = alax.add(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
-    return _narrow(r, a.dtype) if a.dtype in ("i8", "u8", "u32") else \
+    return _narrow(ctx, r, a.dtype) if a.dtype in ("i8", "u8", "u32") else \
         alax.convert_element_type(r, a.dtype)
 
 
@@ -1675,7 +1744,7 @@ def _reduce_window(how: str) -> Rule:
             if acc is None:
                 acc = piece
             elif how == "sum":
-                acc = _add_values(acc, piece)
+                acc = _add_values(ctx, acc, piece)
             elif how == "max":
                 acc = alax.max(acc, piece)
             else:
@@ -1740,7 +1809,7 @@ def _reduce_window_generic(ctx: Lowering, eqn: Any, *xs: V) -> Value:
         return alax.max(*align(ctx, eqn, [V(r), V(init)], shape))
     if how == "min":
         return alax.min(*align(ctx, eqn, [V(r), V(init)], shape))
-    return _add_values(*align(ctx, eqn, [V(r), V(init)], shape))
+    return _add_values(ctx, *align(ctx, eqn, [V(r), V(init)], shape))
 
 
 @rule("select_and_scatter_add")
@@ -1798,7 +1867,7 @@ def _select_and_scatter_composed(ctx: Lowering, eqn: Any, source: V, operand: V)
         config = [(s, size - s - ((o - 1) * stride + 1) if o > 0 else size - s, stride - 1)
                   for s, size, o, stride in zip(st, shape, outs, strides)]
         placed = alax.pad(share, zero, config)
-        total = placed if total is None else _add_values(total, placed)
+        total = placed if total is None else _add_values(ctx, total, placed)
     if any(lo or hi for lo, hi in pads):
         total = alax.slice(total, [lo for lo, _ in pads],
                            [size - hi for size, (_, hi) in zip(shape, pads)])
@@ -2006,13 +2075,67 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
     lowered once into a body that runs on the device for each of the length steps (from the
     last with reverse); its consts are the outer values it uses (lifted). In global form the
     carry keeps its cut through the loop (a carry the body cuts is cut before it). A body that
-    needs a collective falls back to unrolling (_scan_unrolled)."""
+    needs a collective is first tried with its partial sums accumulated per shard
+    (_accumulators), then unrolled (_scan_unrolled)."""
+    try:
+        return _scan_native(ctx, eqn, {}, *xs)
+    except _NeedsCollective as e:
+        why = str(e)
+    accumulate = _accumulators(eqn) if ctx.mode == "global" else {}
+    if accumulate:
+        try:
+            return _scan_native(ctx, eqn, accumulate, *xs)
+        except _NeedsCollective as e:
+            why = str(e)
+    return _scan_unrolled(ctx, eqn, why, *xs)
+
+
+def _accumulators(eqn: Any) -> Dict[int, Any]:
+    """The carries of a scan's body updated as ``carry + t`` where t is a sum (dot_general or
+    reduce_sum, through transposes) used nowhere else and the carry nowhere else either:
+    the weights' gradient of a data-parallel scan. Global form completes such a sum over a
+    cut dimension with an all-reduce per step, which a body may not hold; carried per shard
+    un-reduced instead (from zeros), it is all-reduced once after the loop. Returns
+    {carry index: the sum's jaxpr variable}."""
+    p = eqn.params
+    jaxpr = p["jaxpr"].jaxpr
+    n_consts = p["num_consts"]
+    uses: Dict[Any, int] = {}
+    for v in [v for e in jaxpr.eqns for v in e.invars] + list(jaxpr.outvars):
+        if not isinstance(v, jcore.Literal):
+            uses[v] = uses.get(v, 0) + 1
+    made_by = {v: e for e in jaxpr.eqns for v in e.outvars}
+    found: Dict[int, Any] = {}
+    for j in range(p["num_carry"]):
+        carry, out = jaxpr.invars[n_consts + j], jaxpr.outvars[j]
+        add = made_by.get(out)
+        if (add is None or add.primitive.name not in ("add", "add_any") or
+                carry not in add.invars or uses.get(carry) != 1 or uses.get(out) != 1 or
+                np.dtype(carry.aval.dtype).kind != "f"):
+            continue
+        v = add.invars[1] if add.invars[0] is carry else add.invars[0]
+        while (uses.get(v) == 1 and v in made_by and
+               made_by[v].primitive.name == "transpose"):
+            v = made_by[v].invars[0]
+        if uses.get(v) == 1 and v in made_by and made_by[v].primitive.name in (
+                "dot_general", "reduce_sum"):
+            found[j] = v
+    return found
+
+
+def _scan_native(ctx: Lowering, eqn: Any, accumulate: Dict[int, Any], *xs: V) -> List[Value]:
+    """The IR's scan (see _scan); the carries of ``accumulate`` start from zeros, their sums
+    left partial in the body and completed (and added to the initial carry) after it.
+    _NeedsCollective where the body still needs one."""
     p = eqn.params
     body = p["jaxpr"]
     n_consts, n_carry = p["num_consts"], p["num_carry"]
     length, reverse = int(p["length"]), bool(p["reverse"])
     consts = list(xs[:n_consts])
     init = [ctx.get(x) for x in xs[n_consts:n_consts + n_carry]]
+    given = list(init)
+    for j in accumulate:
+        init[j] = full(tuple(init[j].shape), 0, init[j].dtype)
     seqs = [ctx.get(x) for x in xs[n_consts + n_carry:]]
     if ctx.mode == "global":
         for s in seqs:
@@ -2027,7 +2150,8 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
     mark = ctx.mark()
 
     def trace(types: Sequence[Any]) -> Any:
-        with ctx.body("scan_body", scope, list(types) + rows) as (bb, ins):
+        with ctx.body("scan_body", scope, list(types) + rows) as (bb, ins), \
+                ctx.deferring(accumulate.values()):
             carry_in = ins[:len(types)]
             args = [V(v) for v in (carry_in[1:] if dummy else carry_in)]
             outs = ctx.lower_jaxpr(body.jaxpr, body.consts,
@@ -2037,19 +2161,22 @@ def _scan(ctx: Lowering, eqn: Any, *xs: V) -> List[Value]:
         n = len(types)
         return outs[:n], (bb, outs, types)
 
-    try:
-        init, (bb, outs, types) = _loop_carry(ctx, init, trace)
-        n = len(types)
-        for o, t in zip(outs[:n], types):
-            bb.output(_to_layout(ctx, o, t[2]))
-        for o in outs[n:]:
-            bb.output(ctx.get(o))
-        ctx.no_collective_since(mark, scope[0])
-    except _NeedsCollective as e:
-        return _scan_unrolled(ctx, eqn, str(e), *xs)
-    results = _ops.structured("scan", [bb], init + seqs + list(bb.captured),
-                              [len(init), len(bb.captured), length, int(reverse)])
-    return list(results[1:] if dummy else results)
+    init, (bb, outs, types) = _loop_carry(ctx, init, trace)
+    n = len(types)
+    for o, t in zip(outs[:n], types):
+        bb.output(_to_layout(ctx, o, t[2]))
+    for o in outs[n:]:
+        bb.output(ctx.get(o))
+    ctx.no_collective_since(mark, scope[0])
+    results = list(_ops.structured("scan", [bb], init + seqs + list(bb.captured),
+                                   [len(init), len(bb.captured), length, int(reverse)]))
+    if dummy:
+        results = results[1:]
+    for j, var in accumulate.items():  # the per-shard sums, all-reduced once
+        total = ctx.complete(results[j], ctx.deferred.get(var, []), "sum")
+        shape = tuple(total.shape)
+        results[j] = alax.add(*align(ctx, eqn, [V(given[j]), V(total)], shape))
+    return results
 
 
 def _scan_unrolled(ctx: Lowering, eqn: Any, why: str, *xs: V) -> List[Value]:
@@ -2138,16 +2265,29 @@ def _random(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     name = eqn.primitive.name
     p = eqn.params
     key_shape = tuple(ctx.get(xs[0]).shape)
-    if key_shape != (2,):
-        raise ctx.refuse("arrays of keys (atoll.jax lowers one threefry key at a time)")
-    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    if key_shape[-1:] != (2,):
+        raise ctx.refuse(f"keys of shape {key_shape[:-1]} with data {key_shape[-1:]} (atoll.jax "
+                         "lowers threefry2x32 keys)")
+    batch = key_shape[:-1]  # an array of keys (jax.vmap over keys): jax's rule, vmapped
+    key = jax.ShapeDtypeStruct(key_shape, np.uint32)
     if name == "random_bits":
-        closed = jax.make_jaxpr(lambda k: impl.random_bits(k, p["bit_width"], p["shape"]))(key)
+        fn = lambda k: impl.random_bits(k, p["bit_width"], p["shape"])  # noqa: E731
     elif name == "random_split":
-        closed = jax.make_jaxpr(lambda k: impl.split(k, p["shape"]))(key)
+        fn = lambda k: impl.split(k, p["shape"])  # noqa: E731
     else:
-        data = jax.ShapeDtypeStruct(tuple(eqn.invars[1].aval.shape), eqn.invars[1].aval.dtype)
-        closed = jax.make_jaxpr(impl.fold_in)(key, data)
+        fn = impl.fold_in
+    if name == "random_fold_in":
+        aval = eqn.invars[1].aval
+        data_shape = tuple(aval.shape)
+        if data_shape not in ((), batch):
+            raise ctx.refuse(f"fold_in of data {data_shape} into keys {batch}")
+        for _ in batch:  # one datum for all the keys, or one each
+            fn = jax.vmap(fn, in_axes=(0, None if data_shape == () else 0))
+        closed = jax.make_jaxpr(fn)(key, jax.ShapeDtypeStruct(data_shape, aval.dtype))
+    else:
+        for _ in batch:
+            fn = jax.vmap(fn)
+        closed = jax.make_jaxpr(fn)(key)
     return ctx.lower_jaxpr(closed.jaxpr, closed.consts, list(xs))
 
 
@@ -2333,8 +2473,14 @@ def _all_to_all(ctx: Lowering, eqn: Any, x: V) -> Value:
 
 # -- shard_map -------------------------------------------------------------------------------------
 
-def spec_axes(ctx: Lowering, spec: Any, rank: int) -> Tuple[int, ...]:
-    """A PartitionSpec as a mesh axis (or -1) per dimension."""
+def spec_axes(ctx: Lowering, spec: Any, rank: int, what: str = "a value") -> Tuple[int, ...]:
+    """A PartitionSpec as a mesh axis (or -1) per dimension. Refused (naming ``what``, and
+    inside a function the primitive and the user's line): a dimension cut over several mesh
+    axes at once (P(("data", "model"))), which atoll's types cannot say."""
+    def refuse(text: str) -> LoweringError:
+        text = f"{what} with PartitionSpec {spec}: {text}"
+        return ctx.refuse(text) if ctx.eqn is not None else LoweringError(text)
+
     out = [-1] * rank
     for d, entry in enumerate(tuple(spec) if spec is not None else ()):
         if entry is None:
@@ -2343,11 +2489,12 @@ def spec_axes(ctx: Lowering, spec: Any, rank: int) -> Tuple[int, ...]:
         if len(names) == 0:
             continue
         if len(names) != 1:
-            raise LoweringError(f"a dimension cut along several mesh axes ({entry}) is not "
-                                "supported by atoll (one mesh axis per dimension)")
+            raise refuse(f"dimension {d} is cut over several mesh axes at once "
+                         f"{tuple(names)}, which atoll does not support: it cuts a dimension "
+                         "along one mesh axis per dimension (cut two dimensions, e.g. "
+                         "P('data', 'model'), or reshape this one into two)")
         if names[0] not in ctx.axis_names:
-            raise LoweringError(f"no mesh axis named {names[0]!r} (the mesh has "
-                                f"{ctx.axis_names})")
+            raise refuse(f"no mesh axis named {names[0]!r} (the mesh has {ctx.axis_names})")
         out[d] = ctx.axis_names.index(names[0])
     return tuple(out)
 
@@ -2359,8 +2506,10 @@ def _shard_map(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     if ctx.mode != "global":
         raise ctx.refuse("a shard_map inside a shard_map")
     locals_ = []
-    for x, spec, var in zip(xs, p["in_specs"], eqn.invars):
-        axes = spec_axes(ctx, spec, len(var.aval.shape))
+    for i, (x, spec, var) in enumerate(zip(xs, p["in_specs"], eqn.invars)):
+        axes = spec_axes(ctx, spec, len(var.aval.shape), f"the shard_map's operand {i}")
+        rank = len((x.local if x.local is not None else ctx.get(x)).shape)
+        axes += (-1,) * (rank - len(axes))  # an array of PRNG keys: its data's trailing [2]
         if x.local is not None and tuple(x.spec) == axes:
             locals_.append(V(x.local))
         else:
@@ -2373,8 +2522,9 @@ def _shard_map(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
     finally:
         ctx.mode = "global"
     results = []
-    for o, spec, var in zip(outs, p["out_specs"], eqn.outvars):
-        axes = spec_axes(ctx, spec, len(var.aval.shape))
-        results.append(V(None, local=ctx.get(o), spec=axes))
+    for i, (o, spec, var) in enumerate(zip(outs, p["out_specs"], eqn.outvars)):
+        axes = spec_axes(ctx, spec, len(var.aval.shape), f"the shard_map's result {i}")
+        local = ctx.get(o)
+        results.append(V(None, local=local, spec=axes + (-1,) * (len(local.shape) - len(axes))))
     return results
 
