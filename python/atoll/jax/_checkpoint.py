@@ -4,6 +4,7 @@ of its slice was lost (elastic)."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
@@ -17,6 +18,8 @@ from .._types import replicated
 from ._api import Array, Mesh
 
 T = TypeVar("T")
+
+_LOST = re.compile(r"\bon host \S+ (was|were) lost\b|submit the run again")
 
 
 def tensor_names(tree: Any) -> Tuple[list, Any]:
@@ -70,11 +73,10 @@ def load(client: Client, path: str, like: Any, mesh: Mesh, *,
 
 def host_lost(error: BaseException) -> bool:
     """Whether ``error`` is a run's failure because a host of its slice was lost (the
-    executors' and schedulers' "device D on host H was lost: ..."), or a refusal while the
-    RM remaps the slice ("submit the run again")."""
-    text = str(error)
-    return isinstance(error, _atoll.Error) and ("was lost" in text or "submit the run again"
-                                                 in text)
+    executors' and schedulers' "device D on host H was lost: ...", "devices 2,3 on host H
+    were lost: its executor restarted ..."), or a refusal while the RM remaps the slice
+    ("submit the run again")."""
+    return isinstance(error, _atoll.Error) and _LOST.search(str(error)) is not None
 
 
 def elastic(loop: Callable[[bool], T], *, attempts: int = 3, within_s: float = 120.0,
