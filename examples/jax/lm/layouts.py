@@ -150,12 +150,12 @@ class Pipeline:
                 self.forward.append(jit(run, mesh, (P(), split), split))
                 self.backward.append(jit(vjp, mesh, (P(), split, split), outs))
                 self.backward_acc.append(jit(vjp_acc, mesh, (P(), split, split, P()), outs))
-            self.update.append(jit(self._update_fn(first, last), mesh, P(), P()))
+            self.update.append(jit(self._update_fn(first), mesh, P(), P()))
 
         self._grads = aj.program(self._grads_body)
         self._step = aj.program(self._step_body)
 
-    def _update_fn(self, first: bool, last: bool):
+    def _update_fn(self, first: bool):
         tx, M = self.tx, self.M
 
         def update(p, opt_state, acc, *other_wte):
@@ -167,7 +167,6 @@ class Pipeline:
             updates, opt_state = tx.update(grads, opt_state, p)
             return optax.apply_updates(p, updates), opt_state
 
-        del last
         return update
 
     # -- one step ---------------------------------------------------------------------------

@@ -28,7 +28,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import data  # noqa: E402
@@ -93,10 +92,13 @@ def make_layout(args: argparse.Namespace, cfg: model.Config, client: Any) -> Any
 
 # -- held-out loss and samples (on this machine's CPU, from the parameters read back) -----------
 
+_loss = jax.jit(model.loss)  # compiled once per shape, for every evaluation
+_logits = jax.jit(model.logits)
+
+
 def held_out_bits_per_byte(params: Any, held: np.ndarray, cfg: model.Config,
                            batches: int) -> float:
-    loss = jax.jit(model.loss)
-    total = sum(float(loss(params, *data.batch(held, j, cfg.batch, cfg.context, seed=1)))
+    total = sum(float(_loss(params, *data.batch(held, j, cfg.batch, cfg.context, seed=1)))
                 for j in range(batches))
     return total / batches / math.log(2)
 
@@ -104,14 +106,13 @@ def held_out_bits_per_byte(params: Any, held: np.ndarray, cfg: model.Config,
 def sample(params: Any, cfg: model.Config, prompt: bytes, length: int, seed: int) -> str:
     """``length`` bytes drawn after ``prompt`` (temperature 0.8), the window sliding once it
     is full; causal attention makes the zeros after the last byte irrelevant."""
-    logits = jax.jit(model.logits)
     rng = np.random.default_rng(seed)
     text = list(prompt)
     for _ in range(length):
         window = text[-cfg.context:]
         tokens = np.zeros((1, cfg.context), np.int32)
         tokens[0, :len(window)] = window
-        z = np.asarray(logits(params, tokens))[0, len(window) - 1] / 0.8
+        z = np.asarray(_logits(params, tokens))[0, len(window) - 1] / 0.8
         p = np.exp(z - z.max())
         text.append(int(rng.choice(256, p=p / p.sum())))
     return bytes(text).decode("utf-8", errors="replace")
