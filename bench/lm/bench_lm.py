@@ -21,9 +21,7 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List
 
@@ -40,7 +38,7 @@ import numpy as np  # noqa: E402
 import data  # noqa: E402
 import layouts  # noqa: E402
 import model  # noqa: E402
-from result import result, row  # noqa: E402
+from result import cluster, result, row  # noqa: E402
 
 
 def tokens_per_s(layout: Any, cfg: model.Config, text: np.ndarray, steps: int) -> float:
@@ -79,17 +77,6 @@ def main() -> int:
                        context=args.context, batch=args.batch)
     micro = [int(m) for m in args.micro.split(",")]
     text = data.corpus()[0]
-    bin_dir = pathlib.Path(os.environ.get("ATOLL_BIN_DIR", SOURCE / "build" / "bin"))
-    state, started = args.state_dir, False
-    if not state:
-        state = tempfile.mkdtemp(prefix="atoll-lm-bench-")
-        up = subprocess.run([str(bin_dir / "atoll"), "up", "--config", str(HERE / "bench.toml"),
-                             "--bin-dir", str(bin_dir), "--state-dir", state],
-                            capture_output=True, text=True)
-        if up.returncode:
-            print(up.stdout, up.stderr)
-            return 1
-        started = True
     rows: List[Dict[str, Any]] = []
     rates: Dict[str, float] = {}
 
@@ -100,7 +87,7 @@ def main() -> int:
         print(json.dumps({"series": series, **params, "tokens_per_s": round(rate, 1)}),
               flush=True)
 
-    try:
+    with cluster(args.state_dir, HERE / "bench.toml", "atoll-lm-bench-") as state:
         client = atoll.connect(state_dir=state, name="lm-bench")
         measure("jit", "jax_jit", {"devices": 1}, layouts.Jit(cfg))
         measure("spmd1", "spmd", {"devices": 1}, layouts.Spmd(cfg, client, devices=1))
@@ -117,10 +104,6 @@ def main() -> int:
                     layouts.Pipeline(cfg, client, stages=stages, micro=micro[-1],
                                      stage_devices=4 // stages, islands=1))
         client.close()
-    finally:
-        if started:
-            subprocess.run([str(bin_dir / "atoll"), "down", "--state-dir", state],
-                           capture_output=True)
     top = micro[-1]
     derived = {"spmd_1_device_over_jax_jit": round(rates["spmd1"] / rates["jit"], 4),
                "megatron_over_spmd_4": round(rates["megatron"] / rates["spmd4"], 4)}
