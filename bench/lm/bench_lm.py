@@ -81,6 +81,8 @@ def main() -> int:
     rates: Dict[str, float] = {}
 
     def measure(key: str, series: str, params: Dict[str, Any], layout: Any) -> None:
+        # "config": the bar's label in bench/report.py's figure (one group per configuration)
+        params = {"config": key, **params}
         rate = tokens_per_s(layout, cfg, text, args.steps)
         rates[key] = rate
         rows.append(row(series, params, "tokens_per_s", "tokens/s", [rate]))

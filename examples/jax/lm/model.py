@@ -25,7 +25,7 @@ class Config:
     d_model: int = 256
     heads: int = 8
     context: int = 128
-    batch: int = 32
+    batch: int = 16
     lr: float = 3e-3
     warmup: int = 50
     weight_decay: float = 0.1

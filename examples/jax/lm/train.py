@@ -43,7 +43,7 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
     size.add_argument("--d-model", type=int, default=256)
     size.add_argument("--heads", type=int, default=8)
     size.add_argument("--context", type=int, default=128)
-    size.add_argument("--batch", type=int, default=32)
+    size.add_argument("--batch", type=int, default=16)
     size.add_argument("--lr", type=float, default=3e-3)
     size.add_argument("--warmup", type=int, default=50)
     size.add_argument("--seed", type=int, default=0)
