@@ -101,7 +101,6 @@ class Pipeline:
             raise ValueError(f"pipeline: batch {cfg.batch} does not cut into {micro} "
                              f"micro-batches of a multiple of {stage_devices} rows")
         self.cfg, self.S, self.M = cfg, stages, micro
-        self.aj = aj
         self.meshes = [aj.Mesh(client, (stage_devices,), ("data",),
                                island="island1" if islands == 2 and s >= stages // 2
                                else "island0")
