@@ -44,7 +44,7 @@ import model  # noqa: E402
 
 SMALL = ["--layers", "2", "--d-model", "32", "--heads", "4", "--context", "16", "--batch", "8",
          "--warmup", "3", "--eval-batches", "1", "--quiet"]
-STEPS = 8
+STEPS = 5
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_layouts_train_as_jax_jit(client, jit_losses: List[float], layout: List[
 def test_pipeline_gradients_equal_the_unpipelined_models(client) -> None:
     args = train.parse(["--layout", "pipeline"] + SMALL)
     cfg = train.config(args)
-    pipeline = layouts.Pipeline(cfg, client, stages=2, micro=4, islands=2)
+    pipeline = layouts.Pipeline(cfg, client, stages=2, micro=2, islands=2)
     assert [m.island for m in pipeline.meshes] == ["island0", "island1"]
     params = model.init(cfg)
     tokens, targets = data.batch(data.corpus()[0], 3, cfg.batch, cfg.context)
@@ -113,7 +113,7 @@ def own_cluster() -> Any:
 
 def test_elastic_run_resumes_from_its_checkpoint_after_an_executor_is_killed(
         own_cluster: Cluster) -> None:
-    steps, every, kill_after = 14, 4, 5
+    steps, every, kill_after = 10, 4, 5
     run = ["--layout", "spmd", "--devices", "2", "--steps", str(steps), "--checkpoint-every",
            str(every)] + SMALL
     with own_cluster.connect(name="lm-uninterrupted") as c:
