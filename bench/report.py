@@ -43,6 +43,8 @@ PLOTS = {
     "control": {"x": "shards", "xscale": "log", "yscale": "symlog", "series": ["total"]},
     "pipeline": {"x": "micro_batches", "xscale": "log", "yscale": "linear"},
     "peers": {"figure": "bars", "yscale": "auto"},
+    "lm": {"figure": "bars", "yscale": "log"},
+    "lm_curve": {"x": "step", "xscale": "linear", "yscale": "linear"},
     "collectives": {"x": "bytes_per_device", "xscale": "log", "yscale": "log"},
 }
 DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto", "series": None, "figure": None}

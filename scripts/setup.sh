@@ -25,11 +25,12 @@ packages=(
 # docker-compose and yamllint, and for real with podman (runc, netavark networks with DNS,
 # catatonit for `init`, debootstrap for a base image: tests/ops/podman_lib.sh);
 # scripts/fuzz.sh's compiler and libFuzzer; `ip`, which makes the network namespaces of the
-# tests and benchmarks across machines.
+# tests and benchmarks across machines; the English text examples/jax/lm trains on (Debian's
+# fortunes, /usr/share/games/fortunes).
 if [ $build_only -eq 0 ]; then
   packages+=(tmux chromium docker-compose yamllint
              podman runc netavark aardvark-dns catatonit iptables debootstrap
-             clang-14 libfuzzer-14-dev iproute2)
+             clang-14 libfuzzer-14-dev iproute2 fortunes)
 fi
 
 missing=()

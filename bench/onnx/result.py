@@ -1,13 +1,16 @@
 """bench/results' JSON form (bench/README.md, checked by bench/report.py) for the Python
-benchmarks of bench/onnx: bench, commit, machine, quick, rows, derived."""
+benchmarks (bench/onnx, bench/lm): bench, commit, machine, quick, rows, derived; and the
+cluster such a benchmark starts for itself."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import pathlib
 import subprocess
-from typing import Any, Dict, List
+import tempfile
+from typing import Any, Dict, Iterator, List
 
 SOURCE = pathlib.Path(__file__).resolve().parents[2]
 
@@ -47,3 +50,25 @@ def result(bench: str, rows: List[Dict[str, Any]], derived: Dict[str, float], qu
            "quick": quick, "rows": rows, "derived": derived}
     out.update(extra)
     return out
+
+
+@contextlib.contextmanager
+def cluster(state_dir: str, config: pathlib.Path, prefix: str) -> Iterator[str]:
+    """The state dir of the cluster to measure: ``state_dir`` when given (a running cluster),
+    else one started with `atoll up --config config` (ATOLL_BIN_DIR's binaries, default
+    build/bin) in a new temporary dir and stopped at the end. Raises RuntimeError with
+    `atoll up`'s output when it fails."""
+    if state_dir:
+        yield state_dir
+        return
+    bin_dir = pathlib.Path(os.environ.get("ATOLL_BIN_DIR", SOURCE / "build" / "bin"))
+    state = tempfile.mkdtemp(prefix=prefix)
+    up = subprocess.run([str(bin_dir / "atoll"), "up", "--config", str(config), "--bin-dir",
+                         str(bin_dir), "--state-dir", state], capture_output=True, text=True)
+    if up.returncode:
+        raise RuntimeError(f"atoll up failed: {up.stdout}{up.stderr}")
+    try:
+        yield state
+    finally:
+        subprocess.run([str(bin_dir / "atoll"), "down", "--state-dir", state],
+                       capture_output=True)

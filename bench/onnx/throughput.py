@@ -15,9 +15,7 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -30,7 +28,7 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 import models  # noqa: E402
-from result import result, row  # noqa: E402
+from result import cluster, result, row  # noqa: E402
 
 
 def rate(fn, items: int, seconds: float) -> float:
@@ -75,20 +73,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(SOURCE / "bench" / "results" / "onnx_throughput.json"))
     args = ap.parse_args()
     import atoll
-    bin_dir = pathlib.Path(os.environ.get("ATOLL_BIN_DIR", SOURCE / "build" / "bin"))
-    state, started = args.state_dir, False
-    if not state:
-        state = tempfile.mkdtemp(prefix="atoll-onnx-bench-")
-        up = subprocess.run([str(bin_dir / "atoll"), "up", "--config", str(HERE / "bench.toml"),
-                             "--bin-dir", str(bin_dir), "--state-dir", state],
-                            capture_output=True, text=True)
-        if up.returncode:
-            print(up.stdout, up.stderr)
-            return 1
-        started = True
     rows = []
     rng = np.random.default_rng(0)
-    try:
+    with cluster(args.state_dir, HERE / "bench.toml", "atoll-onnx-bench-") as state:
         client = atoll.connect(state_dir=state, name="onnx-bench")
         for batch in (1, 16):
             x = rng.standard_normal((batch, 3, args.size, args.size)).astype(np.float32)
@@ -100,10 +87,6 @@ def main() -> int:
             rows += measure(client, "encoder2x128", models.encoder(16), x, devices,
                             args.seconds)
         client.close()
-    finally:
-        if started:
-            subprocess.run([str(bin_dir / "atoll"), "down", "--state-dir", state],
-                           capture_output=True)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     ratios = {f"ratio_{r['params']['model']}_b{r['params']['batch']}_d{r['params']['devices']}":

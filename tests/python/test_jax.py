@@ -1179,3 +1179,57 @@ def test_donated_arrays_are_deleted_and_run_failures_raise_atolls_errors(two) ->
                            check_vma=False)
     with pytest.raises(atoll.Error, match="differs between devices"):
         np.asarray(differs(x))
+
+
+# -- checkpoints and elastic training --------------------------------------------------------------
+
+def test_save_and_load_a_pytree_of_arrays_through_the_stores(jclient, grid) -> None:
+    """atoll.jax.save writes a pytree whose Arrays are cut over a 2x2 mesh (by the stores
+    that hold them) beside numpy leaves; atoll.jax.load gives it back whole, shaped as the
+    tree it is given, and refuses a tree whose shapes differ."""
+    rng = np.random.default_rng([SEED, 30])
+    w = rng.standard_normal((4, 6)).astype(np.float32)
+    scaled = aj.jit(lambda w: (w * 2.0, {"sum": w.sum(0)}), mesh=grid, in_specs=P(),
+                    out_specs=(P("data", "model"), {"sum": P("model")}))(w)
+    tree = {"state": scaled, "step": np.int32(7), "layers": [np.arange(3, dtype=np.float32)]}
+    aj.save(jclient, tree, "pytest-jax/tree")
+    names = aj._checkpoint.tensor_names(tree)[0]
+    assert names == ["layers.0", "state.0", "state.1.sum", "step"], names
+    like = jax.tree_util.tree_map(np.asarray, tree)
+    got = aj.load(jclient, "pytest-jax/tree", like, grid)
+    np.testing.assert_array_equal(got["state"][0], w * 2)
+    np.testing.assert_allclose(got["state"][1]["sum"], w.sum(0), rtol=1e-6)
+    assert int(got["step"]) == 7 and got["layers"][0].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(atoll.InvalidArgument, match="'state.0' has shape \\(4, 6\\)"):
+        aj.load(jclient, "pytest-jax/tree", dict(like, state=(np.zeros((2, 2)), like["state"][1])),
+                grid)
+
+
+def test_elastic_resumes_only_after_a_lost_host() -> None:
+    """atoll.jax.elastic runs the loop again with resume=True after a host-loss failure (as
+    the services word it), at most ``attempts`` times; any other error passes through."""
+    lost = atoll.Unavailable("devices 2,3 on host i0h1 were lost: its executor restarted")
+    calls = []
+
+    def loop(resume: bool) -> str:
+        calls.append(resume)
+        if len(calls) == 1:
+            raise lost
+        return "done"
+
+    assert aj.elastic(loop, log=None) == "done" and calls == [False, True]
+    assert aj.host_lost(atoll.Unavailable("device 4 on host i0h0 was lost: missed heartbeats"))
+    assert not aj.host_lost(atoll.InvalidArgument("argument 0 has shape [2]"))
+    assert not aj.host_lost(RuntimeError("devices on host h were lost"))  # not atoll's
+
+    def always(resume: bool) -> None:
+        raise lost
+
+    with pytest.raises(atoll.Unavailable, match="were lost"):
+        aj.elastic(always, attempts=2, within_s=30, log=None)
+
+    def refused(resume: bool) -> None:
+        raise atoll.InvalidArgument("bad input")
+
+    with pytest.raises(atoll.InvalidArgument):
+        aj.elastic(refused, log=None)

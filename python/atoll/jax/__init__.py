@@ -19,16 +19,21 @@ partial sums with all-reduces) and per shard (``per_shard=True`` or
 ... by mesh axis name). What atoll cannot lower (a primitive it lacks, a host callback, a
 dtype, a sharding it cannot partition) is refused when the function is traced, naming the
 primitive and the user's source line (atoll.jax.LoweringError, an atoll.InvalidArgument).
+
+Training state (pytrees of Arrays) is checkpointed by the stores that hold it
+(``atoll.jax.save`` / ``load``), and ``atoll.jax.elastic(loop)`` runs a training loop again
+from its last checkpoint when a host of its slice was lost.
 """
 
 from jax.sharding import PartitionSpec
 
 from ._api import (Array, Device, Jitted, Layout, Mesh, NamedSharding, TracedArray, fetches, jit,
                    program, shard_map)
+from ._checkpoint import elastic, host_lost, load, save
 from ._lowering import MISSING, RULES, LoweringError
 
 P = PartitionSpec
 
 __all__ = ["Array", "Device", "Jitted", "Layout", "LoweringError", "MISSING", "Mesh",
-           "NamedSharding", "P", "PartitionSpec", "RULES", "TracedArray", "fetches", "jit",
-           "program", "shard_map"]
+           "NamedSharding", "P", "PartitionSpec", "RULES", "TracedArray", "elastic", "fetches",
+           "host_lost", "jit", "load", "program", "save", "shard_map"]
