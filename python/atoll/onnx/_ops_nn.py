@@ -192,7 +192,10 @@ def _lp_norm(ctx, x):
         s = lax.reduce_sum(lax.abs(u) if p == 1 else lax.mul(u, u), [a])
         s = s if p == 1 else lax.sqrt(s)
         rest = [d for d in range(len(u.shape)) if d != a]
-        return lax.div(u, lax.broadcast_in_dim(s, u.shape, rest))
+        norm = lax.broadcast_in_dim(s, u.shape, rest)
+        zero = scalar(norm, 0)
+        # A zero norm gives 0, not 0/0 (onnx's reference).
+        return lax.select_n(lax.eq(norm, zero), lax.div(u, norm), zero)
     return in_float(f, v)
 
 

@@ -106,5 +106,8 @@ def _resize(ctx, x, roi=None, scales=None, sizes=None):
 def _upsample(ctx, x, scales=None):
     v = ctx.value(x)
     sc = ctx.attr("scales") if scales is None else ctx.static(scales, "input 'scales'").ravel()
-    attrs = {"mode": ctx.attr("mode", b"nearest"), "coordinate_transformation_mode": "asymmetric"}
+    # Upsample's nearest repeats each element (onnx's reference: numpy.repeat), the source
+    # index floor(i / scale), where Resize's default rounds.
+    attrs = {"mode": ctx.attr("mode", b"nearest"), "coordinate_transformation_mode": "asymmetric",
+             "nearest_mode": "floor"}
     return _resize_with(ctx, v, attrs, list(sc), None, None, None)
