@@ -62,9 +62,10 @@ std::pair<std::string, std::string> FindPython() {
   argv.push_back(nullptr);
   std::cout.flush();
   execvp(python.c_str(), argv.data());
-  Fail(fmt::format("cannot run the Python interpreter {} (set ATOLL_PYTHON to one that has the "
-                   "atoll package and onnx): {}",
-                   python, std::strerror(errno)));
+  Fail(
+      fmt::format("cannot run the Python interpreter {} (set ATOLL_PYTHON to one that has the "
+                  "atoll package and onnx): {}",
+                  python, std::strerror(errno)));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@ on the suite's cluster, its output files against onnxruntime's outputs for the s
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import subprocess
@@ -85,8 +86,12 @@ def test_run_writes_each_output_as_onnxruntime_gives_it(cluster, model_file, tmp
         assert got.dtype == w.dtype and got.shape == w.shape
         np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
         line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"{name}: "))
-        assert f"shape [4, 5] float32, min {w.min():.6g} max {w.max():.6g}" in line, r.stdout
-        assert line.endswith(str(out / f"{name}.npy"))
+        said = re.fullmatch(rf"{name}: shape \[4, 5\] float32, min (\S+) max (\S+) mean (\S+) "
+                            rf"-> (.*)", line)
+        assert said, r.stdout
+        np.testing.assert_allclose([float(v) for v in said.groups()[:3]],
+                                   [w.min(), w.max(), w.mean()], rtol=1e-4, atol=1e-5)
+        assert said[4] == str(out / f"{name}.npy")
 
 
 def test_atoll_onnx_without_a_cluster_says_so(model_file, tmp_path):
@@ -146,3 +151,12 @@ def test_refusals_name_what_is_wrong(model_file, tmp_path, case):
     assert r.stderr.startswith("atoll: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert re.search(message, r.stderr), r.stderr
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_an_interpreter_that_cannot_run_is_named(model_file, tmp_path):
+    """$ATOLL_PYTHON picks the interpreter; one that is not there fails naming it."""
+    env = dict(os.environ, ATOLL_PYTHON=str(tmp_path / "no-python"))
+    r = subprocess.run([str(BIN_DIR / "atoll"), "onnx", "run", str(model_file)],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"atoll: cannot run the Python interpreter {tmp_path / 'no-python'}" in r.stderr
