@@ -47,6 +47,7 @@ def rate(fn, items: int, seconds: float) -> float:
 
 
 TORCH_PYTHON = "/usr/bin/python3"
+ROUNDS = 5
 
 
 def torch_exports(size: int, where: str):
@@ -74,23 +75,30 @@ def measure(client, name, model, x, devices, seconds):
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     want = sess.run(None, {"x": x})[0]
     err = float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
-    a = rate(lambda: m.run([x]), batch, seconds)
-    o = rate(lambda: sess.run(None, {"x": x}), batch, seconds)
-    print({"model": name, "batch": batch, "devices": devices, "atoll_per_s": round(a, 2),
-           "onnxruntime_per_s": round(o, 2), "ratio": round(a / o, 3), "max_rel_err": err},
-          flush=True)
+    # Rounds that alternate the two, so that a machine whose load drifts (other work on its
+    # cores) weighs on both alike; the ratio of each round, its median reported.
+    a, o = [], []
+    for _ in range(ROUNDS):
+        a.append(rate(lambda: m.run([x]), batch, seconds / ROUNDS))
+        o.append(rate(lambda: sess.run(None, {"x": x}), batch, seconds / ROUNDS))
+    ratios = [p / q for p, q in zip(a, o)]
+    print({"model": name, "batch": batch, "devices": devices,
+           "atoll_per_s": round(float(np.median(a)), 2),
+           "onnxruntime_per_s": round(float(np.median(o)), 2),
+           "ratio": round(float(np.median(ratios)), 3), "max_rel_err": err}, flush=True)
     unit = "images/s" if name.startswith("resnet") else "sequences/s"
     params = {"model": name, "batch": batch, "devices": devices}
-    return [row("atoll", params, "items_per_s", unit, [a]),
-            row("onnxruntime", params, "items_per_s", unit, [o]),
-            row("atoll_over_onnxruntime", params, "ratio", "x", [a / o]),
+    return [row("atoll", params, "items_per_s", unit, a),
+            row("onnxruntime", params, "items_per_s", unit, o),
+            row("atoll_over_onnxruntime", params, "ratio", "x", ratios),
             row("atoll_vs_onnxruntime", params, "max_rel_err", "1", [err])]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--seconds", type=float, default=10.0,
+                    help="per model and side, over the rounds")
     ap.add_argument("--state-dir", default="")
     ap.add_argument("--models", choices=("torch", "helper"), default="torch",
                     help="torch: exported by torch.onnx.export (where Debian's torch is); "
