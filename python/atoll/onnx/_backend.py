@@ -25,6 +25,7 @@ STATIC_INPUTS = {
     "CumProd": (1,), "HannWindow": (0,), "HammingWindow": (0,), "BlackmanWindow": (0,),
     "MelWeightMatrix": (0, 1, 2, 3, 4), "Upsample": (1,), "CenterCropPad": (1,),
     "RNN": (4,), "GRU": (4,), "LSTM": (4,), "Loop": (0, 1), "Compress": (1,),
+    "AffineGrid": (1,),
 }
 
 
