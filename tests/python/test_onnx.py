@@ -246,6 +246,31 @@ def test_batch_split_over_two_devices(onnx_client):
                    batch_split="x:0")
 
 
+def test_maxpool_indices_det_and_quantized_matmul(onnx_client, one):
+    """MaxPool's Indices (both storage orders, padding and strides), Det of a batch, and
+    QLinearMatMul's requantized product, against onnxruntime."""
+    for order in (0, 1):
+        model = make([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 3],
+                                       strides=[2, 2], pads=[1, 1, 1, 1], storage_order=order)],
+                     [vi("x", [2, 3, 7, 6])],
+                     [vi("y", [2, 3, 4, 3]), vi("i", [2, 3, 4, 3], TensorProto.INT64)])
+        check(model, onnx_client, one, {"x": randn(2, 3, 7, 6)})
+    model = make([helper.make_node("Det", ["x"], ["y"])], [vi("x", [5, 4, 4])], [vi("y", [5])])
+    x = randn(5, 4, 4)
+    x[1, 2] = x[1, 0]  # a singular one
+    check(model, onnx_client, one, {"x": x}, rtol=1e-4, atol=1e-5)
+    U8 = TensorProto.UINT8
+    model = make([helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                                   ["y"])],
+                 [vi("a", [3, 8], U8), vi("b", [8, 5], U8)], [vi("y", [3, 5], U8)],
+                 [numpy_helper.from_array(np.array(v, d), n) for n, v, d in (
+                     ("sa", 0.02, np.float32), ("za", 120, np.uint8), ("sb", 0.01, np.float32),
+                     ("zb", 130, np.uint8), ("sy", 0.05, np.float32), ("zy", 128, np.uint8))])
+    check(model, onnx_client, one, {"a": rng.integers(0, 256, (3, 8), dtype=np.uint8),
+                                    "b": rng.integers(0, 256, (8, 5), dtype=np.uint8)},
+          rtol=0, atol=0)
+
+
 # -- models exported by torch --------------------------------------------------------------
 # Debian's torch, run by Debian's interpreter (bench/onnx/export_torch.py): the venv has none.
 TORCH_PYTHON = "/usr/bin/python3"

@@ -87,8 +87,6 @@ def _conv(ctx, x, w, b=None):
 def _pool(kind):
     def lower(ctx, x):
         v = ctx.value(x)
-        if len(ctx.node.output) > 1 and ctx.node.output[1]:
-            raise ctx.refuse("the Indices output is not supported")
         n = len(v.shape) - 2
         kernel = list(ctx.attr("kernel_shape"))
         strides = list(ctx.attr("strides", [1] * n))
@@ -107,6 +105,9 @@ def _pool(kind):
         wst = [1, 1] + strides
         wdil = [1, 1] + dil
         wp = [(0, 0), (0, 0)] + pads
+        if kind == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+            from ._ops_pool_indices import max_pool_with_indices
+            return max_pool_with_indices(ctx, v, kernel, strides, dil, pads)
         if kind == "max":
             return in_float(lambda a: lax.reduce_window_max(a, win, wst, wp,
                                                             window_dilation=wdil), v)
