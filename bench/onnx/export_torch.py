@@ -27,7 +27,11 @@ OPSET = 17  # torch 1.13's newest
 
 def classifier(name: str):
     def build(size: int) -> tuple:
-        net = getattr(torchvision.models, name)(weights=None)
+        # A vision transformer's position embeddings are sized for its image size.
+        extra = {"image_size": size} if name.startswith("vit_") else {}
+        net = getattr(torchvision.models, name)(weights=None, **extra)
+        if name.startswith("vit_"):  # torchvision zeroes its head: every output would be 0
+            torch.nn.init.normal_(net.heads.head.weight, std=0.02)
         return net, (3, size, size)
     return build
 
