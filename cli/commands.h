@@ -21,5 +21,6 @@ void AddExampleCommand(CLI::App& app, const GlobalOptions& global);     // examp
 void AddKeygenCommand(CLI::App& app, const GlobalOptions& global);      // keygen.cc
 void AddProbeCommand(CLI::App& app, const GlobalOptions& global);       // probe.cc
 void AddCheckpointCommand(CLI::App& app, const GlobalOptions& global);  // checkpoint.cc
+void AddOnnxCommand(CLI::App& app, const GlobalOptions& global);        // onnx.cc
 
 }  // namespace atl

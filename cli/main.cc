@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   atl::AddKeygenCommand(app, global);
   atl::AddProbeCommand(app, global);
   atl::AddCheckpointCommand(app, global);
+  atl::AddOnnxCommand(app, global);
 #ifdef ATOLL_HAVE_SUBMIT
   atl::AddSubmitCommand(app, global);
 #endif

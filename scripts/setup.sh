@@ -26,11 +26,14 @@ packages=(
 # catatonit for `init`, debootstrap for a base image: tests/ops/podman_lib.sh);
 # scripts/fuzz.sh's compiler and libFuzzer; `ip`, which makes the network namespaces of the
 # tests and benchmarks across machines; the English text examples/jax/lm trains on (Debian's
-# fortunes, /usr/share/games/fortunes).
+# fortunes, /usr/share/games/fortunes); Debian's torch and torchvision, which export the real
+# models that atoll.onnx is tested and benchmarked on (bench/onnx/export_torch.py, run by
+# /usr/bin/python3: torch's PyPI wheel pulls gigabytes of CUDA libraries into .venv).
 if [ $build_only -eq 0 ]; then
   packages+=(tmux chromium docker-compose yamllint
              podman runc netavark aardvark-dns catatonit iptables debootstrap
-             clang-14 libfuzzer-14-dev iproute2 fortunes)
+             clang-14 libfuzzer-14-dev iproute2 fortunes
+             python3-torch python3-torchvision)
 fi
 
 missing=()

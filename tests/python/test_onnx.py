@@ -1,8 +1,14 @@
 """atoll.onnx against onnxruntime (the oracle): small models built with onnx.helper, run on
-random inputs by both; the refusals, read by their messages; a smoke run of onnx's own node
-conformance cases (their expected outputs are the oracle)."""
+random inputs by both; models exported by torch.onnx.export (torchvision's resnet18,
+mobilenet_v3_small, efficientnet_b0, vit_b_16 and a TransformerEncoder), against torch's
+outputs and onnxruntime's; the refusals, read by their
+messages; a smoke run of onnx's own node conformance cases (their expected outputs are the
+oracle)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
 
 import numpy as np
 import onnx
@@ -239,6 +245,85 @@ def test_batch_split_over_two_devices(onnx_client):
     with pytest.raises(aonnx.OnnxError, match="no dimension 0 that the 2 devices divide"):
         aonnx.load(model, onnx_client, onnx_client.slice(2), input_shapes={"x": (5, 3, 6, 6)},
                    batch_split="x:0")
+
+
+def test_maxpool_indices_det_and_quantized_matmul(onnx_client, one):
+    """MaxPool's Indices (both storage orders, padding and strides), Det of a batch, and
+    QLinearMatMul's requantized product, against onnxruntime."""
+    for order in (0, 1):
+        model = make([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 3],
+                                       strides=[2, 2], pads=[1, 1, 1, 1], storage_order=order)],
+                     [vi("x", [2, 3, 7, 6])],
+                     [vi("y", [2, 3, 4, 3]), vi("i", [2, 3, 4, 3], TensorProto.INT64)])
+        check(model, onnx_client, one, {"x": randn(2, 3, 7, 6)})
+    model = make([helper.make_node("Det", ["x"], ["y"])], [vi("x", [5, 4, 4])], [vi("y", [5])])
+    x = randn(5, 4, 4)
+    x[1, 2] = x[1, 0]  # a singular one
+    check(model, onnx_client, one, {"x": x}, rtol=1e-4, atol=1e-5)
+    U8 = TensorProto.UINT8
+    model = make([helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                                   ["y"])],
+                 [vi("a", [3, 8], U8), vi("b", [8, 5], U8)], [vi("y", [3, 5], U8)],
+                 [numpy_helper.from_array(np.array(v, d), n) for n, v, d in (
+                     ("sa", 0.02, np.float32), ("za", 120, np.uint8), ("sb", 0.01, np.float32),
+                     ("zb", 130, np.uint8), ("sy", 0.05, np.float32), ("zy", 128, np.uint8))])
+    check(model, onnx_client, one, {"a": rng.integers(0, 256, (3, 8), dtype=np.uint8),
+                                    "b": rng.integers(0, 256, (8, 5), dtype=np.uint8)},
+          rtol=0, atol=0)
+
+
+# -- models exported by torch --------------------------------------------------------------
+# Debian's torch, run by Debian's interpreter (bench/onnx/export_torch.py): the venv has none.
+TORCH_PYTHON = "/usr/bin/python3"
+TORCH_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "encoder"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The models exported at 64x64 (the encoder: 64 tokens of 128), batch 4, with torch's
+    outputs for a fixed input."""
+    from conftest import SOURCE_DIR
+    if not os.access(TORCH_PYTHON, os.X_OK) or subprocess.run(
+            [TORCH_PYTHON, "-c", "import torch, torchvision"], capture_output=True).returncode:
+        pytest.skip(f"{TORCH_PYTHON} lacks torch or torchvision (Debian's python3-torch and "
+                    "python3-torchvision: scripts/setup.sh)")
+    out = tmp_path_factory.mktemp("torch")
+    r = subprocess.run([TORCH_PYTHON, str(SOURCE_DIR / "bench" / "onnx" / "export_torch.py"),
+                        "--out", str(out), "--size", "64", "--batch", "4",
+                        "--models", ",".join(TORCH_MODELS)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def models_cluster():
+    """A cluster with room for the exported weights: one island of 4 devices."""
+    from conftest import SOURCE_DIR, Cluster
+    c = Cluster(SOURCE_DIR / "tests" / "python" / "onnx_models.toml")
+    try:
+        yield c.start()
+    finally:
+        c.remove()
+
+
+@pytest.mark.parametrize("name", TORCH_MODELS)
+def test_torch_exports_give_torchs_outputs(exported, models_cluster, name):
+    """Within 1e-4 of torch's outputs (relative to their largest magnitude) and of
+    onnxruntime's, on one device and with the batch split over 4."""
+    path = str(exported / f"{name}.onnx")
+    x = np.load(exported / f"{name}.input.npy")
+    want = {"torch": np.load(exported / f"{name}.torch.npy"), "onnxruntime":
+            oracle(onnx.load(path), {"x": x})[0]}
+    with models_cluster.connect(name="pytest-onnx-torch") as c:
+        for devices in (1, 4):
+            m = aonnx.load(path, c, c.slice(devices), input_shapes={"x": x.shape},
+                           batch_split="x:0" if devices > 1 else None)
+            (got,) = m.run({"x": x})
+            for oracle_name, w in want.items():
+                assert got.dtype == w.dtype and got.shape == w.shape
+                np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4 * np.abs(w).max(),
+                                           err_msg=f"{name} on {devices} devices vs {oracle_name}")
 
 
 # -- refusals -------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ STATIC_INPUTS = {
     "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,), "OneHot": (1,), "Resize": (1, 2, 3),
     "CumProd": (1,), "HannWindow": (0,), "HammingWindow": (0,), "BlackmanWindow": (0,),
     "MelWeightMatrix": (0, 1, 2, 3, 4), "Upsample": (1,), "CenterCropPad": (1,),
-    "RNN": (4,), "GRU": (4,), "LSTM": (4,), "Loop": (0, 1),
+    "RNN": (4,), "GRU": (4,), "LSTM": (4,), "Loop": (0, 1), "Compress": (1,),
+    "AffineGrid": (1,),
 }
 
 

@@ -79,7 +79,7 @@ class Context:
         self.builder = builder
         self.opset = opset
         self.hidden: List[np.ndarray] = []
-        self._hidden_values: Dict[int, Value] = {}
+        self._hidden_values: Dict[int, Any] = {}  # id -> (the array, its input)
         self._anchor: Optional[Value] = None
         self._token: Any = None
         self.node: Optional[onnx.NodeProto] = None
@@ -100,13 +100,16 @@ class Context:
             self._token = None
 
     def hidden_input(self, array: np.ndarray) -> Value:
+        # By identity (an initializer used by many nodes is put once); the cache holds the
+        # array itself, so that its id is not reused by a later temporary while cached.
         key = id(array)
         if key in self._hidden_values:
-            return self._hidden_values[key]
+            return self._hidden_values[key][1]
+        given = array
         array = np.array(stored(np.asarray(array)), order="C")
         v = self.input(dtype_of_numpy(array.dtype).name, array.shape, [-1] * array.ndim)
         self.hidden.append(array)
-        self._hidden_values[key] = v
+        self._hidden_values[key] = (given, v)
         return v
 
     def value(self, x: Any) -> Value:

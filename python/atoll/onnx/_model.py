@@ -55,9 +55,27 @@ def _check(proto: onnx.ModelProto) -> int:
     newest = onnx.defs.onnx_opset_version()
     if opset is None:
         raise OnnxError("the model imports no opset of the default domain")
+    if 1 <= opset < 7:
+        return _as_opset_7(proto, opset)
     if not 7 <= opset <= newest:
         raise OnnxError(f"opset {opset} is not supported (7 to {newest})")
     return opset
+
+
+def _as_opset_7(proto: onnx.ModelProto, opset: int) -> int:
+    """An opset below 7 is lowered as opset 7 where each of the graph's ops is defined there
+    as at 7 (Not, Relu, ...); ops that changed since (Add's broadcast attribute, ...) refuse."""
+    def since(op_type: str, version: int) -> int:
+        try:
+            return onnx.defs.get_schema(op_type, version, "").since_version
+        except onnx.defs.SchemaError:
+            return -1
+    for node in proto.graph.node:
+        if node.domain in ("", "ai.onnx") and since(node.op_type, opset) != since(node.op_type, 7):
+            raise OnnxError(f"opset {opset} is not supported (7 to {onnx.defs.onnx_opset_version()};"
+                            f" below 7 only where every op is as at opset 7, and "
+                            f"{node.op_type} changed)")
+    return 7
 
 
 def _input_type(vi: onnx.ValueInfoProto, shapes: Mapping[str, Sequence[int]]

@@ -286,10 +286,10 @@ def _reduction(kind):
         shape = list(v.shape)
 
         def f(u):
-            if kind == "max":
-                return lax.reduce_max(u, axes)
-            if kind == "min":
-                return lax.reduce_min(u, axes)
+            if kind == "max":  # of booleans: any
+                return lax.reduce_or(u, axes) if u.dtype == "bool" else lax.reduce_max(u, axes)
+            if kind == "min":  # of booleans: all
+                return lax.reduce_and(u, axes) if u.dtype == "bool" else lax.reduce_min(u, axes)
             if kind == "prod":
                 return lax.reduce_prod(u, axes)
             if kind == "l1":

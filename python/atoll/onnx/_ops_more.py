@@ -1,10 +1,15 @@
-"""Smaller ops from recent opsets: SwiGLU, RotaryEmbedding, CenterCropPad, ReverseSequence."""
+"""Smaller ops from recent opsets: SwiGLU, RotaryEmbedding, CenterCropPad, ReverseSequence,
+AffineGrid, Det."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+
 from .. import lax
+from .. import numpy as anp
+from ._context import numpy_dtype
 from ._ops import op
 from ._util import in_float, scalar
 
@@ -104,3 +109,78 @@ def _reverse_sequence(ctx, x, lens):
     dims = SimpleNamespace(offset_dims=(), collapsed_slice_dims=tuple(range(len(shape))),
                            start_index_map=tuple(range(len(shape))))
     return lax.gather(v, start, dims, [1] * len(shape), mode="clip")
+
+
+@op("AffineGrid")
+def _affine_grid(ctx, theta, size):
+    """theta [N, d, d+1] times the homogeneous coordinates of the output's grid, which the
+    size (known at load) decides and onnx's reference lays out."""
+    from onnx.reference.ops.op_affine_grid import construct_original_grid
+    spatial = [int(n) for n in ctx.static(size, "input 'size' (it decides the output's shape)")[2:]]
+    t = ctx.value(theta)
+    base = construct_original_grid(spatial, ctx.attr("align_corners", 0))
+    points = int(np.prod(spatial))
+    base = np.ascontiguousarray(base.reshape(points, len(spatial) + 1).T)
+    grid = anp.matmul(t, ctx.value(base.astype(numpy_dtype(t.dtype))))  # [N, d, points]
+    grid = lax.transpose(grid, [0, 2, 1])
+    return lax.reshape(grid, [t.shape[0], *spatial, len(spatial)])
+
+
+@op("Det")
+def _det(ctx, x):
+    """Gaussian elimination with partial pivoting, unrolled over the static n: the product of
+    the pivots, negated per row swap; a zero pivot (a singular matrix) gives 0."""
+    v = ctx.value(x)
+    n = v.shape[-1]
+    if len(v.shape) < 2 or v.shape[-2] != n:
+        raise ctx.refuse(f"input of shape {list(v.shape)} is not [..., n, n]")
+    return in_float(lambda a: _eliminate(a, n), v)
+
+
+def _eliminate(a, n):
+    shape = list(a.shape)
+    batch = shape[:-2]
+    rows = lax.broadcasted_iota("i32", shape[:-1], len(shape) - 2)  # [..., n]: each row's index
+    det = lax.full(batch, 1, a.dtype)
+
+    def row(m, i):  # [..., n]: row i of m
+        return lax.reshape(_rows(m, i, i + 1), batch + [n])
+
+    def spread(r):  # [..., n] as [..., 1, n] over every row
+        return lax.broadcast_in_dim(r, shape, list(range(len(batch))) + [len(shape) - 1])
+
+    def per_row(c):  # [..., n] as [..., n, 1] over every column
+        return lax.broadcast_in_dim(c, shape, list(range(len(shape) - 1)))
+
+    for k in range(n):
+        col = lax.reshape(_cols(a, k, k + 1), batch + [n])
+        below = lax.ge(rows, scalar(rows, k))
+        mag = lax.select_n(below, scalar(col, -1), lax.abs(col))
+        p = lax.argmax(mag, len(batch), "i32")
+        is_p = lax.eq(rows, lax.broadcast_in_dim(p, batch + [n], list(range(len(batch)))))
+        is_k = lax.eq(rows, scalar(rows, k))
+        zeros = lax.full(shape, 0, a.dtype)
+        row_p = lax.reduce_sum(lax.select_n(per_row(is_p), zeros, a), [len(shape) - 2])
+        row_k = row(a, k)
+        a = lax.add(a, lax.select_n(per_row(is_k), zeros, spread(lax.sub(row_p, row_k))))
+        a = lax.add(a, lax.select_n(per_row(is_p), zeros, spread(lax.sub(row_k, row_p))))
+        swapped = lax.ne(p, lax.full(batch, k, "i32"))
+        pivot = lax.reshape(_rows(_cols(a, k, k + 1), k, k + 1), batch)
+        det = lax.mul(det, lax.select_n(swapped, pivot, lax.neg(pivot)))
+        singular = lax.eq(pivot, scalar(pivot, 0))
+        safe = lax.select_n(singular, pivot, scalar(pivot, 1))
+        factors = lax.div(lax.reshape(_cols(a, k, k + 1), batch + [n]),
+                          lax.broadcast_in_dim(safe, batch + [n], list(range(len(batch)))))
+        factors = lax.select_n(lax.gt(rows, scalar(rows, k)), scalar(factors, 0), factors)
+        a = lax.sub(a, lax.mul(per_row(factors), spread(row(a, k))))
+    return det
+
+
+def _rows(m, lo, hi):
+    shape = list(m.shape)
+    return lax.slice(m, [0] * (len(shape) - 2) + [lo, 0], shape[:-2] + [hi, shape[-1]])
+
+
+def _cols(m, lo, hi):
+    shape = list(m.shape)
+    return lax.slice(m, [0] * (len(shape) - 1) + [lo], shape[:-1] + [hi])

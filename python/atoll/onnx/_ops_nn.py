@@ -33,16 +33,51 @@ def _pads(ctx, sizes, kernel, strides, dilations):
     return [(int(p[i]), int(p[i + n])) for i in range(n)]
 
 
-@op("Conv")
-def _conv(ctx, x, w, b=None):
-    v, k = ctx.value(x), ctx.value(w)
+def _convolve(ctx, v, k):
+    """Conv's convolution of v by k, as its attributes say."""
     n = len(v.shape) - 2
     kernel = list(ctx.attr("kernel_shape", k.shape[2:]))
     strides = list(ctx.attr("strides", [1] * n))
     dil = list(ctx.attr("dilations", [1] * n))
     pads = _pads(ctx, v.shape[2:], kernel, strides, dil)
-    out = in_float(lambda a, c: lax.conv_general_dilated(
+    return in_float(lambda a, c: lax.conv_general_dilated(
         a, c, strides, pads, rhs_dilation=dil, feature_group_count=ctx.attr("group", 1)), v, k)
+
+
+@op("ConvInteger")
+def _conv_integer(ctx, x, w, x_zero=None, w_zero=None):
+    """In f64, where the i32 sums of products of 8-bit values are exact. A 1-D w_zero_point
+    is per output channel (dimension 0 of w)."""
+    from ._ops_quant import centered
+    k = ctx.value(w)
+    if w_zero is not None and len(ctx.value(w_zero).shape) == 1:
+        z = lax.convert_element_type(ctx.value(w_zero), "i32")
+        k = lax.sub(lax.convert_element_type(k, "i32"), lax.broadcast_in_dim(z, k.shape, [0]))
+        w_zero = None
+    f = [lax.convert_element_type(centered(ctx, t, z), "f64") for t, z in ((x, x_zero),
+                                                                           (k, w_zero))]
+    return lax.convert_element_type(_convolve(ctx, *f), "i32")
+
+
+@op("QLinearConv")
+def _qlinear_conv(ctx, x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero=None, b=None):
+    """ConvInteger's exact accumulator plus the i32 bias, requantized; a 1-D w_scale is per
+    output channel."""
+    from ._ops_quant import requantize
+    acc = _conv_integer(ctx, x, w, x_zero, w_zero)
+    if b is not None:
+        acc = lax.add(acc, lax.broadcast_in_dim(ctx.value(b), acc.shape, [1]))
+    acc = lax.convert_element_type(acc, "f64")
+    ws = ctx.value(w_scale)
+    if len(ws.shape) == 1 and ws.shape[0] > 1:
+        ws = lax.broadcast_in_dim(ws, acc.shape, [1])
+    m = wide(lax.div, *broadcast(ctx, wide(lax.mul, *broadcast(ctx, x_scale, ws)), y_scale))
+    return requantize(ctx, acc, lax.convert_element_type(m, "f64"), y_zero, x)
+
+
+@op("Conv")
+def _conv(ctx, x, w, b=None):
+    out = _convolve(ctx, ctx.value(x), ctx.value(w))
     if b is not None:
         bv = ctx.value(b)
         out = lax.add(out, lax.broadcast_in_dim(bv, out.shape, [1]))
@@ -52,8 +87,6 @@ def _conv(ctx, x, w, b=None):
 def _pool(kind):
     def lower(ctx, x):
         v = ctx.value(x)
-        if len(ctx.node.output) > 1 and ctx.node.output[1]:
-            raise ctx.refuse("the Indices output is not supported")
         n = len(v.shape) - 2
         kernel = list(ctx.attr("kernel_shape"))
         strides = list(ctx.attr("strides", [1] * n))
@@ -72,6 +105,9 @@ def _pool(kind):
         wst = [1, 1] + strides
         wdil = [1, 1] + dil
         wp = [(0, 0), (0, 0)] + pads
+        if kind == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+            from ._ops_pool_indices import max_pool_with_indices
+            return max_pool_with_indices(ctx, v, kernel, strides, dil, pads)
         if kind == "max":
             return in_float(lambda a: lax.reduce_window_max(a, win, wst, wp,
                                                             window_dilation=wdil), v)
@@ -192,7 +228,10 @@ def _lp_norm(ctx, x):
         s = lax.reduce_sum(lax.abs(u) if p == 1 else lax.mul(u, u), [a])
         s = s if p == 1 else lax.sqrt(s)
         rest = [d for d in range(len(u.shape)) if d != a]
-        return lax.div(u, lax.broadcast_in_dim(s, u.shape, rest))
+        norm = lax.broadcast_in_dim(s, u.shape, rest)
+        zero = scalar(norm, 0)
+        # A zero norm gives 0, not 0/0 (onnx's reference).
+        return lax.select_n(lax.eq(norm, zero), lax.div(u, norm), zero)
     return in_float(f, v)
 
 

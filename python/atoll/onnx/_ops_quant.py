@@ -1,15 +1,16 @@
 """QuantizeLinear and DequantizeLinear (per tensor, per axis and blocked scales), into and
-from the integer dtypes and the narrow ones (_narrow.py)."""
+from the integer dtypes and the narrow ones (_narrow.py); MatMulInteger and QLinearMatMul."""
 
 from __future__ import annotations
 
 import onnx
 
 from .. import lax
+from .. import numpy as anp
 from . import _narrow as narrow
 from ._context import atoll_dtype_of_onnx
 from ._ops import op
-from ._util import axis
+from ._util import axis, broadcast, wide
 
 T = onnx.TensorProto
 RANGES = {T.UINT8: (0, 255), T.INT8: (-128, 127), T.UINT16: (0, 65535),
@@ -92,3 +93,40 @@ def _dynamic_quantize(ctx, x):
     q = lax.max(lax.min(q, lax.full(tuple(v.shape), 255, v.dtype)),
                 lax.full(tuple(v.shape), 0, v.dtype))
     return (lax.convert_element_type(q, "u8"), scale, lax.convert_element_type(zp, "u8"))
+
+
+def centered(ctx, x, zero):
+    """x less its zero point, in i32 (broadcast as onnx's reference subtracts)."""
+    v = lax.convert_element_type(ctx.value(x), "i32")
+    if zero is None:
+        return v
+    return lax.sub(*broadcast(ctx, v, lax.convert_element_type(ctx.value(zero), "i32")))
+
+
+@op("MatMulInteger")
+def _matmul_integer(ctx, a, b, a_zero=None, b_zero=None):
+    return anp.matmul(centered(ctx, a, a_zero), centered(ctx, b, b_zero))
+
+
+@op("QLinearMatMul")
+def _qlinear_matmul(ctx, a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero=None):
+    acc = lax.convert_element_type(_matmul_integer(ctx, a, b, a_zero, b_zero), "f64")
+    m = wide(lax.div, *broadcast(ctx, wide(lax.mul, *broadcast(ctx, a_scale, b_scale)), y_scale))
+    return requantize(ctx, acc, lax.convert_element_type(m, "f64"), y_zero, a)
+
+
+def requantize(ctx, acc, multiplier, y_zero, first):
+    """QLinearMatMul's and QLinearConv's output: the exact accumulator acc (f64) times the
+    multiplier (x_scale * w_scale / y_scale in the scales' dtype, as onnx's reference), plus
+    y's zero point, rounded to even and saturated to y's dtype (y_zero_point's, else the
+    first input's)."""
+    d = lax.mul(*broadcast(ctx, acc, multiplier))
+    to = ctx.elem_type(7, y_zero) if y_zero is not None else ctx.elem_type(0, first)
+    if y_zero is not None:
+        d = lax.add(*broadcast(ctx, d, lax.convert_element_type(ctx.value(y_zero), "f64")))
+    if to not in RANGES:
+        raise ctx.refuse(f"output dtype {onnx.TensorProto.DataType.Name(to)} is not supported")
+    lo, hi = RANGES[to]
+    d = lax.round(d, 1)
+    d = lax.max(lax.min(d, lax.full(tuple(d.shape), hi, "f64")), lax.full(tuple(d.shape), lo, "f64"))
+    return lax.convert_element_type(d, atoll_dtype_of_onnx(to, "the output dtype"))

@@ -13,8 +13,10 @@ from .. import lax
 from ._ops import op
 
 
-def _axis_matrix(ctx, n, attrs, scale, size, roi):
-    """A [n, out] and b [out] of one axis resized alone."""
+def _axis_matrix(ctx, n, attrs, scale, size, roi, aspect=None):
+    """A [n, out] and b [out] of one axis resized alone. aspect: (policy, n_k, size_k) of
+    keep_aspect_ratio_policy, whose scale is that of the axis k that decides it: a second
+    axis like k beside this one makes the reference pick it (its size and its coordinates)."""
     inputs = ["X", "roi", "scales" if size is None else "", "sizes" if size is not None else ""]
     node = helper.make_node("Resize", [i for i in inputs if i] if size is None else
                             ["X", "roi", "", "sizes"], ["Y"], **attrs)
@@ -25,11 +27,22 @@ def _axis_matrix(ctx, n, attrs, scale, size, roi):
         feeds["scales"] = np.array([1, scale], np.float32)
     else:
         feeds["sizes"] = np.array([n, size], np.int64)
-    feeds["X"] = np.eye(n, dtype=np.float64)
+    eye, zero = np.eye(n, dtype=np.float64), np.zeros((n, n), np.float64)
+    if aspect is not None:
+        policy, n_k, size_k = aspect
+        node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], axes=[1, 2],
+                                keep_aspect_ratio_policy=policy, **attrs)
+        ev = ReferenceEvaluator(node, opsets={"": 19})
+        feeds = {"sizes": np.array([size, size_k], np.int64)}
+        eye = np.repeat(eye[:, :, None], n_k, axis=2)
+        zero = np.zeros((n, n, n_k), np.float64)
+    feeds["X"] = eye
     with np.errstate(all="ignore"):
         ones = ev.run(None, feeds)[0]
-        feeds["X"] = np.zeros((n, n), np.float64)
+        feeds["X"] = zero
         zeros = ev.run(None, feeds)[0]
+    if aspect is not None:  # the aux axis is constant along itself
+        ones, zeros = ones[..., 0], zeros[..., 0]
     return ones - zeros, zeros[0]
 
 
@@ -54,23 +67,24 @@ def _resize_with(ctx, v, attrs, scales, sizes, roi, axes):
     policy = attrs.pop("keep_aspect_ratio_policy", b"stretch")
     policy = policy.decode() if isinstance(policy, bytes) else policy
     attrs.pop("axes", None)
+    aspect = None
     if sizes is not None and policy != "stretch":
         ratios = [sizes[j] / v.shape[a] for j, a in enumerate(axes)]
-        s = min(ratios) if policy == "not_larger" else max(ratios)
-        scales, sizes = None, None
-        outs = [int(np.floor(s * v.shape[a] + 0.5)) for a in axes]
-        del outs
-        scales = [s] * len(axes)
+        k = int(np.argmin(ratios) if policy == "not_larger" else np.argmax(ratios))
+        aspect = (policy, v.shape[axes[k]], int(sizes[k]))
     out = v
     d = v.dtype
     for j, a in enumerate(axes):
         n = v.shape[a]
         scale = None if scales is None else float(scales[j])
         size = None if sizes is None else int(sizes[j])
-        if (scale == 1.0 or size == n) and roi is None:
+        if (scale == 1.0 or size == n) and roi is None and aspect is None:
             continue
         r = None if roi is None else (float(roi[j]), float(roi[j + len(axes)]))
-        A, b = _axis_matrix(ctx, n, dict(attrs), scale, size, r)
+        if aspect is not None and r is not None:
+            raise ctx.refuse("keep_aspect_ratio_policy with tf_crop_and_resize's roi is not "
+                             "supported")
+        A, b = _axis_matrix(ctx, n, dict(attrs), scale, size, r, aspect)
         if A.shape[1] == 0:
             raise ctx.refuse(f"axis {a} resized to size 0")
         out = _apply(out, a, A, b, ctx)
@@ -106,5 +120,8 @@ def _resize(ctx, x, roi=None, scales=None, sizes=None):
 def _upsample(ctx, x, scales=None):
     v = ctx.value(x)
     sc = ctx.attr("scales") if scales is None else ctx.static(scales, "input 'scales'").ravel()
-    attrs = {"mode": ctx.attr("mode", b"nearest"), "coordinate_transformation_mode": "asymmetric"}
+    # Upsample's nearest repeats each element (onnx's reference: numpy.repeat), the source
+    # index floor(i / scale), where Resize's default rounds.
+    attrs = {"mode": ctx.attr("mode", b"nearest"), "coordinate_transformation_mode": "asymmetric",
+             "nearest_mode": "floor"}
     return _resize_with(ctx, v, attrs, list(sc), None, None, None)

@@ -65,12 +65,16 @@ def _scatter_nd(ctx, data, indices, updates):
 
 @op("GatherND")
 def _gather_nd(ctx, data, indices):
-    if ctx.attr("batch_dims", 0):
-        raise ctx.refuse("batch_dims > 0 is not supported")
+    b = ctx.attr("batch_dims", 0)
     v = ctx.value(data)
     i = _index(ctx, indices)
     k, q, r = i.shape[-1], len(i.shape), len(v.shape)
-    i = _wrap(i, ctx.value(np.array(v.shape[:k], np.int64 if i.dtype == "i64" else np.int32)))
+    i = _wrap(i, ctx.value(np.array(v.shape[b:b + k], np.int64 if i.dtype == "i64" else np.int32)))
+    if b:  # each batch position's own coordinates prepended: a gather over b + k dimensions
+        column = list(i.shape[:-1]) + [1]
+        i = lax.concatenate([lax.broadcasted_iota(i.dtype, column, d) for d in range(b)] + [i],
+                            q - 1)
+        k += b
     dims = SimpleNamespace(offset_dims=tuple(range(q - 1, q - 1 + r - k)),
                            collapsed_slice_dims=tuple(range(k)), start_index_map=tuple(range(k)))
     return lax.gather(v, i, dims, [1] * k + list(v.shape[k:]), mode="clip")

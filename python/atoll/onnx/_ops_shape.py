@@ -187,7 +187,28 @@ def _gather(ctx, x, indices):
     v = ctx.value(x)
     shape = _shape(v)
     a = axis(ctx.attr("axis", 0), len(shape), ctx)
-    i = _norm_indices(ctx, indices, shape[a])
+    return _take(v, a, _norm_indices(ctx, indices, shape[a]))
+
+
+@op("Compress")
+def _compress(ctx, x, condition):
+    """The condition decides the output's shape, so it must be known at load: a Gather of
+    the positions it keeps."""
+    keep = ctx.static(condition, "input 'condition' (it decides the output's shape)")
+    v = ctx.value(x)
+    if ctx.attr("axis") is None:  # over the flattened input
+        v = lax.reshape(v, [int(np.prod(_shape(v)))])
+    shape = _shape(v)
+    a = axis(ctx.attr("axis", 0), len(shape), ctx)
+    kept = np.nonzero(keep.astype(bool).ravel()[: shape[a]])[0]
+    if kept.size == 0:  # no elements: known at load
+        return np.zeros(shape[:a] + [0] + shape[a + 1:], numpy_dtype(v.dtype))
+    return _take(v, a, ctx.value(kept.astype(np.int64)))
+
+
+def _take(v, a, i):
+    """v's entries at indices i (non-negative) along axis a, as numpy.take."""
+    shape = _shape(v)
     ishape = list(i.shape)
     start = lax.reshape(i, ishape + [1])
     r, k = len(shape), len(ishape)
