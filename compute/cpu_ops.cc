@@ -46,33 +46,6 @@ Result<std::array<const Tensor*, N>> Tensors(const ir::Op& op, Operands operands
   return tensors;
 }
 
-Result<kernels::BinaryFn> BinaryFnOf(OpCode code) {
-  switch (code) {
-    case OpCode::kAdd:
-      return kernels::BinaryFn::kAdd;
-    case OpCode::kSub:
-      return kernels::BinaryFn::kSub;
-    case OpCode::kMul:
-      return kernels::BinaryFn::kMul;
-    case OpCode::kDiv:
-      return kernels::BinaryFn::kDiv;
-    default:
-      return InvalidArgument(fmt::format("{} is not arithmetic", ir::OpName(code)));
-  }
-}
-
-// The kernel of a unary op: the same row of atoll/unary_ops.def.
-Result<kernels::UnaryFn> UnaryFnOf(OpCode code) {
-  switch (code) {
-#define ATOLL_UNARY_OP(Name, name) \
-  case OpCode::k##Name:            \
-    return kernels::UnaryFn::k##Name;
-#include "atoll/unary_ops.def"
-    default:
-      return InvalidArgument(fmt::format("{} is not a unary op", ir::OpName(code)));
-  }
-}
-
 // Multiplies every element of a float tensor by `factor` (in double, rounded once): a
 // row-split shard's share of a batch mean is its local mean times local rows / global rows,
 // so that the shards' shares sum to the mean.
@@ -384,6 +357,32 @@ Result<Tensor> RunInF32(const ir::Op& op, Operands operands, const CpuRow& row) 
 }
 
 }  // namespace
+
+Result<kernels::BinaryFn> BinaryFnOf(OpCode code) {
+  switch (code) {
+    case OpCode::kAdd:
+      return kernels::BinaryFn::kAdd;
+    case OpCode::kSub:
+      return kernels::BinaryFn::kSub;
+    case OpCode::kMul:
+      return kernels::BinaryFn::kMul;
+    case OpCode::kDiv:
+      return kernels::BinaryFn::kDiv;
+    default:
+      return InvalidArgument(fmt::format("{} is not arithmetic", ir::OpName(code)));
+  }
+}
+
+Result<kernels::UnaryFn> UnaryFnOf(OpCode code) {
+  switch (code) {
+#define ATOLL_UNARY_OP(Name, name) \
+  case OpCode::k##Name:            \
+    return kernels::UnaryFn::k##Name;
+#include "atoll/unary_ops.def"
+    default:
+      return InvalidArgument(fmt::format("{} is not a unary op", ir::OpName(code)));
+  }
+}
 
 Result<Tensor> RunCpuOp(const ir::Op& op, Operands operands) {
   const auto index = static_cast<size_t>(op.code);

@@ -10,6 +10,7 @@
 #include "atoll/status.h"
 #include "atoll/tensor.h"
 #include "common/ir/ir.h"
+#include "kernels/elementwise.h"
 
 namespace atl::compute {
 
@@ -20,5 +21,10 @@ namespace atl::compute {
 // needs a tensor, or operands the kernel refuses (naming the op). The collectives
 // (ir::IsCollective) are run by the interpreter: InvalidArgument here.
 Result<Tensor> RunCpuOp(const ir::Op& op, std::span<const Tensor* const> operands);
+
+// The kernel functions of the runtime's arithmetic rows (add, sub, mul, div) and of its
+// unary rows (the same row of atoll/unary_ops.def); InvalidArgument for any other code.
+Result<kernels::BinaryFn> BinaryFnOf(ir::OpCode code);
+Result<kernels::UnaryFn> UnaryFnOf(ir::OpCode code);
 
 }  // namespace atl::compute

@@ -6,6 +6,7 @@
 
 #include "compute/cancellation.h"
 #include "compute/control_flow.h"
+#include "compute/fusion.h"
 
 namespace atl::compute {
 
@@ -63,6 +64,60 @@ ir::Op LocalBroadcast(const ir::Op& op, const Shape& mesh) {
   return local;
 }
 
+// Per op result: the index of the last op that reads it; an output of the function, or a
+// result nothing reads, is kept (fn.ops.size()).
+std::vector<size_t> LastUses(const ir::FunctionDef& fn) {
+  const size_t keep = fn.ops.size();
+  std::vector<size_t> last(fn.ops.size(), keep);
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    for (const auto& operand : fn.ops[i].operands) {
+      if (operand.kind == ir::Operand::kOp && operand.index >= 0 &&
+          static_cast<size_t>(operand.index) < i) {
+        last[operand.index] = i;
+      }
+    }
+  }
+  for (const auto& o : fn.outputs) {
+    if (o.kind == ir::Operand::kOp && o.index >= 0 && static_cast<size_t>(o.index) < keep) {
+      last[o.index] = keep;
+    }
+  }
+  return last;
+}
+
+// Runs the fused group [first, last] (compute/fusion.h) into results[last], then lets go of
+// the values no later op reads.
+Status RunGroup(const ir::FunctionDef& fn, const Shape& mesh, size_t first, size_t last,
+                std::vector<Tensor>& inputs, std::vector<Tensor>& results,
+                const std::vector<size_t>& last_use) {
+  auto context = [&] {
+    return fmt::format("function '{}' ops {} to {} (fused: {} ... {})", fn.name, first, last,
+                       ir::OpName(fn.ops[first].code), ir::OpName(fn.ops[last].code));
+  };
+  std::vector<const Tensor*> tensors;
+  for (const ir::Operand& o : FusedGroupInputs(fn, first, last)) {
+    auto t = Resolve(o, inputs, results, first);
+    if (!t.ok()) return t.status().WithContext(context());
+    tensors.push_back(*t);
+  }
+  auto result = RunFusedGroup(fn, first, last, tensors);
+  if (!result.ok()) return result.status().WithContext(context());
+  const Shape want = ir::ShardShape(fn.ops[last].type, mesh);
+  if (!ir::ShapeFits(want, result->shape())) {
+    return InvalidArgument(fmt::format("{}: produced {}, but the function declares local {}",
+                                       context(), ShapeString(result->shape()), ShapeString(want)));
+  }
+  results[last] = std::move(result).value();
+  for (size_t i = first; i <= last; ++i) {
+    for (const auto& operand : fn.ops[i].operands) {
+      if (operand.kind == ir::Operand::kOp && last_use[operand.index] <= last) {
+        results[operand.index] = Tensor();
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& mesh, int shard,
                                       std::vector<Tensor> inputs, Backend& backend,
                                       Collectives* collectives,
@@ -74,7 +129,19 @@ Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& me
   // by the first structured op, so that a function without one allocates nothing here.
   std::vector<std::vector<Tensor>> more;
   std::vector<const Tensor*> args;
+  const std::vector<size_t> last_use = LastUses(fn);
+  // Fused chains are the cpu backend's: another (a simulated one) sees every op.
+  const std::vector<size_t> group_end =
+      backend.name() == "cpu" ? FusedGroups(fn, last_use) : std::vector<size_t>();
   for (size_t i = 0; i < fn.ops.size(); ++i) {
+    if (!group_end.empty() && group_end[i] > i) {
+      if (cancelled != nullptr && cancelled->load(std::memory_order_relaxed)) {
+        return Cancelled(fmt::format("function '{}' op {}: cancelled before it ran", fn.name, i));
+      }
+      ATOLL_RETURN_IF_ERROR(RunGroup(fn, mesh, i, group_end[i], inputs, results, last_use));
+      i = group_end[i];
+      continue;
+    }
     const ir::Op& op = fn.ops[i];
     // Formatted only on error: this loop is on the hot path of every shard.
     auto context = [&] {
@@ -132,6 +199,13 @@ Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& me
                                          Describe(op.type.dtype, want)));
     }
     results[i] = std::move(result).value();
+    // A value no later op reads goes now, so that the next op's buffer can reuse its memory
+    // (a chain of elementwise ops then touches a few buffers, not one per op).
+    for (const auto& operand : op.operands) {
+      if (operand.kind == ir::Operand::kOp && last_use[operand.index] == i) {
+        results[operand.index] = Tensor();
+      }
+    }
   }
 
   // Outputs are copied, except the last use of each value, which is moved.

@@ -344,21 +344,27 @@ Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b) {
 }
 
 Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor> inputs) {
+  std::vector<const Tensor*> borrowed;
+  for (const Tensor& t : inputs) borrowed.push_back(&t);
+  return EvalFused(expr, std::span<const Tensor* const>(borrowed));
+}
+
+Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> inputs) {
   if (inputs.empty()) return InvalidArgument("fused expression needs at least one input tensor");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    ATOLL_RETURN_IF_ERROR(internal::CheckF32(inputs[i], fmt::format("fused input {}", i)));
-    if (inputs[i].shape() != inputs[0].shape()) {
+    ATOLL_RETURN_IF_ERROR(internal::CheckF32(*inputs[i], fmt::format("fused input {}", i)));
+    if (inputs[i]->shape() != inputs[0]->shape()) {
       return InvalidArgument(
           fmt::format("fused inputs must share one shape: input 0 is {}, "
                       "input {} is {}",
-                      Describe(inputs[0]), i, Describe(inputs[i])));
+                      Describe(*inputs[0]), i, Describe(*inputs[i])));
     }
   }
   ATOLL_RETURN_IF_ERROR(CheckExpr(expr, inputs.size()));
   const std::vector<FusedNode>& nodes = expr.nodes();
   const auto num_nodes = static_cast<int64_t>(nodes.size());
   const int64_t last = num_nodes - 1;
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, inputs[0].shape()));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, inputs[0]->shape()));
   const int64_t n = out.num_elements();
   float* result = out.as<float>().data();
 
@@ -377,7 +383,7 @@ Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor> inputs) 
       float* dst = i == last ? result + base : scratch.data() + i * kBlock;
       switch (node.kind) {
         case FusedNode::Kind::kInput:
-          value[i] = inputs[node.input].as<float>().data() + base;
+          value[i] = inputs[node.input]->as<float>().data() + base;
           if (i == last) std::copy_n(value[i], len, dst);
           break;
         case FusedNode::Kind::kConstant:

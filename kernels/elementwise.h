@@ -105,5 +105,7 @@ class FusedExpr {
 // per-call scratch of a few KiB per node. InvalidArgument for an empty or malformed
 // expression or mismatched inputs.
 Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor> inputs);
+// The same over borrowed tensors (a tensor's copy copies its bytes).
+Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> inputs);
 
 }  // namespace atl::kernels

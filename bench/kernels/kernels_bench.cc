@@ -33,7 +33,8 @@
 // atoll_fused / direct_loop, OP_ratio_elements_E = atoll / libm_loop,
 // D_matmul_ratio_n_N = dtype D / f32 (D = bf16, f16, f64), CONVERSION_ratio_elements_E =
 // that conversion / copy, dot_general_ratio_BxMxKxN = atoll_dot_general /
-// openblas_sgemm_per_batch.
+// openblas_sgemm_per_batch, chain_over_hand_fused_elements_E and chain_over_numpy_elements_E
+// (bench/kernels/chain_rows.cc).
 #include <cblas.h>
 
 #include <fmt/format.h>
@@ -72,6 +73,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   // Attention's scores: 16 heads of [128, 64] x [64, 128].
   ATOLL_RETURN_IF_ERROR(BenchDotGeneral(16, 128, 64, 128, sweep, result));
   ATOLL_RETURN_IF_ERROR(BenchConv2d(8, 64, 56, sweep, result));
+  ATOLL_RETURN_IF_ERROR(BenchChain(1 << 20, ATOLL_BENCH_PYTHON, sweep, result));
   return Status::Ok();
 }
 

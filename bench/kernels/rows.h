@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "atoll/status.h"
 #include "bench/common/bench_result.h"
@@ -25,5 +26,10 @@ Status BenchDotGeneral(int64_t batch, int64_t m, int64_t k, int64_t n, const Swe
 // oneDNN called directly.
 Status BenchConv2d(int64_t batch, int64_t channels, int64_t size, const Sweep& sweep,
                    BenchResult& result);
+
+// 8 elementwise ops over `elements` floats: the interpreter (which fuses them) against a
+// hand-fused loop and against numpy in place, timed by `python` (empty: not measured).
+Status BenchChain(int64_t elements, const std::string& python, const Sweep& sweep,
+                  BenchResult& result);
 
 }  // namespace atl::bench

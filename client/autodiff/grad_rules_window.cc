@@ -25,7 +25,9 @@ Ints Take(const ir::Op& op, size_t at, size_t n) {
 }
 
 // A size after dilation (0 stays 0), as jax's _dilate_shape.
-int64_t Dilated(int64_t size, int64_t dilation) { return size == 0 ? 0 : 1 + dilation * (size - 1); }
+int64_t Dilated(int64_t size, int64_t dilation) {
+  return size == 0 ? 0 : 1 + dilation * (size - 1);
+}
 
 // The padding that turns a window op's cotangent into its operand's, as jax's
 // _conv_general_vjp_lhs_padding: low then high per spatial dimension.
@@ -104,8 +106,8 @@ struct ConvParams {
                      const Ints& rhs_spec, const Ints& out_spec, int64_t feature_groups,
                      int64_t batch_groups) {
     Ints p{static_cast<int64_t>(n)};
-    for (const Ints* v : {&strides, &lo, &hi, &lhs_dilation, &rhs_dilation, &lhs_spec, &rhs_spec,
-                          &out_spec}) {
+    for (const Ints* v :
+         {&strides, &lo, &hi, &lhs_dilation, &rhs_dilation, &lhs_spec, &rhs_spec, &out_spec}) {
       p.insert(p.end(), v->begin(), v->end());
     }
     p.push_back(feature_groups);
@@ -128,16 +130,16 @@ Result<Operand> ConvLhsGrad(Backward& b, const OpGrad& g, const ConvParams& c, c
     ATOLL_ASSIGN_OR_RETURN(rhs, SplitAxis(b, rhs, out_dim, c.feature_groups));
     ATOLL_ASSIGN_OR_RETURN(rhs, MergeAxis(b, rhs, out_dim, static_cast<size_t>(c.rhs_spec[1])));
   }
-  const auto [lo, hi] = LhsVjpPadding(
-      Pick(ShapeOf(b, g.op.operands[0]), c.Spatial(c.lhs_spec)),
-      Pick(rhs_shape, c.Spatial(c.rhs_spec)), c.strides,
-      Pick(g.op.type.shape, c.Spatial(c.out_spec)), c.pad_lo, c.lhs_dilation, c.rhs_dilation);
+  const auto [lo, hi] = LhsVjpPadding(Pick(ShapeOf(b, g.op.operands[0]), c.Spatial(c.lhs_spec)),
+                                      Pick(rhs_shape, c.Spatial(c.rhs_spec)), c.strides,
+                                      Pick(g.op.type.shape, c.Spatial(c.out_spec)), c.pad_lo,
+                                      c.lhs_dilation, c.rhs_dilation);
   ATOLL_ASSIGN_OR_RETURN(const Operand flipped,
                          b.Emit(OpCode::kRev, {rhs}, 0, c.Spatial(c.rhs_spec)));
-  return b.Emit(OpCode::kConvGeneralDilated, {dy, flipped}, -1,
-                ConvParams::Encode(c.n, c.lhs_dilation, lo, hi, c.strides, c.rhs_dilation,
-                                   c.out_spec, SwapFirstTwo(c.rhs_spec), c.lhs_spec,
-                                   c.feature_groups, 1));
+  return b.Emit(
+      OpCode::kConvGeneralDilated, {dy, flipped}, -1,
+      ConvParams::Encode(c.n, c.lhs_dilation, lo, hi, c.strides, c.rhs_dilation, c.out_spec,
+                         SwapFirstTwo(c.rhs_spec), c.lhs_spec, c.feature_groups, 1));
 }
 
 Result<Operand> ConvRhsGrad(Backward& b, const OpGrad& g, const ConvParams& c, const Operand& dy) {
@@ -277,7 +279,8 @@ Result<OperandGrads> GradScatterAdd(Backward& b, const OpGrad& g) {
   const Shape updates = ShapeOf(b, g.op.operands[2]);
   size_t next = 0;
   for (size_t d = 0; d < operand.size(); ++d) {
-    const bool was_inserted = std::ranges::find(inserted, static_cast<int64_t>(d)) != inserted.end();
+    const bool was_inserted =
+        std::ranges::find(inserted, static_cast<int64_t>(d)) != inserted.end();
     params.push_back(was_inserted ? 1 : updates[static_cast<size_t>(window_dims[next++])]);
   }
   ATOLL_ASSIGN_OR_RETURN(Operand taken,

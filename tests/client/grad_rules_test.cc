@@ -23,6 +23,7 @@
 #include "client/internal.h"
 #include "tests/compute/shard_runner.h"
 #include "tests/kernels/test_tensors.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -376,7 +377,6 @@ std::vector<Row> AllRows() {
                     return c.b().Name(x);                                               \
                   }});
 #include "atoll/unary_ops.def"
-#include "tests/status_matchers.h"
   return rows;
 }
 

@@ -23,6 +23,7 @@
 #include "tests/kernels/reference_ops.h"
 #include "tests/kernels/shards.h"
 #include "tests/kernels/test_tensors.h"
+#include "tests/status_matchers.h"
 
 namespace atl::compute {
 namespace {
@@ -292,7 +293,6 @@ struct UnaryRow {
 constexpr UnaryRow kUnaryRows[] = {
 #define ATOLL_UNARY_OP(Name, name) {OpCode::k##Name, kernels::UnaryFn::k##Name},
 #include "atoll/unary_ops.def"
-#include "tests/status_matchers.h"
 };
 
 // Each unary op of the table, in a function over row-split x on 2 shards, equals its

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "job/job.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -207,7 +208,6 @@ const std::vector<std::string>& UnaryOpNames() {
   static const std::vector<std::string> names = {
 #define ATOLL_UNARY_OP(Name, name) name,
 #include "atoll/unary_ops.def"
-#include "tests/status_matchers.h"
   };
   return names;
 }

@@ -222,7 +222,7 @@ TEST(ElementwiseKernelTest, FusedRejectsMalformedExpressionsAndInputs) {
   ExpectInvalid(EvalFused(ok, mismatched), {"one shape", "f32[3]", "f32[4]"});
   std::vector<Tensor> wrong_dtype = {Tensor(DType::kF32, {3}), Tensor(DType::kI32, {3})};
   ExpectInvalid(EvalFused(ok, wrong_dtype), {"fused input 1", "must be f32"});
-  ExpectInvalid(EvalFused(ok, {}), {"at least one input"});
+  ExpectInvalid(EvalFused(ok, std::span<const Tensor>()), {"at least one input"});
   ExpectInvalid(Unary(UnaryFn::kExp, Tensor(DType::kI32, {2})), {"exp", "must be f32", "i32[2]"});
 }
 

@@ -1,0 +1,110 @@
+#include "compute/fusion.h"
+
+#include <algorithm>
+
+#include "compute/cpu_ops.h"
+#include "kernels/elementwise.h"
+
+namespace atl::compute {
+
+namespace {
+
+bool InGroup(const ir::Operand& o, size_t first, size_t last) {
+  return o.kind == ir::Operand::kOp && static_cast<size_t>(o.index) >= first &&
+         static_cast<size_t>(o.index) <= last;
+}
+
+// An f32 arithmetic or unary op over static operands of its own type (or scalars): its
+// local block is then every operand's, element for element.
+bool Fusible(const ir::FunctionDef& fn, const ir::Op& op) {
+  const bool unary = ir::IsUnaryOp(op.code);
+  const bool arithmetic = op.code == ir::OpCode::kAdd || op.code == ir::OpCode::kSub ||
+                          op.code == ir::OpCode::kMul || op.code == ir::OpCode::kDiv;
+  if ((!unary && !arithmetic) || op.type.dtype != DType::kF32 || !ir::IsStatic(op.type) ||
+      op.operands.size() != (unary ? 1u : 2u)) {
+    return false;
+  }
+  bool any_tensor = false;
+  for (const ir::Operand& o : op.operands) {
+    if (o.kind == ir::Operand::kScalar) continue;
+    const ir::TensorType* t = ir::OperandType(fn, o);
+    if (t == nullptr || *t != op.type) return false;
+    any_tensor = true;
+  }
+  return any_tensor;
+}
+
+}  // namespace
+
+std::vector<size_t> FusedGroups(const ir::FunctionDef& fn, const std::vector<size_t>& last_use) {
+  const size_t n = fn.ops.size();
+  std::vector<size_t> end(n);
+  for (size_t i = 0; i < n; ++i) end[i] = i;
+  for (size_t a = 0; a < n;) {
+    size_t b = a;
+    if (!Fusible(fn, fn.ops[a])) {
+      ++a;
+      continue;
+    }
+    while (b + 1 < n && Fusible(fn, fn.ops[b + 1])) ++b;
+    // Within the run [a, b], a value read after the group holding it must be made: it ends a
+    // group. Ending one can strand values before it, so repeat until nothing changes.
+    std::vector<bool> made(b - a + 1, false);
+    made.back() = true;
+    for (bool changed = true; changed;) {
+      changed = false;
+      size_t group_end = b;
+      for (size_t j = b + 1; j-- > a;) {
+        if (made[j - a]) group_end = j;
+        if (!made[j - a] && last_use[j] > group_end) {
+          made[j - a] = changed = true;
+          group_end = j;
+        }
+      }
+    }
+    for (size_t start = a, j = a; j <= b; ++j) {
+      if (!made[j - a]) continue;
+      end[start] = j;
+      start = j + 1;
+    }
+    a = b + 1;
+  }
+  return end;
+}
+
+std::vector<ir::Operand> FusedGroupInputs(const ir::FunctionDef& fn, size_t first, size_t last) {
+  std::vector<ir::Operand> inputs;
+  for (size_t i = first; i <= last; ++i) {
+    for (const ir::Operand& o : fn.ops[i].operands) {
+      if (o.kind == ir::Operand::kScalar || InGroup(o, first, last)) continue;
+      if (std::find(inputs.begin(), inputs.end(), o) == inputs.end()) inputs.push_back(o);
+    }
+  }
+  return inputs;
+}
+
+Result<Tensor> RunFusedGroup(const ir::FunctionDef& fn, size_t first, size_t last,
+                             std::span<const Tensor* const> inputs) {
+  const std::vector<ir::Operand> outside = FusedGroupInputs(fn, first, last);
+  kernels::FusedExpr expr;
+  std::vector<kernels::FusedValue> node(last - first + 1);
+  auto value_of = [&](const ir::Operand& o) {
+    if (o.kind == ir::Operand::kScalar) return expr.Constant(static_cast<float>(o.scalar));
+    if (InGroup(o, first, last)) return node[static_cast<size_t>(o.index) - first];
+    const auto at = std::find(outside.begin(), outside.end(), o) - outside.begin();
+    return expr.Input(static_cast<int32_t>(at));
+  };
+  for (size_t i = first; i <= last; ++i) {
+    const ir::Op& op = fn.ops[i];
+    if (ir::IsUnaryOp(op.code)) {
+      ATOLL_ASSIGN_OR_RETURN(const kernels::UnaryFn f, UnaryFnOf(op.code));
+      node[i - first] = expr.Apply(f, value_of(op.operands[0]));
+    } else {
+      ATOLL_ASSIGN_OR_RETURN(const kernels::BinaryFn f, BinaryFnOf(op.code));
+      node[i - first] = expr.Apply(f, value_of(op.operands[0]), value_of(op.operands[1]));
+    }
+  }
+  return kernels::EvalFused(expr, inputs);
+}
+
+}  // namespace atl::compute

@@ -1,0 +1,109 @@
+// Fusion of elementwise chains (compute/fusion.h): which ops group, and that a fused run gives
+// the unfused run's bits. The oracle is the same function run op by op through a backend
+// that forwards to the cpu backend under another name (the interpreter fuses for "cpu" only).
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compute/backend_cpu.h"
+#include "compute/fusion.h"
+#include "compute/interpreter.h"
+#include "tests/status_matchers.h"
+
+namespace atl::compute {
+namespace {
+
+using ir::OpCode;
+using ir::Operand;
+
+class OpByOpBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu, op by op"; }
+  Result<Tensor> Run(const ir::Op& op, std::span<const Tensor* const> operands) override {
+    ++ops;
+    return CpuBackend::Get().Run(op, operands);
+  }
+  int ops = 0;
+};
+
+Operand ChainInput(int32_t i) { return {Operand::kInput, i, 0.0}; }
+Operand ChainOp(int32_t i) { return {Operand::kOp, i, 0.0}; }
+Operand ChainScalar(double v) { return {Operand::kScalar, 0, v}; }
+
+const ir::TensorType kT{DType::kF32, {6, 5}, {-1, -1}};
+
+TEST(FusionTest, ChainsGroupUpToAValueReadAfterThem) {
+  // 0 mul, 1 exp, 2 add  | 3 matmul (not fusible) | 4 tanh(2), 5 sub(4, 1): op 1 is read by
+  // op 5, after op 2's group, so the first group ends at 1 and op 2 stands alone.
+  ir::FunctionDef fn{"f", {kT, ir::TensorType{DType::kF32, {5, 5}, {-1, -1}}}, {}, {}, {}, {}};
+  fn.ops = {{OpCode::kMul, {ChainInput(0), ChainScalar(2)}, 0, kT},
+            {OpCode::kExp, {ChainOp(0)}, 0, kT},
+            {OpCode::kAdd, {ChainOp(1), ChainInput(0)}, 0, kT},
+            {OpCode::kMatmul, {ChainOp(2), ChainInput(1)}, 0, kT},
+            {OpCode::kTanh, {ChainOp(2)}, 0, kT},
+            {OpCode::kSub, {ChainOp(4), ChainOp(1)}, 0, kT}};
+  fn.outputs = {ChainOp(5), ChainOp(3)};
+  std::vector<size_t> last_use = {1, 5, 4, 6, 5, 6};
+  const std::vector<size_t> end = FusedGroups(fn, last_use);
+  EXPECT_EQ(end, (std::vector<size_t>{1, 1, 2, 3, 5, 5}));
+  EXPECT_EQ(FusedGroupInputs(fn, 4, 5), (std::vector<Operand>{ChainOp(2), ChainOp(1)}));
+}
+
+TEST(FusionTest, AFusedRunGivesTheOpByOpRunsBits) {
+  std::mt19937 rng(7);
+  const OpCode codes[] = {OpCode::kAdd, OpCode::kSub, OpCode::kMul, OpCode::kDiv, OpCode::kExp,
+                          OpCode::kTanh, OpCode::kNeg, OpCode::kSqrt, OpCode::kRelu};
+  for (int round = 0; round < 200; ++round) {
+    ir::FunctionDef fn{"chain", {kT, kT}, {}, {}, {}, {}};
+    const int n = 2 + static_cast<int>(rng() % 10);
+    auto any_value = [&](int before) {
+      const int k = static_cast<int>(rng() % static_cast<unsigned>(before + 3));
+      if (k == before + 2) return ChainScalar(0.5 + static_cast<double>(rng() % 5));
+      return k < 2 ? ChainInput(k) : ChainOp(k - 2);
+    };
+    for (int i = 0; i < n; ++i) {
+      const OpCode code = codes[rng() % std::size(codes)];
+      Operand a = any_value(i);
+      if (a.kind == Operand::kScalar) a = ChainInput(0);
+      if (ir::IsUnaryOp(code)) {
+        fn.ops.push_back({code, {a}, 0, kT});
+      } else {
+        Operand b = any_value(i);
+        if (rng() % 2 != 0) std::swap(a, b);
+        fn.ops.push_back({code, {a, b}, 0, kT});
+      }
+    }
+    fn.outputs = {ChainOp(n - 1)};
+    if (rng() % 2 != 0) fn.outputs.push_back(ChainOp(static_cast<int32_t>(rng() % n)));
+    ASSERT_THAT(ir::Validate(fn, 1), IsOk());
+    std::vector<Tensor> inputs;
+    for (int i = 0; i < 2; ++i) {
+      Tensor t(DType::kF32, kT.shape);
+      std::uniform_real_distribution<float> dist(-2, 2);
+      for (float& v : t.as<float>()) v = dist(rng);
+      inputs.push_back(std::move(t));
+    }
+    OpByOpBackend op_by_op;
+    const auto want = RunFunction(fn, 0, 1, inputs, op_by_op);
+    const auto got = RunFunction(fn, 0, 1, inputs);
+    ASSERT_THAT(want, IsOk());
+    ASSERT_THAT(got, IsOk());
+    EXPECT_EQ(op_by_op.ops, n);
+    for (size_t k = 0; k < want->size(); ++k) {
+      const auto a = (*want)[k].as<float>();
+      const auto b = (*got)[k].as<float>();
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t e = 0; e < a.size(); ++e) {
+        // Bit for bit: NaN where the op-by-op run has NaN, the same float elsewhere.
+        ASSERT_TRUE((a[e] != a[e] && b[e] != b[e]) || std::memcmp(&a[e], &b[e], 4) == 0)
+            << "round " << round << " output " << k << " element " << e << ": " << a[e]
+            << " op by op, " << b[e] << " fused";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace atl::compute
