@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
-harnesses=(header message tuples event job config checkpoint)
+harnesses=(header message function tuples event job config checkpoint)
 build_dir=build-fuzz
 
 bash scripts/setup.sh

@@ -8,6 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <msgpack.hpp>
 
 #include "common/checkpoint/index.h"
 #include "common/checkpoint/npy.h"
@@ -23,6 +27,36 @@ bool Write(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return static_cast<bool>(out);
+}
+
+// Functions for function_fuzzer to start from: the message sample (with a collective and a
+// body), an elementwise chain the interpreter fuses, and jax.lax rows (a broadcast into a
+// cut dimension, dot_general, a reshape and a reduction).
+std::vector<std::pair<std::string, ir::FunctionDef>> SampleFunctions() {
+  using ir::OpCode;
+  using ir::Operand;
+  const Operand x{Operand::kInput, 0, 0.0};
+  auto op = [](int32_t i) { return Operand{Operand::kOp, i, 0.0}; };
+  auto scalar = [](double v) { return Operand{Operand::kScalar, 0, v}; };
+  const ir::TensorType v{DType::kF32, {16}, {-1}};
+  ir::FunctionDef chain{"chain", {v}, {}, {}, {}, {}};
+  chain.ops = {{OpCode::kMul, {x, x}, 0, v},
+               {OpCode::kExp, {op(0)}, 0, v},
+               {OpCode::kAdd, {op(1), scalar(1)}, 0, v},
+               {OpCode::kTanh, {op(2)}, 0, v}};
+  chain.outputs = {op(3), op(1)};
+  const ir::TensorType row{DType::kF32, {1, 6}, {-1, -1}};
+  const ir::TensorType cut{DType::kF32, {4, 3, 6}, {0, -1, -1}};
+  const ir::TensorType bmk{DType::kF32, {4, 3, 6}, {0, -1, -1}};
+  const ir::TensorType out{DType::kF32, {4, 3, 3}, {0, -1, -1}};
+  ir::FunctionDef lax{"lax", {row, bmk}, {}, {}, {2}, {}};
+  lax.ops = {{OpCode::kBroadcastInDim, {x}, 1, cut, {4, 3, 6, 0, 2}},
+             {OpCode::kAdd, {op(0), Operand{Operand::kInput, 1, 0.0}}, 0, cut},
+             {OpCode::kDotGeneral, {op(1), op(1)}, -1, out, {1, 2, 1, 2, 1, 0, 1, 0}},
+             {OpCode::kReshape, {op(2)}, 0, {DType::kF32, {4, 9}, {0, -1}}, {4, 9}},
+             {OpCode::kReduceMax, {op(3)}, 0, {DType::kF32, {4}, {0}}, {1}}};
+  lax.outputs = {op(4)};
+  return {{"sample", proto::Sample<ir::FunctionDef>()}, {"chain", chain}, {"lax", lax}};
 }
 
 int WriteSeeds(const fs::path& out) {
@@ -61,6 +95,12 @@ int WriteSeeds(const fs::path& out) {
        {0, -1},
        {{"w.0.t.npy", {0, 0}, {2, 2}, 144, 1, "h0"}, {"w.1.t.npy", {2, 0}, {2, 2}, 144, 2, "h1"}}});
   ok &= Write(out / "checkpoint" / "index", "\x01" + checkpoint::IndexToJson(index));
+  fs::create_directories(out / "function");
+  for (const auto& [name, fn] : SampleFunctions()) {
+    msgpack::sbuffer packed;
+    msgpack::pack(packed, fn);
+    ok &= Write(out / "function" / name, std::string(packed.data(), packed.size()));
+  }
   if (!ok) std::fprintf(stderr, "cannot write the seeds under %s\n", out.c_str());
   return ok ? 0 : 1;
 }
