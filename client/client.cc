@@ -99,9 +99,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   impl->id = hello.client_id;
   impl->notice_period =
       std::max(std::chrono::milliseconds(1), std::chrono::milliseconds(hello.heartbeat_ms) / 4);
-  impl->heartbeat = std::make_unique<ClientHeartbeat>(
-      net::CredentialsOf(impl->context), impl->id, options.rm_endpoint,
-      std::chrono::milliseconds(hello.heartbeat_ms));
+  impl->heartbeat = std::make_unique<HeartbeatThread>(
+      impl->context, impl->id, options.rm_endpoint, std::chrono::milliseconds(hello.heartbeat_ms));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

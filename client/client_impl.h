@@ -118,7 +118,7 @@ struct Client::Impl {
   // loss fails the runs that need the service well within a period of its declaration.
   std::chrono::milliseconds notice_period{25};
 
-  std::unique_ptr<ClientHeartbeat> heartbeat;
+  std::unique_ptr<HeartbeatThread> heartbeat;
   uint64_t id = 0;
   uint64_t next_run = 1;
   uint64_t next_object = 1;

@@ -1,34 +1,41 @@
-// The client's liveness signal: its heartbeats to the RM and to every object store and
-// scheduler the client has used, so that a client that dies (or hangs) has its slices,
-// objects and queued runs collected after `liveness` missed beats. They go from a thread of
-// their own, not the client's (which may be busy for long in the caller's code), shared by
-// the process's clients of the same key (HeartbeatSender).
+// The client's liveness signal: a thread with its own sockets that heartbeats the RM and
+// every object store and scheduler the client has used, so that a client that dies (or
+// hangs) has its slices, objects and queued runs collected after `liveness` missed beats.
 #pragma once
 
 #include <chrono>
-#include <cstdint>
-#include <memory>
+#include <condition_variable>
+#include <set>
 #include <string>
+#include <thread>
 
-#include "client/heartbeat_sender.h"
-#include "common/net/security.h"
+#include <zmq.hpp>
+
+#include "common/base/mutex.h"
 
 namespace atl {
 
-class ClientHeartbeat {
+class HeartbeatThread {
  public:
-  // Beats client `client_id`, holding `credentials`, to the RM at `rm_endpoint` every
-  // `period`, the first beat at once.
-  ClientHeartbeat(const net::Credentials& credentials, uint64_t client_id,
-                  const std::string& rm_endpoint, std::chrono::milliseconds period);
-  ~ClientHeartbeat();  // no beat of this client leaves after it
+  HeartbeatThread(zmq::context_t& context, uint64_t client_id, std::string rm_endpoint,
+                  std::chrono::milliseconds period);
+  ~HeartbeatThread();  // stops and joins
 
   // Adds a service (an object store or a scheduler) to heartbeat from now on. Thread-safe.
   void AddWatcher(const std::string& endpoint);
 
  private:
-  const std::shared_ptr<HeartbeatSender> sender_;
+  void Loop();
+
+  zmq::context_t& context_;
   const uint64_t client_id_;
+  const std::string rm_endpoint_;
+  const std::chrono::milliseconds period_;
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> watchers_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 }  // namespace atl
