@@ -93,14 +93,14 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   impl->rm->socket().set(zmq::sockopt::routing_id,
                          fmt::format("client-{:08x}{:08x}", random(), random()));
   ATOLL_RETURN_IF_ERROR(impl->rm->Connect(/*watch_handshakes=*/true));
+  impl->heartbeat = std::make_unique<HeartbeatThread>(impl->context, options.rm_endpoint);
   ATOLL_ASSIGN_OR_RETURN(auto hello,
                          impl->rm->Call<proto::HelloClientReply>(proto::HelloClient{options.name},
                                                                  options.request_timeout));
   impl->id = hello.client_id;
   impl->notice_period =
       std::max(std::chrono::milliseconds(1), std::chrono::milliseconds(hello.heartbeat_ms) / 4);
-  impl->heartbeat = std::make_unique<HeartbeatThread>(
-      impl->context, impl->id, options.rm_endpoint, std::chrono::milliseconds(hello.heartbeat_ms));
+  impl->heartbeat->Start(impl->id, std::chrono::milliseconds(hello.heartbeat_ms));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

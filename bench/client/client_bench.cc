@@ -301,11 +301,21 @@ Status MeasureHops(const Sweep& sweep, Client& client, const Slice& slice,
   return Status::Ok();
 }
 
+// --connect-only: clients_connected alone (to profile connecting, or to rerun it quickly).
+bool connect_only = false;
+
 Status RunSweep(const BenchOptions& options, BenchResult& result) {
   const Sweep sweep = options.quick ? Sweep{{16}, 200, 500, 128, 10000, 1, 3}
                                     : Sweep{{16, 4096}, 1000, 5000, 128, 100000, 3, 7};
   const std::string dir =
       std::filesystem::temp_directory_path() / fmt::format("atoll-bench-client-{}", getpid());
+  const ConnectSweep connect =
+      options.quick ? ConnectSweep{{64}, 3} : ConnectSweep{{16, 64, 256}, 5};
+  if (connect_only) {
+    Status measured = MeasureConnectRate(connect, dir, result);
+    std::filesystem::remove_all(dir);
+    return measured;
+  }
   BenchTopology topology;
   topology.devices_per_host = 2;
   topology.kind = "cpu";
@@ -354,11 +364,7 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
   result.Add("zmq_round_trip", {{"bytes", 64}}, "us_per_round_trip", "us", zmq_us);
   client.reset();
   Status stopped = cluster->Stop();
-  if (stopped.ok()) {
-    const ConnectSweep connect =
-        options.quick ? ConnectSweep{{64}, 3} : ConnectSweep{{16, 64, 256}, 5};
-    stopped = MeasureConnectRate(connect, dir, result);
-  }
+  if (stopped.ok()) stopped = MeasureConnectRate(connect, dir, result);
   std::filesystem::remove_all(dir);
   return stopped;
 }
@@ -367,7 +373,9 @@ Status RunSweep(const BenchOptions& options, BenchResult& result) {
 }  // namespace atl::bench
 
 int main(int argc, char** argv) {
-  return atl::bench::RunBenchmark(argc, argv, "client",
-                                  "the client's round trip and program rate against raw ZeroMQ",
-                                  atl::bench::RunSweep);
+  return atl::bench::RunBenchmark(
+      argc, argv, "client", "the client's round trip and program rate against raw ZeroMQ",
+      atl::bench::RunSweep, [](CLI::App& app) {
+        app.add_flag("--connect-only", atl::bench::connect_only, "measure clients_connected alone");
+      });
 }
