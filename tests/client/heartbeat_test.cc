@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/net/transport.h"
+#include "tests/status_matchers.h"
 
 namespace atl {
 namespace {
@@ -17,7 +18,7 @@ TEST(HeartbeatThreadTest, ConnectsBeforeStartAndBeatsOnlyOnceStartedTheFirstAtOn
   zmq::context_t context;
   zmq::socket_t rm = net::MakeSocket(context, zmq::socket_type::router);
   auto endpoint = net::Bind(rm, "tcp://127.0.0.1:*");
-  ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+  ASSERT_THAT(endpoint, IsOk());
   ASSERT_EQ(zmq_socket_monitor(rm.handle(), "inproc://heartbeat-test-rm", ZMQ_EVENT_ACCEPTED), 0);
   zmq::socket_t accepted(context, zmq::socket_type::pair);
   accepted.connect("inproc://heartbeat-test-rm");
@@ -32,9 +33,9 @@ TEST(HeartbeatThreadTest, ConnectsBeforeStartAndBeatsOnlyOnceStartedTheFirstAtOn
   auto frames = net::RecvFrames(rm, 10s);
   ASSERT_TRUE(frames.ok() && frames->has_value()) << "no first beat after Start";
   auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/true);
-  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  ASSERT_THAT(in, IsOk());
   auto beat = in->header.As<proto::Heartbeat>();
-  ASSERT_TRUE(beat.ok()) << beat.status().ToString();
+  ASSERT_THAT(beat, IsOk());
   EXPECT_EQ(proto::HeartbeatClientId(*beat).value(), 42u);
 }
 

@@ -53,7 +53,7 @@ TEST(FusionTest, ChainsGroupUpToAValueReadAfterThem) {
 
 TEST(FusionTest, AFusedRunGivesTheOpByOpRunsBits) {
   std::mt19937 rng(7);
-  const OpCode codes[] = {OpCode::kAdd, OpCode::kSub, OpCode::kMul, OpCode::kDiv, OpCode::kExp,
+  const OpCode codes[] = {OpCode::kAdd,  OpCode::kSub, OpCode::kMul,  OpCode::kDiv, OpCode::kExp,
                           OpCode::kTanh, OpCode::kNeg, OpCode::kSqrt, OpCode::kRelu};
   for (int round = 0; round < 200; ++round) {
     ir::FunctionDef fn{"chain", {kT, kT}, {}, {}, {}, {}};

@@ -62,8 +62,8 @@ void Run(const ir::FunctionDef& fn, int shards, const uint8_t* data, size_t size
     std::unique_lock lock(mu);
     if (!done_cv.wait_for(lock, std::chrono::seconds(2), [&] { return done; })) cancelled = true;
   });
-  auto result = compute::RunFunction(fn, 0, shards, std::move(inputs),
-                                     compute::CpuBackend::Get(), nullptr, &cancelled);
+  auto result = compute::RunFunction(fn, 0, shards, std::move(inputs), compute::CpuBackend::Get(),
+                                     nullptr, &cancelled);
   {
     std::lock_guard lock(mu);
     done = true;
