@@ -11,9 +11,7 @@
 
 namespace atl::store {
 
-Status StoreService::OnCreate(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
-  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "reserve store memory (CreateObject)"));
+Status StoreService::OnCreate(proto::CreateObject req, proto::Incoming& in) {
   return Reserve(in, std::move(req), std::nullopt);
 }
 
@@ -108,9 +106,7 @@ void StoreService::DropPending(uint64_t client, const std::string& why) {
   }
 }
 
-Status StoreService::OnSeal(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::SealObject>());
-  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "seal an object"));
+Status StoreService::OnSeal(proto::SealObject req, proto::Incoming& in) {
   const Status error = req.error_code == 0
                            ? Status::Ok()
                            : proto::FromError(proto::Error{req.error_code, req.error});
@@ -132,8 +128,7 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
   return Status::Ok();
 }
 
-Status StoreService::OnPut(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::PutObject>());
+Status StoreService::OnPut(proto::PutObject req, proto::Incoming& in) {
   if (in.data.size() != 1) {
     return InvalidArgument("PutObject for " + ShardName(req.object_id, req.shard) +
                            " needs exactly one data frame, got " + std::to_string(in.data.size()));

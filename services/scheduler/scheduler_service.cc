@@ -92,50 +92,55 @@ void SchedulerService::Run() {
   loop_.Run();
 }
 
+net::RequestTable<SchedulerService> SchedulerService::MakeRequestTable() {
+  using net::MaySend;
+  net::RequestTable<SchedulerService> table("the scheduler");
+  // Clients' requests: the handlers check that the client they name is the sender's.
+  table.Add<proto::SubmitProgram>(MaySend::Anyone(), &SchedulerService::OnSubmit);
+  table.Add<proto::CancelRun>(MaySend::Anyone(), &SchedulerService::OnCancelRun);
+  table.Add<proto::Heartbeat>(MaySend::Anyone(), &SchedulerService::OnHeartbeat);
+  table.Add<proto::Goodbye>(MaySend::Anyone(), &SchedulerService::OnGoodbye);
+  // Other schedulers' and the RM's notices.
+  table.Add<proto::NodeReleased>(MaySend::Members("release a node"),
+                                 &SchedulerService::OnNodeReleased);
+  table.Add<proto::HostChanged>(MaySend::Members("report a host change"),
+                                &SchedulerService::OnHostChanged);
+  table.Add<proto::OwnersKnown>(MaySend::Members("tell who owns what"),
+                                &SchedulerService::OnOwnersKnown);
+  return table;
+}
+
 void SchedulerService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.scheduler", rejected_, [this](proto::Incoming& in) {
-    switch (in.header.kind()) {
-      case proto::Kind::kSubmitProgram:
-        return OnSubmit(in);
-      case proto::Kind::kCancelRun:
-        return OnCancelRun(in);
-      case proto::Kind::kNodeReleased: {
-        ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "release a node"));
-        ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
-        // Kept until its run comes: only for a connected client's, as a submission.
-        ATOLL_RETURN_IF_ERROR(owners_->ClientUser(proto::ClientOfRun(released.run_id)).status());
-        order_->OnPeerReleased(released.run_id, released.node);
-        return Status::Ok();  // a notice: no reply
-      }
-      case proto::Kind::kHeartbeat: {
-        ATOLL_ASSIGN_OR_RETURN(auto beat, in.header.As<proto::Heartbeat>());
-        ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
-        ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, client, "heartbeat"));
-        clients_heard_.Heard(client, std::chrono::steady_clock::now());
-        return Status::Ok();  // no reply
-      }
-      case proto::Kind::kHostChanged:
-        ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "report a host change"));
-        return OnHostChanged(in);  // a notice from the RM: no reply
-      case proto::Kind::kOwnersKnown:
-        return owners_->LearnFrom(in);  // a notice from the RM: no reply
-      case proto::Kind::kGoodbye: {
-        ATOLL_ASSIGN_OR_RETURN(auto bye, in.header.As<proto::Goodbye>());
-        ATOLL_RETURN_IF_ERROR(owners_->CheckGoodbye(in.sender, bye.client_id));
-        DropClient(bye.client_id, "said goodbye");
-        return net::Reply(socket_, in, proto::Ok{});
-      }
-      default:
-        return InvalidArgument(fmt::format("the scheduler does not handle {} messages",
-                                           proto::KindName(in.header.kind())));
-    }
-  });
+  net::ServeRequests(socket_, *events_, "error.scheduler", rejected_,
+                     [this](proto::Incoming& in) { return requests_.Dispatch(*this, in); });
   DispatchReleased();
   AnswerSubmissions();
 }
 
-Status SchedulerService::OnSubmit(proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(proto::SubmitProgram program, in.header.As<proto::SubmitProgram>());
+Status SchedulerService::OnNodeReleased(proto::NodeReleased released, proto::Incoming&) {
+  ATOLL_RETURN_IF_ERROR(owners_->ClientUser(proto::ClientOfRun(released.run_id)).status());
+  order_->OnPeerReleased(released.run_id, released.node);
+  return Status::Ok();
+}
+
+Status SchedulerService::OnHeartbeat(proto::Heartbeat beat, proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
+  ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, client, "heartbeat"));
+  clients_heard_.Heard(client, std::chrono::steady_clock::now());
+  return Status::Ok();
+}
+
+Status SchedulerService::OnGoodbye(proto::Goodbye bye, proto::Incoming& in) {
+  ATOLL_RETURN_IF_ERROR(owners_->CheckGoodbye(in.sender, bye.client_id));
+  DropClient(bye.client_id, "said goodbye");
+  return net::Reply(socket_, in, proto::Ok{});
+}
+
+Status SchedulerService::OnOwnersKnown(proto::OwnersKnown known, proto::Incoming&) {
+  return owners_->Learn(known);
+}
+
+Status SchedulerService::OnSubmit(proto::SubmitProgram program, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(CheckSubmission(in.sender, program, *owners_));
   const uint64_t run = program.run_id;
   const uint64_t client = program.client_id;
@@ -171,8 +176,7 @@ void SchedulerService::AnswerSubmissions() {
   ordered_.clear();
 }
 
-Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(proto::CancelRun cancel, in.header.As<proto::CancelRun>());
+Status SchedulerService::OnCancelRun(proto::CancelRun cancel, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(CheckCancel(in.sender, cancel, *owners_));
   const Status why =
       Cancelled(fmt::format("run {} was cancelled by client {}", cancel.run_id, cancel.client_id));
@@ -278,8 +282,7 @@ void SchedulerService::DropClient(uint64_t client, const std::string& why) {
   DispatchReleased();
 }
 
-Status SchedulerService::OnHostChanged(proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto changed, in.header.As<proto::HostChanged>());
+Status SchedulerService::OnHostChanged(proto::HostChanged changed, proto::Incoming&) {
   if (!changed.lost) {
     order_->ExecutorBack(changed.control_endpoint);
     return Status::Ok();
