@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/checkpoint/index.h"
+#include "common/net/event_topics.h"
 #include "common/net/request_server.h"
 #include "common/proto/ids.h"
 #include "services/objectstore/checkpoint_files.h"
@@ -55,8 +56,8 @@ Result<std::string> StoreService::CheckpointRootOf(const proto::Incoming& in, ui
 }
 
 void StoreService::RejectLater(const ReplyTo& to, proto::Kind kind, const Status& error) {
-  net::ReportRejection(events_, "error.store", rejected_, to.routing_id.to_string_view(), kind,
-                       error);
+  net::ReportRejection(events_, std::string(topics::kErrorStore), rejected_,
+                       to.routing_id.to_string_view(), kind, error);
   rejected_.Flush();
   SendError(to, error);
 }
@@ -141,11 +142,11 @@ void StoreService::FinishSave(SaveJob& job, const Result<proto::SaveShardsReply>
   uint64_t bytes = 0;
   for (const proto::FileWritten& f : written->files) bytes += f.bytes;
   Send(job.to, *written);
-  events_.Publish("checkpoint.written", {{"host", options_.host},
-                                         {"owner", job.req.owner_client},
-                                         {"dir", job.req.dir},
-                                         {"files", uint64_t{written->files.size()}},
-                                         {"bytes", bytes}});
+  events_.Publish(topics::kCheckpointWritten, {{"host", options_.host},
+                                               {"owner", job.req.owner_client},
+                                               {"dir", job.req.dir},
+                                               {"files", uint64_t{written->files.size()}},
+                                               {"bytes", bytes}});
 }
 
 Status StoreService::OnCommitCheckpoint(proto::CommitCheckpoint req, proto::Incoming& in) {
@@ -169,10 +170,10 @@ Status StoreService::OnCommitCheckpoint(proto::CommitCheckpoint req, proto::Inco
       const auto& [to, commit] = *job;
       if (!removed.ok()) return RejectLater(to, proto::Kind::kCommitCheckpoint, removed.status());
       Send(to, proto::Ok{});
-      events_.Publish("checkpoint.committed", {{"host", options_.host},
-                                               {"owner", commit.owner_client},
-                                               {"dir", commit.dir},
-                                               {"stale_files_removed", uint64_t{*removed}}});
+      events_.Publish(topics::kCheckpointCommitted, {{"host", options_.host},
+                                                     {"owner", commit.owner_client},
+                                                     {"dir", commit.dir},
+                                                     {"stale_files_removed", uint64_t{*removed}}});
     };
   });
   return Status::Ok();

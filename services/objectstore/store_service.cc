@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/proto/ids.h"
@@ -63,6 +64,11 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Create(options.arena_name, region_bytes));
   std::unique_ptr<StoreService> service(
       new StoreService(context, std::move(options), std::move(arena), std::move(timer)));
+  // With two I/O threads or more, the requests (and the large objects they carry) take the
+  // first and the RM's connection the second: a transfer of hundreds of MiB, which CURVE
+  // encrypts on its I/O thread, does not hold up the heartbeats that keep the store alive.
+  const bool own_rm_io_thread = context.get(zmq::ctxopt::io_threads) >= 2;
+  if (own_rm_io_thread) service->socket_.set(zmq::sockopt::affinity, uint64_t{1});
   ATOLL_ASSIGN_OR_RETURN(service->endpoint_,
                          net::Bind(service->socket_, service->options_.bind_endpoint));
   if (!service->options_.events_in.empty()) {
@@ -70,6 +76,7 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   }
   if (!service->options_.rm_endpoint.empty()) {
     service->rm_ = std::make_unique<net::Requester>(context, service->options_.rm_endpoint);
+    if (own_rm_io_thread) service->rm_->socket().set(zmq::sockopt::affinity, uint64_t{2});
     ATOLL_RETURN_IF_ERROR(service->rm_->Connect());
     service->owners_ = OwnerCache(
         service->rm_.get(),
@@ -125,7 +132,7 @@ void StoreService::Run() {
 // Receiving and dispatching.
 
 void StoreService::OnReadable() {
-  net::ServeRequests(socket_, events_, "error.store", rejected_,
+  net::ServeRequests(socket_, events_, std::string(topics::kErrorStore), rejected_,
                      [this](proto::Incoming& in) { return requests_.Dispatch(*this, in); });
 }
 
@@ -238,7 +245,7 @@ Status StoreService::OnRelease(proto::ReleaseObject req, proto::Incoming& in) {
 }
 
 void StoreService::PublishFreed(uint64_t object) {
-  events_.Publish("object.freed", {{"object", object}, {"reason", std::string("released")}});
+  events_.Publish(topics::kObjectFreed, {{"object", object}, {"reason", std::string("released")}});
 }
 
 void StoreService::FreeIfReleased(uint64_t object) {
@@ -279,9 +286,9 @@ Status StoreService::OnHostChanged(proto::HostChanged req, proto::Incoming&) {
     WakeWaiters(object, shard);
     FreeIfReleased(object);
   }
-  events_.Publish("store.executor_lost", {{"host", options_.host},
-                                          {"shards_failed", uint64_t{failed.size()}},
-                                          {"reason", req.reason}});
+  events_.Publish(topics::kStoreExecutorLost, {{"host", options_.host},
+                                               {"shards_failed", uint64_t{failed.size()}},
+                                               {"reason", req.reason}});
   return Status::Ok();
 }
 
@@ -343,11 +350,11 @@ void StoreService::ExpireClients() {
   }
   // Memory in use, for live views (`atoll top`, `atoll dashboard`): one event per period.
   const DirectoryStats stats = directory_.Stats();
-  events_.Publish("store.stats", {{"host", options_.host},
-                                  {"objects", stats.objects},
-                                  {"bytes_in_use", stats.bytes_in_use},
-                                  {"arena_bytes", stats.arena_bytes}});
-  events_.Publish("net.stats", net::SentCountFields());
+  events_.Publish(topics::kStoreStats, {{"host", options_.host},
+                                        {"objects", stats.objects},
+                                        {"bytes_in_use", stats.bytes_in_use},
+                                        {"arena_bytes", stats.arena_bytes}});
+  events_.Publish(topics::kNetStats, net::SentCountFields());
 }
 
 void StoreService::HeartbeatRm() {
@@ -365,9 +372,9 @@ void StoreService::PublishCollected(const Collected& collected) {
   DropPending(collected.client, "client " + std::to_string(collected.client) + ": " + reason);
   owners_.ForgetClient(collected.client);
   if (collected.objects.empty()) return;
-  events_.Publish("object.collected", {{"client", collected.client},
-                                       {"count", uint64_t{collected.objects.size()}},
-                                       {"reason", reason}});
+  events_.Publish(topics::kObjectCollected, {{"client", collected.client},
+                                             {"count", uint64_t{collected.objects.size()}},
+                                             {"reason", reason}});
   for (uint64_t object : collected.objects) {
     CancelWaiters(object, "was collected (client " + std::to_string(collected.client) + ": " +
                               reason + ") before it was sealed");

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/proto/ids.h"
@@ -54,11 +55,11 @@ void SchedulerService::HeartbeatRm() {
 }
 
 void SchedulerService::PublishStats() {
-  events_->Publish("net.stats", net::SentCountFields());
-  events_->Publish("scheduler.stats", {{"island", options_.island},
-                                       {"queued", uint64_t{order_->queued()}},
-                                       {"in_flight", uint64_t{order_->in_flight()}},
-                                       {"dispatches_held", uint64_t{executors_.held()}}});
+  events_->Publish(topics::kNetStats, net::SentCountFields());
+  events_->Publish(topics::kSchedulerStats, {{"island", options_.island},
+                                             {"queued", uint64_t{order_->queued()}},
+                                             {"in_flight", uint64_t{order_->in_flight()}},
+                                             {"dispatches_held", uint64_t{executors_.held()}}});
 }
 
 void SchedulerService::OnRm() {
@@ -111,7 +112,7 @@ net::RequestTable<SchedulerService> SchedulerService::MakeRequestTable() {
 }
 
 void SchedulerService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.scheduler", rejected_,
+  net::ServeRequests(socket_, *events_, std::string(topics::kErrorScheduler), rejected_,
                      [this](proto::Incoming& in) { return requests_.Dispatch(*this, in); });
   DispatchReleased();
   AnswerSubmissions();
@@ -171,7 +172,7 @@ void SchedulerService::AnswerSubmissions() {
     Status sent = net::Send(socket_, &o.client, o.request_id, o.reply);
     // A client gone meanwhile hears nothing; its lapse is reported on its own.
     if (!sent.ok()) spdlog::debug("SubmitReply: {}", sent.ToString());
-    events_->Publish("program.scheduled", o.scheduled);
+    events_->Publish(topics::kProgramScheduled, o.scheduled);
   }
   ordered_.clear();
 }
@@ -184,7 +185,7 @@ Status SchedulerService::OnCancelRun(proto::CancelRun cancel, proto::Incoming& i
     return Status::Ok();  // finished here already, or never came: nothing to stop
   }
   events_->Publish(
-      "run.cancelled",
+      topics::kRunCancelled,
       {{"run", cancel.run_id}, {"client", cancel.client_id}, {"island", options_.island}});
   CancelAtExecutors({cancel.client_id, cancel.run_id, ""});  // a client names no failure
   return Status::Ok();                                       // a notice: no reply
@@ -197,7 +198,7 @@ void SchedulerService::CancelAtExecutors(const proto::CancelRun& cancel) {
     // After the run's dispatches, also when they are held.
     Status sent = executors_.Send(endpoint, cancel);
     if (!sent.ok()) {
-      events_->Publish("error.scheduler",
+      events_->Publish(topics::kErrorScheduler,
                        {{"error", sent.WithContext("cancel at executor " + endpoint).ToString()}});
     }
   }
@@ -246,7 +247,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     if (!frames.ok() || !frames->has_value()) break;
     auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
     if (!in.ok()) {
-      events_->Publish("error.scheduler",
+      events_->Publish(topics::kErrorScheduler,
                        {{"executor", endpoint}, {"error", in.status().ToString()}});
       continue;
     }
@@ -258,7 +259,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     }
     if (in->header.kind() == proto::Kind::kError) {
       auto error = in->header.As<proto::Error>();
-      events_->Publish("error.scheduler",
+      events_->Publish(topics::kErrorScheduler,
                        {{"executor", endpoint},
                         {"error", error.ok() ? error->message : error.status().ToString()}});
     }
@@ -275,7 +276,7 @@ void SchedulerService::DropClient(uint64_t client, const std::string& why) {
   const std::vector<uint64_t> unfinished = order_->UnfinishedRuns(client);
   if (const size_t runs = order_->DropClient(client, dropped); runs > 0) {
     events_->Publish(
-        "client.dropped",
+        topics::kClientDropped,
         {{"client", client}, {"island", options_.island}, {"runs", uint64_t{runs}}, {"why", why}});
   }
   for (uint64_t run : unfinished) CancelAtExecutors({client, run, ""});
@@ -304,10 +305,10 @@ Status SchedulerService::OnHostChanged(proto::HostChanged changed, proto::Incomi
                  changed.control_endpoint);
   }
   if (!failed.empty()) {
-    events_->Publish("host.lost_runs", {{"island", options_.island},
-                                        {"host", changed.host},
-                                        {"runs", fmt::format("{}", fmt::join(failed, ","))},
-                                        {"reason", changed.reason}});
+    events_->Publish(topics::kHostLostRuns, {{"island", options_.island},
+                                             {"host", changed.host},
+                                             {"runs", fmt::format("{}", fmt::join(failed, ","))},
+                                             {"reason", changed.reason}});
   }
   DispatchReleased();
   return Status::Ok();
@@ -324,14 +325,15 @@ void SchedulerService::CheckClients() {
 void SchedulerService::ExpireCrossIslandWaits() {
   const int64_t held_us = int64_t{config_.cross_island_wait_ms} * 1000;
   for (const auto& e : order_->Expire(SteadyMicros(), held_us)) {
-    events_->Publish("error.gang", {{"run", e.run},
-                                    {"node", uint64_t{e.node}},
-                                    {"client", e.client},
-                                    {"island", options_.island},
-                                    {"error", fmt::format("waited over {} ms for nodes {} of other "
-                                                          "islands to be scheduled",
-                                                          config_.cross_island_wait_ms,
-                                                          fmt::join(e.waiting_for, ","))}});
+    events_->Publish(
+        topics::kErrorGang,
+        {{"run", e.run},
+         {"node", uint64_t{e.node}},
+         {"client", e.client},
+         {"island", options_.island},
+         {"error", fmt::format("waited over {} ms for nodes {} of other "
+                               "islands to be scheduled",
+                               config_.cross_island_wait_ms, fmt::join(e.waiting_for, ","))}});
   }
   DispatchReleased();
 }
@@ -346,7 +348,7 @@ void SchedulerService::DispatchReleased() {
     }();
     if (!sent.ok()) {
       events_->Publish(
-          "error.scheduler",
+          topics::kErrorScheduler,
           {{"error", sent.WithContext("tell scheduler " + notice.scheduler).ToString()}});
     }
   }
@@ -384,7 +386,7 @@ void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> rel
       for (const auto& gang : lost) {
         if (auto failed = order_->OnGangDone(endpoint, gang)) OnRunFailed(*failed, gang);
       }
-      events_->Publish("error.scheduler", {{"error", failure.ToString()}});
+      events_->Publish(topics::kErrorScheduler, {{"error", failure.ToString()}});
     }
   }
 }
