@@ -36,8 +36,9 @@
 // "store.stats" {host, objects, bytes_in_use, arena_bytes}: the arena's memory in use.
 //
 // Security. The sender of a request is its authenticated key (proto::Peer), never a field
-// of the request. Only the cluster's members (executors) reserve, seal and report; a client
-// may put, read and release only its own objects (an object's id names its client) and
+// of the request. Requests are dispatched from one table (MakeRequestTable: each kind, who
+// may send it, its handler). Only the cluster's members (executors) reserve, seal and report; a
+// client may put, read and release only its own objects (an object's id names its client) and
 // heartbeat or say goodbye only as itself. An object whose owner the RM does not know as a
 // live client is never created (OwnerCache asks the RM once per client), so nothing is
 // left that no collection would free. Refusals are PermissionDenied or NotFound.
