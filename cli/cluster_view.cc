@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/net/event_topics.h"
+
 namespace atl {
 
 namespace {
@@ -150,7 +152,7 @@ void ClusterView::Apply(const Event& event) {
   ++events_seen_;
   now_us_ = std::max(now_us_, I64(f, "ts_us"));
   const std::string& topic = event.topic;
-  if (topic == "device.registered") {
+  if (topic == topics::kDeviceRegistered) {
     const auto id = static_cast<uint32_t>(U64(f, "device"));
     const std::string host_name = Str(f, "host");
     Host& host = HostNamed(host_name, Str(f, "island"));
@@ -164,12 +166,12 @@ void ClusterView::Apply(const Event& event) {
     if (std::find(host.devices.begin(), host.devices.end(), id) == host.devices.end()) {
       host.devices.push_back(id);
     }
-  } else if (topic == "device.stats") {
+  } else if (topic == topics::kDeviceStats) {
     OnDeviceStats(f);
-  } else if (topic == "host.lost" || topic == "host.back") {
+  } else if (topic == topics::kHostLost || topic == topics::kHostBack) {
     auto it = hosts_.find(Str(f, "host"));
     if (it == hosts_.end()) return;
-    it->second.alive = topic == "host.back";
+    it->second.alive = topic == topics::kHostBack;
     if (!it->second.alive) {
       for (uint32_t id : it->second.devices) {
         devices_[id].busy_pct = 0;
@@ -177,15 +179,15 @@ void ClusterView::Apply(const Event& event) {
         devices_[id].samples.clear();
       }
     }
-  } else if (topic == "island.scheduler") {
+  } else if (topic == topics::kIslandScheduler) {
     IslandNamed(Str(f, "island")).scheduler_endpoint = Str(f, "endpoint");
-  } else if (topic == "island.lost" || topic == "island.back") {
-    IslandNamed(Str(f, "island")).scheduler_alive = topic == "island.back";
-  } else if (topic == "host.store_lost" || topic == "host.store_back") {
+  } else if (topic == topics::kIslandLost || topic == topics::kIslandBack) {
+    IslandNamed(Str(f, "island")).scheduler_alive = topic == topics::kIslandBack;
+  } else if (topic == topics::kHostStoreLost || topic == topics::kHostStoreBack) {
     if (auto it = hosts_.find(Str(f, "host")); it != hosts_.end()) {
-      it->second.store_alive = topic == "host.store_back";
+      it->second.store_alive = topic == topics::kHostStoreBack;
     }
-  } else if (topic == "store.stats") {
+  } else if (topic == topics::kStoreStats) {
     const std::string name = Str(f, "host");
     if (name.empty()) return;
     Host& host = hosts_[name];
@@ -194,7 +196,7 @@ void ClusterView::Apply(const Event& event) {
     host.objects = U64(f, "objects");
     host.bytes_in_use = U64(f, "bytes_in_use");
     host.arena_bytes = U64(f, "arena_bytes");
-  } else if (topic == "dataplane.stats") {
+  } else if (topic == topics::kDataplaneStats) {
     const std::string name = Str(f, "host");
     if (name.empty()) return;
     Host& host = hosts_[name];
@@ -205,7 +207,7 @@ void ClusterView::Apply(const Event& event) {
     host.tuples_in = U64(f, "tuples_in");
     host.bytes_in = U64(f, "bytes_in");
     host.batches_held = U64(f, "batches_held");
-  } else if (topic == "scheduler.stats") {
+  } else if (topic == topics::kSchedulerStats) {
     const std::string name = Str(f, "island");
     if (name.empty()) return;
     Island& island = IslandNamed(name);
@@ -213,9 +215,9 @@ void ClusterView::Apply(const Event& event) {
     island.queued_gangs = U64(f, "queued");
     island.gangs_in_flight = U64(f, "in_flight");
     island.dispatches_held = U64(f, "dispatches_held");
-  } else if (topic == "net.stats") {
+  } else if (topic == topics::kNetStats) {
     OnNetStats(f);
-  } else if (topic == "slice.created") {
+  } else if (topic == topics::kSliceCreated) {
     const uint64_t id = U64(f, "slice");
     if (slices_.count(id)) return;
     Slice s{id, U64(f, "client"), Str(f, "island"), ParseIdList(Str(f, "devices"))};
@@ -224,7 +226,7 @@ void ClusterView::Apply(const Event& event) {
     }
     if (s.client != 0) clients_[s.client].id = s.client;
     slices_[id] = std::move(s);
-  } else if (topic == "slice.released") {
+  } else if (topic == topics::kSliceReleased) {
     auto it = slices_.find(U64(f, "slice"));
     if (it == slices_.end()) return;
     for (uint32_t d : it->second.devices) {
@@ -233,19 +235,19 @@ void ClusterView::Apply(const Event& event) {
       }
     }
     slices_.erase(it);
-  } else if (topic == "client.connected") {
+  } else if (topic == topics::kClientConnected) {
     const uint64_t id = U64(f, "client");
     Client& c = clients_[id];
     c.id = id;
     c.name = Str(f, "name");
     c.connected = true;
-  } else if (topic == "client.gone") {
+  } else if (topic == topics::kClientGone) {
     OnClientGone(f);
-  } else if (topic == "program.scheduled") {
+  } else if (topic == topics::kProgramScheduled) {
     OnProgramScheduled(f);
-  } else if (topic == "gang.done") {
+  } else if (topic == topics::kGangDone) {
     OnGangDone(f);
-  } else if (topic == "error.gang") {
+  } else if (topic == topics::kErrorGang) {
     const uint64_t run = U64(f, "run");
     if (run == 0) return;
     Program& p = ProgramFor(run, 0);

@@ -6,6 +6,8 @@
 #include <set>
 #include <tuple>
 
+#include "common/net/event_topics.h"
+
 namespace atl::trace {
 
 namespace {
@@ -88,7 +90,7 @@ std::string_view ClientColor(uint64_t client) { return kPalette[client % kPalett
 Status TraceBuilder::Add(const Event& event) {
   const Json& f = event.fields;
   if (!f.is_object()) return InvalidArgument(event.topic + ": fields are not an object");
-  if (event.topic == "gang.done") {
+  if (event.topic == topics::kGangDone) {
     Gang g{};
     auto parse = [&]() -> Status {
       ATOLL_RETURN_IF_ERROR(GetU64(f, "run", g.run));
@@ -105,7 +107,7 @@ Status TraceBuilder::Add(const Event& event) {
     gangs_.push_back(std::move(g));
     return Status::Ok();
   }
-  if (event.topic == "error.gang") {
+  if (event.topic == topics::kErrorGang) {
     GangError e{};
     auto parse = [&]() -> Status {
       ATOLL_RETURN_IF_ERROR(GetU64(f, "run", e.run));
@@ -121,7 +123,7 @@ Status TraceBuilder::Add(const Event& event) {
     errors_.push_back(std::move(e));
     return Status::Ok();
   }
-  if (event.topic == "device.registered" || event.topic == "device.stats") {
+  if (event.topic == topics::kDeviceRegistered || event.topic == topics::kDeviceStats) {
     std::string host, island;
     if (GetString(f, "host", host).ok() && GetString(f, "island", island).ok()) {
       island_of_host_[host] = island;

@@ -18,6 +18,15 @@ std::string PeerName(std::string_view routing_id) {
 
 }  // namespace
 
+void ReportRejection(EventPublisher& events, const std::string& error_topic, RejectionLog& rejected,
+                     std::string_view routing_id, proto::Kind kind, const Status& status) {
+  const std::string name(proto::KindName(kind));
+  rejected.Reject(PeerName(routing_id), status.WithContext(name));
+  events.Publish(error_topic, {{"kind", name},
+                               {"code", std::string(CodeName(status.code()))},
+                               {"error", status.message()}});
+}
+
 int ServeRequests(zmq::socket_t& router, EventPublisher& events, const std::string& error_topic,
                   RejectionLog& rejected, const RequestHandler& handle, int max_messages) {
   int handled = 0;
@@ -35,14 +44,14 @@ int ServeRequests(zmq::socket_t& router, EventPublisher& events, const std::stri
     proto::Incoming& request = **in;
     const Status status = handle(request);
     if (status.ok()) continue;
-    const std::string kind(proto::KindName(request.header.kind()));
-    rejected.Reject(PeerName(request.routing_id ? request.routing_id->to_string_view() : ""),
-                    status.WithContext(kind));
-    events.Publish(error_topic, {{"kind", kind},
-                                 {"code", std::string(CodeName(status.code()))},
-                                 {"error", status.message()}});
+    ReportRejection(events, error_topic, rejected,
+                    request.routing_id ? request.routing_id->to_string_view() : "",
+                    request.header.kind(), status);
     const Status sent = ReplyError(router, request, status);
-    if (!sent.ok()) spdlog::debug("error reply to {} not sent: {}", kind, sent.ToString());
+    if (!sent.ok()) {
+      spdlog::debug("error reply to {} not sent: {}", proto::KindName(request.header.kind()),
+                    sent.ToString());
+    }
   }
   rejected.Flush();
   return handled;

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include <zmq.hpp>
 
@@ -20,6 +21,12 @@ namespace atl::net {
 // A handler replies to a request itself on success and returns OK; when it returns an
 // error, ServeRequests replies with that error.
 using RequestHandler = std::function<Status(proto::Incoming&)>;
+
+// Reports a request refused as ServeRequests does (the log, rate-limited per peer, and the
+// `error_topic` event), for a service that answers it later, once work done on another
+// thread failed; the service sends the Error reply itself.
+void ReportRejection(EventPublisher& events, const std::string& error_topic, RejectionLog& rejected,
+                     std::string_view routing_id, proto::Kind kind, const Status& status);
 
 // Handles at most `max_messages` waiting messages without blocking; returns how many.
 int ServeRequests(zmq::socket_t& router, EventPublisher& events, const std::string& error_topic,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/net/event_topics.h"
+
 namespace atl::executor {
 
 void ReceivedTuples::AddBatch(uint64_t batch_tuples, uint64_t batch_bytes, int64_t now_us) {
@@ -13,7 +15,7 @@ void ReceivedTuples::AddBatch(uint64_t batch_tuples, uint64_t batch_bytes, int64
 
 ExecutorEvent DispatchHeld(const proto::Dispatch& dispatch, const std::string& host,
                            uint64_t behind) {
-  return {"dispatch.held",
+  return {topics::kDispatchHeld,
           {{"run", dispatch.entries.front().run_id},
            {"host", host},
            {"entries", uint64_t{dispatch.entries.size()}},
@@ -21,7 +23,7 @@ ExecutorEvent DispatchHeld(const proto::Dispatch& dispatch, const std::string& h
 }
 
 ExecutorEvent DispatchAdmitted(const proto::Dispatch& dispatch, const std::string& host) {
-  return {"dispatch.admitted",
+  return {topics::kDispatchAdmitted,
           {{"run", dispatch.entries.front().run_id},
            {"host", host},
            {"entries", uint64_t{dispatch.entries.size()}},
@@ -33,7 +35,7 @@ ExecutorEvent ShardFinished(const Completion& done, const std::string& host,
                             std::span<const uint32_t> device_ids) {
   const proto::Entry& e = done.item->entry;
   if (done.outputs.ok()) {
-    return {"gang.done",
+    return {topics::kGangDone,
             {{"run", e.run_id},
              {"node", uint64_t{e.node}},
              {"gang", e.gang_seq},
@@ -46,7 +48,7 @@ ExecutorEvent ShardFinished(const Completion& done, const std::string& host,
   }
   // A cancelled run (or a client that left) is asked for, not a fault.
   const bool cancelled = done.outputs.status().code() == Code::kCancelled;
-  return {cancelled ? "gang.cancelled" : "error.gang",
+  return {cancelled ? topics::kGangCancelled : topics::kErrorGang,
           {{"run", e.run_id},
            {"node", uint64_t{e.node}},
            {"shard", uint64_t{e.shard}},
@@ -55,7 +57,7 @@ ExecutorEvent ShardFinished(const Completion& done, const std::string& host,
 }
 
 ExecutorEvent InputLate(const InputKey& key, const std::string& host, uint32_t input_wait_ms) {
-  return {"error.gang",
+  return {topics::kErrorGang,
           {{"run", key.run},
            {"node", uint64_t{key.node}},
            {"shard", uint64_t{key.shard}},
@@ -65,7 +67,7 @@ ExecutorEvent InputLate(const InputKey& key, const std::string& host, uint32_t i
 
 ExecutorEvent DeviceStats(uint32_t device_id, const std::string& host, const std::string& island,
                           uint64_t queued, uint64_t busy_us) {
-  return {"device.stats",
+  return {topics::kDeviceStats,
           {{"device", uint64_t{device_id}},
            {"host", host},
            {"island", island},
@@ -75,7 +77,7 @@ ExecutorEvent DeviceStats(uint32_t device_id, const std::string& host, const std
 
 ExecutorEvent DataPlaneStats(const std::string& host, const TupleOutbox::Stats& sent,
                              const ReceivedTuples& received, uint64_t held) {
-  return {"dataplane.stats",
+  return {topics::kDataplaneStats,
           {{"host", host},
            {"tuples_out", sent.tuples},
            {"batches_out", sent.batches},

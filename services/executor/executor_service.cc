@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "compute/backend_sim.h"
@@ -139,7 +140,7 @@ Status ExecutorService::Start(std::chrono::milliseconds timeout) {
 }
 
 void ExecutorService::PublishError(const Status& error) {
-  events_->Publish("error.executor", {{"error", error.ToString()}});
+  events_->Publish(topics::kErrorExecutor, {{"error", error.ToString()}});
 }
 
 void ExecutorService::Run() {
@@ -183,26 +184,28 @@ void ExecutorService::Heartbeat() {
     Publish(DeviceStats(device_ids_[d], host_, island_, device.queued(), device.busy_us()));
   }
   Publish(DataPlaneStats(host_, outbox_.stats(), received_, outbox_.held()));
-  events_->Publish("net.stats", net::SentCountFields());
+  events_->Publish(topics::kNetStats, net::SentCountFields());
 }
 
 // ---------------------------------------------------------------------------------------
 // Control plane.
 
 void ExecutorService::OnControl() {
-  net::ServeRequests(control_, *events_, "error.executor", rejected_, [this](proto::Incoming& in) {
-    if (in.header.kind() == proto::Kind::kRunLoop) return OnRunLoop(in);
-    if (in.header.kind() == proto::Kind::kCancelRun) return OnCancelRun(in);
-    if (in.header.kind() != proto::Kind::kDispatch) {
-      return InvalidArgument(
-          fmt::format("the executor's control socket does not handle {} "
-                      "messages",
-                      proto::KindName(in.header.kind())));
-    }
-    ATOLL_ASSIGN_OR_RETURN(proto::Dispatch dispatch, in.header.As<proto::Dispatch>());
-    OnDispatch(std::move(dispatch), in.routing_id ? in.routing_id->to_string() : "");
-    return Status::Ok();
-  });
+  net::ServeRequests(
+      control_, *events_, std::string(topics::kErrorExecutor), rejected_,
+      [this](proto::Incoming& in) {
+        if (in.header.kind() == proto::Kind::kRunLoop) return OnRunLoop(in);
+        if (in.header.kind() == proto::Kind::kCancelRun) return OnCancelRun(in);
+        if (in.header.kind() != proto::Kind::kDispatch) {
+          return InvalidArgument(
+              fmt::format("the executor's control socket does not handle {} "
+                          "messages",
+                          proto::KindName(in.header.kind())));
+        }
+        ATOLL_ASSIGN_OR_RETURN(proto::Dispatch dispatch, in.header.As<proto::Dispatch>());
+        OnDispatch(std::move(dispatch), in.routing_id ? in.routing_id->to_string() : "");
+        return Status::Ok();
+      });
 }
 
 void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& scheduler) {
@@ -214,7 +217,7 @@ void ExecutorService::OnDispatch(proto::Dispatch dispatch, const std::string& sc
   }
   Publish(DispatchHeld(dispatch, host_, held_.size()));
   const Status given_up = held_.Add(std::move(dispatch), scheduler);
-  if (!given_up.ok()) events_->Publish("error.executor", {{"error", given_up.ToString()}});
+  if (!given_up.ok()) events_->Publish(topics::kErrorExecutor, {{"error", given_up.ToString()}});
 }
 
 void ExecutorService::AdmitHeld() {
@@ -340,7 +343,7 @@ void ExecutorService::OnCompile(const proto::Incoming& in) {
   const uint64_t function_id = compile.ok() ? compile->function_id : 0;
   Status status = compile.ok() ? admission_->Compile(std::move(compile).value()) : compile.status();
   if (status.ok()) {
-    events_->Publish("function.compiled", {{"function", function_id}, {"host", host_}});
+    events_->Publish(topics::kFunctionCompiled, {{"function", function_id}, {"host", host_}});
     (void)net::Send(rm_.socket(), nullptr, in.header.request_id(), proto::Ok{});
   } else {
     (void)net::Send(rm_.socket(), nullptr, in.header.request_id(), proto::ToError(status));
@@ -374,12 +377,13 @@ void ExecutorService::OnHostChanged(const proto::Incoming& in) {
 // Data plane.
 
 void ExecutorService::OnData() {
-  net::ServeRequests(data_, *events_, "error.executor", rejected_, [this](proto::Incoming& in) {
-    if (in.header.kind() != proto::Kind::kTupleBatch) {
-      return InvalidArgument("the data plane takes only TupleBatch messages");
-    }
-    return OnTupleBatch(in);
-  });
+  net::ServeRequests(data_, *events_, std::string(topics::kErrorExecutor), rejected_,
+                     [this](proto::Incoming& in) {
+                       if (in.header.kind() != proto::Kind::kTupleBatch) {
+                         return InvalidArgument("the data plane takes only TupleBatch messages");
+                       }
+                       return OnTupleBatch(in);
+                     });
   FlushTuples();
 }
 

@@ -27,10 +27,14 @@ constexpr size_t kMaxPath = 4096;
 // Temporaries are hidden names that no checkpoint file can have (CheckFileName refuses a
 // leading '.'): ".<name>.tmp-<pid>-<n>".
 constexpr std::string_view kTempMarker = ".tmp-";
+// How much is written or read between two looks at the stop flag.
+constexpr size_t kChunk = size_t{8} << 20;
 // A temporary unchanged this long is a killed writer's, never to be renamed.
 constexpr std::chrono::seconds kAbandonedTemp{3600};
 
 std::string Errno(int error) { return std::strerror(error); }
+
+bool Stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
 
 // The error for `errno_value` from opening `component` of `path`.
 Status OpenError(int errno_value, int parent, const std::string& component, std::string_view path) {
@@ -73,10 +77,10 @@ bool WriteAll(int fd, std::span<const std::byte> bytes) {
 }  // namespace
 
 uint32_t Crc32(std::span<const std::byte> bytes, uint32_t crc) {
-  constexpr size_t kChunk = size_t{1} << 30;  // zlib counts in uInt
+  constexpr size_t kZlibChunk = size_t{1} << 30;  // zlib counts in uInt
   uLong value = crc;
   while (!bytes.empty()) {
-    const size_t n = std::min(bytes.size(), kChunk);
+    const size_t n = std::min(bytes.size(), kZlibChunk);
     value = crc32(value, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(n));
     bytes = bytes.subspan(n);
   }
@@ -159,7 +163,8 @@ CheckpointDir::~CheckpointDir() {
 }
 
 Result<CheckpointDir::Written> CheckpointDir::Write(
-    std::string_view name, const std::vector<std::span<const std::byte>>& parts) {
+    std::string_view name, const std::vector<std::span<const std::byte>>& parts,
+    const std::atomic<bool>* stop) {
   if (name != checkpoint::kIndexFile) ATOLL_RETURN_IF_ERROR(checkpoint::CheckFileName(name));
   static std::atomic<uint64_t> next_temp{0};
   const std::string temp = fmt::format(".{}{}{}-{}", name, kTempMarker, getpid(), ++next_temp);
@@ -170,13 +175,21 @@ Result<CheckpointDir::Written> CheckpointDir::Write(
   }
   Written written;
   int error = 0;
-  for (const auto& part : parts) {
-    if (!WriteAll(fd, part)) {
-      error = errno != 0 ? errno : EIO;
-      break;
+  for (auto part : parts) {
+    while (error == 0 && !part.empty()) {
+      if (Stopped(stop)) {
+        error = ECANCELED;
+        break;
+      }
+      const auto chunk = part.first(std::min(part.size(), kChunk));
+      if (!WriteAll(fd, chunk)) {
+        error = errno != 0 ? errno : EIO;
+        break;
+      }
+      written.bytes += chunk.size();
+      written.crc32 = Crc32(chunk, written.crc32);
+      part = part.subspan(chunk.size());
     }
-    written.bytes += part.size();
-    written.crc32 = Crc32(part, written.crc32);
   }
   if (error == 0 && fsync(fd) != 0) error = errno;
   close(fd);
@@ -185,14 +198,20 @@ Result<CheckpointDir::Written> CheckpointDir::Write(
   }
   if (error != 0) {
     unlinkat(fd_, temp.c_str(), 0);
+    if (error == ECANCELED) {
+      return Cancelled(
+          fmt::format("writing '{}' in checkpoint '{}' stopped: the object store "
+                      "is shutting down",
+                      name, path_));
+    }
     return Unavailable(
         fmt::format("cannot write '{}' in checkpoint '{}': {}", name, path_, Errno(error)));
   }
   return written;
 }
 
-Result<std::vector<std::byte>> CheckpointDir::Read(std::string_view name,
-                                                   uint64_t max_bytes) const {
+Result<std::vector<std::byte>> CheckpointDir::Read(std::string_view name, uint64_t max_bytes,
+                                                   const std::atomic<bool>* stop) const {
   if (name != checkpoint::kIndexFile) ATOLL_RETURN_IF_ERROR(checkpoint::CheckFileName(name));
   const std::string file(name);
   const int fd = openat(fd_, file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -217,7 +236,14 @@ Result<std::vector<std::byte>> CheckpointDir::Read(std::string_view name,
     bytes.resize(static_cast<size_t>(st.st_size));
     size_t done = 0;
     while (done < bytes.size()) {
-      const ssize_t n = pread(fd, bytes.data() + done, bytes.size() - done, done);
+      if (Stopped(stop)) {
+        status =
+            Cancelled(fmt::format("reading '{}' in checkpoint '{}' stopped: the object "
+                                  "store is shutting down",
+                                  name, path_));
+        break;
+      }
+      const ssize_t n = pread(fd, bytes.data() + done, std::min(bytes.size() - done, kChunk), done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         status = Unavailable(fmt::format("cannot read '{}' in checkpoint '{}': {}", name, path_,

@@ -7,8 +7,13 @@
 //
 // A file is written to a temporary name in the same directory, synced, then renamed over
 // its name: a reader sees the whole file or none.
+//
+// Writes and reads go in chunks of 8 MiB and stop between two (Cancelled; a write leaves no
+// temporary) once `stop` is set, so that a store shutting down while it writes a checkpoint
+// of gigabytes waits for one chunk, not for the whole file.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <set>
 #include <span>
@@ -38,10 +43,11 @@ class CheckpointDir {
     uint32_t crc32 = 0;
   };
   // Writes `parts` one after the other as file `name` (CheckFileName), replacing it whole.
-  Result<Written> Write(std::string_view name,
-                        const std::vector<std::span<const std::byte>>& parts);
+  Result<Written> Write(std::string_view name, const std::vector<std::span<const std::byte>>& parts,
+                        const std::atomic<bool>* stop = nullptr);
   // The whole of file `name`: NotFound when missing, InvalidArgument when over `max_bytes`.
-  Result<std::vector<std::byte>> Read(std::string_view name, uint64_t max_bytes) const;
+  Result<std::vector<std::byte>> Read(std::string_view name, uint64_t max_bytes,
+                                      const std::atomic<bool>* stop = nullptr) const;
   // Removes the files that look like checkpoint data and are not in `keep`: names ending in
   // ".npy", and temporaries untouched for an hour (a writer killed mid-file; another store
   // sharing the directory may be writing a newer one). Returns how many it removed.

@@ -222,8 +222,12 @@ void Directory::FreeObject(std::map<uint64_t, Object>::iterator it) {
   uint64_t bytes = 0;
   for (const auto& [index, shard] : it->second.shards) {
     if (!shard.allocated) continue;
-    [[maybe_unused]] const Status freed = pools_.Free(shard.pool, shard.offset);
-    assert(freed.ok() && "a shard's block was not allocated");
+    if (const Block block{shard.pool, shard.offset}; pins_.count(block) != 0) {
+      freed_while_pinned_.insert(block);  // still read or written: freed at its last Unpin
+    } else {
+      [[maybe_unused]] const Status freed = pools_.Free(shard.pool, shard.offset);
+      assert(freed.ok() && "a shard's block was not allocated");
+    }
     held = true;
     bytes += shard.nbytes;
   }
@@ -234,6 +238,24 @@ void Directory::FreeObject(std::map<uint64_t, Object>::iterator it) {
     if (owned->second.empty()) objects_by_owner_.erase(owned);
   }
   objects_.erase(it);
+}
+
+Directory::Block Directory::Pin(const ShardInfo& info) {
+  assert(info.allocated && "only a shard holding memory is pinned");
+  const Block block{info.pool, info.offset};
+  ++pins_[block];
+  return block;
+}
+
+bool Directory::Unpin(Block block) {
+  auto pin = pins_.find(block);
+  assert(pin != pins_.end() && "Unpin without Pin");
+  if (pin == pins_.end() || --pin->second > 0) return false;
+  pins_.erase(pin);
+  if (freed_while_pinned_.erase(block) == 0) return false;
+  [[maybe_unused]] const Status freed = pools_.Free(block.pool, block.offset);
+  assert(freed.ok() && "a pinned block was not allocated");
+  return true;
 }
 
 std::vector<uint64_t> Directory::FreeOwnedBy(uint64_t client) {

@@ -26,6 +26,11 @@
 // Goodbye, creating objects for that client is refused (Cancelled) until `client_timeout`
 // has passed, so that late outputs of its programs do not leak.
 //
+// Pins. A checkpoint is written from a shard's memory, or read into it, on another thread
+// than the loop's (CheckpointWorker). A pinned block outlives its object: freeing the object
+// (a release, a collection) leaves its memory allocated until the last pin on it goes, so
+// that no other object is given that memory while it is being read or written.
+//
 // Quotas. What each owner holds here (objects with memory, their bytes) is counted
 // (OwnerUsage) as shards are created and objects freed, collections included; Create refuses
 // a shard that would take its owner over its quota (ResourceExhausted) before it looks for
@@ -174,6 +179,18 @@ class Directory {
   // forgets goodbyes older than the timeout. Call it periodically (every heartbeat).
   std::vector<Collected> Expire();
 
+  // A shard's memory, as pinned.
+  struct Block {
+    int32_t pool = MemoryPools::kHost;
+    uint64_t offset = 0;
+    auto operator<=>(const Block&) const = default;
+  };
+  // Pins the memory of `info` (a shard of this directory's, allocated) until Unpin.
+  Block Pin(const ShardInfo& info);
+  // Drops a pin; returns true when that freed the block (its object went while it was
+  // pinned): there is room now for what waits for it.
+  bool Unpin(Block block);
+
   DirectoryStats Stats() const;
   const MemoryPools& pools() const { return pools_; }
 
@@ -211,7 +228,9 @@ class Directory {
   // after its goodbye (a release in flight) is recognised, then dropped with it.
   ClientLiveness clients_heard_;
   std::set<uint64_t> departed_;
-  std::map<uint64_t, Tombstone> tombstones_;                    // by object
+  std::map<Block, uint32_t> pins_;            // pinned blocks, with their pin counts
+  std::set<Block> freed_while_pinned_;        // blocks of freed objects, freed at their last Unpin
+  std::map<uint64_t, Tombstone> tombstones_;  // by object
   std::map<uint64_t, std::set<uint64_t>> tombstones_by_owner_;  // owner -> object ids
 };
 

@@ -26,7 +26,10 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& host,
   const atl::store::StoreOptions store = atl::store::HostStoreOptions(
       config, where, endpoint.empty() ? "tcp://" + config.bind_host + ":*" : endpoint);
 
-  zmq::context_t context;
+  // Two I/O threads: the store keeps one for its heartbeats to the RM, so that shipping a
+  // large object to a client (CURVE encrypts it on an I/O thread) never delays them past
+  // the liveness window (StoreService::Create).
+  zmq::context_t context(2);
   // Before any socket: each socket takes the keys its context has when it is made.
   ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   ATOLL_ASSIGN_OR_RETURN(auto service, atl::store::StoreService::Create(context, store));

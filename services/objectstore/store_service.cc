@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/proto/ids.h"
@@ -63,6 +64,11 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   ATOLL_ASSIGN_OR_RETURN(ShmRegion arena, ShmRegion::Create(options.arena_name, region_bytes));
   std::unique_ptr<StoreService> service(
       new StoreService(context, std::move(options), std::move(arena), std::move(timer)));
+  // With two I/O threads or more, the requests (and the large objects they carry) take the
+  // first and the RM's connection the second: a transfer of hundreds of MiB, which CURVE
+  // encrypts on its I/O thread, does not hold up the heartbeats that keep the store alive.
+  const bool own_rm_io_thread = context.get(zmq::ctxopt::io_threads) >= 2;
+  if (own_rm_io_thread) service->socket_.set(zmq::sockopt::affinity, uint64_t{1});
   ATOLL_ASSIGN_OR_RETURN(service->endpoint_,
                          net::Bind(service->socket_, service->options_.bind_endpoint));
   if (!service->options_.events_in.empty()) {
@@ -70,6 +76,7 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
   }
   if (!service->options_.rm_endpoint.empty()) {
     service->rm_ = std::make_unique<net::Requester>(context, service->options_.rm_endpoint);
+    if (own_rm_io_thread) service->rm_->socket().set(zmq::sockopt::affinity, uint64_t{2});
     ATOLL_RETURN_IF_ERROR(service->rm_->Connect());
     service->owners_ = OwnerCache(
         service->rm_.get(),
@@ -108,6 +115,11 @@ void StoreService::Run() {
   spdlog::info("serving on {}, arena {} ({} bytes), clients expire after {} ms", endpoint_,
                arena_.name(), arena_.size(), (options_.heartbeat * options_.liveness).count());
   loop_.Run();
+  if (checkpoint_worker_.in_flight() > 0) {
+    spdlog::info("stopping the checkpoint work in progress ({} requests unanswered)",
+                 checkpoint_worker_.in_flight());
+  }
+  checkpoint_worker_.Stop();
   for (const auto& stats : loop_.Stats()) {
     spdlog::debug("handler {}: {} calls, {} us busy", stats.name, stats.calls,
                   std::chrono::duration_cast<std::chrono::microseconds>(stats.busy).count());
@@ -120,54 +132,45 @@ void StoreService::Run() {
 // Receiving and dispatching.
 
 void StoreService::OnReadable() {
-  net::ServeRequests(socket_, events_, "error.store", rejected_,
-                     [this](proto::Incoming& in) { return Dispatch(in); });
+  net::ServeRequests(socket_, events_, std::string(topics::kErrorStore), rejected_,
+                     [this](proto::Incoming& in) { return requests_.Dispatch(*this, in); });
 }
 
-Status StoreService::Dispatch(const proto::Incoming& in) {
-  switch (in.header.kind()) {
-    case proto::Kind::kStoreHello:
-      return OnStoreHello(in);
-    case proto::Kind::kCreateObject:
-      return OnCreate(in);
-    case proto::Kind::kSealObject:
-      return OnSeal(in);
-    case proto::Kind::kPutObject:
-      return OnPut(in);
-    case proto::Kind::kGetObject:
-      return OnGet(in);
-    case proto::Kind::kReleaseObject:
-      return OnRelease(in);
-    case proto::Kind::kHeartbeat:
-      return OnHeartbeat(in);
-    case proto::Kind::kGoodbye:
-      return OnGoodbye(in);
-    case proto::Kind::kGetStoreStats:
-      return OnStats(in);
-    case proto::Kind::kHostChanged:
-      return OnHostChanged(in);
-    case proto::Kind::kOwnersKnown:
-      return owners_.LearnFrom(in);  // a notice from the RM: no reply
-    case proto::Kind::kSaveShards:
-      return OnSaveShards(in);
-    case proto::Kind::kCommitCheckpoint:
-      return OnCommitCheckpoint(in);
-    case proto::Kind::kReadCheckpointIndex:
-      return OnReadCheckpointIndex(in);
-    case proto::Kind::kLoadShards:
-      return OnLoadShards(in);
-    default:
-      return InvalidArgument("the object store does not handle " +
-                             std::string(proto::KindName(in.header.kind())) + " messages");
-  }
+net::RequestTable<StoreService> StoreService::MakeRequestTable() {
+  using net::MaySend;
+  net::RequestTable<StoreService> table("the object store");
+  // Anyone: a client acts only on its own objects and as itself, which each handler checks
+  // against the owner the request names (CheckObjectOwner, CheckNewObject, OwnerCache).
+  table.Add<proto::StoreHello>(MaySend::Anyone(), &StoreService::OnStoreHello);
+  table.Add<proto::PutObject>(MaySend::Anyone(), &StoreService::OnPut);  // devices': members
+  table.Add<proto::GetObject>(MaySend::Anyone(), &StoreService::OnGet);
+  table.Add<proto::ReleaseObject>(MaySend::Anyone(), &StoreService::OnRelease);
+  table.Add<proto::Heartbeat>(MaySend::Anyone(), &StoreService::OnHeartbeat);
+  table.Add<proto::Goodbye>(MaySend::Anyone(), &StoreService::OnGoodbye);
+  table.Add<proto::GetStoreStats>(MaySend::Anyone(), &StoreService::OnStats);
+  table.Add<proto::SaveShards>(MaySend::Anyone(), &StoreService::OnSaveShards);
+  table.Add<proto::CommitCheckpoint>(MaySend::Anyone(), &StoreService::OnCommitCheckpoint);
+  table.Add<proto::ReadCheckpointIndex>(MaySend::Anyone(), &StoreService::OnReadCheckpointIndex);
+  table.Add<proto::LoadShards>(MaySend::Anyone(), &StoreService::OnLoadShards);
+  // Executors' reservations and seals, and the RM's notices.
+  table.Add<proto::CreateObject>(MaySend::Members("reserve store memory (CreateObject)"),
+                                 &StoreService::OnCreate);
+  table.Add<proto::SealObject>(MaySend::Members("seal an object"), &StoreService::OnSeal);
+  table.Add<proto::HostChanged>(MaySend::Members("report a host change"),
+                                &StoreService::OnHostChanged);
+  table.Add<proto::OwnersKnown>(MaySend::Members("tell who owns what"),
+                                &StoreService::OnOwnersKnown);
+  return table;
+}
+
+Status StoreService::OnOwnersKnown(proto::OwnersKnown known, proto::Incoming&) {
+  return owners_.Learn(known);
 }
 
 // ---------------------------------------------------------------------------------------
 // Handlers.
 
-Status StoreService::OnStoreHello(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::StoreHello>());
-  (void)req;
+Status StoreService::OnStoreHello(proto::StoreHello, proto::Incoming& in) {
   Send(ReplyToOf(in), proto::StoreHelloReply{arena_.name(), directory_.Stats().arena_bytes,
                                              arena_.size(), instance_});
   return Status::Ok();
@@ -193,8 +196,7 @@ Status StoreService::CheckNewObject(const proto::Incoming& in, uint64_t object,
   return proto::RequireClient(in.sender, owner_client, owner_user, "write");
 }
 
-Status StoreService::OnGet(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetObject>());
+Status StoreService::OnGet(proto::GetObject req, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(CheckObjectOwner(in, req.object_id, "read"));
   auto found = directory_.Find(req.object_id, req.shard);
   if (found.ok() && (*found)->sealed) {
@@ -210,8 +212,7 @@ Status StoreService::OnGet(const proto::Incoming& in) {
   return Status::Ok();
 }
 
-Status StoreService::OnRelease(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::ReleaseObject>());
+Status StoreService::OnRelease(proto::ReleaseObject req, proto::Incoming& in) {
   // A release its owner sent just before leaving can come after the RM's notice that it
   // left (another socket): its holds go with it anyway, so the release is carried out.
   if (Status owner = CheckObjectOwner(in, req.object_id, "release");
@@ -244,7 +245,7 @@ Status StoreService::OnRelease(const proto::Incoming& in) {
 }
 
 void StoreService::PublishFreed(uint64_t object) {
-  events_.Publish("object.freed", {{"object", object}, {"reason", std::string("released")}});
+  events_.Publish(topics::kObjectFreed, {{"object", object}, {"reason", std::string("released")}});
 }
 
 void StoreService::FreeIfReleased(uint64_t object) {
@@ -253,8 +254,7 @@ void StoreService::FreeIfReleased(uint64_t object) {
   RetryPending();
 }
 
-Status StoreService::OnHeartbeat(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Heartbeat>());
+Status StoreService::OnHeartbeat(proto::Heartbeat req, proto::Incoming& in) {
   if (req.role == proto::Heartbeat::kExecutor) return Status::Ok();  // not tracked here
   ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(req));
   ATOLL_RETURN_IF_ERROR(owners_.CheckClient(in.sender, client, "heartbeat"));
@@ -262,8 +262,7 @@ Status StoreService::OnHeartbeat(const proto::Incoming& in) {
   return Status::Ok();
 }
 
-Status StoreService::OnGoodbye(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::Goodbye>());
+Status StoreService::OnGoodbye(proto::Goodbye req, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(owners_.CheckGoodbye(in.sender, req.client_id));
   const Collected collected = directory_.Goodbye(req.client_id);
   Send(ReplyToOf(in), proto::Ok{});
@@ -271,9 +270,7 @@ Status StoreService::OnGoodbye(const proto::Incoming& in) {
   return Status::Ok();
 }
 
-Status StoreService::OnHostChanged(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::HostChanged>());
-  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "report a host change"));
+Status StoreService::OnHostChanged(proto::HostChanged req, proto::Incoming&) {
   if (!req.lost || req.host != options_.host) return Status::Ok();  // not a reply: no answer
   const Status error = Unavailable(req.reason);
   std::vector<std::pair<uint64_t, uint32_t>> failed;
@@ -289,15 +286,13 @@ Status StoreService::OnHostChanged(const proto::Incoming& in) {
     WakeWaiters(object, shard);
     FreeIfReleased(object);
   }
-  events_.Publish("store.executor_lost", {{"host", options_.host},
-                                          {"shards_failed", uint64_t{failed.size()}},
-                                          {"reason", req.reason}});
+  events_.Publish(topics::kStoreExecutorLost, {{"host", options_.host},
+                                               {"shards_failed", uint64_t{failed.size()}},
+                                               {"reason", req.reason}});
   return Status::Ok();
 }
 
-Status StoreService::OnStats(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::GetStoreStats>());
-  (void)req;
+Status StoreService::OnStats(proto::GetStoreStats, proto::Incoming& in) {
   const DirectoryStats stats = directory_.Stats();
   Send(ReplyToOf(in), proto::StoreStats{stats.objects, stats.bytes_in_use, stats.arena_bytes,
                                         stats.objects_per_owner, stats.device_bytes_in_use,
@@ -355,11 +350,11 @@ void StoreService::ExpireClients() {
   }
   // Memory in use, for live views (`atoll top`, `atoll dashboard`): one event per period.
   const DirectoryStats stats = directory_.Stats();
-  events_.Publish("store.stats", {{"host", options_.host},
-                                  {"objects", stats.objects},
-                                  {"bytes_in_use", stats.bytes_in_use},
-                                  {"arena_bytes", stats.arena_bytes}});
-  events_.Publish("net.stats", net::SentCountFields());
+  events_.Publish(topics::kStoreStats, {{"host", options_.host},
+                                        {"objects", stats.objects},
+                                        {"bytes_in_use", stats.bytes_in_use},
+                                        {"arena_bytes", stats.arena_bytes}});
+  events_.Publish(topics::kNetStats, net::SentCountFields());
 }
 
 void StoreService::HeartbeatRm() {
@@ -377,9 +372,9 @@ void StoreService::PublishCollected(const Collected& collected) {
   DropPending(collected.client, "client " + std::to_string(collected.client) + ": " + reason);
   owners_.ForgetClient(collected.client);
   if (collected.objects.empty()) return;
-  events_.Publish("object.collected", {{"client", collected.client},
-                                       {"count", uint64_t{collected.objects.size()}},
-                                       {"reason", reason}});
+  events_.Publish(topics::kObjectCollected, {{"client", collected.client},
+                                             {"count", uint64_t{collected.objects.size()}},
+                                             {"reason", reason}});
   for (uint64_t object : collected.objects) {
     CancelWaiters(object, "was collected (client " + std::to_string(collected.client) + ": " +
                               reason + ") before it was sealed");

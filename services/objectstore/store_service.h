@@ -36,8 +36,9 @@
 // "store.stats" {host, objects, bytes_in_use, arena_bytes}: the arena's memory in use.
 //
 // Security. The sender of a request is its authenticated key (proto::Peer), never a field
-// of the request. Only the cluster's members (executors) reserve, seal and report; a client
-// may put, read and release only its own objects (an object's id names its client) and
+// of the request. Requests are dispatched from one table (MakeRequestTable: each kind, who
+// may send it, its handler). Only the cluster's members (executors) reserve, seal and report; a
+// client may put, read and release only its own objects (an object's id names its client) and
 // heartbeat or say goodbye only as itself. An object whose owner the RM does not know as a
 // live client is never created (OwnerCache asks the RM once per client), so nothing is
 // left that no collection would free. Refusals are PermissionDenied or NotFound.
@@ -47,12 +48,17 @@
 // writes the index last, ReadCheckpointIndex reads it, LoadShards reads files into new
 // objects of the owner's in the arena, all or none. Every path is confined to the root
 // (CheckpointDir) below the owner's key name; see docs/design-notes.md, "Checkpoints".
+// The files are read and written on a worker thread (CheckpointWorker), never the loop's:
+// a save's shards stay pinned (Directory, "Pins") until their files are written, a load's
+// new shards are reserved unsealed and sealed once filled, and the reply (or the error, as
+// any other) goes out then.
 //
 // Liveness. The store heartbeats the RM every heartbeat period (when it has an RM), so that
 // the RM can declare it lost when it falls silent and stop placing work on its host.
 //
-// Threading: everything runs on the thread that calls Run(); Stop() may be called from any
-// thread, and SIGINT/SIGTERM (after InstallShutdownSignals) also make Run() return.
+// Threading: everything runs on the thread that calls Run(), except checkpoint file work
+// (above); Stop() may be called from any thread, and SIGINT/SIGTERM (after
+// InstallShutdownSignals) also make Run() return, after the checkpoint worker stopped.
 #pragma once
 
 #include <chrono>
@@ -70,10 +76,12 @@
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
 #include "common/net/rejection_log.h"
+#include "common/net/request_table.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/owner_cache.h"
 #include "common/service/stall_guard.h"
+#include "services/objectstore/checkpoint_worker.h"
 #include "services/objectstore/clock.h"
 #include "services/objectstore/deadline_timer.h"
 #include "services/objectstore/directory.h"
@@ -122,23 +130,39 @@ class StoreService {
   StoreService(zmq::context_t& context, StoreOptions options, ShmRegion arena, DeadlineTimer timer);
 
   void OnReadable();
-  // Each handler either replies itself and returns OK, or returns the error to reply with.
-  Status Dispatch(const proto::Incoming& in);
-  Status OnStoreHello(const proto::Incoming& in);
+  // The requests it serves, one row each (who may send it, its handler): requests_. Each
+  // handler either replies itself and returns OK, or returns the error to reply with.
+  static net::RequestTable<StoreService> MakeRequestTable();
+  Status OnStoreHello(proto::StoreHello req, proto::Incoming& in);
   // Writes (store_writes.cc).
-  Status OnCreate(const proto::Incoming& in);
-  Status OnSeal(const proto::Incoming& in);
-  Status OnPut(const proto::Incoming& in);
-  Status OnGet(const proto::Incoming& in);
-  Status OnRelease(const proto::Incoming& in);
-  Status OnHeartbeat(const proto::Incoming& in);
-  Status OnGoodbye(const proto::Incoming& in);
-  Status OnStats(const proto::Incoming& in);
-  // Checkpoints (store_checkpoints.cc).
-  Status OnSaveShards(const proto::Incoming& in);
-  Status OnCommitCheckpoint(const proto::Incoming& in);
-  Status OnReadCheckpointIndex(const proto::Incoming& in);
-  Status OnLoadShards(const proto::Incoming& in);
+  Status OnCreate(proto::CreateObject req, proto::Incoming& in);
+  Status OnSeal(proto::SealObject req, proto::Incoming& in);
+  Status OnPut(proto::PutObject req, proto::Incoming& in);
+  Status OnGet(proto::GetObject req, proto::Incoming& in);
+  Status OnRelease(proto::ReleaseObject req, proto::Incoming& in);
+  Status OnHeartbeat(proto::Heartbeat req, proto::Incoming& in);
+  Status OnGoodbye(proto::Goodbye req, proto::Incoming& in);
+  Status OnStats(proto::GetStoreStats req, proto::Incoming& in);
+  Status OnOwnersKnown(proto::OwnersKnown known, proto::Incoming& in);  // the RM's: no reply
+  // Checkpoints (store_checkpoints.cc). Each posts its file work to checkpoint_worker_ and
+  // replies when it is done.
+  struct SaveJob;
+  struct LoadJob;
+  Status OnSaveShards(proto::SaveShards req, proto::Incoming& in);  // takes the value frames
+  Status OnCommitCheckpoint(proto::CommitCheckpoint req, proto::Incoming& in);
+  Status OnReadCheckpointIndex(proto::ReadCheckpointIndex req, proto::Incoming& in);
+  Status OnLoadShards(proto::LoadShards req, proto::Incoming& in);
+  void FinishSave(SaveJob& job, const Result<proto::SaveShardsReply>& written);
+  void FinishLoad(LoadJob& job, const Status& read);
+  // Undoes the first `reserved` shards of a load that failed with `error`: sealed with it
+  // (their readers told), released, and `pins` dropped.
+  void UndoLoad(const proto::LoadShards& req, size_t reserved,
+                const std::vector<Directory::Block>& pins, const Status& error);
+  void UnpinAll(const std::vector<Directory::Block>& pins);
+  // Starts checkpoint_worker_, and polls its completions, unless it runs already.
+  Status StartCheckpointWorker();
+  // Refuses a request answered after its handler returned, as ServeRequests refuses one.
+  void RejectLater(const ReplyTo& to, proto::Kind kind, const Status& error);
   // Where `client`'s checkpoints are: the checkpoint root, below the key it connected with.
   // PermissionDenied unless the sender may act for `client`; NotFound when `client` is not
   // connected; FailedPrecondition when this store has no root.
@@ -150,7 +174,7 @@ class StoreService {
   // member, or that client writing an object of its own.
   Status CheckNewObject(const proto::Incoming& in, uint64_t object, uint64_t owner_client);
   // The RM says this host's executor was lost: what it reserved and never wrote fails.
-  Status OnHostChanged(const proto::Incoming& in);
+  Status OnHostChanged(proto::HostChanged req, proto::Incoming& in);
 
   // Answers a Get for a shard that is sealed: the reply (with the bytes when `inline_data`),
   // or the error it was sealed with.
@@ -218,10 +242,14 @@ class StoreService {
   const uint64_t instance_;  // random, per process (StoreHelloReply)
   EventPublisher events_;
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
+  const net::RequestTable<StoreService> requests_ = MakeRequestTable();
   EventLoop loop_;
   WaitingReads waiting_reads_;    // Gets for shards not sealed yet
   RoomQueue room_queue_;          // device requests waiting for room (backpressure)
   DeadlineTimer deadline_timer_;  // fires at the earliest waiting read's deadline
+  // Declared last: destroyed (stopped and joined) first, while the arena it reads and
+  // writes is still mapped.
+  CheckpointWorker checkpoint_worker_;
 };
 
 }  // namespace atl::store

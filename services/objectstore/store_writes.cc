@@ -6,14 +6,13 @@
 #include <span>
 #include <string>
 
+#include "common/net/event_topics.h"
 #include "common/proto/ids.h"
 #include "services/objectstore/store_service.h"
 
 namespace atl::store {
 
-Status StoreService::OnCreate(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::CreateObject>());
-  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "reserve store memory (CreateObject)"));
+Status StoreService::OnCreate(proto::CreateObject req, proto::Incoming& in) {
   return Reserve(in, std::move(req), std::nullopt);
 }
 
@@ -37,15 +36,16 @@ Status StoreService::Reserve(const proto::Incoming& in, proto::CreateObject req,
   }
   // Backpressure: the device is full now; the request waits for a free, behind earlier ones.
   const DirectoryStats stats = directory_.Stats();
-  events_.Publish("object.waiting", {{"object", req.object_id},
-                                     {"shard", uint64_t{req.shard}},
-                                     {"owner", req.owner_client},
-                                     {"host", options_.host},
-                                     {"device", int64_t{req.device}},
-                                     {"nbytes", admitted.nbytes},
-                                     {"device_bytes_in_use", stats.device_bytes_in_use[req.device]},
-                                     {"device_bytes", stats.device_bytes[req.device]},
-                                     {"queued", uint64_t{admitted.ahead}}});
+  events_.Publish(topics::kObjectWaiting,
+                  {{"object", req.object_id},
+                   {"shard", uint64_t{req.shard}},
+                   {"owner", req.owner_client},
+                   {"host", options_.host},
+                   {"device", int64_t{req.device}},
+                   {"nbytes", admitted.nbytes},
+                   {"device_bytes_in_use", stats.device_bytes_in_use[req.device]},
+                   {"device_bytes", stats.device_bytes[req.device]},
+                   {"queued", uint64_t{admitted.ahead}}});
   return Status::Ok();
 }
 
@@ -53,7 +53,7 @@ Status StoreService::Refuse(const proto::CreateObject& req, const Status& error)
   ATOLL_RETURN_IF_ERROR(
       directory_.Reject(req.object_id, req.shard, req.owner_client, req.dtype, req.shape, error));
   events_.Publish(
-      "object.sealed",
+      topics::kObjectSealed,
       {{"object", req.object_id}, {"shard", uint64_t{req.shard}}, {"error", error.ToString()}});
   WakeWaiters(req.object_id, req.shard);
   FreeIfReleased(req.object_id);
@@ -74,11 +74,11 @@ void StoreService::AnswerCreated(const ReplyTo& to, const proto::CreateObject& r
     return;
   }
   Send(to, proto::CreateObjectReply{info.offset, info.nbytes, instance_});
-  events_.Publish("object.created", {{"object", req.object_id},
-                                     {"shard", uint64_t{req.shard}},
-                                     {"owner", req.owner_client},
-                                     {"device", int64_t{req.device}},
-                                     {"nbytes", info.nbytes}});
+  events_.Publish(topics::kObjectCreated, {{"object", req.object_id},
+                                           {"shard", uint64_t{req.shard}},
+                                           {"owner", req.owner_client},
+                                           {"device", int64_t{req.device}},
+                                           {"nbytes", info.nbytes}});
 }
 
 void StoreService::RetryPending() {
@@ -108,9 +108,7 @@ void StoreService::DropPending(uint64_t client, const std::string& why) {
   }
 }
 
-Status StoreService::OnSeal(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::SealObject>());
-  ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "seal an object"));
+Status StoreService::OnSeal(proto::SealObject req, proto::Incoming& in) {
   const Status error = req.error_code == 0
                            ? Status::Ok()
                            : proto::FromError(proto::Error{req.error_code, req.error});
@@ -127,13 +125,12 @@ Status StoreService::OnSeal(const proto::Incoming& in) {
   WakeWaiters(req.object_id, req.shard);  // its readers before the event, as for a put
   EventFields fields{{"object", req.object_id}, {"shard", uint64_t{req.shard}}};
   if (!error.ok()) fields.emplace_back("error", error.ToString());
-  events_.Publish("object.sealed", fields, sealed_us);
+  events_.Publish(topics::kObjectSealed, fields, sealed_us);
   FreeIfReleased(req.object_id);
   return Status::Ok();
 }
 
-Status StoreService::OnPut(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::PutObject>());
+Status StoreService::OnPut(proto::PutObject req, proto::Incoming& in) {
   if (in.data.size() != 1) {
     return InvalidArgument("PutObject for " + ShardName(req.object_id, req.shard) +
                            " needs exactly one data frame, got " + std::to_string(in.data.size()));
@@ -170,10 +167,11 @@ void StoreService::AnnouncePut(uint64_t object, uint32_t shard, uint64_t owner, 
   const int64_t sealed_us = NowMicros();
   WakeWaiters(object, shard);
   events_.Publish(
-      "object.created",
+      topics::kObjectCreated,
       {{"object", object}, {"shard", uint64_t{shard}}, {"owner", owner}, {"nbytes", nbytes}},
       sealed_us);
-  events_.Publish("object.sealed", {{"object", object}, {"shard", uint64_t{shard}}}, sealed_us);
+  events_.Publish(topics::kObjectSealed, {{"object", object}, {"shard", uint64_t{shard}}},
+                  sealed_us);
   FreeIfReleased(object);
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "common/service/advertise.h"
 #include "services/rm/slice_quota.h"
 
@@ -103,11 +104,12 @@ Result<RmActions> Controller::RegisterExecutor(const proto::RegisterExecutor& re
   spdlog::info("executor {} ({} devices) {} island {}", host.name, host.device_ids.size(),
                rejoin ? "rejoined" : "joined", host.island);
   for (uint32_t id : host.device_ids) {
-    out.Publish("device.registered", {{"device", uint64_t{id}},
-                                      {"host", host.name},
-                                      {"island", host.island},
-                                      {"kind", state_.devices[id].desc.kind},
-                                      {"memory_bytes", state_.devices[id].desc.memory_bytes}});
+    out.Publish(topics::kDeviceRegistered,
+                {{"device", uint64_t{id}},
+                 {"host", host.name},
+                 {"island", host.island},
+                 {"kind", state_.devices[id].desc.kind},
+                 {"memory_bytes", state_.devices[id].desc.memory_bytes}});
   }
   out.WriteStateNow();  // the Compiles below must follow the reply: none is held
   const std::vector<uint64_t> functions = rejoin ? FunctionsOn(host) : std::vector<uint64_t>{};
@@ -138,7 +140,7 @@ Result<RmActions> Controller::RegisterScheduler(const proto::RegisterScheduler& 
   state_.scheduler_by_island[req.island] = req.endpoint;
   state_.schedulers[req.island].last_heard = now;
   spdlog::info("scheduler of {} at {}", req.island, req.endpoint);
-  out.Publish("island.scheduler", {{"island", req.island}, {"endpoint", req.endpoint}});
+  out.Publish(topics::kIslandScheduler, {{"island", req.island}, {"endpoint", req.endpoint}});
   if (known) SchedulerBack(req.island, out);
   if (moved) {
     // Clients submit to the endpoint their slices name: they learn the new one.
@@ -159,7 +161,7 @@ void Controller::AdmitIsland(const std::string& island, const std::string& by,
   const std::vector<std::string> known = IslandNames(state_, options_.configured_islands);
   if (std::find(known.begin(), known.end(), island) != known.end()) return;
   spdlog::info("island {} joined at run time ({})", island, by);
-  out.Publish("island.joined", {{"island", island}, {"by", by}});
+  out.Publish(topics::kIslandJoined, {{"island", island}, {"by", by}});
 }
 
 Result<RmActions> Controller::HelloClient(const proto::HelloClient& req, const Caller& from,
@@ -171,7 +173,7 @@ Result<RmActions> Controller::HelloClient(const proto::HelloClient& req, const C
   // Told before the client hears its id, which it needs to name itself to them: a store or
   // scheduler hears the notice first unless its queue holds it back (it then asks).
   TellOwners({{id}, {from.sender.user_id}, {}, {}, {}, {}}, out);
-  out.Publish("client.connected", {{"client", id}, {"name", req.name}});
+  out.Publish(topics::kClientConnected, {{"client", id}, {"name", req.name}});
   out.SaveState();
   out.Reply(proto::HelloClientReply{id, options_.heartbeat_ms});
   return out;
@@ -195,7 +197,7 @@ void Controller::DropClient(uint64_t client_id, const std::string& why, RmAction
       continue;
     }
     for (uint32_t d : it->second.device_ids) state_.devices[d].slices--;
-    out.Publish("slice.released", {{"slice", it->first}, {"client", client_id}});
+    out.Publish(topics::kSliceReleased, {{"slice", it->first}, {"client", client_id}});
     it = state_.slices.erase(it);
   }
   std::erase_if(state_.functions, [&](const auto& kv) { return kv.second.client == client_id; });
@@ -203,7 +205,7 @@ void Controller::DropClient(uint64_t client_id, const std::string& why, RmAction
   gone_reasons_[client_id] = why;
   TellOwners({{}, {}, {}, {}, {client_id}, {why}}, out);
   spdlog::info("client {} gone ({})", client_id, why);
-  out.Publish("client.gone", {{"client", client_id}, {"reason", why}});
+  out.Publish(topics::kClientGone, {{"client", client_id}, {"reason", why}});
   out.SaveState();
 }
 
@@ -240,10 +242,10 @@ Result<RmActions> Controller::CreateSlice(const proto::CreateSlice& req, const C
   for (uint32_t d : slice.device_ids) state_.devices[d].slices++;
   state_.slices[slice.id] = slice;
   RmActions out;
-  out.Publish("slice.created", {{"slice", slice.id},
-                                {"client", slice.client},
-                                {"island", island},
-                                {"devices", fmt::format("{}", fmt::join(*placed, ","))}});
+  out.Publish(topics::kSliceCreated, {{"slice", slice.id},
+                                      {"client", slice.client},
+                                      {"island", island},
+                                      {"devices", fmt::format("{}", fmt::join(*placed, ","))}});
   out.SaveState();
   out.Reply(DescribeSlice(slice));
   return out;

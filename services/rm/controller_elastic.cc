@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "services/rm/controller.h"
 #include "services/rm/elastic_core.h"
 
@@ -30,7 +31,8 @@ void Controller::HostLost(Host& host, const std::string& why, Clock::time_point 
   spdlog::warn("{}", reason);
   BroadcastHostChanged(host, /*lost=*/true, reason, out);
   TellClients({proto::Heartbeat::kExecutor, host.name, host.control_endpoint, true, reason}, out);
-  out.Publish("host.lost", {{"host", host.name}, {"island", host.island}, {"reason", reason}});
+  out.Publish(topics::kHostLost,
+              {{"host", host.name}, {"island", host.island}, {"reason", reason}});
   RemapSlicesOff(host, reason, /*drain=*/0, now, out);
 }
 
@@ -39,7 +41,7 @@ void Controller::HostBack(Host& host, RmActions& out) {
   spdlog::info("executor {} is back", host.name);
   BroadcastHostChanged(host, /*lost=*/false, "", out);
   TellClients({proto::Heartbeat::kExecutor, host.name, host.control_endpoint, false, ""}, out);
-  out.Publish("host.back", {{"host", host.name}});
+  out.Publish(topics::kHostBack, {{"host", host.name}});
 }
 
 void Controller::BroadcastHostChanged(const Host& changed, bool lost, const std::string& reason,
@@ -69,7 +71,7 @@ void Controller::RemapSlicesOff(const Host& host, const std::string& reason, uin
       const std::string error =
           moved.status().WithContext(fmt::format("remap slice {}", id)).ToString();
       spdlog::warn("{}", error);
-      out.Publish("error.rm", {{"slice", id}, {"error", error}});
+      out.Publish(topics::kErrorRm, {{"slice", id}, {"error", error}});
       if (drain != 0) pending_.DrainKept(drain, id);
       continue;
     }
@@ -98,7 +100,7 @@ void Controller::FinishRemap(const PendingWork::Remap& remap, const atl::Status&
     return;
   }
   if (!status.ok()) {
-    out.Publish("error.rm",
+    out.Publish(topics::kErrorRm,
                 {{"slice", remap.slice},
                  {"error", status
                                .WithContext(fmt::format(
@@ -108,7 +110,7 @@ void Controller::FinishRemap(const PendingWork::Remap& remap, const atl::Status&
   TellSliceMoved(slice->second, remap.reason, out);
   spdlog::info("slice {} remapped onto devices {}", remap.slice,
                fmt::join(slice->second.device_ids, ","));
-  out.Publish("slice.remapped",
+  out.Publish(topics::kSliceRemapped,
               {{"slice", remap.slice},
                {"client", slice->second.client},
                {"island", slice->second.island},
@@ -129,10 +131,10 @@ Result<RmActions> Controller::DrainHost(const proto::DrainHost& req, const Calle
   const uint64_t drain = pending_.StartDrain(from.routing_id, from.request_id);
   RemapSlicesOff(host, reason, drain, now, out);
   const proto::DrainHostReply& reply = pending_.DrainReply(drain);
-  out.Publish("host.drained", {{"host", host.name},
-                               {"island", host.island},
-                               {"moved", fmt::format("{}", fmt::join(reply.moved, ","))},
-                               {"kept", fmt::format("{}", fmt::join(reply.kept, ","))}});
+  out.Publish(topics::kHostDrained, {{"host", host.name},
+                                     {"island", host.island},
+                                     {"moved", fmt::format("{}", fmt::join(reply.moved, ","))},
+                                     {"kept", fmt::format("{}", fmt::join(reply.kept, ","))}});
   DrainStepDone(drain, out);
   return out;  // answered once every moved slice's client was told
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "services/rm/controller.h"
 
 namespace atl::rm {
@@ -114,7 +115,7 @@ void Controller::FinishRegistration(const PendingWork::Registration& done,
                                     const atl::Status& status, RmActions& out) {
   if (!status.ok()) {
     state_.functions.erase(done.function_id);
-    out.Publish("error.rm", {{"error", status.ToString()}});
+    out.Publish(topics::kErrorRm, {{"error", status.ToString()}});
     out.Send(done.client_routing_id, done.client_request_id,
              proto::ToError(status.WithContext("compile")), "a registering client");
     return;
@@ -123,7 +124,7 @@ void Controller::FinishRegistration(const PendingWork::Registration& done,
   if (f == state_.functions.end()) return;  // its client left while it compiled
   out.AppendFunction(done.function_id);
   out.Publish(
-      "function.registered",
+      topics::kFunctionRegistered,
       {{"function", done.function_id}, {"name", f->second.def.name}, {"slice", f->second.slice}});
   out.Send(done.client_routing_id, done.client_request_id,
            proto::RegisterFunctionReply{done.function_id}, "a registering client");

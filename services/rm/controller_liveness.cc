@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "services/rm/controller.h"
 #include "services/rm/elastic_core.h"
 
@@ -135,7 +136,8 @@ void Controller::SchedulerLost(const std::string& island, const std::string& why
       fmt::format("the scheduler of island {} ({}) was lost: {}", island, endpoint, why);
   spdlog::warn("{}", reason);
   TellClients({proto::Heartbeat::kScheduler, island, endpoint, true, reason}, out);
-  out.Publish("island.lost", {{"island", island}, {"endpoint", endpoint}, {"reason", reason}});
+  out.Publish(topics::kIslandLost,
+              {{"island", island}, {"endpoint", endpoint}, {"reason", reason}});
 }
 
 void Controller::SchedulerBack(const std::string& island, RmActions& out) {
@@ -143,7 +145,7 @@ void Controller::SchedulerBack(const std::string& island, RmActions& out) {
   const std::string& endpoint = state_.scheduler_by_island.at(island);
   spdlog::info("the scheduler of island {} is back", island);
   TellClients({proto::Heartbeat::kScheduler, island, endpoint, false, ""}, out);
-  out.Publish("island.back", {{"island", island}, {"endpoint", endpoint}});
+  out.Publish(topics::kIslandBack, {{"island", island}, {"endpoint", endpoint}});
 }
 
 void Controller::StoreLost(Host& host, const std::string& why, uint64_t instance, RmActions& out) {
@@ -155,10 +157,10 @@ void Controller::StoreLost(Host& host, const std::string& why, uint64_t instance
       proto::Heartbeat::kStore, host.name, host.store_endpoint, true, reason, instance};
   TellExecutor(host, notice, out);
   TellClients(notice, out);
-  out.Publish("host.store_lost", {{"host", host.name},
-                                  {"island", host.island},
-                                  {"endpoint", host.store_endpoint},
-                                  {"reason", reason}});
+  out.Publish(topics::kHostStoreLost, {{"host", host.name},
+                                       {"island", host.island},
+                                       {"endpoint", host.store_endpoint},
+                                       {"reason", reason}});
 }
 
 void Controller::StoreBack(Host& host, RmActions& out) {
@@ -168,7 +170,7 @@ void Controller::StoreBack(Host& host, RmActions& out) {
       proto::Heartbeat::kStore, host.name, host.store_endpoint, false, "", host.store_instance};
   TellExecutor(host, notice, out);
   TellClients(notice, out);
-  out.Publish("host.store_back", {{"host", host.name}, {"endpoint", host.store_endpoint}});
+  out.Publish(topics::kHostStoreBack, {{"host", host.name}, {"endpoint", host.store_endpoint}});
 }
 
 void Controller::TellClients(const proto::ServiceChanged& notice, RmActions& out) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -71,8 +72,8 @@ struct RmActions {
   void Tell(ServiceKind service, std::string endpoint, RmMessage message) {
     list.push_back(TellAction{service, std::move(endpoint), std::move(message)});
   }
-  void Publish(std::string topic, EventFields fields) {
-    list.push_back(PublishAction{std::move(topic), std::move(fields)});
+  void Publish(std::string_view topic, EventFields fields) {  // topics::k* (event_topics.h)
+    list.push_back(PublishAction{std::string(topic), std::move(fields)});
   }
   void SaveState() { state_changed = true; }
   void WriteStateNow() {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/net/transport.h"
@@ -65,14 +66,14 @@ void RmService::Run() {
   loop_.AddTimer("liveness", LivenessCheckPeriod(config_.heartbeat_ms),
                  [this] { CheckLiveness(); });
   loop_.AddTimer("net.stats", std::chrono::milliseconds(config_.heartbeat_ms),
-                 [this] { events_->Publish("net.stats", net::SentCountFields()); });
+                 [this] { events_->Publish(topics::kNetStats, net::SentCountFields()); });
   loop_.Run();
   FlushState();
   proxy_.Stop();
 }
 
 void RmService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.rm", rejected_,
+  net::ServeRequests(socket_, *events_, std::string(topics::kErrorRm), rejected_,
                      [this](proto::Incoming& in) { return Handle(in); });
   FlushState();
 }

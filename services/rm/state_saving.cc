@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "services/rm/rm_service.h"
 #include "services/rm/state_file.h"
 
@@ -47,7 +48,7 @@ void RmService::SaveFunction(uint64_t id) {
 void RmService::ReportSaveError(const Status& saved) {
   if (saved.ok()) return;
   spdlog::error("{}", saved.message());
-  events_->Publish("error.rm", {{"error", saved.message()}});
+  events_->Publish(topics::kErrorRm, {{"error", saved.message()}});
 }
 
 Status RmService::LoadState() {

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "common/net/event_topics.h"
 #include "common/net/request_server.h"
 #include "common/net/sent_counters.h"
 #include "common/proto/ids.h"
@@ -54,11 +55,11 @@ void SchedulerService::HeartbeatRm() {
 }
 
 void SchedulerService::PublishStats() {
-  events_->Publish("net.stats", net::SentCountFields());
-  events_->Publish("scheduler.stats", {{"island", options_.island},
-                                       {"queued", uint64_t{order_->queued()}},
-                                       {"in_flight", uint64_t{order_->in_flight()}},
-                                       {"dispatches_held", uint64_t{executors_.held()}}});
+  events_->Publish(topics::kNetStats, net::SentCountFields());
+  events_->Publish(topics::kSchedulerStats, {{"island", options_.island},
+                                             {"queued", uint64_t{order_->queued()}},
+                                             {"in_flight", uint64_t{order_->in_flight()}},
+                                             {"dispatches_held", uint64_t{executors_.held()}}});
 }
 
 void SchedulerService::OnRm() {
@@ -92,50 +93,55 @@ void SchedulerService::Run() {
   loop_.Run();
 }
 
+net::RequestTable<SchedulerService> SchedulerService::MakeRequestTable() {
+  using net::MaySend;
+  net::RequestTable<SchedulerService> table("the scheduler");
+  // Clients' requests: the handlers check that the client they name is the sender's.
+  table.Add<proto::SubmitProgram>(MaySend::Anyone(), &SchedulerService::OnSubmit);
+  table.Add<proto::CancelRun>(MaySend::Anyone(), &SchedulerService::OnCancelRun);
+  table.Add<proto::Heartbeat>(MaySend::Anyone(), &SchedulerService::OnHeartbeat);
+  table.Add<proto::Goodbye>(MaySend::Anyone(), &SchedulerService::OnGoodbye);
+  // Other schedulers' and the RM's notices.
+  table.Add<proto::NodeReleased>(MaySend::Members("release a node"),
+                                 &SchedulerService::OnNodeReleased);
+  table.Add<proto::HostChanged>(MaySend::Members("report a host change"),
+                                &SchedulerService::OnHostChanged);
+  table.Add<proto::OwnersKnown>(MaySend::Members("tell who owns what"),
+                                &SchedulerService::OnOwnersKnown);
+  return table;
+}
+
 void SchedulerService::OnRequest() {
-  net::ServeRequests(socket_, *events_, "error.scheduler", rejected_, [this](proto::Incoming& in) {
-    switch (in.header.kind()) {
-      case proto::Kind::kSubmitProgram:
-        return OnSubmit(in);
-      case proto::Kind::kCancelRun:
-        return OnCancelRun(in);
-      case proto::Kind::kNodeReleased: {
-        ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "release a node"));
-        ATOLL_ASSIGN_OR_RETURN(auto released, in.header.As<proto::NodeReleased>());
-        // Kept until its run comes: only for a connected client's, as a submission.
-        ATOLL_RETURN_IF_ERROR(owners_->ClientUser(proto::ClientOfRun(released.run_id)).status());
-        order_->OnPeerReleased(released.run_id, released.node);
-        return Status::Ok();  // a notice: no reply
-      }
-      case proto::Kind::kHeartbeat: {
-        ATOLL_ASSIGN_OR_RETURN(auto beat, in.header.As<proto::Heartbeat>());
-        ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
-        ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, client, "heartbeat"));
-        clients_heard_.Heard(client, std::chrono::steady_clock::now());
-        return Status::Ok();  // no reply
-      }
-      case proto::Kind::kHostChanged:
-        ATOLL_RETURN_IF_ERROR(proto::RequireMember(in.sender, "report a host change"));
-        return OnHostChanged(in);  // a notice from the RM: no reply
-      case proto::Kind::kOwnersKnown:
-        return owners_->LearnFrom(in);  // a notice from the RM: no reply
-      case proto::Kind::kGoodbye: {
-        ATOLL_ASSIGN_OR_RETURN(auto bye, in.header.As<proto::Goodbye>());
-        ATOLL_RETURN_IF_ERROR(owners_->CheckGoodbye(in.sender, bye.client_id));
-        DropClient(bye.client_id, "said goodbye");
-        return net::Reply(socket_, in, proto::Ok{});
-      }
-      default:
-        return InvalidArgument(fmt::format("the scheduler does not handle {} messages",
-                                           proto::KindName(in.header.kind())));
-    }
-  });
+  net::ServeRequests(socket_, *events_, std::string(topics::kErrorScheduler), rejected_,
+                     [this](proto::Incoming& in) { return requests_.Dispatch(*this, in); });
   DispatchReleased();
   AnswerSubmissions();
 }
 
-Status SchedulerService::OnSubmit(proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(proto::SubmitProgram program, in.header.As<proto::SubmitProgram>());
+Status SchedulerService::OnNodeReleased(proto::NodeReleased released, proto::Incoming&) {
+  ATOLL_RETURN_IF_ERROR(owners_->ClientUser(proto::ClientOfRun(released.run_id)).status());
+  order_->OnPeerReleased(released.run_id, released.node);
+  return Status::Ok();
+}
+
+Status SchedulerService::OnHeartbeat(proto::Heartbeat beat, proto::Incoming& in) {
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
+  ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, client, "heartbeat"));
+  clients_heard_.Heard(client, std::chrono::steady_clock::now());
+  return Status::Ok();
+}
+
+Status SchedulerService::OnGoodbye(proto::Goodbye bye, proto::Incoming& in) {
+  ATOLL_RETURN_IF_ERROR(owners_->CheckGoodbye(in.sender, bye.client_id));
+  DropClient(bye.client_id, "said goodbye");
+  return net::Reply(socket_, in, proto::Ok{});
+}
+
+Status SchedulerService::OnOwnersKnown(proto::OwnersKnown known, proto::Incoming&) {
+  return owners_->Learn(known);
+}
+
+Status SchedulerService::OnSubmit(proto::SubmitProgram program, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(CheckSubmission(in.sender, program, *owners_));
   const uint64_t run = program.run_id;
   const uint64_t client = program.client_id;
@@ -166,13 +172,12 @@ void SchedulerService::AnswerSubmissions() {
     Status sent = net::Send(socket_, &o.client, o.request_id, o.reply);
     // A client gone meanwhile hears nothing; its lapse is reported on its own.
     if (!sent.ok()) spdlog::debug("SubmitReply: {}", sent.ToString());
-    events_->Publish("program.scheduled", o.scheduled);
+    events_->Publish(topics::kProgramScheduled, o.scheduled);
   }
   ordered_.clear();
 }
 
-Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(proto::CancelRun cancel, in.header.As<proto::CancelRun>());
+Status SchedulerService::OnCancelRun(proto::CancelRun cancel, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(CheckCancel(in.sender, cancel, *owners_));
   const Status why =
       Cancelled(fmt::format("run {} was cancelled by client {}", cancel.run_id, cancel.client_id));
@@ -180,7 +185,7 @@ Status SchedulerService::OnCancelRun(const proto::Incoming& in) {
     return Status::Ok();  // finished here already, or never came: nothing to stop
   }
   events_->Publish(
-      "run.cancelled",
+      topics::kRunCancelled,
       {{"run", cancel.run_id}, {"client", cancel.client_id}, {"island", options_.island}});
   CancelAtExecutors({cancel.client_id, cancel.run_id, ""});  // a client names no failure
   return Status::Ok();                                       // a notice: no reply
@@ -193,7 +198,7 @@ void SchedulerService::CancelAtExecutors(const proto::CancelRun& cancel) {
     // After the run's dispatches, also when they are held.
     Status sent = executors_.Send(endpoint, cancel);
     if (!sent.ok()) {
-      events_->Publish("error.scheduler",
+      events_->Publish(topics::kErrorScheduler,
                        {{"error", sent.WithContext("cancel at executor " + endpoint).ToString()}});
     }
   }
@@ -242,7 +247,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     if (!frames.ok() || !frames->has_value()) break;
     auto in = proto::ParseIncoming(std::move(**frames), /*routed=*/false);
     if (!in.ok()) {
-      events_->Publish("error.scheduler",
+      events_->Publish(topics::kErrorScheduler,
                        {{"executor", endpoint}, {"error", in.status().ToString()}});
       continue;
     }
@@ -254,7 +259,7 @@ void SchedulerService::OnExecutor(const std::string& endpoint) {
     }
     if (in->header.kind() == proto::Kind::kError) {
       auto error = in->header.As<proto::Error>();
-      events_->Publish("error.scheduler",
+      events_->Publish(topics::kErrorScheduler,
                        {{"executor", endpoint},
                         {"error", error.ok() ? error->message : error.status().ToString()}});
     }
@@ -271,15 +276,14 @@ void SchedulerService::DropClient(uint64_t client, const std::string& why) {
   const std::vector<uint64_t> unfinished = order_->UnfinishedRuns(client);
   if (const size_t runs = order_->DropClient(client, dropped); runs > 0) {
     events_->Publish(
-        "client.dropped",
+        topics::kClientDropped,
         {{"client", client}, {"island", options_.island}, {"runs", uint64_t{runs}}, {"why", why}});
   }
   for (uint64_t run : unfinished) CancelAtExecutors({client, run, ""});
   DispatchReleased();
 }
 
-Status SchedulerService::OnHostChanged(proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(auto changed, in.header.As<proto::HostChanged>());
+Status SchedulerService::OnHostChanged(proto::HostChanged changed, proto::Incoming&) {
   if (!changed.lost) {
     order_->ExecutorBack(changed.control_endpoint);
     return Status::Ok();
@@ -301,10 +305,10 @@ Status SchedulerService::OnHostChanged(proto::Incoming& in) {
                  changed.control_endpoint);
   }
   if (!failed.empty()) {
-    events_->Publish("host.lost_runs", {{"island", options_.island},
-                                        {"host", changed.host},
-                                        {"runs", fmt::format("{}", fmt::join(failed, ","))},
-                                        {"reason", changed.reason}});
+    events_->Publish(topics::kHostLostRuns, {{"island", options_.island},
+                                             {"host", changed.host},
+                                             {"runs", fmt::format("{}", fmt::join(failed, ","))},
+                                             {"reason", changed.reason}});
   }
   DispatchReleased();
   return Status::Ok();
@@ -321,14 +325,15 @@ void SchedulerService::CheckClients() {
 void SchedulerService::ExpireCrossIslandWaits() {
   const int64_t held_us = int64_t{config_.cross_island_wait_ms} * 1000;
   for (const auto& e : order_->Expire(SteadyMicros(), held_us)) {
-    events_->Publish("error.gang", {{"run", e.run},
-                                    {"node", uint64_t{e.node}},
-                                    {"client", e.client},
-                                    {"island", options_.island},
-                                    {"error", fmt::format("waited over {} ms for nodes {} of other "
-                                                          "islands to be scheduled",
-                                                          config_.cross_island_wait_ms,
-                                                          fmt::join(e.waiting_for, ","))}});
+    events_->Publish(
+        topics::kErrorGang,
+        {{"run", e.run},
+         {"node", uint64_t{e.node}},
+         {"client", e.client},
+         {"island", options_.island},
+         {"error", fmt::format("waited over {} ms for nodes {} of other "
+                               "islands to be scheduled",
+                               config_.cross_island_wait_ms, fmt::join(e.waiting_for, ","))}});
   }
   DispatchReleased();
 }
@@ -343,7 +348,7 @@ void SchedulerService::DispatchReleased() {
     }();
     if (!sent.ok()) {
       events_->Publish(
-          "error.scheduler",
+          topics::kErrorScheduler,
           {{"error", sent.WithContext("tell scheduler " + notice.scheduler).ToString()}});
     }
   }
@@ -381,7 +386,7 @@ void SchedulerService::SendDispatches(std::map<std::string, proto::Dispatch> rel
       for (const auto& gang : lost) {
         if (auto failed = order_->OnGangDone(endpoint, gang)) OnRunFailed(*failed, gang);
       }
-      events_->Publish("error.scheduler", {{"error", failure.ToString()}});
+      events_->Publish(topics::kErrorScheduler, {{"error", failure.ToString()}});
     }
   }
 }

@@ -24,6 +24,7 @@
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
 #include "common/net/rejection_log.h"
+#include "common/net/request_table.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/advertise.h"
@@ -59,8 +60,10 @@ class SchedulerService {
 
  private:
   void OnRequest();
+  // The requests it serves, one row each (who may send it, its handler): requests_.
+  static net::RequestTable<SchedulerService> MakeRequestTable();
   // Orders a submission; its answer and program.scheduled wait for AnswerSubmissions.
-  Status OnSubmit(proto::Incoming& in);
+  Status OnSubmit(proto::SubmitProgram program, proto::Incoming& in);
   // Answers the submissions ordered in this loop turn and publishes their program.scheduled,
   // after the turn's dispatches went out: on a synchronous call's path, the executor gets its
   // work before the client and the event stream get theirs (they cost the scheduler about
@@ -68,7 +71,13 @@ class SchedulerService {
   void AnswerSubmissions();
   // Cancels the client's run here (IslandOrder::CancelRun) and tells the executors that got
   // its entries, which stop it.
-  Status OnCancelRun(const proto::Incoming& in);
+  Status OnCancelRun(proto::CancelRun cancel, proto::Incoming& in);
+  // Another island's scheduler released a node this island's gangs consume: kept until its
+  // run comes, only for a connected client's (as a submission). A notice: no reply.
+  Status OnNodeReleased(proto::NodeReleased released, proto::Incoming& in);
+  Status OnHeartbeat(proto::Heartbeat beat, proto::Incoming& in);  // no reply
+  Status OnGoodbye(proto::Goodbye bye, proto::Incoming& in);
+  Status OnOwnersKnown(proto::OwnersKnown known, proto::Incoming& in);  // a notice: no reply
   // Forgets finished runs' executors, and sends RunDone to the clients that asked for it.
   void ReportFinishedRuns();
   void OnExecutor(const std::string& endpoint);
@@ -95,7 +104,7 @@ class SchedulerService {
   // its host, and so do later ones until it is back (IslandOrder::ExecutorLost). Their
   // clients hear it from here too, not only from the RM, whose notices a client misses
   // while the RM restarts.
-  Status OnHostChanged(proto::Incoming& in);
+  Status OnHostChanged(proto::HostChanged changed, proto::Incoming& in);
   void HeartbeatRm();
   // Every heartbeat, for watchers (`atoll dashboard`'s metrics, bench/control): net.stats
   // (messages sent) and scheduler.stats {island, queued, in_flight, dispatches_held} (gangs
@@ -111,6 +120,7 @@ class SchedulerService {
   zmq::socket_t socket_;
   std::unique_ptr<EventPublisher> events_;
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
+  const net::RequestTable<SchedulerService> requests_ = MakeRequestTable();
   std::unique_ptr<IslandOrder> order_;
   EventLoop loop_;
   ServiceEndpoint endpoint_;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/net/event_reader.h"
+#include "common/net/event_topics.h"
 #include "common/net/transport.h"
 #include "tests/e2e/member_context.h"
 #include "tests/status_matchers.h"
@@ -35,6 +36,11 @@ class EventRecorder {
     if (!frames.ok() || !frames->has_value() || (*frames)->size() != 2) return std::nullopt;
     auto event = DecodeEvent((**frames)[0], (**frames)[1]);
     if (!event.ok()) return std::nullopt;
+    // Every event a test sees is held to the event schema (common/net/event_topics.def).
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : event->fields.items()) keys.push_back(key);
+    const Status schema = topics::CheckEventKeys(event->topic, keys);
+    EXPECT_TRUE(schema.ok()) << schema.ToString();
     return *event;
   }
 

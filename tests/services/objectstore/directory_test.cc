@@ -19,6 +19,7 @@ class DirectoryTest : public ::testing::Test {
  protected:
   FakeClock clock_;
   Directory dir_{kArena, kClientTimeout, clock_};
+  std::vector<std::byte> arena_ = std::vector<std::byte>(kArena);
 };
 
 TEST_F(DirectoryTest, CreateSealFind) {
@@ -227,6 +228,49 @@ TEST_F(DirectoryTest, FreedSpaceIsReused) {
   ASSERT_THAT(dir_.Seal(2, 0), IsOk());
   ASSERT_THAT(dir_.Release(2), IsOk());
   EXPECT_THAT(dir_.Create(5, 0, 0, DType::kF32, {1}), IsOk());
+}
+
+// A checkpoint written from a shard off the loop pins it: the object may go (a release, its
+// owner's collection), its memory may not, until the last pin does.
+TEST_F(DirectoryTest, APinnedBlockOutlivesItsObjectUntilItsLastUnpin) {
+  const uint64_t most = kArena / 4 * 3;                   // a pinned object of 3/4 of the arena
+  const int64_t half = static_cast<int64_t>(kArena / 8);  // f32 elements of half the arena
+  auto a = dir_.Put(1, 0, /*owner=*/7, DType::kF32, {static_cast<int64_t>(most / 4)},
+                    std::vector<std::byte>(most), std::span<std::byte>(arena_));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const Directory::Block block = dir_.Pin(*a);
+  EXPECT_EQ(dir_.Pin(*a), block);  // two saves of the same shard at once
+
+  ASSERT_EQ(*dir_.Release(1), ReleaseOutcome::kFreed);
+  EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);  // the object is gone
+  EXPECT_EQ(dir_.Stats().bytes_in_use, most);                   // its memory is not
+  auto b = dir_.Create(2, 0, 0, DType::kF32, {half});
+  EXPECT_EQ(b.status().code(), Code::kOutOfMemory) << "the pinned block was handed out again";
+
+  EXPECT_FALSE(dir_.Unpin(block));  // one pin left
+  EXPECT_TRUE(dir_.Unpin(block));   // the last: freed now
+  EXPECT_EQ(dir_.Stats().bytes_in_use, 0u);
+  EXPECT_TRUE(dir_.Create(2, 0, 0, DType::kF32, {half}).ok());
+}
+
+TEST_F(DirectoryTest, APinnedBlockOfACollectedClientIsFreedAtItsUnpin) {
+  auto a = dir_.Create(1, 0, /*owner=*/7, DType::kF32, {16});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const Directory::Block block = dir_.Pin(*a);
+  EXPECT_EQ(dir_.Goodbye(7).objects, std::vector<uint64_t>{1});
+  EXPECT_GT(dir_.Stats().bytes_in_use, 0u);
+  EXPECT_TRUE(dir_.Unpin(block));
+  EXPECT_EQ(dir_.Stats().bytes_in_use, 0u);
+}
+
+TEST_F(DirectoryTest, UnpinningALiveObjectFreesNothing) {
+  auto a = dir_.Create(1, 0, 0, DType::kF32, {16});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_FALSE(dir_.Unpin(dir_.Pin(*a)));
+  const uint64_t used = dir_.Stats().bytes_in_use;
+  ASSERT_TRUE(dir_.Seal(1, 0).ok());
+  ASSERT_EQ(*dir_.Release(1), ReleaseOutcome::kFreed);  // no pin left: freed at once
+  EXPECT_LT(dir_.Stats().bytes_in_use, used);
 }
 
 }  // namespace
