@@ -198,8 +198,7 @@ void ExecutorService::OnControl() {
         if (in.header.kind() == proto::Kind::kCancelRun) return OnCancelRun(in);
         if (in.header.kind() != proto::Kind::kDispatch) {
           return InvalidArgument(
-              fmt::format("the executor's control socket does not handle {} "
-                          "messages",
+              fmt::format("the executor's control socket does not handle {} messages",
                           proto::KindName(in.header.kind())));
         }
         ATOLL_ASSIGN_OR_RETURN(proto::Dispatch dispatch, in.header.As<proto::Dispatch>());

@@ -25,6 +25,7 @@
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/event_recorder.h"
 #include "tests/launcher/subprocess.h"
+#include "tests/status_matchers.h"
 
 namespace atl::testing {
 namespace {
@@ -126,7 +127,7 @@ TEST_F(BigCheckpointTest, A256MiBCheckpointIsSavedAndLoadedWhileTheStoreKeepsSer
   auto client = Connect("trainer");
   ASSERT_NE(client, nullptr);
   auto slice = client->CreateSlice(4, "island0");
-  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  ASSERT_THAT(slice, IsOk());
 
   // The weights: f32[8192, 8192], cut by rows over the four devices; the host array is the
   // oracle.
@@ -140,13 +141,13 @@ TEST_F(BigCheckpointTest, A256MiBCheckpointIsSavedAndLoadedWhileTheStoreKeepsSer
   FunctionBuilder f("weights");
   f.Output(f.Cast(f.Input(DType::kF32, {kRows, kCols}, Sharding::Split(0)), DType::kF32));
   auto fn = client->Register(f, *slice);
-  ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+  ASSERT_THAT(fn, IsOk());
   ProgramBuilder p;
   p.Return(p.Call(*fn, {p.Arg(DType::kF32, {kRows, kCols})}));
   auto program = p.Build();
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_THAT(program, IsOk());
   auto run = client->Submit(*program, {weights});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_THAT(run, IsOk());
 
   // The weights' 64 MiB shards put and copied on the store's loop (on a loaded machine, a
   // stall of its own): the stall before the checkpoint is taken once they ran.
@@ -178,9 +179,9 @@ TEST_F(BigCheckpointTest, A256MiBCheckpointIsSavedAndLoadedWhileTheStoreKeepsSer
   prober.join();
   AwaitStoreStats(events, NowMicros(), lost);
 
-  ASSERT_TRUE(saved.ok()) << saved.ToString();
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_THAT(saved, IsOk());
+  ASSERT_THAT(loaded, IsOk());
+  ASSERT_THAT(back, IsOk());
   ASSERT_EQ(back->shape(), (Shape{kRows, kCols}));
   EXPECT_TRUE(std::memcmp(back->data(), host.data(), back->nbytes()) == 0)
       << "the loaded weights differ from those put";

@@ -40,7 +40,7 @@ class EventRecorder {
     std::vector<std::string> keys;
     for (const auto& [key, value] : event->fields.items()) keys.push_back(key);
     const Status schema = topics::CheckEventKeys(event->topic, keys);
-    EXPECT_TRUE(schema.ok()) << schema.ToString();
+    EXPECT_THAT(schema, IsOk());
     return *event;
   }
 

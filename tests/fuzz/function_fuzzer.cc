@@ -50,7 +50,7 @@ void Run(const ir::FunctionDef& fn, int shards, const uint8_t* data, size_t size
   for (const auto& t : fn.inputs) {
     Tensor x(t.dtype, ir::ShardShape(t, mesh));
     // The input's bytes from the fuzzer's, so that values (indices, trip counts) vary too.
-    auto* bytes = static_cast<uint8_t*>(x.data());
+    auto* bytes = reinterpret_cast<uint8_t*>(x.data());
     for (size_t i = 0; i < x.nbytes() && size > 0; ++i) bytes[i] = data[at++ % size];
     inputs.push_back(std::move(x));
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include "tests/status_matchers.h"
 
 namespace atl::topics {
 namespace {
@@ -51,8 +52,8 @@ TEST(EventTopicsTest, EveryTopicAndFieldIsDocumented) {
 }
 
 TEST(EventTopicsTest, EventsAreCheckedAgainstTheirRow) {
-  EXPECT_TRUE(CheckEventKeys(kStoreStats, {"host", "objects", "ts_us", "src"}).ok());
-  EXPECT_TRUE(CheckEventKeys(kNetStats, {"pid", "GetObject.msgs", "GetObject.bytes"}).ok());
+  EXPECT_THAT(CheckEventKeys(kStoreStats, {"host", "objects", "ts_us", "src"}), IsOk());
+  EXPECT_THAT(CheckEventKeys(kNetStats, {"pid", "GetObject.msgs", "GetObject.bytes"}), IsOk());
 
   const Status unknown = CheckEventKeys("store.nonsense", {"host"});
   EXPECT_EQ(unknown.code(), Code::kInvalidArgument);

@@ -237,7 +237,7 @@ TEST_F(DirectoryTest, APinnedBlockOutlivesItsObjectUntilItsLastUnpin) {
   const int64_t half = static_cast<int64_t>(kArena / 8);  // f32 elements of half the arena
   auto a = dir_.Put(1, 0, /*owner=*/7, DType::kF32, {static_cast<int64_t>(most / 4)},
                     std::vector<std::byte>(most), std::span<std::byte>(arena_));
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_THAT(a, IsOk());
   const Directory::Block block = dir_.Pin(*a);
   EXPECT_EQ(dir_.Pin(*a), block);  // two saves of the same shard at once
 
@@ -250,12 +250,12 @@ TEST_F(DirectoryTest, APinnedBlockOutlivesItsObjectUntilItsLastUnpin) {
   EXPECT_FALSE(dir_.Unpin(block));  // one pin left
   EXPECT_TRUE(dir_.Unpin(block));   // the last: freed now
   EXPECT_EQ(dir_.Stats().bytes_in_use, 0u);
-  EXPECT_TRUE(dir_.Create(2, 0, 0, DType::kF32, {half}).ok());
+  EXPECT_THAT(dir_.Create(2, 0, 0, DType::kF32, {half}), IsOk());
 }
 
 TEST_F(DirectoryTest, APinnedBlockOfACollectedClientIsFreedAtItsUnpin) {
   auto a = dir_.Create(1, 0, /*owner=*/7, DType::kF32, {16});
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_THAT(a, IsOk());
   const Directory::Block block = dir_.Pin(*a);
   EXPECT_EQ(dir_.Goodbye(7).objects, std::vector<uint64_t>{1});
   EXPECT_GT(dir_.Stats().bytes_in_use, 0u);
@@ -265,10 +265,10 @@ TEST_F(DirectoryTest, APinnedBlockOfACollectedClientIsFreedAtItsUnpin) {
 
 TEST_F(DirectoryTest, UnpinningALiveObjectFreesNothing) {
   auto a = dir_.Create(1, 0, 0, DType::kF32, {16});
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_THAT(a, IsOk());
   EXPECT_FALSE(dir_.Unpin(dir_.Pin(*a)));
   const uint64_t used = dir_.Stats().bytes_in_use;
-  ASSERT_TRUE(dir_.Seal(1, 0).ok());
+  ASSERT_THAT(dir_.Seal(1, 0), IsOk());
   ASSERT_EQ(*dir_.Release(1), ReleaseOutcome::kFreed);  // no pin left: freed at once
   EXPECT_LT(dir_.Stats().bytes_in_use, used);
 }
