@@ -56,7 +56,7 @@ std::vector<std::pair<std::string, ir::FunctionDef>> SampleFunctions() {
              {OpCode::kReshape, {op(2)}, 0, {DType::kF32, {4, 9}, {0, -1}}, {4, 9}},
              {OpCode::kReduceMax, {op(3)}, 0, {DType::kF32, {4}, {0}}, {1}}};
   lax.outputs = {op(4)};
-  return {{"sample", proto::Sample<ir::FunctionDef>()}, {"chain", chain}, {"lax", lax}};
+  return {{"sample", proto::samples::Sample<ir::FunctionDef>()}, {"chain", chain}, {"lax", lax}};
 }
 
 int WriteSeeds(const fs::path& out) {
