@@ -15,6 +15,7 @@
 #include <msgpack.hpp>
 
 #include "common/ir/ir.h"
+#include "common/proto/codec.h"
 #include "compute/interpreter.h"
 
 namespace atl::fuzz {
@@ -79,8 +80,10 @@ void Run(const ir::FunctionDef& fn, int shards, const uint8_t* data, size_t size
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   atl::ir::FunctionDef fn;
   try {
+    // With the limits the services decode with (a declared length is never trusted).
     const msgpack::object_handle handle =
-        msgpack::unpack(reinterpret_cast<const char*>(data), size);
+        msgpack::unpack(reinterpret_cast<const char*>(data), size, nullptr, nullptr,
+                        atl::proto::UntrustedLimit(size));
     handle.get().convert(fn);
   } catch (const std::exception&) {
     return 0;  // not a function: the codec's refusal, which message_fuzzer covers
