@@ -84,8 +84,8 @@ std::vector<ir::Operand> FusedGroupInputs(const ir::FunctionDef& fn, size_t firs
 }
 
 Result<Tensor> RunFusedGroup(const ir::FunctionDef& fn, size_t first, size_t last,
+                             std::span<const ir::Operand> outside,
                              std::span<const Tensor* const> inputs) {
-  const std::vector<ir::Operand> outside = FusedGroupInputs(fn, first, last);
   kernels::FusedExpr expr;
   std::vector<kernels::FusedValue> node(last - first + 1);
   auto value_of = [&](const ir::Operand& o) {

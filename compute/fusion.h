@@ -23,9 +23,10 @@ std::vector<size_t> FusedGroups(const ir::FunctionDef& fn, const std::vector<siz
 // results of earlier ops, each once), in the order RunFusedGroup takes their tensors.
 std::vector<ir::Operand> FusedGroupInputs(const ir::FunctionDef& fn, size_t first, size_t last);
 
-// Runs ops [first, last] of `fn` as one pass over `inputs` (the local tensors of
-// FusedGroupInputs, in order) and returns op last's result.
+// Runs ops [first, last] of `fn` as one pass and returns op last's result. `outside` is what
+// FusedGroupInputs gave for the group, `inputs` their local tensors, in that order.
 Result<Tensor> RunFusedGroup(const ir::FunctionDef& fn, size_t first, size_t last,
+                             std::span<const ir::Operand> outside,
                              std::span<const Tensor* const> inputs);
 
 }  // namespace atl::compute

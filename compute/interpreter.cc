@@ -94,13 +94,14 @@ Status RunGroup(const ir::FunctionDef& fn, const Shape& mesh, size_t first, size
     return fmt::format("function '{}' ops {} to {} (fused: {} ... {})", fn.name, first, last,
                        ir::OpName(fn.ops[first].code), ir::OpName(fn.ops[last].code));
   };
+  const std::vector<ir::Operand> outside = FusedGroupInputs(fn, first, last);
   std::vector<const Tensor*> tensors;
-  for (const ir::Operand& o : FusedGroupInputs(fn, first, last)) {
+  for (const ir::Operand& o : outside) {
     auto t = Resolve(o, inputs, results, first);
     if (!t.ok()) return t.status().WithContext(context());
     tensors.push_back(*t);
   }
-  auto result = RunFusedGroup(fn, first, last, tensors);
+  auto result = RunFusedGroup(fn, first, last, outside, tensors);
   if (!result.ok()) return result.status().WithContext(context());
   const Shape want = ir::ShardShape(fn.ops[last].type, mesh);
   if (!ir::ShapeFits(want, result->shape())) {
