@@ -94,6 +94,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
                          fmt::format("client-{:08x}{:08x}", random(), random()));
   ATOLL_RETURN_IF_ERROR(impl->rm->Connect(/*watch_handshakes=*/true));
   impl->heartbeat = std::make_unique<HeartbeatThread>(impl->context, options.rm_endpoint);
+  // The RM counts this client's silence from its hello: its beats must reach the RM by then.
+  ATOLL_RETURN_IF_ERROR(impl->heartbeat->WaitConnected(options.request_timeout));
   ATOLL_ASSIGN_OR_RETURN(auto hello,
                          impl->rm->Call<proto::HelloClientReply>(proto::HelloClient{options.name},
                                                                  options.request_timeout));

@@ -2,9 +2,26 @@
 
 #include <map>
 
+#include <fmt/format.h>
+
+#include "common/net/handshake_watch.h"
 #include "common/net/transport.h"
 
 namespace atl {
+
+namespace {
+
+// How often the thread looks for a stop while the RM's handshake runs.
+constexpr std::chrono::milliseconds kStopCheck{50};
+
+zmq::socket_t NewBeatSocket(zmq::context_t& context) {
+  zmq::socket_t socket = net::MakeSocket(context, zmq::socket_type::dealer);
+  // Replies (errors about unknown clients) are of no use here; never queue them.
+  socket.set(zmq::sockopt::rcvhwm, 1);
+  return socket;
+}
+
+}  // namespace
 
 HeartbeatThread::HeartbeatThread(zmq::context_t& context, std::string rm_endpoint)
     : context_(context), rm_endpoint_(std::move(rm_endpoint)), thread_([this] { Loop(); }) {}
@@ -28,41 +45,61 @@ void HeartbeatThread::Start(uint64_t client_id, std::chrono::milliseconds period
 }
 
 void HeartbeatThread::AddWatcher(const std::string& endpoint) {
+  {
+    MutexLock lock(mu_);
+    if (!watchers_.insert(endpoint).second) return;
+  }
+  zmq::socket_t socket = NewBeatSocket(context_);
+  if (!net::Connect(socket, endpoint).ok()) return;  // a bad endpoint is the Peer's to report
+  // The mutex is the full memory barrier ZeroMQ asks for when a socket changes threads.
   MutexLock lock(mu_);
-  watchers_.insert(endpoint);
+  added_.emplace_back(endpoint, std::move(socket));
+}
+
+Status HeartbeatThread::WaitConnected(std::chrono::milliseconds timeout) {
+  MutexLock lock(mu_);
+  const bool settled = cv_.wait_for(
+      lock.native(), timeout, [&]() NO_THREAD_SAFETY_ANALYSIS { return rm_link_.has_value(); });
+  if (!settled) {
+    return Unavailable(fmt::format(
+        "no connection to {} within {} ms: not connected (the service is down or unreachable)",
+        rm_endpoint_, timeout.count()));
+  }
+  return *rm_link_;
 }
 
 void HeartbeatThread::Loop() {
-  // Sockets live and die on this thread.
-  std::map<std::string, zmq::socket_t> sockets;
-  auto socket_to = [&](const std::string& endpoint) -> zmq::socket_t* {
-    auto it = sockets.find(endpoint);
-    if (it == sockets.end()) {
-      zmq::socket_t s = net::MakeSocket(context_, zmq::socket_type::dealer);
-      // Replies (errors about unknown clients) are of no use here; never queue them.
-      s.set(zmq::sockopt::rcvhwm, 1);
-      if (!net::Connect(s, endpoint).ok()) return nullptr;
-      it = sockets.emplace(endpoint, std::move(s)).first;
-    }
-    return &it->second;
-  };
-  (void)socket_to(rm_endpoint_);  // its handshake runs while the client says hello
+  // The RM's socket lives and dies on this thread, and so do the watchers' once taken over.
+  zmq::socket_t rm = NewBeatSocket(context_);
+  std::map<std::string, zmq::socket_t> watchers;
+  // Watched until its handshake is done; stop_ is looked at meanwhile.
+  net::HandshakeWatch watch(context_, rm, rm_endpoint_);
+  Status link = net::Connect(rm, rm_endpoint_);
+  while (link.ok() && !watch.WaitConnected(kStopCheck)) {
+    if (auto failed = watch.Failure()) link = *failed;
+    MutexLock lock(mu_);
+    if (stop_) return;
+  }
   MutexLock lock(mu_);
+  rm_link_ = link;
+  cv_.notify_all();
   // The condition calls the predicate with mu_ held, which the analysis cannot see.
   cv_.wait(lock.native(), [&]() NO_THREAD_SAFETY_ANALYSIS { return stop_ || client_id_ != 0; });
   const proto::Heartbeat beat{proto::Heartbeat::kClient, std::to_string(client_id_)};
   const std::chrono::milliseconds period = period_;
-  auto beat_to = [&](const std::string& endpoint) {
-    if (zmq::socket_t* socket = socket_to(endpoint)) (void)net::Send(*socket, nullptr, 0, beat);
-  };
   // The first beat goes at once: the RM counts the client's silence from its HelloClient.
+  // Beats keep to their schedule however long one round of sends took.
+  auto next = std::chrono::steady_clock::now();
   while (!stop_) {
-    const std::set<std::string> watchers = watchers_;
+    for (auto& [endpoint, socket] : added_) watchers.emplace(endpoint, std::move(socket));
+    added_.clear();
     lock.Unlock();
-    beat_to(rm_endpoint_);
-    for (const auto& w : watchers) beat_to(w);
+    (void)watch.Drops();  // reads the events each reconnection adds, lest they pile up
+    (void)net::Send(rm, nullptr, 0, beat);
+    for (auto& [endpoint, socket] : watchers) (void)net::Send(socket, nullptr, 0, beat);
+    next = std::max(next + period, std::chrono::steady_clock::now());
     lock.Lock();
-    cv_.wait_for(lock.native(), period, [&]() NO_THREAD_SAFETY_ANALYSIS { return stop_; });
+    cv_.wait_until(lock.native(), next, [&]() NO_THREAD_SAFETY_ANALYSIS { return stop_; });
   }
 }
 

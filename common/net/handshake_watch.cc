@@ -45,6 +45,23 @@ uint64_t HandshakeWatch::Drops() {
   return drops_;
 }
 
+bool HandshakeWatch::WaitConnected(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    Drain();
+    if (connected_ || failure_) return connected_;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    zmq::pollitem_t item{events_.handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(&item, 1, left);
+    } catch (const zmq::error_t&) {
+      return false;  // the context is closing
+    }
+  }
+}
+
 void HandshakeWatch::Drain() {
   while (true) {
     // Each event is two frames: [uint16 event, uint32 value] and the endpoint.

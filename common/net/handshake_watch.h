@@ -6,6 +6,7 @@
 // Not thread-safe: use it on the thread that uses the socket.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,9 @@ class HandshakeWatch {
   // drop loses what was in flight on it, both ways, and may mean the peer restarted (a new
   // process at the same address knows nothing of the old one's requests). Never waits.
   uint64_t Drops();
+  // Waits up to `timeout` for a handshake to complete (true) or fail (false, Failure() says
+  // why); false too when the time runs out first.
+  bool WaitConnected(std::chrono::milliseconds timeout);
 
  private:
   // Reads the events that came, in order.
