@@ -221,9 +221,9 @@ Result<Tensor> ArgReduce(bool max, const Tensor& x, int64_t axis, DType index) {
   ResultOffsets(shape, {axis}, result_shape);
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(index, result_shape));
   const int64_t extent = shape[axis];
-  int64_t inner = 1;
+  int64_t outer = 1, inner = 1;  // products, not a quotient: a dimension may be 0
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
   for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  const int64_t outer = x.num_elements() / (extent * inner);
   Status status = Status::Ok();
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -198,8 +198,9 @@ bool IsFirstReplica(const TensorType& type, const Shape& mesh, int shard) {
 
 Status CheckLayout(const std::string& what, const TensorType& t, const Shape& mesh) {
   for (auto d : t.shape) {
-    if (d <= 0 && d != kDynamicDim)
-      return InvalidArgument(what + " has a non-positive dimension " + ShapeString(t.shape));
+    // Size 0 is a shape like any other, as in jax.lax: an empty batch, an empty slice.
+    if (d < 0 && d != kDynamicDim)
+      return InvalidArgument(what + " has a negative dimension " + ShapeString(t.shape));
   }
   ATOLL_RETURN_IF_ERROR(internal::CheckCountable(t).WithContext(what));
   if (t.split.size() != t.shape.size()) {

@@ -66,8 +66,18 @@ def draw(rng: np.random.Generator, dtype: str, shape: Tuple[int, ...]) -> np.nda
     return v.astype(np_type).reshape(shape)
 
 
+def draw_dims(rng: np.random.Generator, high: int = 6, min_rank: int = 0,
+              max_rank: int = 3) -> Tuple[int, ...]:
+    """Sizes 1 to high - 1 of rank min_rank to max_rank; one case in six has a dimension of
+    size 0, which every primitive takes as jax.lax does."""
+    dims = [int(s) for s in rng.integers(1, high, rng.integers(min_rank, max_rank + 1))]
+    if dims and rng.random() < 1 / 6:
+        dims[int(rng.integers(0, len(dims)))] = 0
+    return tuple(dims)
+
+
 def draw_shape(rng: np.random.Generator, max_rank: int = 3) -> Tuple[int, ...]:
-    return tuple(int(s) for s in rng.integers(1, 6, rng.integers(0, max_rank + 1)))
+    return draw_dims(rng, 6, 0, max_rank)
 
 
 def flush_subnormals(v: np.ndarray, info: Any) -> np.ndarray:
@@ -146,7 +156,9 @@ UNARY: Dict[str, Tuple[Callable, Callable, List[str], float]] = {
     "neg": (lax.neg, jlax.neg, ["f32", "f64", "bf16", "f16"], 0),
     "exp": (lax.exp, jlax.exp, ["f32", "f64"], 2),
     "log": (lax.log, jlax.log, ["f32", "f64"], 2),
-    "tanh": (lax.tanh, jlax.tanh, ["f32", "f64"], 3),
+    # XLA's f32 tanh is a rational approximation up to 4.1 ulps from tanh in f64 (200,000
+    # draws); atoll's is within 1 ulp of it.
+    "tanh": (lax.tanh, jlax.tanh, ["f32", "f64"], 5),
     "sqrt": (lax.sqrt, jlax.sqrt, FLOATS, 0),
     "logistic": (lax.logistic, jlax.logistic, ["f32", "f64"], 3),
     "not": (lax.bitwise_not, jlax.bitwise_not, INTS + ["bool"], 0),
@@ -238,11 +250,11 @@ def test_layout_primitives_match_jax(client: atoll.Client, one_device: atoll.Sli
     rng = np.random.default_rng([SEED, 3])
     for case in range(CASES * 2):
         dtype = ALL[case % len(ALL)]
-        shape = tuple(int(s) for s in rng.integers(1, 5, rng.integers(1, 4)))
+        shape = draw_dims(rng, 5, 1, 3)
         x = draw(rng, dtype, shape)
         rank = len(shape)
         perm = [int(p) for p in rng.permutation(rank)]
-        start = [int(rng.integers(0, s)) for s in shape]
+        start = [int(rng.integers(0, s + 1)) for s in shape]
         limit = [int(rng.integers(b, s + 1)) for b, s in zip(start, shape)]
         strides = [int(rng.integers(1, 3)) for _ in shape]
         dims = sorted(int(d) for d in rng.choice(rank, rng.integers(0, rank + 1), replace=False))
@@ -272,7 +284,7 @@ def test_pad_select_clamp_iota_match_jax(client: atoll.Client, one_device: atoll
     rng = np.random.default_rng([SEED, 4])
     for case in range(CASES):
         dtype = NUMERIC[case % len(NUMERIC)]
-        shape = tuple(int(s) for s in rng.integers(1, 5, rng.integers(1, 3)))
+        shape = draw_dims(rng, 5, 1, 2)
         x, lo, hi = (draw(rng, dtype, shape) for _ in range(3))
         value = draw(rng, dtype, ())
         config = [(int(rng.integers(-1, 3)), int(rng.integers(-1, 3)), int(rng.integers(0, 2)))
@@ -308,7 +320,7 @@ def test_reductions_match_jax(client: atoll.Client, one_device: atoll.Slice) -> 
     for case in range(CASES * 2):
         name, ours, theirs, dtypes = reductions[case % len(reductions)]
         dtype = dtypes[rng.integers(len(dtypes))]
-        shape = tuple(int(s) for s in rng.integers(1, 5, rng.integers(1, 4)))
+        shape = draw_dims(rng, 5, 1, 3)
         axes = sorted(int(a) for a in rng.choice(len(shape), rng.integers(1, len(shape) + 1),
                                                  replace=False))
         x = draw(rng, dtype, shape)
@@ -318,6 +330,10 @@ def test_reductions_match_jax(client: atoll.Client, one_device: atoll.Slice) -> 
         if dtype in NUMERIC:
             axis = axes[0]
             for arg, jarg in ((lax.argmax, jlax.argmax), (lax.argmin, jlax.argmin)):
+                if shape[axis] == 0:  # jax refuses too: no position to give
+                    with pytest.raises(atoll.InvalidArgument, match=f"axis {axis} is empty"):
+                        run_atoll(client, one_device, lambda v: arg(v, axis, np.int32), [x])
+                    continue
                 want = np.asarray(jax.jit(lambda v: jarg(v, axis, np.int32))(x))
                 got = run_atoll(client, one_device, lambda v: arg(v, axis, np.int32), [x])
                 check_equal(got, want, 0, f"{arg.__name__} {dtype}{list(shape)} axis {axis}")
@@ -327,7 +343,7 @@ def test_dot_general_matches_jax(client: atoll.Client, one_device: atoll.Slice) 
     rng = np.random.default_rng([SEED, 6])
     for case in range(CASES * 2):
         dtype = ["f32", "f64", "i32", "i64", "bf16"][case % 5]
-        b, m, k, n = (int(s) for s in rng.integers(1, 6, 4))
+        b, m, k, n = draw_dims(rng, 6, 4, 4)
         batched = case % 3 != 0
         lhs_shape = (b, m, k) if batched else (m, k)
         rhs_shape = (b, n, k) if batched else (k, n)
@@ -346,7 +362,7 @@ def test_dot_general_matches_jax(client: atoll.Client, one_device: atoll.Slice) 
             scale = np.maximum(np.abs(want.astype(np.float64)), 1e-30)
             np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                        rtol={"bf16": 2e-2, "f32": 1e-5, "f64": 1e-12}[dtype],
-                                       atol=float(scale.max()) * 1e-6,
+                                       atol=float(scale.max(initial=0.0)) * 1e-6,
                                        err_msg=f"dot_general {dtype} {lhs_shape} x {rhs_shape}")
     # preferred_element_type: i8 operands accumulate in i32, as JAX does.
     x = draw(rng, "i8", (3, 4))
@@ -430,7 +446,7 @@ def test_integer_pow_cumulative_and_bitcast_match_jax(client: atoll.Client,
     rng = np.random.default_rng([SEED, 8])
     for case in range(CASES):
         dtype = ["f32", "f64", "i32", "i64", "u8"][case % 5]
-        shape = tuple(int(s) for s in rng.integers(1, 5, rng.integers(1, 4)))
+        shape = draw_dims(rng, 5, 1, 3)
         x = draw(rng, dtype, shape)
         y = int(rng.integers(-3 if dtype in FLOATS else 0, 7))
         want = np.asarray(jax.jit(lambda v: jlax.integer_pow(v, y))(x))
@@ -462,7 +478,7 @@ def test_dynamic_slices_clamp_as_jax_does(client: atoll.Client, one_device: atol
     rng = np.random.default_rng([SEED, 9])
     for case in range(CASES):
         dtype = ALL[case % len(ALL)]
-        shape = tuple(int(s) for s in rng.integers(1, 6, rng.integers(1, 4)))
+        shape = draw_dims(rng, 6, 1, 3)
         x = draw(rng, dtype, shape)
         sizes = [int(rng.integers(0, s + 1)) for s in shape]
         # Starts in and out of range, negative ones too: jax clamps them.
@@ -497,7 +513,8 @@ def test_gather_and_scatter_match_jax(client: atoll.Client, one_device: atoll.Sl
     for case in range(CASES):
         dtype = ALL[case % len(ALL)]
         mode = modes[case % 2]
-        rows, width, k = (int(s) for s in rng.integers(1, 6, 3))
+        width, k = draw_dims(rng, 6, 2, 2)
+        rows = int(rng.integers(1, 6))  # a row to gather: jax refuses a slice of 1 from 0
         table = draw(rng, dtype, (rows, width))
         ids = rng.integers(-2, rows + 2, (k, 1)).astype(np.int32)
         rows_dims = jlax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
@@ -556,10 +573,11 @@ def test_sort_and_top_k_match_jax(client: atoll.Client, one_device: atoll.Slice)
     rng = np.random.default_rng([SEED, 11])
     for case in range(CASES):
         dtype = NUMERIC[case % len(NUMERIC)]
-        shape = tuple(int(s) for s in rng.integers(1, 6, rng.integers(1, 4)))
+        shape = draw_dims(rng, 6, 1, 3)
         dim = int(rng.integers(0, len(shape)))
         keys = draw(rng, dtype, shape)
-        keys = np.where(rng.random(shape) < 0.3, keys.ravel()[0], keys).astype(keys.dtype)  # ties
+        if keys.size:  # ties
+            keys = np.where(rng.random(shape) < 0.3, keys.ravel()[0], keys).astype(keys.dtype)
         payload = draw(rng, "i32", shape)
         want = jax.jit(lambda a, b: jlax.sort((a, b), dimension=dim, num_keys=1))(keys, payload)
         got_keys = run_atoll(client, one_device, lambda a, b: lax.sort((a, b), dim)[0],

@@ -164,11 +164,11 @@ std::vector<BadCase> BadCases() {
       },
       2, "holds 4 devices");
   add(
-      "zero dimension",
+      "negative dimension",
       [](FunctionDef& f) {
-        f.inputs[0].shape = {0, 4};
+        f.inputs[0].shape = {-3, 4};
       },
-      2, "non-positive");
+      2, "negative dimension");
   add(
       "declared result type wrong", [](FunctionDef& f) { f.ops[0].type.split[0] = -1; }, 2,
       "result type is wrong");
