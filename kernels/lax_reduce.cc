@@ -129,7 +129,12 @@ Tensor Widened(const Tensor& x, DType to) {
 
 // c[b] = a[b] x b[b] for each of `batch` [m,k] x [k,n] products, in T.
 template <typename T>
-void BatchedProduct(const T* a, const T* b, T* c, int64_t batch, int64_t m, int64_t k, int64_t n) {
+void BatchedProduct(const T* a, const T* b, T* c, int64_t batch, int64_t m, int64_t k, int64_t n,
+                    bool trans_a, bool trans_b) {
+  // a is [m, k], or [k, m] when trans_a; b is [k, n], or [n, k] when trans_b: BLAS reads
+  // either layout, so an operand laid out the other way needs no copy.
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
   for (int64_t p = 0; p < batch; ++p) {
     const T* ap = a + p * m * k;
     const T* bp = b + p * k * n;
@@ -140,11 +145,9 @@ void BatchedProduct(const T* a, const T* b, T* c, int64_t batch, int64_t m, int6
       continue;
     }
     if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, ap, k, bp, n, 0.0f, cp,
-                  n);
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, n);
     } else if constexpr (std::is_same_v<T, double>) {
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, ap, k, bp, n, 0.0, cp,
-                  n);
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, ap, lda, bp, ldb, 0.0, cp, n);
     } else {
       // Integers wrap (computed unsigned); bool is no operand here.
       using U = std::make_unsigned_t<T>;
@@ -152,7 +155,9 @@ void BatchedProduct(const T* a, const T* b, T* c, int64_t batch, int64_t m, int6
         for (int64_t j = 0; j < n; ++j) {
           U sum = 0;
           for (int64_t q = 0; q < k; ++q) {
-            sum += static_cast<U>(ap[i * k + q]) * static_cast<U>(bp[q * n + j]);
+            const T x = trans_a ? ap[q * lda + i] : ap[i * lda + q];
+            const T y = trans_b ? bp[j * ldb + q] : bp[q * ldb + j];
+            sum += static_cast<U>(x) * static_cast<U>(y);
           }
           cp[i * n + j] = static_cast<T>(sum);
         }
@@ -266,24 +271,32 @@ Result<Tensor> DotGeneral(const Tensor& lhs, const Tensor& rhs, const DotDims& d
   const Shape& rs = rhs.shape();
   const std::vector<int64_t> lfree = FreeDims(ls.size(), dims.lhs_contracting, dims.lhs_batch);
   const std::vector<int64_t> rfree = FreeDims(rs.size(), dims.rhs_contracting, dims.rhs_batch);
-  // lhs as [batch, m, k] and rhs as [batch, k, n], in the result's dtype.
-  std::vector<int64_t> lperm = dims.lhs_batch, rperm = dims.rhs_batch;
-  lperm.insert(lperm.end(), lfree.begin(), lfree.end());
-  lperm.insert(lperm.end(), dims.lhs_contracting.begin(), dims.lhs_contracting.end());
-  rperm.insert(rperm.end(), dims.rhs_contracting.begin(), dims.rhs_contracting.end());
-  rperm.insert(rperm.end(), rfree.begin(), rfree.end());
-  // Operands already in that layout are used as they are; the others are copied into it.
+  // lhs as [batch, m, k] or [batch, k, m], rhs as [batch, k, n] or [batch, n, k]: an operand
+  // already in one of its two layouts is used as it is (BLAS transposes as it reads); any
+  // other is copied into the first.
+  auto concat = [](std::vector<int64_t> a, const std::vector<int64_t>& b,
+                   const std::vector<int64_t>& c) {
+    a.insert(a.end(), b.begin(), b.end());
+    a.insert(a.end(), c.begin(), c.end());
+    return a;
+  };
   auto identity = [](const std::vector<int64_t>& perm) {
     for (size_t i = 0; i < perm.size(); ++i) {
       if (perm[i] != static_cast<int64_t>(i)) return false;
     }
     return true;
   };
+  const std::vector<int64_t> lperm = concat(dims.lhs_batch, lfree, dims.lhs_contracting);
+  const std::vector<int64_t> rperm = concat(dims.rhs_batch, dims.rhs_contracting, rfree);
+  const bool trans_a =
+      !identity(lperm) && identity(concat(dims.lhs_batch, dims.lhs_contracting, lfree));
+  const bool trans_b =
+      !identity(rperm) && identity(concat(dims.rhs_batch, rfree, dims.rhs_contracting));
   std::optional<Tensor> a_moved, b_moved;
-  if (!identity(lperm)) {
+  if (!identity(lperm) && !trans_a) {
     ATOLL_ASSIGN_OR_RETURN(a_moved.emplace(), TransposeNd(lhs, lperm));
   }
-  if (!identity(rperm)) {
+  if (!identity(rperm) && !trans_b) {
     ATOLL_ASSIGN_OR_RETURN(b_moved.emplace(), TransposeNd(rhs, rperm));
   }
   const Tensor& a = a_moved ? *a_moved : lhs;
@@ -311,7 +324,7 @@ Result<Tensor> DotGeneral(const Tensor& lhs, const Tensor& rhs, const DotDims& d
       if (a.dtype() != out) wa = Widened<T>(a, out);
       if (b.dtype() != out) wb = Widened<T>(b, out);
       BatchedProduct((wa ? *wa : a).template as<T>().data(), (wb ? *wb : b).template as<T>().data(),
-                     result.as<T>().data(), batch, m, k, n);
+                     result.as<T>().data(), batch, m, k, n, trans_a, trans_b);
     }
   });
   ATOLL_RETURN_IF_ERROR(status);

@@ -21,37 +21,76 @@ using internal::RowMajorStrides;
 // out[i_0, ..., i_r-1] = in[base + sum_d i_d * in_strides[d]] for every index of `out`'s
 // shape: a transpose (permuted strides), a broadcast (stride 0), a slice (strides times the
 // step, base at the start), a reverse (negative strides, base at the end).
+// n elements of kSize bytes, `src_stride` elements apart, to `dst_stride` apart: a fixed-size
+// memcpy compiles to one load and store, where a runtime size is a call per element.
+template <size_t kSize>
+void CopyRun(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride,
+             int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(dst + i * dst_stride * kSize, src + i * src_stride * kSize, kSize);
+  }
+}
+
+void CopyRun(size_t size, std::byte* dst, int64_t dst_stride, const std::byte* src,
+             int64_t src_stride, int64_t n) {
+  switch (size) {
+    case 1:
+      return CopyRun<1>(dst, dst_stride, src, src_stride, n);
+    case 2:
+      return CopyRun<2>(dst, dst_stride, src, src_stride, n);
+    case 4:
+      return CopyRun<4>(dst, dst_stride, src, src_stride, n);
+    case 8:
+      return CopyRun<8>(dst, dst_stride, src, src_stride, n);
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(dst + i * dst_stride * size, src + i * src_stride * size, size);
+      }
+  }
+}
+
 void LaxStridedCopy(const Tensor& in, int64_t base, const std::vector<int64_t>& in_strides,
                     Tensor& out) {
   const size_t size = DTypeSize(in.dtype());
-  const Shape& shape = out.shape();
   const int64_t n = out.num_elements();
   if (n == 0) return;
-  const size_t rank = shape.size();
-  if (rank == 0) {
-    std::memcpy(out.data(), in.data() + base * size, size);
-    return;
+  // Dimensions of size 1 go, and a dimension whose elements lie one inner block apart in `in`
+  // joins the inner one: fewer, longer runs (a transpose of [b, t, h, d] is one of 3).
+  Shape shape;
+  std::vector<int64_t> strides;
+  for (size_t d = 0; d < out.shape().size(); ++d) {
+    if (out.shape()[d] == 1) continue;
+    if (!shape.empty() && strides.back() == in_strides[d] * out.shape()[d]) {
+      shape.back() *= out.shape()[d];
+      strides.back() = in_strides[d];
+    } else {
+      shape.push_back(out.shape()[d]);
+      strides.push_back(in_strides[d]);
+    }
   }
-  std::vector<int64_t> index(rank, 0);
-  int64_t from = base;
   const std::byte* src = in.data();
   std::byte* dst = out.data();
+  if (shape.empty()) {
+    std::memcpy(dst, src + base * size, size);
+    return;
+  }
+  const size_t rank = shape.size();
+  std::vector<int64_t> index(rank, 0);
+  int64_t from = base;
   // The innermost dimension is a run of copies at one stride; the outer ones are an odometer.
   const int64_t inner = shape[rank - 1];
-  const int64_t inner_stride = in_strides[rank - 1];
+  const int64_t inner_stride = strides[rank - 1];
   for (int64_t done = 0; done < n; done += inner) {
     if (inner_stride == 1) {
       std::memcpy(dst, src + from * size, inner * size);
     } else {
-      for (int64_t i = 0; i < inner; ++i) {
-        std::memcpy(dst + i * size, src + (from + i * inner_stride) * size, size);
-      }
+      CopyRun(size, dst, 1, src + from * size, inner_stride, inner);
     }
     dst += inner * size;
     for (size_t d = rank - 1; d-- > 0;) {  // the next outer index
-      from += in_strides[d];
+      from += strides[d];
       if (++index[d] < shape[d]) break;
-      from -= in_strides[d] * shape[d];
+      from -= strides[d] * shape[d];
       index[d] = 0;
     }
   }
@@ -186,24 +225,40 @@ Result<Tensor> Pad(const Tensor& x, const Tensor& value, const std::vector<int64
   }
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
   const size_t size = DTypeSize(x.dtype());
-  for (int64_t i = 0; i < out.num_elements(); ++i) {
-    std::memcpy(out.data() + i * size, value.data(), size);
-  }
-  // Each element of x lands at low + i * (interior + 1) along every dimension, unless a
-  // negative low or high cut it off.
+  CopyRun(size, out.data(), 1, value.data(), 0, out.num_elements());
+  // Element i of x along dimension d lands at low + i * (interior + 1), unless a negative low
+  // or high cut it off: the elements kept are a box, [first, first + count) per dimension.
+  const std::vector<int64_t> from = RowMajorStrides(x.shape());
   const std::vector<int64_t> to = RowMajorStrides(shape);
+  std::vector<int64_t> first(n), count(n);
+  for (size_t d = 0; d < n; ++d) {
+    const int64_t step = interior[d] + 1;
+    first[d] = low[d] >= 0 ? 0 : (-low[d] + step - 1) / step;
+    const int64_t end = shape[d] - low[d] <= 0 ? 0 : (shape[d] - low[d] + step - 1) / step;
+    count[d] = std::min(x.shape()[d], end) - first[d];
+    if (count[d] <= 0) return out;
+  }
+  if (n == 0) {
+    std::memcpy(out.data(), x.data(), size);
+    return out;
+  }
   std::vector<int64_t> index(n, 0);
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    int64_t at = 0;
-    bool inside = true;
+  const int64_t inner = count[n - 1];
+  const int64_t inner_step = interior[n - 1] + 1;
+  for (bool more = true; more;) {
+    int64_t src = 0, dst = 0;
     for (size_t d = 0; d < n; ++d) {
-      const int64_t pos = low[d] + index[d] * (interior[d] + 1);
-      inside = inside && pos >= 0 && pos < shape[d];
-      at += pos * to[d];
+      const int64_t i = first[d] + index[d];
+      src += i * from[d];
+      dst += (low[d] + i * (interior[d] + 1)) * to[d];
     }
-    if (inside) std::memcpy(out.data() + at * size, x.data() + i * size, size);
-    for (size_t d = n; d-- > 0;) {
-      if (++index[d] < x.shape()[d]) break;
+    CopyRun(size, out.data() + dst * size, inner_step, x.data() + src * size, 1, inner);
+    more = false;
+    for (size_t d = n - 1; d-- > 0;) {  // the next outer index of the box
+      if (++index[d] < count[d]) {
+        more = true;
+        break;
+      }
       index[d] = 0;
     }
   }

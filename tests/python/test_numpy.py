@@ -19,6 +19,8 @@ import pytest  # noqa: E402
 
 import atoll  # noqa: E402
 import atoll.numpy as anp  # noqa: E402
+import attention as attention_example  # noqa: E402 (examples/python, on conftest's path)
+from attention import ATTENTION, attention_block, tanh_gelu  # noqa: E402
 from test_lax import SEED, run_atoll as run  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -85,46 +87,8 @@ def test_one_hot_matches_jax(client, one_device) -> None:
     np.testing.assert_array_equal(got, np.asarray(jax.nn.one_hot(labels, 5)))
 
 
-def attention_block(np_: Any, gelu: Callable[[Any], Any], heads: int) -> Callable[..., Any]:
-    """Causal multi-head self-attention and a GELU MLP, pre-layer-norm with residuals."""
-    def layer_norm(x, g, b):
-        mu = np_.mean(x, axis=-1, keepdims=True)
-        var = np_.mean(np_.square(x - mu), axis=-1, keepdims=True)
-        return (x - mu) / np_.sqrt(var + 1e-5) * g + b
-
-    def block(x, wqkv, wo, w1, w2, g1, b1, g2, b2):
-        bsz, t, d = x.shape
-        h = layer_norm(x, g1, b1)
-        qkv = (h @ wqkv).reshape(bsz, t, 3, heads, d // heads)
-        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
-        scores = np_.einsum("bqhd,bkhd->bhqk", q, k) / float(np.sqrt(d // heads))
-        causal = np_.tril(np_.ones((t, t), np.float32))
-        scores = np_.where(causal > 0.5, scores, -1e9)
-        weights = np_.exp(scores - np_.max(scores, axis=-1, keepdims=True))
-        weights = weights / np_.sum(weights, axis=-1, keepdims=True)
-        attn = np_.einsum("bhqk,bkhd->bqhd", weights, v).reshape(bsz, t, d)
-        x = x + attn @ wo
-        return x + gelu(layer_norm(x, g2, b2) @ w1) @ w2
-    return block
-
-
-def tanh_gelu(np_: Any) -> Callable[[Any], Any]:
-    return lambda z: 0.5 * z * (1.0 + np_.tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)))
-
-
-ATTENTION = dict(b=4, t=64, d=128, heads=4)
-
-
 def attention_args(seed: int) -> list:
-    """The block's input x [B, T, d] and its weights, drawn as a model would start."""
-    rng = np.random.default_rng([SEED, seed])
-    b, t, d = ATTENTION["b"], ATTENTION["t"], ATTENTION["d"]
-    shapes = [(b, t, d), (d, 3 * d), (d, d), (d, 4 * d), (4 * d, d), (d,), (d,), (d,), (d,)]
-    args = [(rng.standard_normal(s) * (0.02 if len(s) == 2 else 1.0)).astype(np.float32)
-            for s in shapes]
-    args[5] += 1.0
-    args[7] += 1.0
-    return args
+    return attention_example.attention_args(np.random.default_rng([SEED, seed]))
 
 
 def attention_types(args: list, batch_cut: bool) -> list:
