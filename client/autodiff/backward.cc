@@ -37,10 +37,13 @@ Result<ir::Operand> Backward::Emit(ir::OpCode code, std::vector<ir::Operand> ope
                                    std::vector<int64_t> params) {
   ir::Op op{code, std::move(operands), attr, {}, std::move(params)};
   ATOLL_ASSIGN_OR_RETURN(op.type, ir::InferType(def_, op));
+  // A structured op's results are what its bodies give on each shard (their types say how
+  // they are cut), and the rules hand it whole operands: none of them is partial.
   const bool collective = ir::IsCollective(code);
+  const bool structured = ir::IsStructured(code) || code == ir::OpCode::kTupleElement;
   uint32_t partial = 0;
   for (const ir::Operand& o : op.operands) {
-    if (IsConstant(o)) continue;
+    if (IsConstant(o) || structured) continue;
     partial |= PartialAxes(o);
     if (!collective) partial |= CutAxes(TypeOf(o)) & ~CutAxes(op.type);
   }

@@ -167,8 +167,8 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
     const size_t v = f.inputs.size() + j;
     const ir::Operand result{ir::Operand::kOp, static_cast<int32_t>(j), 0.0};
     // A structured op's other results hand their cotangents to b (tuple_element's rule).
-    const bool reached = cotangent[v] || (ir::IsStructured(f.ops[j].code) &&
-                                          b.HasResultCotangents(result));
+    const bool reached =
+        cotangent[v] || (ir::IsStructured(f.ops[j].code) && b.HasResultCotangents(result));
     if (!needed[v] || !depends[v] || !reached) continue;
     autodiff::OpGrad g{f.ops[j], result, cotangent[v].value_or(Constant(0)), {}};
     auto context = [&] { return fmt::format("op {} ({})", j, ir::OpName(g.op.code)); };

@@ -80,7 +80,8 @@ Result<ir::FunctionDef> BodyVjp(const ir::Op& op, const ir::FunctionDef& body,
 }
 
 // The values of each result of the structured op `s`, those from `first` on.
-Result<std::vector<Operand>> ResultsFrom(Backward& b, const Operand& s, size_t first, size_t count) {
+Result<std::vector<Operand>> ResultsFrom(Backward& b, const Operand& s, size_t first,
+                                         size_t count) {
   std::vector<Operand> out;
   for (size_t r = first; r < first + count; ++r) {
     ATOLL_ASSIGN_OR_RETURN(const Operand v, ResultValue(b, s, r));
@@ -104,7 +105,7 @@ struct ScanParts {
         body(b.def().bodies.at(static_cast<size_t>(op.params[0]))) {
     ys = body.outputs.size() - carried;
   }
-  size_t X(size_t i) const { return carried + i; }             // xs i's operand
+  size_t X(size_t i) const { return carried + i; }            // xs i's operand
   size_t K(size_t k) const { return carried + scanned + k; }  // const k's operand
 };
 
@@ -147,8 +148,8 @@ Result<ir::FunctionDef> ScanTransposeBody(const ir::Op& op, const ScanParts& s,
   t.outputs.assign(grads.begin(), grads.begin() + static_cast<ptrdiff_t>(fc.size()));
   Backward tb(t);
   for (size_t a = 0; a < gk.size(); ++a) {
-    ATOLL_ASSIGN_OR_RETURN(
-        const Operand sum, Plus(tb, InputOf(fc.size() + a), grads[fc.size() + gx.size() + a]));
+    ATOLL_ASSIGN_OR_RETURN(const Operand sum,
+                           Plus(tb, InputOf(fc.size() + a), grads[fc.size() + gx.size() + a]));
     t.outputs.push_back(sum);
   }
   for (size_t i = 0; i < gx.size(); ++i) t.outputs.push_back(grads[fc.size() + i]);
@@ -219,11 +220,10 @@ Result<OperandGrads> GradScan(Backward& b, const OpGrad& g) {
   for (size_t k = 0; k < s.consts; ++k) operands.push_back(op.operands[s.K(k)]);
   const size_t carried = fc.size() + gk.size();
   const int64_t body = b.AddBody(std::move(transpose));
-  ATOLL_ASSIGN_OR_RETURN(
-      const Operand back,
-      b.Emit(OpCode::kScan, std::move(operands), 0,
-             {body, static_cast<int64_t>(carried), static_cast<int64_t>(s.consts), s.length,
-              1 - s.reverse}));
+  ATOLL_ASSIGN_OR_RETURN(const Operand back,
+                         b.Emit(OpCode::kScan, std::move(operands), 0,
+                                {body, static_cast<int64_t>(carried),
+                                 static_cast<int64_t>(s.consts), s.length, 1 - s.reverse}));
   ATOLL_ASSIGN_OR_RETURN(const std::vector<Operand> results,
                          ResultsFrom(b, back, 0, carried + gx.size()));
   for (size_t t = 0; t < fc.size(); ++t) {

@@ -113,15 +113,18 @@ Result<OperandGrads> GradReduceProd(Backward& b, const OpGrad& g) {
   const Shape moved = ShapeOf(b, rows);
   ATOLL_ASSIGN_OR_RETURN(rows, b.Emit(OpCode::kReshape, {rows}, 0, Dims(flat.begin(), flat.end())));
   const size_t last = kept.size();
-  ATOLL_ASSIGN_OR_RETURN(const Operand from_start, b.Emit(OpCode::kCumprod, {rows}, 0, Dims{static_cast<int64_t>(last)}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand from_end, b.Emit(OpCode::kCumprod, {rows}, 1, Dims{static_cast<int64_t>(last)}));
+  ATOLL_ASSIGN_OR_RETURN(const Operand from_start,
+                         b.Emit(OpCode::kCumprod, {rows}, 0, Dims{static_cast<int64_t>(last)}));
+  ATOLL_ASSIGN_OR_RETURN(const Operand from_end,
+                         b.Emit(OpCode::kCumprod, {rows}, 1, Dims{static_cast<int64_t>(last)}));
   ATOLL_ASSIGN_OR_RETURN(const Operand before, Shifted(b, from_start, last, false, 1));
   ATOLL_ASSIGN_OR_RETURN(const Operand after, Shifted(b, from_end, last, true, 1));
   ATOLL_ASSIGN_OR_RETURN(const Operand others, Times(b, before, after));
   ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
   ATOLL_ASSIGN_OR_RETURN(const Operand spread, BroadcastBack(b, dy, flat, kept));
   ATOLL_ASSIGN_OR_RETURN(Operand back, Times(b, spread, others));
-  ATOLL_ASSIGN_OR_RETURN(back, b.Emit(OpCode::kReshape, {back}, 0, Dims(moved.begin(), moved.end())));
+  ATOLL_ASSIGN_OR_RETURN(back,
+                         b.Emit(OpCode::kReshape, {back}, 0, Dims(moved.begin(), moved.end())));
   if (moves) {
     ATOLL_ASSIGN_OR_RETURN(back, b.Emit(OpCode::kTransposeNd, {back}, 0, InverseOf(perm)));
   }
@@ -165,8 +168,8 @@ Result<OperandGrads> GradCumulativeChooser(Backward& b, const OpGrad& g) {
   ATOLL_ASSIGN_OR_RETURN(const Operand reaches, pairs.Reaches(b, g.op.attr != 0));
   ATOLL_ASSIGN_OR_RETURN(const Operand took, b.Emit(OpCode::kAnd, {equal, reaches}));
   const DType dtype = g.op.type.dtype;
-  ATOLL_ASSIGN_OR_RETURN(const Operand weight, b.Emit(OpCode::kConvertElementType, {took},
-                                                      static_cast<double>(dtype)));
+  ATOLL_ASSIGN_OR_RETURN(const Operand weight,
+                         b.Emit(OpCode::kConvertElementType, {took}, static_cast<double>(dtype)));
   ATOLL_ASSIGN_OR_RETURN(const Operand counted,
                          SumOver(b, weight, {static_cast<int64_t>(axis) + 1}));
   ATOLL_ASSIGN_OR_RETURN(const Operand one, FilledLike(b, counted, 1));
@@ -192,9 +195,9 @@ Result<OperandGrads> GradSort(Backward& b, const OpGrad& g) {
                                 g.op.operands.begin() + static_cast<ptrdiff_t>(keys));
   operands.push_back(positions);
   const auto d = static_cast<int64_t>(dim);
-  ATOLL_ASSIGN_OR_RETURN(const Operand taken, b.Emit(OpCode::kSort, std::move(operands), 0,
-                                                     {d, static_cast<int64_t>(keys),
-                                                      static_cast<int64_t>(keys)}));
+  ATOLL_ASSIGN_OR_RETURN(const Operand taken,
+                         b.Emit(OpCode::kSort, std::move(operands), 0,
+                                {d, static_cast<int64_t>(keys), static_cast<int64_t>(keys)}));
   ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
   ATOLL_ASSIGN_OR_RETURN(grads[output], b.Emit(OpCode::kSort, {taken, dy}, 0, {d, 1, 1}));
   return grads;

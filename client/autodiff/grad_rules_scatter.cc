@@ -41,7 +41,8 @@ Result<Operand> AtUpdates(Backward& b, const ir::Op& op, const Operand& v, bool 
         std::ranges::find(inserted, static_cast<int64_t>(d)) != inserted.end();
     params.push_back(was_inserted ? 1 : updates[static_cast<size_t>(window_dims[next++])]);
   }
-  ATOLL_ASSIGN_OR_RETURN(Operand taken, b.Emit(OpCode::kGather, {v, op.operands[1]}, op.attr, params));
+  ATOLL_ASSIGN_OR_RETURN(Operand taken,
+                         b.Emit(OpCode::kGather, {v, op.operands[1]}, op.attr, params));
   if (op.attr == 0 || !zero_dropped) return taken;
   // NaN where an update was dropped, whose cotangent is 0: gathered ones are NaN exactly there.
   ATOLL_ASSIGN_OR_RETURN(const Operand ones, FilledLike(b, v, 1));
@@ -89,16 +90,15 @@ Result<OperandGrads> GradScatter(Backward& b, const OpGrad& g) {
   const Shape updates = ShapeOf(b, g.op.operands[2]);
   int64_t count = 1;
   for (int64_t n : updates) count *= n;
-  ATOLL_ASSIGN_OR_RETURN(Operand ids, b.Emit(OpCode::kIota, {}, static_cast<double>(DType::kI32),
-                                             {count, 0}));
+  ATOLL_ASSIGN_OR_RETURN(Operand ids,
+                         b.Emit(OpCode::kIota, {}, static_cast<double>(DType::kI32), {count, 0}));
   ATOLL_ASSIGN_OR_RETURN(ids, b.Emit(OpCode::kReshape, {ids}, 0, {updates.begin(), updates.end()}));
   std::vector<int64_t> full{static_cast<int64_t>(DType::kI32)};
   const Shape operand = ShapeOf(b, g.op.operands[0]);
   full.insert(full.end(), operand.begin(), operand.end());
   ATOLL_ASSIGN_OR_RETURN(const Operand none, b.Emit(OpCode::kFull, {}, -1, full));
-  ATOLL_ASSIGN_OR_RETURN(const Operand from,
-                         b.Emit(OpCode::kScatter, {none, g.op.operands[1], ids}, g.op.attr,
-                                g.op.params));
+  ATOLL_ASSIGN_OR_RETURN(const Operand from, b.Emit(OpCode::kScatter, {none, g.op.operands[1], ids},
+                                                    g.op.attr, g.op.params));
   ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
   OperandGrads grads(3);
   if (g.needed[0]) {
@@ -118,9 +118,9 @@ Result<OperandGrads> GradScatterMul(Backward& b, const OpGrad& g) {
   ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
   OperandGrads grads(3);
   if (g.needed[0]) {  // dy times every update applied to its element
-    ATOLL_ASSIGN_OR_RETURN(grads[0], b.Emit(OpCode::kScatterMul,
-                                            {dy, g.op.operands[1], g.op.operands[2]}, g.op.attr,
-                                            g.op.params));
+    ATOLL_ASSIGN_OR_RETURN(
+        grads[0], b.Emit(OpCode::kScatterMul, {dy, g.op.operands[1], g.op.operands[2]}, g.op.attr,
+                         g.op.params));
   }
   if (g.needed[2]) {
     // jax's _scatter_mul_jvp_rhs: the operand times dy at the update's window, which holds
@@ -140,15 +140,15 @@ Result<OperandGrads> GradScatterChooser(Backward& b, const OpGrad& g) {
   const DType dtype = g.op.type.dtype;
   ATOLL_ASSIGN_OR_RETURN(const Operand result_there, AtUpdates(b, g.op, g.result, false));
   ATOLL_ASSIGN_OR_RETURN(const Operand won, b.Emit(OpCode::kEq, {updates, result_there}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand won_count, b.Emit(OpCode::kConvertElementType, {won},
-                                                         static_cast<double>(dtype)));
+  ATOLL_ASSIGN_OR_RETURN(const Operand won_count,
+                         b.Emit(OpCode::kConvertElementType, {won}, static_cast<double>(dtype)));
   ATOLL_ASSIGN_OR_RETURN(const Operand zeros, FilledLike(b, operand, 0));
-  ATOLL_ASSIGN_OR_RETURN(const Operand winners,
-                         b.Emit(OpCode::kScatterAdd, {zeros, g.op.operands[1], won_count},
-                                g.op.attr, g.op.params));
+  ATOLL_ASSIGN_OR_RETURN(
+      const Operand winners,
+      b.Emit(OpCode::kScatterAdd, {zeros, g.op.operands[1], won_count}, g.op.attr, g.op.params));
   ATOLL_ASSIGN_OR_RETURN(const Operand kept, b.Emit(OpCode::kEq, {operand, g.result}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand kept_count, b.Emit(OpCode::kConvertElementType, {kept},
-                                                          static_cast<double>(dtype)));
+  ATOLL_ASSIGN_OR_RETURN(const Operand kept_count,
+                         b.Emit(OpCode::kConvertElementType, {kept}, static_cast<double>(dtype)));
   ATOLL_ASSIGN_OR_RETURN(const Operand ties, Plus(b, winners, kept_count));
   ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
   ATOLL_ASSIGN_OR_RETURN(const Operand share, Over(b, dy, ties));
