@@ -110,8 +110,10 @@ void DropUnused(ir::FunctionDef& def) {
 }
 
 // The gradient function of `f` (see atoll/grad.h); `keep_outputs` puts f's outputs first.
+// With `partial`, the gradients are left partial (see vjp.h) and their axes put there.
 Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vector<int>& wrt,
-                                      const GradOptions& options, bool keep_outputs) {
+                                      const GradOptions& options, bool keep_outputs,
+                                      std::vector<uint32_t>* partial = nullptr) {
   ATOLL_RETURN_IF_ERROR(CheckRequest(f, wrt, options));
   ir::FunctionDef def = f;
   def.name = f.name + (keep_outputs ? "_value_and_grad" : "_grad");
@@ -213,6 +215,11 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
   for (int i : wrt) {
     const ir::Operand input{ir::Operand::kInput, i, 0.0};
     const std::optional<ir::Operand>& c = cotangent[i];
+    if (partial != nullptr) partial->push_back(c ? b.PartialAxes(*c) : 0);
+    if (partial != nullptr && c && !IsConstant(*c)) {
+      def.outputs.push_back(*c);
+      continue;
+    }
     Result<ir::Operand> gradient =
         c && !IsConstant(*c) ? b.Complete(*c) : b.Materialize(c ? *c : Constant(0), input);
     if (!gradient.ok()) return gradient.status().WithContext(fmt::format("input {}", i));
@@ -228,8 +235,8 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
 namespace autodiff {
 
 Result<ir::FunctionDef> Vjp(const ir::FunctionDef& f, const std::vector<int>& wrt,
-                            const std::vector<int>& outputs) {
-  return Differentiate(f, wrt, GradOptions{outputs, true}, false);
+                            const std::vector<int>& outputs, std::vector<uint32_t>* partial) {
+  return Differentiate(f, wrt, GradOptions{outputs, true}, false, partial);
 }
 
 }  // namespace autodiff

@@ -65,16 +65,22 @@ Result<std::optional<Operand>> ResultDy(Backward& b, const OpGrad& g, size_t r) 
   return std::optional<Operand>(whole);
 }
 
-// The VJP of `body`, refused where it would need a collective (a body may hold none).
+// The VJP of `body`, refused where it would need a collective (a body may hold none). With
+// `partial`, the gradients by wrt[i] for i >= whole_count may stay partial (partial gets
+// their axes).
 Result<ir::FunctionDef> BodyVjp(const ir::Op& op, const ir::FunctionDef& body,
-                                const std::vector<int>& wrt, const std::vector<int>& outputs) {
-  Result<ir::FunctionDef> vjp = Vjp(body, wrt, outputs);
+                                const std::vector<int>& wrt, const std::vector<int>& outputs,
+                                std::vector<uint32_t>* partial = nullptr, size_t whole_count = 0) {
+  Result<ir::FunctionDef> vjp = Vjp(body, wrt, outputs, partial);
   if (!vjp.ok()) return vjp.status().WithContext(fmt::format("body '{}'", body.name));
-  if (ir::HasCollectives(*vjp)) {
-    return NoRuleFor(op, fmt::format("body '{}''s gradient sums over a dimension cut over "
-                                     "devices, which a body cannot complete (it may hold no "
+  bool cut_sum = ir::HasCollectives(*vjp);
+  for (size_t i = 0; partial != nullptr && i < whole_count; ++i) cut_sum |= (*partial)[i] != 0;
+  if (cut_sum) {
+    return NoRuleFor(op, fmt::format("the gradient of its body '{}' sums over a dimension cut "
+                                     "over devices into a value that must be whole inside the "
+                                     "{}, and a body cannot complete it (it may hold no "
                                      "collective)",
-                                     body.name));
+                                     body.name, ir::OpName(op.code)));
   }
   return vjp;
 }
@@ -111,19 +117,24 @@ struct ScanParts {
 
 // The transpose's body: takes the carries' cotangents, the consts' cotangents summed so far,
 // then a step's carry, xs and ys' cotangents, then the consts; gives the carries' cotangents
-// a step earlier, the sums with this step's, and the xs' cotangents.
+// a step earlier, the sums with this step's, and the xs' cotangents. A const's cotangent may
+// be partial (a sum over a dimension cut over devices, as a weight's over a split batch):
+// summed so, it is completed after the loop; partial gets the mesh axes of each.
 Result<ir::FunctionDef> ScanTransposeBody(const ir::Op& op, const ScanParts& s,
                                           const std::vector<size_t>& fc,
                                           const std::vector<size_t>& fy,
                                           const std::vector<size_t>& gx,
-                                          const std::vector<size_t>& gk) {
+                                          const std::vector<size_t>& gk,
+                                          std::vector<uint32_t>& partial) {
   std::vector<int> wrt, outputs;
   for (size_t c : fc) wrt.push_back(static_cast<int>(c));
   for (size_t i : gx) wrt.push_back(static_cast<int>(s.X(i)));
   for (size_t k : gk) wrt.push_back(static_cast<int>(s.K(k)));
   for (size_t c : fc) outputs.push_back(static_cast<int>(c));
   for (size_t y : fy) outputs.push_back(static_cast<int>(s.carried + y));
-  ATOLL_ASSIGN_OR_RETURN(const ir::FunctionDef vjp, BodyVjp(op, s.body, wrt, outputs));
+  ATOLL_ASSIGN_OR_RETURN(const ir::FunctionDef vjp,
+                         BodyVjp(op, s.body, wrt, outputs, &partial, fc.size() + gx.size()));
+  partial.erase(partial.begin(), partial.begin() + static_cast<ptrdiff_t>(fc.size() + gx.size()));
 
   const std::vector<TensorType>& in = s.body.inputs;
   const std::vector<TensorType> out = ir::OutputTypes(s.body);
@@ -190,7 +201,9 @@ Result<OperandGrads> GradScan(Backward& b, const OpGrad& g) {
     if (g.needed[s.K(k)]) gk.push_back(k);
   }
   if ((fc.empty() && fy.empty()) || (fc.empty() && gx.empty() && gk.empty())) return grads;
-  ATOLL_ASSIGN_OR_RETURN(ir::FunctionDef transpose, ScanTransposeBody(op, s, fc, fy, gx, gk));
+  std::vector<uint32_t> partial;  // per const in gk
+  ATOLL_ASSIGN_OR_RETURN(ir::FunctionDef transpose,
+                         ScanTransposeBody(op, s, fc, fy, gx, gk, partial));
 
   // The forward scan also stacks the carry each step starts from: the residuals.
   std::vector<Operand> operands;
@@ -229,7 +242,10 @@ Result<OperandGrads> GradScan(Backward& b, const OpGrad& g) {
   for (size_t t = 0; t < fc.size(); ++t) {
     if (g.needed[fc[t]]) grads[fc[t]] = results[t];
   }
-  for (size_t a = 0; a < gk.size(); ++a) grads[s.K(gk[a])] = results[fc.size() + a];
+  for (size_t a = 0; a < gk.size(); ++a) {
+    b.AddPartial(results[fc.size() + a], partial[a]);
+    grads[s.K(gk[a])] = results[fc.size() + a];
+  }
   for (size_t i = 0; i < gx.size(); ++i) grads[s.X(gx[i])] = results[carried + i];
   return grads;
 }

@@ -397,9 +397,14 @@ def test_a_cnn_with_batch_norm_has_jax_gradients(client) -> None:
     jax_net = cnn(jax.numpy, jlax)
     want_loss, want_grads = jax.jit(jax.value_and_grad(jax_net, argnums=params))(*args, labels)
     np.testing.assert_allclose(got[0], np.asarray(want_loss), rtol=1e-5)
-    for k, (g, want) in enumerate(zip(got[1:], want_grads)):
-        scale = float(np.max(np.abs(want)))
-        np.testing.assert_allclose(g, np.asarray(want), rtol=1e-3, atol=1e-4 * scale,
+    assert_gradients_close(got[1:], want_grads, rtol=1e-3, atol=1e-4)
+
+
+def assert_gradients_close(got: Any, want: Any, rtol: float, atol: float) -> None:
+    """Each gradient against jax's, atol relative to the largest element of jax's."""
+    for k, (g, w) in enumerate(zip(got, want)):
+        scale = float(np.max(np.abs(w)))
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol * scale,
                                    err_msg=f"gradient of parameter {k + 1}")
 
 
@@ -415,23 +420,40 @@ def rnn(np_: Any, l: Any, reverse: bool) -> Callable[..., Any]:
     return net
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_a_scan_rnn_has_jax_loss_and_gradients(client, reverse: bool) -> None:
-    rng = np.random.default_rng([SEED, 306, int(reverse)])
+RNN_PARAMS = (1, 2, 3, 4, 5)  # h0, wx, wh, b, wo
+
+
+def rnn_args(rng: np.random.Generator) -> list:
+    """xs, h0, wx, wh, b, wo, targets: 12 steps of a batch of 4."""
     steps, batch, features, hidden, outputs = 12, 4, 5, 8, 3
     shapes = [(steps, batch, features), (batch, hidden), (features, hidden), (hidden, hidden),
               (hidden,), (hidden, outputs), (steps, batch, outputs)]
-    args = [(rng.standard_normal(s) * 0.5).astype(np.float32) for s in shapes]
-    params = tuple(range(1, 6))  # h0, wx, wh, b, wo
+    return [(rng.standard_normal(s) * 0.5).astype(np.float32) for s in shapes]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_scan_rnn_has_jax_loss_and_gradients(client, reverse: bool) -> None:
+    args = rnn_args(np.random.default_rng([SEED, 306, int(reverse)]))
     types = [atoll.f32[a.shape] for a in args]
     traced = client.function(client.slice(1), *types)(
         lambda *a: (rnn(anp, lax, reverse)(*a),) + tuple(
-            atoll.grad(rnn(anp, lax, reverse), argnums=params)(*a)))
+            atoll.grad(rnn(anp, lax, reverse), argnums=RNN_PARAMS)(*a)))
     got = [np.asarray(v) for v in client.run(traced, *args).result(timeout=120)]
     want_loss, want_grads = jax.jit(jax.value_and_grad(rnn(jax.numpy, jlax, reverse),
-                                                       argnums=params))(*args)
+                                                       argnums=RNN_PARAMS))(*args)
     np.testing.assert_allclose(got[0], np.asarray(want_loss), rtol=1e-5)
-    for k, (g, want) in enumerate(zip(got[1:], want_grads)):
-        scale = float(np.max(np.abs(want)))
-        np.testing.assert_allclose(g, np.asarray(want), rtol=1e-4, atol=1e-5 * scale,
-                                   err_msg=f"gradient of parameter {k + 1}")
+    assert_gradients_close(got[1:], want_grads, rtol=1e-4, atol=1e-5)
+
+
+def test_a_scan_rnn_with_its_batch_split_over_2_devices_has_jax_gradients(client) -> None:
+    """xs, h0 and targets cut along the batch: each device scans its rows; the weights'
+    gradients are sums over the batch, partial inside the loop and completed after it."""
+    args = rnn_args(np.random.default_rng([SEED, 307]))
+    batch_dim = [1, 0, -1, -1, -1, -1, 1]
+    types = [atoll.f32[a.shape].split(d) if d >= 0 else atoll.f32[a.shape]
+             for a, d in zip(args, batch_dim)]
+    traced = client.function(client.slice(2), *types)(
+        lambda *a: tuple(atoll.grad(rnn(anp, lax, False), argnums=RNN_PARAMS)(*a)))
+    got = client.run(traced, *args).result(timeout=120)
+    want = jax.jit(jax.grad(rnn(jax.numpy, jlax, False), argnums=RNN_PARAMS))(*args)
+    assert_gradients_close(got, want, rtol=1e-4, atol=1e-5)
