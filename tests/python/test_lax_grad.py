@@ -332,6 +332,20 @@ def test_while_loop_is_refused_by_grad_naming_it(client) -> None:
         client.function(client.slice(1), atoll.f32[4])(lambda x: atoll.grad(loss)(x))
 
 
+def test_a_branch_gradient_that_needs_an_all_reduce_is_refused_naming_cond(client) -> None:
+    """w's gradient inside the branch sums over x's rows, cut over 2 devices: a body may hold
+    no collective, and a cond's result cannot be left partial."""
+    def loss(x, w):
+        y = lax.cond(lax.gt(lax.reduce_max(w, (0, 1)), lax.reduce_min(w, (0, 1))),
+                     lambda a, b: a @ b, lambda a, b: lax.neg(a @ b), x, w)
+        return atoll.ops.all_reduce_sum(lax.reduce_sum(y, (0, 1)))
+
+    with pytest.raises(atoll.InvalidArgument,
+                       match=r"\(cond\).*sums over a dimension cut over devices"):
+        client.function(client.slice(2), atoll.f32[4, 3].split(0), atoll.f32[3, 2])(
+            lambda x, w: atoll.grad(loss, argnums=1)(x, w))
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_grad_rule_matches_jax_and_finite_differences(client, name: str) -> None:
     fn, draw_x, draw_y, y_shape = CASES[name]
