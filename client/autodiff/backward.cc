@@ -1,5 +1,7 @@
 #include "client/autodiff/backward.h"
 
+#include <fmt/format.h>
+
 namespace atl::autodiff {
 
 namespace {
@@ -35,10 +37,13 @@ Result<ir::Operand> Backward::Emit(ir::OpCode code, std::vector<ir::Operand> ope
                                    std::vector<int64_t> params) {
   ir::Op op{code, std::move(operands), attr, {}, std::move(params)};
   ATOLL_ASSIGN_OR_RETURN(op.type, ir::InferType(def_, op));
+  // A structured op's results are what its bodies give on each shard (their types say how
+  // they are cut), and the rules hand it whole operands: none of them is partial.
   const bool collective = ir::IsCollective(code);
+  const bool structured = ir::IsStructured(code) || code == ir::OpCode::kTupleElement;
   uint32_t partial = 0;
   for (const ir::Operand& o : op.operands) {
-    if (IsConstant(o)) continue;
+    if (IsConstant(o) || structured) continue;
     partial |= PartialAxes(o);
     if (!collective) partial |= CutAxes(TypeOf(o)) & ~CutAxes(op.type);
   }
@@ -84,6 +89,49 @@ Result<ir::Operand> Backward::Scale(const ir::Operand& v, double s) {
   if (IsConstant(v)) return Constant(v.scalar * s);
   if (s == 1) return v;
   return Emit(ir::OpCode::kMul, {v, Constant(s)});
+}
+
+Status Backward::AddResultCotangent(const ir::Operand& structured, int64_t k,
+                                    const ir::Operand& c) {
+  std::map<int64_t, ir::Operand>& results = results_[structured.index];
+  const auto it = results.find(k);
+  if (it == results.end()) {
+    results.emplace(k, c);
+    return Status::Ok();
+  }
+  ATOLL_ASSIGN_OR_RETURN(it->second, Sum(it->second, c));
+  return Status::Ok();
+}
+
+std::optional<ir::Operand> Backward::ResultCotangent(const ir::Operand& structured,
+                                                     int64_t k) const {
+  const auto op = results_.find(structured.index);
+  if (op == results_.end()) return std::nullopt;
+  const auto it = op->second.find(k);
+  if (it == op->second.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Backward::HasResultCotangents(const ir::Operand& structured) const {
+  return results_.contains(structured.index);
+}
+
+int64_t Backward::AddBody(ir::FunctionDef body) {
+  def_.bodies.push_back(std::move(body));
+  return static_cast<int64_t>(def_.bodies.size()) - 1;
+}
+
+Status Backward::SetBody(const ir::Operand& structured, size_t at, int64_t index) {
+  ir::Op& op = def_.ops.at(static_cast<size_t>(structured.index));
+  ir::Op changed = op;
+  changed.params.at(at) = index;
+  ATOLL_ASSIGN_OR_RETURN(const ir::TensorType type, ir::InferType(def_, changed));
+  if (type != op.type) {
+    return Internal(fmt::format("{}: the new body gives a first result {}, the op's is {}",
+                                ir::OpName(op.code), ir::Describe(type), ir::Describe(op.type)));
+  }
+  op = std::move(changed);
+  return Status::Ok();
 }
 
 }  // namespace atl::autodiff

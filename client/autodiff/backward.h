@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -75,9 +76,26 @@ class Backward {
   // v * s for a number s: a constant stays one, and s == 1 is v itself.
   Result<ir::Operand> Scale(const ir::Operand& v, double s);
 
+  // A structured op (while, scan, cond) has several results, the others than its first read
+  // by tuple_element ops: tuple_element's rule hands the cotangent of result k of the op
+  // whose value is `structured` over here (summed with any other), and the structured op's
+  // rule takes them (the engine hands it its first result's as OpGrad::dy).
+  Status AddResultCotangent(const ir::Operand& structured, int64_t k, const ir::Operand& c);
+  std::optional<ir::Operand> ResultCotangent(const ir::Operand& structured, int64_t k) const;
+  bool HasResultCotangents(const ir::Operand& structured) const;
+
+  // Appends a body (a loop's or a branch's) to the function: its index.
+  int64_t AddBody(ir::FunctionDef body);
+  // Points body param `at` of the forward structured op whose value is `structured` at body
+  // `index`, which must give the op the same first result (a body that gives more results:
+  // the values a gradient rule saves from the forward loop).
+  Status SetBody(const ir::Operand& structured, size_t at, int64_t index);
+
  private:
   ir::FunctionDef& def_;
   std::vector<uint32_t> partial_;  // per op of def_: PartialAxes of its result
+  // Per structured op (by index), the cotangents of its results handed over so far.
+  std::map<int32_t, std::map<int64_t, ir::Operand>> results_;
 };
 
 }  // namespace atl::autodiff

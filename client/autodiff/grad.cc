@@ -11,6 +11,7 @@
 #include "atoll/grad.h"
 #include "client/autodiff/backward.h"
 #include "client/autodiff/grad_rules.h"
+#include "client/autodiff/vjp.h"
 #include "client/internal.h"
 
 namespace atl {
@@ -109,8 +110,10 @@ void DropUnused(ir::FunctionDef& def) {
 }
 
 // The gradient function of `f` (see atoll/grad.h); `keep_outputs` puts f's outputs first.
+// With `partial`, the gradients are left partial (see vjp.h) and their axes put there.
 Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vector<int>& wrt,
-                                      const GradOptions& options, bool keep_outputs) {
+                                      const GradOptions& options, bool keep_outputs,
+                                      std::vector<uint32_t>* partial = nullptr) {
   ATOLL_RETURN_IF_ERROR(CheckRequest(f, wrt, options));
   ir::FunctionDef def = f;
   def.name = f.name + (keep_outputs ? "_value_and_grad" : "_grad");
@@ -119,10 +122,13 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
 
   // Which values a differentiated input reaches (through float values: integers carry no
   // gradient), and which reach a differentiated output.
+  // A structured op (while, scan, cond) stands for all its results, whose first may be an
+  // integer (a loop counter): the tuple_element ops that read its float results depend on
+  // it, and through them it is needed.
   std::vector<bool> depends(num_values), needed(num_values);
   for (int i : wrt) depends[i] = true;
   for (size_t j = 0; j < f.ops.size(); ++j) {
-    if (!IsFloating(f.ops[j].type.dtype)) continue;
+    if (!IsFloating(f.ops[j].type.dtype) && !ir::IsStructured(f.ops[j].code)) continue;
     for (const ir::Operand& o : f.ops[j].operands) {
       if (o.kind != ir::Operand::kScalar && depends[values.Of(o)])
         depends[f.inputs.size() + j] = true;
@@ -133,7 +139,10 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
     const size_t v = f.inputs.size() + j;
     if (!needed[v] || !depends[v]) continue;
     for (const ir::Operand& o : f.ops[j].operands) {
-      if (o.kind != ir::Operand::kScalar && IsFloatTensor(f, o)) needed[values.Of(o)] = true;
+      if (o.kind != ir::Operand::kScalar &&
+          (IsFloatTensor(f, o) || f.ops[j].code == ir::OpCode::kTupleElement)) {
+        needed[values.Of(o)] = true;
+      }
     }
   }
 
@@ -158,9 +167,12 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
 
   for (size_t j = f.ops.size(); j-- > 0;) {
     const size_t v = f.inputs.size() + j;
-    if (!needed[v] || !depends[v] || !cotangent[v]) continue;
-    autodiff::OpGrad g{
-        f.ops[j], {ir::Operand::kOp, static_cast<int32_t>(j), 0.0}, *cotangent[v], {}};
+    const ir::Operand result{ir::Operand::kOp, static_cast<int32_t>(j), 0.0};
+    // A structured op's other results hand their cotangents to b (tuple_element's rule).
+    const bool reached =
+        cotangent[v] || (ir::IsStructured(f.ops[j].code) && b.HasResultCotangents(result));
+    if (!needed[v] || !depends[v] || !reached) continue;
+    autodiff::OpGrad g{f.ops[j], result, cotangent[v].value_or(Constant(0)), {}};
     auto context = [&] { return fmt::format("op {} ({})", j, ir::OpName(g.op.code)); };
     const autodiff::GradRow& row = autodiff::GradRowOf(g.op.code);
     if (row.rule == nullptr) {
@@ -203,6 +215,11 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
   for (int i : wrt) {
     const ir::Operand input{ir::Operand::kInput, i, 0.0};
     const std::optional<ir::Operand>& c = cotangent[i];
+    if (partial != nullptr) partial->push_back(c ? b.PartialAxes(*c) : 0);
+    if (partial != nullptr && c && !IsConstant(*c)) {
+      def.outputs.push_back(*c);
+      continue;
+    }
     Result<ir::Operand> gradient =
         c && !IsConstant(*c) ? b.Complete(*c) : b.Materialize(c ? *c : Constant(0), input);
     if (!gradient.ok()) return gradient.status().WithContext(fmt::format("input {}", i));
@@ -212,6 +229,19 @@ Result<ir::FunctionDef> Differentiate(const ir::FunctionDef& f, const std::vecto
   ATOLL_RETURN_IF_ERROR(ValidateUnregistered(def));
   return def;
 }
+
+}  // namespace
+
+namespace autodiff {
+
+Result<ir::FunctionDef> Vjp(const ir::FunctionDef& f, const std::vector<int>& wrt,
+                            const std::vector<int>& outputs, std::vector<uint32_t>* partial) {
+  return Differentiate(f, wrt, GradOptions{outputs, true}, false, partial);
+}
+
+}  // namespace autodiff
+
+namespace {
 
 Result<FunctionBuilder> Transform(const FunctionBuilder& f, const std::vector<int>& wrt,
                                   const GradOptions& options, bool keep_outputs) {

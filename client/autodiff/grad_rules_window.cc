@@ -1,6 +1,6 @@
-// The gradient rules of jax.lax's windowed and indexed primitives (convolution, window
-// reductions, dynamic slices, gather and scatter-add) and of clamp and reduce_precision, as
-// jax transposes them (jax/_src/lax/convolution.py, windowed_reductions.py, slicing.py):
+// The gradient rules of jax.lax's windowed primitives (convolution, window reductions,
+// dynamic slices) and of clamp and reduce_precision, as jax transposes them
+// (jax/_src/lax/convolution.py, windowed_reductions.py, slicing.py):
 // each cotangent is another primitive of the IR, so it runs and shards as that one does.
 #include <algorithm>
 #include <numeric>
@@ -158,13 +158,6 @@ Result<Operand> ConvRhsGrad(Backward& b, const OpGrad& g, const ConvParams& c, c
                                    SwapFirstTwo(c.rhs_spec), 1, c.feature_groups));
 }
 
-// gather's dimension numbers as scatter's (and back): the params without slice_sizes.
-Ints ScatterParamsOfGather(const ir::Op& gather) {
-  size_t at = 0;
-  for (int part = 0; part < 3; ++part) at += 1 + static_cast<size_t>(gather.params[at]);
-  return Take(gather, 0, at);
-}
-
 }  // namespace
 
 Result<OperandGrads> GradConv(Backward& b, const OpGrad& g) {
@@ -249,53 +242,6 @@ Result<OperandGrads> GradDynamicUpdateSlice(Backward& b, const OpGrad& g) {
     ATOLL_ASSIGN_OR_RETURN(grads[1], b.Emit(OpCode::kDynamicSlice, std::move(operands), 0,
                                             Ints(size.begin(), size.end())));
   }
-  return grads;
-}
-
-Result<OperandGrads> GradGather(Backward& b, const OpGrad& g) {
-  if (!g.needed[0]) return OperandGrads(2);
-  // dy added into zeros at the gathered windows: scatter_add with the same dimension
-  // numbers and mode (clip, or fill's counterpart: a window that does not fit is dropped).
-  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
-  ATOLL_ASSIGN_OR_RETURN(const Operand zeros, FilledLike(b, g.op.operands[0], 0));
-  OperandGrads grads(2);
-  ATOLL_ASSIGN_OR_RETURN(grads[0], b.Emit(OpCode::kScatterAdd, {zeros, g.op.operands[1], dy},
-                                          g.op.attr, ScatterParamsOfGather(g.op)));
-  return grads;
-}
-
-Result<OperandGrads> GradScatterAdd(Backward& b, const OpGrad& g) {
-  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
-  OperandGrads grads(3);
-  if (g.needed[0]) grads[0] = dy;
-  if (!g.needed[2]) return grads;
-  // The updates' cotangent: dy gathered at their windows (jax's _scatter_add_transpose_rule).
-  Ints params = g.op.params;
-  const size_t window_count = static_cast<size_t>(params[0]);
-  const Ints window_dims = Take(g.op, 1, window_count);
-  const size_t inserted_count = static_cast<size_t>(params[1 + window_count]);
-  const Ints inserted = Take(g.op, 2 + window_count, inserted_count);
-  const Shape operand = ShapeOf(b, g.op.operands[0]);
-  const Shape updates = ShapeOf(b, g.op.operands[2]);
-  size_t next = 0;
-  for (size_t d = 0; d < operand.size(); ++d) {
-    const bool was_inserted =
-        std::ranges::find(inserted, static_cast<int64_t>(d)) != inserted.end();
-    params.push_back(was_inserted ? 1 : updates[static_cast<size_t>(window_dims[next++])]);
-  }
-  ATOLL_ASSIGN_OR_RETURN(Operand taken,
-                         b.Emit(OpCode::kGather, {dy, g.op.operands[1]}, g.op.attr, params));
-  if (g.op.attr != 0) {
-    // fill mode puts NaN where an update was dropped, whose cotangent is 0: gathered ones
-    // are NaN exactly there.
-    ATOLL_ASSIGN_OR_RETURN(const Operand ones, FilledLike(b, dy, 1));
-    ATOLL_ASSIGN_OR_RETURN(const Operand hit,
-                           b.Emit(OpCode::kGather, {ones, g.op.operands[1]}, g.op.attr, params));
-    ATOLL_ASSIGN_OR_RETURN(const Operand kept, b.Emit(OpCode::kEq, {hit, hit}));
-    ATOLL_ASSIGN_OR_RETURN(const Operand zeros, FilledLike(b, taken, 0));
-    ATOLL_ASSIGN_OR_RETURN(taken, b.Emit(OpCode::kSelectN, {kept, zeros, taken}));
-  }
-  grads[2] = taken;
   return grads;
 }
 

@@ -112,8 +112,10 @@ def while_loop(cond_fun: Callable[[Any], Value], body_fun: Callable[[Any], Any],
 
 def fori_loop(lower: int, upper: int, body_fun: Callable[[Value, Any], Any], init_val: Any) -> Any:
     """jax.lax.fori_loop with whole-number bounds: ``body_fun(i, carry)`` for i from lower to
-    upper - 1, over an i32 counter."""
-    from .lax import full, lt  # the module that re-exports this one
+    upper - 1, over an i32 counter. As jax does for bounds known while tracing, it is a scan
+    of upper - lower steps (so reverse-mode differentiation goes through it, where a
+    while_loop's cannot)."""
+    from .lax import full  # the module that re-exports this one
 
     carry, _ = _flatten(init_val, "fori_loop's init_val")
     if not carry:
@@ -123,8 +125,8 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Value, Any], Any], ini
         start = full((), int(lower), "i32")
     finally:
         tracing_function.reset(token)
-    _, out = while_loop(lambda c: lt(c[0], full((), int(upper), "i32")),
-                        lambda c: (c[0] + 1, body_fun(c[0], c[1])), (start, init_val))
+    (_, out), _ = scan(lambda c, _x: ((c[0] + 1, body_fun(c[0], c[1])), None), (start, init_val),
+                       None, length=max(int(upper) - int(lower), 0))
     return out
 
 
