@@ -1,9 +1,8 @@
 """atoll.onnx against onnxruntime (the oracle): small models built with onnx.helper, run on
 random inputs by both; models exported by torch.onnx.export (torchvision's resnet18,
-mobilenet_v3_small, efficientnet_b0, vit_b_16 and a TransformerEncoder), against torch's
-outputs and onnxruntime's; the refusals, read by their
-messages; a smoke run of onnx's own node conformance cases (their expected outputs are the
-oracle)."""
+mobilenet_v3_small, efficientnet_b0, vit_b_16, shufflenet_v2_x0_5 and a TransformerEncoder),
+against torch's outputs and onnxruntime's; the refusals, read by their messages; a smoke run
+of onnx's own node conformance cases (their expected outputs are the oracle)."""
 
 from __future__ import annotations
 
@@ -275,7 +274,10 @@ def test_maxpool_indices_det_and_quantized_matmul(onnx_client, one):
 # -- models exported by torch --------------------------------------------------------------
 # Debian's torch, run by Debian's interpreter (bench/onnx/export_torch.py): the venv has none.
 TORCH_PYTHON = "/usr/bin/python3"
-TORCH_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "encoder"]
+# shufflenet_v2's channel shuffle is a 5-d Transpose between Reshapes whose shapes torch
+# computes from Shape/Gather/Div, and its channel split is a pair of Slices.
+TORCH_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16",
+                "shufflenet_v2_x0_5", "encoder"]
 
 
 @pytest.fixture(scope="module")
