@@ -154,6 +154,36 @@ def test_layernorm_where_topk_clip_cumsum(onnx_client, one):
     check(model, onnx_client, one, {"x": randn(3, 6)}, rtol=1e-5, atol=1e-5)
 
 
+def test_row_kernels_where_the_nodes_are_theirs(onnx_client, one):
+    """The nodes that go to atoll's row kernels (a row bias on either side of Add, scalar
+    arithmetic, Relu, LayerNormalization and Softmax over the last axis, Gemm's constant
+    transposed at load) and, beside them, those that keep the decompositions (a LayerNorm
+    whose statistics are read, a Softmax over another axis)."""
+    model = make(
+        [helper.make_node("Add", ["bias", "x"], ["a"]),
+         helper.make_node("Add", ["a", "row"], ["a2"]),
+         helper.make_node("Mul", ["half", "a2"], ["m"]),
+         helper.make_node("Div", ["m", "three"], ["d"]),
+         helper.make_node("Sub", ["d", "one"], ["s"]),
+         helper.make_node("Relu", ["s"], ["r"]),
+         helper.make_node("LayerNormalization", ["r", "g", "b"], ["ln"], axis=-1),
+         helper.make_node("Softmax", ["ln"], ["sm"], axis=-1),
+         helper.make_node("Softmax", ["ln"], ["sm1"], axis=1),
+         helper.make_node("LayerNormalization", ["x", "g"], ["ln2", "mu", "inv"], axis=-1),
+         helper.make_node("Gemm", ["x2", "w", "c"], ["gm"], transB=1)],
+        [vi("x", [4, 6, 8]), vi("x2", [4, 8])],
+        [vi("sm", [4, 6, 8]), vi("sm1", [4, 6, 8]), vi("ln2", [4, 6, 8]), vi("mu", None),
+         vi("inv", None), vi("gm", [4, 5])],
+        [numpy_helper.from_array(randn(8), "bias"), numpy_helper.from_array(randn(1, 8), "row"),
+         numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(3.0, np.float32), "three"),
+         numpy_helper.from_array(np.array([1.0], np.float32), "one"),
+         numpy_helper.from_array(randn(8), "g"), numpy_helper.from_array(randn(8), "b"),
+         numpy_helper.from_array(randn(5, 8), "w"), numpy_helper.from_array(randn(5), "c")])
+    check(model, onnx_client, one, {"x": randn(4, 6, 8), "x2": randn(4, 8)}, rtol=1e-5,
+          atol=1e-5)
+
+
 def test_lstm_resize_attention(onnx_client, one):
     """Ops with more machinery: an LSTM unrolled over 5 steps (both directions), a linear
     Resize (interpolation matrices from onnx's reference), ConvTranspose, and a causal

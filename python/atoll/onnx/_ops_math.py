@@ -365,11 +365,14 @@ def _matmul(ctx, a, b):
 
 @op("Gemm")
 def _gemm(ctx, a, b, c=None):
-    x, y = ctx.value(a), ctx.value(b)
-    if ctx.attr("transA", 0):
-        x = lax.transpose(x, [1, 0])
-    if ctx.attr("transB", 0):
-        y = lax.transpose(y, [1, 0])
+    def operand(v, transposed):
+        # A constant (a layer's weights) is transposed once here, not at every run.
+        if not transposed:
+            return ctx.value(v)
+        if isinstance(v, Value):
+            return lax.transpose(v, [1, 0])
+        return ctx.value(np.ascontiguousarray(np.asarray(v).T))
+    x, y = operand(a, ctx.attr("transA", 0)), operand(b, ctx.attr("transB", 0))
     out = anp.matmul(x, y)
     alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
     if alpha != 1.0:
