@@ -37,13 +37,16 @@ def softmax(v: Value, axis: int) -> Optional[Value]:
 def layer_norm(ctx: Any, v: Value, axis: int, scale: Any, bias: Any, eps: float
                ) -> Optional[Value]:
     """LayerNormalization over the last axis with a scale and bias of that dimension's size,
-    when nothing reads the node's mean and inverse deviation outputs."""
-    if not _rows(v) or axis != len(v.shape) - 1 or any(ctx.node.output[1:]):
+    when nothing reads the node's mean and inverse deviation outputs (the kernel takes a
+    positive epsilon only)."""
+    if (not _rows(v) or axis != len(v.shape) - 1 or any(ctx.node.output[1:])
+            or not 0 < eps < float("inf")):
         return None
     n = v.shape[-1]
     parts = []
     for p in (scale, bias if bias is not None else np.zeros(n, np.float32)):
-        if int(np.prod(np.shape(p) if not isinstance(p, Value) else p.shape)) != n:
+        shape = tuple(p.shape) if isinstance(p, Value) else np.shape(p)
+        if not shape or shape[-1] != n or any(d != 1 for d in shape[:-1]):
             return None  # a scalar or another broadcast shape
         pv = ctx.value(p)
         if pv.dtype != "f32":
