@@ -11,9 +11,11 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <omp.h>
 #include <dnnl.hpp>
 
 #include "kernels/lax.h"
+#include "kernels/matmul_threads.h"
 #include "kernels/nd_index.h"
 
 namespace atl::kernels {
@@ -130,6 +132,15 @@ Result<std::optional<Tensor>> ConvWithOneDnn(const Tensor& lhs, const Tensor& rh
     high.push_back(c.high[i]);
   }
   Tensor out(DType::kF32, out_shape);
+  // Debian's oneDNN runs on OpenMP, whose team is every core by default: each device of an
+  // executor would then run its convolutions on all the host's cores, and on a loaded host
+  // every parallel region waits at its barrier for threads the scheduler has not run (resnet18
+  // at batch 1 spent three quarters of its time spinning in libgomp). The calling thread's
+  // share of the cores, as its matmuls have (SetMatmulThreads), bounds its team; OpenMP keeps
+  // that count per thread.
+  if (const int share = MatmulThreads(); share > 0 && omp_get_max_threads() != share) {
+    omp_set_num_threads(share);
+  }
   try {
     const std::shared_ptr<Planned> plan = Plan(key);
     dnnl::stream stream(CpuEngine());

@@ -48,6 +48,7 @@ MODELS = {"resnet18": classifier("resnet18"),
           "mobilenet_v3_small": classifier("mobilenet_v3_small"),
           "efficientnet_b0": classifier("efficientnet_b0"),
           "vit_b_16": classifier("vit_b_16"),
+          "shufflenet_v2_x0_5": classifier("shufflenet_v2_x0_5"),
           "encoder": encoder}
 
 

@@ -435,12 +435,17 @@ def matmul(a: Any, b: Any) -> Value:
     if y1:
         y = expand_dims(y, 1)
     batch = _broadcast_shapes(tuple(x.shape[:-2]), tuple(y.shape[:-2]))
-    cut = _cuts([x, y], batch, core=2)
-    x = broadcast_to(x, batch + tuple(x.shape[-2:]), cut + [-1, -1])
-    y = broadcast_to(y, batch + tuple(y.shape[-2:]), cut + [-1, -1])
     nb = len(batch)
-    dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(x, y, dims)
+    if len(y.shape) == 2:
+        # A matrix on the right (a layer's weights): x's batch dimensions are free ones of a
+        # single product, instead of copies of y broadcast over them and a product each.
+        out = lax.dot_general(x, y, (((nb + 1,), (0,)), ((), ())))
+    else:
+        cut = _cuts([x, y], batch, core=2)
+        x = broadcast_to(x, batch + tuple(x.shape[-2:]), cut + [-1, -1])
+        y = broadcast_to(y, batch + tuple(y.shape[-2:]), cut + [-1, -1])
+        dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
+        out = lax.dot_general(x, y, dims)
     if x1:
         out = lax.squeeze(out, [nb])
     if y1:

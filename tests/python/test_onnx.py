@@ -1,9 +1,8 @@
 """atoll.onnx against onnxruntime (the oracle): small models built with onnx.helper, run on
 random inputs by both; models exported by torch.onnx.export (torchvision's resnet18,
-mobilenet_v3_small, efficientnet_b0, vit_b_16 and a TransformerEncoder), against torch's
-outputs and onnxruntime's; the refusals, read by their
-messages; a smoke run of onnx's own node conformance cases (their expected outputs are the
-oracle)."""
+mobilenet_v3_small, efficientnet_b0, vit_b_16, shufflenet_v2_x0_5 and a TransformerEncoder),
+against torch's outputs and onnxruntime's; the refusals, read by their messages; a smoke run
+of onnx's own node conformance cases (their expected outputs are the oracle)."""
 
 from __future__ import annotations
 
@@ -155,6 +154,36 @@ def test_layernorm_where_topk_clip_cumsum(onnx_client, one):
     check(model, onnx_client, one, {"x": randn(3, 6)}, rtol=1e-5, atol=1e-5)
 
 
+def test_row_kernels_where_the_nodes_are_theirs(onnx_client, one):
+    """The nodes that go to atoll's row kernels (a row bias on either side of Add, scalar
+    arithmetic, Relu, LayerNormalization and Softmax over the last axis, Gemm's constant
+    transposed at load) and, beside them, those that keep the decompositions (a LayerNorm
+    whose statistics are read, a Softmax over another axis)."""
+    model = make(
+        [helper.make_node("Add", ["bias", "x"], ["a"]),
+         helper.make_node("Add", ["a", "row"], ["a2"]),
+         helper.make_node("Mul", ["half", "a2"], ["m"]),
+         helper.make_node("Div", ["m", "three"], ["d"]),
+         helper.make_node("Sub", ["d", "one"], ["s"]),
+         helper.make_node("Relu", ["s"], ["r"]),
+         helper.make_node("LayerNormalization", ["r", "g", "b"], ["ln"], axis=-1),
+         helper.make_node("Softmax", ["ln"], ["sm"], axis=-1),
+         helper.make_node("Softmax", ["ln"], ["sm1"], axis=1),
+         helper.make_node("LayerNormalization", ["x", "g"], ["ln2", "mu", "inv"], axis=-1),
+         helper.make_node("Gemm", ["x2", "w", "c"], ["gm"], transB=1)],
+        [vi("x", [4, 6, 8]), vi("x2", [4, 8])],
+        [vi("sm", [4, 6, 8]), vi("sm1", [4, 6, 8]), vi("ln2", [4, 6, 8]), vi("mu", None),
+         vi("inv", None), vi("gm", [4, 5])],
+        [numpy_helper.from_array(randn(8), "bias"), numpy_helper.from_array(randn(1, 8), "row"),
+         numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(3.0, np.float32), "three"),
+         numpy_helper.from_array(np.array([1.0], np.float32), "one"),
+         numpy_helper.from_array(randn(8), "g"), numpy_helper.from_array(randn(8), "b"),
+         numpy_helper.from_array(randn(5, 8), "w"), numpy_helper.from_array(randn(5), "c")])
+    check(model, onnx_client, one, {"x": randn(4, 6, 8), "x2": randn(4, 8)}, rtol=1e-5,
+          atol=1e-5)
+
+
 def test_lstm_resize_attention(onnx_client, one):
     """Ops with more machinery: an LSTM unrolled over 5 steps (both directions), a linear
     Resize (interpolation matrices from onnx's reference), ConvTranspose, and a causal
@@ -275,7 +304,10 @@ def test_maxpool_indices_det_and_quantized_matmul(onnx_client, one):
 # -- models exported by torch --------------------------------------------------------------
 # Debian's torch, run by Debian's interpreter (bench/onnx/export_torch.py): the venv has none.
 TORCH_PYTHON = "/usr/bin/python3"
-TORCH_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "encoder"]
+# shufflenet_v2's channel shuffle is a 5-d Transpose between Reshapes whose shapes torch
+# computes from Shape/Gather/Div, and its channel split is a pair of Slices.
+TORCH_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16",
+                "shufflenet_v2_x0_5", "encoder"]
 
 
 @pytest.fixture(scope="module")

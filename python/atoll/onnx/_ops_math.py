@@ -9,14 +9,18 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as anp
+from . import _fused
 from . import _narrow as narrow
 from ._context import atoll_dtype_of_onnx
 from ._ops import op
 from ._util import FLOATS, Value, axis, broadcast, in_float, keep, scalar, wide
 
 
-def _binary(fn, widen=False):
+def _binary(fn, widen=False, name=""):
     def lower(ctx, x, y):
+        fast = _fused.arithmetic(ctx, name, fn, x, y) if widen else None
+        if fast is not None:
+            return fast
         a, b = broadcast(ctx, x, y)
         if b.dtype != a.dtype:
             raise ctx.refuse(f"operands of dtypes {a.dtype} and {b.dtype}")
@@ -25,7 +29,7 @@ def _binary(fn, widen=False):
 
 
 for _name, _fn in (("Add", lax.add), ("Sub", lax.sub), ("Mul", lax.mul), ("Div", lax.div)):
-    op(_name)(_binary(_fn, widen=True))
+    op(_name)(_binary(_fn, widen=True, name=_name))
 for _name, _fn in (("Equal", lax.eq), ("Less", lax.lt), ("Greater", lax.gt),
                    ("LessOrEqual", lax.le), ("GreaterOrEqual", lax.ge), ("And", lax.bitwise_and),
                    ("Or", lax.bitwise_or), ("Xor", lax.bitwise_xor),
@@ -153,7 +157,11 @@ def _where(c, a, b):
     return lax.select_n(c, b, a)
 
 
-op("Relu")(lambda ctx, x: (lambda v: lax.max(v, scalar(v, 0)))(ctx.value(x)))
+@op("Relu")
+def _relu(ctx, x):
+    v = ctx.value(x)
+    fast = _fused.relu(v)
+    return fast if fast is not None else lax.max(v, scalar(v, 0))
 op("LeakyRelu")(_act(lambda ctx, v: _where(lax.lt(v, scalar(v, 0)),
                                            lax.mul(v, scalar(v, ctx.attr("alpha", 0.01))), v)))
 op("Elu")(_act(lambda ctx, v: _where(lax.lt(v, scalar(v, 0)),
@@ -237,6 +245,9 @@ def _softmax(kind):
         if flat:
             v = lax.reshape(v, [int(np.prod(shape[:a])), int(np.prod(shape[a:]))])
             a = 1
+        fast = _fused.softmax(v, a) if kind == "soft" else None
+        if fast is not None:
+            return lax.reshape(fast, shape) if flat else fast
 
         def f(u):
             if kind == "hard":
@@ -354,11 +365,14 @@ def _matmul(ctx, a, b):
 
 @op("Gemm")
 def _gemm(ctx, a, b, c=None):
-    x, y = ctx.value(a), ctx.value(b)
-    if ctx.attr("transA", 0):
-        x = lax.transpose(x, [1, 0])
-    if ctx.attr("transB", 0):
-        y = lax.transpose(y, [1, 0])
+    def operand(v, transposed):
+        # A constant (a layer's weights) is transposed once here, not at every run.
+        if not transposed:
+            return ctx.value(v)
+        if isinstance(v, Value):
+            return lax.transpose(v, [1, 0])
+        return ctx.value(np.ascontiguousarray(np.asarray(v).T))
+    x, y = operand(a, ctx.attr("transA", 0)), operand(b, ctx.attr("transB", 0))
     out = anp.matmul(x, y)
     alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
     if alpha != 1.0:
@@ -367,7 +381,8 @@ def _gemm(ctx, a, b, c=None):
         cv = ctx.value(c)
         if beta != 1.0:
             cv = lax.mul(cv, scalar(cv, beta))
-        out = lax.add(*broadcast(ctx, out, cv))
+        fast = _fused.arithmetic(ctx, "Add", lax.add, out, cv)
+        out = fast if fast is not None else lax.add(*broadcast(ctx, out, cv))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
+from . import _fused
 from ._ops import op
 from ._util import axis, broadcast, in_float, keep, normalization_input, scalar, wide
 
@@ -207,7 +208,10 @@ def _instance_norm(ctx, x, scale, b):
 
 @op("LayerNormalization")
 def _layer_norm(ctx, x, scale, b=None):
-    v, d, u, _, axes, eps = normalization_input(ctx, x)
+    v, d, u, a, axes, eps = normalization_input(ctx, x)
+    fast = _fused.layer_norm(ctx, v, a, scale, b, eps)
+    if fast is not None:
+        return fast
     mean, var, c, kd = _moments(u, axes)
     inv = lax.rsqrt(lax.add(var, scalar(var, eps)))
     y = lax.mul(c, lax.broadcast_in_dim(inv, u.shape, kd))
