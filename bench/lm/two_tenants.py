@@ -206,7 +206,7 @@ def measure(args: argparse.Namespace, state: str) -> Dict[str, Any]:
     steps = {"train": [], "infer": []}
     trace_file = pathlib.Path(args.trace)
     try:
-        def take(until: float) -> None:
+        def take(until: float) -> None:  # the tenants' lines until then
             while time.monotonic() < until:
                 try:
                     msg = lines.get(timeout=max(until - time.monotonic(), 0.01))
@@ -219,8 +219,6 @@ def measure(args: argparse.Namespace, state: str) -> Dict[str, Any]:
                     clients[msg["client"]] = msg["tenant"]
                 else:
                     steps[msg["tenant"]].append((time.monotonic(), msg["step"]))
-                if until == float("inf") and all(steps.values()):
-                    return
 
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not all(steps.values()):
