@@ -45,6 +45,7 @@ PLOTS = {
     "peers": {"figure": "bars", "yscale": "auto"},
     "lm": {"figure": "bars", "yscale": "log"},
     "lm_curve": {"x": "step", "xscale": "linear", "yscale": "linear"},
+    "lm_tenants": {"figure": "bars", "yscale": "linear"},
     "collectives": {"x": "bytes_per_device", "xscale": "log", "yscale": "log"},
 }
 DEFAULT_PLOT = {"x": None, "xscale": "auto", "yscale": "auto", "series": None, "figure": None}
@@ -104,6 +105,17 @@ def validate(result, where):
         for key in ("runs", "min", "median", "max"):
             if not is_number(row[key]):
                 raise ResultError(f"{at}: '{key}' is not a number")
+    # Optional: "notes", Markdown lines under the section's header (what a figure means, a
+    # link to a file the bench wrote); "figures", images the bench drew itself beside
+    # RESULTS.md (a trace's timeline), each {"file": NAME.png, "title": TEXT}.
+    notes = result.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise ResultError(f"{where}: 'notes' is not a list of strings")
+    figures = result.get("figures", [])
+    if not isinstance(figures, list) or not all(
+            isinstance(f, dict) and isinstance(f.get("file"), str)
+            and isinstance(f.get("title"), str) for f in figures):
+        raise ResultError(f"{where}: 'figures' is not a list of {{\"file\", \"title\"}}")
     if not isinstance(result["derived"], dict):
         raise ResultError(f"{where}: 'derived' is not an object")
     for name, value in result["derived"].items():
@@ -179,6 +191,8 @@ def bench_section(result, plots):
         f"- size: {size}",
         "",
     ]
+    if result.get("notes"):
+        out += result["notes"] + [""]
     rows = result["rows"]
     if rows:
         params = param_names(rows)
@@ -200,6 +214,8 @@ def bench_section(result, plots):
         out += [""]
     for metric, file_name in plots:
         out += [f"![{result['bench']}: {metric}]({file_name})", ""]
+    for figure in result.get("figures", []):
+        out += [f"![{result['bench']}: {figure['title']}]({figure['file']})", ""]
     return out
 
 

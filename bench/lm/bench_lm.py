@@ -19,19 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 import time
 from typing import Any, Dict, List
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-HERE = pathlib.Path(__file__).resolve().parent
-SOURCE = HERE.parents[1]
-if "ATOLL_PYTHON_DIR" in os.environ:
-    sys.path.insert(0, os.environ["ATOLL_PYTHON_DIR"])
-sys.path.insert(0, str(SOURCE / "examples" / "jax" / "lm"))
-sys.path.insert(0, str(SOURCE / "bench" / "onnx"))  # result.py: bench/results' JSON form
+from lm_paths import HERE, SOURCE  # first: sets JAX_PLATFORMS and the import paths
 
 import numpy as np  # noqa: E402
 

@@ -39,12 +39,22 @@ def main() -> int:
                         [e["bits_per_byte"]]))
     cfg = run["config"]
     final = run["held_out"][-1]["bits_per_byte"]
+    per_step = run.get("seconds_per_step")
+    notes = [f"`examples/jax/lm/train.py --layout {run['layout']}`: held-out loss "
+             f"{final:.3f} bits per byte after {cfg['steps']} steps"
+             + (f", {per_step:.1f} s a step" if per_step else "")
+             + ". Samples of generated text at the end (temperature 0.8), one per prompt:",
+             "", "```"]
+    for i, text in enumerate(run["samples"]):
+        # a fence inside a sample would end the block early
+        notes += ([] if i == 0 else ["---"]) + text.replace("```", "'''").splitlines()
+    notes.append("```")
     res = result("lm_curve", rows, {"held_out_bits_per_byte_final": round(final, 4)},
                  quick=False, layout=run["layout"],
                  model=(f"{cfg['layers']} layers, d_model {cfg['d_model']}, {cfg['heads']} "
                         f"heads, context {cfg['context']}, batch {cfg['batch']}, "
                         f"{cfg['steps']} steps"),
-                 samples=run["samples"])
+                 samples=run["samples"], notes=notes)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1) + "\n")

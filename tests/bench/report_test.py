@@ -211,6 +211,28 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("'dispatch'", err)
 
+    def test_notes_and_a_bench_s_own_figures_go_into_its_section(self):
+        result = other_result()
+        result["notes"] = ["A note with a [link](lm/trace.json)."]
+        result["figures"] = [{"file": "other_timeline.png", "title": "timeline"}]
+        self.write("other.json", result)
+        code, err = self.run_report("--no-plots")
+        self.assertEqual(code, 0, err)
+        md = self.read_md()
+        self.assertLess(md.index("- size: quick"), md.index("A note with a [link]"))
+        self.assertLess(md.index("A note with a [link]"), md.index("| series |"))
+        self.assertIn("![other: timeline](other_timeline.png)", md)
+        result["figures"] = [{"file": "x.png"}]  # no title
+        self.write("other.json", result)
+        code, err = self.run_report("--no-plots")
+        self.assertEqual(code, 1)
+        self.assertIn("'figures'", err)
+        result["figures"], result["notes"] = [], "not a list"
+        self.write("other.json", result)
+        code, err = self.run_report("--no-plots")
+        self.assertEqual(code, 1)
+        self.assertIn("'notes'", err)
+
     def test_script_runs_from_the_command_line(self):
         self.write("other.json", other_result())
         script = os.path.join(SOURCE_DIR, "bench", "report.py")

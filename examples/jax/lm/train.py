@@ -47,7 +47,9 @@ def parse(argv: Optional[List[str]] = None) -> argparse.Namespace:
     size.add_argument("--lr", type=float, default=3e-3)
     size.add_argument("--warmup", type=int, default=50)
     size.add_argument("--seed", type=int, default=0)
-    size.add_argument("--steps", type=int, default=500)
+    # 120: what a full run of the default size does in about 40 minutes of steps on atoll on
+    # 2 cores (20-30 s a step; README, "A full run")
+    size.add_argument("--steps", type=int, default=120)
     lay = p.add_argument_group("layouts")
     lay.add_argument("--devices", type=int, default=4, help="spmd: devices of island0")
     lay.add_argument("--stages", type=int, default=2, help="pipeline: stages S")
