@@ -4,13 +4,23 @@
 
 namespace atl {
 
+namespace {
+
+// The family of `topic`: its name up to and including the first dot ("host." for
+// "host.lost"). A subscription to it receives every topic of the family, those added later
+// included (ZeroMQ matches subscriptions as prefixes).
+constexpr std::string_view FamilyOf(std::string_view topic) {
+  return topic.substr(0, topic.find('.') + 1);
+}
+
+}  // namespace
+
 LiveFeed::LiveFeed(zmq::context_t& context, const ClusterInfo& info)
     : events_endpoint_(info.events_out),
       sub_(net::MakeSocket(context, zmq::socket_type::sub)),
       rm_(context, info.rm_endpoint) {}
 
 const std::vector<std::string>& LiveFeed::Topics() {
-  using topics::FamilyOf;
   // Whole families where the view follows every topic of one (hosts, islands, slices).
   static const std::vector<std::string> followed = [] {
     std::vector<std::string> list;

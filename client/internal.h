@@ -56,18 +56,15 @@ struct Program::Impl {
   std::vector<Traced> results;
 };
 
-// The state behind the Function, Program and Future handles, from outside their friends:
-// the library's tests make functions without a cluster to register them on, and look at
-// what a ProgramBuilder traced; Submit's plan reads its arguments' runs.
+// The state behind the Function and Program handles, from outside their friends: the
+// library's tests make functions without a cluster to register them on, and look at what a
+// ProgramBuilder traced.
 struct HandleAccess {
   static Function MakeFunction(std::shared_ptr<const Function::Impl> impl) {
     Function f;
     f.impl_ = std::move(impl);
     return f;
   }
-  // The run a Future is of, and the index of its result there.
-  static const std::shared_ptr<RunState>& RunOf(const Future& future) { return future.run_; }
-  static size_t IndexOf(const Future& future) { return future.index_; }
   // nullptr for a Program that no builder made.
   static const Program::Impl* ImplOf(const Program& program) { return program.impl_.get(); }
   static const FunctionBuilder::Impl& ImplOf(const FunctionBuilder& builder) {

@@ -18,6 +18,13 @@ namespace atl {
 
 namespace {
 
+// An argument as the plan reads it: a value, or result `index` of an earlier run.
+struct PlanInput {
+  const Tensor* value = nullptr;
+  std::shared_ptr<RunState> run;
+  size_t index = 0;
+};
+
 // A run planned: nothing sent yet.
 struct SubmitPlan {
   std::shared_ptr<RunState> run;
@@ -41,23 +48,21 @@ std::vector<ReadAhead::Shard> ReadAheadShards(const std::vector<ResultPlan>& res
   return shards;
 }
 
-// The future `arg` holds (argument `i`), checked; null for a value.
-Result<const Future*> CheckedFuture(const Input& arg, size_t i) {
-  const Future* f = arg.future();
-  if (f == nullptr) return f;
-  const std::shared_ptr<RunState>& run = HandleAccess::RunOf(*f);
-  if (!run || HandleAccess::IndexOf(*f) >= run->results.size()) {
+// OK when argument `i` is a value or a future of a run that may still be read.
+Status CheckInput(const PlanInput& input, size_t i) {
+  if (input.value != nullptr) return Status::Ok();
+  if (!input.run || input.index >= input.run->results.size()) {
     return InvalidArgument(fmt::format("argument {} is an empty Future", i));
   }
-  if (run->cancelled) {
+  if (input.run->cancelled) {
     return Cancelled(
-        fmt::format("argument {} is a future of run {}, which was cancelled", i, run->id));
+        fmt::format("argument {} is a future of run {}, which was cancelled", i, input.run->id));
   }
-  return f;
+  return Status::Ok();
 }
 
 Result<SubmitPlan> PlanSubmit(Client::Impl& client, const Program::Impl& program,
-                              const std::vector<Input>& args, const SubmitOptions& options) {
+                              const std::vector<PlanInput>& args, const SubmitOptions& options) {
   SubmitPlan plan;
   plan.run = std::make_shared<RunState>();
   RunState& run = *plan.run;
@@ -65,14 +70,13 @@ Result<SubmitPlan> PlanSubmit(Client::Impl& client, const Program::Impl& program
   run.id = client.NextRunId();
   std::vector<LoweringArg> lowering_args;
   for (size_t i = 0; i < args.size(); ++i) {
-    ATOLL_ASSIGN_OR_RETURN(const Future* f, CheckedFuture(args[i], i));
-    if (f == nullptr) {
-      lowering_args.push_back({args[i].value(), nullptr});
+    ATOLL_RETURN_IF_ERROR(CheckInput(args[i], i));
+    if (args[i].value != nullptr) {
+      lowering_args.push_back({args[i].value, nullptr});
       continue;
     }
-    const std::shared_ptr<RunState>& producer = HandleAccess::RunOf(*f);
-    lowering_args.push_back({nullptr, &producer->results[HandleAccess::IndexOf(*f)]});
-    plan.reads.push_back(producer);
+    lowering_args.push_back({nullptr, &args[i].run->results[args[i].index]});
+    plan.reads.push_back(args[i].run);
   }
   ATOLL_ASSIGN_OR_RETURN(
       plan.lowered, Lower(program, lowering_args, client.id, run.id, options, client.options.weight,
@@ -83,14 +87,14 @@ Result<SubmitPlan> PlanSubmit(Client::Impl& client, const Program::Impl& program
   // those arguments only.
   run.arg_values.resize(args.size());
   for (const auto& r : lowered.results) {
-    if (r.arg_index >= 0 && args[r.arg_index].value() != nullptr) {
-      run.arg_values[r.arg_index] = *args[r.arg_index].value();
+    if (r.arg_index >= 0 && args[r.arg_index].value != nullptr) {
+      run.arg_values[r.arg_index] = *args[r.arg_index].value;
     }
   }
   run.objects = OwnedObjects(lowered);
   for (const auto& r : lowered.results) {
     if (r.borrowed_arg >= 0) {
-      run.borrowed.push_back(HandleAccess::RunOf(*args[r.borrowed_arg].future()));
+      run.borrowed.push_back(args[r.borrowed_arg].run);
     }
   }
   run.results = std::move(lowered.results);
@@ -102,12 +106,10 @@ Result<SubmitPlan> PlanSubmit(Client::Impl& client, const Program::Impl& program
   }
   // What its inputs' producers need, it needs too, until they are done.
   run.needs = plan.own_needs;
-  for (const Input& a : args) {
-    const Future* f = a.future();
-    if (f == nullptr) continue;
-    const RunState& read = *HandleAccess::RunOf(*f);
-    run.needs.Add(read.needs);
-    for (const auto& shard : read.results[HandleAccess::IndexOf(*f)].shards) {
+  for (const PlanInput& input : args) {
+    if (input.value != nullptr) continue;
+    run.needs.Add(input.run->needs);
+    for (const auto& shard : input.run->results[input.index].shards) {
       run.needs.stores.insert(shard.store);
     }
   }
@@ -161,7 +163,12 @@ Result<Run> Client::Submit(const Program& program, const std::vector<Input>& arg
                            const SubmitOptions& options) {
   if (!program.impl_) return InvalidArgument("submit of an empty Program");
   impl_->ApplyNotices();
-  ATOLL_ASSIGN_OR_RETURN(SubmitPlan plan, PlanSubmit(*impl_, *program.impl_, args, options));
+  std::vector<PlanInput> inputs;  // a Future's run is the Client's to read
+  for (const Input& a : args) {
+    const Future* f = a.future();
+    inputs.push_back(f ? PlanInput{nullptr, f->run_, f->index_} : PlanInput{a.value(), {}, 0});
+  }
+  ATOLL_ASSIGN_OR_RETURN(SubmitPlan plan, PlanSubmit(*impl_, *program.impl_, inputs, options));
   ATOLL_RETURN_IF_ERROR(impl_->AwaitUp(plan.run->id, plan.own_needs));
   ATOLL_RETURN_IF_ERROR(SendSubmit(*impl_, plan));
   return Run(std::move(plan.run));

@@ -30,13 +30,6 @@ struct Topic {
   std::string_view meaning;  // one line, for docs/events.md
 };
 
-// The family of `topic`: its name up to and including the first dot ("host." for
-// "host.lost"). A subscription to it receives every topic of the family, those added later
-// included (ZeroMQ matches subscriptions as prefixes).
-constexpr std::string_view FamilyOf(std::string_view topic) {
-  return topic.substr(0, topic.find('.') + 1);
-}
-
 // Every topic, in table order.
 std::span<const Topic> AllTopics();
 // The row of `topic`; null when the table has none.

@@ -103,7 +103,6 @@ class Future {
  private:
   friend class Run;
   friend class Client;
-  friend struct HandleAccess;  // inside the library (client/internal.h)
   std::shared_ptr<RunState> run_;
   size_t index_ = 0;
 };
