@@ -23,7 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Status LossError(const Client::Impl::Loss& loss) { return Unavailable(loss.reason); }
+Status LossError(const Loss& loss) { return Unavailable(loss.reason); }
 
 // One result shard being read, or only waited for until it is sealed (`data` false: its
 // bytes stay in the store, and `got` is an empty tensor).
@@ -103,8 +103,7 @@ bool FromReadAhead(ReadAhead& ahead, ShardRead& read) {
 
 // A service the run needs is lost: a shard sealed already still counts, one that is not
 // fails naming the lost service (it will never be sealed, or its store is gone).
-void ReadAfterLoss(const RunState& run, const Client::Impl::Loss& loss,
-                   std::vector<ShardRead>& reads) {
+void ReadAfterLoss(const RunState& run, const Loss& loss, std::vector<ShardRead>& reads) {
   for (ShardRead& read : reads) {
     if (read.got) continue;
     if (loss.role == proto::Heartbeat::kStore && loss.endpoint == read.where->store) {
