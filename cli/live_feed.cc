@@ -1,6 +1,19 @@
 #include "cli/live_feed.h"
 
+#include "common/net/event_topics.h"
+
 namespace atl {
+
+namespace {
+
+// The family of `topic`: its name up to and including the first dot ("host." for
+// "host.lost"). A subscription to it receives every topic of the family, those added later
+// included (ZeroMQ matches subscriptions as prefixes).
+constexpr std::string_view FamilyOf(std::string_view topic) {
+  return topic.substr(0, topic.find('.') + 1);
+}
+
+}  // namespace
 
 LiveFeed::LiveFeed(zmq::context_t& context, const ClusterInfo& info)
     : events_endpoint_(info.events_out),
@@ -8,10 +21,20 @@ LiveFeed::LiveFeed(zmq::context_t& context, const ClusterInfo& info)
       rm_(context, info.rm_endpoint) {}
 
 const std::vector<std::string>& LiveFeed::Topics() {
-  static const std::vector<std::string> topics = {
-      "device.", "host.",   "island.",  "store.stats",     "scheduler.stats", "net.stats",
-      "slice.",  "client.", "program.", "dataplane.stats", "gang.done",       "error.gang"};
-  return topics;
+  // Whole families where the view follows every topic of one (hosts, islands, slices).
+  static const std::vector<std::string> followed = [] {
+    std::vector<std::string> list;
+    for (std::string_view topic :
+         {FamilyOf(topics::kDeviceRegistered), FamilyOf(topics::kHostLost),
+          FamilyOf(topics::kIslandJoined), topics::kStoreStats, topics::kSchedulerStats,
+          topics::kNetStats, FamilyOf(topics::kSliceCreated), FamilyOf(topics::kClientConnected),
+          FamilyOf(topics::kProgramScheduled), topics::kDataplaneStats, topics::kGangDone,
+          topics::kErrorGang}) {
+      list.emplace_back(topic);
+    }
+    return list;
+  }();
+  return followed;
 }
 
 Status LiveFeed::Connect() {

@@ -15,6 +15,7 @@
 #include "cli/follow_events.h"
 #include "cli/trace_events.h"
 #include "common/net/event_loop.h"
+#include "common/net/event_topics.h"
 #include "common/net/events.h"
 #include "common/net/transport.h"
 
@@ -50,7 +51,8 @@ bool ReadLive(const TraceOptions& opts, const GlobalOptions& global, trace::Trac
   // The gangs, and the device events that name each host's island.
   FollowEvents(global,
                {"trace",
-                {"gang.done", "error.gang", "device.registered", "device.stats"},
+                {std::string(topics::kGangDone), std::string(topics::kErrorGang),
+                 std::string(topics::kDeviceRegistered), std::string(topics::kDeviceStats)},
                 opts.timeout_s,
                 "tracing events at {} (Ctrl-C stops and writes)"},
                [&](const Event& event) -> Result<bool> {

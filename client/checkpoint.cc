@@ -156,10 +156,10 @@ Result<Checkpoint> Client::Load(const std::string& path, const Slice& slice,
     std::map<uint64_t, uint32_t> shards;  // per object held there
     for (const auto& shard : request.shards) ++shards[shard.object_id];
     for (const auto& [object, count] : shards) run->objects.push_back({store, object, count});
-    run->needs_stores.insert(store);
+    run->needs.stores.insert(store);
   }
   ATOLL_RETURN_IF_ERROR(status);
-  run->losses_seen = impl_->losses.size();
+  run->losses_seen = impl_->losses.seen();
   return Checkpoint{std::move(names), Run(std::move(run))};
 }
 

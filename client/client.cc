@@ -1,47 +1,19 @@
 #include "atoll/client.h"
 
-#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "client/client_impl.h"
 #include "client/heartbeat.h"
 #include "client/internal.h"
-#include "client/lowering.h"
-#include "client/peers.h"
-#include "client/reads_ledger.h"
 #include "client/run_state.h"
-#include "client/sharding.h"
-#include "common/net/tensor_frames.h"
 #include "common/net/transport.h"
 #include "common/proto/ids.h"
 
 namespace atl {
-
-namespace {
-
-// Submissions to one island scheduler that may go unanswered at once: below the ZeroMQ
-// high-water mark (1,000 messages) of the scheduler's queue of answers to this client.
-constexpr size_t kMaxUnacked = 256;
-
-// The shards of `results` worth reading ahead: those of the results the run makes (not its
-// arguments, nor earlier runs' futures) of at most ReadAhead::kMaxResultBytes.
-std::vector<ReadAhead::Shard> ReadAheadShards(const std::vector<ResultPlan>& results) {
-  std::vector<ReadAhead::Shard> shards;
-  for (const ResultPlan& r : results) {
-    if (r.arg_index >= 0 || r.borrowed_arg >= 0) continue;
-    const auto bytes = static_cast<uint64_t>(NumElements(r.type.shape)) * DTypeSize(r.type.dtype);
-    if (bytes > ReadAhead::kMaxResultBytes) continue;
-    for (const ResultShard& s : r.shards) shards.push_back({s.store, s.object_id, s.shard, bytes});
-  }
-  return shards;
-}
-
-}  // namespace
 
 void RunState::ReleaseObjects() {
   // Where a read ahead of the run is still open, the release follows it on its socket.
@@ -59,8 +31,7 @@ void RunState::ReleaseObjects() {
 
 RunState::~RunState() {
   ReleaseObjects();
-  client->failed.erase(id);
-  client->live_runs.erase(id);
+  client->submissions.Ended(id);
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -100,7 +71,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
                          impl->rm->Call<proto::HelloClientReply>(proto::HelloClient{options.name},
                                                                  options.request_timeout));
   impl->id = hello.client_id;
-  impl->notice_period =
+  impl->losses.notice_period =
       std::max(std::chrono::milliseconds(1), std::chrono::milliseconds(hello.heartbeat_ms) / 4);
   impl->heartbeat->Start(impl->id, std::chrono::milliseconds(hello.heartbeat_ms));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -160,110 +131,6 @@ Result<Function> Client::Register(const FunctionBuilder& builder, const Slice& s
   Function f;
   f.impl_ = std::move(fn);
   return f;
-}
-
-Result<Run> Client::Submit(const Program& program, const std::vector<Input>& args,
-                           const SubmitOptions& options) {
-  if (!program.impl_) return InvalidArgument("submit of an empty Program");
-  impl_->ApplyNotices();
-  auto run = std::make_shared<RunState>();
-  run->client = impl_.get();
-  run->id = impl_->NextRunId();
-  std::vector<LoweringArg> lowering_args;
-  std::vector<ReadsLedger::KeepAlive> reads;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (const Future* f = args[i].future()) {
-      if (!f->run_ || f->index_ >= f->run_->results.size()) {
-        return InvalidArgument(fmt::format("argument {} is an empty Future", i));
-      }
-      if (f->run_->cancelled) {
-        return Cancelled(
-            fmt::format("argument {} is a future of run {}, which was cancelled", i, f->run_->id));
-      }
-      lowering_args.push_back({nullptr, &f->run_->results[f->index_]});
-      reads.push_back(f->run_);
-    } else {
-      lowering_args.push_back({args[i].value(), nullptr});
-    }
-  }
-  ATOLL_ASSIGN_OR_RETURN(LoweredRun lowered,
-                         Lower(*program.impl_, lowering_args, impl_->id, run->id, options,
-                               impl_->options.weight, [this] { return impl_->NextObjectId(); }));
-  AddPeers(lowered.per_scheduler);
-  // Results that are argument values are answered from the client's own copy, kept for
-  // those arguments only.
-  run->arg_values.resize(args.size());
-  for (const auto& r : lowered.results) {
-    if (r.arg_index >= 0 && args[r.arg_index].value() != nullptr) {
-      run->arg_values[r.arg_index] = *args[r.arg_index].value();
-    }
-  }
-  run->objects = OwnedObjects(lowered);
-  for (const auto& r : lowered.results) {
-    if (r.borrowed_arg >= 0) run->borrowed.push_back(args[r.borrowed_arg].future()->run_);
-  }
-  run->results = std::move(lowered.results);
-  impl_->read_ahead.Add(run->id, ReadAheadShards(run->results));
-  for (const auto& [endpoint, submit] : lowered.per_scheduler) run->schedulers.insert(endpoint);
-  run->needs_schedulers = run->schedulers;
-  for (const auto& owned : run->objects) run->needs_stores.insert(owned.store);
-  for (const auto& call : program.impl_->calls) {
-    for (const auto& device : call.fn->slice.devices) run->needs_hosts.insert(device.host);
-  }
-  if (!impl_->CheckUp(*run).ok()) {
-    // The service may be back already, its notice on the way: whoever saw it come back on
-    // the event stream and submitted at once must not be refused for a notice in flight.
-    zmq::pollitem_t rm_readable{impl_->rm->socket().handle(), 0, ZMQ_POLLIN, 0};
-    (void)zmq::poll(&rm_readable, 1, impl_->notice_period);
-    impl_->ApplyNotices();
-    ATOLL_RETURN_IF_ERROR(impl_->CheckUp(*run));
-  }
-  // What its inputs' producers need, it needs too, until they are done.
-  for (const auto& a : args) {
-    const Future* f = a.future();
-    if (f == nullptr) continue;
-    const RunState& read = *f->run_;
-    run->needs_schedulers.insert(read.needs_schedulers.begin(), read.needs_schedulers.end());
-    run->needs_stores.insert(read.needs_stores.begin(), read.needs_stores.end());
-    run->needs_hosts.insert(read.needs_hosts.begin(), read.needs_hosts.end());
-    for (const auto& shard : read.results[f->index_].shards) run->needs_stores.insert(shard.store);
-  }
-  run->losses_seen = impl_->losses.size();
-
-  const auto timeout = impl_->options.request_timeout;
-  for (auto& put : lowered.puts) {
-    ATOLL_ASSIGN_OR_RETURN(net::Requester * store, impl_->Watcher(put.store));
-    const proto::PutObject request{put.object_id, put.shard, impl_->id, put.value.dtype(),
-                                   put.value.shape()};
-    net::Frames data;
-    data.push_back(net::BorrowedFrame(std::move(put.value)));
-    ATOLL_RETURN_IF_ERROR(store->Call<proto::Ok>(request, timeout, std::move(data))
-                              .status()
-                              .WithContext("put argument"));
-  }
-  // Streamed: the scheduler's answer is read later (DrainAcks), so back-to-back calls cost
-  // no round trip each. At most kMaxUnacked go unanswered: the scheduler's answers queue in
-  // its ROUTER, which would lose those past its high-water mark.
-  for (const auto& [endpoint, submit] : lowered.per_scheduler) {
-    if (impl_->unacked[endpoint].size() >= kMaxUnacked) {
-      impl_->DrainAcks(timeout, kMaxUnacked - 1);
-      if (impl_->unacked[endpoint].size() >= kMaxUnacked) {
-        return DeadlineExceeded(
-            fmt::format("island scheduler {} answered none of the last {} submissions within {} ms",
-                        endpoint, kMaxUnacked, timeout.count()));
-      }
-    }
-    ATOLL_ASSIGN_OR_RETURN(net::Requester * scheduler, impl_->Watcher(endpoint));
-    ATOLL_ASSIGN_OR_RETURN(uint64_t request, scheduler->Send(submit));
-    impl_->unacked[endpoint][request] = run->id;
-    impl_->acks_missing[run->id]++;
-  }
-  impl_->reads.Hold(run->id, run->schedulers, std::move(reads));
-  for (const auto& r : run->results) {
-    for (const auto& s : r.shards) (void)impl_->Watcher(s.store);
-  }
-  impl_->DrainAcks(std::chrono::milliseconds(0));
-  return Run(std::move(run));
 }
 
 uint64_t Run::id() const { return state_->id; }

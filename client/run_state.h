@@ -14,6 +14,7 @@
 
 #include "atoll/client.h"
 #include "client/lowering.h"
+#include "client/service_losses.h"
 
 namespace atl {
 
@@ -28,10 +29,8 @@ struct RunState {
   bool cancelled = false;
   // The services the run needs, its inputs' producers' included: the loss of any of them
   // (declared by the RM after the run was submitted) fails the run, naming the service.
-  std::set<std::string> needs_schedulers;  // endpoints
-  std::set<std::string> needs_stores;      // endpoints
-  std::set<std::string> needs_hosts;       // names: their executors run its shards
-  size_t losses_seen = 0;                  // Client::Impl::losses known when it was submitted
+  ServicesNeeded needs;
+  size_t losses_seen = 0;  // ServiceLosses::seen() when it was submitted
 
   // Releases `objects` in their stores (posted, no round trip); a second call does nothing.
   void ReleaseObjects();

@@ -23,7 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Status LossError(const Client::Impl::Loss& loss) { return Unavailable(loss.reason); }
+Status LossError(const Loss& loss) { return Unavailable(loss.reason); }
 
 // One result shard being read, or only waited for until it is sealed (`data` false: its
 // bytes stay in the store, and `got` is an empty tensor).
@@ -103,8 +103,7 @@ bool FromReadAhead(ReadAhead& ahead, ShardRead& read) {
 
 // A service the run needs is lost: a shard sealed already still counts, one that is not
 // fails naming the lost service (it will never be sealed, or its store is gone).
-void ReadAfterLoss(const RunState& run, const Client::Impl::Loss& loss,
-                   std::vector<ShardRead>& reads) {
+void ReadAfterLoss(const RunState& run, const Loss& loss, std::vector<ShardRead>& reads) {
   for (ShardRead& read : reads) {
     if (read.got) continue;
     if (loss.role == proto::Heartbeat::kStore && loss.endpoint == read.where->store) {
@@ -158,7 +157,7 @@ Status CheckPeers(const RunState& run, const std::vector<ShardRead>& reads, bool
     }
     return reachable.WithContext(fmt::format("run {}", run.id));
   };
-  if (client.acks_missing.count(run.id)) {
+  if (!client.submissions.Answered(run.id)) {
     for (const auto& endpoint : run.schedulers) {
       if (auto it = client.peers.find(endpoint); it != client.peers.end()) {
         ATOLL_RETURN_IF_ERROR(check(*it->second));
@@ -201,19 +200,20 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
     const bool answered = std::all_of(reads.begin(), reads.end(), [](auto& r) { return r.got; });
     // A refused or failed run ends the wait, unless what it waited for came already (a
     // result sealed before another shard of the run failed).
-    if (auto it = client.failed.find(run.id); it != client.failed.end() && !answered) {
-      return it->second;
+    if (const Status* failed = client.submissions.Failure(run.id); failed && !answered) {
+      return *failed;
     }
     client.ApplyNotices();
     if (const auto* loss = client.LossFor(run)) {
       ReadAfterLoss(run, *loss, reads);
       return Status::Ok();
     }
-    if (answered && !client.acks_missing.count(run.id)) return Status::Ok();
+    if (answered && client.submissions.Answered(run.id)) return Status::Ok();
     ATOLL_RETURN_IF_ERROR(CheckPeers(run, reads, Clock::now() >= patience));
     if (Clock::now() >= (answered ? deadline : give_up)) break;
     auto items = Watched(run, reads);
-    const auto period = std::min(TimeLeft(answered ? deadline : give_up), client.notice_period);
+    const auto period =
+        std::min(TimeLeft(answered ? deadline : give_up), client.losses.notice_period);
     ATOLL_RETURN_IF_ERROR(waiter.Poll(items, period));
     client.read_ahead.Collect();
     for (ShardRead& read : reads) {
@@ -225,7 +225,7 @@ Status AwaitReads(const RunState& run, std::vector<ShardRead>& reads, Deadline d
       }
     }
   }
-  if (client.acks_missing.count(run.id)) {
+  if (!client.submissions.Answered(run.id)) {
     return DeadlineExceeded(fmt::format("run {}: no scheduler answered its submission within {} ms",
                                         run.id, timeout.count()));
   }

@@ -9,6 +9,12 @@
 //   MaySend::Members("seal an object")  the cluster's services only; others are refused
 //                                       PermissionDenied, naming the action
 //                                       (proto::RequireMember).
+//   MaySend::OwningClient("create a     the client the body names (OwningClientOf: its
+//     slice")                           client_id), or a member; checked once the body is
+//                                       decoded, by the service's CheckOwningClient(sender,
+//                                       client, action). A body that names no client (a
+//                                       service's heartbeat) must come from a member
+//                                       ("heartbeat as a service").
 //   MaySend::Anyone()                   any peer: a client, for requests about its own
 //                                       objects, runs or liveness, which the handler checks
 //                                       against the owner the body names (OwnerCache).
@@ -25,6 +31,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,14 +39,22 @@
 #include "atoll/status.h"
 #include "common/proto/codec.h"
 #include "common/proto/peer.h"
+#include "common/proto/protocol.h"
 
 namespace atl::net {
+
+// The row kind of MaySend::OwningClient: `action` names what the request does, for refusals.
+struct OwningClientRow {
+  std::string action;
+};
 
 class MaySend {
  public:
   static MaySend Anyone() { return MaySend(false, ""); }
   // `action`: what the request does, for the refusal ("seal an object").
   static MaySend Members(std::string action) { return MaySend(true, std::move(action)); }
+  // `action`: what the request does ("create a slice"); see the header comment.
+  static OwningClientRow OwningClient(std::string action) { return {std::move(action)}; }
 
   Status Check(const proto::Peer& sender) const {
     return members_only_ ? proto::RequireMember(sender, action_) : Status::Ok();
@@ -51,6 +66,19 @@ class MaySend {
   bool members_only_;
   std::string action_;
 };
+
+// The client a request comes from, for MaySend::OwningClient rows: the one its body names,
+// or none for a request sent as a service (a service's heartbeat). InvalidArgument for a
+// client's heartbeat whose id is not a client id.
+template <typename Message>
+Result<std::optional<uint64_t>> OwningClientOf(const Message& request) {
+  return std::optional<uint64_t>(request.client_id);
+}
+inline Result<std::optional<uint64_t>> OwningClientOf(const proto::Heartbeat& beat) {
+  if (beat.role != proto::Heartbeat::kClient) return std::optional<uint64_t>();
+  ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
+  return std::optional<uint64_t>(client);
+}
 
 template <typename Service>
 class RequestTable {
@@ -64,13 +92,25 @@ class RequestTable {
   // The row of Message's kind; one per kind.
   template <typename Message>
   RequestTable& Add(MaySend who, Handler<Message> handler) {
-    const size_t index = static_cast<size_t>(Message::kKind);
-    if (rows_.size() <= index) rows_.resize(index + 1);
-    rows_[index] = Row{std::move(who), [handler](Service& service, proto::Incoming& in) {
-                         ATOLL_ASSIGN_OR_RETURN(Message request, in.header.As<Message>());
-                         return (service.*handler)(std::move(request), in);
-                       }};
-    return *this;
+    return AddRow<Message>(std::move(who), [handler](Service& service, proto::Incoming& in) {
+      ATOLL_ASSIGN_OR_RETURN(Message request, in.header.As<Message>());
+      return (service.*handler)(std::move(request), in);
+    });
+  }
+
+  // The row of Message's kind, sent by the client its body names (OwningClientOf) or a
+  // member: Service::CheckOwningClient(sender, client, action) judges the first.
+  template <typename Message>
+  RequestTable& Add(OwningClientRow who, Handler<Message> handler) {
+    return AddRow<Message>(
+        MaySend::Anyone(), [who, handler](Service& service, proto::Incoming& in) -> Status {
+          ATOLL_ASSIGN_OR_RETURN(Message request, in.header.As<Message>());
+          ATOLL_ASSIGN_OR_RETURN(const std::optional<uint64_t> client, OwningClientOf(request));
+          ATOLL_RETURN_IF_ERROR(
+              client ? service.CheckOwningClient(in.sender, *client, who.action)
+                     : proto::RequireMember(in.sender, who.action + " as a service"));
+          return (service.*handler)(std::move(request), in);
+        });
   }
 
   // Checks who sent `in`, decodes it and hands it to its row's handler on `service`. A
@@ -87,10 +127,20 @@ class RequestTable {
   }
 
  private:
+  using Call = std::function<Status(Service&, proto::Incoming&)>;
   struct Row {
     MaySend who = MaySend::Anyone();
-    std::function<Status(Service&, proto::Incoming&)> call;
+    Call call;
   };
+
+  template <typename Message>
+  RequestTable& AddRow(MaySend who, Call call) {
+    const size_t index = static_cast<size_t>(Message::kKind);
+    if (rows_.size() <= index) rows_.resize(index + 1);
+    rows_[index] = Row{std::move(who), std::move(call)};
+    return *this;
+  }
+
   std::string service_;
   std::vector<Row> rows_;  // by kind number
 };

@@ -179,9 +179,9 @@ Result<RmActions> Controller::HelloClient(const proto::HelloClient& req, const C
   return out;
 }
 
-Result<RmActions> Controller::Goodbye(const proto::Goodbye& req, const Caller& from,
+Result<RmActions> Controller::Goodbye(const proto::Goodbye& req, const Caller& /*from*/,
                                       Clock::time_point /*now*/) {
-  ATOLL_RETURN_IF_ERROR(CheckClient(from, req.client_id, "say goodbye"));
+  ATOLL_RETURN_IF_ERROR(RequireKnownClient(req.client_id, "say goodbye"));
   RmActions out;
   DropClient(req.client_id, "goodbye", out);
   out.Reply(proto::Ok{});
@@ -211,7 +211,7 @@ void Controller::DropClient(uint64_t client_id, const std::string& why, RmAction
 
 Result<RmActions> Controller::CreateSlice(const proto::CreateSlice& req, const Caller& from,
                                           Clock::time_point /*now*/) {
-  ATOLL_RETURN_IF_ERROR(CheckClient(from, req.client_id, "create a slice"));
+  ATOLL_RETURN_IF_ERROR(RequireKnownClient(req.client_id, "create a slice"));
   state_.clients.at(req.client_id).routing_id = from.routing_id;
   ATOLL_RETURN_IF_ERROR(CheckSliceQuota(state_, options_.quotas, req.client_id, req.num_devices));
   if (!req.island.empty() && !SchedulerAlive(req.island)) {
@@ -276,10 +276,15 @@ bool Controller::SchedulerAlive(const std::string& island) const {
   return it != state_.schedulers.end() && it->second.alive;
 }
 
-atl::Status Controller::CheckClient(const Caller& from, uint64_t client_id,
-                                    std::string_view action) const {
+atl::Status Controller::MayActFor(const proto::Peer& sender, uint64_t client_id,
+                                  std::string_view action) const {
   auto it = state_.clients.find(client_id);
-  if (it == state_.clients.end()) {
+  if (it == state_.clients.end()) return Status::Ok();
+  return proto::RequireClient(sender, client_id, it->second.user_id, action);
+}
+
+atl::Status Controller::RequireKnownClient(uint64_t client_id, std::string_view action) const {
+  if (state_.clients.count(client_id) == 0) {
     auto gone = gone_reasons_.find(client_id);
     if (gone != gone_reasons_.end()) {
       return NotFound(fmt::format("{}: client {} has left the cluster ({}); connect again", action,
@@ -288,7 +293,7 @@ atl::Status Controller::CheckClient(const Caller& from, uint64_t client_id,
     return NotFound(
         fmt::format("{}: client {} is unknown; say HelloClient first", action, client_id));
   }
-  return proto::RequireClient(from.sender, client_id, it->second.user_id, action);
+  return Status::Ok();
 }
 
 proto::ClusterStatus Controller::DescribeCluster() const {

@@ -2,8 +2,8 @@
 // It keeps what the RM knows (RmState), the work waiting on executors (PendingWork) and the
 // liveness of every service and client, and for each request, heartbeat or tick of the
 // liveness timer returns what the RM must send, publish and persist (RmActions), in order.
-// RmService, the shell, decodes requests, checks who may send them, calls in here and
-// carries the actions out.
+// RmService, the shell, decodes requests, checks who may send them (MayActFor for those
+// naming a client), calls in here and carries the actions out.
 //   registration  executors (a host and its devices), island schedulers and clients join;
 //                 an executor or scheduler registering while believed alive restarted
 //   liveness      a service silent for `liveness` heartbeats is lost, one heard again is
@@ -110,8 +110,15 @@ class Controller {
   // endpoints, its loop's stall).
   proto::ClusterStatus DescribeCluster() const;
 
-  // Liveness (controller_liveness.cc). Heartbeats are not answered; only members may
-  // heartbeat as a service.
+  // Who may send a request that names client `client_id` (the shell's MaySend::OwningClient
+  // rows, checked before the decision): PermissionDenied unless `sender` is a member or holds
+  // the key the client connected with. A client unknown passes: its decision answers NotFound
+  // saying why (or ignores a gone client's heartbeat).
+  atl::Status MayActFor(const proto::Peer& sender, uint64_t client_id,
+                        std::string_view action) const;
+
+  // Liveness (controller_liveness.cc). Heartbeats are not answered; only members heartbeat
+  // as a service (the shell checks).
   Result<RmActions> Heartbeat(const proto::Heartbeat& beat, const Caller& from,
                               Clock::time_point now);
   // The liveness timer, four times per heartbeat period: silent services lost, silent
@@ -128,9 +135,9 @@ class Controller {
   using Host = RmState::Host;
   using Slice = RmState::Slice;
 
-  // NotFound unless `client_id` is connected (saying why, for a client gone lately), and
-  // PermissionDenied unless `from` may act for it.
-  atl::Status CheckClient(const Caller& from, uint64_t client_id, std::string_view action) const;
+  // NotFound unless `client_id` is connected (saying why, for a client gone lately). Who
+  // may act for it the shell checked before (MayActFor).
+  atl::Status RequireKnownClient(uint64_t client_id, std::string_view action) const;
   // An island not heard of before joins the cluster: published (island.joined), named by `by`.
   void AdmitIsland(const std::string& island, const std::string& by, RmActions& out) const;
   void DropClient(uint64_t client_id, const std::string& why, RmActions& out);

@@ -17,7 +17,7 @@ namespace atl::rm {
 
 Result<RmActions> Controller::RegisterFunction(const proto::RegisterFunction& req,
                                                const Caller& from, Clock::time_point now) {
-  ATOLL_RETURN_IF_ERROR(CheckClient(from, req.client_id, "register a function"));
+  ATOLL_RETURN_IF_ERROR(RequireKnownClient(req.client_id, "register a function"));
   auto slice_it = state_.slices.find(req.slice_id);
   if (slice_it == state_.slices.end()) {
     return NotFound(fmt::format("slice {} is unknown", req.slice_id));

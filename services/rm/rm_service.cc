@@ -74,7 +74,7 @@ void RmService::Run() {
 
 void RmService::OnRequest() {
   net::ServeRequests(socket_, *events_, std::string(topics::kErrorRm), rejected_,
-                     [this](proto::Incoming& in) { return Handle(in); });
+                     [this](proto::Incoming& in) { return Dispatch(in); });
   FlushState();
 }
 
@@ -83,70 +83,60 @@ void RmService::CheckLiveness() {
   FlushState();
 }
 
-template <typename Request>
-Status RmService::Serve(proto::Incoming& in, Decision<Request> decide) {
-  ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<Request>());
+net::RequestTable<RmService> RmService::MakeRequestTable() {
+  using net::MaySend;
+  net::RequestTable<RmService> table("the RM");
+  // Services join, look up owners and drain hosts; executors answer compiles.
+  table.Add<proto::RegisterExecutor>(
+      MaySend::Members("register an executor"),
+      &RmService::Serve<proto::RegisterExecutor, &Controller::RegisterExecutor>);
+  table.Add<proto::RegisterScheduler>(
+      MaySend::Members("register a scheduler"),
+      &RmService::Serve<proto::RegisterScheduler, &Controller::RegisterScheduler>);
+  table.Add<proto::LookupOwners>(MaySend::Members("look up owners"), &RmService::OnLookupOwners);
+  table.Add<proto::DrainHost>(MaySend::Members("drain a host"),
+                              &RmService::Serve<proto::DrainHost, &Controller::DrainHost>);
+  table.Add<proto::Ok>(MaySend::Members("answer a compile"), &RmService::OnCompileDone);
+  table.Add<proto::Error>(MaySend::Members("answer a compile"), &RmService::OnCompileFailed);
+  // A client acts for itself (a service's heartbeat comes from a member).
+  table.Add<proto::Heartbeat>(MaySend::OwningClient("heartbeat"),
+                              &RmService::Serve<proto::Heartbeat, &Controller::Heartbeat>);
+  table.Add<proto::Goodbye>(MaySend::OwningClient("say goodbye"),
+                            &RmService::Serve<proto::Goodbye, &Controller::Goodbye>);
+  table.Add<proto::CreateSlice>(MaySend::OwningClient("create a slice"),
+                                &RmService::Serve<proto::CreateSlice, &Controller::CreateSlice>);
+  table.Add<proto::RegisterFunction>(
+      MaySend::OwningClient("register a function"),
+      &RmService::Serve<proto::RegisterFunction, &Controller::RegisterFunction>);
+  // Anyone: a client says hello first; `atoll status` asks as anyone.
+  table.Add<proto::HelloClient>(MaySend::Anyone(),
+                                &RmService::Serve<proto::HelloClient, &Controller::HelloClient>);
+  table.Add<proto::GetClusterStatus>(MaySend::Anyone(), &RmService::OnClusterStatus);
+  return table;
+}
+
+template <typename Request, RmService::Decision<Request> decide>
+Status RmService::Serve(Request req, proto::Incoming& in) {
   ATOLL_ASSIGN_OR_RETURN(RmActions actions, (controller_.*decide)(req, CallerOf(in), Clock::now()));
   return Carry(std::move(actions), &in);
 }
 
-Status RmService::Handle(proto::Incoming& in) {
-  switch (in.header.kind()) {
-    case proto::Kind::kRegisterExecutor:
-    case proto::Kind::kRegisterScheduler:
-    case proto::Kind::kLookupOwners:
-    case proto::Kind::kDrainHost:
-    case proto::Kind::kOk:
-    case proto::Kind::kError:
-      ATOLL_RETURN_IF_ERROR(proto::RequireMember(
-          in.sender, fmt::format("send the RM {}", proto::KindName(in.header.kind()))));
-      break;
-    default:
-      break;
-  }
-  switch (in.header.kind()) {
-    case proto::Kind::kRegisterExecutor:
-      return Serve(in, &Controller::RegisterExecutor);
-    case proto::Kind::kHeartbeat:
-      return Serve(in, &Controller::Heartbeat);
-    case proto::Kind::kRegisterScheduler:
-      return Serve(in, &Controller::RegisterScheduler);
-    case proto::Kind::kHelloClient:
-      return Serve(in, &Controller::HelloClient);
-    case proto::Kind::kGoodbye:
-      return Serve(in, &Controller::Goodbye);
-    case proto::Kind::kCreateSlice:
-      return Serve(in, &Controller::CreateSlice);
-    case proto::Kind::kRegisterFunction:
-      return Serve(in, &Controller::RegisterFunction);
-    case proto::Kind::kDrainHost:
-      return Serve(in, &Controller::DrainHost);
-    case proto::Kind::kGetClusterStatus:
-      return OnClusterStatus(in);
-    case proto::Kind::kLookupOwners: {
-      ATOLL_ASSIGN_OR_RETURN(auto req, in.header.As<proto::LookupOwners>());
-      return net::Reply(socket_, in, controller_.LookupOwners(req));
-    }
-    case proto::Kind::kOk:
-    case proto::Kind::kError:
-      return OnCompileReply(in);
-    default:
-      return InvalidArgument(
-          fmt::format("the RM does not handle {} messages", proto::KindName(in.header.kind())));
-  }
-}
-
-Status RmService::OnCompileReply(proto::Incoming& in) {
-  Status error;
-  if (in.header.kind() == proto::Kind::kError) {
-    auto err = in.header.As<proto::Error>();
-    error = err.ok() ? proto::FromError(*err) : err.status();
-  }
-  (void)Carry(controller_.CompileAnswered(in.header.request_id(), error), nullptr);
+Status RmService::OnCompileDone(proto::Ok, proto::Incoming& in) {
+  (void)Carry(controller_.CompileAnswered(in.header.request_id(), Status::Ok()), nullptr);
   return Status::Ok();  // a reply: never answered itself
 }
 
-Status RmService::OnClusterStatus(proto::Incoming& in) {
+Status RmService::OnCompileFailed(proto::Error failed, proto::Incoming& in) {
+  (void)Carry(controller_.CompileAnswered(in.header.request_id(), proto::FromError(failed)),
+              nullptr);
+  return Status::Ok();  // a reply: never answered itself
+}
+
+Status RmService::OnLookupOwners(proto::LookupOwners req, proto::Incoming& in) {
+  return net::Reply(socket_, in, controller_.LookupOwners(req));
+}
+
+Status RmService::OnClusterStatus(proto::GetClusterStatus, proto::Incoming& in) {
   proto::ClusterStatus status = controller_.DescribeCluster();
   status.events_in = events_in_.advertised;
   status.events_out = events_out_.advertised;

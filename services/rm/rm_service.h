@@ -3,8 +3,9 @@
 // registry of compiled functions, and client and executor liveness.
 //
 // RmService is the shell: it owns the sockets, the event loop, the event publisher and the
-// state file, decodes each request, checks that its sender may send it, and carries out
-// what the Controller (controller.h), which takes every decision, returns.
+// state file, dispatches each request from its table (MakeRequestTable: who may send it,
+// its handler), and carries out what the Controller (controller.h), which takes every
+// decision, returns.
 //
 // Threading: Run() owns the ROUTER socket and all state; every handler runs on that one
 // loop. The event proxy runs on its own thread.
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <zmq.hpp>
@@ -20,6 +22,7 @@
 #include "common/net/event_loop.h"
 #include "common/net/events.h"
 #include "common/net/rejection_log.h"
+#include "common/net/request_table.h"
 #include "common/net/transport.h"
 #include "common/proto/codec.h"
 #include "common/service/advertise.h"
@@ -46,21 +49,33 @@ class RmService {
   const ServiceEndpoint& events_in() const { return events_in_; }
   const ServiceEndpoint& events_out() const { return events_out_; }
 
+  // One request, as the loop dispatches it (requests_): refused unless its sender may send
+  // it, else handled. Public for tests, which see refusals without a socket.
+  Status Dispatch(proto::Incoming& in) { return requests_.Dispatch(*this, in); }
+  // For MaySend::OwningClient rows: whether `sender` may act for `client`
+  // (Controller::MayActFor).
+  Status CheckOwningClient(const proto::Peer& sender, uint64_t client,
+                           std::string_view action) const {
+    return controller_.MayActFor(sender, client, action);
+  }
+
  private:
   void OnRequest();
-  // Decodes `in`, checks who may send it, and hands it to the controller.
-  Status Handle(proto::Incoming& in);
+  // The requests it serves, one row each (who may send it, its handler): requests_.
+  static net::RequestTable<RmService> MakeRequestTable();
   // A decision of the controller's on one kind of request.
   template <typename Request>
   using Decision = Result<RmActions> (Controller::*)(const Request&, const Caller&,
                                                      Clock::time_point);
-  // Decodes a `Request` from `in` and carries out what the controller's `decide` returns;
-  // its error is the request's answer.
-  template <typename Request>
-  Status Serve(proto::Incoming& in, Decision<Request> decide);
-  // An executor's answer to a Compile: never answered itself.
-  Status OnCompileReply(proto::Incoming& in);
-  Status OnClusterStatus(proto::Incoming& in);
+  // The handler of most rows: carries out what the controller's `decide` returns; its error
+  // is the request's answer.
+  template <typename Request, Decision<Request> decide>
+  Status Serve(Request req, proto::Incoming& in);
+  // An executor's answer to a Compile (Ok or Error): never answered itself.
+  Status OnCompileDone(proto::Ok done, proto::Incoming& in);
+  Status OnCompileFailed(proto::Error failed, proto::Incoming& in);
+  Status OnClusterStatus(proto::GetClusterStatus req, proto::Incoming& in);
+  Status OnLookupOwners(proto::LookupOwners req, proto::Incoming& in);
   void CheckLiveness();
 
   // Carries out `actions` in order; the replies among them answer `in` (null: there is no
@@ -95,6 +110,7 @@ class RmService {
   ServiceEndpoint endpoint_, events_in_, events_out_;
 
   Controller controller_;
+  const net::RequestTable<RmService> requests_ = MakeRequestTable();
   bool state_dirty_ = false;
   struct HeldReply {
     net::Frames frames;

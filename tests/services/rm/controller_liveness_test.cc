@@ -43,14 +43,6 @@ TEST_F(ControllerTest, AnExecutorSilentPastTheLapseIsLostAndBackWhenHeard) {
   EXPECT_TRUE(rm_.state().hosts.at("a0").alive);
 }
 
-TEST_F(ControllerTest, OnlyAMemberHeartbeatsAsAService) {
-  StartCluster();
-  const Caller client_key{"intruder", 1, {"alice"}};  // a client's CURVE key, not a member's
-  EXPECT_THAT(rm_.Heartbeat({proto::Heartbeat::kExecutor, "a0", 0, 0}, client_key, now_),
-              StatusIs(Code::kPermissionDenied, "heartbeat as a service"));
-  EXPECT_EQ(rm_.state().hosts.at("a0").routing_id, "exec-a0");  // not taken over
-}
-
 TEST_F(ControllerTest, ADrainedHostThatFallsSilentHasLeft) {
   StartCluster();
   Ok(rm_.DrainHost({"a2"}, From("operator"), now_));

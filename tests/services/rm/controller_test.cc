@@ -3,6 +3,7 @@
 // clients come and go, slices are placed only where a scheduler lives, and a function's
 // registration is answered once every executor of its slice compiled it (or one failed, or
 // the compile timeout passed). What would be sent is read from the returned actions.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -95,6 +96,23 @@ TEST_F(ControllerTest, AClientThatLeftLearnsWhyAtItsNextCall) {
   const proto::Owners owners = rm_.LookupOwners({{client}, {}});
   EXPECT_THAT(owners.clients_alive, ElementsAre(false));
   EXPECT_THAT(owners.clients_gone_why, ElementsAre("goodbye"));
+}
+
+TEST_F(ControllerTest, OnlyAClientsOwnKeyOrAMemberMayActForIt) {
+  StartCluster();
+  Caller alice = From("alice");
+  alice.sender = {"client:alice"};
+  RmActions hello = Ok(rm_.HelloClient({"test"}, alice, now_));
+  const uint64_t client = std::get<proto::HelloClientReply>(Replies(hello).at(0)).client_id;
+  EXPECT_THAT(rm_.MayActFor({"client:alice"}, client, "create a slice"), IsOk());
+  EXPECT_THAT(rm_.MayActFor({"member"}, client, "create a slice"), IsOk());
+  EXPECT_THAT(rm_.MayActFor({"client:bob"}, client, "create a slice"),
+              StatusIs(Code::kPermissionDenied,
+                       fmt::format("create a slice: client {} is not the sender's", client)));
+  // A client not connected passes here: the decision says why it is unknown.
+  EXPECT_THAT(rm_.MayActFor({"client:bob"}, 99, "create a slice"), IsOk());
+  EXPECT_THAT(rm_.CreateSlice({99, 1, "", ""}, From("bob"), now_),
+              StatusIs(Code::kNotFound, "create a slice: client 99 is unknown"));
 }
 
 TEST_F(ControllerTest, ARegistrationIsAnsweredOnceEveryExecutorCompiled) {
