@@ -25,10 +25,7 @@ atl::Status Serve(atl::ServiceOptions& options, const std::string& endpoint,
   }
   if (!endpoint.empty()) config.rm_endpoint = endpoint;
   if (!events_out.empty()) config.events_out_endpoint = events_out;
-  // Two I/O threads: under CURVE every client's handshakes (a few x25519 operations each)
-  // and every message's decryption run on them, so that a burst of clients connecting at once
-  // has them spread over two cores rather than queued on one (issue 48).
-  zmq::context_t context(2);
+  zmq::context_t context;
   // Before any socket: each socket takes the keys its context has when it is made.
   ATOLL_ASSIGN_OR_RETURN(auto zap, atl::SecureService(context, config));
   atl::rm::RmService rm(context, std::move(config), state_file);
