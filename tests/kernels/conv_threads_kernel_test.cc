@@ -66,7 +66,8 @@ TEST(ConvThreadsKernelTest, OneDnnRunsOnTheCallersShareOfTheCores) {
       Result<std::optional<Tensor>> out = ConvWithOneDnn(x, k, dims, {1, 4, 9, 7});
       if (out.ok()) got = *std::move(out);
       team_after = omp_get_max_threads();
-    }).join();
+    })
+        .join();
     ASSERT_TRUE(got.has_value()) << "oneDNN took no f32 2-d convolution, share " << share;
     testutil::ExpectClose(*got, {1, 4, 9, 7}, want, 1e-4, 1e-5);
     // 0, a thread that is no device's: OpenMP's own default stays.
