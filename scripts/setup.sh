@@ -24,7 +24,8 @@ packages=(
 # chromium (driven by playwright from PyPI), the compose and Kubernetes files through
 # docker-compose and yamllint, and for real with podman (runc, netavark networks with DNS,
 # catatonit for `init`, debootstrap for a base image: tests/ops/podman_lib.sh);
-# scripts/fuzz.sh's compiler and libFuzzer; `ip`, which makes the network namespaces of the
+# scripts/fuzz.sh's and thread_safety.sh's compiler, libFuzzer and clang's OpenMP (the kernels
+# set oneDNN's OpenMP thread count, and CMake looks for OpenMP with whichever compiler builds); `ip`, which makes the network namespaces of the
 # tests and benchmarks across machines; the English text examples/jax/lm trains on (Debian's
 # fortunes, /usr/share/games/fortunes); Debian's torch and torchvision, which export the real
 # models that atoll.onnx is tested and benchmarked on (bench/onnx/export_torch.py, run by
@@ -32,7 +33,7 @@ packages=(
 if [ $build_only -eq 0 ]; then
   packages+=(tmux chromium docker-compose yamllint
              podman runc netavark aardvark-dns catatonit iptables debootstrap
-             clang-14 libfuzzer-14-dev iproute2 fortunes
+             clang-14 libfuzzer-14-dev libomp-14-dev iproute2 fortunes
              python3-torch python3-torchvision)
 fi
 
