@@ -112,10 +112,8 @@ Result<Tensor> Cumulative(CumulativeFn fn, const Tensor& x, int64_t axis, bool r
     return InvalidArgument(fmt::format("cumulative: axis {} of {}", axis, internal::Describe(x)));
   }
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
-  const int64_t extent = shape[axis];
-  int64_t inner = 1;
-  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  const int64_t outer = extent == 0 || inner == 0 ? 0 : x.num_elements() / (extent * inner);
+  const internal::AroundAxis around = internal::SplitAround(shape, static_cast<size_t>(axis));
+  const int64_t outer = around.outer, extent = around.extent, inner = around.inner;
   Status status =
       InvalidArgument(fmt::format("cumulative ops do not take {}", DTypeName(x.dtype())));
   VisitDType(x.dtype(), [&](auto zero) {

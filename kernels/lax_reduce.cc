@@ -13,6 +13,7 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 #include "kernels/wrapping.h"
 
 namespace atl::kernels {
@@ -225,10 +226,8 @@ Result<Tensor> ArgReduce(bool max, const Tensor& x, int64_t axis, DType index) {
   Shape result_shape;
   ResultOffsets(shape, {axis}, result_shape);
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(index, result_shape));
-  const int64_t extent = shape[axis];
-  int64_t outer = 1, inner = 1;  // products, not a quotient: a dimension may be 0
-  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const internal::AroundAxis around = internal::SplitAround(shape, static_cast<size_t>(axis));
+  const int64_t outer = around.outer, extent = around.extent, inner = around.inner;
   Status status = Status::Ok();
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

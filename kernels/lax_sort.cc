@@ -11,6 +11,7 @@
 #include "common/base/dtype_types.h"
 #include "kernels/check.h"
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 
 namespace atl::kernels {
 
@@ -72,10 +73,8 @@ Result<Tensor> Sort(std::span<const Tensor* const> xs, int64_t dim, int64_t keys
   const Tensor& x = *xs[output];
   ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
   const size_t size = DTypeSize(x.dtype());
-  const int64_t extent = shape[dim];
-  int64_t inner = 1;
-  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
-  const int64_t outer = extent == 0 || inner == 0 ? 0 : x.num_elements() / (extent * inner);
+  const internal::AroundAxis around = internal::SplitAround(shape, static_cast<size_t>(dim));
+  const int64_t outer = around.outer, extent = around.extent, inner = around.inner;
   std::vector<int64_t> order(static_cast<size_t>(extent));
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {

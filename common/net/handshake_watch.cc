@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
+
+#include "common/net/transport.h"
 
 namespace atl::net {
 
@@ -53,12 +56,8 @@ bool HandshakeWatch::WaitConnected(std::chrono::milliseconds timeout) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
-    zmq::pollitem_t item{events_.handle(), 0, ZMQ_POLLIN, 0};
-    try {
-      zmq::poll(&item, 1, left);
-    } catch (const zmq::error_t&) {
-      return false;  // the context is closing
-    }
+    std::vector<zmq::pollitem_t> items{{events_.handle(), 0, ZMQ_POLLIN, 0}};
+    if (!Poll(items, left).ok()) return false;  // the context is closing
   }
 }
 
