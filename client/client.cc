@@ -42,11 +42,13 @@ Client::~Client() {
   impl_->reads.TakeAll();
   impl_->heartbeat.reset();
   const auto timeout = std::chrono::milliseconds(1000);
-  (void)impl_->rm->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
-  // Waiting for each reply also flushes the releases posted before on the same socket.
+  // The stores and schedulers first: told by the RM, they would collect what this client
+  // left as lapsed. Waiting for each reply also flushes the releases posted before on the
+  // same socket.
   for (const auto& watcher : impl_->watchers) {
     (void)impl_->peers.at(watcher)->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
   }
+  (void)impl_->rm->Call<proto::Ok>(proto::Goodbye{impl_->id}, timeout);
 }
 
 uint64_t Client::id() const { return impl_->id; }

@@ -39,7 +39,7 @@ Result<net::Requester*> Client::Impl::Peer(const std::string& endpoint) {
 }
 
 Result<net::Requester*> Client::Impl::Watcher(const std::string& endpoint) {
-  if (watchers.insert(endpoint).second) heartbeat->AddWatcher(endpoint);
+  watchers.insert(endpoint);
   return Peer(endpoint);
 }
 

@@ -38,7 +38,8 @@ struct Client::Impl {
   std::map<uint64_t, proto::SliceInfo> slices;  // this client's, by id
   // The functions registered on each slice, to move with it when the RM remaps it.
   std::map<uint64_t, std::vector<std::weak_ptr<const Function::Impl>>> functions;
-  // Object stores and schedulers used: they track this client's liveness and hear Goodbye.
+  // Object stores and schedulers used: they hold this client's objects and runs (alive while
+  // the RM's table lists it) and hear Goodbye.
   std::set<std::string> watchers;
   Submissions submissions;  // streamed submissions not answered yet; refused and failed runs
   ServiceLosses losses;     // services lost (announced or by their dropped connection)
@@ -58,7 +59,7 @@ struct Client::Impl {
   // The requester for a scheduler or object store, connected on first use. Watched, so that
   // a call to a peer that refuses this client's key, or that is down, says so.
   Result<net::Requester*> Peer(const std::string& endpoint);
-  // The same for a service that tracks this client's liveness.
+  // The same for a service that keeps what this client leaves there: told Goodbye.
   Result<net::Requester*> Watcher(const std::string& endpoint);
   // Applies what the RM sent on its own since the last call: services lost or back, and
   // slices remapped off lost devices; and the schedulers' and stores' dropped connections

@@ -1,7 +1,5 @@
 #include "client/heartbeat.h"
 
-#include <map>
-
 #include <fmt/format.h>
 
 #include "common/net/handshake_watch.h"
@@ -44,18 +42,6 @@ void HeartbeatThread::Start(uint64_t client_id, std::chrono::milliseconds period
   cv_.notify_all();
 }
 
-void HeartbeatThread::AddWatcher(const std::string& endpoint) {
-  {
-    MutexLock lock(mu_);
-    if (!watchers_.insert(endpoint).second) return;
-  }
-  zmq::socket_t socket = NewBeatSocket(context_);
-  if (!net::Connect(socket, endpoint).ok()) return;  // a bad endpoint is the Peer's to report
-  // The mutex is the full memory barrier ZeroMQ asks for when a socket changes threads.
-  MutexLock lock(mu_);
-  added_.emplace_back(endpoint, std::move(socket));
-}
-
 Status HeartbeatThread::WaitConnected(std::chrono::milliseconds timeout) {
   MutexLock lock(mu_);
   const bool settled = cv_.wait_for(
@@ -69,9 +55,8 @@ Status HeartbeatThread::WaitConnected(std::chrono::milliseconds timeout) {
 }
 
 void HeartbeatThread::Loop() {
-  // The RM's socket lives and dies on this thread, and so do the watchers' once taken over.
+  // The RM's socket lives and dies on this thread.
   zmq::socket_t rm = NewBeatSocket(context_);
-  std::map<std::string, zmq::socket_t> watchers;
   // Watched until its handshake is done; stop_ is looked at meanwhile.
   net::HandshakeWatch watch(context_, rm, rm_endpoint_);
   Status link = net::Connect(rm, rm_endpoint_);
@@ -91,12 +76,9 @@ void HeartbeatThread::Loop() {
   // Beats keep to their schedule however long one round of sends took.
   auto next = std::chrono::steady_clock::now();
   while (!stop_) {
-    for (auto& [endpoint, socket] : added_) watchers.emplace(endpoint, std::move(socket));
-    added_.clear();
     lock.Unlock();
     (void)watch.Drops();  // reads the events each reconnection adds, lest they pile up
     (void)net::Send(rm, nullptr, 0, beat);
-    for (auto& [endpoint, socket] : watchers) (void)net::Send(socket, nullptr, 0, beat);
     next = std::max(next + period, std::chrono::steady_clock::now());
     lock.Lock();
     cv_.wait_until(lock.native(), next, [&]() NO_THREAD_SAFETY_ANALYSIS { return stop_; });

@@ -1,16 +1,15 @@
-// The client's liveness signal: a thread with its own sockets that heartbeats the RM and
-// every object store and scheduler the client has used, so that a client that dies (or
-// hangs) has its slices, objects and queued runs collected after `liveness` missed beats.
+// The client's liveness signal: a thread with its own socket that heartbeats the RM, so that
+// a client that dies (or hangs) has its slices, objects and queued runs collected after
+// `liveness` missed beats. The RM alone: the object stores and schedulers follow its table
+// of live clients (ClientLiveness::FollowTable), so that a client opens one connection for
+// its beats, not one per service it uses (each a CURVE handshake; issue 48).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include <zmq.hpp>
 
@@ -35,11 +34,6 @@ class HeartbeatThread {
   Status WaitConnected(std::chrono::milliseconds timeout);
   // Beats as client `client_id` every `period` from now on, the first beat at once.
   void Start(uint64_t client_id, std::chrono::milliseconds period);
-  // Adds a service (an object store or a scheduler) to heartbeat from now on. Thread-safe.
-  // Makes the service's socket on the calling thread: under CURVE a new socket's keys go
-  // into locked memory, which took up to 1.6 s with 256 clients in one process, and made
-  // on this thread it held back the RM's next beat past the liveness window (issue 48).
-  void AddWatcher(const std::string& endpoint);
 
  private:
   void Loop();
@@ -51,9 +45,6 @@ class HeartbeatThread {
   uint64_t client_id_ GUARDED_BY(mu_) = 0;  // 0 until Start
   std::chrono::milliseconds period_ GUARDED_BY(mu_){0};
   std::optional<Status> rm_link_ GUARDED_BY(mu_);  // unset while the handshake runs
-  std::set<std::string> watchers_ GUARDED_BY(mu_);
-  // Watchers' connected sockets, made by AddWatcher, not yet taken over by the loop.
-  std::vector<std::pair<std::string, zmq::socket_t>> added_ GUARDED_BY(mu_);
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -179,6 +179,10 @@ struct Owners {
 // So a service knows a new client before it hears from it, instead of asking the RM
 // (LookupOwners) from its event loop: a round trip per new client that, with hundreds
 // connecting at once, stalled the loops for seconds (docs/design-notes.md).
+// Each heartbeat period the RM also tells its whole table of live clients (`table` set,
+// alive_clients, the other lists empty): clients heartbeat the RM alone, and a store or
+// scheduler counts a client it serves as heard while the table lists it
+// (ClientLiveness::TableHeard).
 struct OwnersKnown {
   static constexpr Kind kKind = Kind::kOwnersKnown;
   std::vector<uint64_t> clients;
@@ -187,8 +191,11 @@ struct OwnersKnown {
   std::vector<uint64_t> function_clients;  // per function: the client that registered it
   std::vector<uint64_t> gone_clients;
   std::vector<std::string> gone_why;  // per gone client: as Owners::clients_gone_why
+  bool table = false;                   // a table, not a notice of one change
+  std::vector<uint64_t> alive_clients;  // the table: every client the RM counts live
   bool operator==(const OwnersKnown&) const = default;
-  MSGPACK_DEFINE(clients, client_users, functions, function_clients, gone_clients, gone_why);
+  MSGPACK_DEFINE(clients, client_users, functions, function_clients, gone_clients, gone_why,
+                 table, alive_clients);
 };
 
 // A member (`atoll stop`) -> RM: host `host` is about to leave. The RM takes its devices

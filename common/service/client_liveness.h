@@ -4,6 +4,13 @@
 // a store collects its objects. What counts as hearing from a client (a heartbeat, a
 // submission, a goodbye) is the service's to say.
 //
+// Clients heartbeat the RM alone; the stores and schedulers follow the RM's table of its
+// live clients (OwnersKnown::alive_clients, told each heartbeat period: FollowTable,
+// TableHeard). A client then opens one connection for its beats, not one per service it
+// uses: under CURVE each connection is a handshake and keys in locked memory (issue 48).
+// While the table is late (the RM restarting, stalled or cut off), nobody is judged: the RM
+// is what judges clients, and its silence says nothing of theirs.
+//
 // Pure: the caller passes `now`, so that a test moves time by hand. Not thread-safe: one
 // per service loop.
 //
@@ -39,13 +46,24 @@ class ClientLiveness {
 
   // The tracked clients silent at `now`, in id order; still tracked.
   std::vector<uint64_t> Silent(Clock::time_point now) const;
-  // The same, no longer tracked: each is reported once.
+  // The same, no longer tracked: each is reported once. Nobody while a followed table is
+  // late, and every tracked client is then heard at `now`.
   std::vector<uint64_t> TakeSilent(Clock::time_point now);
+
+  // From `now` on, judges silences only while the RM's table came within `late` (two
+  // heartbeat periods, say).
+  void FollowTable(Clock::duration late, Clock::time_point now);
+  // The RM's table at `now`: each tracked client in `alive` is heard (the others are the
+  // clients of other services: not tracked here). After a late table, every tracked client
+  // is heard at `now`.
+  void TableHeard(const std::vector<uint64_t>& alive, Clock::time_point now);
 
   Clock::duration lapse() const { return lapse_; }
 
  private:
   Clock::duration lapse_;
+  Clock::duration table_late_ = Clock::duration::max();  // max: no table followed
+  Clock::time_point table_heard_{};
   std::map<uint64_t, Clock::time_point> last_heard_;
 };
 

@@ -293,12 +293,30 @@ Collected Directory::Goodbye(uint64_t client) {
 std::vector<Collected> Directory::Expire() {
   std::vector<Collected> out;
   for (uint64_t client : clients_heard_.TakeSilent(clock_.Now())) {
-    if (departed_.erase(client) == 0) {
-      out.push_back({client, CollectReason::kLapsed, FreeOwnedBy(client)});
-    }
-    ForgetTombstones(client);  // releases that came after its goodbye
+    if (auto collected = Collect(client)) out.push_back(std::move(*collected));
   }
   return out;
+}
+
+std::optional<Collected> Directory::Collect(uint64_t client) {
+  std::optional<Collected> out;
+  if (departed_.erase(client) == 0) out = {client, CollectReason::kLapsed, FreeOwnedBy(client)};
+  ForgetTombstones(client);  // releases that came after its goodbye
+  return out;
+}
+
+void Directory::FollowClientTable(std::chrono::milliseconds late) {
+  clients_heard_.FollowTable(late, clock_.Now());
+}
+
+void Directory::ClientTableHeard(const std::vector<uint64_t>& alive) {
+  clients_heard_.TableHeard(alive, clock_.Now());
+}
+
+std::optional<Collected> Directory::Left(uint64_t client) {
+  if (!clients_heard_.Tracks(client)) return std::nullopt;
+  clients_heard_.Forget(client);
+  return Collect(client);
 }
 
 DirectoryStats Directory::Stats() const {

@@ -42,6 +42,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -179,6 +180,15 @@ class Directory {
   // forgets goodbyes older than the timeout. Call it periodically (every heartbeat).
   std::vector<Collected> Expire();
 
+  // Clients heartbeat the RM alone, which tells its table of live clients each heartbeat
+  // period (ClientLiveness::FollowTable): a store with an RM follows it from now on, judging
+  // nobody while the table is `late`, and hears each client the table lists.
+  void FollowClientTable(std::chrono::milliseconds late);
+  void ClientTableHeard(const std::vector<uint64_t>& alive);
+  // The RM dropped `client` (its heartbeat lapsed, or it said goodbye there first): its
+  // objects are collected now, as a lapse would (nothing if it said goodbye here).
+  std::optional<Collected> Left(uint64_t client);
+
   // A shard's memory, as pinned.
   struct Block {
     int32_t pool = MemoryPools::kHost;
@@ -209,6 +219,9 @@ class Directory {
   void FreeObject(std::map<uint64_t, Object>::iterator it);
   std::vector<uint64_t> FreeOwnedBy(uint64_t client);
   void ForgetTombstones(uint64_t client);
+  // Frees what `client` owns and forgets its tombstones, unless it said goodbye (then
+  // nothing was left to free): the end of a client no longer tracked.
+  std::optional<Collected> Collect(uint64_t client);
   // True once a released object has every shard it waited for, sealed.
   static bool AllSealed(const Object& object);
   ShardInfo* FindMutable(uint64_t object, uint32_t shard);

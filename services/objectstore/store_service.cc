@@ -85,6 +85,9 @@ Result<std::unique_ptr<StoreService>> StoreService::Create(zmq::context_t& conte
                              [s = service.get()] { s->OnRm(); });
     service->loop_.AddTimer("store.heartbeat", service->options_.heartbeat,
                             [s = service.get()] { s->HeartbeatRm(); });
+    // Its clients heartbeat the RM alone: their liveness is the RM's table, late after two
+    // periods without one.
+    service->directory_.FollowClientTable(2 * service->options_.heartbeat);
   }
   return service;
 }
@@ -164,7 +167,12 @@ net::RequestTable<StoreService> StoreService::MakeRequestTable() {
 }
 
 Status StoreService::OnOwnersKnown(proto::OwnersKnown known, proto::Incoming&) {
-  return owners_.Learn(known);
+  ATOLL_RETURN_IF_ERROR(owners_.Learn(known));
+  if (known.table) directory_.ClientTableHeard(known.alive_clients);
+  for (uint64_t client : known.gone_clients) {
+    if (auto collected = directory_.Left(client)) PublishCollected(*collected);
+  }
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -172,7 +172,7 @@ Result<RmActions> Controller::HelloClient(const proto::HelloClient& req, const C
   clients_heard_.Heard(id, now);
   // Told before the client hears its id, which it needs to name itself to them: a store or
   // scheduler hears the notice first unless its queue holds it back (it then asks).
-  TellOwners({{id}, {from.sender.user_id}, {}, {}, {}, {}}, out);
+  TellOwners({{id}, {from.sender.user_id}, {}, {}, {}, {}, false, {}}, out);
   out.Publish(topics::kClientConnected, {{"client", id}, {"name", req.name}});
   out.SaveState();
   out.Reply(proto::HelloClientReply{id, options_.heartbeat_ms});
@@ -203,7 +203,7 @@ void Controller::DropClient(uint64_t client_id, const std::string& why, RmAction
   std::erase_if(state_.functions, [&](const auto& kv) { return kv.second.client == client_id; });
   if (gone_reasons_.size() >= kMaxGoneReasons) gone_reasons_.clear();
   gone_reasons_[client_id] = why;
-  TellOwners({{}, {}, {}, {}, {client_id}, {why}}, out);
+  TellOwners({{}, {}, {}, {}, {client_id}, {why}, false, {}}, out);
   spdlog::info("client {} gone ({})", client_id, why);
   out.Publish(topics::kClientGone, {{"client", client_id}, {"reason", why}});
   out.SaveState();

@@ -123,7 +123,8 @@ class Controller {
                               Clock::time_point now);
   // The liveness timer, four times per heartbeat period: silent services lost, silent
   // clients dropped (unless the RM itself stalled: StallGuard), compiles past their
-  // deadline failed.
+  // deadline failed; once a heartbeat period, the table of live clients told to every live
+  // store and scheduler (OwnersKnown::alive_clients).
   RmActions CheckLiveness(Clock::time_point now);
 
   // Elasticity (controller_elastic.cc): DrainHost, answered once every slice it moved off
@@ -161,6 +162,8 @@ class Controller {
   // Who owns what, told to every live store and scheduler as it happens (OwnersKnown).
   void TellOwners(const proto::OwnersKnown& notice, RmActions& out) const;
   void TellFunctionOwner(uint64_t function_id, const std::string& island, RmActions& out) const;
+  // The table of live clients, once a heartbeat period.
+  void TellClientTable(Clock::time_point now, RmActions& out);
 
   // Liveness of services (controller_liveness.cc).
   void ExecutorHeartbeat(const proto::Heartbeat& beat, Host& host, const Caller& from,
@@ -195,6 +198,7 @@ class Controller {
   RmState state_;
   PendingWork pending_;
   ClientLiveness clients_heard_;
+  Clock::time_point table_told_{};  // when TellClientTable last told it
   // Whether silent services may be declared lost now: not for a while after the RM
   // restarted (kReconnectGrace) or stalled.
   StallGuard stall_guard_;

@@ -164,7 +164,8 @@ void Controller::TellFunctionOwner(uint64_t function_id, const std::string& isla
   if (scheduler == state_.scheduler_by_island.end() || !SchedulerAlive(island)) return;
   out.Tell(
       ServiceKind::kScheduler, scheduler->second,
-      proto::OwnersKnown{{}, {}, {function_id}, {state_.functions.at(function_id).client}, {}, {}});
+      proto::OwnersKnown{
+          {}, {}, {function_id}, {state_.functions.at(function_id).client}, {}, {}, false, {}});
 }
 
 }  // namespace atl::rm

@@ -90,7 +90,17 @@ RmActions Controller::CheckLiveness(Clock::time_point now) {
   RmActions out;
   if (stall_guard_.MayJudge(now)) CheckHeartbeats(now, out);
   FailLateCompiles(now, out);
+  TellClientTable(now, out);
   return out;
+}
+
+void Controller::TellClientTable(Clock::time_point now, RmActions& out) {
+  if (now - table_told_ < std::chrono::milliseconds(options_.heartbeat_ms)) return;
+  table_told_ = now;
+  proto::OwnersKnown table;
+  table.table = true;
+  for (const auto& [id, client] : state_.clients) table.alive_clients.push_back(id);
+  TellOwners(table, out);
 }
 
 void Controller::CheckHeartbeats(Clock::time_point now, RmActions& out) {

@@ -27,7 +27,12 @@ SchedulerService::SchedulerService(zmq::context_t& context, ClusterConfig config
       // Checks once a period (the "client liveness" timer).
       client_stall_guard_("scheduler " + options_.island,
                           std::chrono::milliseconds(config_.heartbeat_ms),
-                          std::chrono::milliseconds(config_.heartbeat_ms), config_.liveness) {}
+                          std::chrono::milliseconds(config_.heartbeat_ms), config_.liveness) {
+  // Its clients heartbeat the RM alone: their liveness is the RM's table, late after two
+  // periods without one.
+  clients_heard_.FollowTable(2 * std::chrono::milliseconds(config_.heartbeat_ms),
+                             std::chrono::steady_clock::now());
+}
 
 Status SchedulerService::Start(std::chrono::milliseconds timeout) {
   ATOLL_ASSIGN_OR_RETURN(auto policy, MakePolicy(options_.policy));
@@ -99,7 +104,6 @@ net::RequestTable<SchedulerService> SchedulerService::MakeRequestTable() {
   // Clients' requests: the handlers check that the client they name is the sender's.
   table.Add<proto::SubmitProgram>(MaySend::Anyone(), &SchedulerService::OnSubmit);
   table.Add<proto::CancelRun>(MaySend::Anyone(), &SchedulerService::OnCancelRun);
-  table.Add<proto::Heartbeat>(MaySend::Anyone(), &SchedulerService::OnHeartbeat);
   table.Add<proto::Goodbye>(MaySend::Anyone(), &SchedulerService::OnGoodbye);
   // Other schedulers' and the RM's notices.
   table.Add<proto::NodeReleased>(MaySend::Members("release a node"),
@@ -124,13 +128,6 @@ Status SchedulerService::OnNodeReleased(proto::NodeReleased released, proto::Inc
   return Status::Ok();
 }
 
-Status SchedulerService::OnHeartbeat(proto::Heartbeat beat, proto::Incoming& in) {
-  ATOLL_ASSIGN_OR_RETURN(const uint64_t client, proto::HeartbeatClientId(beat));
-  ATOLL_RETURN_IF_ERROR(owners_->CheckClient(in.sender, client, "heartbeat"));
-  clients_heard_.Heard(client, std::chrono::steady_clock::now());
-  return Status::Ok();
-}
-
 Status SchedulerService::OnGoodbye(proto::Goodbye bye, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(owners_->CheckGoodbye(in.sender, bye.client_id));
   DropClient(bye.client_id, "said goodbye");
@@ -138,7 +135,14 @@ Status SchedulerService::OnGoodbye(proto::Goodbye bye, proto::Incoming& in) {
 }
 
 Status SchedulerService::OnOwnersKnown(proto::OwnersKnown known, proto::Incoming&) {
-  return owners_->Learn(known);
+  ATOLL_RETURN_IF_ERROR(owners_->Learn(known));
+  if (known.table) clients_heard_.TableHeard(known.alive_clients, std::chrono::steady_clock::now());
+  for (size_t i = 0; i < known.gone_clients.size(); ++i) {
+    if (clients_heard_.Tracks(known.gone_clients[i])) {
+      DropClient(known.gone_clients[i], "left the cluster: " + known.gone_why[i]);
+    }
+  }
+  return Status::Ok();
 }
 
 Status SchedulerService::OnSubmit(proto::SubmitProgram program, proto::Incoming& in) {
@@ -318,7 +322,7 @@ void SchedulerService::CheckClients() {
   const auto now = std::chrono::steady_clock::now();
   if (!client_stall_guard_.MayJudge(now)) return;
   for (uint64_t client : clients_heard_.TakeSilent(now)) {
-    DropClient(client, fmt::format("missed {} heartbeats", config_.liveness));
+    DropClient(client, fmt::format("left out of the RM's table for {} heartbeat periods", config_.liveness));
   }
 }
 

@@ -75,7 +75,6 @@ class SchedulerService {
   // Another island's scheduler released a node this island's gangs consume: kept until its
   // run comes, only for a connected client's (as a submission). A notice: no reply.
   Status OnNodeReleased(proto::NodeReleased released, proto::Incoming& in);
-  Status OnHeartbeat(proto::Heartbeat beat, proto::Incoming& in);  // no reply
   Status OnGoodbye(proto::Goodbye bye, proto::Incoming& in);
   Status OnOwnersKnown(proto::OwnersKnown known, proto::Incoming& in);  // a notice: no reply
   // Forgets finished runs' executors, and sends RunDone to the clients that asked for it.
@@ -87,8 +86,9 @@ class SchedulerService {
   void SendDispatches(std::map<std::string, proto::Dispatch> released);
   // Fails runs held too long for other islands (IslandOrder::Expire).
   void ExpireCrossIslandWaits();
-  // A client that said goodbye or missed `liveness` heartbeats: its queued runs are
-  // dropped (IslandOrder::DropClient) and a client.dropped event says how many.
+  // A client that said goodbye, that the RM dropped, or that the RM's table left out for
+  // `liveness` heartbeat periods (ClientLiveness::FollowTable): its queued runs are dropped
+  // (IslandOrder::DropClient) and a client.dropped event says how many.
   void DropClient(uint64_t client, const std::string& why);
   void CheckClients();
   // Passes `cancel` on to the executors the run's entries went to (for a failed run, with its

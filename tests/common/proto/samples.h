@@ -166,7 +166,7 @@ inline Owners Sample<Owners>() {
 }
 template <>
 inline OwnersKnown Sample<OwnersKnown>() {
-  return {{3, 4}, {"client:alice", ""}, {17}, {3}, {2}, {"goodbye"}};
+  return {{3, 4}, {"client:alice", ""}, {17}, {3}, {2}, {"goodbye"}, true, {3, 4}};
 }
 template <>
 inline DrainHost Sample<DrainHost>() {

@@ -1,6 +1,7 @@
 // ClientLiveness on a clock moved by hand: a client is silent once heard from no more for
 // longer than the lapse, a heartbeat or a restart gives it the full lapse again, and a
-// client taken as silent or forgotten is reported no more.
+// client taken as silent or forgotten is reported no more; a service following the RM's
+// table hears its tracked clients from the table and judges nobody while the table is late.
 #include "common/service/client_liveness.h"
 
 #include <gmock/gmock.h>
@@ -61,6 +62,40 @@ TEST(ClientLivenessTest, HeardAllGivesEveryClientTheFullLapseAgain) {
   clients.HeardAll(t0 + 1s);  // a restarted service: everyone must reconnect first
   EXPECT_THAT(clients.Silent(t0 + 1300ms), IsEmpty());
   EXPECT_THAT(clients.Silent(t0 + 1301ms), ElementsAre(1, 2));
+}
+
+TEST(ClientLivenessTest, TheRmsTableHearsOnlyTheTrackedClientsItLists) {
+  ClientLiveness clients(300ms);
+  clients.FollowTable(200ms, t0);
+  clients.Heard(1, t0);
+  clients.Heard(2, t0);
+  clients.TableHeard({2, 7}, t0 + 150ms);  // 7 is another service's client
+  clients.TableHeard({2, 7}, t0 + 300ms);
+  EXPECT_FALSE(clients.Tracks(7));
+  EXPECT_THAT(clients.TakeSilent(t0 + 301ms), ElementsAre(1));
+  EXPECT_THAT(clients.TakeSilent(t0 + 450ms), IsEmpty());
+  clients.TableHeard({}, t0 + 450ms);  // the RM dropped 2
+  EXPECT_THAT(clients.TakeSilent(t0 + 601ms), ElementsAre(2));
+}
+
+TEST(ClientLivenessTest, WhileTheTableIsLateNobodyIsJudgedAndThenEachGetsTheFullLapse) {
+  ClientLiveness clients(300ms);
+  clients.FollowTable(200ms, t0);
+  clients.Heard(1, t0);
+  EXPECT_THAT(clients.TakeSilent(t0 + 200ms), IsEmpty());  // on time: judged, not silent
+  EXPECT_THAT(clients.TakeSilent(t0 + 1s), IsEmpty());     // no table for 1 s: nobody
+  // The RM is back, without 1: a lapse from its first table, 1 is silent.
+  for (auto t = t0 + 2s; t <= t0 + 2s + 300ms; t += 100ms) {
+    clients.TableHeard({}, t);
+    EXPECT_THAT(clients.TakeSilent(t), IsEmpty());
+  }
+  EXPECT_THAT(clients.TakeSilent(t0 + 2s + 301ms), ElementsAre(1));
+}
+
+TEST(ClientLivenessTest, WithoutATableSilenceAloneJudges) {
+  ClientLiveness clients(300ms);  // a store run without an RM: its clients beat it
+  clients.Heard(1, t0);
+  EXPECT_THAT(clients.TakeSilent(t0 + 10s), ElementsAre(1));
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
   net::Requester silent_rm(context, "tcp://127.0.0.1:1");
   ASSERT_THAT(silent_rm.Connect(), IsOk());
   OwnerCache owners(&silent_rm, milliseconds(50));
-  ASSERT_THAT(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}, {}, {}}), IsOk());
+  ASSERT_THAT(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}, {}, {}, false, {}}), IsOk());
   auto alice = owners.ClientUser(7);
   ASSERT_THAT(alice, IsOk());
   EXPECT_EQ(*alice, "client:alice");
@@ -42,7 +42,7 @@ TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
   // Not told: asked, and the silent RM fails the lookup.
   EXPECT_FALSE(owners.ClientUser(9).ok());
   // Told gone: refused as gone, with the RM's reason, without asking.
-  ASSERT_THAT(owners.Learn({{}, {}, {}, {}, {8}, {"goodbye"}}), IsOk());
+  ASSERT_THAT(owners.Learn({{}, {}, {}, {}, {8}, {"goodbye"}, false, {}}), IsOk());
   const Status bob = owners.ClientUser(8).status();
   EXPECT_EQ(bob.code(), Code::kCancelled) << bob.ToString();
   EXPECT_NE(bob.message().find("has left the cluster (goodbye)"), std::string::npos);
@@ -53,10 +53,10 @@ TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
 
 TEST(OwnerCacheTest, ANoticeWithListsOfUnequalLengthsIsRefused) {
   OwnerCache owners(nullptr, milliseconds(0));
-  EXPECT_EQ(owners.Learn({{7, 8}, {"client:alice"}, {}, {}, {}, {}}).code(),
+  EXPECT_EQ(owners.Learn({{7, 8}, {"client:alice"}, {}, {}, {}, {}, false, {}}).code(),
             Code::kInvalidArgument);
-  EXPECT_EQ(owners.Learn({{}, {}, {30}, {}, {}, {}}).code(), Code::kInvalidArgument);
-  EXPECT_EQ(owners.Learn({{}, {}, {}, {}, {9}, {}}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(owners.Learn({{}, {}, {30}, {}, {}, {}, false, {}}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(owners.Learn({{}, {}, {}, {}, {9}, {}, false, {}}).code(), Code::kInvalidArgument);
 }
 
 }  // namespace

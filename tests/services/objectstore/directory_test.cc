@@ -2,6 +2,7 @@
 #include "tests/services/objectstore/fake_clock.h"
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -136,6 +137,41 @@ TEST_F(DirectoryTest, SilentClientsLoseTheirObjectsOthersKeepTheirs) {
   EXPECT_EQ(stats.objects, 1u);
   EXPECT_EQ(stats.clients, 0u);
   EXPECT_EQ(stats.objects_per_owner, (std::map<uint64_t, uint64_t>{{0, 1}}));
+}
+
+TEST_F(DirectoryTest, WithAnRmItsTableKeepsClientsAndOneItDroppedLosesItsObjectsAtOnce) {
+  dir_.FollowClientTable(milliseconds(100));
+  ASSERT_THAT(dir_.Create(1, 0, /*owner=*/10, DType::kF32, {1}), IsOk());
+  ASSERT_THAT(dir_.Create(2, 0, /*owner=*/20, DType::kF32, {1}), IsOk());
+  ASSERT_THAT(dir_.Create(3, 0, /*owner=*/30, DType::kF32, {1}), IsOk());
+  for (int period = 0; period < 5; ++period) {  // past the timeout, listed each period
+    clock_.Advance(milliseconds(50));
+    dir_.ClientTableHeard({10, 20, 30});
+    EXPECT_TRUE(dir_.Expire().empty());
+  }
+  const std::optional<Collected> left = dir_.Left(10);
+  ASSERT_TRUE(left.has_value());
+  EXPECT_EQ(left->objects, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(dir_.Find(1, 0).status().code(), Code::kNotFound);
+  EXPECT_FALSE(dir_.Left(10).has_value());  // told twice: collected once
+  dir_.Goodbye(30);                         // said goodbye here, then the RM dropped it
+  EXPECT_FALSE(dir_.Left(30).has_value());
+
+  // The RM silent for a second: nobody is judged; back, a full timeout from its table.
+  clock_.Advance(milliseconds(1000));
+  EXPECT_TRUE(dir_.Expire().empty());
+  dir_.ClientTableHeard({});
+  for (int period = 0; period < 4; ++period) {  // the whole timeout, 20 no longer listed
+    clock_.Advance(milliseconds(50));
+    dir_.ClientTableHeard({});
+    EXPECT_TRUE(dir_.Expire().empty());
+  }
+  clock_.Advance(milliseconds(1));
+  dir_.ClientTableHeard({});
+  const auto lapsed = dir_.Expire();
+  ASSERT_EQ(lapsed.size(), 1u);
+  EXPECT_EQ(lapsed[0].client, 20u);
+  EXPECT_EQ(lapsed[0].objects, (std::vector<uint64_t>{2}));
 }
 
 TEST_F(DirectoryTest, GoodbyeFreesOnlyThatClientsObjects) {

@@ -113,6 +113,27 @@ TEST_F(ControllerTest, AClientSilentPastTheLapseIsDroppedWithItsSlices) {
               StatusIs(Code::kNotFound, "heartbeat lapsed"));
 }
 
+TEST_F(ControllerTest, EachPeriodTheTableOfLiveClientsIsToldToEveryStoreAndScheduler) {
+  StartCluster();
+  const uint64_t quiet = Hello();
+  const uint64_t talking = Hello("talking");
+  const auto tables = [](const RmActions& actions) {
+    std::vector<std::vector<uint64_t>> alive;
+    for (const auto& told : actions.Sent<proto::OwnersKnown>()) {
+      if (told.table) alive.push_back(told.alive_clients);
+    }
+    return alive;
+  };
+  // Four checks a period, one table a period, to three stores and one scheduler each.
+  const auto first = tables(Advance(std::chrono::milliseconds(kHeartbeatMs), {}, {talking}));
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_THAT(first[0], ElementsAre(quiet, talking));
+  Advance(kLapse + 100ms, {}, {talking});  // quiet lapses
+  const auto later = tables(Advance(std::chrono::milliseconds(kHeartbeatMs), {}, {talking}));
+  ASSERT_EQ(later.size(), 4u);
+  EXPECT_THAT(later[3], ElementsAre(talking));
+}
+
 TEST_F(ControllerTest, ARestoredRmJudgesNobodyBeforeTheReconnectGrace) {
   StartCluster();
   const uint64_t client = Hello();

@@ -160,7 +160,9 @@ TEST_F(ControllerTest, ARegistrationNotCompiledInTimeFails) {
   const uint64_t client = Hello();
   const proto::SliceInfo slice = CreateSlice(client, 2);
   Ok(rm_.RegisterFunction({client, slice.slice_id, Doubling(2)}, From("client"), now_));
-  EXPECT_THAT(Advance(900ms, {}, {client}).list, IsEmpty());
+  const RmActions waiting = Advance(900ms, {}, {client});
+  EXPECT_THAT(waiting.Topics(), IsEmpty());
+  EXPECT_THAT(SendsOf<proto::Error>(waiting), IsEmpty());  // only the tables of live clients
   RmActions late = Advance(200ms, {}, {client});
   const auto errors = SendsOf<proto::Error>(late);
   ASSERT_EQ(errors.size(), 1u);
