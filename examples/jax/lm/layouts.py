@@ -10,7 +10,9 @@
   "model" (model.MEGATRON);
 - pipeline: GPipe over S stages (layers cut evenly), half the stages on island0 and half on
   island1 (or all on one island), M micro-batches; each step is one atoll.jax.program (every
-  micro-batch's forward, then every backward, then each stage's AdamW update)."""
+  micro-batch's forward, then every backward, per shard, each device summing its own
+  gradient, all-reduced once at the step's last backward, then each stage's AdamW
+  update)."""
 
 from __future__ import annotations
 
