@@ -503,8 +503,8 @@ def _converter(mesh: Mesh, shape: Tuple[int, ...], dtype: np.dtype, src_layout: 
                layout: Layout) -> _Converter:
     """A small compiled function on ``mesh`` that takes a value stored as ``src_layout`` and
     gives it stored as ``layout`` (cached per shape, dtype and layouts), its hidden inputs
-    and collectives. Stacked -> natural is local (a max and a gather); natural -> stacked gathers the
-    cut dimensions (all_gather) and slices each device's block."""
+    and collectives. Stacked -> natural is local (a max and a gather); natural -> stacked
+    gathers the cut dimensions (all_gather) and slices each device's block."""
     key = (mesh.slice.id, tuple(shape), str(dtype), src_layout, layout)
     entry = _converters.get(key)
     if entry is not None:
