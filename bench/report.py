@@ -44,6 +44,7 @@ PLOTS = {
     "pipeline": {"x": "micro_batches", "xscale": "log", "yscale": "linear"},
     "peers": {"figure": "bars", "yscale": "auto"},
     "lm": {"figure": "bars", "yscale": "log"},
+    "lm_table2": {"figure": "bars", "yscale": "linear"},
     "lm_curve": {"x": "step", "xscale": "linear", "yscale": "linear"},
     "lm_tenants": {"figure": "bars", "yscale": "linear"},
     "collectives": {"x": "bytes_per_device", "xscale": "log", "yscale": "log"},

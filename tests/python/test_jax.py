@@ -1163,6 +1163,9 @@ def test_program_runs_stages_on_two_islands_as_one_submission(jclient) -> None:
         return stage2(w2, h)
 
     np.testing.assert_allclose(np.asarray(from_array(w2, h)), want, rtol=1e-5, atol=1e-6)
+    # A host value given to the program, taken by a per-shard call: fed as its blocks.
+    np.testing.assert_allclose(np.asarray(from_array(w2, np.asarray(h))), want, rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_donated_arrays_are_deleted_and_run_failures_raise_atolls_errors(two) -> None:

@@ -1,8 +1,9 @@
 """examples/jax/lm, the decoder-only LM, on a small configuration against jax.jit on CPU (the
 oracle, in the same run): the first losses of the spmd (4 devices, batch split), megatron
-(2x2 data x model) and pipeline (2 stages, one on each island) layouts equal the jax.jit
-run's within 1e-4 relative; the pipeline's gradients equal jax.grad of the unpipelined
-model's; and a run with --elastic whose executor is SIGKILLed mid-run resumes by itself from
+(2x2 data x model) and pipeline (2 stages, one on each island, of 1 and of 2 devices) layouts
+equal the jax.jit run's within 1e-4 relative; the pipeline's gradients equal jax.grad of the
+unpipelined model's, with one all-reduce per parameter a step whatever the micro-batches;
+and a run with --elastic whose executor is SIGKILLed mid-run resumes by itself from
 its last checkpoint, with later losses equal to an uninterrupted run's."""
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def jit_losses() -> List[float]:
     ["--layout", "spmd", "--devices", "4"],
     ["--layout", "megatron"],
     ["--layout", "pipeline", "--stages", "2", "--micro", "2", "--islands", "2"],
-], ids=["spmd", "megatron", "pipeline"])
+    ["--layout", "pipeline", "--stages", "2", "--micro", "2", "--islands", "2",
+     "--stage-devices", "2"],
+], ids=["spmd", "megatron", "pipeline", "pipeline_2_devices_a_stage"])
 def test_layouts_train_as_jax_jit(client, jit_losses: List[float], layout: List[str]) -> None:
     got = train.main(layout + ["--steps", str(STEPS)] + SMALL, client=client)
     assert len(got["losses"]) == STEPS
@@ -64,22 +67,35 @@ def test_layouts_train_as_jax_jit(client, jit_losses: List[float], layout: List[
     np.testing.assert_allclose(got["losses"], jit_losses, rtol=1e-4, err_msg=layout[1])
 
 
-def test_pipeline_gradients_equal_the_unpipelined_models(client) -> None:
+@pytest.mark.parametrize("stage_devices", [1, 2])
+def test_pipeline_gradients_equal_the_unpipelined_models(client, stage_devices: int) -> None:
+    """Each stage's gradient summed per device over the micro-batches and all-reduced once a
+    step: the step's program holds one all-reduce per parameter of a stage of 2 devices (and
+    one of the loss), whatever M, and none on stages of 1 device."""
     args = train.parse(["--layout", "pipeline"] + SMALL)
     cfg = train.config(args)
-    pipeline = layouts.Pipeline(cfg, client, stages=2, micro=2, islands=2)
-    assert [m.island for m in pipeline.meshes] == ["island0", "island1"]
     params = model.init(cfg)
     tokens, targets = data.batch(data.corpus()[0], 3, cfg.batch, cfg.context)
-    grads, loss = pipeline.grads(params, tokens, targets)
     want_loss, want = jax.jit(jax.value_and_grad(model.loss))(params, tokens, targets)
-    np.testing.assert_allclose(loss, float(want_loss), rtol=1e-5)
-    flat_got, tree_got = jax.tree_util.tree_flatten(grads)
-    flat_want, tree_want = jax.tree_util.tree_flatten(want)
-    assert tree_got == tree_want
-    for (path, w), g in zip(jax.tree_util.tree_flatten_with_path(want)[0], flat_got):
-        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-4, atol=1e-6,
-                                   err_msg=jax.tree_util.keystr(path))
+    stage_leaves = sum(len(jax.tree_util.tree_leaves(p)) for p in model.stages(params, 2))
+    for micro in (2, 4):
+        pipeline = layouts.Pipeline(cfg, client, stages=2, micro=micro, islands=2,
+                                    stage_devices=stage_devices)
+        assert [m.island for m in pipeline.meshes] == ["island0", "island1"]
+        grads, loss = pipeline.grads(params, tokens, targets)
+        np.testing.assert_allclose(loss, float(want_loss), rtol=1e-5)
+        flat_got, tree_got = jax.tree_util.tree_flatten(grads)
+        assert tree_got == jax.tree_util.tree_structure(want)
+        for (path, w), g in zip(jax.tree_util.tree_flatten_with_path(want)[0], flat_got):
+            np.testing.assert_allclose(g, np.asarray(w), rtol=1e-4, atol=1e-6,
+                                       err_msg=f"M={micro}: {jax.tree_util.keystr(path)}")
+        # The whole training step (the backward above, then each stage's AdamW update).
+        state = pipeline.state(params, None)
+        _, step_loss = pipeline.step(state, tokens, targets)
+        np.testing.assert_allclose(float(step_loss), float(want_loss), rtol=1e-5)
+        want_collectives = {"all_reduce_sum": stage_leaves + 1} if stage_devices > 1 else {}
+        assert dict(pipeline._step.last_collectives) == want_collectives, (
+            f"M={micro}, {stage_devices} devices a stage")
 
 
 # -- a host lost mid-run --------------------------------------------------------------------------

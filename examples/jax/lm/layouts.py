@@ -10,7 +10,9 @@
   "model" (model.MEGATRON);
 - pipeline: GPipe over S stages (layers cut evenly), half the stages on island0 and half on
   island1 (or all on one island), M micro-batches; each step is one atoll.jax.program (every
-  micro-batch's forward, then every backward, then each stage's AdamW update)."""
+  micro-batch's forward, then every backward, per shard, each device summing its own
+  gradient, all-reduced once at the step's last backward, then each stage's AdamW
+  update)."""
 
 from __future__ import annotations
 
@@ -88,9 +90,12 @@ class Megatron(Jit):
 class Pipeline:
     """GPipe: stage s holds layers [s L/S, (s+1) L/S) on a mesh of ``stage_devices``
     devices (the micro-batch split over them). The backward of a stage recomputes its
-    forward from the stage's input (GPipe's rematerialisation). The tied token embedding
-    lives on the first and the last stage; each adds the other's gradient to its own before
-    the update, so both copies stay equal."""
+    forward from the stage's input (GPipe's rematerialisation). A stage's backward runs per
+    shard: each device sums its own rows' parameter gradients over the micro-batches (kept
+    as [devices, ...], cut along "data"), and the stage's last backward all-reduces that
+    sum once a step (GPipe's accumulation; an all-reduce per micro-batch made S=2 slower
+    than spmd). The tied token embedding lives on the first and the last stage; each adds
+    the other's gradient to its own before the update, so both copies stay equal."""
     name = "pipeline"
 
     def __init__(self, cfg: Config, client: Any, stages: int = 2, micro: int = 4,
@@ -107,50 +112,17 @@ class Pipeline:
                        for s in range(stages)]
         self.tx = model.optimizer(cfg)
         split = P("data")
-
-        def jit(fun, mesh, in_specs, out_specs):
-            return aj.jit(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
-
-        self.forward, self.backward, self.backward_acc, self.update = [], [], [], []
-        for s, mesh in enumerate(self.meshes):
-            first, last = s == 0, s == stages - 1
-
-            def run(p, x, first=first, last=last):
-                return model.stage_forward(p, x, first, last)
-
-            if last:
-                def grads(p, h, y, run=run):
-                    (loss, (gp, gh)) = jax.value_and_grad(
-                        lambda p, h: model.cross_entropy(run(p, h), y), argnums=(0, 1))(p, h)
-                    return loss, gp, gh
-
-                def grads_acc(p, h, y, acc, total, grads=grads):
-                    loss, gp, gh = grads(p, h, y)
-                    return total + loss, jax.tree_util.tree_map(jnp.add, acc, gp), gh
-
-                self.forward.append(None)
-                self.backward.append(jit(grads, mesh, (P(), split, split), (P(), P(), split)))
-                self.backward_acc.append(jit(grads_acc, mesh, (P(), split, split, P(), P()),
-                                             (P(), P(), split)))
-            else:
-                def vjp(p, x, g, run=run, first=first):
-                    if first:  # tokens in: no gradient to pass on
-                        return jax.vjp(lambda p: run(p, x), p)[1](g)[0]
-                    gp, gx = jax.vjp(run, p, x)[1](g)
-                    return gp, gx
-
-                def vjp_acc(p, x, g, acc, vjp=vjp, first=first):
-                    out = vjp(p, x, g)
-                    gp = out if first else out[0]
-                    total = jax.tree_util.tree_map(jnp.add, acc, gp)
-                    return total if first else (total, out[1])
-
-                outs = P() if first else (P(), split)
-                self.forward.append(jit(run, mesh, (P(), split), split))
-                self.backward.append(jit(vjp, mesh, (P(), split, split), outs))
-                self.backward_acc.append(jit(vjp_acc, mesh, (P(), split, split, P()), outs))
-            self.update.append(jit(self._update_fn(first), mesh, P(), P()))
-
+        self.forward = [aj.jit(_stage_forward(s == 0), mesh=mesh, in_specs=(P(), split),
+                               out_specs=split)
+                        if s < stages - 1 else None for s, mesh in enumerate(self.meshes)]
+        # backward[s][(accumulates, reduces)]: the first micro-batch's starts the sum, the
+        # last one's all-reduces it (both, when M = 1).
+        self.backward = [{(acc, red): _stage_backward(aj, mesh, s == 0, s == stages - 1,
+                                                      stage_devices, acc, red)
+                          for acc in (False, True) for red in (False, True)}
+                         for s, mesh in enumerate(self.meshes)]
+        self.update = [aj.jit(self._update_fn(s == 0), mesh=mesh, in_specs=P(), out_specs=P())
+                       for s, mesh in enumerate(self.meshes)]
         self._grads = aj.program(self._grads_body)
         self._step = aj.program(self._step_body)
 
@@ -171,7 +143,8 @@ class Pipeline:
     # -- one step ---------------------------------------------------------------------------
     def _grads_body(self, params: List[Any], xs: List[Any], ys: List[Any]) -> Tuple[Any, Any]:
         """Every micro-batch's forward (stage by stage), then every backward: each stage's
-        summed parameter gradients and the summed losses."""
+        parameter gradients summed over the micro-batches and all-reduced, and the summed
+        losses."""
         S, M = self.S, self.M
         inputs = [[None] * S for _ in range(M)]
         for m in range(M):
@@ -183,14 +156,13 @@ class Pipeline:
         acc: List[Any] = [None] * S
         total = None
         for m in range(M):
-            if m == 0:
-                total, acc[-1], g = self.backward[-1](params[-1], inputs[m][-1], ys[m])
-            else:
-                total, acc[-1], g = self.backward_acc[-1](params[-1], inputs[m][-1], ys[m],
-                                                         acc[-1], total)
+            kind = (m > 0, m == M - 1)
+            sums = () if m == 0 else (acc[-1], total)
+            (acc[-1], total), g = self.backward[-1][kind](params[-1], inputs[m][-1], ys[m],
+                                                         *sums)
             for s in reversed(range(S - 1)):
-                args = (params[s], inputs[m][s], g) + (() if m == 0 else (acc[s],))
-                out = (self.backward if m == 0 else self.backward_acc)[s](*args)
+                sums = () if m == 0 else (acc[s],)
+                out = self.backward[s][kind](params[s], inputs[m][s], g, *sums)
                 if s == 0:
                     acc[0] = out
                 else:
@@ -235,6 +207,52 @@ class Pipeline:
     def host(self, state: Any) -> Tuple[Any, Any]:
         params = model.merge([to_host(p) for p, _ in state])
         return params, [to_host(o) for _, o in state]
+
+
+def _stage_forward(first: bool) -> Any:
+    def forward(p, x):  # rows in, rows out: no communication
+        return model.stage_forward(p, x, first, False)
+    return forward
+
+
+def _stage_backward(aj: Any, mesh: Any, first: bool, last: bool, devices: int,
+                    accumulates: bool, reduces: bool) -> Any:
+    """A stage's backward for one micro-batch, per shard: (params, the stage's input rows,
+    the gradient of its output rows, or the targets on the last stage[, the running sums])
+    -> (the sums[, the gradient of the input rows]). The sums are the parameter gradients
+    (and on the last stage, with them, the loss): each device's own, [devices, ...] cut
+    along "data", or all-reduced (replicated) when ``reduces``. The rows' gradients need no
+    communication: each device's are its own. Unchecked replication (check_vma=False), so
+    JAX differentiates the replicated parameters per device without a psum of its own."""
+    stacked = devices > 1  # one device: its sums are the stage's, nothing to all-reduce
+
+    def backward(p, x, g, *sums):
+        if last:  # loss of the whole micro-batch = the mean of the devices' own means
+            loss, (gp, gx) = jax.value_and_grad(
+                lambda p, h: model.cross_entropy(model.stage_forward(p, h, first, True), g)
+                / devices, argnums=(0, 1))(p, x)
+            part = (gp, loss)
+        elif first:  # tokens in: no gradient to pass on
+            part = jax.vjp(lambda p: model.stage_forward(p, x, True, False), p)[1](g)[0]
+        else:
+            part, gx = jax.vjp(lambda p, x: model.stage_forward(p, x, False, False), p, x)[1](g)
+        if sums:
+            own = sums if last else sums[0]
+            if stacked:
+                own = jax.tree_util.tree_map(lambda a: a[0], own)
+            part = jax.tree_util.tree_map(jnp.add, own, part)
+        if reduces and stacked:
+            part = jax.lax.psum(part, "data")
+        elif stacked:
+            part = jax.tree_util.tree_map(lambda a: a[None], part)
+        return part if first else (part, gx)
+
+    split, sums_spec = P("data"), P("data") if stacked and not reduces else P()
+    in_sums = (() if not accumulates else
+               (P("data") if stacked else P(),) * (2 if last else 1))
+    out = sums_spec if first else (sums_spec, split)
+    return aj.shard_map(backward, mesh=mesh, in_specs=(P(), split, split) + in_sums,
+                        out_specs=out, check_vma=False)
 
 
 class _Scaled:

@@ -266,6 +266,7 @@ class _Compiled:
     out_specs: List[PartitionSpec]
     num_outputs: int
     jaxpr: Any
+    collectives: Tuple[str, ...]  # the collectives of one run, in order (Lowering.collectives)
 
 
 def _is_spec(x: Any) -> bool:
@@ -424,6 +425,7 @@ class Jitted:
                 in_types.append(TensorType(dtype_named(atoll_dtype(h.array.dtype)),
                                            tuple(h.array.shape)).axes(
                     *[None if a < 0 else a for a in h.axes]))
+            collectives = ctx.collectives()
         finally:
             tracing_function.reset(token)
         compiled_fn = mesh.client._client.register(builder, mesh.slice._slice)
@@ -431,7 +433,7 @@ class Jitted:
         return _Compiled(function, in_layouts, [d for _, d in in_stored],
                          [s for s, _ in in_stored], hidden, out_tree,
                          [jax.ShapeDtypeStruct(*_data_aval(a)) for a in out_leaves],
-                         out_layouts, out_specs, len(outs), closed)
+                         out_layouts, out_specs, len(outs), closed, collectives)
 
     # -- calls ----------------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:
@@ -481,16 +483,28 @@ class Jitted:
         """The jaxpr this function lowers for these arguments."""
         return self.lower(*args).jaxpr
 
+    def collectives(self, *args: Any) -> Tuple[str, ...]:
+        """The collectives (atoll.ops names: all_reduce_sum, all_gather, ...) one call with
+        these arguments runs, in order: what the partitioning or the body's psums cost."""
+        return self.lower(*args).collectives
 
-_converters: Dict[Any, Tuple[Function, List[np.ndarray]]] = {}
+
+@dataclass(frozen=True)
+class _Converter:
+    function: Function
+    hidden: List[np.ndarray]
+    collectives: Tuple[str, ...]
+
+
+_converters: Dict[Any, _Converter] = {}
 
 
 def _converter(mesh: Mesh, shape: Tuple[int, ...], dtype: np.dtype, src_layout: Layout,
-               layout: Layout) -> Tuple[Function, List[np.ndarray]]:
+               layout: Layout) -> _Converter:
     """A small compiled function on ``mesh`` that takes a value stored as ``src_layout`` and
-    gives it stored as ``layout`` (cached per shape, dtype and layouts), and its hidden
-    inputs. Stacked -> natural is local (a max and a gather); natural -> stacked gathers the
-    cut dimensions (all_gather) and slices each device's block."""
+    gives it stored as ``layout`` (cached per shape, dtype and layouts), its hidden inputs
+    and collectives. Stacked -> natural is local (a max and a gather); natural -> stacked
+    gathers the cut dimensions (all_gather) and slices each device's block."""
     key = (mesh.slice.id, tuple(shape), str(dtype), src_layout, layout)
     entry = _converters.get(key)
     if entry is not None:
@@ -518,11 +532,12 @@ def _converter(mesh: Mesh, shape: Tuple[int, ...], dtype: np.dtype, src_layout: 
             types.append(TensorType(dtype_named(atoll_dtype(h.array.dtype)),
                                     tuple(h.array.shape)).axes(
                 *[None if a < 0 else a for a in h.axes]))
+        collectives = ctx.collectives()
     finally:
         tracing_function.reset(token)
     compiled = mesh.client._client.register(builder, mesh.slice._slice)
-    entry = (Function(compiled, mesh.slice, tuple(types), 1, True),
-             [h.array for h in ctx.hidden])
+    entry = _Converter(Function(compiled, mesh.slice, tuple(types), 1, True),
+                       [h.array for h in ctx.hidden], collectives)
     _converters[key] = entry
     return entry
 
@@ -530,8 +545,8 @@ def _converter(mesh: Mesh, shape: Tuple[int, ...], dtype: np.dtype, src_layout: 
 def _relaid(array: Array, layout: Layout) -> Future:
     """``array``'s value stored as ``layout`` on its own slice, converted in the stores (it
     never leaves them)."""
-    function, hidden = _converter(array.mesh, array.shape, array.dtype, array.layout, layout)
-    run = array.mesh.client.run(function, array.future, *hidden)
+    conv = _converter(array.mesh, array.shape, array.dtype, array.layout, layout)
+    run = array.mesh.client.run(conv.function, array.future, *conv.hidden)
     return run.output(0)
 
 
@@ -616,11 +631,15 @@ def shard_map(fun: Optional[Callable[..., Any]] = None, *, mesh: Mesh, in_specs:
 
 class TracedArray:
     """An array inside an ``atoll.jax.program`` being traced: a program value (an argument or
-    a call's result) with its shape, dtype and how it is stored on which mesh."""
+    a call's result) with its shape, dtype and how it is stored on which mesh; or a host
+    value given to the program (``host``; no mesh), fed as each call that takes it lays it
+    out."""
 
     def __init__(self, traced: Any, shape: Tuple[int, ...], dtype: np.dtype,
-                 mesh: Optional[Mesh], spec: PartitionSpec, layout: Layout) -> None:
+                 mesh: Optional[Mesh], spec: PartitionSpec, layout: Layout,
+                 host: Optional[np.ndarray] = None) -> None:
         self.traced = traced
+        self.host = host
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.mesh = mesh
@@ -641,6 +660,10 @@ class _ProgramState:
         self.feeds: List[Any] = []  # what each program argument is fed, in order
         self.client: Optional[Client] = None
         self.calls = 0
+        self.collectives: "collections.Counter[str]" = collections.Counter()
+        # A host value's program argument per layout it is fed in (a per-shard call takes
+        # its cut dimensions stacked), made on first use: (id of the value, layout, dtype).
+        self._host_args: Dict[Tuple[int, Layout, str], Any] = {}
 
     def arg(self, value: Any, dtype: np.dtype, stored: Tuple[int, ...]) -> Any:
         self.feeds.append(value)
@@ -663,6 +686,7 @@ class _ProgramState:
             wire.append(self.arg(h, h.dtype, tuple(h.shape)))
         outs = self.builder.call(compiled.function._compiled, wire)
         self.calls += 1
+        self.collectives.update(compiled.collectives)
         arrays = [TracedArray(t, tuple(a.shape), np.dtype(a.dtype), mesh, spec, layout)
                   for t, a, spec, layout in zip(outs, compiled.out_avals, compiled.out_specs,
                                                 compiled.out_layouts)]
@@ -670,9 +694,14 @@ class _ProgramState:
 
     def operand(self, leaf: Any, mesh: Mesh, layout: Layout, dtype: np.dtype,
                 shape: Tuple[int, ...]) -> Any:
+        if isinstance(leaf, TracedArray) and leaf.host is not None:
+            key = (id(leaf.host), layout, str(dtype))
+            if key not in self._host_args:
+                self._host_args[key] = self.host_arg(leaf.host, mesh, layout, dtype, shape)
+            return self._host_args[key]
         if isinstance(leaf, TracedArray):
-            if leaf.mesh is None or leaf.layout == layout:
-                return leaf.traced  # a program argument, or stored as wanted
+            if leaf.layout == layout:
+                return leaf.traced  # stored as wanted
             if leaf.mesh.slice.id != mesh.slice.id and leaf.layout.kind == "natural" and \
                     layout.kind == "natural":
                 return leaf.traced  # the program moves it, laid out as the call says
@@ -681,20 +710,27 @@ class _ProgramState:
                 # Natural on its own mesh first (the program moves a call's natural result to
                 # any layout of the same shape; a future argument it cannot move), then
                 # converted on the callee's.
-                fn, hidden = _converter(leaf.mesh, leaf.shape, leaf.dtype, leaf.layout,
-                                        Layout("natural", leaf.layout.axes))
-                t = self.builder.call(fn._compiled, [leaf.traced] + [
-                    self.arg(h, h.dtype, tuple(h.shape)) for h in hidden])[0]
+                t = self.convert(_converter(leaf.mesh, leaf.shape, leaf.dtype, leaf.layout,
+                                            Layout("natural", leaf.layout.axes)), leaf.traced)
                 src_layout = Layout("natural", tuple(-1 for _ in leaf.shape))
             else:
                 t, src_layout = leaf.traced, leaf.layout
-            fn, hidden = _converter(source_mesh, leaf.shape, leaf.dtype, src_layout, layout)
-            return self.builder.call(fn._compiled, [t] + [
-                self.arg(h, h.dtype, tuple(h.shape)) for h in hidden])[0]
+            return self.convert(_converter(source_mesh, leaf.shape, leaf.dtype, src_layout,
+                                           layout), t)
+        return self.host_arg(leaf, mesh, layout, dtype, shape)
+
+    def host_arg(self, leaf: Any, mesh: Mesh, layout: Layout, dtype: np.dtype,
+                 shape: Tuple[int, ...]) -> Any:
         value = np.asarray(jax.random.key_data(leaf) if _is_key_array(leaf) else leaf)
         value = value.astype(dtype, copy=False).reshape(shape)
         stored = layout.to_stored(value, mesh.axis_sizes)
         return self.arg(_contiguous(stored), dtype, tuple(stored.shape))
+
+
+    def convert(self, conv: _Converter, value: Any) -> Any:
+        self.collectives.update(conv.collectives)
+        return self.builder.call(conv.function._compiled, [value] + [
+            self.arg(h, h.dtype, tuple(h.shape)) for h in conv.hidden])[0]
 
 
 _program_state: "contextvars.ContextVar[Optional[_ProgramState]]" = contextvars.ContextVar(
@@ -707,6 +743,9 @@ class ProgramFn:
     def __init__(self, fun: Callable[..., Any]) -> None:
         self.fun = fun
         self.last: Optional[Program] = None
+        # How many of each collective the last program's calls run (one run of each call's
+        # function): how a layout's communication per step shows without running it.
+        self.last_collectives: "collections.Counter[str]" = collections.Counter()
         functools.update_wrapper(self, fun)  # type: ignore[arg-type]
 
     def __call__(self, *args: Any) -> Any:
@@ -721,12 +760,12 @@ class ProgramFn:
                 t = state.arg(leaf.future, leaf.dtype, stored)
                 traced_leaves.append(TracedArray(t, leaf.shape, leaf.dtype, leaf.mesh, leaf.spec,
                                                  leaf.layout))
-            else:
+            else:  # fed once per layout the calls that take it want (state.operand)
                 shape, dtype = _aval_of(leaf)
                 value = np.asarray(leaf).astype(dtype, copy=False)
-                t = state.arg(_contiguous(value), dtype, shape)
-                traced_leaves.append(TracedArray(t, shape, dtype, None, P(),
-                                                 Layout("natural", (-1,) * len(shape))))
+                traced_leaves.append(TracedArray(None, shape, dtype, None, P(),
+                                                 Layout("natural", (-1,) * len(shape)),
+                                                 host=value))
         token = _program_state.set(state)
         try:
             result = self.fun(*jax.tree_util.tree_unflatten(treedef, traced_leaves))
@@ -742,6 +781,7 @@ class ProgramFn:
         compiled = state.builder.build([o.traced for o in out_leaves])
         program = Program(compiled, tuple(), True, getattr(self.fun, "__name__", "program"))
         self.last = program
+        self.last_collectives = state.collectives
         run = state.client.run(program, *state.feeds)
         arrays = [Array(run.output(i), o.shape, o.dtype, o.mesh, o.spec, o.layout)
                   for i, o in enumerate(out_leaves)]
@@ -754,5 +794,6 @@ def program(fun: Callable[..., Any]) -> ProgramFn:
     the calls are dispatched together, each value flowing between them through the stores
     (a pipeline's stages run as Pathways runs them). Arguments are numpy arrays, JAX arrays or
     atoll.jax.Arrays (pytrees); results are atoll.jax.Arrays. Traced on every call (each
-    function it calls is compiled once per signature)."""
+    function it calls is compiled once per signature); after a call, ``.last_collectives``
+    counts the collectives its calls run (a Counter of atoll.ops names)."""
     return ProgramFn(fun)

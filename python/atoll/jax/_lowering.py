@@ -234,6 +234,11 @@ class Lowering:
     def mark() -> int:
         return len(_collectives_made)
 
+    def collectives(self) -> Tuple[str, ...]:
+        """The collectives the function built holds, in the order made (a loop's or branch's
+        body holds none; one traced and then given up for the unrolled form is not counted)."""
+        return tuple(c for f, c in _collectives_made if f == self.builder.name)
+
     def no_collective_since(self, mark: int, depth: int) -> None:
         """_NeedsCollective when a collective made since ``mark`` landed in a body deeper than
         ``depth`` (the function the structured op is made in)."""
