@@ -135,9 +135,9 @@ Result<Tensor> RunFusedGroup(const ir::FunctionDef& fn, size_t first, size_t las
     if (op.code == ir::OpCode::kBroadcastInDim) {
       const auto at = std::find(outside.begin(), outside.end(), op.operands[0]) - outside.begin();
       const size_t rank = op.type.shape.size();
-      node[i - first] = expr.Broadcast(static_cast<int32_t>(at),
-                                       std::vector<int64_t>(op.params.begin() + rank,
-                                                            op.params.end()));
+      node[i - first] =
+          expr.Broadcast(static_cast<int32_t>(at),
+                         std::vector<int64_t>(op.params.begin() + rank, op.params.end()));
       continue;
     }
     if (ir::IsUnaryOp(op.code)) {

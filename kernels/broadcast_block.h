@@ -35,8 +35,8 @@ inline std::optional<std::vector<int64_t>> BroadcastStrides(const Shape& from, c
 // dst[0, len) = the broadcast values at the result's positions [base, base + len): runs
 // along the innermost dimension are fills (stride 0), copies (1) or strided reads.
 template <typename T>
-void GatherBlock(const T* x, const Shape& shape, const std::vector<int64_t>& strides,
-                 int64_t base, int64_t len, T* dst) {
+void GatherBlock(const T* x, const Shape& shape, const std::vector<int64_t>& strides, int64_t base,
+                 int64_t len, T* dst) {
   const size_t rank = shape.size();
   if (rank == 0) {
     std::fill_n(dst, len, x[0]);

@@ -403,16 +403,17 @@ Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> i
     if (node.kind == FusedNode::Kind::kBroadcast) {
       auto strides = internal::BroadcastStrides(in.shape(), shape, node.dims);
       if (!strides) {
-        return InvalidArgument(fmt::format("fused node {}: input {} {} does not broadcast into {} "
-                                           "along [{}]",
-                                           i, node.input, Describe(in), ShapeString(shape),
-                                           fmt::join(node.dims, ",")));
+        return InvalidArgument(fmt::format(
+            "fused node {}: input {} {} does not broadcast into {} "
+            "along [{}]",
+            i, node.input, Describe(in), ShapeString(shape), fmt::join(node.dims, ",")));
       }
       broadcast[i] = std::move(*strides);
     } else if (node.kind == FusedNode::Kind::kInput && in.shape() != shape) {
-      return InvalidArgument(fmt::format("fused inputs must share one shape, the result's f32{}: "
-                                         "input {} is {}",
-                                         ShapeString(shape), node.input, Describe(in)));
+      return InvalidArgument(
+          fmt::format("fused inputs must share one shape, the result's f32{}: "
+                      "input {} is {}",
+                      ShapeString(shape), node.input, Describe(in)));
     }
   }
   const std::vector<FusedNode>& nodes = expr.nodes();

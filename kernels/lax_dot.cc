@@ -214,10 +214,8 @@ Result<Tensor> DotGeneral(const Tensor& lhs, const Tensor& rhs, const DotDims& d
                                          dims.rhs_batch[i], internal::Describe(rhs)));
     }
   }
-  ATOLL_ASSIGN_OR_RETURN(const Placed a,
-                         Place(lhs, dims.lhs_batch, lfree, dims.lhs_contracting));
-  ATOLL_ASSIGN_OR_RETURN(const Placed b,
-                         Place(rhs, dims.rhs_batch, dims.rhs_contracting, rfree));
+  ATOLL_ASSIGN_OR_RETURN(const Placed a, Place(lhs, dims.lhs_batch, lfree, dims.lhs_contracting));
+  ATOLL_ASSIGN_OR_RETURN(const Placed b, Place(rhs, dims.rhs_batch, dims.rhs_contracting, rfree));
   Shape shape;
   for (int64_t d : dims.lhs_batch) shape.push_back(ls[d]);
   for (int64_t d : lfree) shape.push_back(ls[d]);
@@ -236,8 +234,8 @@ Result<Tensor> DotGeneral(const Tensor& lhs, const Tensor& rhs, const DotDims& d
       if (at.dtype() != out) wa = Widened<T>(at, out);
       if (bt.dtype() != out) wb = Widened<T>(bt, out);
       BatchedProduct((wa ? *wa : at).template as<T>().data(), a.view,
-                     (wb ? *wb : bt).template as<T>().data(), b.view, result.as<T>().data(), m,
-                     k, n);
+                     (wb ? *wb : bt).template as<T>().data(), b.view, result.as<T>().data(), m, k,
+                     n);
     }
   });
   ATOLL_RETURN_IF_ERROR(status);

@@ -78,8 +78,8 @@ T Shift(LaxBinaryFn fn, T a, T b) {
 template <typename T>
 Result<Tensor> LaxBinaryOf(LaxBinaryFn fn, const Tensor& a, const Tensor& b) {
   const bool compares = fn >= LaxBinaryFn::kEq;
-  ATOLL_ASSIGN_OR_RETURN(Tensor out,
-                         internal::AllocateForOverwrite(compares ? DType::kBool : a.dtype(), a.shape()));
+  ATOLL_ASSIGN_OR_RETURN(
+      Tensor out, internal::AllocateForOverwrite(compares ? DType::kBool : a.dtype(), a.shape()));
   auto same = [&](auto f) { Map2<T, T>(a, b, out, f); };
   auto test = [&](auto f) { Map2<T, bool>(a, b, out, f); };
   switch (fn) {
@@ -265,8 +265,8 @@ T FloatUnary(LaxUnaryFn fn, T x) {
 template <typename T>
 Result<Tensor> LaxUnaryOf(LaxUnaryFn fn, const Tensor& x) {
   const bool tests = fn == LaxUnaryFn::kIsFinite;
-  ATOLL_ASSIGN_OR_RETURN(Tensor out,
-                         internal::AllocateForOverwrite(tests ? DType::kBool : x.dtype(), x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(
+      Tensor out, internal::AllocateForOverwrite(tests ? DType::kBool : x.dtype(), x.shape()));
   if constexpr (kIsFloat<T>) {
     if (tests) {
       Map1<T>(x, out, [](T v) { return static_cast<bool>(std::isfinite(v)); });

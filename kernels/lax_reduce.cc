@@ -26,8 +26,7 @@ constexpr bool kComputes = !std::is_same_v<T, BF16> && !std::is_same_v<T, F16>;
 // For each element of `x` (row-major), the offset of the result element it reduces into:
 // the dimensions in `axes` are left out of the result's index.
 // `result` becomes `shape` without the dimensions in `axes`; returns which those are.
-std::vector<bool> ResultShape(const Shape& shape, const std::vector<int64_t>& axes,
-                              Shape& result) {
+std::vector<bool> ResultShape(const Shape& shape, const std::vector<int64_t>& axes, Shape& result) {
   result.clear();
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t a : axes) reduced[a] = true;
@@ -122,8 +121,7 @@ T Combine(LaxReduceFn fn, T acc, T v) {
 
 // `axes` as one block of x's dimensions, x seen as [outer, extent, inner] around it, when
 // they are consecutive (reduce over the last axis, over the middle ones); nullopt otherwise.
-std::optional<internal::AroundAxis> ConsecutiveAxes(const Shape& shape,
-                                                    std::vector<int64_t> axes) {
+std::optional<internal::AroundAxis> ConsecutiveAxes(const Shape& shape, std::vector<int64_t> axes) {
   if (axes.empty()) return std::nullopt;
   std::sort(axes.begin(), axes.end());
   for (size_t i = 1; i < axes.size(); ++i) {
@@ -132,8 +130,7 @@ std::optional<internal::AroundAxis> ConsecutiveAxes(const Shape& shape,
   internal::AroundAxis block;
   for (size_t d = 0; d < shape.size(); ++d) {
     const auto at = static_cast<int64_t>(d);
-    (at < axes.front() ? block.outer : at <= axes.back() ? block.extent : block.inner) *=
-        shape[d];
+    (at < axes.front() ? block.outer : at <= axes.back() ? block.extent : block.inner) *= shape[d];
   }
   return block;
 }

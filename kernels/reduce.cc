@@ -36,8 +36,8 @@ void ReduceMiddle(ReduceFn fn, const T* in, T* dst, int64_t outer, int64_t len, 
       } else {
         const double sum = internal::RowSum(row, len);
         dst[o] = static_cast<T>(fn != ReduceFn::kMean ? sum
-                                : len == 0 ? std::numeric_limits<double>::quiet_NaN()
-                                           : sum * (1.0 / static_cast<double>(len)));
+                                : len == 0            ? std::numeric_limits<double>::quiet_NaN()
+                                                      : sum * (1.0 / static_cast<double>(len)));
       }
     }
     return;

@@ -136,8 +136,8 @@ TEST(FusionTest, AFusedRunWithBroadcastsGivesTheOpByOpRunsBits) {
   // Inputs: kT itself, then shapes that broadcast into it along these dims.
   const std::vector<std::pair<Shape, std::vector<int64_t>>> small = {
       {{5}, {1}}, {{6, 1}, {0, 1}}, {{6}, {0}}, {{}, {}}, {{1, 5}, {0, 1}}};
-  const OpCode codes[] = {OpCode::kAdd, OpCode::kSub, OpCode::kMul, OpCode::kDiv, OpCode::kExp,
-                          OpCode::kTanh};
+  const OpCode codes[] = {OpCode::kAdd, OpCode::kSub, OpCode::kMul,
+                          OpCode::kDiv, OpCode::kExp, OpCode::kTanh};
   for (int round = 0; round < 200; ++round) {
     ir::FunctionDef fn{"chain", {kT}, {}, {}, {}, {}};
     for (const auto& [shape, dims] : small) {
