@@ -83,7 +83,9 @@ std::optional<MatrixView> ViewOf(const Shape& shape, const std::vector<int64_t>&
   if (!rs || !cs) return std::nullopt;
   const int64_t rows = DimsProduct(shape, row_dims), cols = DimsProduct(shape, col_dims);
   MatrixView view;
-  if (cols <= 1 || *cs == 1) {
+  if (rows == 0 || cols == 0) {
+    // An empty matrix: BatchedProduct writes zeros or nothing, never calling BLAS.
+  } else if (cols <= 1 || *cs == 1) {
     view.ld = rows <= 1 ? std::max<int64_t>(cols, 1) : *rs;
     if (view.ld < std::max<int64_t>(cols, 1)) return std::nullopt;
   } else if (rows <= 1 || *rs == 1) {
