@@ -124,16 +124,10 @@ Status CheckExpr(const FusedExpr& expr, size_t num_inputs) {
     const auto operand_ok = [i](int32_t ref) { return ref >= 0 && static_cast<size_t>(ref) < i; };
     switch (node.kind) {
       case FusedNode::Kind::kInput:
-        if (node.input < 0 || static_cast<size_t>(node.input) >= num_inputs) {
-          return InvalidArgument(
-              fmt::format("fused node {} reads input {}, expected an index in [0, {})", i,
-                          node.input, num_inputs));
-        }
-        break;
       case FusedNode::Kind::kBroadcast:
         if (node.input < 0 || static_cast<size_t>(node.input) >= num_inputs) {
           return InvalidArgument(
-              fmt::format("fused node {} broadcasts input {}, expected an index in [0, {})", i,
+              fmt::format("fused node {} reads input {}, expected an index in [0, {})", i,
                           node.input, num_inputs));
         }
         break;
