@@ -1,8 +1,10 @@
 // Fusion of elementwise chains: consecutive f32 ops of the runtime's arithmetic rows (add, sub,
 // mul, div) and unary rows (exp, tanh, neg, ...) whose intermediate values nothing else reads
 // run as one kernels::EvalFused pass, block by block in cache, instead of one pass over memory
-// and one buffer per op. The result is bit for bit the unfused one: EvalFused applies the
-// same loops. Only the cpu backend fuses (a backend that models each op's time must see them).
+// and one buffer per op. A broadcast_in_dim in the chain (layer norm's mean, softmax's sum,
+// a bias) is read through strides in place rather than made at the result's size. The
+// result is bit for bit the unfused one: EvalFused applies the same loops. Only the cpu
+// backend fuses (a backend that models each op's time must see them).
 #pragma once
 
 #include <span>

@@ -82,7 +82,7 @@ Result<Tensor> Binary(BinaryFn fn, const Tensor& lhs, const Tensor& rhs) {
   }
   return ForDType(lhs.dtype(), [&](auto zero) -> Result<Tensor> {
     using T = decltype(zero);
-    ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(lhs.dtype(), lhs.shape()));
+    ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(lhs.dtype(), lhs.shape()));
     const T* a = lhs.as<T>().data();
     const T* b = rhs.as<T>().data();
     ATOLL_RETURN_IF_ERROR(Compute<T>(
@@ -98,7 +98,7 @@ Result<Tensor> Binary(BinaryFn fn, const Tensor& lhs, double rhs) {
   return ForDType(lhs.dtype(), [&](auto zero) -> Result<Tensor> {
     using T = decltype(zero);
     ATOLL_ASSIGN_OR_RETURN(const T s, ConvertScalar<T>(rhs, lhs.dtype()));
-    ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(lhs.dtype(), lhs.shape()));
+    ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(lhs.dtype(), lhs.shape()));
     const T* a = lhs.as<T>().data();
     ATOLL_RETURN_IF_ERROR(Compute<T>(
         fn, lhs.num_elements(), [a](int64_t i) { return a[i]; }, [s](int64_t) { return s; },
@@ -113,7 +113,7 @@ Result<Tensor> Binary(BinaryFn fn, double lhs, const Tensor& rhs) {
   return ForDType(rhs.dtype(), [&](auto zero) -> Result<Tensor> {
     using T = decltype(zero);
     ATOLL_ASSIGN_OR_RETURN(const T s, ConvertScalar<T>(lhs, rhs.dtype()));
-    ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(rhs.dtype(), rhs.shape()));
+    ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(rhs.dtype(), rhs.shape()));
     const T* b = rhs.as<T>().data();
     ATOLL_RETURN_IF_ERROR(Compute<T>(
         fn, rhs.num_elements(), [s](int64_t) { return s; }, [b](int64_t i) { return b[i]; },

@@ -96,7 +96,7 @@ Result<Tensor> Cast(const Tensor& x, DType to) {
   if (DTypeSize(to) == 0) {
     return InvalidArgument(fmt::format("cast to unknown dtype code {}", static_cast<int>(to)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(to, x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(to, x.shape()));
   if (x.dtype() == to) {
     if (x.nbytes() > 0) std::memcpy(out.data(), x.data(), x.nbytes());
     return out;

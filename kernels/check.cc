@@ -82,13 +82,27 @@ Result<int> NormalizeAxis(int64_t axis, size_t rank, std::string_view what) {
   return static_cast<int>(axis < 0 ? axis + r : axis);
 }
 
-Result<Tensor> Allocate(DType dtype, Shape shape) {
+namespace {
+
+template <typename Make>
+Result<Tensor> AllocateWith(DType dtype, Shape shape, Make make) {
   try {
-    return Tensor(dtype, shape);
+    return make(dtype, shape);
   } catch (const std::bad_alloc&) {
     return OutOfMemory(fmt::format("cannot allocate a {} tensor of shape {}", DTypeName(dtype),
                                    ShapeString(shape)));
   }
+}
+
+}  // namespace
+
+Result<Tensor> Allocate(DType dtype, Shape shape) {
+  return AllocateWith(dtype, std::move(shape), [](DType d, Shape& s) { return Tensor(d, s); });
+}
+
+Result<Tensor> AllocateForOverwrite(DType dtype, Shape shape) {
+  return AllocateWith(dtype, std::move(shape),
+                      [](DType d, Shape& s) { return Tensor::ForOverwrite(d, s); });
 }
 
 }  // namespace atl::kernels::internal

@@ -55,5 +55,8 @@ Result<int> NormalizeAxis(int64_t axis, size_t rank, std::string_view what);
 // A zero-filled tensor; OutOfMemory instead of an exception when it cannot be allocated.
 // `shape` must have passed CheckShape.
 Result<Tensor> Allocate(DType dtype, Shape shape);
+// The same, its bytes left uninitialized (Tensor::ForOverwrite): only for a kernel that
+// writes every element of its result.
+Result<Tensor> AllocateForOverwrite(DType dtype, Shape shape);
 
 }  // namespace atl::kernels::internal

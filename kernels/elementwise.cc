@@ -6,8 +6,10 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/binary_loop.h"
+#include "kernels/broadcast_block.h"
 #include "kernels/check.h"
 #include "kernels/shape_ops.h"
 #include "kernels/vector_math.h"
@@ -122,6 +124,7 @@ Status CheckExpr(const FusedExpr& expr, size_t num_inputs) {
     const auto operand_ok = [i](int32_t ref) { return ref >= 0 && static_cast<size_t>(ref) < i; };
     switch (node.kind) {
       case FusedNode::Kind::kInput:
+      case FusedNode::Kind::kBroadcast:
         if (node.input < 0 || static_cast<size_t>(node.input) >= num_inputs) {
           return InvalidArgument(
               fmt::format("fused node {} reads input {}, expected an index in [0, {})", i,
@@ -166,6 +169,9 @@ void Format(const std::vector<FusedNode>& nodes, int32_t i, std::string& out) {
     case FusedNode::Kind::kInput:
       out += fmt::format("in{}", node.input);
       return;
+    case FusedNode::Kind::kBroadcast:
+      out += fmt::format("broadcast(in{}, [{}])", node.input, fmt::join(node.dims, ","));
+      return;
     case FusedNode::Kind::kConstant:
       out += fmt::format("{}", node.constant);
       return;
@@ -190,24 +196,46 @@ void Format(const std::vector<FusedNode>& nodes, int32_t i, std::string& out) {
 }  // namespace
 
 FusedValue FusedExpr::Push(FusedNode node) {
-  nodes_.push_back(node);
+  nodes_.push_back(std::move(node));
   return {static_cast<int32_t>(nodes_.size() - 1)};
 }
 
 FusedValue FusedExpr::Input(int32_t index) {
-  return Push({.kind = FusedNode::Kind::kInput, .input = index});
+  FusedNode node;
+  node.input = index;
+  return Push(std::move(node));
+}
+
+FusedValue FusedExpr::Broadcast(int32_t index, std::vector<int64_t> dims) {
+  FusedNode node;
+  node.kind = FusedNode::Kind::kBroadcast;
+  node.input = index;
+  node.dims = std::move(dims);
+  return Push(std::move(node));
 }
 
 FusedValue FusedExpr::Constant(float value) {
-  return Push({.kind = FusedNode::Kind::kConstant, .constant = value});
+  FusedNode node;
+  node.kind = FusedNode::Kind::kConstant;
+  node.constant = value;
+  return Push(std::move(node));
 }
 
 FusedValue FusedExpr::Apply(UnaryFn fn, FusedValue x) {
-  return Push({.kind = FusedNode::Kind::kUnary, .unary = fn, .lhs = x.node});
+  FusedNode node;
+  node.kind = FusedNode::Kind::kUnary;
+  node.unary = fn;
+  node.lhs = x.node;
+  return Push(std::move(node));
 }
 
 FusedValue FusedExpr::Apply(BinaryFn fn, FusedValue lhs, FusedValue rhs) {
-  return Push({.kind = FusedNode::Kind::kBinary, .binary = fn, .lhs = lhs.node, .rhs = rhs.node});
+  FusedNode node;
+  node.kind = FusedNode::Kind::kBinary;
+  node.binary = fn;
+  node.lhs = lhs.node;
+  node.rhs = rhs.node;
+  return Push(std::move(node));
 }
 
 std::string FusedExpr::ToString() const {
@@ -221,7 +249,7 @@ Result<Tensor> Unary(UnaryFn fn, const Tensor& x) {
   if (!Known(fn)) {
     return InvalidArgument(fmt::format("unknown unary op {}", static_cast<int>(fn)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), x.shape()));
   internal::ForFloat(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     ApplyUnary<T>(fn, x.as<T>().data(), out.as<T>().data(), x.num_elements());
@@ -290,7 +318,7 @@ Result<Tensor> UnaryBackward(UnaryFn fn, const Tensor& dy, const Tensor& x) {
   const std::string name = fmt::format("{} backward", UnaryFnName(fn));
   ATOLL_RETURN_IF_ERROR(internal::CheckFloat(x, name + " x"));
   ATOLL_RETURN_IF_ERROR(internal::CheckTypeShape(dy, x.dtype(), x.shape(), name + " dy"));
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), x.shape()));
   internal::ForFloat(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     ApplyUnaryBackward<T>(fn, dy.as<T>().data(), x.as<T>().data(), out.as<T>().data(),
@@ -315,7 +343,7 @@ Result<Tensor> BroadcastBinary(BinaryFn fn, const Tensor& a, const Tensor& b) {
     return InvalidArgument(fmt::format("{}: {} and {} do not broadcast together ({})", name,
                                        Describe(a), Describe(b), shape.status().message()));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(a.dtype(), *shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(a.dtype(), *shape));
   const int64_t n = out.num_elements();
   if (b.num_elements() == 1 && n > 0 && a.shape() == *shape) {
     internal::ForFloat(a.dtype(), [&](auto zero) {
@@ -351,20 +379,41 @@ Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor> inputs) 
 
 Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> inputs) {
   if (inputs.empty()) return InvalidArgument("fused expression needs at least one input tensor");
+  return EvalFused(expr, inputs, inputs[0]->shape());
+}
+
+Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> inputs,
+                         const Shape& shape) {
+  if (inputs.empty()) return InvalidArgument("fused expression needs at least one input tensor");
   for (size_t i = 0; i < inputs.size(); ++i) {
     ATOLL_RETURN_IF_ERROR(internal::CheckF32(*inputs[i], fmt::format("fused input {}", i)));
-    if (inputs[i]->shape() != inputs[0]->shape()) {
-      return InvalidArgument(
-          fmt::format("fused inputs must share one shape: input 0 is {}, "
-                      "input {} is {}",
-                      Describe(*inputs[0]), i, Describe(*inputs[i])));
-    }
   }
   ATOLL_RETURN_IF_ERROR(CheckExpr(expr, inputs.size()));
+  // Per kBroadcast node, its input's strides in the result's dimensions.
+  std::vector<std::vector<int64_t>> broadcast(expr.nodes().size());
+  for (size_t i = 0; i < expr.nodes().size(); ++i) {
+    const FusedNode& node = expr.nodes()[i];
+    const Tensor& in = *inputs[node.input];
+    if (node.kind == FusedNode::Kind::kBroadcast) {
+      auto strides = internal::BroadcastStrides(in.shape(), shape, node.dims);
+      if (!strides) {
+        return InvalidArgument(fmt::format(
+            "fused node {}: input {} {} does not broadcast into {} "
+            "along [{}]",
+            i, node.input, Describe(in), ShapeString(shape), fmt::join(node.dims, ",")));
+      }
+      broadcast[i] = std::move(*strides);
+    } else if (node.kind == FusedNode::Kind::kInput && in.shape() != shape) {
+      return InvalidArgument(
+          fmt::format("fused inputs must share one shape, the result's f32{}: "
+                      "input {} is {}",
+                      ShapeString(shape), node.input, Describe(in)));
+    }
+  }
   const std::vector<FusedNode>& nodes = expr.nodes();
   const auto num_nodes = static_cast<int64_t>(nodes.size());
   const int64_t last = num_nodes - 1;
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(DType::kF32, inputs[0]->shape()));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(DType::kF32, shape));
   const int64_t n = out.num_elements();
   float* result = out.as<float>().data();
 
@@ -385,6 +434,11 @@ Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> i
         case FusedNode::Kind::kInput:
           value[i] = inputs[node.input]->as<float>().data() + base;
           if (i == last) std::copy_n(value[i], len, dst);
+          break;
+        case FusedNode::Kind::kBroadcast:
+          internal::GatherBlock(inputs[node.input]->as<float>().data(), shape, broadcast[i], base,
+                                len, dst);
+          value[i] = dst;
           break;
         case FusedNode::Kind::kConstant:
           if (base == 0 || i == last) std::fill_n(dst, len, node.constant);

@@ -68,14 +68,17 @@ struct FusedValue {
 
 // One step of a fused expression. Operands name earlier nodes.
 struct FusedNode {
-  enum class Kind : uint8_t { kInput, kConstant, kUnary, kBinary };
+  enum class Kind : uint8_t { kInput, kConstant, kUnary, kBinary, kBroadcast };
   Kind kind = Kind::kInput;
-  int32_t input = 0;   // kInput: which input tensor
+  int32_t input = 0;   // kInput, kBroadcast: which input tensor
   float constant = 0;  // kConstant: the value, broadcast to every element
   UnaryFn unary = UnaryFn::kExp;
   BinaryFn binary = BinaryFn::kAdd;
   int32_t lhs = -1;  // kUnary, kBinary: the (first) operand's node
   int32_t rhs = -1;  // kBinary: the second operand's node
+  // kBroadcast: the input read as jax.lax.broadcast_in_dim(input, result shape, dims) reads
+  // it: its dimension i is the result's dims[i], of the same size or 1.
+  std::vector<int64_t> dims;
 };
 
 // A small elementwise program: a list of nodes, each an input, a constant, or a unary or
@@ -86,6 +89,9 @@ struct FusedNode {
 class FusedExpr {
  public:
   FusedValue Input(int32_t index);
+  // Input `index` broadcast into the result's shape along `dims` (broadcast_in_dim), read
+  // in place block by block: no tensor of the result's size is made for it.
+  FusedValue Broadcast(int32_t index, std::vector<int64_t> dims);
   FusedValue Constant(float value);
   FusedValue Apply(UnaryFn fn, FusedValue x);
   FusedValue Apply(BinaryFn fn, FusedValue lhs, FusedValue rhs);
@@ -107,5 +113,9 @@ class FusedExpr {
 Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor> inputs);
 // The same over borrowed tensors (a tensor's copy copies its bytes).
 Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> inputs);
+// The same into a result of `shape`: the inputs that kInput nodes read must have it, those
+// that kBroadcast nodes read must broadcast into it along the node's dims.
+Result<Tensor> EvalFused(const FusedExpr& expr, std::span<const Tensor* const> inputs,
+                         const Shape& shape);
 
 }  // namespace atl::kernels

@@ -78,8 +78,8 @@ T Shift(LaxBinaryFn fn, T a, T b) {
 template <typename T>
 Result<Tensor> LaxBinaryOf(LaxBinaryFn fn, const Tensor& a, const Tensor& b) {
   const bool compares = fn >= LaxBinaryFn::kEq;
-  ATOLL_ASSIGN_OR_RETURN(Tensor out,
-                         internal::Allocate(compares ? DType::kBool : a.dtype(), a.shape()));
+  ATOLL_ASSIGN_OR_RETURN(
+      Tensor out, internal::AllocateForOverwrite(compares ? DType::kBool : a.dtype(), a.shape()));
   auto same = [&](auto f) { Map2<T, T>(a, b, out, f); };
   auto test = [&](auto f) { Map2<T, bool>(a, b, out, f); };
   switch (fn) {
@@ -265,8 +265,8 @@ T FloatUnary(LaxUnaryFn fn, T x) {
 template <typename T>
 Result<Tensor> LaxUnaryOf(LaxUnaryFn fn, const Tensor& x) {
   const bool tests = fn == LaxUnaryFn::kIsFinite;
-  ATOLL_ASSIGN_OR_RETURN(Tensor out,
-                         internal::Allocate(tests ? DType::kBool : x.dtype(), x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(
+      Tensor out, internal::AllocateForOverwrite(tests ? DType::kBool : x.dtype(), x.shape()));
   if constexpr (kIsFloat<T>) {
     if (tests) {
       Map1<T>(x, out, [](T v) { return static_cast<bool>(std::isfinite(v)); });
@@ -333,6 +333,28 @@ T At(const Tensor& t, int64_t i) {
   return t.shape().empty() ? t.as<T>()[0] : t.as<T>()[i];
 }
 
+// select_n's elements moved as E, an unsigned type of their size: a boolean `which` of the
+// cases' shape picking one of two is a blend that vectorizes, the rest a pick per element.
+template <typename E>
+void SelectInto(const Tensor& which, std::span<const Tensor* const> cases, Tensor& out) {
+  E* z = out.as<E>().data();
+  const int64_t n = out.num_elements();
+  if (which.dtype() == DType::kBool && cases.size() == 2 && !which.shape().empty()) {
+    const bool* w = which.as<bool>().data();
+    const E* no = cases[0]->as<E>().data();
+    const E* yes = cases[1]->as<E>().data();
+    for (int64_t i = 0; i < n; ++i) z[i] = w[i] ? yes[i] : no[i];
+    return;
+  }
+  const auto last = static_cast<int64_t>(cases.size()) - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t pick = which.dtype() == DType::kBool ? static_cast<int64_t>(At<bool>(which, i))
+                                                 : static_cast<int64_t>(At<int32_t>(which, i));
+    pick = std::clamp<int64_t>(pick, 0, last);  // out of range is undefined in jax: any case
+    z[i] = cases[pick]->as<E>()[i];
+  }
+}
+
 // XLA's conversion of one element (ops.def's convert_element_type), From and To computed in.
 template <typename To, typename From>
 To Convert(From v) {
@@ -390,15 +412,20 @@ Result<Tensor> SelectN(const Tensor& which, std::span<const Tensor* const> cases
     return InvalidArgument(fmt::format("select_n: which is {}, the cases {}",
                                        internal::Describe(which), internal::Describe(first)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(first.dtype(), first.shape()));
-  const size_t size = DTypeSize(first.dtype());
-  const int64_t n = first.num_elements();
-  const auto last = static_cast<int64_t>(cases.size()) - 1;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t pick = which.dtype() == DType::kBool ? static_cast<int64_t>(At<bool>(which, i))
-                                                 : static_cast<int64_t>(At<int32_t>(which, i));
-    pick = std::clamp<int64_t>(pick, 0, last);  // out of range is undefined in jax: any case
-    std::memcpy(out.data() + i * size, cases[pick]->data() + i * size, size);
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(first.dtype(), first.shape()));
+  switch (DTypeSize(first.dtype())) {
+    case 1:
+      SelectInto<uint8_t>(which, cases, out);
+      break;
+    case 2:
+      SelectInto<uint16_t>(which, cases, out);
+      break;
+    case 4:
+      SelectInto<uint32_t>(which, cases, out);
+      break;
+    default:
+      SelectInto<uint64_t>(which, cases, out);
+      break;
   }
   return out;
 }
@@ -409,7 +436,7 @@ Result<Tensor> Clamp(const Tensor& lo, const Tensor& x, const Tensor& hi) {
     if constexpr (kIsBool<T>) {
       return Refuse("clamp", x.dtype());
     } else {
-      ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+      ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), x.shape()));
       const T* v = x.as<T>().data();
       T* z = out.as<T>().data();
       for (int64_t i = 0; i < x.num_elements(); ++i) {
@@ -438,7 +465,7 @@ Result<Tensor> ConvertElementType(const Tensor& x, DType to) {
     using From = decltype(from);
     return ForLaxDType(via, "convert_element_type", [&](auto into) -> Result<Tensor> {
       using To = decltype(into);
-      ATOLL_ASSIGN_OR_RETURN(Tensor converted, internal::Allocate(via, x.shape()));
+      ATOLL_ASSIGN_OR_RETURN(Tensor converted, internal::AllocateForOverwrite(via, x.shape()));
       Map1<From>(x, converted, [](From v) { return Convert<To>(v); });
       return converted;
     });

@@ -1,12 +1,11 @@
 // The jax.lax primitives that reduce: reduce_max/min/prod/and/or over any dimensions, argmax
-// and argmin, and dot_general (its batched products on OpenBLAS for f32 and f64).
+// and argmin (dot_general is lax_dot.cc).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <type_traits>
 
-#include <cblas.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -14,6 +13,7 @@
 #include "kernels/check.h"
 #include "kernels/lax.h"
 #include "kernels/nd_index.h"
+#include "kernels/row_reduce.h"
 #include "kernels/wrapping.h"
 
 namespace atl::kernels {
@@ -25,14 +25,20 @@ constexpr bool kComputes = !std::is_same_v<T, BF16> && !std::is_same_v<T, F16>;
 
 // For each element of `x` (row-major), the offset of the result element it reduces into:
 // the dimensions in `axes` are left out of the result's index.
-std::vector<int64_t> ResultOffsets(const Shape& shape, const std::vector<int64_t>& axes,
-                                   Shape& result) {
+// `result` becomes `shape` without the dimensions in `axes`; returns which those are.
+std::vector<bool> ResultShape(const Shape& shape, const std::vector<int64_t>& axes, Shape& result) {
   result.clear();
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t a : axes) reduced[a] = true;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (!reduced[d]) result.push_back(shape[d]);
   }
+  return reduced;
+}
+
+std::vector<int64_t> ResultOffsets(const Shape& shape, const std::vector<int64_t>& axes,
+                                   Shape& result) {
+  const std::vector<bool> reduced = ResultShape(shape, axes, result);
   // The stride in the result of each of x's dimensions (0 for a reduced one).
   std::vector<int64_t> strides(shape.size(), 0);
   int64_t stride = 1;
@@ -113,77 +119,43 @@ T Combine(LaxReduceFn fn, T acc, T v) {
   }
 }
 
-// `x` as a tensor of `to` (the operands of a dot_general with a preferred element type).
-template <typename To>
-Tensor Widened(const Tensor& x, DType to) {
-  Tensor out(to, x.shape());
-  To* w = out.as<To>().data();
-  VisitDType(x.dtype(), [&](auto zero) {
-    using From = decltype(zero);
-    if constexpr (kComputes<From>) {
-      const From* v = x.as<From>().data();
-      for (int64_t i = 0; i < x.num_elements(); ++i) w[i] = static_cast<To>(v[i]);
-    }
-  });
-  return out;
+// `axes` as one block of x's dimensions, x seen as [outer, extent, inner] around it, when
+// they are consecutive (reduce over the last axis, over the middle ones); nullopt otherwise.
+std::optional<internal::AroundAxis> ConsecutiveAxes(const Shape& shape, std::vector<int64_t> axes) {
+  if (axes.empty()) return std::nullopt;
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 1; i < axes.size(); ++i) {
+    if (axes[i] != axes[i - 1] + 1) return std::nullopt;
+  }
+  internal::AroundAxis block;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const auto at = static_cast<int64_t>(d);
+    (at < axes.front() ? block.outer : at <= axes.back() ? block.extent : block.inner) *= shape[d];
+  }
+  return block;
 }
 
-// c[b] = a[b] x b[b] for each of `batch` [m,k] x [k,n] products, in T.
+// Reduces v, seen as [outer, extent, inner], over its middle into acc [outer, inner]: rows
+// of inner values combined in place, or (inner 1) each contiguous row in vector lanes.
 template <typename T>
-void BatchedProduct(const T* a, const T* b, T* c, int64_t batch, int64_t m, int64_t k, int64_t n,
-                    bool trans_a, bool trans_b) {
-  // a is [m, k], or [k, m] when trans_a; b is [k, n], or [n, k] when trans_b: BLAS reads
-  // either layout, so an operand laid out the other way needs no copy.
-  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
-  const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
-  for (int64_t p = 0; p < batch; ++p) {
-    const T* ap = a + p * m * k;
-    const T* bp = b + p * k * n;
-    T* cp = c + p * m * n;
-    if (m == 0 || n == 0) continue;
-    if (k == 0) {
-      std::fill(cp, cp + m * n, T{0});
-      continue;
-    }
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, n);
-    } else if constexpr (std::is_same_v<T, double>) {
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, ap, lda, bp, ldb, 0.0, cp, n);
-    } else {
-      // Integers wrap (computed unsigned); bool is no operand here.
-      using U = std::make_unsigned_t<T>;
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          U sum = 0;
-          for (int64_t q = 0; q < k; ++q) {
-            const T x = trans_a ? ap[q * lda + i] : ap[i * lda + q];
-            const T y = trans_b ? bp[j * ldb + q] : bp[q * ldb + j];
-            sum += static_cast<U>(x) * static_cast<U>(y);
-          }
-          cp[i * n + j] = static_cast<T>(sum);
-        }
+void ReduceBlock(LaxReduceFn fn, const T* v, T* acc, const internal::AroundAxis& block) {
+  const bool extreme = fn == LaxReduceFn::kMax || fn == LaxReduceFn::kMin;
+  for (int64_t o = 0; o < block.outer; ++o) {
+    const T* in = v + o * block.extent * block.inner;
+    T* out = acc + o * block.inner;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (block.inner == 1 && extreme) {
+        *out = fn == LaxReduceFn::kMax ? internal::RowExtreme<true>(in, block.extent)
+                                       : internal::RowExtreme<false>(in, block.extent);
+        continue;
       }
     }
-  }
-}
-
-// The dimensions of a rank-`rank` operand that are in neither list.
-std::vector<int64_t> FreeDims(size_t rank, const std::vector<int64_t>& a,
-                              const std::vector<int64_t>& b) {
-  std::vector<int64_t> free;
-  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d) {
-    if (std::find(a.begin(), a.end(), d) == a.end() &&
-        std::find(b.begin(), b.end(), d) == b.end()) {
-      free.push_back(d);
+    std::fill(out, out + block.inner, Identity<T>(fn));
+    for (int64_t e = 0; e < block.extent; ++e) {
+      const T* row = in + e * block.inner;
+      for (int64_t i = 0; i < block.inner; ++i) out[i] = Combine(fn, out[i], row[i]);
     }
   }
-  return free;
-}
-
-int64_t DimsProduct(const Shape& shape, const std::vector<int64_t>& dims) {
-  int64_t p = 1;
-  for (int64_t d : dims) p *= shape[d];
-  return p;
 }
 
 }  // namespace
@@ -196,8 +168,15 @@ Result<Tensor> ReduceAxes(LaxReduceFn fn, const Tensor& x, const std::vector<int
     }
   }
   Shape shape;
-  const std::vector<int64_t> offsets = ResultOffsets(x.shape(), axes, shape);
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
+  const std::optional<internal::AroundAxis> block = ConsecutiveAxes(x.shape(), axes);
+  // Axes that are not one block take a result offset per element of x.
+  std::vector<int64_t> offsets;
+  if (block) {
+    ResultShape(x.shape(), axes, shape);
+  } else {
+    offsets = ResultOffsets(x.shape(), axes, shape);
+  }
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), shape));
   Status status = Status::Ok();
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -206,8 +185,12 @@ Result<Tensor> ReduceAxes(LaxReduceFn fn, const Tensor& x, const std::vector<int
           fmt::format("reduce takes no {}: it is computed in f32", DTypeName(x.dtype())));
     } else {
       T* acc = out.as<T>().data();
-      std::fill(acc, acc + out.num_elements(), Identity<T>(fn));
       const T* v = x.as<T>().data();
+      if (block) {
+        ReduceBlock(fn, v, acc, *block);
+        return;
+      }
+      std::fill(acc, acc + out.num_elements(), Identity<T>(fn));
       for (size_t i = 0; i < offsets.size(); ++i)
         acc[offsets[i]] = Combine(fn, acc[offsets[i]], v[i]);
     }
@@ -225,7 +208,7 @@ Result<Tensor> ArgReduce(bool max, const Tensor& x, int64_t axis, DType index) {
   }
   Shape result_shape;
   ResultOffsets(shape, {axis}, result_shape);
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(index, result_shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(index, result_shape));
   const internal::AroundAxis around = internal::SplitAround(shape, static_cast<size_t>(axis));
   const int64_t outer = around.outer, extent = around.extent, inner = around.inner;
   Status status = Status::Ok();
@@ -263,71 +246,6 @@ Result<Tensor> ArgReduce(bool max, const Tensor& x, int64_t axis, DType index) {
   });
   ATOLL_RETURN_IF_ERROR(status);
   return out;
-}
-
-Result<Tensor> DotGeneral(const Tensor& lhs, const Tensor& rhs, const DotDims& dims, DType out) {
-  const Shape& ls = lhs.shape();
-  const Shape& rs = rhs.shape();
-  const std::vector<int64_t> lfree = FreeDims(ls.size(), dims.lhs_contracting, dims.lhs_batch);
-  const std::vector<int64_t> rfree = FreeDims(rs.size(), dims.rhs_contracting, dims.rhs_batch);
-  // lhs as [batch, m, k] or [batch, k, m], rhs as [batch, k, n] or [batch, n, k]: an operand
-  // already in one of its two layouts is used as it is (BLAS transposes as it reads); any
-  // other is copied into the first.
-  auto concat = [](std::vector<int64_t> a, const std::vector<int64_t>& b,
-                   const std::vector<int64_t>& c) {
-    a.insert(a.end(), b.begin(), b.end());
-    a.insert(a.end(), c.begin(), c.end());
-    return a;
-  };
-  auto identity = [](const std::vector<int64_t>& perm) {
-    for (size_t i = 0; i < perm.size(); ++i) {
-      if (perm[i] != static_cast<int64_t>(i)) return false;
-    }
-    return true;
-  };
-  const std::vector<int64_t> lperm = concat(dims.lhs_batch, lfree, dims.lhs_contracting);
-  const std::vector<int64_t> rperm = concat(dims.rhs_batch, dims.rhs_contracting, rfree);
-  const bool trans_a =
-      !identity(lperm) && identity(concat(dims.lhs_batch, dims.lhs_contracting, lfree));
-  const bool trans_b =
-      !identity(rperm) && identity(concat(dims.rhs_batch, rfree, dims.rhs_contracting));
-  std::optional<Tensor> a_moved, b_moved;
-  if (!identity(lperm) && !trans_a) {
-    ATOLL_ASSIGN_OR_RETURN(a_moved.emplace(), TransposeNd(lhs, lperm));
-  }
-  if (!identity(rperm) && !trans_b) {
-    ATOLL_ASSIGN_OR_RETURN(b_moved.emplace(), TransposeNd(rhs, rperm));
-  }
-  const Tensor& a = a_moved ? *a_moved : lhs;
-  const Tensor& b = b_moved ? *b_moved : rhs;
-  const int64_t batch = DimsProduct(ls, dims.lhs_batch);
-  const int64_t m = DimsProduct(ls, lfree);
-  const int64_t k = DimsProduct(ls, dims.lhs_contracting);
-  const int64_t n = DimsProduct(rs, rfree);
-  if (k != DimsProduct(rs, dims.rhs_contracting) || batch != DimsProduct(rs, dims.rhs_batch)) {
-    return InvalidArgument(fmt::format("dot_general: {} and {} do not contract",
-                                       internal::Describe(lhs), internal::Describe(rhs)));
-  }
-  Shape shape;
-  for (int64_t d : dims.lhs_batch) shape.push_back(ls[d]);
-  for (int64_t d : lfree) shape.push_back(ls[d]);
-  for (int64_t d : rfree) shape.push_back(rs[d]);
-  ATOLL_ASSIGN_OR_RETURN(Tensor result, internal::Allocate(out, shape));
-  Status status = Status::Ok();
-  VisitDType(out, [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (!kComputes<T> || std::is_same_v<T, bool>) {
-      status = InvalidArgument(fmt::format("dot_general does not compute in {}", DTypeName(out)));
-    } else {
-      std::optional<Tensor> wa, wb;
-      if (a.dtype() != out) wa = Widened<T>(a, out);
-      if (b.dtype() != out) wb = Widened<T>(b, out);
-      BatchedProduct((wa ? *wa : a).template as<T>().data(), (wb ? *wb : b).template as<T>().data(),
-                     result.as<T>().data(), batch, m, k, n, trans_a, trans_b);
-    }
-  });
-  ATOLL_RETURN_IF_ERROR(status);
-  return result;
 }
 
 }  // namespace atl::kernels

@@ -118,7 +118,7 @@ Result<Tensor> BroadcastInDim(const Tensor& x, const Shape& shape,
     }
     if (x.shape()[i] != 1) strides[dims[i]] = from[i];
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), shape));
   LaxStridedCopy(x, 0, strides, out);
   return out;
 }
@@ -138,7 +138,7 @@ Result<Tensor> TransposeNd(const Tensor& x, const std::vector<int64_t>& perm) {
     shape.push_back(x.shape()[d]);
     strides.push_back(from[d]);
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), shape));
   LaxStridedCopy(x, 0, strides, out);
   return out;
 }
@@ -162,7 +162,7 @@ Result<Tensor> Slice(const Tensor& x, const std::vector<int64_t>& start,
     walk[d] = from[d] * strides[d];
     base += start[d] * from[d];
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), shape));
   LaxStridedCopy(x, base, walk, out);
   return out;
 }
@@ -186,7 +186,7 @@ Result<Tensor> Concatenate(std::span<const Tensor* const> xs, int64_t dim) {
     }
   }
   for (const Tensor* x : xs) shape[dim] += x->shape()[dim];
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(first.dtype(), shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(first.dtype(), shape));
   // Each of the outer rows (dimensions before dim) is every operand's row in turn.
   const size_t size = DTypeSize(first.dtype());
   const int64_t outer =
@@ -223,7 +223,7 @@ Result<Tensor> Pad(const Tensor& x, const Tensor& value, const std::vector<int64
           fmt::format("pad: dimension {} of {} gets size {}", d, internal::Describe(x), shape[d]));
     }
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), shape));
   const size_t size = DTypeSize(x.dtype());
   CopyRun(size, out.data(), 1, value.data(), 0, out.num_elements());
   // Element i of x along dimension d lands at low + i * (interior + 1), unless a negative low
@@ -275,7 +275,7 @@ Result<Tensor> Rev(const Tensor& x, const std::vector<int64_t>& dims) {
     if (x.shape()[d] > 0) base += (x.shape()[d] - 1) * strides[d];
     strides[d] = -strides[d];
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), x.shape()));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), x.shape()));
   LaxStridedCopy(x, base, strides, out);
   return out;
 }
@@ -284,7 +284,7 @@ Result<Tensor> Iota(DType dtype, const Shape& shape, int64_t dim) {
   if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) {
     return InvalidArgument(fmt::format("iota: dimension {} of shape {}", dim, ShapeString(shape)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(dtype, shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(dtype, shape));
   const std::vector<int64_t> strides = RowMajorStrides(shape);
   Status status = Status::Ok();
   VisitDType(dtype, [&](auto zero) {

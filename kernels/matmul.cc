@@ -116,8 +116,9 @@ Result<Tensor> Matmul(const Tensor& a, const Tensor& b, MatmulOptions options) {
     return InvalidArgument(
         fmt::format("matmul dimension above {}: {} x {}", kMaxDim, Describe(a), Describe(b)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(a.dtype(), {m, n}));
-  if (m == 0 || k == 0 || n == 0) return out;  // zero-filled: already the answer
+  if (m == 0 || k == 0 || n == 0) return internal::Allocate(a.dtype(), {m, n});  // all zeros
+  // Every element is written: BLAS's beta = 0 ignores what the result held.
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(a.dtype(), {m, n}));
   internal::ForFloat(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
     Run(Product<T>{a, b, options, m, k, n, out.as<T>().data()});

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "kernels/check.h"
+#include "kernels/row_reduce.h"
 
 namespace atl::kernels {
 
@@ -27,6 +28,20 @@ namespace {
 // Reduces the [outer, len, inner] view of `in` over its middle dimension into [outer, inner].
 template <typename T>
 void ReduceMiddle(ReduceFn fn, const T* in, T* dst, int64_t outer, int64_t len, int64_t inner) {
+  if (inner == 1) {  // the last axis: one contiguous row per result, kept in vector lanes
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* row = in + o * len;
+      if (fn == ReduceFn::kMax) {
+        dst[o] = internal::RowMax(row, len);
+      } else {
+        const double sum = internal::RowSum(row, len);
+        dst[o] = static_cast<T>(fn != ReduceFn::kMean ? sum
+                                : len == 0            ? std::numeric_limits<double>::quiet_NaN()
+                                                      : sum * (1.0 / static_cast<double>(len)));
+      }
+    }
+    return;
+  }
   if (fn == ReduceFn::kMax) {
     for (int64_t o = 0; o < outer; ++o) {
       T* acc = dst + o * inner;
@@ -73,7 +88,7 @@ Result<Tensor> Reduce(ReduceFn fn, const Tensor& x, int64_t axis) {
   ATOLL_ASSIGN_OR_RETURN(const int a, internal::NormalizeAxis(axis, x.shape().size(), what));
   Shape out_shape = x.shape();
   out_shape.erase(out_shape.begin() + a);
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), out_shape));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), out_shape));
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < a; ++d) outer *= x.shape()[d];
   for (size_t d = a + 1; d < x.shape().size(); ++d) inner *= x.shape()[d];

@@ -241,7 +241,7 @@ Result<Tensor> Reshape(const Tensor& x, Shape shape) {
                                        Describe(x), x.num_elements(), ShapeString(shape),
                                        NumElements(shape)));
   }
-  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::Allocate(x.dtype(), std::move(shape)));
+  ATOLL_ASSIGN_OR_RETURN(Tensor out, internal::AllocateForOverwrite(x.dtype(), std::move(shape)));
   if (x.nbytes() > 0) std::memcpy(out.data(), x.data(), x.nbytes());
   return out;
 }

@@ -6,9 +6,11 @@ output against fixed weights: atoll traces it with `atoll.numpy` and `atoll.grad
 compiled function on one device; JAX jits `jax.grad` of the same code. JAX runs twice: with
 its default threads, and on one thread, which is what one atoll device has on this machine
 (1 matmul thread per device, 2 cores, 2 devices). The results are checked against each
-other before timing. Needs a cluster (`atoll up`, or ATOLL_HOME naming one).
+other before timing. `--interleave N` then alternates one jax.jit step (one thread) and one
+atoll step N times and gives the medians: on a loaded machine both see the same load.
+Needs a cluster (`atoll up`, or ATOLL_HOME naming one).
 
-    python bench/jax/bench_attention.py [--steps 20] [--json out.json]
+    python bench/jax/bench_attention.py [--steps 20] [--interleave 40] [--json out.json]
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ def time_calls(call, wait, steps):
     return first, (time.perf_counter() - start) / steps, out
 
 
-def jax_times(steps: int) -> dict:
-    """JAX's times in this process (its thread count is fixed when it starts)."""
+def jax_step():
+    """A call of the jitted step on the bench's arguments, and its wait."""
     import jax
     import jax.numpy as jnp
     args = attention_args(np.random.default_rng(0))
@@ -57,8 +59,29 @@ def jax_times(steps: int) -> dict:
         return (block(*a[:-1]),) + tuple(jax.grad(loss, argnums=WEIGHTS)(*a))
 
     fn = jax.jit(step)
-    first, mean, out = time_calls(lambda: fn(*args, w), jax.block_until_ready, steps)
+    return lambda: fn(*args, w), jax.block_until_ready
+
+
+def jax_times(steps: int) -> dict:
+    """JAX's times in this process (its thread count is fixed when it starts)."""
+    call, wait = jax_step()
+    first, mean, out = time_calls(call, wait, steps)
     return {"first_s": first, "step_s": mean, "out": [np.asarray(o).tolist() for o in out]}
+
+
+def interleaved(jax_call, atoll_call, steps: int) -> dict:
+    """One jax.jit step, then one atoll step, `steps` times: on a machine whose load moves,
+    both see the same load; the medians and their ratio."""
+    jax_s, atoll_s = [], []
+    for _ in range(steps):
+        for call, times in ((jax_call, jax_s), (atoll_call, atoll_s)):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+    jax_median, atoll_median = float(np.median(jax_s)), float(np.median(atoll_s))
+    return {"interleaved_jax_one_thread_median_s": jax_median,
+            "interleaved_atoll_median_s": atoll_median,
+            "interleaved_ratio": jax_median / atoll_median}
 
 
 def main() -> None:
@@ -66,6 +89,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--json", default="")
     parser.add_argument("--jax-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--interleave", type=int, default=0, metavar="N",
+                        help="then N rounds of one jax.jit step (one thread, in this process) "
+                             "and one atoll step, alternately: medians and their ratio")
     args = parser.parse_args()
     if args.jax_only:  # the child that measures JAX on the thread count it was started with
         print(json.dumps(jax_times(args.steps)))
@@ -80,6 +106,8 @@ def main() -> None:
     one_thread = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false "
                                "intra_op_parallelism_threads=1", "OMP_NUM_THREADS": "1"}
     jax_default, jax_one = jax_child({}), jax_child(one_thread)
+    if args.interleave:  # this process's JAX: one thread, fixed when jax is first imported
+        os.environ.update(one_thread)
 
     import atoll
     import atoll.numpy as anp
@@ -117,6 +145,11 @@ def main() -> None:
         "ratio_vs_jax_one_thread": jax_one["step_s"] / mean,
         "ratio_vs_jax_default_threads": jax_default["step_s"] / mean,
     }
+    if args.interleave:
+        jax_call, jax_wait = jax_step()
+        jax_wait(jax_call())
+        rows.update(interleaved(lambda: jax_wait(jax_call()), lambda: wait(call()),
+                                args.interleave))
     for name, value in rows.items():
         print(f"{name:34s} {value:.4g}")
     if args.json:

@@ -105,6 +105,23 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   if (auto bytes = CheckedNumBytes(dtype_, shape_); bytes.ok()) bytes_.resize(*bytes);
 }
 
+Tensor Tensor::ForOverwrite(DType dtype, Shape shape) {
+  // Below a few pages the fill is cheaper than the second allocation (the owner) it saves.
+  constexpr uint64_t kUninitializedFrom = 16 * 1024;
+  const Result<uint64_t> bytes = CheckedNumBytes(dtype, shape);
+  if (!bytes.ok() || *bytes < kUninitializedFrom) return Tensor(dtype, std::move(shape));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  // new[] of bytes default-initializes (leaves them as they are) and aligns to
+  // __STDCPP_DEFAULT_NEW_ALIGNMENT__ (16), enough for every dtype; the tensor then holds
+  // them as it holds adopted bytes.
+  std::shared_ptr<std::byte[]> buffer(new std::byte[*bytes]);
+  t.adopted_ = std::span<std::byte>(buffer.get(), *bytes);
+  t.owner_ = std::move(buffer);
+  return t;
+}
+
 namespace {
 
 // A tensor of `dtype`, whose elements are T, holding `values` (as many as fit).

@@ -64,6 +64,10 @@ class Tensor {
   // A zero-filled tensor. `shape` must pass CheckedNumBytes; one that does not gives a
   // tensor without bytes (which no kernel accepts) rather than a wrapped-around size.
   Tensor(DType dtype, Shape shape);
+  // A tensor whose bytes are left as the allocator gives them, for a kernel that writes every
+  // element: zero-filling a result first costs a pass over its memory, as much as a cheap
+  // elementwise op. Same shape rule as the constructor; small tensors are zero-filled anyway.
+  static Tensor ForOverwrite(DType dtype, Shape shape);
   static Tensor F32(Shape shape, std::vector<float> values);
   static Tensor I32(Shape shape, std::vector<int32_t> values);
   static Tensor F64(Shape shape, std::vector<double> values);

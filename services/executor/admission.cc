@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/proto/codec.h"
+#include "compute/repeated_ops.h"
 
 namespace atl::executor {
 
@@ -18,9 +19,11 @@ Status AdmissionCore::Compile(proto::Compile compile) {
                                        compile.function_id, compile.shard_endpoints.size(),
                                        compile.num_shards));
   }
+  // Merged once here rather than per run: a traced step repeats its forward pass.
   functions_[compile.function_id] = {
-      std::make_shared<const ir::FunctionDef>(std::move(compile.function)), compile.num_shards,
-      std::make_shared<const GangLayout>(std::move(compile.shard_endpoints)),
+      std::make_shared<const ir::FunctionDef>(
+          compute::MergeRepeatedOps(std::move(compile.function))),
+      compile.num_shards, std::make_shared<const GangLayout>(std::move(compile.shard_endpoints)),
       compile.slice_mapping};
   return Status::Ok();
 }

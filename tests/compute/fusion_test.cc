@@ -105,5 +105,94 @@ TEST(FusionTest, AFusedRunGivesTheOpByOpRunsBits) {
   }
 }
 
+// broadcast_in_dim(x, kT's shape, dims) as an op, and its type.
+ir::Op BroadcastOp(Operand x, std::vector<int64_t> dims) {
+  std::vector<int64_t> params = kT.shape;
+  params.insert(params.end(), dims.begin(), dims.end());
+  return {OpCode::kBroadcastInDim, {x}, 0, kT, params};
+}
+
+TEST(FusionTest, BroadcastsJoinTheChainAndTheirOperandIsMadeFirst) {
+  // 0 exp(in1 [6,1]) | 1 broadcast(0), 2 sub(in0, 1), 3 broadcast(in2 [5]), 4 mul(2, 3):
+  // op 0 has the operand's shape, so it is made before the group of 1 to 4 starts.
+  const ir::TensorType column{DType::kF32, {6, 1}, {-1, -1}};
+  const ir::TensorType row{DType::kF32, {5}, {-1}};
+  ir::FunctionDef fn{"f", {kT, column, row}, {}, {}, {}, {}};
+  fn.ops = {{OpCode::kExp, {ChainInput(1)}, 0, column},
+            BroadcastOp(ChainOp(0), {0, 1}),
+            {OpCode::kSub, {ChainInput(0), ChainOp(1)}, 0, kT},
+            BroadcastOp(ChainInput(2), {1}),
+            {OpCode::kMul, {ChainOp(2), ChainOp(3)}, 0, kT}};
+  fn.outputs = {ChainOp(4)};
+  ASSERT_THAT(ir::Validate(fn, 1), IsOk());
+  const std::vector<size_t> end = FusedGroups(fn, {1, 2, 4, 4, 5});
+  EXPECT_EQ(end, (std::vector<size_t>{0, 4, 2, 3, 4}));
+  EXPECT_EQ(FusedGroupInputs(fn, 1, 4),
+            (std::vector<Operand>{ChainOp(0), ChainInput(0), ChainInput(2)}));
+}
+
+TEST(FusionTest, AFusedRunWithBroadcastsGivesTheOpByOpRunsBits) {
+  std::mt19937 rng(11);
+  // Inputs: kT itself, then shapes that broadcast into it along these dims.
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> small = {
+      {{5}, {1}}, {{6, 1}, {0, 1}}, {{6}, {0}}, {{}, {}}, {{1, 5}, {0, 1}}};
+  const OpCode codes[] = {OpCode::kAdd, OpCode::kSub, OpCode::kMul,
+                          OpCode::kDiv, OpCode::kExp, OpCode::kTanh};
+  for (int round = 0; round < 200; ++round) {
+    ir::FunctionDef fn{"chain", {kT}, {}, {}, {}, {}};
+    for (const auto& [shape, dims] : small) {
+      fn.inputs.push_back({DType::kF32, shape, std::vector<int32_t>(shape.size(), -1)});
+    }
+    std::vector<Operand> full = {ChainInput(0)};  // values of kT so far
+    const int n = 3 + static_cast<int>(rng() % 10);
+    for (int i = 0; i < n; ++i) {
+      const auto at = static_cast<int32_t>(fn.ops.size());
+      if (rng() % 3 == 0) {  // a broadcast of an input, or of a unary op on it made just before
+        const auto k = static_cast<int32_t>(rng() % small.size());
+        Operand x = ChainInput(k + 1);
+        if (rng() % 2 != 0) {
+          fn.ops.push_back({OpCode::kTanh, {x}, 0, fn.inputs[k + 1]});
+          x = ChainOp(at);
+        }
+        fn.ops.push_back(BroadcastOp(x, small[k].second));
+      } else {
+        const OpCode code = codes[rng() % std::size(codes)];
+        const Operand a = full[rng() % full.size()];
+        if (ir::IsUnaryOp(code)) {
+          fn.ops.push_back({code, {a}, 0, kT});
+        } else {
+          fn.ops.push_back({code, {a, full[rng() % full.size()]}, 0, kT});
+        }
+      }
+      full.push_back(ChainOp(static_cast<int32_t>(fn.ops.size() - 1)));
+    }
+    fn.outputs = {full.back()};
+    if (rng() % 2 != 0) fn.outputs.push_back(full[rng() % full.size()]);
+    ASSERT_THAT(ir::Validate(fn, 1), IsOk());
+    std::vector<Tensor> inputs;
+    for (const ir::TensorType& type : fn.inputs) {
+      Tensor t(DType::kF32, type.shape);
+      std::uniform_real_distribution<float> dist(-2, 2);
+      for (float& v : t.as<float>()) v = dist(rng);
+      inputs.push_back(std::move(t));
+    }
+    OpByOpBackend op_by_op;
+    const auto want = RunFunction(fn, 0, 1, inputs, op_by_op);
+    const auto got = RunFunction(fn, 0, 1, inputs);
+    ASSERT_THAT(want, IsOk());
+    ASSERT_THAT(got, IsOk()) << "round " << round;
+    for (size_t k = 0; k < want->size(); ++k) {
+      const auto a = (*want)[k].as<float>();
+      const auto b = (*got)[k].as<float>();
+      ASSERT_EQ((*want)[k].shape(), (*got)[k].shape());
+      for (size_t e = 0; e < a.size(); ++e) {
+        ASSERT_TRUE((a[e] != a[e] && b[e] != b[e]) || std::memcmp(&a[e], &b[e], 4) == 0)
+            << "round " << round << " output " << k << " element " << e << ": " << a[e]
+            << " op by op, " << b[e] << " fused";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace atl::compute

@@ -207,6 +207,31 @@ TEST(ElementwiseKernelTest, FusedExpressionOfOneInputOrConstantCopiesIt) {
   ExpectClose(c, {33}, std::vector<double>(33, 2.5));
 }
 
+// kBroadcast nodes read a smaller input in place (a row along the last dimension, a column
+// along the first), block by block across a result longer than one block.
+TEST(ElementwiseKernelTest, FusedBroadcastsMatchIndexByIndexLoops) {
+  std::mt19937 rng(5);
+  const Tensor x = RandomF32(rng, {3, 700});
+  const Tensor row = RandomF32(rng, {700});
+  const Tensor column = RandomF32(rng, {3, 1});
+  FusedExpr e;
+  e.Apply(BinaryFn::kMul, e.Apply(BinaryFn::kSub, e.Input(0), e.Broadcast(1, {1})),
+          e.Broadcast(2, {0, 1}));
+  const std::vector<const Tensor*> in = {&x, &row, &column};
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor y, EvalFused(e, in, x.shape()));
+  std::vector<double> ref(3 * 700);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 700; ++j) {
+      const float d = x.as<float>()[i * 700 + j] - row.as<float>()[j];  // in f32, as fused
+      ref[i * 700 + j] = d * column.as<float>()[i];
+    }
+  }
+  ExpectClose(y, {3, 700}, ref, 1e-6, 1e-6);
+  FusedExpr bad;
+  bad.Apply(BinaryFn::kAdd, bad.Input(0), bad.Broadcast(1, {0}));  // 700 along size 3
+  ExpectInvalid(EvalFused(bad, in, x.shape()), {"does not broadcast", "f32[700]", "[3,700]"});
+}
+
 TEST(ElementwiseKernelTest, FusedRejectsMalformedExpressionsAndInputs) {
   std::vector<Tensor> one = {Tensor(DType::kF32, {3})};
   ExpectInvalid(EvalFused(FusedExpr(), one), {"no nodes"});

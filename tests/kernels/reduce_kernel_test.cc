@@ -71,6 +71,32 @@ TEST(ReduceKernelTest, MaxPropagatesNanAndEmptyAxesHaveIdentities) {
   ExpectClose(mean, {2}, {NAN, NAN});
 }
 
+// The last axis runs in vector lanes (kernels/row_reduce.h): rows shorter than, as long as
+// and longer than the lanes, with a NaN in each lane position and in the tail.
+TEST(ReduceKernelTest, LastAxisRowsInLanesMatchOneAccumulator) {
+  std::mt19937 rng(7);
+  for (int64_t len : {1, 5, 8, 9, 16, 64, 131}) {
+    for (int64_t nan_at = -1; nan_at < std::min<int64_t>(len, 12); ++nan_at) {
+      Tensor x = RandomF32(rng, {3, len});
+      if (nan_at >= 0) x.as<float>()[len + nan_at] = NAN;  // row 1 only
+      const std::vector<double> xv = x.ToDoubles();
+      std::vector<double> sum(3, 0.0), mx(3, -INFINITY);
+      for (int64_t o = 0; o < 3; ++o) {
+        for (int64_t r = 0; r < len; ++r) {
+          const double v = xv[o * len + r];
+          sum[o] += v;
+          mx[o] = (v != v || mx[o] != mx[o]) ? NAN : std::max(mx[o], v);
+        }
+      }
+      SCOPED_TRACE(testing::Message() << "len " << len << " NaN at " << nan_at);
+      ATOLL_ASSERT_OK_AND_ASSIGN(Tensor s, ReduceSum(x, 1));
+      ExpectClose(s, {3}, sum, 1e-5, 1e-6);
+      ATOLL_ASSERT_OK_AND_ASSIGN(Tensor m, ReduceMax(x, -1));
+      ExpectClose(m, {3}, mx);
+    }
+  }
+}
+
 TEST(ReduceKernelTest, RejectsBadAxisRankAndDType) {
   ExpectInvalid(ReduceSum(Tensor(DType::kF32, {2, 3}), 2), {"reduce_sum", "axis 2", "rank 2"});
   ExpectInvalid(ReduceMax(Tensor(DType::kF32, {2, 3}), -3), {"axis -3"});

@@ -376,6 +376,42 @@ def test_dot_general_matches_jax(client: atoll.Client, one_device: atoll.Slice) 
     check_equal(got, want, 0, "dot_general i8 -> i32")
 
 
+def test_dot_general_layouts_match_jax(client: atoll.Client, one_device: atoll.Slice) -> None:
+    """Batch, free and contracting dimensions at any positions and in any order (an einsum's
+    `bqhd,bkhd->bhqk`): the kernel reads an operand in place when its groups lie evenly in
+    memory and copies it otherwise; both must give JAX's product."""
+    rng = np.random.default_rng([SEED, 61])
+    for case in range(CASES * 2):
+        dtype = ["f32", "i32", "f64"][case % 3]
+        groups = {g: [int(s) for s in rng.choice([1, 2, 3, 5], int(rng.integers(lo, hi)))]
+                  for g, lo, hi in (("batch", 0, 3), ("k", 1, 3), ("m", 0, 3), ("n", 0, 3))}
+
+        def layout(free: str) -> Tuple[Tuple[int, ...], Dict[str, List[int]]]:
+            """A random order of the operand's dimensions: its shape and where each went."""
+            named = [(g, i) for g in ("batch", free, "k") for i in range(len(groups[g]))]
+            order = rng.permutation(len(named))
+            shape = tuple(groups[named[j][0]][named[j][1]] for j in order)
+            at: Dict[str, List[int]] = {g: [0] * len(groups[g]) for g in ("batch", free, "k")}
+            for pos, j in enumerate(order):
+                at[named[j][0]][named[j][1]] = pos
+            return shape, at
+
+        (ls, la), (rs, ra) = layout("m"), layout("n")
+        dims = ((tuple(la["k"]), tuple(ra["k"])), (tuple(la["batch"]), tuple(ra["batch"])))
+        x, y = draw(rng, dtype, ls), draw(rng, dtype, rs)
+        if dtype != "i32":
+            x, y = (np.nan_to_num(v, posinf=3, neginf=-3) for v in (x, y))
+        want = np.asarray(jax.jit(lambda p, q: jlax.dot_general(p, q, dims))(x, y))
+        got = run_atoll(client, one_device, lambda p, q: lax.dot_general(p, q, dims), [x, y])
+        what = f"dot_general {dtype} {ls} x {rs} dims {dims}"
+        if dtype == "i32":
+            check_equal(got, want, 0, what)
+        else:
+            scale = float(np.abs(want).max(initial=0.0))
+            np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "f32" else 1e-12,
+                                       atol=scale * 1e-6, err_msg=what)
+
+
 def test_integer_division_edges_match_jax(client: atoll.Client, one_device: atoll.Slice) -> None:
     """rem by zero and MIN % -1, where C++ would trap."""
     for dtype in SIGNED:
