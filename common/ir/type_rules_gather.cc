@@ -115,10 +115,13 @@ Result<TensorType> InferGather(const FunctionDef& fn, const Op& op) {
                     offset_dims.size(), rank - collapsed.size(), Describe(operand)));
   }
   if (!IsReplicated(operand)) {
+    const auto cut = static_cast<size_t>(
+        std::find_if(operand.split.begin(), operand.split.end(), [](int32_t a) { return a >= 0; }) -
+        operand.split.begin());
     return InvalidArgument(
-        fmt::format("gather: the operand must be replicated (every device "
-                    "gathers from the whole of it), got {}",
-                    Describe(operand)));
+        fmt::format("gather: the operand must be replicated (every device gathers from the "
+                    "whole of it), but its dimension {} is cut along mesh axis {}: {}",
+                    cut, operand.split[cut], Describe(operand)));
   }
   TensorType out{operand.dtype, Shape(out_rank), std::vector<int32_t>(out_rank, -1)};
   size_t next_batch = 0, next_offset = 0;

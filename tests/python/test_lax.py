@@ -254,11 +254,14 @@ UNARY: Dict[str, Tuple[Callable, Callable, List[str], float]] = {
     "cosh": (lax.cosh, jlax.cosh, FLOATS, 32),
     "asinh": (lax.asinh, jlax.asinh, FLOATS, 3),
     "acosh": (lax.acosh, jlax.acosh, FLOATS, 3),
-    "atanh": (lax.atanh, jlax.atanh, FLOATS, 3),
+    # XLA's f64 atanh: 52 ulps off at -0.4007 (atoll's, the C library's, is correctly
+    # rounded there, checked with decimal at 60 digits).
+    "atanh": (lax.atanh, jlax.atanh, FLOATS, 64),
     "cbrt": (lax.cbrt, jlax.cbrt, FLOATS, 2),
     "erf": (lax.erf, jlax.erf, FLOATS, 3),
     "erf_inv": (lax.erf_inv, jlax.erf_inv, FLOATS, 16),
-    "erfc": (lax.erfc, jlax.erfc, FLOATS, 64),  # XLA's f64 tails: 54 ulps seen
+    # XLA's f64 tails: 186 ulps off at 17.98 (atoll's, the C library's, is correctly rounded).
+    "erfc": (lax.erfc, jlax.erfc, FLOATS, 256),
 }
 
 
@@ -638,7 +641,10 @@ def gather_scatter_cases(rng: np.random.Generator, cases: Iterable[int] = range(
         yield Case(f"gather rows {dtype} {mode}",
                    lambda t, i, mode=mode: lax.gather(t, i, rows_dims, (1, width), mode=mode),
                    lambda t, i, mode=mode: jlax.gather(t, i, rows_dims, (1, width), mode=mode),
-                   [table, ids], dims=[("r", "w"), ("k", None)], whole=frozenset({"r"}))
+                   [table, ids], dims=[("r", "w"), ("k", None)],
+                   # atoll's gather takes a replicated operand only (a cut of its offset
+                   # dimensions would do, but the rule asks for the whole).
+                   whole=frozenset({"r", "w"}))
         # Windows of 2x2 at 2-D starts.
         grid = draw(rng, dtype, (4, 6) if even else (4, 5))
         starts = rng.integers(-1, 5, (k, 2)).astype(np.int64)

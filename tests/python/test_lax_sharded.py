@@ -58,7 +58,7 @@ GENERATORS: Dict[str, Tuple[Callable[[np.random.Generator, range], Iterable[Case
     "integer_pow cumulative bitcast": (
         lambda rng, c: gen.integer_pow_cumulative_bitcast_cases(rng, c, True), 2),
     "dynamic_slice dynamic_update_slice": (lambda rng, c: gen.dynamic_slice_cases(rng, c, True),
-                                           2),
+                                           3),
     "gather scatter": (lambda rng, c: gen.gather_scatter_cases(rng, c, True), 2),
     "sort top_k": (lambda rng, c: gen.sort_top_k_cases(rng, c, True), 2),
 }
@@ -82,6 +82,9 @@ def run_cut(client: atoll.Client, slice_: atoll.Slice, mesh: Tuple[int, ...], ca
              if n is not None}
     candidates = sorted(n for n, s in sizes.items()
                         if s % 2 == 0 and case.partial.get(n, "keeps") is not None)
+    kept = [n for n in candidates if n not in case.whole]
+    if kept and rng.random() < 0.5:  # half the cases among the cuts the primitive keeps
+        candidates = kept
     chosen = [str(n) for n in rng.permutation(candidates)[:len(mesh)]]
     axis_of = {n: a for a, n in enumerate(chosen)}
     cuts = [[axis_of.get(n) if n is not None else None for n in ds] for ds in arg_dims(case)]
