@@ -25,6 +25,7 @@ import atoll  # noqa: E402
 from atoll import lax, ops  # noqa: E402
 from atoll._types import dtype_of_numpy  # noqa: E402
 import test_lax as gen  # noqa: E402
+import test_lax_control as ctl  # noqa: E402
 from test_lax import SEED, Case, check_equal, draw  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -61,6 +62,10 @@ GENERATORS: Dict[str, Tuple[Callable[[np.random.Generator, range], Iterable[Case
                                            3),
     "gather scatter": (lambda rng, c: gen.gather_scatter_cases(rng, c, True), 2),
     "sort top_k": (lambda rng, c: gen.sort_top_k_cases(rng, c, True), 2),
+    **{f"reduce_window_{k}": (lambda rng, c, k=k: ctl.reduce_window_cases(k, rng, c, True), 2)
+       for k in ("sum", "max", "min")},
+    "select_and_scatter_add": (lambda rng, c: ctl.select_and_scatter_add_cases(rng, c, True), 2),
+    "conv_general_dilated": (lambda rng, c: ctl.conv_cases(rng, c, True), 3),
 }
 
 
