@@ -75,5 +75,43 @@ TEST(ConvThreadsKernelTest, OneDnnRunsOnTheCallersShareOfTheCores) {
   }
 }
 
+// The devices of an executor run one cached oneDNN primitive at once (a batch cut over two
+// devices of a host): with padding, the library's global scratchpad made them write over
+// each other and crash. Each call now brings its own, and every thread gets the direct
+// loop's result.
+TEST(ConvThreadsKernelTest, DevicesRunOnePaddedConvolutionAtOnce) {
+  std::mt19937 rng(11);
+  const Tensor x = testutil::RandomF32(rng, {1, 3, 9, 7});
+  const Tensor k = testutil::RandomF32(rng, {4, 3, 3, 3});
+  const ConvDims dims{.strides = {1, 1},
+                      .low = {1, 1},
+                      .high = {1, 1},
+                      .lhs_dilation = {1, 1},
+                      .rhs_dilation = {1, 1},
+                      .lhs_spec = {0, 1, 2, 3},
+                      .rhs_spec = {0, 1, 2, 3},
+                      .out_spec = {0, 1, 2, 3}};
+  const std::vector<double> want = DirectConv(x, k);
+  constexpr int kDevices = 4, kCalls = 50;
+  std::vector<std::vector<std::optional<Tensor>>> got(kDevices);
+  std::vector<std::thread> devices;
+  for (int d = 0; d < kDevices; ++d) {
+    devices.emplace_back([&, d] {
+      SetMatmulThreads(2);
+      for (int i = 0; i < kCalls; ++i) {
+        Result<std::optional<Tensor>> out = ConvWithOneDnn(x, k, dims, {1, 4, 9, 7});
+        got[d].push_back(out.ok() ? *std::move(out) : std::nullopt);
+      }
+    });
+  }
+  for (std::thread& t : devices) t.join();
+  for (int d = 0; d < kDevices; ++d) {
+    for (int i = 0; i < kCalls; ++i) {
+      ASSERT_TRUE(got[d][i].has_value()) << "device " << d << " call " << i;
+      testutil::ExpectClose(*got[d][i], {1, 4, 9, 7}, want, 1e-4, 1e-5);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace atl::kernels

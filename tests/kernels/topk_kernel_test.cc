@@ -50,6 +50,17 @@ void CheckTopK(const Tensor& x, int64_t k) {
   }
 }
 
+TEST(TopKKernelTest, TakesPositiveZeroBeforeNegativeZeroAsXlaDoes) {
+  // XLA's top_k orders floats totally (-0 below +0); a stable sort would keep them in place.
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::FromDoubles(DType::kF32, {4}, {-0.0, 0.0, 1, -0.0}));
+  ATOLL_ASSERT_OK_AND_ASSIGN(TopKResult r, TopK(x, 3));
+  EXPECT_EQ(r.indices.as<int32_t>()[0], 2);
+  EXPECT_EQ(r.indices.as<int32_t>()[1], 1);
+  EXPECT_EQ(r.indices.as<int32_t>()[2], 0);
+  EXPECT_FALSE(std::signbit(r.values.as<float>()[1]));
+  EXPECT_TRUE(std::signbit(r.values.as<float>()[2]));
+}
+
 TEST(TopKKernelTest, MatchesStableSortOnRandomRows) {
   std::mt19937 rng(71);
   for (const Shape& shape : std::vector<Shape>{{1}, {7}, {13, 33}, {3, 2, 13}, {4, 0}}) {

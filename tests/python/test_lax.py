@@ -720,6 +720,12 @@ def sort_top_k_cases(rng: np.random.Generator, cases: Iterable[int] = range(CASE
         for i, what in enumerate(("values", "indices")):
             yield Case(f"top_k {what} {dtype} k={k}", lambda v, i=i: lax.top_k(v, k)[i],
                        lambda v, i=i: jlax.top_k(v, k)[i], [x], whole=names(1))
+    # Signed zeros: XLA's top_k takes +0 before -0 (a total order), where sort keeps them
+    # in place.
+    zeros = np.array([[-0.0, 0.0, 1.0, -0.0], [0.0, -0.0, -0.0, 0.0]], np.float32)
+    for i, what in enumerate(("values", "indices")):
+        yield Case(f"top_k {what} of signed zeros", lambda v, i=i: lax.top_k(v, 3)[i],
+                   lambda v, i=i: jlax.top_k(v, 3)[i], [zeros], whole=names(1))
 
 
 def test_sort_and_top_k_match_jax(client: atoll.Client, one_device: atoll.Slice) -> None:

@@ -117,21 +117,30 @@ def rnn_cell(lax_: Any, dims: Any) -> Callable[..., Any]:
     return cell
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_scan_rnn_matches_jax(client, one_device, reverse: bool) -> None:
-    rng = np.random.default_rng([SEED, 103, int(reverse)])
+def scan_rnn_cases(reverse: bool, rng: np.random.Generator, cases: Iterable[int] = range(
+        CASES // 2), even: bool = False) -> Iterator[Case]:
+    """An RNN over xs [t, b, e]; on cut operands the batch keeps its cut, and the scanned
+    dimension and the contracted features must be whole."""
     dims = (((1,), (0,)), ((), ()))
-    for case in range(CASES // 2):
-        b, t, d, e = (int(s) for s in rng.integers(1, 5, 4))
+    ours_cell, their_cell = rnn_cell(lax, dims), rnn_cell(jlax, dims)
+    for case in cases:
+        b, t, d, e = (int(s) * (2 if even else 1) for s in rng.integers(1, 5, 4))
         h0, xs = finite(rng, np.float32, (b, d)), finite(rng, np.float32, (t, b, e))
         w, u = finite(rng, np.float32, (d, d), 0.5), finite(rng, np.float32, (e, d), 0.5)
-        ours_cell, their_cell = rnn_cell(lax, dims), rnn_cell(jlax, dims)
-        got = run(client, one_device, lambda h, x, w_, u_: lax.scan(
-            lambda c, xt: ours_cell(c, xt, w_, u_), h, x, reverse=reverse), [h0, xs, w, u])
-        want = jax.jit(lambda h, x, w_, u_: jlax.scan(
-            lambda c, xt: their_cell(c, xt, w_, u_), h, x, reverse=reverse))(h0, xs, w, u)
-        close(got[0], np.asarray(want[0]), f"scan carry, case {case}")
-        close(got[1], np.asarray(want[1]), f"scan ys, case {case}")
+        for i, what in enumerate(("carry", "ys")):
+            yield Case(f"scan {what}, case {case}", lambda h, x, w_, u_, i=i: lax.scan(
+                lambda c, xt: ours_cell(c, xt, w_, u_), h, x, reverse=reverse)[i],
+                lambda h, x, w_, u_, i=i: jlax.scan(
+                    lambda c, xt: their_cell(c, xt, w_, u_), h, x, reverse=reverse)[i],
+                [h0, xs, w, u], check=close,
+                dims=[("b", "d"), ("t", "b", "e"), (None, None), (None, None)],
+                whole=frozenset({"t", "d", "e"}))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_rnn_matches_jax(client, one_device, reverse: bool) -> None:
+    run_cases(client, one_device,
+              scan_rnn_cases(reverse, np.random.default_rng([SEED, 103, int(reverse)])))
 
 
 def test_scan_of_pytrees_without_ys_and_of_integers_matches_jax(client, one_device) -> None:
@@ -152,23 +161,27 @@ def test_scan_of_pytrees_without_ys_and_of_integers_matches_jax(client, one_devi
     check_equal(got[1], np.asarray(want[1]), 0, "scan pytree carry 1")
 
 
-def test_cond_and_switch_match_jax_with_out_of_range_indices(client, one_device) -> None:
-    rng = np.random.default_rng([SEED, 105])
-    x, k = finite(rng, np.float32, (3, 2)), finite(rng, np.float32, (3, 2))
+def cond_switch_cases(rng: np.random.Generator, even: bool = False) -> Iterator[Case]:
+    """switch at indices in and out of range (jax clamps them) and cond both ways, over
+    operands that keep their cut through either branch."""
+    x, k = (finite(rng, np.float32, (4, 2) if even else (3, 2)) for _ in range(2))
+    dims = [(), ("d0", "d1"), ("d0", "d1")]
     for index in [-3, 0, 1, 2, 7]:
-        i = np.int32(index)
         branches = [lambda v, k_: v * 2.0, lambda v, k_: v + k_, lambda v, k_: v - k_]
-        got = run(client, one_device, lambda i_, v, k_: lax.switch(
-            i_, [lambda a, b=b: b(a, k_) for b in branches], v), [np.asarray(i), x, k])
-        want = jax.jit(lambda i_, v, k_: jlax.switch(
-            i_, [lambda a, b=b: b(a, k_) for b in branches], v))(i, x, k)
-        check_equal(got[0], np.asarray(want), 0, f"switch index {index}")
+        yield Case(f"switch index {index}", lambda i_, v, k_, branches=branches: lax.switch(
+            i_, [lambda a, b=b: b(a, k_) for b in branches], v),
+            lambda i_, v, k_, branches=branches: jlax.switch(
+                i_, [lambda a, b=b: b(a, k_) for b in branches], v),
+            [np.asarray(np.int32(index)), x, k], dims=dims)
     for pred in [True, False]:
-        p = np.asarray(pred)
-        got = run(client, one_device, lambda p_, v, k_: lax.cond(
-            p_, lambda a: lax.mul(a, k_), lambda a: lax.neg(a), v), [p, x, k])
-        want = jax.jit(lambda p_, v, k_: jlax.cond(p_, lambda a: a * k_, lambda a: -a, v))(p, x, k)
-        check_equal(got[0], np.asarray(want), 0, f"cond {pred}")
+        yield Case(f"cond {pred}", lambda p_, v, k_: lax.cond(
+            p_, lambda a: lax.mul(a, k_), lambda a: lax.neg(a), v),
+            lambda p_, v, k_: jlax.cond(p_, lambda a: a * k_, lambda a: -a, v),
+            [np.asarray(pred), x, k], dims=dims)
+
+
+def test_cond_and_switch_match_jax_with_out_of_range_indices(client, one_device) -> None:
+    run_cases(client, one_device, cond_switch_cases(np.random.default_rng([SEED, 105])))
 
 
 def test_a_cond_inside_a_scan_inside_a_while_matches_jax(client, one_device) -> None:

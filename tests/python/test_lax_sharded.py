@@ -43,8 +43,8 @@ def cases_for(mesh: Tuple[int, ...], count: int) -> range:
     return range(first, first + count)
 
 
-# A generator of test_lax.py by name: f(rng, case numbers) -> cases, and its number of
-# cases per MESH_CASES.
+# A generator of test_lax.py (or test_lax_control.py) by name: f(rng, case numbers) ->
+# cases, and its number of cases per MESH_CASES.
 GENERATORS: Dict[str, Tuple[Callable[[np.random.Generator, range], Iterable[Case]], int]] = {
     **{f"binary {n}": (lambda rng, c, n=n: gen.binary_cases(n, rng, c, True), 1)
        for n in sorted(gen.BINARY)},
@@ -66,6 +66,9 @@ GENERATORS: Dict[str, Tuple[Callable[[np.random.Generator, range], Iterable[Case
        for k in ("sum", "max", "min")},
     "select_and_scatter_add": (lambda rng, c: ctl.select_and_scatter_add_cases(rng, c, True), 2),
     "conv_general_dilated": (lambda rng, c: ctl.conv_cases(rng, c, True), 3),
+    **{f"scan {d}": (lambda rng, c, d=d: ctl.scan_rnn_cases(d == "reversed", rng, c, True), 1)
+       for d in ("forward", "reversed")},
+    "cond switch": (lambda rng, c: ctl.cond_switch_cases(rng, True), 1),
 }
 
 
