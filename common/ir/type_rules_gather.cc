@@ -16,8 +16,9 @@ namespace {
 // "dimension D is cut along mesh axis A", of the first cut dimension of t, for refusals.
 std::string FirstCut(const TensorType& t) {
   for (size_t d = 0; d < t.split.size(); ++d) {
-    if (t.split[d] >= 0)
+    if (t.split[d] >= 0) {
       return fmt::format("dimension {} is cut along mesh axis {}", d, t.split[d]);
+    }
   }
   return "value is replicated";
 }
