@@ -5,7 +5,9 @@ subnormals, integer minima and maxima, shifts past the width); atoll runs each c
 compiled function and jax.jit computes the same. Integer, boolean and layout results are
 equal bit for bit; float results are within the ulp bound stated per primitive (NaN where
 JAX has NaN). Refused cases (a bad permutation, a shape that does not reshape, a split
-dimension a primitive cannot take) are refused naming what was wrong.
+dimension a primitive cannot take) are refused naming what was wrong. Each generator yields
+Cases that also say how a cut of their arguments' dimensions reads, so that
+test_lax_sharded.py runs the same draws on a 2-device slice and a 2x2 mesh.
 """
 
 from __future__ import annotations
