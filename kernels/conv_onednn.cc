@@ -3,7 +3,10 @@
 // direct loop of lax_window.cc takes the rest. Any dimension numbers: the tensors are
 // described to oneDNN by their strides, so no transpose is made here, and oneDNN reorders
 // into the layouts its kernel wants. Primitives are cached per configuration, as a framework
-// calling oneDNN would.
+// calling oneDNN would, and run with a scratchpad of the call's own: the devices of an
+// executor run the same cached primitive at once, and with the library's scratchpad (global
+// in Debian's build, which leaves concurrent execution off) two of them wrote over each
+// other's padded input and crashed the executor.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,7 +41,8 @@ struct Planned {
   // them taken allocates its own): allocating and first touching megabytes per call cost
   // about a third of the time.
   std::mutex scratch_mu;
-  std::optional<memory> scratch_src, scratch_weights, scratch_dst;
+  std::optional<memory> scratch_src, scratch_weights, scratch_dst, scratch_pad;
+  memory::desc scratchpad;  // the primitive's own working memory (user-managed)
 };
 
 using PlanKey = std::tuple<memory::dims, memory::dims, memory::dims, memory::dims, memory::dims,
@@ -61,11 +65,14 @@ std::shared_ptr<Planned> Plan(const PlanKey& key) {
   const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
                                              dnnl::algorithm::convolution_direct, any_src, any_w,
                                              any_dst, strides, dilates, low, high);
-  const dnnl::convolution_forward::primitive_desc pd(desc, CpuEngine());
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, CpuEngine());
   plan->conv = dnnl::convolution_forward(pd);
   plan->conv_src = pd.src_desc();
   plan->conv_weights = pd.weights_desc();
   plan->conv_dst = pd.dst_desc();
+  plan->scratchpad = pd.scratchpad_desc();
   if (plans.size() > 256) plans.clear();  // a bound on what odd shapes can pin
   plans.emplace(key, plan);
   return plan;
@@ -154,9 +161,11 @@ Result<std::optional<Tensor>> ConvWithOneDnn(const Tensor& lhs, const Tensor& rh
         InLayout(stream, weights, plan->conv_weights, plan->scratch_weights, reuse);
     const bool direct_dst = plan->conv_dst == plan->dst;
     const memory conv_dst = direct_dst ? dst : Buffer(plan->scratch_dst, plan->conv_dst, reuse);
-    plan->conv.execute(
-        stream,
-        {{DNNL_ARG_SRC, conv_src}, {DNNL_ARG_WEIGHTS, conv_weights}, {DNNL_ARG_DST, conv_dst}});
+    const memory pad = Buffer(plan->scratch_pad, plan->scratchpad, reuse);
+    plan->conv.execute(stream, {{DNNL_ARG_SRC, conv_src},
+                                {DNNL_ARG_WEIGHTS, conv_weights},
+                                {DNNL_ARG_DST, conv_dst},
+                                {DNNL_ARG_SCRATCHPAD, pad}});
     if (!direct_dst) {
       dnnl::reorder(conv_dst, dst)
           .execute(stream, const_cast<memory&>(conv_dst), const_cast<memory&>(dst));

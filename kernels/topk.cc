@@ -21,7 +21,8 @@ void TopKRows(const T* x, int64_t rows, int64_t n, int64_t k, T* values, int32_t
   std::vector<int32_t> order(static_cast<size_t>(n));
   for (int64_t r = 0; r < rows && k > 0; ++r) {
     const T* row = x + r * n;
-    // A strict weak order: NaN first (by index), then larger values, then lower index.
+    // A strict weak order: NaN first (by index), then larger values, +0 before -0 (XLA's
+    // top_k orders floats totally), then lower index.
     const auto before = [row](int32_t i, int32_t j) {
       const T a = row[i];
       const T b = row[j];
@@ -29,6 +30,7 @@ void TopKRows(const T* x, int64_t rows, int64_t n, int64_t k, T* values, int32_t
       const bool b_nan = std::isnan(b);
       if (a_nan || b_nan) return a_nan && b_nan ? i < j : a_nan;
       if (a != b) return a > b;
+      if (std::signbit(a) != std::signbit(b)) return !std::signbit(a);
       return i < j;
     };
     std::iota(order.begin(), order.end(), 0);

@@ -106,9 +106,10 @@ Status NeedWholeRows(const Op& op, const TensorType& t) {
     return InvalidArgument(fmt::format("{} needs rank >= 1, got {}", OpName(op.code), Describe(t)));
   }
   if (t.split.back() >= 0) {
-    return InvalidArgument(fmt::format(
-        "{} computes over the last dimension, which must not be cut over devices: got {}",
-        OpName(op.code), Describe(t)));
+    return InvalidArgument(
+        fmt::format("{} computes over the last dimension, which must not be cut over devices, "
+                    "but it is cut along mesh axis {}: got {}",
+                    OpName(op.code), t.split.back(), Describe(t)));
   }
   return Status::Ok();
 }

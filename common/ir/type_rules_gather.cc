@@ -13,6 +13,16 @@ namespace atl::ir::internal {
 
 namespace {
 
+// "dimension D is cut along mesh axis A", of the first cut dimension of t, for refusals.
+std::string FirstCut(const TensorType& t) {
+  for (size_t d = 0; d < t.split.size(); ++d) {
+    if (t.split[d] >= 0) {
+      return fmt::format("dimension {} is cut along mesh axis {}", d, t.split[d]);
+    }
+  }
+  return "value is replicated";
+}
+
 Status NeedSortedDims(const Op& op, const std::vector<int64_t>& dims, size_t rank,
                       std::string_view what) {
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -116,9 +126,9 @@ Result<TensorType> InferGather(const FunctionDef& fn, const Op& op) {
   }
   if (!IsReplicated(operand)) {
     return InvalidArgument(
-        fmt::format("gather: the operand must be replicated (every device "
-                    "gathers from the whole of it), got {}",
-                    Describe(operand)));
+        fmt::format("gather: the operand must be replicated (every device gathers from the "
+                    "whole of it), but its {}: {}",
+                    FirstCut(operand), Describe(operand)));
   }
   TensorType out{operand.dtype, Shape(out_rank), std::vector<int32_t>(out_rank, -1)};
   size_t next_batch = 0, next_offset = 0;
@@ -207,11 +217,15 @@ Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op) {
                       OpName(op.code), i, Describe(updates), updates.shape[i], limit));
     }
   }
-  if (!IsReplicated(operand) || !IsReplicated(indices) || !IsReplicated(updates)) {
+  const std::pair<const char*, const TensorType*> parts[] = {
+      {"operand", &operand}, {"indices", &indices}, {"updates", &updates}};
+  for (const auto& [name, t] : parts) {
+    if (IsReplicated(*t)) continue;
     return InvalidArgument(
-        fmt::format("{}: operand, indices and updates must be replicated, got "
+        fmt::format("{}: operand, indices and updates must be replicated, but in the {}, {}; got "
                     "{}, {} and {}",
-                    OpName(op.code), Describe(operand), Describe(indices), Describe(updates)));
+                    OpName(op.code), name, FirstCut(*t), Describe(operand), Describe(indices),
+                    Describe(updates)));
   }
   return operand;
 }

@@ -236,10 +236,13 @@ Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op) {
                       kind, l, lhs.shape[l], r, rhs.shape[r]));
     }
     if (lhs.split[l] != rhs.split[r]) {
-      return InvalidArgument(
-          fmt::format("dot_general: {} dimension {} of lhs and {} of rhs must be "
-                      "cut alike, got {} and {}",
-                      kind, l, r, Describe(lhs), Describe(rhs)));
+      auto along = [](int32_t axis) {
+        return axis < 0 ? std::string("not cut") : fmt::format("cut along mesh axis {}", axis);
+      };
+      return InvalidArgument(fmt::format(
+          "dot_general: {} dimension {} of lhs ({}) and {} of rhs ({}) must be "
+          "cut alike, got {} and {}",
+          kind, l, along(lhs.split[l]), r, along(rhs.split[r]), Describe(lhs), Describe(rhs)));
     }
     return Status::Ok();
   };

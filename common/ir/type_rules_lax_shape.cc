@@ -97,9 +97,9 @@ Result<TensorType> InferDynamicUpdateSlice(const FunctionDef& fn, const Op& op) 
     if (!whole) ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d, "a dynamic update writes part of it"));
     if (!whole && update.split[d] >= 0) {
       return InvalidArgument(
-          fmt::format("dynamic_update_slice: update {} is cut on dimension {} "
-                      "where x is not cut alike ({})",
-                      Describe(update), d, Describe(x)));
+          fmt::format("dynamic_update_slice: update {} is cut on dimension {} along mesh "
+                      "axis {} where x is not cut alike ({})",
+                      Describe(update), d, update.split[d], Describe(x)));
     }
   }
   return x;

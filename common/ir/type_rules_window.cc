@@ -180,9 +180,12 @@ Result<TensorType> InferConv(const FunctionDef& fn, const Op& op) {
     ATOLL_ASSIGN_OR_RETURN(out.shape[static_cast<size_t>(out_spec[2 + i])],
                            WindowedSize(op, i, dim(lhs, lhs_spec, 2 + i), w, true));
   }
-  if (!IsReplicated(rhs)) {
-    return InvalidArgument("conv_general_dilated: the kernel (rhs) must be replicated, got " +
-                           Describe(rhs));
+  for (size_t d = 0; d < rhs.split.size(); ++d) {
+    if (rhs.split[d] < 0) continue;
+    return InvalidArgument(fmt::format(
+        "conv_general_dilated: the kernel (rhs) must be replicated, but its dimension {} is "
+        "cut along mesh axis {}: {}",
+        d, rhs.split[d], Describe(rhs)));
   }
   for (size_t d = 0; d < n + 2; ++d) {
     if (lhs.split[d] < 0) continue;

@@ -185,11 +185,14 @@ def squeeze(array: Value, dimensions: Sequence[int]) -> Value:
 
 
 def expand_dims(array: Value, dimensions: Sequence[int]) -> Value:
+    # A broadcast, not a reshape: it moves each dimension (and its cut over devices) to its
+    # new place, where reshape keeps a cut only on dimensions that stay where they are.
     shape = list(array.shape)
     rank = len(shape) + len(dimensions)
-    for d in sorted(d % rank for d in dimensions):
+    new = sorted(d % rank for d in dimensions)
+    for d in new:
         shape.insert(d, 1)
-    return reshape(array, shape)
+    return broadcast_in_dim(array, shape, [d for d in range(rank) if d not in new])
 
 
 def slice(operand: Value, start_indices: Sequence[int],  # noqa: A001

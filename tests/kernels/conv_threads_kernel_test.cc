@@ -44,19 +44,33 @@ std::vector<double> DirectConv(const Tensor& x, const Tensor& k) {
   return out;
 }
 
+// A random x [1, 3, 9, 7] and k [4, 3, 3, 3], DirectConv's convolution of them (stride 1,
+// padding 1, NCHW and OIHW) and its result.
+struct PaddedConv {
+  Tensor x, k;
+  ConvDims dims;
+  std::vector<double> want;
+};
+
+PaddedConv DrawPaddedConv(unsigned seed) {
+  std::mt19937 rng(seed);
+  PaddedConv c{testutil::RandomF32(rng, {1, 3, 9, 7}),
+               testutil::RandomF32(rng, {4, 3, 3, 3}),
+               ConvDims{.strides = {1, 1},
+                        .low = {1, 1},
+                        .high = {1, 1},
+                        .lhs_dilation = {1, 1},
+                        .rhs_dilation = {1, 1},
+                        .lhs_spec = {0, 1, 2, 3},
+                        .rhs_spec = {0, 1, 2, 3},
+                        .out_spec = {0, 1, 2, 3}},
+               {}};
+  c.want = DirectConv(c.x, c.k);
+  return c;
+}
+
 TEST(ConvThreadsKernelTest, OneDnnRunsOnTheCallersShareOfTheCores) {
-  std::mt19937 rng(7);
-  const Tensor x = testutil::RandomF32(rng, {1, 3, 9, 7});
-  const Tensor k = testutil::RandomF32(rng, {4, 3, 3, 3});
-  const ConvDims dims{.strides = {1, 1},
-                      .low = {1, 1},
-                      .high = {1, 1},
-                      .lhs_dilation = {1, 1},
-                      .rhs_dilation = {1, 1},
-                      .lhs_spec = {0, 1, 2, 3},
-                      .rhs_spec = {0, 1, 2, 3},
-                      .out_spec = {0, 1, 2, 3}};
-  const std::vector<double> want = DirectConv(x, k);
+  const auto [x, k, dims, want] = DrawPaddedConv(7);
   for (const int share : {0, 1, 2}) {
     std::optional<Tensor> got;
     int team_before = 0, team_after = 0;
@@ -72,6 +86,33 @@ TEST(ConvThreadsKernelTest, OneDnnRunsOnTheCallersShareOfTheCores) {
     testutil::ExpectClose(*got, {1, 4, 9, 7}, want, 1e-4, 1e-5);
     // 0, a thread that is no device's: OpenMP's own default stays.
     EXPECT_EQ(team_after, share > 0 ? share : team_before) << "share " << share;
+  }
+}
+
+// The devices of an executor run one cached oneDNN primitive at once (a batch cut over two
+// devices of a host): with padding, the library's global scratchpad made them write over
+// each other and crash. Each call now brings its own, and every thread gets the direct
+// loop's result.
+TEST(ConvThreadsKernelTest, DevicesRunOnePaddedConvolutionAtOnce) {
+  const auto [x, k, dims, want] = DrawPaddedConv(11);
+  constexpr int kDevices = 4, kCalls = 50;
+  std::vector<std::vector<std::optional<Tensor>>> got(kDevices);
+  std::vector<std::thread> devices;
+  for (int d = 0; d < kDevices; ++d) {
+    devices.emplace_back([&, d] {
+      SetMatmulThreads(2);
+      for (int i = 0; i < kCalls; ++i) {
+        Result<std::optional<Tensor>> out = ConvWithOneDnn(x, k, dims, {1, 4, 9, 7});
+        got[d].push_back(out.ok() ? *std::move(out) : std::nullopt);
+      }
+    });
+  }
+  for (std::thread& t : devices) t.join();
+  for (int d = 0; d < kDevices; ++d) {
+    for (int i = 0; i < kCalls; ++i) {
+      ASSERT_TRUE(got[d][i].has_value()) << "device " << d << " call " << i;
+      testutil::ExpectClose(*got[d][i], {1, 4, 9, 7}, want, 1e-4, 1e-5);
+    }
   }
 }
 

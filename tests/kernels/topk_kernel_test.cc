@@ -50,6 +50,17 @@ void CheckTopK(const Tensor& x, int64_t k) {
   }
 }
 
+TEST(TopKKernelTest, TakesPositiveZeroBeforeNegativeZeroAsXlaDoes) {
+  // XLA's top_k orders floats totally (-0 below +0); a stable sort would keep them in place.
+  ATOLL_ASSERT_OK_AND_ASSIGN(Tensor x, Tensor::FromDoubles(DType::kF32, {4}, {-0.0, 0.0, 1, -0.0}));
+  ATOLL_ASSERT_OK_AND_ASSIGN(TopKResult r, TopK(x, 3));
+  EXPECT_EQ(r.indices.as<int32_t>()[0], 2);
+  EXPECT_EQ(r.indices.as<int32_t>()[1], 1);
+  EXPECT_EQ(r.indices.as<int32_t>()[2], 0);
+  EXPECT_FALSE(std::signbit(r.values.as<float>()[1]));
+  EXPECT_TRUE(std::signbit(r.values.as<float>()[2]));
+}
+
 TEST(TopKKernelTest, MatchesStableSortOnRandomRows) {
   std::mt19937 rng(71);
   for (const Shape& shape : std::vector<Shape>{{1}, {7}, {13, 33}, {3, 2, 13}, {4, 0}}) {
@@ -69,9 +80,10 @@ TEST(TopKKernelTest, TiesGoToTheLowerIndexAndNanRanksFirst) {
   for (float& v : x.as<float>()) v = std::floor(v);  // only 0, 1, 2: many ties
   CheckTopK(x, 5);
   CheckTopK(x, 33);
+  // NaNs first by index, then by value; +0 before -0 (jax.lax.top_k gives 1 5 2 0 4 3).
   const Tensor y = Tensor::F32({6}, {1.0f, NAN, 2.0f, -0.0f, 0.0f, NAN});
   ATOLL_ASSERT_OK_AND_ASSIGN(TopKResult r, TopK(y, 6));
-  EXPECT_EQ(r.indices, Tensor::I32({6}, {1, 5, 2, 0, 3, 4}));
+  EXPECT_EQ(r.indices, Tensor::I32({6}, {1, 5, 2, 0, 4, 3}));
 }
 
 // Each row's dy goes to the positions TopK chose, the rest stays zero.

@@ -1,14 +1,18 @@
 """atoll.lax on sharded operands (shard_map semantics: each device computes on its block)
-against jax.lax on CPU, the oracle: each primitive runs on a 2-device slice with its inputs
-cut along dimension 0 and on a 2x2 mesh with dimensions 0 and 1 cut, where the primitive
-takes such cuts, and gives the global result JAX computes; where it does not, the function is
-refused when it is built, naming the dimension and the mesh axis.
+against jax.lax on CPU, the oracle. test_lax.py's seeded generators (every primitive, its
+dtypes, size-0 dimensions, NaN and the other edges) run here on a 2-device slice with one
+dimension of the arguments cut and on a 2x2 mesh with two cut (drawn per case, sizes even so
+that they divide): where the primitive keeps the cut, atoll gives the global result JAX
+computes (a reduction over a cut dimension leaves partial results, completed here by the
+all-reduce a user would add); where it would need another shard's data, the function is
+refused when it is built, naming the mesh axis. Then a few curated compositions.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Sequence, Tuple
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -20,9 +24,118 @@ from jax import lax as jlax  # noqa: E402
 import atoll  # noqa: E402
 from atoll import lax, ops  # noqa: E402
 from atoll._types import dtype_of_numpy  # noqa: E402
-from test_lax import SEED, check_equal, draw  # noqa: E402
+import test_lax as gen  # noqa: E402
+import test_lax_control as ctl  # noqa: E402
+from test_lax import SEED, Case, check_equal, draw  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+MESHES = [(2,), (2, 2)]
+MESH_IDS = ["2 devices", "2x2 mesh"]
+# Cases per generator and mesh (elementwise tables: per primitive); the two meshes draw
+# different case numbers, so that together they cycle through more dtypes.
+MESH_CASES = int(os.environ.get("ATOLL_LAX_MESH_CASES", "2"))
+COMPLETE = {"sum": ops.all_reduce_sum, "max": ops.all_reduce_max, "min": ops.all_reduce_min}
+
+
+def cases_for(mesh: Tuple[int, ...], count: int) -> range:
+    first = count * MESHES.index(mesh)
+    return range(first, first + count)
+
+
+# A generator of test_lax.py (or test_lax_control.py) by name: f(rng, case numbers) ->
+# cases, and its number of cases per MESH_CASES.
+GENERATORS: Dict[str, Tuple[Callable[[np.random.Generator, range], Iterable[Case]], int]] = {
+    **{f"binary {n}": (lambda rng, c, n=n: gen.binary_cases(n, rng, c, True), 1)
+       for n in sorted(gen.BINARY)},
+    **{f"unary {n}": (lambda rng, c, n=n: gen.unary_cases(n, rng, c, True), 1)
+       for n in sorted(gen.UNARY)},
+    "conversions": (lambda rng, c: gen.conversion_cases(rng, c, True), 4),
+    "layout": (lambda rng, c: gen.layout_cases(rng, c, True), 2),
+    "pad select_n clamp iota": (lambda rng, c: gen.pad_select_clamp_iota_cases(rng, c, True), 2),
+    "reductions argmax argmin": (lambda rng, c: gen.reduction_cases(rng, c, True), 3),
+    "dot_general": (lambda rng, c: gen.dot_general_cases(rng, c, True), 2),
+    "integer division edges": (lambda rng, c: gen.integer_division_cases(True), 1),
+    "integer_pow cumulative bitcast": (
+        lambda rng, c: gen.integer_pow_cumulative_bitcast_cases(rng, c, True), 2),
+    "dynamic_slice dynamic_update_slice": (lambda rng, c: gen.dynamic_slice_cases(rng, c, True),
+                                           3),
+    "gather scatter": (lambda rng, c: gen.gather_scatter_cases(rng, c, True), 2),
+    "sort top_k": (lambda rng, c: gen.sort_top_k_cases(rng, c, True), 2),
+    **{f"reduce_window_{k}": (lambda rng, c, k=k: ctl.reduce_window_cases(k, rng, c, True), 2)
+       for k in ("sum", "max", "min")},
+    "select_and_scatter_add": (lambda rng, c: ctl.select_and_scatter_add_cases(rng, c, True), 2),
+    "conv_general_dilated": (lambda rng, c: ctl.conv_cases(rng, c, True), 3),
+    **{f"scan {d}": (lambda rng, c, d=d: ctl.scan_rnn_cases(d == "reversed", rng, c, True), 1)
+       for d in ("forward", "reversed")},
+    "cond switch": (lambda rng, c: ctl.cond_switch_cases(rng, True), 1),
+}
+
+
+def arg_dims(case: Case) -> List[Tuple[Optional[str], ...]]:
+    """The names of each argument's dimensions (Case.dims, or its default)."""
+    if case.dims is not None:
+        return case.dims
+    first = case.args[0].shape
+    return [tuple(f"d{d}" for d in range(a.ndim)) if a.shape == first else (None,) * a.ndim
+            for a in case.args]
+
+
+def run_cut(client: atoll.Client, slice_: atoll.Slice, mesh: Tuple[int, ...], case: Case,
+            rng: np.random.Generator) -> str:
+    """``case`` on ``slice_`` with up to one named dimension cut per mesh axis (drawn among
+    those of even size): "ran" (and equal to JAX's global result) or "refused" (naming the
+    mesh axis of a dimension the primitive needs whole)."""
+    sizes = {n: s for a, ds in zip(case.args, arg_dims(case)) for n, s in zip(ds, a.shape)
+             if n is not None}
+    candidates = sorted(n for n, s in sizes.items()
+                        if s % 2 == 0 and case.partial.get(n, "keeps") is not None)
+    kept = [n for n in candidates if n not in case.whole]
+    if kept and rng.random() < 0.5:  # half the cases among the cuts the primitive keeps
+        candidates = kept
+    chosen = [str(n) for n in rng.permutation(candidates)[:len(mesh)]]
+    axis_of = {n: a for a, n in enumerate(chosen)}
+    cuts = [[axis_of.get(n) if n is not None else None for n in ds] for ds in arg_dims(case)]
+    completions = [(COMPLETE[str(case.partial[n])], axis_of[n]) for n in chosen
+                   if n in case.partial]
+
+    def ours(*a: Any) -> Any:
+        out = case.ours(*a)
+        for reduce, axis in completions:
+            out = reduce(out, axis)
+        return out
+
+    what = f"{case.what} on mesh {mesh}, cut {axis_of}"
+    expect = [f"mesh axis {axis_of[n]}" for n in chosen if n in case.whole]
+    if expect or case.refused:
+        try:
+            run(client, slice_, ours, case.args, cuts)
+        except atoll.InvalidArgument as e:
+            says = expect + ([case.refused] if case.refused else [])
+            assert any(re.search(s, str(e)) for s in says), f"{what}: {e} names none of {says}"
+            return "refused"
+        pytest.fail(f"{what}: ran, though a cut of {chosen} needs another shard's data")
+    want = np.asarray(jax.jit(case.theirs)(*case.args))
+    case.compare(run(client, slice_, ours, case.args, cuts)[0], want, what)
+    return "ran"
+
+
+@pytest.mark.parametrize("mesh", MESHES, ids=MESH_IDS)
+@pytest.mark.parametrize("name", list(GENERATORS))
+def test_generated_cases_on_cut_operands_match_jax(client, name: str,
+                                                   mesh: Tuple[int, ...]) -> None:
+    """test_lax.py's generator ``name`` on the mesh: each case ran and equal to JAX, or
+    refused naming the axis where that is what a cut of its dimensions must give."""
+    make, scale = GENERATORS[name]
+    slice_ = client.mesh(mesh)
+    rng = np.random.default_rng([SEED, 403, len(mesh), sum(map(ord, name))])
+    cuts = np.random.default_rng([SEED, 404, len(mesh), sum(map(ord, name))])
+    outcomes = [run_cut(client, slice_, mesh, case, cuts)
+                for case in make(rng, cases_for(mesh, MESH_CASES * scale))]
+    assert "ran" in outcomes, f"{name}: every case refused ({len(outcomes)})"
+
+
+# -- curated compositions ------------------------------------------------------------------------
 
 SHAPE = (4, 6, 3)
 DOT = (((2,), (2,)), ((0,), (0,)))
@@ -55,7 +168,8 @@ AXES_2X2 = {"dot_general": [(0, 1), (0,)]}
 
 
 def run(client: atoll.Client, slice_: atoll.Slice, fn: Callable[..., Any],
-        args: Sequence[np.ndarray], axes: Sequence[Sequence[int]]) -> Tuple[np.ndarray, ...]:
+        args: Sequence[np.ndarray], axes: Sequence[Sequence[Optional[int]]]
+        ) -> Tuple[np.ndarray, ...]:
     types = [dtype_of_numpy(a.dtype)[tuple(a.shape)].axes(*cut) for a, cut in zip(args, axes)]
     traced = client.function(slice_, *types)(fn)
     result = client.run(traced, *args).result(timeout=60)

@@ -1312,7 +1312,7 @@ def _scatter_rule(name: str) -> Rule:
             return fn(op, ctx.whole(_indices(ctx, indices)), ctx.whole(ctx.get(updates)),
                       _without_batching(dn, _SCATTER_FIELDS), mode=p.get("mode"))
         if tuple(dn.operand_batching_dims) or cut:
-            if name in ("scatter_add", "scatter"):
+            if name == "scatter" or name in _SCATTER_COMBINE:
                 return _scatter_by_mask(ctx, eqn, operand, indices, updates, name)
             raise ctx.refuse(f"{name} with batching dimensions or into an operand cut along "
                              f"mesh axis {ctx.axes_of(op)} (atoll's {name} takes neither)",
@@ -1371,7 +1371,7 @@ def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V
         placed, mv = ctx.whole(placed), ctx.whole(mv)  # updates from other devices' indices
     positions = int(np.prod([shape[d] for d in extra], dtype=np.int64))
     if extra and positions > _SEQUENTIAL:
-        if name == "scatter" or op.dtype not in _FLOATS:
+        if name != "scatter_add" or op.dtype not in _FLOATS:
             raise ctx.refuse(f"{name} of {positions} updates per element (atoll.jax applies up "
                              f"to {_SEQUENTIAL} in order)")
         steps = [(alax.reduce_sum(placed, extra), alax.reduce_or(mv, extra))]
@@ -1390,13 +1390,16 @@ def _scatter_by_mask(ctx: Lowering, eqn: Any, operand: V, indices: V, updates: V
             placed = alax.transpose(placed, inverse)
             hit = alax.transpose(hit, inverse)
         pv, hv, ov = align(ctx, eqn, [V(placed), V(hit), V(total)], tuple(op.shape))
-        if name == "scatter_add":
-            pv = _add_values(ctx, ov, pv)
+        if name in _SCATTER_COMBINE:
+            pv = _combine_values(ctx, _SCATTER_COMBINE[name], ov, pv)
         total = alax.select_n(hv, ov, pv)
     return total
 
 
 _SEQUENTIAL = 64
+# How each scatter but the plain one combines an update with the operand's element.
+_SCATTER_COMBINE = {"scatter_add": alax.add, "scatter_mul": alax.mul, "scatter_min": alax.min,
+                    "scatter_max": alax.max}
 
 
 def _at(v: Value, dims: Sequence[int], at: Sequence[int]) -> Value:
@@ -1621,10 +1624,17 @@ def _init_of(dtype: str, how: str) -> Any:
 
 
 def _add_values(ctx: "Lowering", a: Value, b: Value) -> Value:
+    return _combine_values(ctx, alax.add, a, b)
+
+
+def _combine_values(ctx: "Lowering", fn: Callable[[Value, Value], Value], a: Value,
+                    b: Value) -> Value:
+    """fn(a, b) in a's dtype, computed wider where atoll's kernel lacks the dtype (wrapping
+    as the narrow integer does)."""
     wide = _widened(a.dtype)
     if wide is None:
-        return alax.add(a, b)
-    r = alax.add(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
+        return fn(a, b)
+    r = fn(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
     return _narrow(ctx, r, a.dtype) if a.dtype in ("i8", "u8", "u32") else \
         alax.convert_element_type(r, a.dtype)
 

@@ -104,7 +104,8 @@ TEST(LaxTypeTest, DotGeneralKeepsBatchAndFreeCutsAndIsPartialOverACutContraction
   EXPECT_EQ(*out, T(DType::kF32, {2, 4, 8}, {0, -1, -1}));  // partial along axis 1
   ExpectRefused(
       TypeOf({lhs, T(DType::kF32, {2, 6, 8}, {0, -1, -1})}, "dot_general", {1, 2, 1, 1, 0, 0}),
-      {"contracting dimension 2 of lhs and 1 of rhs must be cut alike"});
+      {"contracting dimension 2 of lhs (cut along mesh axis 1)",
+       "1 of rhs (not cut) must be cut alike"});
   ExpectRefused(TypeOf({lhs, rhs}, "dot_general", {1, 2}), {"dot_general", "params"});
   // i8 operands accumulating in i32: the preferred element type.
   const auto i32 = TypeOf({T(DType::kI8, {3, 4}), T(DType::kI8, {4, 5})}, "dot_general",
