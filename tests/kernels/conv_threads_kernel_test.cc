@@ -23,14 +23,7 @@ TEST(ConvThreadsKernelTest, OneDnnRunsOnTheCallersShareOfTheCores) {
   std::mt19937 rng(7);
   const Tensor x = testutil::RandomF32(rng, {1, 3, 9, 7});
   const Tensor k = testutil::RandomF32(rng, {4, 3, 3, 3});
-  const ConvDims dims{.strides = {1, 1},
-                      .low = {1, 1},
-                      .high = {1, 1},
-                      .lhs_dilation = {1, 1},
-                      .rhs_dilation = {1, 1},
-                      .lhs_spec = {0, 1, 2, 3},
-                      .rhs_spec = {0, 1, 2, 3},
-                      .out_spec = {0, 1, 2, 3}};
+  const ConvDims dims = testutil::Conv3x3Dims();
   const std::vector<double> want = testutil::RefConv3x3(x, k);
   for (const int share : {0, 1, 2}) {
     std::optional<Tensor> got;

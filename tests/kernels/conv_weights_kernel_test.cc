@@ -22,14 +22,7 @@ namespace {
 
 // Sixteen channels in and out: oneDNN wants such weights in a blocked layout, not atoll's.
 const Shape kX{1, 16, 9, 7}, kK{16, 16, 3, 3}, kOut{1, 16, 9, 7};
-const ConvDims kDims{.strides = {1, 1},
-                     .low = {1, 1},
-                     .high = {1, 1},
-                     .lhs_dilation = {1, 1},
-                     .rhs_dilation = {1, 1},
-                     .lhs_spec = {0, 1, 2, 3},
-                     .rhs_spec = {0, 1, 2, 3},
-                     .out_spec = {0, 1, 2, 3}};
+const ConvDims kDims = testutil::Conv3x3Dims();
 
 // `values` as a store shard read in place would be: a view of read-only pages, known as `id`.
 Tensor ReadOnlyView(const Tensor& values, ContentId id) {

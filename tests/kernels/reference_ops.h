@@ -12,6 +12,7 @@
 
 #include "atoll/tensor.h"
 #include "kernels/elementwise.h"
+#include "kernels/lax.h"
 
 namespace atl::testutil {
 
@@ -135,6 +136,19 @@ inline double RefCrossEntropy(const std::vector<double>& logits, const std::vect
     total += std::log(sum) + mx - logits[i * c + static_cast<int64_t>(labels[i])];
   }
   return total / static_cast<double>(labels.size());
+}
+
+// The convolution RefConv3x3 computes, as conv_general_dilated's dimensions: NCHW by OIHW,
+// stride 1, padding 1.
+inline kernels::ConvDims Conv3x3Dims() {
+  return {.strides = {1, 1},
+          .low = {1, 1},
+          .high = {1, 1},
+          .lhs_dilation = {1, 1},
+          .rhs_dilation = {1, 1},
+          .lhs_spec = {0, 1, 2, 3},
+          .rhs_spec = {0, 1, 2, 3},
+          .out_spec = {0, 1, 2, 3}};
 }
 
 // x [1, c, h, w] by k [o, c, 3, 3], stride 1, padding 1, in double.
