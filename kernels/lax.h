@@ -118,7 +118,19 @@ Result<Tensor> ReducePrecision(const Tensor& x, int exponent_bits, int mantissa_
 // conv_general_dilated by oneDNN (conv_onednn.cc) for f32 with 1 to 3 spatial dimensions, no
 // lhs dilation, non-negative padding and no batch groups, the result of `out_shape`; nullopt
 // for the configurations it does not take.
+// Weights whose bytes are known not to change (rhs.content_id(): a store shard read in
+// place, such as an ONNX model's initializers) are reordered into the primitive's layout
+// once and kept, under a budget of bytes shared by the process, least recently used first
+// out.
 Result<std::optional<Tensor>> ConvWithOneDnn(const Tensor& lhs, const Tensor& rhs,
                                              const ConvDims& dims, const Shape& out_shape);
+// What the kept weights are: calls that found them, calls that reordered and kept them,
+// entries and their bytes now.
+struct ConvWeightCacheStats {
+  uint64_t hits = 0, misses = 0, entries = 0, bytes = 0;
+};
+ConvWeightCacheStats ConvWeightCacheStatsNow();
+// The budget (256 MiB by default); a smaller one drops the least recently used at once.
+void SetConvWeightCacheBudget(uint64_t bytes);
 
 }  // namespace atl::kernels

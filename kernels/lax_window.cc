@@ -1,6 +1,7 @@
 // Windowed kernels: reduce_window, select_and_scatter_add, conv_general_dilated (oneDNN's
 // where it takes the case, conv_onednn.cc; else direct loops over any dimension numbers,
 // products summed in double), and reduce_precision.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -90,6 +91,65 @@ T Highest() {
   return std::numeric_limits<T>::max();
 }
 
+// One element `v` into a window's accumulator `acc`: a sum (wrapping, for integers), or a max
+// or min that a NaN wins.
+template <typename T>
+T Accumulate(WindowFn fn, T acc, T v) {
+  if (fn == WindowFn::kSum) return internal::WrappingAdd(acc, v);
+  if (fn == WindowFn::kMax) return (std::is_floating_point_v<T> && v != v) || v > acc ? v : acc;
+  return (std::is_floating_point_v<T> && v != v) || v < acc ? v : acc;
+}
+
+template <typename T>
+T Identity(WindowFn fn) {
+  return fn == WindowFn::kSum ? T{0} : fn == WindowFn::kMax ? Lowest<T>() : Highest<T>();
+}
+
+// A window over the last two dimensions alone (pooling an image's height and width: every
+// other dimension of size 1, stride 1 and no padding), without dilation.
+bool PoolsPlanes(const Window& w) {
+  const size_t n = w.size.size();
+  if (n < 2) return false;
+  for (size_t d = 0; d < n; ++d) {
+    if (w.base_dilation[d] != 1 || w.window_dilation[d] != 1) return false;
+    if (d + 2 < n && (w.size[d] != 1 || w.stride[d] != 1 || w.low[d] != 0 || w.high[d] != 0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// ReduceWindow of such a window, plane by plane with the window's bounds clipped to the
+// plane: the general walk's index arithmetic per element (ForWindow) was a quarter of
+// resnet18's time at batch 16, in its one max pooling. The same elements in the same order.
+template <typename T>
+void PoolPlanes(WindowFn fn, const T* in, T* out, const Shape& x, const Shape& out_shape,
+                const Window& w) {
+  const size_t n = x.size();
+  const int64_t h = x[n - 2], wd = x[n - 1], oh = out_shape[n - 2], ow = out_shape[n - 1];
+  const int64_t kh = w.size[n - 2], kw = w.size[n - 1], sh = w.stride[n - 2], sw = w.stride[n - 1],
+                ph = w.low[n - 2], pw = w.low[n - 1];
+  int64_t planes = 1;
+  for (size_t d = 0; d + 2 < n; ++d) planes *= x[d];
+  for (int64_t p = 0; p < planes; ++p) {
+    const T* plane = in + p * h * wd;
+    T* o = out + p * oh * ow;
+    for (int64_t i = 0; i < oh; ++i) {
+      const int64_t y0 = i * sh - ph;
+      const int64_t ylo = std::max<int64_t>(y0, 0), yhi = std::min(y0 + kh, h);
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t x0 = j * sw - pw;
+        const int64_t xlo = std::max<int64_t>(x0, 0), xhi = std::min(x0 + kw, wd);
+        T acc = Identity<T>(fn);
+        for (int64_t y = ylo; y < yhi; ++y) {
+          for (int64_t c = xlo; c < xhi; ++c) acc = Accumulate(fn, acc, plane[y * wd + c]);
+        }
+        o[i * ow + j] = acc;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Result<Tensor> ReduceWindow(WindowFn fn, const Tensor& x, const Window& w) {
@@ -106,23 +166,17 @@ Result<Tensor> ReduceWindow(WindowFn fn, const Tensor& x, const Window& w) {
     } else {
       const auto in = x.as<T>();
       auto result = out.as<T>();
+      if (PoolsPlanes(w)) {
+        PoolPlanes(fn, in.data(), result.data(), x.shape(), out_shape, w);
+        return;
+      }
       std::vector<int64_t> index(out_shape.size(), 0);
       int64_t i = 0;
       do {
-        T acc = fn == WindowFn::kSum ? T{0} : fn == WindowFn::kMax ? Lowest<T>() : Highest<T>();
+        T acc = Identity<T>(fn);
         ForWindow(
             index, x.shape(), xs, w,
-            [&](int64_t at) {
-              const T v = in[static_cast<size_t>(at)];
-              if (fn == WindowFn::kSum) {
-                acc = internal::WrappingAdd(acc, v);
-              } else if (fn == WindowFn::kMax) {
-                acc = (std::is_floating_point_v<T> && v != v) || v > acc ? v : acc;
-              } else {
-                acc = (std::is_floating_point_v<T> && v != v) || v < acc ? v : acc;
-              }
-            },
-            [] {});
+            [&](int64_t at) { acc = Accumulate(fn, acc, in[static_cast<size_t>(at)]); }, [] {});
         result[static_cast<size_t>(i++)] = acc;
       } while (internal::NextIndex(index, out_shape));
     }

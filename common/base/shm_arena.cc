@@ -131,9 +131,10 @@ Result<uint64_t> ShmRegion::FreeBytes() {
   return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
 }
 
-Result<ShmRegion> ShmRegion::Open(const std::string& name) {
+Result<ShmRegion> ShmRegion::Open(const std::string& name, Access access) {
   ATOLL_RETURN_IF_ERROR(CheckName(name));
-  const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  const bool writable = access == Access::kReadWrite;
+  const int fd = shm_open(name.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return NotFound("shared memory " + name + " does not exist");
@@ -150,7 +151,8 @@ Result<ShmRegion> ShmRegion::Open(const std::string& name) {
     return Unavailable("shared memory " + name + " is empty (not yet sized by its creator?)");
   }
   const auto bytes = static_cast<uint64_t>(st.st_size);
-  void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* addr =
+      mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
   const int err = errno;
   close(fd);
   if (addr == MAP_FAILED) {

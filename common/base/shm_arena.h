@@ -50,9 +50,12 @@ class ShmRegion {
   // only when first written; a write that finds no page free kills its process (SIGBUS).
   static Result<uint64_t> FreeBytes();
 
-  // Maps an existing shared-memory object read-write, whole. NotFound when no object has
-  // that name; Unavailable when it cannot be mapped. Never unlinks the name.
-  [[nodiscard]] static Result<ShmRegion> Open(const std::string& name);
+  // Maps an existing shared-memory object, whole: read-write, or read-only (a write through
+  // it faults). NotFound when no object has that name; Unavailable when it cannot be mapped.
+  // Never unlinks the name.
+  enum class Access { kReadWrite, kReadOnly };
+  [[nodiscard]] static Result<ShmRegion> Open(const std::string& name,
+                                              Access access = Access::kReadWrite);
 
   ShmRegion() = default;  // maps nothing: every Slice fails
   ShmRegion(ShmRegion&& other) noexcept;

@@ -236,6 +236,17 @@ Result<Tensor> Tensor::Adopt(DType dtype, Shape shape, std::span<std::byte> byte
   return t;
 }
 
+Result<Tensor> Tensor::View(DType dtype, Shape shape, std::span<const std::byte> bytes,
+                            std::shared_ptr<void> owner, ContentId id) {
+  // Adopt's checks; the bytes are only ever read through a View (writable() is false).
+  ATOLL_ASSIGN_OR_RETURN(
+      Tensor t, Adopt(dtype, std::move(shape), {const_cast<std::byte*>(bytes.data()), bytes.size()},
+                      std::move(owner)));
+  t.read_only_ = true;
+  t.content_id_ = id;
+  return t;
+}
+
 // A copy owns its bytes, adopted or not: value semantics, as for any other tensor.
 Tensor::Tensor(const Tensor& other)
     : dtype_(other.dtype_),

@@ -219,12 +219,12 @@ Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op) {
   }
   const std::pair<const char*, const TensorType*> parts[] = {
       {"operand", &operand}, {"indices", &indices}, {"updates", &updates}};
-  for (const auto& [name, t] : parts) {
-    if (IsReplicated(*t)) continue;
+  for (const auto& [name, part] : parts) {
+    if (IsReplicated(*part)) continue;
     return InvalidArgument(
         fmt::format("{}: operand, indices and updates must be replicated, but in the {}, {}; got "
                     "{}, {} and {}",
-                    OpName(op.code), name, FirstCut(*t), Describe(operand), Describe(indices),
+                    OpName(op.code), name, FirstCut(*part), Describe(operand), Describe(indices),
                     Describe(updates)));
   }
   return operand;

@@ -87,15 +87,19 @@ struct PutObject {
 };
 
 // Waits up to timeout_ms for the shard to be sealed (0: answer at once). The reply
-// carries the bytes as data frame 0 when `inline_data`, else only where they lie.
+// carries the bytes as data frame 0 when `inline_data`, else only where they lie. `pin`
+// (a member of the cluster only, i.e. the host's executor, which reads the shard in place):
+// the shard's memory stays where it is, and is given to nothing else, until the reply's
+// lease is dropped (UnpinObjects), even if the object is freed meanwhile.
 struct GetObject {
   static constexpr Kind kKind = Kind::kGetObject;
   uint64_t object_id = 0;
   uint32_t shard = 0;
   uint32_t timeout_ms = 0;
   bool inline_data = true;
+  bool pin = false;
   bool operator==(const GetObject&) const = default;
-  MSGPACK_DEFINE(object_id, shard, timeout_ms, inline_data);
+  MSGPACK_DEFINE(object_id, shard, timeout_ms, inline_data, pin);
 };
 
 struct GetObjectReply {
@@ -105,8 +109,23 @@ struct GetObjectReply {
   uint64_t offset = 0;
   uint64_t nbytes = 0;
   uint64_t instance = 0;  // the store's (StoreHelloReply)
+  uint64_t lease = 0;     // a pinned read's, for UnpinObjects; 0: not pinned
+  // The shard's bytes as sealed: numbered by the store process `instance`, never reused by
+  // it for other bytes (a kernel may keep what it derives from them under this number).
+  uint64_t version = 0;
   bool operator==(const GetObjectReply&) const = default;
-  MSGPACK_DEFINE(dtype, shape, offset, nbytes, instance);
+  MSGPACK_DEFINE(dtype, shape, offset, nbytes, instance, lease, version);
+};
+
+// Drops the leases of pinned reads (GetObject::pin) that the store process `instance`
+// gave: a block whose object was freed meanwhile is freed at its last lease. Leases of
+// another instance (a store that restarted since), or unknown, are ignored. Not answered.
+struct UnpinObjects {
+  static constexpr Kind kKind = Kind::kUnpinObjects;
+  uint64_t instance = 0;
+  std::vector<uint64_t> leases;
+  bool operator==(const UnpinObjects&) const = default;
+  MSGPACK_DEFINE(instance, leases);
 };
 
 // Drops one reference; the object (all its shards on this host) is freed at zero, once

@@ -58,6 +58,17 @@ Result<int64_t> CheckedNumElements(const Shape& shape);
 Result<uint64_t> CheckedNumBytes(DType dtype, const Shape& shape);
 std::string ShapeString(const Shape& shape);  // "[2,3]", "[?]" for a dynamic dimension
 
+// Where a tensor's bytes came from, for kernels that keep what they derive from them
+// (oneDNN's reordered convolution weights): two tensors with the same id hold the same bytes,
+// which never change while either lives, and no other bytes ever get that id. Zero (the
+// default): unknown, nothing may be kept.
+struct ContentId {
+  uint64_t source = 0;   // who numbers the versions (an object store process's instance)
+  uint64_t version = 0;  // the bytes' number there (a sealed store shard's)
+  bool known() const { return source != 0 || version != 0; }
+  auto operator<=>(const ContentId&) const = default;
+};
+
 class Tensor {
  public:
   Tensor() = default;
@@ -84,6 +95,11 @@ class Tensor {
   // Fails when their size does not match dtype and shape or they are not aligned for dtype.
   static Result<Tensor> Adopt(DType dtype, Shape shape, std::span<std::byte> bytes,
                               std::shared_ptr<void> owner);
+  // As Adopt, for bytes that must never be written (an object store block mapped read-only,
+  // which `owner` pins), known as `id`: writable() is false, and a copy owns its bytes and
+  // has no id (it may be written).
+  static Result<Tensor> View(DType dtype, Shape shape, std::span<const std::byte> bytes,
+                             std::shared_ptr<void> owner, ContentId id);
 
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
@@ -113,12 +129,19 @@ class Tensor {
 
   bool operator==(const Tensor& other) const;
 
+  // False for a View: code that would reuse a tensor's buffer for a result must not.
+  bool writable() const { return !read_only_; }
+  // The View's id; unknown for any other tensor.
+  const ContentId& content_id() const { return content_id_; }
+
  private:
   DType dtype_ = DType::kF32;
   Shape shape_;
   std::vector<std::byte> bytes_;  // the tensor's own bytes, unless it adopted some
   std::shared_ptr<void> owner_;   // set: the bytes are `adopted_`, which it keeps alive
   std::span<std::byte> adopted_;
+  bool read_only_ = false;  // a View's: `adopted_` is mapped read-only
+  ContentId content_id_;
 };
 
 }  // namespace atl

@@ -14,10 +14,8 @@
 namespace atl::executor {
 
 namespace {
-
 // How long a shard waits in a collective for the rest of its gang.
 constexpr auto kCollectiveTimeout = std::chrono::seconds(30);
-
 }  // namespace
 
 ExecutorService::ExecutorService(zmq::context_t& context, ClusterConfig config,
@@ -149,6 +147,7 @@ void ExecutorService::Run() {
   loop_.AddSocket("rm", rm_.socket(), [this] { OnRm(); });
   loop_.AddSocket("store", store_.socket(), [this] { OnStore(); });
   loop_.AddFd("completions", completions_.fd(), [this] { OnCompletions(); });
+  loop_.AddFd("unpins", store_link_->unpin_fd(), [this] { store_link_->SendUnpins(); });
   loop_.AddFd("batch window", outbox_.timer_fd(), [this] { FlushTuples(); });
   loop_.AddTimer("heartbeat", std::chrono::milliseconds(config_.heartbeat_ms),
                  [this] { Heartbeat(); });

@@ -34,6 +34,10 @@ Status SocketStoreRequests::Send(uint64_t request_id, const proto::PutObject& re
   return net::Send(socket_, nullptr, request_id, request, std::move(data));
 }
 
+Status SocketStoreRequests::Send(uint64_t request_id, const proto::UnpinObjects& request) {
+  return net::Send(socket_, nullptr, request_id, request);
+}
+
 StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ObjectReaders& readers,
                      ShmRegion& arena, Hooks hooks, RunAheadLimits run_ahead, size_t max_in_flight)
     : send_(requests),
@@ -47,10 +51,14 @@ StoreLink::StoreLink(StoreRequests& requests, ItemSink& items, ObjectReaders& re
 void StoreLink::Attach(uint64_t instance) {
   instance_ = instance;
   detached_ = Status::Ok();
+  if (Status mapped = views_.Attach(arena_.name(), instance); !mapped.ok()) {
+    hooks_.on_error(mapped.WithContext("arguments are copied: map the arena read-only"));
+  }
 }
 
 void StoreLink::Detach(const Status& why) {
   detached_ = why;
+  views_.Detach();
   auto fail = [&](const Request& request) {
     if (request.kind == Request::kGetInput) {
       items_.Fail(request.item, why.WithContext("read argument"));
@@ -101,7 +109,8 @@ Status StoreLink::Transmit(uint64_t id, const Request& request) {
       return send_.Send(id, request.write->create);
     case Request::kGetInput: {
       const proto::InputSource& src = request.item->entry.inputs[request.input];
-      return send_.Send(id, proto::GetObject{src.object_id, src.shard, kArgumentWaitMs, false});
+      return send_.Send(id, proto::GetObject{src.object_id, src.shard, kArgumentWaitMs, false,
+                                             /*pin=*/views_.available()});
     }
     case Request::kSeal: {
       const Write& write = *request.write;
@@ -224,7 +233,14 @@ void StoreLink::WriteOutput(uint64_t object_id, uint32_t shard, const Result<Ten
 
 void StoreLink::OnReply(const proto::Incoming& reply) {
   auto it = requests_.find(reply.header.request_id());
-  if (it == requests_.end()) return;
+  if (it == requests_.end()) {
+    // A read answered after its request was given up (the store was detached meanwhile).
+    if (reply.header.kind() != proto::Kind::kGetObjectReply) return;
+    if (auto got = reply.header.As<proto::GetObjectReply>(); got.ok() && got->lease != 0) {
+      Unpin(got->instance, got->lease);
+    }
+    return;
+  }
   Request request = std::move(it->second);
   requests_.erase(it);
   LaneOf(request).in_flight--;
@@ -280,6 +296,7 @@ void StoreLink::OnGetReply(const Request& request, const proto::Incoming* reply,
     auto got = reply->header.As<proto::GetObjectReply>();
     Status same = got.ok() ? CheckInstance(got->instance) : got.status();
     value = same.ok() ? ReadArena(*got) : Result<Tensor>(same);
+    if (!same.ok() && got.ok() && got->lease != 0) Unpin(got->instance, got->lease);
   }
   if (value.ok()) {
     items_.Deliver(request.item, request.input, std::move(value).value());
@@ -288,10 +305,31 @@ void StoreLink::OnGetReply(const Request& request, const proto::Incoming* reply,
   }
 }
 
-Result<Tensor> StoreLink::ReadArena(const proto::GetObjectReply& reply) const {
+Result<Tensor> StoreLink::ReadArena(const proto::GetObjectReply& reply) {
+  if (reply.lease != 0) {
+    // Pinned: read in place. A view that cannot be made (the read-only mapping is of another
+    // instance) gives the lease back, and the bytes are copied.
+    Result<Tensor> view = views_.View(reply);
+    if (view.ok() || view.status().code() != Code::kFailedPrecondition) return view;
+    Unpin(reply.instance, reply.lease);
+  }
   ATOLL_ASSIGN_OR_RETURN(auto bytes, std::as_const(arena_).Slice(reply.offset, reply.nbytes));
   return Tensor::FromBytes(reply.dtype, reply.shape,
                            std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+void StoreLink::Unpin(uint64_t instance, uint64_t lease) {
+  // Not answered: a lost one leaves the block pinned until that store's process ends.
+  (void)send_.Send(next_request_++, proto::UnpinObjects{instance, {lease}});
+}
+
+void StoreLink::SendUnpins() {
+  std::vector<uint64_t> leases = views_.TakeReleased();
+  if (leases.empty() || !attached()) return;
+  if (Status sent = send_.Send(next_request_++, proto::UnpinObjects{instance_, std::move(leases)});
+      !sent.ok()) {
+    hooks_.on_error(sent.WithContext("give back the pins of arguments read in place"));
+  }
 }
 
 void StoreLink::Put(const std::shared_ptr<Write>& write) {

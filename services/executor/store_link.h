@@ -6,6 +6,10 @@
 // (a chain of op-by-op calls) gets the value straight from the write, not through the store:
 // it waits in ObjectReaders, where the device thread that runs the writer hands it over.
 //
+// An argument from the store is read in place (ArenaViews): the store pins its block for the
+// run, which reads it through a read-only mapping and gives the lease back when done
+// (SendUnpins); without that mapping it is copied out of the arena.
+//
 // A small output is not reserved ahead: its shard runs at once and the value goes to the
 // store whole (PutObject, which waits there for room in the device's memory as a
 // reservation would), so that a short computation pays for no store round trip before it
@@ -43,6 +47,7 @@
 #include "atoll/tensor.h"
 #include "common/base/shm_arena.h"
 #include "common/proto/codec.h"
+#include "services/executor/arena_views.h"
 #include "services/executor/object_readers.h"
 #include "services/executor/work_item.h"
 
@@ -59,6 +64,8 @@ class StoreRequests {
   // A PutObject, `value`'s bytes its data frame.
   virtual Status Send(uint64_t request_id, const proto::PutObject& request,
                       const Tensor& value) = 0;
+  // Not answered (but for an Error, which no pending request matches).
+  virtual Status Send(uint64_t request_id, const proto::UnpinObjects& request) = 0;
 };
 
 // StoreRequests over the executor's DEALER socket to the object store.
@@ -69,6 +76,7 @@ class SocketStoreRequests final : public StoreRequests {
   Status Send(uint64_t request_id, const proto::GetObject& request) override;
   Status Send(uint64_t request_id, const proto::SealObject& request) override;
   Status Send(uint64_t request_id, const proto::PutObject& request, const Tensor& value) override;
+  Status Send(uint64_t request_id, const proto::UnpinObjects& request) override;
 
  private:
   zmq::socket_t& socket_;
@@ -104,7 +112,8 @@ class StoreLink {
             Hooks hooks, RunAheadLimits run_ahead = {}, size_t max_in_flight = kMaxInFlight);
 
   // `arena` now maps the region of the store process `instance` (StoreHelloReply): replies
-  // from any other instance are refused, never read or written through `arena`.
+  // from any other instance are refused, never read or written through `arena`. Maps it
+  // read-only too, for arguments read in place; when that fails they are copied.
   void Attach(uint64_t instance);
   // The store is lost or restarted (`why`): every request it did not answer and every
   // output not yet sealed fails with `why`, and so does every reservation and read until
@@ -131,8 +140,13 @@ class StoreLink {
   // granted. Nothing happens for a shard without a reservation (it failed and was
   // reported then).
   void WriteOutput(uint64_t object_id, uint32_t shard, const Result<Tensor>& value);
-  // A reply from the object store; one that answers no pending request is ignored.
+  // A reply from the object store; one that answers no pending request is ignored (a
+  // pinned read's lease is given back).
   void OnReply(const proto::Incoming& reply);
+  // Readable when arguments read in place were dropped: SendUnpins is due. -1: never.
+  int unpin_fd() const { return views_.fd(); }
+  // Gives the attached store the leases of the arguments read in place that were dropped.
+  void SendUnpins();
 
   // Requests sent and not answered yet, and those waiting for one of them to be answered.
   size_t pending_requests() const { return requests_.size(); }
@@ -184,7 +198,9 @@ class StoreLink {
   void Put(const std::shared_ptr<Write>& write);
   void OnCreateReply(const Request& request, const proto::Incoming* reply, Status error);
   void OnGetReply(const Request& request, const proto::Incoming* reply, const Status& error);
-  Result<Tensor> ReadArena(const proto::GetObjectReply& reply) const;
+  Result<Tensor> ReadArena(const proto::GetObjectReply& reply);
+  // Gives back the lease of a pinned read nobody will use (its store is not the attached one).
+  void Unpin(uint64_t instance, uint64_t lease);
   // Tells the shard waiting for the write's space that the store answered (`answer`).
   void AnswerWaiting(Write& write, const Status& answer);
   // Hands the write's value (or `failure`) to the shards on this host that read it and were
@@ -201,6 +217,7 @@ class StoreLink {
   ItemSink& items_;
   ObjectReaders& readers_;
   ShmRegion& arena_;
+  ArenaViews views_;  // the arena mapped read-only: arguments read in place
   const Hooks hooks_;
   const RunAheadLimits run_ahead_;
   const size_t max_in_flight_;

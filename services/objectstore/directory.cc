@@ -141,6 +141,7 @@ Status Directory::Seal(uint64_t object, uint32_t shard, Status error) {
   ShardInfo* info = FindMutable(object, shard);
   info->sealed = true;
   info->error = std::move(error);
+  info->version = ++seals_;
   return Status::Ok();
 }
 
@@ -152,6 +153,7 @@ std::vector<std::pair<uint64_t, uint32_t>> Directory::FailUnsealedDeviceShards(
       if (info.sealed || info.pool == MemoryPools::kHost) continue;
       info.sealed = true;
       info.error = error;
+      info.version = ++seals_;
       failed.emplace_back(id, shard);
     }
   }
@@ -174,8 +176,7 @@ Result<ShardInfo> Directory::Put(uint64_t object, uint32_t shard, uint64_t owner
   ATOLL_ASSIGN_OR_RETURN(ShardInfo info, Create(object, shard, owner, dtype, shape));
   if (nbytes > 0) std::memcpy(arena.data() + info.offset, bytes.data(), nbytes);
   ATOLL_RETURN_IF_ERROR(Seal(object, shard));
-  info.sealed = true;
-  return info;
+  return *FindMutable(object, shard);
 }
 
 Result<ReleaseOutcome> Directory::Release(uint64_t object, uint64_t owner, uint32_t shards) {

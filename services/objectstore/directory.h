@@ -66,6 +66,9 @@ struct ShardInfo {
   bool sealed = false;
   bool allocated = true;  // false for a shard refused because it can never fit (Reject)
   Status error;           // for a sealed shard: not OK when its producer failed; readers get it
+  // Numbers the sealed bytes (from 1, in sealing order, never reused by this directory), so
+  // that a reader may keep what it derives from them (GetObjectReply::version).
+  uint64_t version = 0;
 };
 
 // "object N shard S", for messages.
@@ -241,6 +244,7 @@ class Directory {
   // after its goodbye (a release in flight) is recognised, then dropped with it.
   ClientLiveness clients_heard_;
   std::set<uint64_t> departed_;
+  uint64_t seals_ = 0;                        // the last ShardInfo::version given
   std::map<Block, uint32_t> pins_;            // pinned blocks, with their pin counts
   std::set<Block> freed_while_pinned_;        // blocks of freed objects, freed at their last Unpin
   std::map<uint64_t, Tombstone> tombstones_;  // by object

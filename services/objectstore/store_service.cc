@@ -159,6 +159,7 @@ net::RequestTable<StoreService> StoreService::MakeRequestTable() {
   table.Add<proto::CreateObject>(MaySend::Members("reserve store memory (CreateObject)"),
                                  &StoreService::OnCreate);
   table.Add<proto::SealObject>(MaySend::Members("seal an object"), &StoreService::OnSeal);
+  table.Add<proto::UnpinObjects>(MaySend::Members("unpin store memory"), &StoreService::OnUnpin);
   table.Add<proto::HostChanged>(MaySend::Members("report a host change"),
                                 &StoreService::OnHostChanged);
   table.Add<proto::OwnersKnown>(MaySend::Members("tell who owns what"),
@@ -206,9 +207,13 @@ Status StoreService::CheckNewObject(const proto::Incoming& in, uint64_t object,
 
 Status StoreService::OnGet(proto::GetObject req, proto::Incoming& in) {
   ATOLL_RETURN_IF_ERROR(CheckObjectOwner(in, req.object_id, "read"));
+  if (req.pin && !in.sender.member()) {
+    return PermissionDenied("read " + ShardName(req.object_id, req.shard) +
+                            " pinned: only the cluster's members (executors) pin store memory");
+  }
   auto found = directory_.Find(req.object_id, req.shard);
   if (found.ok() && (*found)->sealed) {
-    AnswerSealed(ReplyToOf(in), **found, req.inline_data);
+    AnswerSealed(ReplyToOf(in), **found, req.inline_data, req.pin);
     return Status::Ok();
   }
   if (req.timeout_ms == 0) {
@@ -216,7 +221,7 @@ Status StoreService::OnGet(proto::GetObject req, proto::Incoming& in) {
     return NotFound(ShardName(req.object_id, req.shard) + " is not ready (created, not sealed)");
   }
   ArmDeadlineTimer(waiting_reads_.Add(req.object_id, req.shard, ReplyToOf(in), req.inline_data,
-                                      req.timeout_ms, clock_.Now()));
+                                      req.timeout_ms, clock_.Now(), req.pin));
   return Status::Ok();
 }
 
@@ -290,6 +295,10 @@ Status StoreService::OnHostChanged(proto::HostChanged req, proto::Incoming&) {
     }
   }
   for (const auto& key : directory_.FailUnsealedDeviceShards(error)) failed.push_back(key);
+  // Only this host's executor pins reads: it will not give its leases back.
+  std::vector<Directory::Block> pins;
+  for (const auto& [lease, block] : std::exchange(leases_, {})) pins.push_back(block);
+  UnpinAll(pins);
   for (const auto& [object, shard] : failed) {
     WakeWaiters(object, shard);
     FreeIfReleased(object);
@@ -311,15 +320,36 @@ Status StoreService::OnStats(proto::GetStoreStats, proto::Incoming& in) {
 // ---------------------------------------------------------------------------------------
 // Waiting gets and collection.
 
-void StoreService::AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool inline_data) {
+void StoreService::AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool inline_data,
+                                bool pin) {
   if (!info.error.ok()) {
     SendError(to, info.error);
     return;
   }
   net::Frames data;
   if (inline_data) data.emplace_back(arena_.data() + info.offset, info.nbytes);
-  Send(to, proto::GetObjectReply{info.dtype, info.shape, info.offset, info.nbytes, instance_},
+  uint64_t lease = 0;
+  if (pin && info.allocated) {
+    lease = next_lease_++;
+    leases_.emplace(lease, directory_.Pin(info));
+  }
+  Send(to,
+       proto::GetObjectReply{info.dtype, info.shape, info.offset, info.nbytes, instance_, lease,
+                             info.version},
        std::move(data));
+}
+
+Status StoreService::OnUnpin(proto::UnpinObjects req, proto::Incoming&) {
+  if (req.instance != instance_) return Status::Ok();  // an earlier store's: gone with it
+  std::vector<Directory::Block> pins;
+  for (uint64_t lease : req.leases) {
+    if (auto it = leases_.find(lease); it != leases_.end()) {
+      pins.push_back(it->second);
+      leases_.erase(it);
+    }
+  }
+  UnpinAll(pins);
+  return Status::Ok();
 }
 
 void StoreService::WakeWaiters(uint64_t object, uint32_t shard) {
@@ -327,7 +357,7 @@ void StoreService::WakeWaiters(uint64_t object, uint32_t shard) {
   auto found = directory_.Find(object, shard);
   if (!found.ok() || !(*found)->sealed) return;
   for (const WaitingReads::Read& read : waiting_reads_.TakeShard(object, shard)) {
-    AnswerSealed(read.to, **found, read.inline_data);
+    AnswerSealed(read.to, **found, read.inline_data, read.pin);
   }
 }
 

@@ -2,7 +2,8 @@
 // shared-memory arena, the object Directory, a ROUTER socket that executors and clients talk
 // to (see the object-store section of common/proto/store_messages.h) and an event publisher.
 //
-// Replies. Every request gets exactly one reply, except Heartbeat (none when well formed).
+// Replies. Every request gets exactly one reply, except Heartbeat and UnpinObjects (none when
+// well formed).
 // A request that cannot be parsed or is refused gets an Error reply carrying its request id
 // (0 when the header itself is unreadable); the service logs it, publishes "error.store" and
 // goes on serving. A message without even a routing id is logged and dropped.
@@ -53,6 +54,11 @@
 // new shards are reserved unsealed and sealed once filled, and the reply (or the error, as
 // any other) goes out then.
 //
+// Pinned reads. The host's executor reads its arguments in place (GetObject::pin): the
+// reply's lease pins the shard's block (Directory, "Pins") until the executor drops it
+// (UnpinObjects), so that a release meanwhile never hands that memory to another object. The
+// leases of an executor the RM declares lost are dropped with it.
+//
 // Liveness. The store heartbeats the RM every heartbeat period (when it has an RM), so that
 // the RM can declare it lost when it falls silent and stop placing work on its host.
 //
@@ -63,6 +69,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -139,6 +146,7 @@ class StoreService {
   Status OnSeal(proto::SealObject req, proto::Incoming& in);
   Status OnPut(proto::PutObject req, proto::Incoming& in);
   Status OnGet(proto::GetObject req, proto::Incoming& in);
+  Status OnUnpin(proto::UnpinObjects req, proto::Incoming& in);  // not answered
   Status OnRelease(proto::ReleaseObject req, proto::Incoming& in);
   Status OnHeartbeat(proto::Heartbeat req, proto::Incoming& in);
   Status OnGoodbye(proto::Goodbye req, proto::Incoming& in);
@@ -176,9 +184,9 @@ class StoreService {
   // The RM says this host's executor was lost: what it reserved and never wrote fails.
   Status OnHostChanged(proto::HostChanged req, proto::Incoming& in);
 
-  // Answers a Get for a shard that is sealed: the reply (with the bytes when `inline_data`),
-  // or the error it was sealed with.
-  void AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool inline_data);
+  // Answers a Get for a shard that is sealed: the reply (with the bytes when `inline_data`,
+  // leasing its memory when `pin`), or the error it was sealed with.
+  void AnswerSealed(const ReplyTo& to, const ShardInfo& info, bool inline_data, bool pin);
   // Answers the reads waiting for (object, shard) if it is sealed now.
   void WakeWaiters(uint64_t object, uint32_t shard);
   // Answers every read waiting for a shard of `object` Cancelled: "<shard> <why>".
@@ -244,8 +252,10 @@ class StoreService {
   net::RejectionLog rejected_;  // requests refused, logged rate-limited per peer
   const net::RequestTable<StoreService> requests_ = MakeRequestTable();
   EventLoop loop_;
-  WaitingReads waiting_reads_;    // Gets for shards not sealed yet
-  RoomQueue room_queue_;          // device requests waiting for room (backpressure)
+  WaitingReads waiting_reads_;                   // Gets for shards not sealed yet
+  RoomQueue room_queue_;                         // device requests waiting for room (backpressure)
+  std::map<uint64_t, Directory::Block> leases_;  // pinned reads' memory, by lease
+  uint64_t next_lease_ = 1;
   DeadlineTimer deadline_timer_;  // fires at the earliest waiting read's deadline
   // Declared last: destroyed (stopped and joined) first, while the arena it reads and
   // writes is still mapped.

@@ -3,9 +3,11 @@
 namespace atl::store {
 
 std::optional<TimePoint> WaitingReads::Add(uint64_t object, uint32_t shard, ReplyTo to,
-                                           bool inline_data, uint32_t timeout_ms, TimePoint now) {
+                                           bool inline_data, uint32_t timeout_ms, TimePoint now,
+                                           bool pin) {
   const TimePoint deadline = now + std::chrono::milliseconds(timeout_ms);
-  reads_.emplace(ShardKey{object, shard}, Read{std::move(to), inline_data, timeout_ms, deadline});
+  reads_.emplace(ShardKey{object, shard},
+                 Read{std::move(to), inline_data, timeout_ms, deadline, pin});
   if (armed_ && *armed_ <= deadline) return std::nullopt;
   armed_ = deadline;
   return deadline;

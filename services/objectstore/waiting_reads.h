@@ -32,6 +32,7 @@ class WaitingReads {
     bool inline_data = true;  // the reply carries the bytes
     uint32_t timeout_ms = 0;  // as asked, for the message when it runs out
     TimePoint deadline;
+    bool pin = false;  // the reply leases the shard's memory (GetObject::pin)
   };
   // A read taken out, with the shard it waited for.
   struct Taken {
@@ -48,7 +49,7 @@ class WaitingReads {
   // Adds a read of (object, shard) that gives up `timeout_ms` after `now`. Returns when the
   // timer must fire now, if that is earlier than it is armed for (empty: leave it).
   std::optional<TimePoint> Add(uint64_t object, uint32_t shard, ReplyTo to, bool inline_data,
-                               uint32_t timeout_ms, TimePoint now);
+                               uint32_t timeout_ms, TimePoint now, bool pin = false);
   // Whether a read waits for (object, shard).
   bool Waits(uint64_t object, uint32_t shard) const;
   // Takes the reads of (object, shard), in arrival order: it is sealed, answer them.

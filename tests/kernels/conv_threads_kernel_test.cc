@@ -13,39 +13,14 @@
 #include "kernels/lax.h"
 #include "kernels/matmul_threads.h"
 #include "tests/kernels/kernel_checks.h"
+#include "tests/kernels/reference_ops.h"
 #include "tests/kernels/test_tensors.h"
 
 namespace atl::kernels {
 namespace {
 
-// x [1, c, h, w] by k [o, c, 3, 3], stride 1, padding 1, in double.
-std::vector<double> DirectConv(const Tensor& x, const Tensor& k) {
-  const int64_t c = x.shape()[1], h = x.shape()[2], w = x.shape()[3], o = k.shape()[0];
-  const std::vector<double> xs = x.ToDoubles(), ks = k.ToDoubles();
-  std::vector<double> out(static_cast<size_t>(o * h * w), 0.0);
-  for (int64_t f = 0; f < o; ++f) {
-    for (int64_t i = 0; i < h; ++i) {
-      for (int64_t j = 0; j < w; ++j) {
-        double sum = 0;
-        for (int64_t ch = 0; ch < c; ++ch) {
-          for (int64_t di = 0; di < 3; ++di) {
-            for (int64_t dj = 0; dj < 3; ++dj) {
-              const int64_t y = i + di - 1, z = j + dj - 1;
-              if (y < 0 || y >= h || z < 0 || z >= w) continue;
-              sum += xs[static_cast<size_t>((ch * h + y) * w + z)] *
-                     ks[static_cast<size_t>(((f * c + ch) * 3 + di) * 3 + dj)];
-            }
-          }
-        }
-        out[static_cast<size_t>((f * h + i) * w + j)] = sum;
-      }
-    }
-  }
-  return out;
-}
-
-// A random x [1, 3, 9, 7] and k [4, 3, 3, 3], DirectConv's convolution of them (stride 1,
-// padding 1, NCHW and OIHW) and its result.
+// A random x [1, 3, 9, 7] and k [4, 3, 3, 3], and their convolution (stride 1, padding 1,
+// NCHW and OIHW) computed in double.
 struct PaddedConv {
   Tensor x, k;
   ConvDims dims;
@@ -54,18 +29,9 @@ struct PaddedConv {
 
 PaddedConv DrawPaddedConv(unsigned seed) {
   std::mt19937 rng(seed);
-  PaddedConv c{testutil::RandomF32(rng, {1, 3, 9, 7}),
-               testutil::RandomF32(rng, {4, 3, 3, 3}),
-               ConvDims{.strides = {1, 1},
-                        .low = {1, 1},
-                        .high = {1, 1},
-                        .lhs_dilation = {1, 1},
-                        .rhs_dilation = {1, 1},
-                        .lhs_spec = {0, 1, 2, 3},
-                        .rhs_spec = {0, 1, 2, 3},
-                        .out_spec = {0, 1, 2, 3}},
-               {}};
-  c.want = DirectConv(c.x, c.k);
+  PaddedConv c{testutil::RandomF32(rng, {1, 3, 9, 7}), testutil::RandomF32(rng, {4, 3, 3, 3}),
+               testutil::Conv3x3Dims(), {}};
+  c.want = testutil::RefConv3x3(c.x, c.k);
   return c;
 }
 

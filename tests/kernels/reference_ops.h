@@ -1,7 +1,8 @@
 // Double-precision references for the kernels, shared by the kernel tests (f32 and f64) and
 // the table-driven tests of the compute layer: the elementwise ones (kernels::UnaryFn, one per
 // row of atoll/unary_ops.def, and kernels::BinaryFn; a new row does not compile here
-// (-Wswitch) until it has its reference), matmul, softmax, layer norm and cross-entropy.
+// (-Wswitch) until it has its reference), matmul, softmax, layer norm, cross-entropy and a
+// 3x3 convolution.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "atoll/tensor.h"
 #include "kernels/elementwise.h"
+#include "kernels/lax.h"
 
 namespace atl::testutil {
 
@@ -133,6 +136,45 @@ inline double RefCrossEntropy(const std::vector<double>& logits, const std::vect
     total += std::log(sum) + mx - logits[i * c + static_cast<int64_t>(labels[i])];
   }
   return total / static_cast<double>(labels.size());
+}
+
+// The convolution RefConv3x3 computes, as conv_general_dilated's dimensions: NCHW by OIHW,
+// stride 1, padding 1.
+inline kernels::ConvDims Conv3x3Dims() {
+  return {.strides = {1, 1},
+          .low = {1, 1},
+          .high = {1, 1},
+          .lhs_dilation = {1, 1},
+          .rhs_dilation = {1, 1},
+          .lhs_spec = {0, 1, 2, 3},
+          .rhs_spec = {0, 1, 2, 3},
+          .out_spec = {0, 1, 2, 3}};
+}
+
+// x [1, c, h, w] by k [o, c, 3, 3], stride 1, padding 1, in double.
+inline std::vector<double> RefConv3x3(const Tensor& x, const Tensor& k) {
+  const int64_t c = x.shape()[1], h = x.shape()[2], w = x.shape()[3], o = k.shape()[0];
+  const std::vector<double> xs = x.ToDoubles(), ks = k.ToDoubles();
+  std::vector<double> out(static_cast<size_t>(o * h * w), 0.0);
+  for (int64_t f = 0; f < o; ++f) {
+    for (int64_t i = 0; i < h; ++i) {
+      for (int64_t j = 0; j < w; ++j) {
+        double sum = 0;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t di = 0; di < 3; ++di) {
+            for (int64_t dj = 0; dj < 3; ++dj) {
+              const int64_t y = i + di - 1, z = j + dj - 1;
+              if (y < 0 || y >= h || z < 0 || z >= w) continue;
+              sum += xs[static_cast<size_t>((ch * h + y) * w + z)] *
+                     ks[static_cast<size_t>(((f * c + ch) * 3 + di) * 3 + dj)];
+            }
+          }
+        }
+        out[static_cast<size_t>((f * h + i) * w + j)] = sum;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace atl::testutil

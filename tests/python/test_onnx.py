@@ -101,6 +101,47 @@ def test_conv_pool_batchnorm(onnx_client, one):
     check(model, onnx_client, one, {"x": randn(2, c, 8, 8)}, rtol=1e-4, atol=1e-5)
 
 
+def conv_model(w):
+    """x [1, 16, 12, 12] convolved by the initializer w, then relu; w itself as a second
+    output (a run that gives back a weight it read in place)."""
+    return make(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["y"]),
+         helper.make_node("Identity", ["w"], ["w_out"])],
+        [vi("x", [1, 16, 12, 12])], [vi("y", [1, 16, 12, 12]), vi("w_out", list(w.shape))],
+        [numpy_helper.from_array(w, "w")])
+
+
+def test_weights_read_in_place_stay_unchanged_and_alive(onnx_client, one):
+    """The executor reads a model's weights in place from its object store (pinned for the
+    run, through a read-only mapping): every run leaves them as they were put, one that gives
+    them back included; runs still going when the model is dropped read them to the end while
+    other weights take memory; another model's weights of the same shape are never confused
+    with them (oneDNN's reordered weights are kept by the stored bytes' version)."""
+    w1, w2 = randn(16, 16, 3, 3), randn(16, 16, 3, 3)
+    xs = [randn(1, 16, 12, 12) for _ in range(3)]
+    want1 = [oracle(conv_model(w1), {"x": x})[0] for x in xs]
+    m1 = aonnx.load(conv_model(w1), onnx_client, one)
+    for x, want in zip(xs, want1):
+        y, w_back = m1.run({"x": x})
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(w_back, w1)
+    m2 = aonnx.load(conv_model(w2), onnx_client, one)
+    y2, w2_back = m2.run({"x": xs[0]})
+    np.testing.assert_allclose(y2, oracle(conv_model(w2), {"x": xs[0]})[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(w2_back, w2)
+
+    # Submitted, not waited for; then the model's handles go and other weights are put.
+    runs = [onnx_client.run(m1.function, x, *m1._hidden) for x in xs]
+    del m1
+    others = [aonnx.load(conv_model(randn(16, 16, 3, 3)), onnx_client, one) for _ in range(3)]
+    for run, want in zip(runs, want1):
+        y, w_back = run.result(120)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(w_back, w1)
+    assert len(others) == 3
+
+
 def test_shapes_from_constants(onnx_client, one):
     shape = numpy_helper.from_array(np.array([2, -1], np.int64), "shape")
     model = make(

@@ -27,7 +27,7 @@ using AllMessages = ::testing::Types<
     SubmitProgram, SubmitReply, GangDone, NodeReleased, CancelRun, RunDone, RunFailed, StoreHello,
     StoreHelloReply, CreateObject, CreateObjectReply, SealObject, PutObject, GetObject,
     GetObjectReply, ReleaseObject, GetStoreStats, StoreStats, SaveShards, SaveShardsReply,
-    CommitCheckpoint, ReadCheckpointIndex, CheckpointIndexText, LoadShards>;
+    CommitCheckpoint, ReadCheckpointIndex, CheckpointIndexText, LoadShards, UnpinObjects>;
 
 // The structs only found inside messages, and the IR.
 using NestedStructs =

@@ -394,12 +394,17 @@ inline PutObject Sample<PutObject>() {
 
 template <>
 inline GetObject Sample<GetObject>() {
-  return {555, 3, 1000, false};
+  return {555, 3, 1000, false, true};
 }
 
 template <>
 inline GetObjectReply Sample<GetObjectReply>() {
-  return {DType::kI32, {2, 2}, 128, 16, 0x5eed};
+  return {DType::kI32, {2, 2}, 128, 16, 0x5eed, 9, 12};
+}
+
+template <>
+inline UnpinObjects Sample<UnpinObjects>() {
+  return {0x5eed, {9, 10}};
 }
 
 template <>

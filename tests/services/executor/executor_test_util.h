@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,6 +42,11 @@ class RecordingSink final : public ItemSink {
   std::vector<Call> calls() const {
     std::lock_guard lock(mu_);
     return calls_;
+  }
+  // Moves the value of call `i` out (calls() copies it, and a copy of a view owns its bytes).
+  std::optional<Tensor> TakeValue(size_t i) {
+    std::lock_guard lock(mu_);
+    return i < calls_.size() ? std::exchange(calls_[i].value, std::nullopt) : std::nullopt;
   }
 
  private:

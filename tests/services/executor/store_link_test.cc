@@ -2,8 +2,11 @@
 // fed in decoded, and the arena is a real shared-memory region made here.
 #include "services/executor/store_link.h"
 
+#include <poll.h>
+
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -33,6 +36,7 @@ class FakeStore final : public StoreRequests {
     values[sent.size() - 1] = value;
     return Status::Ok();
   }
+  Status Send(uint64_t id, const proto::UnpinObjects& r) override { return Record(id, r); }
 
   std::vector<Sent> sent;
   std::map<size_t, Tensor> values;  // a put's data, by its index in `sent`
@@ -334,6 +338,7 @@ TEST_F(StoreLinkTest, AnArgumentIsReadFromTheArenaWhenTheStoreAnswers) {
   EXPECT_EQ(get.shard, 2u);
   EXPECT_FALSE(get.inline_data) << "the bytes come through the arena";
   EXPECT_GT(get.timeout_ms, 0u);
+  EXPECT_FALSE(get.pin) << "no arena is mapped read-only before Attach: the bytes are copied";
 
   link_->OnReply(Reply(store_.sent[0].id, proto::GetObjectReply{DType::kF32, {2}, 512, 8}));
   const auto calls = sink_.calls();
@@ -341,6 +346,100 @@ TEST_F(StoreLinkTest, AnArgumentIsReadFromTheArenaWhenTheStoreAnswers) {
   EXPECT_EQ(calls[0].kind, Call::kDeliver);
   EXPECT_EQ(calls[0].input, 1u);
   EXPECT_EQ(*calls[0].value, Tensor::F32({2}, {7, 8}));
+}
+
+// Whether `fd` is readable now.
+bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+TEST_F(StoreLinkTest, APinnedArgumentIsReadInPlaceAndItsLeaseGivenBackWhenItsLastCopyGoes) {
+  link_->Attach(0x5eed);
+  const float values[] = {7.0f, 8.0f};
+  std::memcpy(arena_->data() + 512, values, sizeof(values));
+  auto reader = ReaderOf(9);
+  ASSERT_EQ(store_.sent.size(), 1u);
+  EXPECT_TRUE(SentAs<proto::GetObject>(0).pin);
+  link_->OnReply(
+      Reply(store_.sent[0].id, proto::GetObjectReply{DType::kF32, {2}, 512, 8, 0x5eed, 7, 3}));
+  ASSERT_EQ(sink_.calls().size(), 1u);
+  std::optional<Tensor> view = sink_.TakeValue(0);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(*view, Tensor::F32({2}, {7, 8}));
+  EXPECT_FALSE(view->writable());
+  EXPECT_EQ(view->content_id(), (ContentId{0x5eed, 3}));
+  // In place: what the arena holds is what the view reads (a copy would still say 7, 8).
+  const float later[] = {1.5f, 2.5f};
+  std::memcpy(arena_->data() + 512, later, sizeof(later));
+  EXPECT_EQ(*view, Tensor::F32({2}, {1.5, 2.5}));
+  // A copy owns its bytes, may be written and is known by no id.
+  Tensor copy = *view;
+  EXPECT_TRUE(copy.writable());
+  EXPECT_FALSE(copy.content_id().known());
+
+  // The lease is held while the view lives, then given back once, from the thread that
+  // dropped it, waking the loop.
+  EXPECT_FALSE(Readable(link_->unpin_fd()));
+  link_->SendUnpins();
+  EXPECT_EQ(store_.sent.size(), 1u) << "nothing to give back while the view lives";
+  std::thread([v = std::move(view)]() mutable { v.reset(); }).join();
+  EXPECT_TRUE(Readable(link_->unpin_fd()));
+  link_->SendUnpins();
+  EXPECT_FALSE(Readable(link_->unpin_fd()));
+  ASSERT_EQ(store_.sent.size(), 2u);
+  EXPECT_EQ(SentAs<proto::UnpinObjects>(1), (proto::UnpinObjects{0x5eed, {7}}));
+  EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(StoreLinkTest, AViewWritesFaultInsteadOfChangingTheStoredObject) {
+  link_->Attach(0x5eed);
+  ReaderOf(9);
+  link_->OnReply(
+      Reply(store_.sent[0].id, proto::GetObjectReply{DType::kF32, {2}, 512, 8, 0x5eed, 7, 3}));
+  std::optional<Tensor> view = sink_.TakeValue(0);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_DEATH(view->as<float>()[0] = 1.0f, "") << "the view is mapped read-only";
+}
+
+TEST_F(StoreLinkTest, AViewOutlivesAStoreRestartAndItsLeaseIsNotSentToTheNewStore) {
+  link_->Attach(1);
+  const float values[] = {7.0f, 8.0f};
+  std::memcpy(arena_->data() + 64, values, sizeof(values));
+  ReaderOf(9);
+  link_->OnReply(Reply(store_.sent[0].id, proto::GetObjectReply{DType::kF32, {2}, 64, 8, 1, 4, 2}));
+  std::optional<Tensor> view = sink_.TakeValue(0);
+  ASSERT_TRUE(view.has_value());
+  link_->Detach(Unavailable("the store restarted"));
+  link_->Attach(2);
+  EXPECT_EQ(*view, Tensor::F32({2}, {7, 8})) << "the view holds the mapping it was made from";
+  view.reset();
+  link_->SendUnpins();
+  EXPECT_EQ(store_.sent.size(), 1u) << "the lease died with store instance 1";
+}
+
+TEST_F(StoreLinkTest, ALeaseNobodyWillUseIsGivenBackAtOnce) {
+  link_->Attach(1);
+  // A pinned read answered by another store process: the shard fails, the lease goes back.
+  auto reader = ReaderOf(9);
+  link_->OnReply(Reply(store_.sent[0].id, proto::GetObjectReply{DType::kF32, {2}, 64, 8, 2, 5, 1}));
+  ASSERT_EQ(sink_.calls().size(), 1u);
+  EXPECT_EQ(sink_.calls()[0].kind, Call::kFail);
+  ASSERT_EQ(store_.sent.size(), 2u);
+  EXPECT_EQ(SentAs<proto::UnpinObjects>(1), (proto::UnpinObjects{2, {5}}));
+  // A pinned read answered after its request was given up.
+  link_->OnReply(Reply(999, proto::GetObjectReply{DType::kF32, {2}, 64, 8, 1, 6, 1}));
+  ASSERT_EQ(store_.sent.size(), 3u);
+  EXPECT_EQ(SentAs<proto::UnpinObjects>(2), (proto::UnpinObjects{1, {6}}));
+  // A pinned read of bytes outside the arena: the reader fails, and the lease goes back.
+  auto outside = ReaderOf(10);
+  link_->OnReply(
+      Reply(store_.sent[3].id, proto::GetObjectReply{DType::kF32, {2}, 4092, 8, 1, 8, 1}));
+  ASSERT_EQ(sink_.calls().size(), 2u);
+  EXPECT_EQ(sink_.calls()[1].kind, Call::kFail);
+  link_->SendUnpins();
+  ASSERT_EQ(store_.sent.size(), 5u);
+  EXPECT_EQ(SentAs<proto::UnpinObjects>(4), (proto::UnpinObjects{1, {8}}));
 }
 
 TEST_F(StoreLinkTest, AnArgumentTheStoreCannotGiveFailsTheReader) {

@@ -221,6 +221,55 @@ TEST_F(StoreProcessTest, ReleaseFreesAndUnknownReleaseIsNotFound) {
   EXPECT_EQ(stats->bytes_in_use, 0u);
 }
 
+TEST_F(StoreProcessTest, APinnedReadKeepsItsBlockFromOtherObjectsUntilItsLeaseIsDropped) {
+  StartStore();
+  auto store = Connect();
+  auto pinned_read = [&](uint64_t object) {
+    return store->Call<proto::GetObjectReply>(proto::GetObject{object, 0, 0, false, true},
+                                              kCallTimeout);
+  };
+  auto offset_of = [&](uint64_t object) -> uint64_t {
+    auto got = Get(*store, object, 0);
+    EXPECT_THAT(got, IsOk());
+    return got.ok() ? got->offset : ~uint64_t{0};
+  };
+  ASSERT_THAT(Put(*store, 1, 0, {1.0f, 2.0f}), IsOk());
+  auto first = pinned_read(1);
+  ASSERT_THAT(first, IsOk());
+  EXPECT_NE(first->lease, 0u);
+  EXPECT_NE(first->version, 0u);
+
+  // Released while pinned: its block is given to no other object.
+  ASSERT_THAT(store->Call<proto::Ok>(proto::ReleaseObject{1}, kCallTimeout), IsOk());
+  ASSERT_THAT(Put(*store, 2, 0, {3.0f, 4.0f}), IsOk());
+  EXPECT_NE(offset_of(2), first->offset);
+  auto second = pinned_read(2);
+  ASSERT_THAT(second, IsOk());
+  EXPECT_NE(second->lease, first->lease);
+  EXPECT_NE(second->version, first->version) << "other bytes, another version";
+  auto unpinned = Get(*store, 2, 0);  // a read that does not pin gets no lease
+  ASSERT_THAT(unpinned, IsOk());
+  EXPECT_EQ(unpinned->lease, 0u);
+  EXPECT_EQ(unpinned->version, second->version);
+
+  // A lease dropped for another store instance is not this one's; the block stays pinned.
+  ASSERT_THAT(net::Send(store->socket(), nullptr, 1,
+                        proto::UnpinObjects{first->instance + 1, {first->lease}}),
+              IsOk());
+  ASSERT_THAT(Put(*store, 3, 0, {5.0f, 6.0f}), IsOk());
+  EXPECT_NE(offset_of(3), first->offset);
+  // Dropped: the freed object's block is free again (the store serves requests in order).
+  ASSERT_THAT(
+      net::Send(store->socket(), nullptr, 2, proto::UnpinObjects{first->instance, {first->lease}}),
+      IsOk());
+  ASSERT_THAT(Put(*store, 4, 0, {7.0f, 8.0f}), IsOk());
+  EXPECT_EQ(offset_of(4), first->offset);
+  auto stats = store->Call<proto::StoreStats>(proto::GetStoreStats{}, kCallTimeout);
+  ASSERT_THAT(stats, IsOk());
+  EXPECT_EQ(stats->objects, 3u);
+  EXPECT_EQ(stats->bytes_in_use, 3 * 64u) << "object 1's block was freed at its last lease";
+}
+
 TEST_F(StoreProcessTest, ReleaseCancelsGetsWaitingOnTheObject) {
   StartStore();
   auto store = Connect();
