@@ -27,10 +27,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "python"))
+sys.path.insert(0, str(ROOT / "bench" / "onnx"))  # result.py: bench/results' JSON form
 
 import numpy as np  # noqa: E402
 
 from attention import ATTENTION, attention_args, attention_block, tanh_gelu  # noqa: E402
+from result import result, row  # noqa: E402
 
 WEIGHTS = tuple(range(1, 9))  # the block's arguments after x
 
@@ -71,17 +73,14 @@ def jax_times(steps: int) -> dict:
 
 def interleaved(jax_call, atoll_call, steps: int) -> dict:
     """One jax.jit step, then one atoll step, `steps` times: on a machine whose load moves,
-    both see the same load; the medians and their ratio."""
+    both see the same load. Each one's step times, in seconds."""
     jax_s, atoll_s = [], []
     for _ in range(steps):
         for call, times in ((jax_call, jax_s), (atoll_call, atoll_s)):
             start = time.perf_counter()
             call()
             times.append(time.perf_counter() - start)
-    jax_median, atoll_median = float(np.median(jax_s)), float(np.median(atoll_s))
-    return {"interleaved_jax_one_thread_median_s": jax_median,
-            "interleaved_atoll_median_s": atoll_median,
-            "interleaved_ratio": jax_median / atoll_median}
+    return {"jax_jit_one_thread": jax_s, "atoll_1_device": atoll_s}
 
 
 def main() -> None:
@@ -137,24 +136,30 @@ def main() -> None:
         scale = float(np.max(np.abs(want))) or 1.0
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
                                    err_msg=f"result {k} differs from JAX's")
-    rows = {
-        "jax_jit_default_threads_step_s": jax_default["step_s"],
-        "jax_jit_one_thread_step_s": jax_one["step_s"],
-        "atoll_1_device_first_s": first,
-        "atoll_1_device_step_s": mean,
-        "ratio_vs_jax_one_thread": jax_one["step_s"] / mean,
-        "ratio_vs_jax_default_threads": jax_default["step_s"] / mean,
-    }
+    times = {"jax_jit_default_threads": [jax_default["step_s"]],
+             "jax_jit_one_thread": [jax_one["step_s"]], "atoll_1_device": [mean]}
+    derived = {"atoll_over_jax_one_thread": jax_one["step_s"] / mean,
+               "atoll_over_jax_default_threads": jax_default["step_s"] / mean}
+    rows = [row(name, {"mode": "phases"}, "step_s", "s", samples)
+            for name, samples in times.items()]
+    rows.append(row("atoll_1_device", {"mode": "first call"}, "step_s", "s", [first]))
     if args.interleave:
         jax_call, jax_wait = jax_step()
         jax_wait(jax_call())
-        rows.update(interleaved(lambda: jax_wait(jax_call()), lambda: wait(call()),
-                                args.interleave))
-    for name, value in rows.items():
-        print(f"{name:34s} {value:.4g}")
+        steps = interleaved(lambda: jax_wait(jax_call()), lambda: wait(call()), args.interleave)
+        rows += [row(name, {"mode": "interleaved"}, "step_s", "s", samples)
+                 for name, samples in steps.items()]
+        derived["atoll_over_jax_one_thread_interleaved"] = (
+            float(np.median(steps["jax_jit_one_thread"])) /
+            float(np.median(steps["atoll_1_device"])))
+    for r in rows:
+        print(f"{r['series']:26s} {r['params']['mode']:12s} median {r['median'] * 1e3:8.2f} ms")
+    for name, value in derived.items():
+        print(f"{name:40s} {value:.3f}")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
-
+        out = result("attention", rows, derived, quick=False, steps=args.steps,
+                     interleave=args.interleave)
+        pathlib.Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
 
 if __name__ == "__main__":
     main()

@@ -190,12 +190,12 @@ struct OwnersKnown {
   std::vector<uint64_t> functions;
   std::vector<uint64_t> function_clients;  // per function: the client that registered it
   std::vector<uint64_t> gone_clients;
-  std::vector<std::string> gone_why;  // per gone client: as Owners::clients_gone_why
+  std::vector<std::string> gone_why;    // per gone client: as Owners::clients_gone_why
   bool table = false;                   // a table, not a notice of one change
   std::vector<uint64_t> alive_clients;  // the table: every client the RM counts live
   bool operator==(const OwnersKnown&) const = default;
-  MSGPACK_DEFINE(clients, client_users, functions, function_clients, gone_clients, gone_why,
-                 table, alive_clients);
+  MSGPACK_DEFINE(clients, client_users, functions, function_clients, gone_clients, gone_why, table,
+                 alive_clients);
 };
 
 // A member (`atoll stop`) -> RM: host `host` is about to leave. The RM takes its devices

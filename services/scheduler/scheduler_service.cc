@@ -322,7 +322,8 @@ void SchedulerService::CheckClients() {
   const auto now = std::chrono::steady_clock::now();
   if (!client_stall_guard_.MayJudge(now)) return;
   for (uint64_t client : clients_heard_.TakeSilent(now)) {
-    DropClient(client, fmt::format("left out of the RM's table for {} heartbeat periods", config_.liveness));
+    DropClient(client, fmt::format("left out of the RM's table for {} heartbeat periods",
+                                   config_.liveness));
   }
 }
 

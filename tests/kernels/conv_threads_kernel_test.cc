@@ -29,8 +29,10 @@ struct PaddedConv {
 
 PaddedConv DrawPaddedConv(unsigned seed) {
   std::mt19937 rng(seed);
-  PaddedConv c{testutil::RandomF32(rng, {1, 3, 9, 7}), testutil::RandomF32(rng, {4, 3, 3, 3}),
-               testutil::Conv3x3Dims(), {}};
+  PaddedConv c{testutil::RandomF32(rng, {1, 3, 9, 7}),
+               testutil::RandomF32(rng, {4, 3, 3, 3}),
+               testutil::Conv3x3Dims(),
+               {}};
   c.want = testutil::RefConv3x3(c.x, c.k);
   return c;
 }

@@ -29,7 +29,8 @@ TEST(OwnerCacheTest, WhatTheRmToldIsAnsweredWithoutAskingIt) {
   net::Requester silent_rm(context, "tcp://127.0.0.1:1");
   ASSERT_THAT(silent_rm.Connect(), IsOk());
   OwnerCache owners(&silent_rm, milliseconds(50));
-  ASSERT_THAT(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}, {}, {}, false, {}}), IsOk());
+  ASSERT_THAT(owners.Learn({{7, 8}, {"client:alice", "client:bob"}, {30}, {7}, {}, {}, false, {}}),
+              IsOk());
   auto alice = owners.ClientUser(7);
   ASSERT_THAT(alice, IsOk());
   EXPECT_EQ(*alice, "client:alice");
