@@ -74,6 +74,10 @@ Status OwnerCache::Learn(const proto::OwnersKnown& known) {
     }
   }
   for (size_t i = 0; i < known.gone_clients.size(); ++i) {
+    // Only a client known here: one told gone before the RM gave its id out (a garbled
+    // notice, which the wire fuzz test sends) would turn away the client that gets it. An
+    // unknown one is asked about when it is named.
+    if (client_users_.count(known.gone_clients[i]) == 0) continue;
     ForgetClient(known.gone_clients[i]);
     if (gone_clients_.size() >= kMaxGoneClients) gone_clients_.clear();
     gone_clients_[known.gone_clients[i]] = known.gone_why[i];
