@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The tests under sanitizers, each sanitizer in a build of its own:
 #   scripts/sanitize.sh address          every test under ASan and UBSan (build-asan/)
-#   scripts/sanitize.sh address --quick  the part of that CI runs (ASAN_QUICK below)
+#   scripts/sanitize.sh address --quick  the threaded and memory-owning parts (ASAN_QUICK)
 #   scripts/sanitize.sh thread           the threaded parts under TSan (build-tsan/): the
 #                                        executor's, object store's and client's unit tests
 #                                        and every end-to-end test
-#   scripts/sanitize.sh thread --quick   the part of that CI runs (TSAN_QUICK below)
+#   scripts/sanitize.sh thread --quick   the threaded parts' own tests (TSAN_QUICK)
 # Builds only what the tests need, then runs them; extra arguments go to ctest (-R REGEX).
 # ATOLL_BUILD_DIR overrides the build directory.
 #
@@ -24,12 +24,11 @@ if [ "${1:-}" = --quick ]; then
 fi
 
 # What each run builds and runs, by test binary (every test carries its binary's name as its
-# label). The quick forms are what CI can afford on 2 cores: they build only their binaries.
+# label). The quick forms build only their binaries (about 8 min each on 2 cores).
 # ASan quick: the parts that own memory across threads and processes (the executor, the
 # object store and its process, the client) and the RM's state file. The decoders are left
 # to scripts/fuzz.sh, whose harnesses run them under ASan and UBSan on far more inputs, and
-# the cluster end to end to the whole run: with it, the ASan build alone took a third of
-# CI's budget.
+# the cluster end to end to the whole run: with it, the ASan build alone takes about 25 min.
 ASAN_QUICK=(executor_unit_test objectstore_unit_test objectstore_process_test client_test
             state_file_test)
 # TSan quick: the threaded parts' own tests (device streams, the outbox over real ZeroMQ, the
@@ -64,7 +63,7 @@ if [ ${#binaries[@]} -gt 0 ]; then
 fi
 
 bash scripts/setup.sh
-# -O1 and line tables only: the sanitizers' usual setting, and a build CI can afford.
+# -O1 and line tables only: the sanitizers' usual setting, and a quicker build.
 ATOLL_BUILD_DIR=$build_dir bash scripts/build.sh -DATOLL_SANITIZE="$kind" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" "${build_args[@]}"
 
