@@ -295,6 +295,25 @@ TEST_F(SecurityTest, OnlyMembersSendTuplesAndStoreWrites) {
   EXPECT_EQ(device_put.status().code(), Code::kPermissionDenied) << device_put.status().ToString();
 }
 
+// A pinned read holds store memory until the reader gives its lease back, so only members
+// (the host's executor, reading its arguments in place) pin and unpin.
+TEST_F(SecurityTest, OnlyMembersPinStoreMemory) {
+  auto b = ConnectAs("bob");
+  ASSERT_NE(b, nullptr);
+  net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
+  const std::string store = Endpoint("objectstore-i0h0", "endpoint");
+  const uint64_t own = proto::MakeObjectId(b->id(), uint64_t{1} << 39);
+  // The client's own object, read as clients read: not refused for the key (only unknown).
+  auto read = Ask<proto::GetObjectReply>(bob, store, proto::GetObject{own, 0, 0, true, false});
+  EXPECT_NE(read.status().code(), Code::kPermissionDenied) << read.status().ToString();
+  EXPECT_NE(read.status().code(), Code::kOk);
+  auto pinned = Ask<proto::GetObjectReply>(bob, store, proto::GetObject{own, 0, 0, true, true});
+  EXPECT_EQ(pinned.status().code(), Code::kPermissionDenied) << pinned.status().ToString();
+  EXPECT_THAT(pinned.status().message(), HasSubstr("pin store memory"));
+  auto unpinned = Ask<proto::Ok>(bob, store, proto::UnpinObjects{1, {1}});
+  EXPECT_EQ(unpinned.status().code(), Code::kPermissionDenied) << unpinned.status().ToString();
+}
+
 TEST_F(SecurityTest, ObjectsOfClientsThatAreNotConnectedAreNeverCreated) {
   net::KeyedContext bob(ClientKey(KeysDir(), "bob"));
   const uint64_t ghost = 1'000'000;
