@@ -5,12 +5,20 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "launcher/process.h"
 
 namespace atl::testing {
 
 namespace fs = std::filesystem;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 TempDir::TempDir() {
   const char* tmp = std::getenv("TMPDIR");

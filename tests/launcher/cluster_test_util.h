@@ -22,6 +22,12 @@ class TempDir {
   std::string path_;
 };
 
+// The cluster config the launcher tests start (2 islands of 2 hosts, fast heartbeats).
+inline const std::string kTestConfig = ATOLL_SOURCE_DIR "/config/test.toml";
+
+// The whole of the file at `path`; "" when it cannot be read.
+std::string ReadFile(const std::string& path);
+
 inline const std::vector<std::string> kServicePrograms = {"atoll-rm", "atoll-objectstore",
                                                           "atoll-executor", "atoll-scheduler"};
 

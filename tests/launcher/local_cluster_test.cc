@@ -24,19 +24,12 @@ namespace atl {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kTestConfig;
 using testing::MakeFakeBinDir;
 using testing::ProcessesStartedFrom;
+using testing::ReadFile;
 using testing::TempDir;
 using testing::WaitFor;
-
-const std::string kTestConfig = ATOLL_SOURCE_DIR "/config/test.toml";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Sets an environment variable for one test (the fake services read it).
 class ScopedEnv {

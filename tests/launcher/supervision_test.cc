@@ -25,18 +25,12 @@ namespace atl {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kTestConfig;
+using testing::ReadFile;
 using testing::TempDir;
 using testing::WaitFor;
 
-const std::string kTestConfig = ATOLL_SOURCE_DIR "/config/test.toml";
 constexpr int kBackTimeoutMs = 20000;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class SupervisionTest : public ::testing::Test {
  protected:
