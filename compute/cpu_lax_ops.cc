@@ -120,12 +120,9 @@ Result<Tensor> RunConvertElementType(const ir::Op& op, CpuOperands operands) {
 
 Result<Tensor> RunReshape(const ir::Op& op, CpuOperands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
-  // The local block: each cut dimension (kept by the rule) is the shard's own extent.
-  Shape local = op.params;
-  for (size_t d = 0; d < local.size() && d < t[0]->shape().size(); ++d) {
-    if (op.type.split[d] >= 0) local[d] = t[0]->shape()[d];
-  }
-  return InOpDType(op, kernels::Reshape(*t[0], local));
+  // Where the result is cut, the interpreter made params this shard's block (it knows the
+  // mesh): reshape's rule keeps a cut only where the block is one run of elements.
+  return InOpDType(op, kernels::Reshape(*t[0], op.params));
 }
 
 Result<Tensor> RunBroadcastInDim(const ir::Op& op, CpuOperands operands) {

@@ -55,9 +55,16 @@ Result<Tensor*> Resolve(const ir::Operand& o, std::vector<Tensor>& inputs,
   return InvalidArgument(fmt::format("operand has unknown kind {}", o.kind));
 }
 
-// A broadcast_in_dim into dimensions it cuts (its attr) as the backend runs it: its params'
+// An op whose params begin with its result's shape, as the backend runs it where the result
+// is cut (a broadcast_in_dim into dimensions its attr cuts, a reshape of a cut value): that
 // shape made this shard's block, which the backend cannot tell without the mesh.
-ir::Op LocalBroadcast(const ir::Op& op, const Shape& mesh) {
+bool ParamsShapeIsCut(const ir::Op& op) {
+  if (op.code == ir::OpCode::kBroadcastInDim) return op.attr != 0;
+  return op.code == ir::OpCode::kReshape &&
+         std::any_of(op.type.split.begin(), op.type.split.end(), [](int32_t a) { return a >= 0; });
+}
+
+ir::Op LocalShapeParams(const ir::Op& op, const Shape& mesh) {
   ir::Op local = op;
   const Shape block = ir::ShardShape(op.type, mesh);
   std::copy(block.begin(), block.end(), local.params.begin());
@@ -187,8 +194,8 @@ Result<std::vector<Tensor>> RunOnMesh(const ir::FunctionDef& fn, const Shape& me
         return InvalidArgument(context() + ": takes one tensor");
       }
       result = collectives->Run(static_cast<uint32_t>(i), *args[0]);
-    } else if (op.code == ir::OpCode::kBroadcastInDim && op.attr != 0) {
-      result = backend.Run(LocalBroadcast(op, mesh), args);
+    } else if (ParamsShapeIsCut(op)) {
+      result = backend.Run(LocalShapeParams(op, mesh), args);
     } else {
       result = backend.Run(op, args);
     }

@@ -105,6 +105,42 @@ Result<TensorType> InferDynamicUpdateSlice(const FunctionDef& fn, const Op& op) 
   return x;
 }
 
+// The runs of dimensions a reshape maps onto each other, as small as they can be: the
+// dimensions [from_begin, from_end) of the operand hold the elements of [to_begin, to_end) of
+// the result (their products are equal). Sizes must all be positive.
+struct ReshapeGroup {
+  size_t from_begin, from_end, to_begin, to_end;
+};
+
+std::vector<ReshapeGroup> ReshapeGroups(const Shape& from, const Shape& to) {
+  std::vector<ReshapeGroup> groups;
+  size_t i = 0, j = 0;
+  while (i < from.size() || j < to.size()) {
+    ReshapeGroup g{i, i, j, j};
+    int64_t in = i < from.size() ? from[i++] : 1;
+    int64_t out = j < to.size() ? to[j++] : 1;
+    while (in != out && (i < from.size() || j < to.size())) {
+      if (in < out && i < from.size()) {
+        in *= from[i++];
+      } else if (j < to.size()) {
+        out *= to[j++];
+      } else {
+        in *= from[i++];
+      }
+    }
+    g.from_end = i;
+    g.to_end = j;
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+// The first dimension of [begin, end) of `shape` bigger than 1, or `end`.
+size_t FirstBiggerThanOne(const Shape& shape, size_t begin, size_t end) {
+  while (begin < end && shape[begin] == 1) ++begin;
+  return begin;
+}
+
 Result<TensorType> InferReshape(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   const TensorType& x = *t[0];
@@ -115,17 +151,47 @@ Result<TensorType> InferReshape(const FunctionDef& fn, const Op& op) {
                                        Describe(x), NumElements(x.shape), ShapeString(shape)));
   }
   TensorType out{x.dtype, shape, std::vector<int32_t>(shape.size(), -1)};
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (x.split[d] < 0) continue;
-    const bool kept =
-        d < shape.size() && std::equal(x.shape.begin(), x.shape.begin() + d + 1, shape.begin());
-    if (!kept) {
-      ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d,
-                                      "the new shape " + ShapeString(shape) +
-                                          " does not keep dimensions 0 to " + std::to_string(d) +
-                                          " as they are"));
+  if (std::none_of(x.split.begin(), x.split.end(), [](int32_t a) { return a >= 0; })) return out;
+  const auto positive = [](const Shape& s) {
+    return std::all_of(s.begin(), s.end(), [](int64_t d) { return d > 0; });
+  };
+  if (!positive(x.shape) || !positive(shape)) {
+    // No elements (or a dynamic size): only dimensions 0 to d kept as they are keep d's cut.
+    for (size_t d = 0; d < x.shape.size(); ++d) {
+      if (x.split[d] < 0) continue;
+      const bool kept =
+          d < shape.size() && std::equal(x.shape.begin(), x.shape.begin() + d + 1, shape.begin());
+      if (!kept) {
+        ATOLL_RETURN_IF_ERROR(NeedUncut(op, x, d,
+                                        "the new shape " + ShapeString(shape) +
+                                            " does not keep dimensions 0 to " + std::to_string(d) +
+                                            " as they are"));
+      }
+      out.split[d] = x.split[d];
     }
-    out.split[d] = x.split[d];
+    return out;
+  }
+  // A shard holds a contiguous run of each group's elements exactly when the cut dimension
+  // leads its group (the first bigger than 1): that run is then a cut of the group's leading
+  // result dimension (which Validate checks divides over the axis). A cut behind it, or a
+  // second cut in one group, would need other shards' elements.
+  for (const ReshapeGroup& g : ReshapeGroups(x.shape, shape)) {
+    const size_t lead = FirstBiggerThanOne(x.shape, g.from_begin, g.from_end);
+    const size_t to = FirstBiggerThanOne(shape, g.to_begin, g.to_end);
+    for (size_t d = g.from_begin; d < g.from_end; ++d) {
+      if (x.split[d] < 0) continue;
+      if (d != lead || to == g.to_end) {
+        const std::string how =
+            d > lead ? fmt::format(
+                           "merges it behind dimension {} (a shard's block of it would "
+                           "not be one run of the result's elements)",
+                           lead)
+                     : std::string("does not keep it as a dimension of its own");
+        ATOLL_RETURN_IF_ERROR(
+            NeedUncut(op, x, d, fmt::format("the new shape {} {}", ShapeString(shape), how)));
+      }
+      out.split[to] = x.split[d];
+    }
   }
   return out;
 }

@@ -329,11 +329,29 @@ def test_conversions_match_jax(client: atoll.Client, one_device: atoll.Slice) ->
 
 
 def kept_by_reshape(shape: Sequence[int], new_shape: Sequence[int]) -> List[int]:
-    """The dimensions a cut of which a reshape keeps: d, where dimensions 0 to d stay as
-    they are (atoll's rule; a reshape that merges a cut dimension with the next ones is
-    refused, though its blocks would be contiguous)."""
-    return [d for d in range(len(shape))
-            if d < len(new_shape) and list(shape[:d + 1]) == list(new_shape[:d + 1])]
+    """The dimensions a cut of which a reshape keeps (atoll's rule): where every size is
+    positive, the dimension that leads its group (the first bigger than 1 among the runs of
+    dimensions whose products the reshape maps onto each other), when the group keeps a
+    result dimension bigger than 1; without elements, d where dimensions 0 to d stay as
+    they are."""
+    if min(list(shape) + list(new_shape) + [1]) <= 0:
+        return [d for d in range(len(shape))
+                if d < len(new_shape) and list(shape[:d + 1]) == list(new_shape[:d + 1])]
+    kept, i, j = [], 0, 0
+    while i < len(shape) or j < len(new_shape):
+        first_i, first_j = i, j
+        size_in = shape[i] if i < len(shape) else 1
+        size_out = new_shape[j] if j < len(new_shape) else 1
+        i, j = min(i + 1, len(shape)), min(j + 1, len(new_shape))
+        while size_in != size_out:
+            if size_in < size_out:
+                size_in, i = size_in * shape[i], i + 1
+            else:
+                size_out, j = size_out * new_shape[j], j + 1
+        leads = [d for d in range(first_i, i) if shape[d] > 1][:1]
+        if leads and any(new_shape[e] > 1 for e in range(first_j, j)):
+            kept += leads
+    return kept
 
 
 def layout_cases(rng: np.random.Generator, cases: Iterable[int] = range(CASES * 2),

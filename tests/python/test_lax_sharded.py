@@ -226,3 +226,28 @@ REFUSED = {
 def test_a_primitive_that_needs_other_shards_is_refused_naming_the_axis(client, name) -> None:
     with pytest.raises(atoll.InvalidArgument, match="mesh axis 0"):
         client.function(client.mesh((2,)), atoll.f32[4, 6, 3].split(0))(REFUSED[name])
+
+
+# (shape, cut of each dimension (mesh axis or None), new shape, mesh): a reshape keeps a cut
+# that leads the dimensions it is merged or split with, so each shard's block stays one run
+# of elements; the shards' results must make JAX's global one.
+RESHAPES = {
+    "heads split off a cut model dimension": ((4, 6, 8), (None, None, 0), (4, 6, 4, 2), (2,)),
+    "a cut batch merged with the sequence": ((4, 6, 8), (0, None, None), (24, 8), (2,)),
+    "a size-1 dimension squeezed before the cut one": ((4, 1, 8), (None, None, 0), (4, 8), (2,)),
+    "two cuts, each leading its group": ((4, 6, 8), (0, None, 1), (24, 4, 2), (2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(RESHAPES))
+def test_a_reshape_keeps_a_cut_that_leads_its_group(client, name: str) -> None:
+    shape, cut, new_shape, mesh = RESHAPES[name]
+    x = draw(np.random.default_rng([SEED, 405, list(RESHAPES).index(name)]), "f32", shape)
+    got = run(client, client.mesh(mesh), lambda v: lax.reshape(v, new_shape), [x], [cut])
+    check_equal(got[0], np.asarray(jlax.reshape(x, new_shape)), 0, name)
+
+
+def test_a_reshape_that_merges_a_cut_behind_another_dimension_is_refused(client) -> None:
+    with pytest.raises(atoll.InvalidArgument, match="mesh axis 0.*behind dimension 0"):
+        client.function(client.mesh((2,)), atoll.f32[4, 6, 8].axes(None, 0, None))(
+            lambda v: lax.reshape(v, (24, 8)))

@@ -867,37 +867,9 @@ def _reshape(ctx: Lowering, eqn: Any, x: V, *dyn: V) -> Value:
     new = tuple(eqn.params["new_sizes"])
     if tuple(v.shape) == new:
         return v
-    if not is_replicated(v):
-        r = _unit_reshape(v, new)
-        return r if r is not None else alax.reshape(v, new)
+    # A cut value reshapes where its cut leads the dimensions it is merged or split with
+    # (atoll's rule); other cuts are refused naming the axis.
     return alax.reshape(v, new)
-
-
-def _unit_reshape(v: Value, new: Tuple[int, ...]) -> Optional[Value]:
-    """A reshape that only drops and inserts dimensions of size 1, as a max over the dropped
-    ones and a broadcast_in_dim for the inserted ones: both keep the cuts, where atoll's
-    reshape would refuse a cut that moves to another dimension. None for another reshape."""
-    old = tuple(v.shape)
-    if [s for s in old if s != 1] != [s for s in new if s != 1]:
-        return None
-    drop = [d for d, s in enumerate(old) if s == 1 and v.split[d] < 0]
-    if len(old) - len(drop) > len(new):
-        return None
-    if drop:
-        v = alax.reduce_or(v, drop) if v.dtype == "bool" else alax.reduce_max(v, drop)
-    kept = [s for d, s in enumerate(old) if d not in drop]
-    # Map the kept dimensions onto new's, in order (unit ones where new has them).
-    dims, j = [], 0
-    for s in kept:
-        while j < len(new) and new[j] != s:
-            j += 1
-        if j == len(new):
-            return None
-        dims.append(j)
-        j += 1
-    if tuple(kept) == tuple(new):
-        return v
-    return alax.broadcast_in_dim(v, new, dims)
 
 
 @rule("broadcast_in_dim")
@@ -928,9 +900,6 @@ def _transpose(ctx: Lowering, eqn: Any, x: V) -> Value:
 def _squeeze(ctx: Lowering, eqn: Any, x: V) -> Value:
     v = ctx.get(x)
     new = tuple(_out_aval(eqn).shape)
-    if not is_replicated(v):
-        r = _unit_reshape(v, new)
-        return r if r is not None else alax.reshape(v, new)
     return alax.reshape(v, new)
 
 
@@ -980,8 +949,7 @@ def _unstack(ctx: Lowering, eqn: Any, x: V) -> List[Value]:
         start[axis], limit[axis] = i, i + 1
         piece = alax.slice(v, start, limit)
         new = tuple(s for d, s in enumerate(v.shape) if d != axis)
-        unit = None if is_replicated(piece) else _unit_reshape(piece, new)
-        outs.append(unit if unit is not None else alax.reshape(piece, new))
+        outs.append(alax.reshape(piece, new))
     return outs
 
 
@@ -1203,8 +1171,7 @@ def _gather_one_window(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
     window = prim("dynamic_slice", op, *starts, params=sizes)
     out_shape = tuple(_out_aval(eqn).shape)
     if tuple(window.shape) != out_shape:
-        r = _unit_reshape(window, out_shape) if not is_replicated(window) else None
-        window = r if r is not None else alax.reshape(window, out_shape)
+        window = alax.reshape(window, out_shape)
     if ok is not None:
         fill = alax.broadcast_in_dim(full((), _fill_of(op.dtype), op.dtype), out_shape, ())
         if not is_replicated(window):
@@ -2223,8 +2190,7 @@ def _scan_unrolled(ctx: Lowering, eqn: Any, why: str, *xs: V) -> List[Value]:
             start = [t] + [0] * (len(shape) - 1)
             limit = [t + 1] + shape[1:]
             piece = alax.slice(s, start, limit)
-            unit = None if is_replicated(piece) else _unit_reshape(piece, tuple(shape[1:]))
-            step_xs.append(V(unit if unit is not None else alax.reshape(piece, shape[1:])))
+            step_xs.append(V(alax.reshape(piece, shape[1:])))
         outs = ctx.lower_jaxpr(body.jaxpr, body.consts, consts + carry + step_xs)
         carry = outs[:n_carry]
         ys_steps.append([ctx.get(o) for o in outs[n_carry:]])

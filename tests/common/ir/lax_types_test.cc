@@ -86,13 +86,39 @@ TEST(LaxTypeTest, BroadcastInDimCutsTheDimensionsItBroadcastsAsItsAttrSays) {
   ExpectRefused(TypeOf({row}, "broadcast_in_dim", {4, 3, 6, 0, 2}, 0.5), {"whole number"});
 }
 
-TEST(LaxTypeTest, ReshapeKeepsACutOnlyWhereTheLeadingDimensionsStay) {
+TEST(LaxTypeTest, ReshapeKeepsACutThatLeadsTheDimensionsItIsMergedOrSplitWith) {
   const TensorType x = T(DType::kI8, {4, 6}, {0, -1});
-  const auto kept = TypeOf({x}, "reshape", {4, 2, 3});
-  ASSERT_THAT(kept, IsOk());
-  EXPECT_EQ(*kept, T(DType::kI8, {4, 2, 3}, {0, -1, -1}));
-  ExpectRefused(TypeOf({x}, "reshape", {24}), {"dimension 0 is cut along mesh axis 0"});
+  const auto split = TypeOf({x}, "reshape", {4, 2, 3});
+  ASSERT_THAT(split, IsOk());
+  EXPECT_EQ(*split, T(DType::kI8, {4, 2, 3}, {0, -1, -1}));
+  // Merged with the dimensions after it: each shard's rows are one run of the result.
+  const auto merged = TypeOf({x}, "reshape", {24});
+  ASSERT_THAT(merged, IsOk());
+  EXPECT_EQ(*merged, T(DType::kI8, {24}, {0}));
+  // [b, t, d] cut on d, split into heads: the cut goes to the heads.
+  const auto heads = TypeOf({T(DType::kF32, {2, 3, 8}, {-1, -1, 1})}, "reshape", {2, 3, 4, 2});
+  ASSERT_THAT(heads, IsOk());
+  EXPECT_EQ(*heads, T(DType::kF32, {2, 3, 4, 2}, {-1, -1, 1, -1}));
+  // Squeezed and expanded dimensions of size 1 leave a cut where it is.
+  const auto squeezed = TypeOf({T(DType::kF32, {2, 1, 6}, {-1, -1, 0})}, "reshape", {2, 6, 1});
+  ASSERT_THAT(squeezed, IsOk());
+  EXPECT_EQ(*squeezed, T(DType::kF32, {2, 6, 1}, {-1, 0, -1}));
+  // Two cuts, each leading its own group, on a 2x2 mesh.
+  const auto both = TypeOf({T(DType::kF32, {4, 2, 6}, {0, -1, 1})}, "reshape", {8, 2, 3});
+  ASSERT_THAT(both, IsOk());
+  EXPECT_EQ(*both, T(DType::kF32, {8, 2, 3}, {0, 1, -1}));
+  // A cut behind the dimension that leads its group would need other shards' elements.
+  ExpectRefused(TypeOf({T(DType::kI8, {4, 6}, {-1, 0})}, "reshape", {24}),
+                {"dimension 1 is cut along mesh axis 0", "behind dimension 0"});
+  ExpectRefused(TypeOf({T(DType::kF32, {4, 2, 6}, {0, 1, -1})}, "reshape", {8, 6}),
+                {"dimension 1 is cut along mesh axis 1", "[8,6]"});
   ExpectRefused(TypeOf({x}, "reshape", {5, 5}), {"reshape", "[5,5]"});
+  // Without elements only dimensions 0 to d kept as they are keep d's cut.
+  const auto empty = TypeOf({T(DType::kF32, {4, 0}, {0, -1})}, "reshape", {4, 0, 3});
+  ASSERT_THAT(empty, IsOk());
+  EXPECT_EQ(*empty, T(DType::kF32, {4, 0, 3}, {0, -1, -1}));
+  ExpectRefused(TypeOf({T(DType::kF32, {4, 0}, {0, -1})}, "reshape", {0, 4}),
+                {"dimension 0 is cut along mesh axis 0"});
 }
 
 TEST(LaxTypeTest, DotGeneralKeepsBatchAndFreeCutsAndIsPartialOverACutContraction) {
