@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -18,10 +19,20 @@ using Deadline = std::chrono::steady_clock::time_point;
 // What is left of `deadline`, at least 1 ms so that a late call still asks once.
 std::chrono::milliseconds TimeLeft(Deadline deadline);
 
-// The reply to `request` sent on `store`, waiting until `deadline`; other replies met are
-// dropped. An Error reply is its error; DeadlineExceeded when none came; Unavailable or
-// PermissionDenied when the store is down or refused this client (a watched requester).
+// The next reply to one of `requests` sent on `store` (taken out of the set), waiting until
+// `deadline`; other replies met are dropped. An Error reply is its error; DeadlineExceeded
+// when none came; Unavailable or PermissionDenied when the store is down or refused this
+// client (a watched requester).
+Result<proto::Incoming> AwaitAnyReply(net::Requester& store, std::set<uint64_t>& requests,
+                                      Deadline deadline);
+
+// The reply to `request` sent on `store` (AwaitAnyReply of that one).
 Result<proto::Incoming> AwaitReply(net::Requester& store, uint64_t request, Deadline deadline);
+
+// OK once every one of `requests` sent on `store` was answered OK, in whatever order the
+// answers come (a put that waits for room is answered after later ones); else the first
+// error (AwaitAnyReply's).
+Status AwaitOks(net::Requester& store, std::set<uint64_t> requests, Deadline deadline);
 
 // Sends each store (by endpoint) its request, with `data` frames where given, then awaits
 // every reply by `deadline`: each store's reply, or its error (an Error reply, or none in

@@ -3,6 +3,9 @@
 // reads) and which services it needs, sending nothing; then, once the services it needs
 // are up, the arguments are put into the stores and the submissions streamed to the
 // island schedulers.
+#include <map>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "atoll/client.h"
@@ -11,6 +14,7 @@
 #include "client/lowering.h"
 #include "client/peers.h"
 #include "client/run_state.h"
+#include "client/store_calls.h"
 #include "common/net/tensor_frames.h"
 #include "common/net/transport.h"
 
@@ -125,15 +129,21 @@ Status SendSubmit(Client::Impl& client, SubmitPlan& plan) {
   client.read_ahead.Add(run.id, ReadAheadShards(run.results));
   run.losses_seen = client.losses.seen();  // a loss from now on fails it (LossFor)
   const auto timeout = client.options.request_timeout;
+  // Every put goes out before any answer is awaited: ten arguments cost one round trip to
+  // their store, not ten.
+  std::map<net::Requester*, std::set<uint64_t>> puts;
   for (auto& put : plan.lowered.puts) {
     ATOLL_ASSIGN_OR_RETURN(net::Requester * store, client.Watcher(put.store));
     const proto::PutObject request{put.object_id, put.shard, client.id, put.value.dtype(),
                                    put.value.shape()};
     net::Frames data;
     data.push_back(net::BorrowedFrame(std::move(put.value)));
-    ATOLL_RETURN_IF_ERROR(store->Call<proto::Ok>(request, timeout, std::move(data))
-                              .status()
-                              .WithContext("put argument"));
+    ATOLL_ASSIGN_OR_RETURN(const uint64_t id, store->Send(request, std::move(data)));
+    puts[store].insert(id);
+  }
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& [store, ids] : puts) {
+    ATOLL_RETURN_IF_ERROR(AwaitOks(*store, std::move(ids), deadline).WithContext("put argument"));
   }
   constexpr size_t kMax = Submissions::kMaxUnanswered;
   for (const auto& [endpoint, submit] : plan.lowered.per_scheduler) {

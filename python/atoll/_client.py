@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import time
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -227,10 +226,12 @@ class Run:
         run (naming the call and shard), KeyboardInterrupt on Ctrl-C (the run goes on: cancel
         it to stop it).
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for i in range(self.num_results):
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            self._result_at(i, left)
+        if sum(r is None for r in self._results) > 1:
+            # Every shard's read at once: one round trip for all, not one per result.
+            self._results = list(self._run.wait_all(timeout))
+        else:
+            for i in range(self.num_results):
+                self._result_at(i, timeout)
         results = tuple(self._results)
         return results if self._returns_tuple else results[0]  # type: ignore[return-value]
 

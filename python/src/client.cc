@@ -93,6 +93,22 @@ py::array WaitResult(RunObject& run, size_t index, std::optional<double> timeout
   return ArrayFromTensor(Unwrap(std::move(result)));
 }
 
+// Every result at once: all their shards' reads go out together (Run::Wait), rather than
+// one result's round trip after another's.
+py::list WaitResults(RunObject& run, std::optional<double> timeout_s) {
+  const std::string what = "the results of run " + std::to_string(run.id);
+  Result<std::vector<Tensor>> results = run.handle->session()->Wait<std::vector<Tensor>>(
+      Timeout(timeout_s), what,
+      [&](Client&, std::chrono::milliseconds slice) -> Result<std::vector<Tensor>> {
+        Run* r = run.handle->value_under_lock();
+        if (r == nullptr) return FailedPrecondition("the client is closed");
+        return r->Wait(slice);
+      });
+  py::list arrays;
+  for (Tensor& t : Unwrap(std::move(results))) arrays.append(ArrayFromTensor(std::move(t)));
+  return arrays;
+}
+
 FutureObject Output(RunObject& run, size_t index) {
   if (index >= run.num_results) {
     throw StatusError(InvalidArgument("run " + std::to_string(run.id) + " has " +
@@ -231,6 +247,7 @@ void BindClient(py::module_& m) {
       .def_readonly("id", &RunObject::id)
       .def_readonly("num_results", &RunObject::num_results)
       .def("wait", &WaitResult, py::arg("index"), py::arg("timeout"))
+      .def("wait_all", &WaitResults, py::arg("timeout"))
       .def("output", &Output, py::arg("index"))
       .def("cancel", [](RunObject& run) {
         ThrowIfError(run.handle->Call([](Client&, Run& r) { return r.Cancel(); }));
