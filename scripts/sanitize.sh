@@ -24,7 +24,7 @@ if [ "${1:-}" = --quick ]; then
 fi
 
 # What each run builds and runs, by test binary (every test carries its binary's name as its
-# label). The quick forms build only their binaries (about 8 min each on 2 cores).
+# label). The quick forms build only their binaries.
 # ASan quick: the parts that own memory across threads and processes (the executor, the
 # object store and its process, the client) and the RM's state file. The decoders are left
 # to scripts/fuzz.sh, whose harnesses run them under ASan and UBSan on far more inputs, and
