@@ -107,7 +107,9 @@ Result<TensorType> InferDynamicUpdateSlice(const FunctionDef& fn, const Op& op) 
 
 // The runs of dimensions a reshape maps onto each other, as small as they can be: the
 // dimensions [from_begin, from_end) of the operand hold the elements of [to_begin, to_end) of
-// the result (their products are equal). Sizes must all be positive.
+// the result (their products are equal). Sizes must all be positive and both shapes hold the
+// same number of elements: then the smaller running product always has a dimension left to
+// take, and one side running out leaves only 1s on the other.
 struct ReshapeGroup {
   size_t from_begin, from_end, to_begin, to_end;
 };
@@ -119,13 +121,11 @@ std::vector<ReshapeGroup> ReshapeGroups(const Shape& from, const Shape& to) {
     ReshapeGroup g{i, i, j, j};
     int64_t in = i < from.size() ? from[i++] : 1;
     int64_t out = j < to.size() ? to[j++] : 1;
-    while (in != out && (i < from.size() || j < to.size())) {
-      if (in < out && i < from.size()) {
+    while (in != out) {
+      if (in < out) {
         in *= from[i++];
-      } else if (j < to.size()) {
-        out *= to[j++];
       } else {
-        in *= from[i++];
+        out *= to[j++];
       }
     }
     g.from_end = i;

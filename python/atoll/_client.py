@@ -227,8 +227,11 @@ class Run:
         it to stop it).
         """
         if sum(r is None for r in self._results) > 1:
-            # Every shard's read at once: one round trip for all, not one per result.
-            self._results = list(self._run.wait_all(timeout))
+            # Every shard's read at once: one round trip for all, not one per result. An
+            # array handed out before (a Future's result) stays the one returned.
+            read = self._run.wait_all(timeout)
+            self._results = [old if old is not None else new
+                             for old, new in zip(self._results, read)]
         else:
             for i in range(self.num_results):
                 self._result_at(i, timeout)

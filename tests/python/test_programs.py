@@ -96,6 +96,22 @@ def test_futures_feed_the_next_runs(client: atoll.Client) -> None:
     np.testing.assert_array_equal(value.result(timeout=30), x * 3 + y)
 
 
+def test_results_read_together_keep_the_arrays_handed_out_before(client: atoll.Client) -> None:
+    @atoll.function(client.slice(1), atoll.f32[4], atoll.f32[4])
+    def three(x, y):
+        return x + y, x * y, x - y
+
+    x = np.arange(4, dtype=np.float32)
+    y = np.full(4, 2, np.float32)
+    run = client.run(three, x, y)
+    middle = run.output(1).result(timeout=30)  # read alone first
+    results = run.result(timeout=30)  # the other two, read at once
+    assert results[1] is middle
+    for got, want in zip(results, (x + y, x * y, x - y)):
+        np.testing.assert_array_equal(got, want)
+    assert all(a is b for a, b in zip(run.result(timeout=30), results)), "asked again"
+
+
 def test_routing_sends_each_row_to_its_experts(client: atoll.Client) -> None:
     tokens, width, experts = 8, 3, 3
     gate_slice, expert_slice = client.slice(4, "island0"), client.slice(experts, "island0")
