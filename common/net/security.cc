@@ -6,6 +6,7 @@
 
 #include "common/base/mutex.h"
 #include "common/base/state_dir.h"
+#include "common/net/secure_blocks.h"
 
 namespace atl::net {
 
@@ -25,6 +26,7 @@ std::string Environment(const char* name) {
 }  // namespace
 
 void SetCredentials(zmq::context_t& context, Credentials credentials) {
+  if (credentials.curve()) KeepSecureBlocks();
   MutexLock lock(credentials_mu);
   CredentialsByContext()[context.handle()] = std::move(credentials);
 }

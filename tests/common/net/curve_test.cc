@@ -7,15 +7,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/net/curve_keys.h"
+#include "common/net/secure_blocks.h"
 #include "common/net/security.h"
 #include "common/net/transport.h"
 #include "common/net/zap_handler.h"
@@ -211,6 +214,57 @@ TEST_F(ZapTest, AWatchedConnectionCountsItsDrops) {
   ASSERT_THAT(call(), IsOk());
   EXPECT_EQ(requester.ConnectionDrops(), 1u);
   EXPECT_THAT(requester.Reachable(), IsOk());
+}
+
+// libzmq's handshakes reach this process's sodium_allocarray and sodium_free: the second
+// client's handshake takes blocks the first one's released (this test binary, as every
+// atoll process, links secure_blocks.cc).
+TEST_F(ZapTest, HandshakesReuseTheSecureBlocksEarlierOnesReleased) {
+  Server server(dir_.path(), Audience::kEveryone);
+  auto call = [&] {
+    auto served = std::async(std::launch::async, [&] { return server.ServeOne(); });
+    EXPECT_THAT(Call(*ClientCredentials(dir_.path(), "alice"), server.endpoint()), IsOk());
+    EXPECT_THAT(served.get(), IsOk());
+  };
+  call();
+  const SecureBlockCounts after_first = SecureBlocks();
+  EXPECT_GT(after_first.allocated, 0u) << "libzmq's allocations did not come here";
+  call();
+  const SecureBlockCounts after_second = SecureBlocks();
+  EXPECT_GT(after_second.reused, after_first.reused);
+}
+
+TEST(SecureBlocksTest, AReleasedBlockIsZeroedAndReusedForItsSizeOnly) {
+  KeepSecureBlocks();
+  constexpr size_t kBytes = 3 * 41;  // a size no handshake asks for
+  auto* block = static_cast<unsigned char*>(sodium_allocarray(3, 41));
+  ASSERT_NE(block, nullptr);
+  std::fill(block, block + kBytes, 0xab);
+  sodium_free(block);
+  const SecureBlockCounts before = SecureBlocks();
+
+  void* other_size = sodium_allocarray(1, kBytes + 1);
+  EXPECT_NE(other_size, block);
+  auto* again = static_cast<unsigned char*>(sodium_allocarray(kBytes, 1));
+  EXPECT_EQ(again, block);
+  EXPECT_EQ(std::count(again, again + kBytes, 0), static_cast<long>(kBytes))
+      << "a kept block must hold nothing of its last user's secrets";
+  EXPECT_EQ(SecureBlocks().reused, before.reused + 1);
+  sodium_free(again);
+  sodium_free(other_size);
+  sodium_free(nullptr);  // as libsodium's: nothing to do
+}
+
+TEST(SecureBlocksTest, KeepsAtMostItsLimitAndRefusesSizesThatOverflow) {
+  KeepSecureBlocks();
+  EXPECT_EQ(sodium_allocarray(std::numeric_limits<size_t>::max() / 2, 4), nullptr);
+  const uint64_t kept_before = SecureBlocks().kept;
+  std::vector<void*> blocks;
+  for (size_t i = 0; i < kMaxKeptBlocksPerSize + 8; ++i) {
+    blocks.push_back(sodium_allocarray(1, 77));  // a size no handshake asks for
+  }
+  for (void* block : blocks) sodium_free(block);
+  EXPECT_EQ(SecureBlocks().kept, kept_before + kMaxKeptBlocksPerSize);
 }
 
 }  // namespace
