@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 from . import _atoll
 from ._lax_control import cond, fori_loop, scan, switch, while_loop
+from ._lax_random import random_bits, threefry2x32
 from ._lax_window import (conv_general_dilated, reduce_precision, reduce_window,
                           reduce_window_max, reduce_window_min, reduce_window_sum,
                           select_and_scatter_add)
@@ -42,8 +43,8 @@ __all__ = [
     "scatter_min", "scatter_mul", "select_n", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "sign", "sin", "sinh", "slice", "sort", "sqrt", "squeeze", "sub", "tan",
     "tanh", "top_k", "transpose",
-    # control flow (_lax_control.py) and windows (_lax_window.py)
-    "cond", "fori_loop", "scan", "switch", "while_loop", "conv_general_dilated",
+    # control flow (_lax_control.py), windows (_lax_window.py), random bits (_lax_random.py)
+    "random_bits", "threefry2x32", "cond", "fori_loop", "scan", "switch", "while_loop", "conv_general_dilated",
     "reduce_precision", "reduce_window", "reduce_window_max", "reduce_window_min",
     "reduce_window_sum", "select_and_scatter_add",
 ]
@@ -70,10 +71,25 @@ _CODES = {name: i for i, name in enumerate(
     ("f32", "i32", "bf16", "f16", "f64", "i64", "bool", "i8", "u8", "u32"))}
 
 
+# The dtypes jax.lax's add, sub and mul take that the IR's rows do not, and the dtype they
+# are computed in here: the narrow integers in i64, wrapped back by the conversion (as
+# XLA's integers wrap); the storage floats in f32, rounded once (exact: f32 holds a product
+# or sum of two of them before its one rounding, as XLA's CPU computes them too).
+_COMPUTED_IN = {"i8": "i64", "u8": "i64", "u32": "i64", "bf16": "f32", "f16": "f32"}
+
+
+def _arith(op: Any, x: Value, y: Value) -> Value:
+    wide = _COMPUTED_IN.get(str(x.dtype)) if isinstance(x, Value) else None
+    if wide is None or not isinstance(y, Value):
+        return op(x, y)
+    widened = op(convert_element_type(x, wide), convert_element_type(y, wide))
+    return convert_element_type(widened, x.dtype)
+
+
 # Elementwise, two operands of one type. add, sub, mul and div are the IR's own rows.
-def add(x: Value, y: Value) -> Value: return _ops.add(x, y)
-def sub(x: Value, y: Value) -> Value: return _ops.sub(x, y)
-def mul(x: Value, y: Value) -> Value: return _ops.mul(x, y)
+def add(x: Value, y: Value) -> Value: return _arith(_ops.add, x, y)
+def sub(x: Value, y: Value) -> Value: return _arith(_ops.sub, x, y)
+def mul(x: Value, y: Value) -> Value: return _arith(_ops.mul, x, y)
 def div(x: Value, y: Value) -> Value: return _ops.div(x, y)
 def max(x: Value, y: Value) -> Value: return _prim("max", x, y)  # noqa: A001
 def min(x: Value, y: Value) -> Value: return _prim("min", x, y)  # noqa: A001
@@ -332,37 +348,102 @@ def _mode(mode: Any, what: str) -> int:
                                  "promise_in_bounds")
 
 
-def _no_batching(dimension_numbers: Any, names: Sequence[str], what: str) -> None:
-    for name in names:
-        if tuple(getattr(dimension_numbers, name, ()) or ()):
-            raise _atoll.InvalidArgument(f"{what}: {name} is not supported yet (atoll's {what} "
-                                         "has no batching dimensions)")
+def _dims(dimension_numbers: Any, name: str) -> Tuple[int, ...]:
+    return tuple(int(d) for d in (getattr(dimension_numbers, name, ()) or ()))
+
+
+def _unbatched(what: str, operand: Value, indices: Value, dimension_numbers: Any,
+               fields: Tuple[str, str, str], indices_batching: str,
+               slice_sizes: Optional[Sequence[int]] = None) -> Tuple[Value, list]:
+    """The indices and dimension lists of a gather or scatter with batching dimensions as
+    one without (as XLA's expander rewrites them): each operand batching dimension becomes
+    one more indexed dimension (collapsed, or inserted), indexed by the position along its
+    indices batching dimension, appended to every index vector. `fields` names the window,
+    collapsed (inserted) and index-map lists. Positions are this shard's: a batch cut alike
+    on both leaves each shard's gather its own block (the rule refuses the cut indexed
+    dimension otherwise, naming its axis)."""
+    window, collapsed, index_map = (_dims(dimension_numbers, f) for f in fields)
+    ob = _dims(dimension_numbers, "operand_batching_dims")
+    ib = _dims(dimension_numbers, indices_batching)
+    if len(ob) != len(ib):
+        raise _atoll.InvalidArgument(
+            f"{what}: operand_batching_dims {list(ob)} and {indices_batching} {list(ib)} "
+            "must be as many")
+    for o, i in zip(ob, ib):
+        if not (0 <= o < len(operand.shape) and 0 <= i < len(indices.shape) - 1):
+            raise _atoll.InvalidArgument(
+                f"{what}: batching dimensions {o} (operand rank {len(operand.shape)}) and {i} "
+                f"(indices rank {len(indices.shape)}, whose last dimension is the index "
+                "vector) are out of range")
+        if operand.shape[o] != indices.shape[i]:
+            raise _atoll.InvalidArgument(
+                f"{what}: operand batching dimension {o} has size {operand.shape[o]} but "
+                f"indices batching dimension {i} has size {indices.shape[i]}")
+        if slice_sizes is not None and int(slice_sizes[o]) != 1:
+            raise _atoll.InvalidArgument(
+                f"{what}: slice_sizes[{o}] must be 1 on operand batching dimension {o}, got "
+                f"{slice_sizes[o]}")
+    if ob:
+        for d, axis in enumerate(indices.split):
+            if axis >= 0:
+                # Each shard's positions along a cut batch would index its own block, which
+                # the collapsed dimension they index could not say.
+                raise _atoll.InvalidArgument(
+                    f"{what}: with batching dimensions the indices must be whole, but their "
+                    f"dimension {d} is cut along mesh axis {axis}")
+        batch_shape = tuple(indices.shape[:-1])
+        columns = [indices] + [broadcasted_iota(indices.dtype, batch_shape + (1,), d)
+                               for d in ib]
+        indices = concatenate(columns, len(indices.shape) - 1)
+    params = [len(window), *window, len(collapsed) + len(ob), *(sorted(collapsed + ob) if ob else collapsed),
+              len(index_map) + len(ob), *index_map, *ob]
+    return indices, params
 
 
 def gather(operand: Value, start_indices: Value, dimension_numbers: Any,
            slice_sizes: Sequence[int], *, unique_indices: bool = False,
            indices_are_sorted: bool = False, mode: Any = None, fill_value: Any = None) -> Value:
     """jax.lax.gather, dimension_numbers a jax.lax.GatherDimensionNumbers (or anything with
-    its fields); the index vector is start_indices' last dimension, as in jax."""
-    _no_batching(dimension_numbers, ("operand_batching_dims", "start_indices_batching_dims"),
-                 "gather")
+    its fields, batching dimensions included); the index vector is start_indices' last
+    dimension, as in jax."""
     if fill_value is not None:
         raise _atoll.InvalidArgument("gather: only jax's default fill_value is supported yet")
-    d = dimension_numbers
-    params = [len(d.offset_dims), *d.offset_dims, len(d.collapsed_slice_dims),
-              *d.collapsed_slice_dims, len(d.start_index_map), *d.start_index_map, *slice_sizes]
-    return _prim("gather", operand, start_indices, params=params, attr=_mode(mode, "gather"))
+    indices, params = _unbatched(
+        "gather", operand, start_indices, dimension_numbers,
+        ("offset_dims", "collapsed_slice_dims", "start_index_map"),
+        "start_indices_batching_dims", slice_sizes)
+    ob = _dims(dimension_numbers, "operand_batching_dims")
+    if any(operand.shape[d] == 0 for d in ob):
+        # Nothing to gather; jax takes a slice of 1 from an empty batching dimension, which
+        # the collapsed dimension it becomes here would refuse.
+        return full(_gather_shape(start_indices, dimension_numbers, slice_sizes), 0,
+                    operand.dtype)
+    return _prim("gather", operand, indices, params=params + [int(s) for s in slice_sizes],
+                 attr=_mode(mode, "gather"))
+
+
+def _gather_shape(indices: Value, dimension_numbers: Any,
+                  slice_sizes: Sequence[int]) -> Tuple[int, ...]:
+    """jax.lax.gather's result shape: the window sizes at offset_dims, the indices' batch
+    dimensions in order around them."""
+    offset = _dims(dimension_numbers, "offset_dims")
+    dropped = set(_dims(dimension_numbers, "collapsed_slice_dims") +
+                  _dims(dimension_numbers, "operand_batching_dims"))
+    windows = iter(int(s) for d, s in enumerate(slice_sizes) if d not in dropped)
+    batch = iter(indices.shape[:-1])
+    rank = len(offset) + len(indices.shape) - 1
+    return tuple(next(windows) if d in offset else next(batch) for d in range(rank))
 
 
 def _scatter(name: str, operand: Value, scatter_indices: Value, updates: Value,
              dimension_numbers: Any, mode: Any) -> Value:
-    _no_batching(dimension_numbers, ("operand_batching_dims", "scatter_indices_batching_dims"),
-                 name)
-    d = dimension_numbers
-    params = [len(d.update_window_dims), *d.update_window_dims, len(d.inserted_window_dims),
-              *d.inserted_window_dims, len(d.scatter_dims_to_operand_dims),
-              *d.scatter_dims_to_operand_dims]
-    return _prim(name, operand, scatter_indices, updates, params=params, attr=_mode(mode, name))
+    indices, params = _unbatched(
+        name, operand, scatter_indices, dimension_numbers,
+        ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims"),
+        "scatter_indices_batching_dims")
+    if any(operand.shape[d] == 0 for d in _dims(dimension_numbers, "operand_batching_dims")):
+        return operand  # nothing to update (see gather)
+    return _prim(name, operand, indices, updates, params=params, attr=_mode(mode, name))
 
 
 def _scatter_with(name: str) -> Any:
@@ -372,7 +453,7 @@ def _scatter_with(name: str) -> Any:
         return _scatter(name, operand, scatter_indices, updates, dimension_numbers, mode)
 
     scatter_fn.__name__ = name
-    scatter_fn.__doc__ = f"jax.lax.{name}, without batching dimensions."
+    scatter_fn.__doc__ = f"jax.lax.{name}, batching dimensions included."
     return scatter_fn
 
 

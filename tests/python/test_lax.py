@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from types import SimpleNamespace
 from typing import (Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional,
                     Sequence, Tuple)
 
@@ -197,9 +198,9 @@ def run_cases(client: atoll.Client, slice_: atoll.Slice, cases: Iterable[Case]) 
 
 # name: (atoll's, JAX's, dtypes, ulp bound for floats)
 BINARY: Dict[str, Tuple[Callable, Callable, List[str], float]] = {
-    "add": (lax.add, jlax.add, ["f32", "f64", "i32", "i64"], 0),
-    "sub": (lax.sub, jlax.sub, ["f32", "f64", "i32", "i64"], 0),
-    "mul": (lax.mul, jlax.mul, ["f32", "f64", "i32", "i64"], 0),
+    "add": (lax.add, jlax.add, NUMERIC, 0),
+    "sub": (lax.sub, jlax.sub, NUMERIC, 0),
+    "mul": (lax.mul, jlax.mul, NUMERIC, 0),
     "div": (lax.div, jlax.div, ["f32", "f64"], 0),
     "max": (lax.max, jlax.max, ALL, 0),
     "min": (lax.min, jlax.min, ALL, 0),
@@ -573,6 +574,16 @@ def test_refusals_name_what_was_wrong(client: atoll.Client, one_device: atoll.Sl
     refused(lambda v: lax.slice(v, [0], [5]), [atoll.f32[4]], "slice", "limit 5")
     refused(lambda a, b: lax.dot_general(a, b, (((1,), (1,)), ((), ()))),
             [atoll.f32[2, 3], atoll.f32[4, 2]], "dot_general", "differ in size")
+    batched = SimpleNamespace(offset_dims=(), collapsed_slice_dims=(1,), start_index_map=(1,),
+                              operand_batching_dims=(0,), start_indices_batching_dims=(0,))
+    refused(lambda t, i: lax.gather(t, i, batched, (1, 1)), [atoll.f32[3, 4], atoll.i32[2, 1]],
+            "gather", "operand batching dimension 0 has size 3",
+            "indices batching dimension 0 has size 2")
+    refused(lambda t, i: lax.gather(t, i, batched, (2, 1)), [atoll.f32[3, 4], atoll.i32[3, 1]],
+            "gather", "slice_sizes[0] must be 1")
+    lopsided = SimpleNamespace(**{**vars(batched), "start_indices_batching_dims": ()})
+    refused(lambda t, i: lax.gather(t, i, lopsided, (1, 1)), [atoll.f32[3, 4], atoll.i32[3, 1]],
+            "gather", "must be as many")
     refused(lambda v: lax.convert_element_type(v, "f32") if False else
             atoll.ops.primitive("no_such_primitive", [v]), [atoll.f32[2]],
             "no_such_primitive")
@@ -737,6 +748,7 @@ def gather_scatter_cases(rng: np.random.Generator, cases: Iterable[int] = range(
                                                                         mode=mode),
                        [table, ids, updates], dims=[("r", "w"), ("k", None), ("k", "w")],
                        whole=scatter_whole)
+        yield from batched_gather_scatter_cases(rng, dtype, mode, even)
     # Float scatter-add and scatter at distinct ids: no order to disagree on.
     table = draw(rng, "f32", (6, 4) if even else (6, 3))
     ids = rng.permutation(8)[:4].reshape(4, 1).astype(np.int32) - 1
@@ -752,6 +764,48 @@ def gather_scatter_cases(rng: np.random.Generator, cases: Iterable[int] = range(
                                                                         mode=mode),
                        [table, ids, updates], dims=[("r", "w"), ("k", None), ("k", "w")],
                        whole=scatter_whole)
+
+
+def batched_gather_scatter_cases(rng: np.random.Generator, dtype: str, mode: Any,
+                                 even: bool) -> Iterator[Case]:
+    """Batching dimensions (what vmap of indexing and of dynamic_slice makes): the batch
+    leading the operand and either leading or following the indices' other dimension.
+    Refused on cut operands: the batch becomes an indexed dimension, and the indices must be
+    whole."""
+    b, n = draw_dims(rng, 5, 2, 2, even)
+    n = max(n, 1)  # jax refuses a slice of 1 from 0
+    k = int(rng.integers(1, 4)) * (2 if even else 1)
+    width = 2 if even else int(rng.integers(1, 4))
+    x = draw(rng, dtype, (b, n, width))
+    for batch_first in (True, False):
+        shape = (b, k, 1) if batch_first else (k, b, 1)
+        ids = rng.integers(-2, n + 2, shape).astype(np.int32)
+        ib = 0 if batch_first else 1
+        ids_dims = ("b", "k", None) if batch_first else ("k", "b", None)
+        # Rows of width along dimension 1, one batch element each: out [b, k, w] or [k, b, w].
+        gdims = jlax.GatherDimensionNumbers(
+            offset_dims=(2,), collapsed_slice_dims=(1,), start_index_map=(1,),
+            operand_batching_dims=(0,), start_indices_batching_dims=(ib,))
+        yield Case(f"gather batched rows {dtype} {mode} batch {'first' if batch_first else 'second'}",
+                   lambda t, i, d=gdims, mode=mode: lax.gather(t, i, d, (1, 1, width), mode=mode),
+                   lambda t, i, d=gdims, mode=mode: jlax.gather(t, i, d, (1, 1, width),
+                                                                mode=mode),
+                   [x, ids], dims=[("b", "n", "w"), ids_dims],
+                   whole=frozenset({"b", "n", "w", "k"}))
+        sdims = jlax.ScatterDimensionNumbers(
+            update_window_dims=(2,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,),
+            operand_batching_dims=(0,), scatter_indices_batching_dims=(ib,))
+        updates = draw(rng, dtype, shape[:2] + (width,))
+        for name in ("scatter_min", "scatter_max") + (() if dtype == "bool" else ("scatter_add",)):
+            if dtype in FLOATS and name == "scatter_add":
+                continue  # the order of repeated updates: compared on integers
+            theirs, ours = getattr(jlax, name), getattr(lax, name)
+            yield Case(f"{name} batched {dtype} {mode} batch {'first' if batch_first else 'second'}",
+                       lambda t, i, u, ours=ours, d=sdims, mode=mode: ours(t, i, u, d, mode=mode),
+                       lambda t, i, u, theirs=theirs, d=sdims, mode=mode: theirs(t, i, u, d,
+                                                                                 mode=mode),
+                       [x, ids, updates], dims=[("b", "n", "w"), ids_dims, ids_dims[:2] + ("w",)],
+                       whole=frozenset({"b", "n", "w", "k"}))
 
 
 def test_gather_and_scatter_match_jax(client: atoll.Client, one_device: atoll.Slice) -> None:

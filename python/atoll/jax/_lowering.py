@@ -671,24 +671,6 @@ def _widened(dtype: str) -> Optional[str]:
             "bool": None}.get(dtype)
 
 
-def _arith(fn: Callable[[Value, Value], Value]) -> Rule:
-    def lower(ctx: Lowering, eqn: Any, x: V, y: V) -> Value:
-        a, b = align(ctx, eqn, [x, y], tuple(_out_aval(eqn).shape))
-        dtype = a.dtype
-        wide = _widened(dtype)
-        if wide is None:
-            return fn(a, b)
-        r = fn(alax.convert_element_type(a, wide), alax.convert_element_type(b, wide))
-        if dtype in ("i8", "u8", "u32"):  # wrap as the narrow integer does
-            return _narrow(ctx, r, dtype)
-        return alax.convert_element_type(r, dtype)
-    return lower
-
-
-RULES["add"] = _arith(alax.add)
-RULES["add_any"] = RULES["add"]
-RULES["sub"] = _arith(alax.sub)
-RULES["mul"] = _arith(alax.mul)
 
 
 @rule("div")
@@ -729,6 +711,13 @@ def _binary(fn: Callable[[Value, Value], Value]) -> Rule:
         a, b = align(ctx, eqn, [x, y], tuple(_out_aval(eqn).shape))
         return fn(a, b)
     return lower
+
+
+# atoll.lax's add, sub and mul take every dtype jax's do (computing narrow ones wider).
+RULES["add"] = _binary(alax.add)
+RULES["add_any"] = RULES["add"]
+RULES["sub"] = _binary(alax.sub)
+RULES["mul"] = _binary(alax.mul)
 
 
 @rule("pow")
@@ -1125,29 +1114,11 @@ _GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "start_index_map")
 _SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
 
 
-def _batch_iota_indices(idx: Value, batching: Sequence[int]) -> Value:
-    """The indices with, appended to each index vector, its position along each of the
-    indices' batching dimensions ``batching``: what lets a gather or scatter with batching
-    dimensions collapse them as ordinary indexed dimensions (as XLA's expander does)."""
-    batch_shape = tuple(idx.shape[:-1])
-    cols = [idx]
-    for d in batching:
-        cols.append(alax.broadcasted_iota(idx.dtype, batch_shape + (1,), d))
-    return alax.concatenate(cols, len(idx.shape) - 1)
-
-
 def _gather_batched(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
-    """A gather with batching dimensions (vmap of dynamic_slice or of indexing) as one
-    without: the operand's batching dimensions become collapsed indexed dimensions, indexed
-    by the position along the indices' batching dimensions."""
+    """A gather with batching dimensions (vmap of dynamic_slice or of indexing): atoll.lax's
+    takes them as jax.lax's does."""
     p = eqn.params
-    dn = p["dimension_numbers"]
-    ob, ib = tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)
-    dims = _GatherDims(tuple(int(d) for d in dn.offset_dims),
-                       tuple(sorted(int(d) for d in tuple(dn.collapsed_slice_dims) + ob)),
-                       tuple(int(d) for d in tuple(dn.start_index_map) + ob))
-    return alax.gather(op, _batch_iota_indices(idx, ib), dims, p["slice_sizes"],
-                       mode=p.get("mode"))
+    return alax.gather(op, idx, p["dimension_numbers"], p["slice_sizes"], mode=p.get("mode"))
 
 
 def _gather_one_window(ctx: Lowering, eqn: Any, op: Value, idx: Value) -> Value:
@@ -1264,13 +1235,8 @@ def _scatter_rule(name: str) -> Rule:
         cut = ctx.mode == "global" and not all(
             is_replicated(ctx.get(v)) for v in (operand, indices, updates))
         if tuple(dn.operand_batching_dims) and not cut:
-            ob = tuple(dn.operand_batching_dims)
-            plain = _without_batching(dn, _SCATTER_FIELDS)
-            plain.inserted_window_dims = tuple(sorted(plain.inserted_window_dims + ob))
-            plain.scatter_dims_to_operand_dims = plain.scatter_dims_to_operand_dims + ob
-            idx = _batch_iota_indices(_indices(ctx, indices),
-                                      tuple(dn.scatter_indices_batching_dims))
-            return fn(ctx.get(operand), idx, ctx.get(updates), plain, mode=p.get("mode"))
+            return fn(ctx.get(operand), _indices(ctx, indices), ctx.get(updates), dn,
+                      mode=p.get("mode"))
         op = ctx.get(operand)
         if cut and is_replicated(op) and not tuple(dn.operand_batching_dims):
             # A replicated operand updated from indices and updates cut on their batch (a
