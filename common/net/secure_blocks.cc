@@ -118,7 +118,7 @@ SecureBlockCounts SecureBlocks() {
 // The interposed definitions. Exported by name even from a library built with hidden
 // visibility (Python's extension module), since interposing is their whole point.
 extern "C" __attribute__((visibility("default"))) void* sodium_allocarray(size_t count,
-                                                                           size_t size) {
+                                                                          size_t size) {
   using namespace atl::net;
   if (!keeping.load()) return LibsodiumAllocArray()(count, size);
   if (count > 0 && size >= std::numeric_limits<size_t>::max() / count) return nullptr;
