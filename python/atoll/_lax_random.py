@@ -13,7 +13,7 @@ from . import _atoll
 
 Value = _atoll.Value
 
-__all__ = ["random_bits", "threefry2x32"]
+__all__ = ["iota_2x32", "random_bits", "threefry2x32"]
 
 # Threefry-2x32's rotation distances, the two alternating groups of four rounds.
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -45,6 +45,25 @@ def threefry2x32(k0: Value, k1: Value, x0: Value, x1: Value) -> Tuple[Value, Val
     return x0, x1
 
 
+def iota_2x32(shape: Sequence[int]) -> Tuple[Value, Value]:
+    """Each element's row-major position in ``shape`` as 64 bits: (high, low) u32 words, the
+    counters of jax's default draw (its iota_2x32_shape)."""
+    from . import lax  # atoll.lax imports this module
+
+    shape = tuple(int(s) for s in shape)
+    position = lax.full(shape, 0, "i64")
+    stride = 1
+    for d in range(len(shape) - 1, -1, -1):
+        step = lax.mul(lax.broadcasted_iota("i64", shape, d), lax.full(shape, stride, "i64"))
+        position = lax.add(position, step)
+        stride *= shape[d]
+    low = lax.convert_element_type(
+        lax.bitwise_and(position, lax.full(shape, 0xFFFFFFFF, "i64")), "u32")
+    high = lax.convert_element_type(
+        lax.shift_right_logical(position, lax.full(shape, 32, "i64")), "u32")
+    return high, low
+
+
 def random_bits(key: Value, bit_width: int = 32, shape: Sequence[int] = ()) -> Value:
     """jax.random.bits(key, shape, uint8 or uint32) for a key's data ``key`` (u32 [2]), as
     jax draws them by default (jax_threefry_partitionable): element i's bits come from the
@@ -64,16 +83,7 @@ def random_bits(key: Value, bit_width: int = 32, shape: Sequence[int] = ()) -> V
         raise _atoll.InvalidArgument(f"random_bits: {list(shape)} has 2**63 elements or more")
     words = [lax.broadcast_in_dim(lax.reshape(lax.slice(key, [i], [i + 1]), ()), shape, ())
              for i in range(2)]
-    position = lax.full(shape, 0, "i64")
-    stride = 1
-    for d in range(len(shape) - 1, -1, -1):
-        step = lax.mul(lax.broadcasted_iota("i64", shape, d), lax.full(shape, stride, "i64"))
-        position = lax.add(position, step)
-        stride *= shape[d]
-    low = lax.convert_element_type(
-        lax.bitwise_and(position, lax.full(shape, 0xFFFFFFFF, "i64")), "u32")
-    high = lax.convert_element_type(
-        lax.shift_right_logical(position, lax.full(shape, 32, "i64")), "u32")
+    high, low = iota_2x32(shape)
     bits0, bits1 = threefry2x32(words[0], words[1], high, low)
     mixed = lax.bitwise_xor(bits0, bits1)
     return mixed if bit_width == 32 else lax.convert_element_type(mixed, f"u{bit_width}")

@@ -31,6 +31,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from .. import _atoll
 from .. import lax as alax
+from .._lax_random import iota_2x32
 from .._tracing import tracing_function
 from .._types import dtype_of_numpy
 
@@ -2241,17 +2242,8 @@ def _random(ctx: Lowering, eqn: Any, *xs: V) -> List[V]:
 @rule("iota_2x32_shape")
 def _iota_2x32_shape(ctx: Lowering, eqn: Any) -> List[Value]:
     """The row-major position of each element of ``shape`` as 64 bits: (high, low) u32."""
-    shape = tuple(eqn.params["shape"])
     ctx.ensure_value()
-    pos = full(shape, 0, "i64")
-    stride = 1
-    for d in range(len(shape) - 1, -1, -1):
-        term = alax.mul(alax.broadcasted_iota("i64", shape, d), full(shape, stride, "i64"))
-        pos = alax.add(pos, term)
-        stride *= shape[d]
-    lo = alax.convert_element_type(alax.bitwise_and(pos, full(shape, 0xFFFFFFFF, "i64")), "u32")
-    hi = alax.convert_element_type(alax.shift_right_logical(pos, full(shape, 32, "i64")), "u32")
-    return [hi, lo]
+    return list(iota_2x32(eqn.params["shape"]))
 
 
 @rule("threefry2x32")
