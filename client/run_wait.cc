@@ -305,6 +305,12 @@ Result<std::vector<Tensor>> Run::Wait(std::chrono::milliseconds timeout) {
   return ReadResults(*state_, all, timeout);
 }
 
+Status Run::WaitDone(std::chrono::milliseconds timeout) {
+  std::vector<size_t> all(state_->results.size());
+  std::iota(all.begin(), all.end(), 0);
+  return AwaitSealed(*state_, all, timeout);
+}
+
 Result<Tensor> Run::Wait(size_t index, std::chrono::milliseconds timeout) {
   if (index >= state_->results.size()) {
     return InvalidArgument(fmt::format("run {} has {} results, not a result {}", state_->id,

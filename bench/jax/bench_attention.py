@@ -8,6 +8,15 @@ its default threads, and on one thread, which is what one atoll device has on th
 (1 matmul thread per device, 2 cores, 2 devices). The results are checked against each
 other before timing. `--interleave N` then alternates one jax.jit step (one thread) and one
 atoll step N times and gives the medians: on a loaded machine both see the same load.
+
+Two ways of calling each step, both measured:
+- host: numpy arguments in, every result awaited; atoll also reads every result back to the
+  client (1 MB of arguments and 0.9 MB of results through the object store, over CURVE
+  on a default cluster), where jax leaves its results on its device;
+- resident: the arguments already where the step runs (jax: device arrays; atoll: futures
+  in the cluster, placed once by a first run, as a training loop keeps its weights), and
+  the results awaited where they are (jax: block_until_ready; atoll: Run.wait), as a
+  training step's gradients feed the next step's update there.
 Needs a cluster (`atoll up`, or ATOLL_HOME naming one).
 
     python bench/jax/bench_attention.py [--steps 20] [--interleave 40] [--json out.json]
@@ -48,12 +57,17 @@ def time_calls(call, wait, steps):
     return first, (time.perf_counter() - start) / steps, out
 
 
-def jax_step():
-    """A call of the jitted step on the bench's arguments, and its wait."""
+def bench_args():
+    """The block's arguments and the loss's fixed weights, as numpy arrays."""
+    xs = attention_args(np.random.default_rng(0))
+    return xs + [np.random.default_rng(1).standard_normal(xs[0].shape).astype(np.float32)]
+
+
+def jax_steps():
+    """Calls of the jitted step (mode -> call), each awaited, on the bench's arguments."""
     import jax
     import jax.numpy as jnp
-    args = attention_args(np.random.default_rng(0))
-    w = np.random.default_rng(1).standard_normal(args[0].shape).astype(np.float32)
+    args = bench_args()
     block = attention_block(jnp, tanh_gelu(jnp), ATTENTION["heads"])
 
     def step(*a):
@@ -61,14 +75,18 @@ def jax_step():
         return (block(*a[:-1]),) + tuple(jax.grad(loss, argnums=WEIGHTS)(*a))
 
     fn = jax.jit(step)
-    return lambda: fn(*args, w), jax.block_until_ready
+    on_device = [jax.device_put(a) for a in args]
+    return {"host": lambda: jax.block_until_ready(fn(*args)),
+            "resident": lambda: jax.block_until_ready(fn(*on_device))}
 
 
 def jax_times(steps: int) -> dict:
     """JAX's times in this process (its thread count is fixed when it starts)."""
-    call, wait = jax_step()
-    first, mean, out = time_calls(call, wait, steps)
-    return {"first_s": first, "step_s": mean, "out": [np.asarray(o).tolist() for o in out]}
+    calls = jax_steps()
+    first, mean, out = time_calls(calls["host"], lambda o: o, steps)
+    _, resident, _ = time_calls(calls["resident"], lambda o: o, steps)
+    return {"first_s": first, "step_s": mean, "resident_step_s": resident,
+            "out": [np.asarray(o).tolist() for o in out]}
 
 
 def interleaved(jax_call, atoll_call, steps: int) -> dict:
@@ -111,55 +129,63 @@ def main() -> None:
     import atoll
     import atoll.numpy as anp
     client = atoll.connect(name="bench-attention")
-    xs = attention_args(np.random.default_rng(0))
-    w = np.random.default_rng(1).standard_normal(xs[0].shape).astype(np.float32)
+    args_np = bench_args()
     block = attention_block(anp, tanh_gelu(anp), ATTENTION["heads"])
 
     def step(*a):
         loss = lambda *p: anp.sum(block(*p[:-1]) * p[-1])  # noqa: E731
         return (block(*a[:-1]),) + tuple(atoll.grad(loss, argnums=WEIGHTS)(*a))
 
-    types = [atoll.f32[a.shape] for a in xs + [w]]
-    state = {}
+    types = [atoll.f32[a.shape] for a in args_np]
+    device = client.slice(1)
+    fn = client.function(device, *types)(step)
+    # The arguments placed in the cluster by a first run (x * 1 is x, bit for bit).
+    place = client.function(device, *types)(lambda *a: tuple(x * 1.0 for x in a))
+    placed = client.run(place, *args_np)
+    resident = [placed.output(i) for i in range(len(args_np))]
+    atoll_calls = {
+        "host": lambda: [np.asarray(r) for r in client.run(fn, *args_np).result(timeout=300)],
+        "resident": lambda: client.run(fn, *resident).wait(timeout=300),
+    }
 
-    def call():
-        if "fn" not in state:
-            state["fn"] = client.function(client.slice(1), *types)(step)
-        return client.run(state["fn"], *xs, w)
-
-    def wait(run):
-        return [np.asarray(r) for r in run.result(timeout=300)]
-
-    first, mean, out = time_calls(call, wait, args.steps)
+    first, mean, out = time_calls(atoll_calls["host"], lambda o: o, args.steps)
+    _, resident_mean, _ = time_calls(atoll_calls["resident"], lambda o: o, args.steps)
     for k, (got, want) in enumerate(zip(out, jax_default["out"])):
         want = np.asarray(want, np.float32)
         scale = float(np.max(np.abs(want))) or 1.0
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
                                    err_msg=f"result {k} differs from JAX's")
-    times = {"jax_jit_default_threads": [jax_default["step_s"]],
-             "jax_jit_one_thread": [jax_one["step_s"]], "atoll_1_device": [mean]}
-    derived = {"atoll_over_jax_one_thread": jax_one["step_s"] / mean,
-               "atoll_over_jax_default_threads": jax_default["step_s"] / mean}
-    rows = [row(name, {"mode": "phases"}, "step_s", "s", samples)
-            for name, samples in times.items()]
+    rows, derived = [], {}
+    for mode, key, atoll_s in (("phases", "step_s", mean),
+                               ("resident phases", "resident_step_s", resident_mean)):
+        times = {"jax_jit_default_threads": jax_default[key], "jax_jit_one_thread": jax_one[key],
+                 "atoll_1_device": atoll_s}
+        rows += [row(name, {"mode": mode}, "step_s", "s", [t]) for name, t in times.items()]
+        suffix = "" if mode == "phases" else "_resident"
+        derived["atoll_over_jax_one_thread" + suffix] = jax_one[key] / atoll_s
+        derived["atoll_over_jax_default_threads" + suffix] = jax_default[key] / atoll_s
     rows.append(row("atoll_1_device", {"mode": "first call"}, "step_s", "s", [first]))
     if args.interleave:
-        jax_call, jax_wait = jax_step()
-        jax_wait(jax_call())
-        steps = interleaved(lambda: jax_wait(jax_call()), lambda: wait(call()), args.interleave)
-        rows += [row(name, {"mode": "interleaved"}, "step_s", "s", samples)
-                 for name, samples in steps.items()]
-        derived["atoll_over_jax_one_thread_interleaved"] = (
-            float(np.median(steps["jax_jit_one_thread"])) /
-            float(np.median(steps["atoll_1_device"])))
+        jax_calls = jax_steps()
+        for mode in ("host", "resident"):
+            jax_calls[mode]()
+            steps = interleaved(jax_calls[mode], atoll_calls[mode], args.interleave)
+            label = "interleaved" if mode == "host" else "resident interleaved"
+            rows += [row(name, {"mode": label}, "step_s", "s", samples)
+                     for name, samples in steps.items()]
+            suffix = "_interleaved" if mode == "host" else "_resident_interleaved"
+            derived["atoll_over_jax_one_thread" + suffix] = (
+                float(np.median(steps["jax_jit_one_thread"])) /
+                float(np.median(steps["atoll_1_device"])))
     for r in rows:
-        print(f"{r['series']:26s} {r['params']['mode']:12s} median {r['median'] * 1e3:8.2f} ms")
+        print(f"{r['series']:26s} {r['params']['mode']:22s} median {r['median'] * 1e3:8.2f} ms")
     for name, value in derived.items():
-        print(f"{name:40s} {value:.3f}")
+        print(f"{name:50s} {value:.3f}")
     if args.json:
         out = result("attention", rows, derived, quick=False, steps=args.steps,
                      interleave=args.interleave)
         pathlib.Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+
 
 if __name__ == "__main__":
     main()

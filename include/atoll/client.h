@@ -140,6 +140,10 @@ class Run {
   // The same for result `index` alone; the others stay in the object stores, e.g. weights
   // that the next run reads as Futures.
   Result<Tensor> Wait(size_t index, std::chrono::milliseconds timeout);
+  // Waits until every result is computed (at most `timeout`) and reads none back: they stay
+  // in the object stores, for later runs or reads (jax's block_until_ready). Errors as
+  // Wait's.
+  Status WaitDone(std::chrono::milliseconds timeout);
   // A future for result `index`, to feed a later Submit.
   Future Output(size_t index) const;
 

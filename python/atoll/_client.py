@@ -238,6 +238,16 @@ class Run:
         results = tuple(self._results)
         return results if self._returns_tuple else results[0]  # type: ignore[return-value]
 
+    def wait(self, timeout: Optional[float] = None) -> "Run":
+        """Waits until every result is computed (at most ``timeout`` seconds; None: no bound)
+        and reads none back: they stay in the cluster, for later runs (``output``) or a later
+        ``result()`` (jax's ``block_until_ready``). Returns this run.
+
+        Raises as result() does.
+        """
+        self._run.wait_done(timeout)
+        return self
+
     def _result_at(self, index: int, timeout: Optional[float]) -> np.ndarray:
         array = self._results[index]
         if array is None:

@@ -82,31 +82,43 @@ RunObject Submit(const std::shared_ptr<Session>& session, const Program& program
   }));
 }
 
-py::array WaitResult(RunObject& run, size_t index, std::optional<double> timeout_s) {
-  const std::string what = "result " + std::to_string(index) + " of run " + std::to_string(run.id);
-  Result<Tensor> result = run.handle->session()->Wait<Tensor>(
-      Timeout(timeout_s), what, [&](Client&, std::chrono::milliseconds slice) -> Result<Tensor> {
+// `wait` on the run's Client, in slices that let Ctrl-C through (Session::Wait).
+template <typename T, typename Wait>
+Result<T> WaitOnRun(RunObject& run, std::optional<double> timeout_s, const std::string& what,
+                    Wait wait) {
+  return run.handle->session()->template Wait<T>(
+      Timeout(timeout_s), what, [&](Client&, std::chrono::milliseconds slice) -> Result<T> {
         Run* r = run.handle->value_under_lock();
         if (r == nullptr) return FailedPrecondition("the client is closed");
-        return r->Wait(index, slice);
+        return wait(*r, slice);
       });
-  return ArrayFromTensor(Unwrap(std::move(result)));
+}
+
+py::array WaitResult(RunObject& run, size_t index, std::optional<double> timeout_s) {
+  const std::string what = "result " + std::to_string(index) + " of run " + std::to_string(run.id);
+  return ArrayFromTensor(Unwrap(WaitOnRun<Tensor>(
+      run, timeout_s, what, [&](Run& r, auto slice) { return r.Wait(index, slice); })));
 }
 
 // Every result at once: all their shards' reads go out together (Run::Wait), rather than
 // one result's round trip after another's.
 py::list WaitResults(RunObject& run, std::optional<double> timeout_s) {
   const std::string what = "the results of run " + std::to_string(run.id);
-  Result<std::vector<Tensor>> results = run.handle->session()->Wait<std::vector<Tensor>>(
-      Timeout(timeout_s), what,
-      [&](Client&, std::chrono::milliseconds slice) -> Result<std::vector<Tensor>> {
-        Run* r = run.handle->value_under_lock();
-        if (r == nullptr) return FailedPrecondition("the client is closed");
-        return r->Wait(slice);
-      });
   py::list arrays;
-  for (Tensor& t : Unwrap(std::move(results))) arrays.append(ArrayFromTensor(std::move(t)));
+  for (Tensor& t : Unwrap(WaitOnRun<std::vector<Tensor>>(
+           run, timeout_s, what, [](Run&r, auto slice) { return r.Wait(slice); }))) {
+    arrays.append(ArrayFromTensor(std::move(t)));
+  }
   return arrays;
+}
+
+// Every result computed, none read back (Run::WaitDone).
+void WaitDone(RunObject& run, std::optional<double> timeout_s) {
+  const std::string what = "run " + std::to_string(run.id);
+  Unwrap(WaitOnRun<bool>(run, timeout_s, what, [](Run& r, auto slice) -> Result<bool> {
+    ATOLL_RETURN_IF_ERROR(r.WaitDone(slice));
+    return true;
+  }));
 }
 
 FutureObject Output(RunObject& run, size_t index) {
@@ -248,6 +260,7 @@ void BindClient(py::module_& m) {
       .def_readonly("num_results", &RunObject::num_results)
       .def("wait", &WaitResult, py::arg("index"), py::arg("timeout"))
       .def("wait_all", &WaitResults, py::arg("timeout"))
+      .def("wait_done", &WaitDone, py::arg("timeout"))
       .def("output", &Output, py::arg("index"))
       .def("cancel", [](RunObject& run) {
         ThrowIfError(run.handle->Call([](Client&, Run& r) { return r.Cancel(); }));

@@ -1,5 +1,6 @@
 """Programs traced from Python run on a real cluster: the paper's Figure 2, a sharded matmul
-and collectives over a 2x2 mesh, futures fed to later runs, and mixture-of-experts routing."""
+and collectives over a 2x2 mesh, futures fed to later runs, runs waited for without reading
+their results back, and mixture-of-experts routing."""
 
 from __future__ import annotations
 
@@ -94,6 +95,34 @@ def test_futures_feed_the_next_runs(client: atoll.Client) -> None:
     third = client.run(axpy, second.output(0), y)
     np.testing.assert_array_equal(third.result(timeout=30)[0], (x * 3 + y) * 3 * 3 + x * 3 + y)
     np.testing.assert_array_equal(value.result(timeout=30), x * 3 + y)
+
+
+def test_wait_leaves_the_results_in_the_cluster(client: atoll.Client) -> None:
+    @atoll.function(client.slice(1), atoll.f32[4])
+    def slow(x):
+        return ops.spin(x * 2, 300_000), x + 1  # the first takes 0.3 s
+
+    x = np.arange(4, dtype=np.float32)
+    run = client.run(slow, x)
+    try:
+        run.wait(timeout=0.01)
+    except atoll.DeadlineExceeded as e:
+        assert "not ready" in str(e)
+    else:
+        raise AssertionError("a run still spinning was waited for within 10 ms")
+    assert run.wait(timeout=30) is run
+    later = client.run(slow, run.output(1))  # the waited-for values feed a later run
+    np.testing.assert_array_equal(later.result(timeout=30)[1], x + 2)
+    np.testing.assert_array_equal(run.result(timeout=30)[0], x * 2)
+
+    cancelled = client.run(slow, x)
+    cancelled.cancel()
+    try:
+        cancelled.wait(timeout=30)
+    except atoll.Cancelled:
+        pass
+    else:
+        raise AssertionError("waiting for a cancelled run returned")
 
 
 def test_results_read_together_keep_the_arrays_handed_out_before(client: atoll.Client) -> None:
