@@ -1,4 +1,4 @@
-#include "compute/cpu_lax_ops.h"
+#include "compute/cpu_kernels.h"
 
 #include <algorithm>
 

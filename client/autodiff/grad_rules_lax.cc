@@ -1,4 +1,4 @@
-#include "client/autodiff/grad_rules_lax.h"
+#include "client/autodiff/grad_rules.h"
 
 #include "client/autodiff/lax_emit.h"
 
