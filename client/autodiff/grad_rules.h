@@ -1,10 +1,11 @@
 // The gradient rules of the op table (common/ir/ops.def's GradRule column), declared from the
 // table itself so that a new row's rule needs no declaration here (a rule that several rows
 // share is declared once per row, which C++ allows), and the rows as Grad uses them: each
-// op's rule, or why it is not differentiable. The rules are defined in grad_rules*.cc; the
-// jax.lax primitives' ones as jax differentiates them, built from primitives of the IR (so a
-// rule's ops shard as those primitives do, and a cut the backward ops cannot take is refused
-// by their type rules, naming them).
+// op's rule, or why it is not differentiable. The rules are defined in grad_rules*.cc and
+// the primitive families of ops/ (ops/op_parts.h); the jax.lax primitives' ones as jax
+// differentiates them, built from primitives of the IR (so a rule's ops shard as those
+// primitives do, and a cut the backward ops cannot take is refused by their type rules,
+// naming them).
 #pragma once
 
 #include <string_view>

@@ -470,11 +470,4 @@ Result<OperandGrads> GradIntegerPow(Backward& b, const OpGrad& g) {
   return OperandGrads{back};
 }
 
-Result<OperandGrads> GradCumsum(Backward& b, const OpGrad& g) {
-  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
-  ATOLL_ASSIGN_OR_RETURN(const Operand back,
-                         b.Emit(OpCode::kCumsum, {dy}, g.op.attr != 0 ? 0 : 1, g.op.params));
-  return OperandGrads{back};
-}
-
 }  // namespace atl::autodiff

@@ -23,7 +23,8 @@ using TypeRule = Result<TensorType> (*)(const FunctionDef& fn, const Op& op);
 
 // The TypeRule of every row of the op table, declared from the table itself (a rule that
 // several rows share is declared once per row, which C++ allows), so a new row's rule needs
-// no declaration here. They are defined in type_rules*.cc.
+// no declaration here. They are defined in type_rules*.cc and in the primitive families of
+// ops/ (ops/op_parts.h).
 #define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) \
   Result<TensorType> TypeRule(const FunctionDef& fn, const Op& op);
 #include "common/ir/ops.def"
@@ -93,5 +94,8 @@ Status CheckCountable(const TensorType& t);
 // statistics: a row must be whole on every device.
 Status NeedWholeRows(const Op& op, const TensorType& t);
 Status NeedSameType(const Op& op, const TensorType& a, const TensorType& b);
+// A numeric x and params {axis}, an axis of x that is not cut (argmax, the cumulative
+// reductions: each looks along the whole axis): the axis (type_rules_lax.cc).
+Result<size_t> NumericAlongWholeAxis(const Op& op, const TensorType& x);
 
 }  // namespace atl::ir::internal
