@@ -1,4 +1,4 @@
-#include "compute/cpu_lax_ops.h"
+#include "compute/cpu_kernels.h"
 
 #include <algorithm>
 
@@ -11,10 +11,6 @@
 #include "kernels/shape_ops.h"
 
 namespace atl::compute {
-
-namespace {
-
-using ir::OpCode;
 
 // Every operand as a tensor (the rules made them so; a corrupt op is refused here).
 Result<std::vector<const Tensor*>> AllTensors(const ir::Op& op, CpuOperands operands) {
@@ -36,6 +32,10 @@ Result<Tensor> InOpDType(const ir::Op& op, Result<Tensor> result) {
   }
   return result;
 }
+
+namespace {
+
+using ir::OpCode;
 
 // The params as the row's n lists of `rank` values each.
 Result<std::vector<std::vector<int64_t>>> Lists(const ir::Op& op, size_t lists, size_t rank) {
@@ -224,16 +224,6 @@ Result<Tensor> RunDotGeneral(const ir::Op& op, CpuOperands operands) {
 Result<Tensor> RunIntegerPow(const ir::Op& op, CpuOperands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
   return InOpDType(op, kernels::IntegerPow(*t[0], static_cast<int64_t>(op.attr)));
-}
-
-Result<Tensor> RunCumulative(const ir::Op& op, CpuOperands operands) {
-  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
-  if (op.params.size() != 1) return InvalidArgument("cumulative: params must be {axis}");
-  kernels::CumulativeFn fn = kernels::CumulativeFn::kSum;
-  if (op.code == OpCode::kCumprod) fn = kernels::CumulativeFn::kProd;
-  if (op.code == OpCode::kCummax) fn = kernels::CumulativeFn::kMax;
-  if (op.code == OpCode::kCummin) fn = kernels::CumulativeFn::kMin;
-  return InOpDType(op, kernels::Cumulative(fn, *t[0], op.params[0], op.attr != 0));
 }
 
 Result<Tensor> RunDynamicSlice(const ir::Op& op, CpuOperands operands) {

@@ -10,7 +10,7 @@
 
 #include "common/base/dtype_types.h"
 #include "compute/cancellation.h"
-#include "compute/cpu_lax_ops.h"
+#include "compute/cpu_kernels.h"
 #include "kernels/arithmetic.h"
 #include "kernels/cast.h"
 #include "kernels/elementwise.h"
@@ -60,8 +60,11 @@ Tensor Scale(Tensor t, double factor) {
   return t;
 }
 
-// The kernels of the rows, in the table's order. Each takes the op and its operands, whose
-// count RunCpuOp has checked.
+}  // namespace
+
+// The kernels of the rows (compute/cpu_kernels.h), in the table's order; outside the
+// anonymous namespace, where the table's declarations of them are. Each takes the op and its
+// operands, whose count RunCpuOp has checked.
 
 // At most one of the two operands is a scalar. A [] tensor beside a tensor of another shape
 // is broadcast over it, as a scalar is (expanded in its own dtype, so an i64 loses nothing).
@@ -201,6 +204,8 @@ Result<Tensor> RunAdam(const ir::Op& op, Operands operands) {
   return std::move(next.v);
 }
 
+namespace {
+
 // A device's group of a grouped op's [G,k,n] weights is [1,k,n]; the matmul kernel takes
 // it as [k,n]. (A copy: tensors own their bytes.)
 Result<Tensor> OwnGroup(const ir::Op& op, const Tensor& w) {
@@ -211,6 +216,8 @@ Result<Tensor> OwnGroup(const ir::Op& op, const Tensor& w) {
   }
   return kernels::Reshape(w, {w.shape()[1], w.shape()[2]});
 }
+
+}  // namespace
 
 Result<Tensor> RunGroupedMatmul(const ir::Op& op, Operands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors<2>(op, operands));
@@ -318,6 +325,8 @@ Result<Tensor> RunFillLike(const ir::Op& op, Operands operands) {
   return out;
 }
 
+namespace {
+
 // One row of the op table, as the cpu backend uses it.
 struct CpuRow {
   size_t operands;
@@ -325,7 +334,7 @@ struct CpuRow {
 };
 
 constexpr CpuRow kCpuTable[] = {
-#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) {operands, &CpuKernel},
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) {operands, &CpuKernel},
 #include "common/ir/ops.def"
 };
 static_assert(std::size(kCpuTable) == ir::kNumOpCodes);

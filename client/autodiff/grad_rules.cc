@@ -1,10 +1,8 @@
-// The gradient rules, one per differentiable row of common/ir/grad_rules.def: from the
+// The gradient rules of the runtime's own rows of common/ir/ops.def (GradRule column): from the
 // cotangent dy of an op's result, the cotangents of its operands, each typed and cut as its
 // operand. Sums over a dimension cut over devices come out partial (Backward::Emit marks
 // them); the engine (grad.cc) completes them where they meet whole values and at the end.
 #include "client/autodiff/grad_rules.h"
-
-#include "client/autodiff/grad_rules_lax.h"
 
 #include <algorithm>
 #include <iterator>
@@ -61,6 +59,11 @@ Result<OperandGrads> ArithmeticGrads(Backward& b, const OpGrad& g, std::optional
   }
   return grads;
 }
+
+}  // namespace
+
+// The rules of the rows (client/autodiff/grad_rules.h declares them from the table), outside
+// the anonymous namespace where those declarations are.
 
 Result<OperandGrads> GradAdd(Backward& b, const OpGrad& g) {
   std::optional<Operand> c[2] = {g.dy, g.dy};
@@ -270,6 +273,8 @@ Result<OperandGrads> GradColumn(Backward& b, const OpGrad& g) {
 // itself where it needs a whole one (the engine does that only for the ops run on each device's
 // block).
 
+namespace {
+
 int AxisOf(const OpGrad& g) { return static_cast<int>(g.op.attr); }  // the type rule checked it
 
 // v, whole along mesh axis `axis`, as a value partial along it: member `root` holds v and the
@@ -281,6 +286,8 @@ Result<Operand> ShareOn(Backward& b, const Operand& v, int axis, int64_t root) {
   b.AddPartial(share, 1u << axis);
   return share;
 }
+
+}  // namespace
 
 // y = the group's sum / n: dx = dy / n. n, the group's size, is the slice's, which Grad does
 // not know: it is counted, as the all_reduce_sum of ones along the op's axis.
@@ -359,22 +366,24 @@ Result<OperandGrads> GradCast(Backward& b, const OpGrad& g) {
   return OperandGrads{dx};
 }
 
+namespace {
+
+// A row without a rule: ATOLL_NO_GRAD("why") in the table.
+struct NoGrad {
+  std::string_view why;
+};
+constexpr GradRow RowOf(OpCode code, GradRule rule) { return {code, rule, {}}; }
+constexpr GradRow RowOf(OpCode code, NoGrad no) { return {code, nullptr, no.why}; }
+
 constexpr GradRow kGradTable[] = {
-#define ATOLL_GRAD(Name, Rule) {OpCode::k##Name, &Rule, {}},
-#define ATOLL_NO_GRAD(Name, why) {OpCode::k##Name, nullptr, why},
-#include "common/ir/grad_rules.def"
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) \
+  RowOf(OpCode::k##Name, GradRule),
+#define ATOLL_NO_GRAD(why) \
+  NoGrad { why }
+#include "common/ir/ops.def"
 };
 static_assert(std::size(kGradTable) == ir::kNumOpCodes,
-              "common/ir/grad_rules.def needs one row per op of common/ir/ops.def");
-
-constexpr bool InOpTableOrder() {
-  for (size_t i = 0; i < std::size(kGradTable); ++i) {
-    if (static_cast<size_t>(kGradTable[i].code) != i) return false;
-  }
-  return true;
-}
-static_assert(InOpTableOrder(),
-              "common/ir/grad_rules.def's rows must follow common/ir/ops.def's order");
+              "common/ir/ops.def's GradRule column needs one entry per op");
 
 }  // namespace
 

@@ -1,5 +1,11 @@
-// The gradient table's rows as Grad uses them (common/ir/grad_rules.def): each op's rule, or
-// why it is not differentiable.
+// The gradient rules of the op table (common/ir/ops.def's GradRule column), declared from the
+// table itself so that a new row's rule needs no declaration here (a rule that several rows
+// share is declared once per row, which C++ allows), and the rows as Grad uses them: each
+// op's rule, or why it is not differentiable. The rules are defined in grad_rules*.cc and
+// the primitive families of ops/ (ops/op_parts.h); the jax.lax primitives' ones as jax
+// differentiates them, built from primitives of the IR (so a rule's ops shard as those
+// primitives do, and a cut the backward ops cannot take is refused by their type rules,
+// naming them).
 #pragma once
 
 #include <string_view>
@@ -8,6 +14,13 @@
 #include "common/ir/ir.h"
 
 namespace atl::autodiff {
+
+// A row without a rule (ATOLL_NO_GRAD) declares this name instead, which nothing defines or
+// uses: the declaration is only there because the macro must expand to something declarable.
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) \
+  Result<OperandGrads> GradRule(Backward& b, const OpGrad& g);
+#define ATOLL_NO_GRAD(why) NotDifferentiable
+#include "common/ir/ops.def"
 
 struct GradRow {
   ir::OpCode code;

@@ -3,7 +3,7 @@
 // conditionals.py): a body's cotangents come from its vector-Jacobian product (vjp.h: Grad
 // of the body), run inside a structured op of the same kind, on the device, in the one
 // computation. while has no rule: its trip count depends on the data, and jax refuses its
-// reverse mode too (common/ir/grad_rules.def says so by name).
+// reverse mode too (its row of common/ir/ops.def says so by name).
 //
 // scan saves the carry each step starts from (the forward scan's body gives it as one more
 // stacked result) and runs the transpose as a scan the other way over those residuals, the
@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "client/autodiff/grad_rules_lax.h"
+#include "client/autodiff/grad_rules.h"
 #include "client/autodiff/lax_emit.h"
 #include "client/autodiff/vjp.h"
 

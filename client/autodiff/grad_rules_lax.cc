@@ -1,4 +1,4 @@
-#include "client/autodiff/grad_rules_lax.h"
+#include "client/autodiff/grad_rules.h"
 
 #include "client/autodiff/lax_emit.h"
 
@@ -467,13 +467,6 @@ Result<OperandGrads> GradIntegerPow(Backward& b, const OpGrad& g) {
   }
   ATOLL_ASSIGN_OR_RETURN(slope, b.Emit(OpCode::kMul, {slope, Constant(y)}));
   ATOLL_ASSIGN_OR_RETURN(const Operand back, Times(b, dy, slope));
-  return OperandGrads{back};
-}
-
-Result<OperandGrads> GradCumsum(Backward& b, const OpGrad& g) {
-  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
-  ATOLL_ASSIGN_OR_RETURN(const Operand back,
-                         b.Emit(OpCode::kCumsum, {dy}, g.op.attr != 0 ? 0 : 1, g.op.params));
   return OperandGrads{back};
 }
 

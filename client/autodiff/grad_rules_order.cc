@@ -1,14 +1,13 @@
-// The gradient rules of the order-dependent reductions: reduce_prod, cumprod, cummax, cummin
-// and sort. Each is exact where jax's is (no division by an element, which may be 0):
-// products of the other elements come from exclusive running products, and a running
-// reduction's cotangent from the pairs (i, j) of positions along its axis, output i taking
-// input j, a tensor n times its operand (an axis of n).
+// The gradient rules of the order-dependent reductions: reduce_prod and sort (the running
+// reductions' are in ops/cumulative.cc). Each is exact where jax's is (no division by an
+// element, which may be 0): products of the other elements come from exclusive running
+// products.
 #include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
 
-#include "client/autodiff/grad_rules_lax.h"
+#include "client/autodiff/grad_rules.h"
 #include "client/autodiff/lax_emit.h"
 
 namespace atl::autodiff {
@@ -18,22 +17,6 @@ namespace {
 using ir::OpCode;
 using ir::Operand;
 using Dims = std::vector<int64_t>;
-
-Result<Operand> IotaOf(Backward& b, const Shape& shape, size_t dim) {
-  Dims params(shape.begin(), shape.end());
-  params.push_back(static_cast<int64_t>(dim));
-  return b.Emit(OpCode::kIota, {}, static_cast<double>(DType::kI32), std::move(params));
-}
-
-Status NotCut(Backward& b, const ir::Op& op, const Dims& dims) {
-  const ir::TensorType t = b.TypeOf(op.operands[0]);
-  for (int64_t d : dims) {
-    if (t.split[static_cast<size_t>(d)] >= 0) {
-      return NoRuleFor(op, fmt::format("dimension {} it runs along is cut over devices", d));
-    }
-  }
-  return Status::Ok();
-}
 
 // v's elements shifted one place along `axis` (toward its end, or its start with `back`),
 // `fill` coming in.
@@ -45,36 +28,6 @@ Result<Operand> Shifted(Backward& b, const Operand& v, size_t axis, bool back, d
   ATOLL_ASSIGN_OR_RETURN(const Operand value, ScalarOf(b, b.TypeOf(v).dtype, fill));
   return b.Emit(OpCode::kPad, {v, value}, 0, std::move(pad));
 }
-
-// The positions (i, j) along `axis` of x's shape: that shape with a dimension j after axis
-// (then i), output i's and input j's.
-struct Pairs {
-  Shape shape;
-  size_t axis;
-
-  Pairs(const Shape& x, size_t at) : shape(x), axis(at) {
-    shape.insert(shape.begin() + static_cast<ptrdiff_t>(at) + 1, x[at]);
-  }
-  // v (of x's shape) spread over the pairs, its axis as i (or as j).
-  Result<Operand> Spread(Backward& b, const Operand& v, bool as_j) const {
-    Dims dims;
-    for (size_t d = 0; d + 1 < shape.size(); ++d) {
-      dims.push_back(static_cast<int64_t>(d < axis || (d == axis && !as_j) ? d : d + 1));
-    }
-    return BroadcastBack(b, v, shape, dims);
-  }
-  // Whether output i takes input j: j <= i, or j >= i for a reverse reduction.
-  Result<Operand> Reaches(Backward& b, bool reverse) const {
-    ATOLL_ASSIGN_OR_RETURN(const Operand i, IotaOf(b, shape, axis));
-    ATOLL_ASSIGN_OR_RETURN(const Operand j, IotaOf(b, shape, axis + 1));
-    return b.Emit(reverse ? OpCode::kLe : OpCode::kGe, {i, j});
-  }
-  Result<Operand> Diagonal(Backward& b) const {
-    ATOLL_ASSIGN_OR_RETURN(const Operand i, IotaOf(b, shape, axis));
-    ATOLL_ASSIGN_OR_RETURN(const Operand j, IotaOf(b, shape, axis + 1));
-    return b.Emit(OpCode::kEq, {i, j});
-  }
-};
 
 Dims InverseOf(const Dims& perm) {
   Dims inverse(perm.size());
@@ -128,57 +81,6 @@ Result<OperandGrads> GradReduceProd(Backward& b, const OpGrad& g) {
   if (moves) {
     ATOLL_ASSIGN_OR_RETURN(back, b.Emit(OpCode::kTransposeNd, {back}, 0, InverseOf(perm)));
   }
-  return OperandGrads{back};
-}
-
-Result<OperandGrads> GradCumprod(Backward& b, const OpGrad& g) {
-  const Operand& x = g.op.operands[0];
-  const auto axis = static_cast<size_t>(g.op.params[0]);
-  ATOLL_RETURN_IF_ERROR(NotCut(b, g.op, g.op.params));
-  const bool reverse = g.op.attr != 0;
-  // Output i's derivative by input j (j reached from i) is the running product up to i with
-  // x_j taken as 1: the running products of x with its diagonal made ones.
-  const Pairs pairs(ShapeOf(b, x), axis);
-  ATOLL_ASSIGN_OR_RETURN(const Operand xs, pairs.Spread(b, x, false));
-  ATOLL_ASSIGN_OR_RETURN(const Operand diagonal, pairs.Diagonal(b));
-  ATOLL_ASSIGN_OR_RETURN(const Operand ones, FilledLike(b, xs, 1));
-  ATOLL_ASSIGN_OR_RETURN(const Operand without_j, b.Emit(OpCode::kSelectN, {diagonal, xs, ones}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand slopes, b.Emit(OpCode::kCumprod, {without_j}, g.op.attr,
-                                                      {static_cast<int64_t>(axis)}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
-  ATOLL_ASSIGN_OR_RETURN(const Operand dys, pairs.Spread(b, dy, false));
-  ATOLL_ASSIGN_OR_RETURN(const Operand terms, Times(b, dys, slopes));
-  ATOLL_ASSIGN_OR_RETURN(const Operand reaches, pairs.Reaches(b, reverse));
-  ATOLL_ASSIGN_OR_RETURN(const Operand zeros, FilledLike(b, xs, 0));
-  ATOLL_ASSIGN_OR_RETURN(const Operand kept, b.Emit(OpCode::kSelectN, {reaches, zeros, terms}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand back, SumOver(b, kept, {static_cast<int64_t>(axis)}));
-  return OperandGrads{back};
-}
-
-Result<OperandGrads> GradCumulativeChooser(Backward& b, const OpGrad& g) {
-  const Operand& x = g.op.operands[0];
-  const auto axis = static_cast<size_t>(g.op.params[0]);
-  ATOLL_RETURN_IF_ERROR(NotCut(b, g.op, g.op.params));
-  // Output i's cotangent goes to the inputs it reaches that equal it, shared equally among
-  // them (as reduce_max's: jax's splits ties among them too, in the order its scan pairs them).
-  const Pairs pairs(ShapeOf(b, x), axis);
-  ATOLL_ASSIGN_OR_RETURN(const Operand xs, pairs.Spread(b, x, true));
-  ATOLL_ASSIGN_OR_RETURN(const Operand ys, pairs.Spread(b, g.result, false));
-  ATOLL_ASSIGN_OR_RETURN(const Operand equal, b.Emit(OpCode::kEq, {xs, ys}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand reaches, pairs.Reaches(b, g.op.attr != 0));
-  ATOLL_ASSIGN_OR_RETURN(const Operand took, b.Emit(OpCode::kAnd, {equal, reaches}));
-  const DType dtype = g.op.type.dtype;
-  ATOLL_ASSIGN_OR_RETURN(const Operand weight,
-                         b.Emit(OpCode::kConvertElementType, {took}, static_cast<double>(dtype)));
-  ATOLL_ASSIGN_OR_RETURN(const Operand counted,
-                         SumOver(b, weight, {static_cast<int64_t>(axis) + 1}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand one, FilledLike(b, counted, 1));
-  ATOLL_ASSIGN_OR_RETURN(const Operand count, b.Emit(OpCode::kMax, {counted, one}));  // NaN: 0
-  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
-  ATOLL_ASSIGN_OR_RETURN(const Operand share, Over(b, dy, count));
-  ATOLL_ASSIGN_OR_RETURN(const Operand shares, pairs.Spread(b, share, false));
-  ATOLL_ASSIGN_OR_RETURN(const Operand terms, Times(b, weight, shares));
-  ATOLL_ASSIGN_OR_RETURN(const Operand back, SumOver(b, terms, {static_cast<int64_t>(axis)}));
   return OperandGrads{back};
 }
 

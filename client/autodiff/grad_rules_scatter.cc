@@ -5,7 +5,7 @@
 // replaced it.
 #include <algorithm>
 
-#include "client/autodiff/grad_rules_lax.h"
+#include "client/autodiff/grad_rules.h"
 #include "client/autodiff/lax_emit.h"
 
 namespace atl::autodiff {

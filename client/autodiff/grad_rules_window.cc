@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "client/autodiff/grad_rules_lax.h"
+#include "client/autodiff/grad_rules.h"
 #include "client/autodiff/lax_emit.h"
 
 namespace atl::autodiff {

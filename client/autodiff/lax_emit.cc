@@ -62,4 +62,20 @@ Result<Operand> BroadcastLike(Backward& b, const Operand& v, const Operand& like
                 std::vector<int64_t>(t.shape.begin(), t.shape.end()));
 }
 
+Result<Operand> IotaOf(Backward& b, const Shape& shape, size_t dim) {
+  std::vector<int64_t> params(shape.begin(), shape.end());
+  params.push_back(static_cast<int64_t>(dim));
+  return b.Emit(OpCode::kIota, {}, static_cast<double>(DType::kI32), std::move(params));
+}
+
+Status NotCut(Backward& b, const ir::Op& op, const std::vector<int64_t>& dims) {
+  const ir::TensorType t = b.TypeOf(op.operands[0]);
+  for (int64_t d : dims) {
+    if (t.split[static_cast<size_t>(d)] >= 0) {
+      return NoRuleFor(op, fmt::format("dimension {} it runs along is cut over devices", d));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace atl::autodiff

@@ -1,4 +1,4 @@
-// Small builders the jax.lax gradient rules share (grad_rules_lax.cc, grad_rules_window.cc):
+// Small builders the jax.lax gradient rules share (grad_rules_*.cc, ops/*.cc):
 // each appends one op or a short run of ops to the function being differentiated.
 #pragma once
 
@@ -29,5 +29,10 @@ Result<ir::Operand> BroadcastBack(Backward& b, const ir::Operand& v, const Shape
 
 // A replicated [] `v` broadcast to `like`'s type, cut as `like` is.
 Result<ir::Operand> BroadcastLike(Backward& b, const ir::Operand& v, const ir::Operand& like);
+// The positions along `dim` of `shape`: an i32 iota.
+Result<ir::Operand> IotaOf(Backward& b, const Shape& shape, size_t dim);
+// NoRuleFor op where one of `dims` of its operand 0 is cut over devices (a rule that runs
+// along those dimensions needs them whole).
+Status NotCut(Backward& b, const ir::Op& op, const std::vector<int64_t>& dims);
 
 }  // namespace atl::autodiff

@@ -20,9 +20,9 @@ struct OpRow {
 };
 
 constexpr OpRow kOpTable[] = {
-#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) \
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) \
   {name, operands, &internal::TypeRule, false},
-#define ATOLL_COLLECTIVE_OP(Name, name, TypeRule) {name, 1, &internal::TypeRule, true},
+#define ATOLL_COLLECTIVE_OP(Name, name, TypeRule, GradRule) {name, 1, &internal::TypeRule, true},
 #include "common/ir/ops.def"
 };
 static_assert(std::size(kOpTable) == kNumOpCodes);

@@ -50,12 +50,12 @@ bool IsReplicated(const TensorType& type);
 inline constexpr size_t kVariadic = static_cast<size_t>(-1);
 
 enum class OpCode : uint8_t {
-#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) k##Name,
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) k##Name,
 #include "common/ir/ops.def"
 };
 // How many op codes there are: codes from 0 to kNumOpCodes - 1.
 inline constexpr size_t kNumOpCodes = 0
-#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel) +1
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) +1
 #include "common/ir/ops.def"
     ;
 static_assert(kNumOpCodes <= 256, "an OpCode is one byte on the wire");

@@ -21,83 +21,20 @@ namespace atl::ir::internal {
 // The signature of a TypeRule.
 using TypeRule = Result<TensorType> (*)(const FunctionDef& fn, const Op& op);
 
-// type_rules.cc: the runtime's own ops, the unary ops and the layers.
-Result<TensorType> InferArithmetic(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferSpin(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferFilter(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferUnary(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferMatmul(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferGeluGrad(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferBiasAdd(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferReduceSum(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferSoftmax(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferLayerNorm(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferLayerNormGrad(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferCrossEntropy(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferTranspose(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferSgdUpdate(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferAdam(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferCast(const FunctionDef& fn, const Op& op);
+// The TypeRule of every row of the op table, declared from the table itself (a rule that
+// several rows share is declared once per row, which C++ allows), so a new row's rule needs
+// no declaration here. They are defined in type_rules*.cc and in the primitive families of
+// ops/ (ops/op_parts.h).
+#define ATOLL_OP(Name, name, operands, TypeRule, CpuKernel, GradRule) \
+  Result<TensorType> TypeRule(const FunctionDef& fn, const Op& op);
+#include "common/ir/ops.def"
 
-// type_rules_routing.cc: the routed-expert ops and the gating ops.
-Result<TensorType> InferGroupedMatmul(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferGroupedWeightGrad(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferScatterAddRows(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferGatherRows(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferTopK(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferColumn(const FunctionDef& fn, const Op& op);
-
-// type_rules_collectives.cc: the collectives (all_reduce_sum among them).
-Result<TensorType> InferAllReduce(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferAllGather(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferReduceScatter(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferAllToAll(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferBroadcast(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferCollectivePermute(const FunctionDef& fn, const Op& op);
-
-// type_rules_lax.cc and type_rules_lax_shape.cc: the jax.lax primitives.
-Result<TensorType> InferLaxBinary(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferLaxUnary(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferSelectN(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferClamp(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferConvertElementType(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferReduceAxes(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferReshape(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferBroadcastInDim(const FunctionDef& fn, const Op& op);
 // broadcast_in_dim's attr read as the mesh axis each result dimension is cut along where the
 // operand does not give it (-1: not cut): digit d (4 bits, least significant first) holds
 // 1 + that axis, 0 for none. InvalidArgument for a value that is not such digits.
 Result<std::vector<int32_t>> BroadcastCuts(double attr, size_t rank);
-Result<TensorType> InferTransposeNd(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferSlice(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferConcatenate(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferPad(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferRev(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferIota(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferFull(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferIntegerPow(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferCumulative(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferBitcastConvertType(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferDynamicSlice(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferDynamicUpdateSlice(const FunctionDef& fn, const Op& op);
-// type_rules_gather.cc.
-Result<TensorType> InferGather(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferSort(const FunctionDef& fn, const Op& op);
-
-// type_rules_control.cc: the structured ops (while, scan, cond) and tuple_element.
-Result<TensorType> InferStructured(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferTupleElement(const FunctionDef& fn, const Op& op);
-// Every result type of a structured op (ir::ResultTypes).
+// Every result type of a structured op (ir::ResultTypes; type_rules_control.cc).
 Result<std::vector<TensorType>> StructuredResults(const FunctionDef& fn, const Op& op);
-// type_rules_window.cc: reduce_window_*, select_and_scatter_add, conv_general_dilated,
-// reduce_precision.
-Result<TensorType> InferReduceWindow(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferSelectAndScatterAdd(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferConv(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferReducePrecision(const FunctionDef& fn, const Op& op);
 
 // Gather's and scatter's dimension numbers, read from params as ops.def lays them out: the
 // first `lists` counted lists, then the rest (gather's slice_sizes).
@@ -106,10 +43,6 @@ struct IndexedDims {
   std::vector<int64_t> rest;
 };
 Result<IndexedDims> ReadIndexedDims(const Op& op, size_t lists);
-
-// type_rules_grad.cc: the gradient ops Grad emits.
-Result<TensorType> InferOperandGrad(const FunctionDef& fn, const Op& op);
-Result<TensorType> InferFillLike(const FunctionDef& fn, const Op& op);
 
 // Checks the rules share (type_rules.cc). Each returns InvalidArgument naming the op.
 
@@ -161,5 +94,8 @@ Status CheckCountable(const TensorType& t);
 // statistics: a row must be whole on every device.
 Status NeedWholeRows(const Op& op, const TensorType& t);
 Status NeedSameType(const Op& op, const TensorType& a, const TensorType& b);
+// A numeric x and params {axis}, an axis of x that is not cut (argmax, the cumulative
+// reductions: each looks along the whole axis): the axis (type_rules_lax.cc).
+Result<size_t> NumericAlongWholeAxis(const Op& op, const TensorType& x);
 
 }  // namespace atl::ir::internal

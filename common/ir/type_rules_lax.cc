@@ -82,6 +82,8 @@ TensorType Without(const TensorType& t, const std::vector<int64_t>& dims, DType 
   return out;
 }
 
+}  // namespace
+
 // A numeric x and params {axis}, an axis of x that is not cut (argmax, the cumulative
 // reductions: each looks along the whole axis): the axis.
 Result<size_t> NumericAlongWholeAxis(const Op& op, const TensorType& x) {
@@ -100,8 +102,6 @@ Result<size_t> NumericAlongWholeAxis(const Op& op, const TensorType& x) {
   }
   return axis;
 }
-
-}  // namespace
 
 Result<DType> DTypeAttr(const Op& op, double attr, std::string_view what) {
   const std::optional<int64_t> code = WholeAttr(attr);
@@ -300,17 +300,6 @@ Result<TensorType> InferIntegerPow(const FunctionDef& fn, const Op& op) {
                     *y, Describe(*t[0])));
   }
   return *t[0];
-}
-
-Result<TensorType> InferCumulative(const FunctionDef& fn, const Op& op) {
-  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
-  const TensorType& x = *t[0];
-  ATOLL_RETURN_IF_ERROR(NumericAlongWholeAxis(op, x).status());
-  if (op.attr != 0 && op.attr != 1) {
-    return InvalidArgument(
-        fmt::format("{}: attr (reverse) must be 0 or 1, got {}", OpName(op.code), op.attr));
-  }
-  return x;
 }
 
 Result<TensorType> InferBitcastConvertType(const FunctionDef& fn, const Op& op) {

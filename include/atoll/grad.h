@@ -15,9 +15,9 @@
 //   step.Output(step.SgdUpdate(w, out[1], 0.1));
 //
 // The gradient function recomputes the forward ops it needs, then runs the backward ops of a
-// rule per op (common/ir/grad_rules.def). Each gradient has its input's type and sharding.
-// Where the backward sums over a dimension cut over devices (x^T dy over a row-split batch,
-// a bias over split rows) each device holds a partial sum, and Grad adds the all_reduce_sum
+// rule per op (common/ir/ops.def's GradRule column). Each gradient has its input's type and
+// sharding. Where the backward sums over a dimension cut over devices (x^T dy over a row-split
+// batch, a bias over split rows) each device holds a partial sum, and Grad adds the all_reduce_sum
 // along each mesh axis that cut the summed dimension: the gradient of a replicated weight in
 // a data-parallel function is the whole batch's. Every float dtype differentiates (bf16 and
 // f16 computed in f32, as their forward ops); the collectives have rules (all_reduce_max and

@@ -1,8 +1,8 @@
-// Every gradient rule (common/ir/grad_rules.def) against central finite differences in f64:
-// one row per differentiable op (and per form of it: scalar operands, transposes, broadcasts), and
-// sharded rows whose backward sums over a cut dimension, so that Grad's all_reduce_sum is
-// what makes their gradient right. Functions run through the interpreter and the cpu
-// backend, each shard on its thread (tests/compute/shard_runner.h).
+// Every gradient rule (common/ir/ops.def's GradRule column) against central finite differences in
+// f64: one row per differentiable op (and per form of it: scalar operands, transposes, broadcasts),
+// and sharded rows whose backward sums over a cut dimension, so that Grad's all_reduce_sum is what
+// makes their gradient right. Functions run through the interpreter and the cpu backend, each shard
+// on its thread (tests/compute/shard_runner.h).
 //
 // Each row's function has one output y; the test draws a random cotangent r of y's type
 // and checks the vector-Jacobian product (Grad with cotangents) against the central
