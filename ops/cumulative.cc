@@ -1,6 +1,6 @@
-// The running reductions along one axis: cumsum, cumprod, cummax, cummin (jax.lax's), each
-// params = {axis}, attr = reverse. Their type rule, cpu kernel and gradient rules, one part
-// a section (ops/op_parts.h says why they are compiled apart).
+// The running reductions along one axis: cumsum, cumprod, cummax, cummin, cumlogsumexp
+// (jax.lax's), each params = {axis}, attr = reverse. Their type rule, cpu kernel and gradient
+// rules, one part a section (ops/op_parts.h says why they are compiled apart).
 #include "ops/op_parts.h"
 
 #if ATOLL_OPS_TYPE_RULES
@@ -23,14 +23,43 @@ Result<TensorType> InferCumulative(const FunctionDef& fn, const Op& op) {
   return x;
 }
 
+// cumlogsumexp: the cumulative rows' rule, on floats only (jax's logaddexp is a float op).
+Result<TensorType> InferCumlogsumexp(const FunctionDef& fn, const Op& op) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
+  ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], kFloats));
+  return InferCumulative(fn, op);
+}
+
 }  // namespace atl::ir::internal
 #endif  // ATOLL_OPS_TYPE_RULES
 
 #if ATOLL_OPS_CPU_KERNELS
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "common/base/dtype_types.h"
 #include "compute/cpu_kernels.h"
 #include "kernels/lax.h"
+#include "kernels/nd_index.h"
 
 namespace atl::compute {
+
+namespace {
+
+// jax's logaddexp, log(e^a + e^b): the larger plus log1p(e^-|a - b|), which neither
+// overflows nor loses the smaller; where a - b is NaN (a NaN, or infinities of one sign,
+// which that form would make NaN) a + b, which is NaN, +inf or -inf as jax gives.
+template <typename T>
+T LogAddExp(T a, T b) {
+  const T delta = a - b;
+  if (std::isnan(delta)) return a + b;
+  return std::max(a, b) + std::log1p(std::exp(-std::abs(delta)));
+}
+
+}  // namespace
 
 Result<Tensor> RunCumulative(const ir::Op& op, CpuOperands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
@@ -40,6 +69,45 @@ Result<Tensor> RunCumulative(const ir::Op& op, CpuOperands operands) {
   if (op.code == ir::OpCode::kCummax) fn = kernels::CumulativeFn::kMax;
   if (op.code == ir::OpCode::kCummin) fn = kernels::CumulativeFn::kMin;
   return InOpDType(op, kernels::Cumulative(fn, *t[0], op.params[0], op.attr != 0));
+}
+
+// One pass along the axis per (outer, inner) position, in x's dtype (f32 or f64: RunCpuOp
+// widens bf16 and f16 to f32, and InOpDType rounds the result back once).
+Result<Tensor> RunCumlogsumexp(const ir::Op& op, CpuOperands operands) {
+  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
+  const Tensor& x = *t[0];
+  const Shape& shape = x.shape();
+  if (op.params.size() != 1 || op.params[0] < 0 ||
+      op.params[0] >= static_cast<int64_t>(shape.size())) {
+    return InvalidArgument("cumlogsumexp: params must be {axis}, an axis of x");
+  }
+  const auto around = kernels::internal::SplitAround(shape, static_cast<size_t>(op.params[0]));
+  const bool reverse = op.attr != 0;
+  Tensor out(x.dtype(), shape);
+  bool computed = false;
+  VisitDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* v = x.as<T>().data();
+      T* z = out.as<T>().data();
+      for (int64_t o = 0; o < around.outer; ++o) {
+        for (int64_t i = 0; i < around.inner; ++i) {
+          for (int64_t e = 0; e < around.extent; ++e) {
+            const int64_t step = reverse ? around.extent - 1 - e : e;
+            const int64_t at = (o * around.extent + step) * around.inner + i;
+            const int64_t before = at + (reverse ? around.inner : -around.inner);
+            z[at] = e == 0 ? v[at] : LogAddExp(z[before], v[at]);
+          }
+        }
+      }
+      computed = true;
+    }
+  });
+  if (!computed) {
+    return InvalidArgument(
+        fmt::format("cumlogsumexp takes a float x, got {}", DTypeName(x.dtype())));
+  }
+  return InOpDType(op, std::move(out));
 }
 
 }  // namespace atl::compute
@@ -149,6 +217,33 @@ Result<OperandGrads> GradCumulativeChooser(Backward& b, const OpGrad& g) {
   ATOLL_ASSIGN_OR_RETURN(const Operand shares, pairs.Spread(b, share, false));
   ATOLL_ASSIGN_OR_RETURN(const Operand terms, Times(b, weight, shares));
   ATOLL_ASSIGN_OR_RETURN(const Operand back, SumOver(b, terms, {static_cast<int64_t>(axis)}));
+  return OperandGrads{back};
+}
+
+// dx_j = the sum over the outputs i that take x_j of dy_i e^(x_j - y_i), a running sum the
+// other way. Split dy = p - n (p = max(dy, 0), n = max(-dy, 0)), each part is
+// exp(x + cumlogsumexp(log p - y)) in the other direction: no e^-y overflows, and a
+// cotangent of 0 (log 0 = -inf) adds nothing. p - n is linear in dy, so a partial dy gives
+// the shares of dx. The axis is whole: the forward rule refused a cut one.
+Result<OperandGrads> GradCumlogsumexp(Backward& b, const OpGrad& g) {
+  if (!g.needed[0]) return OperandGrads(1);
+  const Operand& x = g.op.operands[0];
+  const double other_way = g.op.attr != 0 ? 0 : 1;
+  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
+  ATOLL_ASSIGN_OR_RETURN(const Operand zeros, FilledLike(b, dy, 0));
+  ATOLL_ASSIGN_OR_RETURN(const Operand minus_dy, b.Emit(OpCode::kNeg, {dy}));
+  Operand parts[2];
+  for (int k = 0; k < 2; ++k) {
+    ATOLL_ASSIGN_OR_RETURN(const Operand part,
+                           b.Emit(OpCode::kMax, {k == 0 ? dy : minus_dy, zeros}));
+    ATOLL_ASSIGN_OR_RETURN(const Operand log_part, b.Emit(OpCode::kLog, {part}));
+    ATOLL_ASSIGN_OR_RETURN(const Operand scaled, b.Emit(OpCode::kSub, {log_part, g.result}));
+    ATOLL_ASSIGN_OR_RETURN(const Operand summed,
+                           b.Emit(OpCode::kCumlogsumexp, {scaled}, other_way, g.op.params));
+    ATOLL_ASSIGN_OR_RETURN(const Operand at_x, Plus(b, x, summed));
+    ATOLL_ASSIGN_OR_RETURN(parts[k], b.Emit(OpCode::kExp, {at_x}));
+  }
+  ATOLL_ASSIGN_OR_RETURN(const Operand back, b.Emit(OpCode::kSub, {parts[0], parts[1]}));
   return OperandGrads{back};
 }
 

@@ -34,7 +34,7 @@ __all__ = [
     "abs", "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "atan", "atan2",
     "atanh", "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_in_dim",
     "broadcasted_iota", "cbrt", "ceil", "clamp", "concatenate", "convert_element_type", "cos",
-    "cosh", "cummax", "cummin", "cumprod", "cumsum", "div", "dot_general", "dynamic_slice",
+    "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "div", "dot_general", "dynamic_slice",
     "dynamic_update_slice", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expand_dims", "expm1",
     "floor", "full", "gather", "ge", "gt", "integer_pow", "iota", "is_finite", "le", "lgamma", "log", "log1p", "logistic", "lt",
     "max", "min", "mul", "ne", "neg", "nextafter", "pad", "population_count", "pow",
@@ -315,6 +315,11 @@ def cummax(operand: Value, axis: int = 0, reverse: bool = False) -> Value:
 
 def cummin(operand: Value, axis: int = 0, reverse: bool = False) -> Value:
     return _cumulative("cummin", operand, axis, reverse)
+
+
+def cumlogsumexp(operand: Value, axis: int = 0, reverse: bool = False) -> Value:
+    """log(cumsum(exp(operand))) along axis, computed without overflow (floats only)."""
+    return _cumulative("cumlogsumexp", operand, axis, reverse)
 
 
 def dynamic_slice(operand: Value, start_indices: Sequence[Value],

@@ -305,6 +305,26 @@ def test_reduction_lowers_as_jax(one, two, grid, name: str) -> None:
             check_equal(got, want, 0, f"{name} per shard on {mesh.axis_sizes}")
 
 
+def test_cumlogsumexp_lowers_as_jax(one, two) -> None:
+    """Every float dtype, each axis either way, -inf, +inf and NaN among the values (the results
+    are the larger term or more, so 2 ulps, as test_lax.py bounds them), and per shard along
+    a whole axis of an operand cut over 2 devices; a cut axis is refused (global form)."""
+    rng = np.random.default_rng([SEED, 41])
+    for dtype in FLOATS:
+        x = rng.uniform(0, 3, (4, 6))
+        x[0, 2], x[1, 3], x[2, 1] = -np.inf, np.inf, np.nan
+        x = x.astype(NUMPY[dtype])
+        for axis in (0, 1):
+            for reverse in (False, True):
+                compare(lambda v: jlax.cumlogsumexp(v, axis=axis, reverse=reverse), [x], one, 2,
+                        f"cumlogsumexp {dtype} axis {axis} reverse {reverse}")
+    x = rng.uniform(-3, 3, (4, 6)).astype(np.float32)
+    compare(lambda v: jlax.cumlogsumexp(v, axis=1, reverse=True), [x], two, 2,
+            "cumlogsumexp per shard", in_specs=P("data"), out_specs=P("data"), per_shard=True)
+    refused(lambda v: jlax.cumlogsumexp(v, axis=0), [x], two, "'cumlogsumexp'", "'data'",
+            "per shard", in_specs=P("data"), out_specs=P("data"))
+
+
 def test_dot_general_lowers_as_jax(one, two, grid) -> None:
     rng = np.random.default_rng([SEED, 8])
     for dtype in ("f32", "f64", "i32", "i64", "bf16"):
@@ -1055,7 +1075,6 @@ def test_refusals_name_the_primitive_and_the_line(one, two) -> None:
     here = os.path.basename(__file__)
     refused(lambda v: jlax.reduce_window(v, np.float32(1), jlax.mul, (2, 2), (1, 1), "VALID"),
             [x], one, "'reduce_window'", "add, max or min", here)
-    refused(lambda v: jlax.cumlogsumexp(v, axis=0), [x], one, "cumlogsumexp", here)
     refused(lambda v: jnp.linalg.cholesky(v), [x], one, "cholesky", here)
     # A while loop whose body needs a collective (per shard: a psum) cannot run on the device
     # and cannot be unrolled.

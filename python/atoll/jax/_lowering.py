@@ -597,7 +597,6 @@ RULES: Dict[str, Rule] = {}
 _NO_IR = "atoll's IR has no {} primitive yet (the compiled-functions issue)"
 MISSING: Dict[str, str] = {
     "select_and_gather_add": _NO_IR.format("select_and_gather_add"),
-    "cumlogsumexp": _NO_IR.format("cumlogsumexp"),
     "rng_bit_generator": _NO_IR.format("rng_bit_generator"),
     "rng_uniform": _NO_IR.format("rng_uniform"),
     "debug_callback": "a host callback (jax.debug.print / jax.debug.callback) cannot run "
@@ -1397,7 +1396,7 @@ def _top_k(ctx: Lowering, eqn: Any, x: V) -> List[Value]:
     return list(alax.top_k(v, eqn.params["k"]))
 
 
-@rule("cumsum", "cumprod", "cummax", "cummin")
+@rule("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
 def _cumulative(ctx: Lowering, eqn: Any, x: V) -> Value:
     fn = getattr(alax, eqn.primitive.name)
     return fn(ctx.get(x), eqn.params["axis"], bool(eqn.params["reverse"]))
