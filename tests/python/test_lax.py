@@ -919,3 +919,27 @@ def sort_top_k_cases(rng: np.random.Generator, cases: Iterable[int] = range(CASE
 
 def test_sort_and_top_k_match_jax(client: atoll.Client, one_device: atoll.Slice) -> None:
     run_cases(client, one_device, sort_top_k_cases(np.random.default_rng([SEED, 11])))
+
+
+# The generators test_lax_sharded.py also runs on a 2-device slice and a 2x2 mesh, each
+# drawing even sizes (so that they divide): name -> (f(rng, case numbers) -> cases, cases
+# per ATOLL_LAX_MESH_CASES). A new primitive's generator joins here, so that its sharded
+# draws need no other file.
+SHARDED_GENERATORS: Dict[str, Tuple[Callable[[np.random.Generator, range], Iterable[Case]],
+                                    int]] = {
+    **{f"binary {n}": (lambda rng, c, n=n: binary_cases(n, rng, c, True), 1)
+       for n in sorted(BINARY)},
+    **{f"unary {n}": (lambda rng, c, n=n: unary_cases(n, rng, c, True), 1) for n in sorted(UNARY)},
+    "conversions": (lambda rng, c: conversion_cases(rng, c, True), 4),
+    "layout": (lambda rng, c: layout_cases(rng, c, True), 2),
+    "pad select_n clamp iota": (lambda rng, c: pad_select_clamp_iota_cases(rng, c, True), 2),
+    "reductions argmax argmin": (lambda rng, c: reduction_cases(rng, c, True), 3),
+    "dot_general": (lambda rng, c: dot_general_cases(rng, c, True), 2),
+    "integer division edges": (lambda rng, c: integer_division_cases(True), 1),
+    "integer_pow cumulative bitcast": (
+        lambda rng, c: integer_pow_cumulative_bitcast_cases(rng, c, True), 2),
+    "cumlogsumexp": (lambda rng, c: cumlogsumexp_cases(rng, c, True), 3),
+    "dynamic_slice dynamic_update_slice": (lambda rng, c: dynamic_slice_cases(rng, c, True), 3),
+    "gather scatter": (lambda rng, c: gather_scatter_cases(rng, c, True), 2),
+    "sort top_k": (lambda rng, c: sort_top_k_cases(rng, c, True), 2),
+}

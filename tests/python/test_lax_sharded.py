@@ -43,25 +43,10 @@ def cases_for(mesh: Tuple[int, ...], count: int) -> range:
     return range(first, first + count)
 
 
-# A generator of test_lax.py (or test_lax_control.py) by name: f(rng, case numbers) ->
-# cases, and its number of cases per MESH_CASES.
+# A generator by name: f(rng, case numbers) -> cases, and its number of cases per
+# MESH_CASES: test_lax.py's (SHARDED_GENERATORS) and test_lax_control.py's.
 GENERATORS: Dict[str, Tuple[Callable[[np.random.Generator, range], Iterable[Case]], int]] = {
-    **{f"binary {n}": (lambda rng, c, n=n: gen.binary_cases(n, rng, c, True), 1)
-       for n in sorted(gen.BINARY)},
-    **{f"unary {n}": (lambda rng, c, n=n: gen.unary_cases(n, rng, c, True), 1)
-       for n in sorted(gen.UNARY)},
-    "conversions": (lambda rng, c: gen.conversion_cases(rng, c, True), 4),
-    "layout": (lambda rng, c: gen.layout_cases(rng, c, True), 2),
-    "pad select_n clamp iota": (lambda rng, c: gen.pad_select_clamp_iota_cases(rng, c, True), 2),
-    "reductions argmax argmin": (lambda rng, c: gen.reduction_cases(rng, c, True), 3),
-    "dot_general": (lambda rng, c: gen.dot_general_cases(rng, c, True), 2),
-    "integer division edges": (lambda rng, c: gen.integer_division_cases(True), 1),
-    "integer_pow cumulative bitcast": (
-        lambda rng, c: gen.integer_pow_cumulative_bitcast_cases(rng, c, True), 2),
-    "dynamic_slice dynamic_update_slice": (lambda rng, c: gen.dynamic_slice_cases(rng, c, True),
-                                           3),
-    "gather scatter": (lambda rng, c: gen.gather_scatter_cases(rng, c, True), 2),
-    "sort top_k": (lambda rng, c: gen.sort_top_k_cases(rng, c, True), 2),
+    **gen.SHARDED_GENERATORS,
     **{f"reduce_window_{k}": (lambda rng, c, k=k: ctl.reduce_window_cases(k, rng, c, True), 2)
        for k in ("sum", "max", "min")},
     "select_and_scatter_add": (lambda rng, c: ctl.select_and_scatter_add_cases(rng, c, True), 2),
