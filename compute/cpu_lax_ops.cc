@@ -199,12 +199,6 @@ Result<Tensor> RunReduceAxes(const ir::Op& op, CpuOperands operands) {
   return InOpDType(op, kernels::ReduceAxes(fn, *t[0], op.params));
 }
 
-Result<Tensor> RunArgReduce(const ir::Op& op, CpuOperands operands) {
-  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
-  if (op.params.size() != 1) return InvalidArgument("argmax: params must be {axis}");
-  return kernels::ArgReduce(op.code == OpCode::kArgmax, *t[0], op.params[0], op.type.dtype);
-}
-
 Result<Tensor> RunDotGeneral(const ir::Op& op, CpuOperands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
   const std::vector<int64_t>& p = op.params;
@@ -275,12 +269,6 @@ Result<Tensor> RunScatter(const ir::Op& op, CpuOperands operands) {
   if (op.code == OpCode::kScatterMin) fn = kernels::ScatterFn::kMin;
   if (op.code == OpCode::kScatterMax) fn = kernels::ScatterFn::kMax;
   return InOpDType(op, kernels::Scatter(fn, *t[0], *t[1], *t[2], dims, op.attr != 0));
-}
-
-Result<Tensor> RunSort(const ir::Op& op, CpuOperands operands) {
-  ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
-  if (op.params.size() != 3) return InvalidArgument("sort: params must be dim, keys, output");
-  return InOpDType(op, kernels::Sort(t, op.params[0], op.params[1], op.params[2]));
 }
 
 Result<Tensor> RunFull(const ir::Op& op, CpuOperands) {

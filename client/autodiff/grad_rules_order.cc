@@ -1,5 +1,5 @@
-// The gradient rules of the order-dependent reductions: reduce_prod and sort (the running
-// reductions' are in ops/cumulative.cc). Each is exact where jax's is (no division by an
+// The gradient rule of reduce_prod (the running reductions' are in ops/cumulative.cc, sort's
+// in ops/sort.cc). Each is exact where jax's is (no division by an
 // element, which may be 0): products of the other elements come from exclusive running
 // products.
 #include <algorithm>
@@ -82,27 +82,6 @@ Result<OperandGrads> GradReduceProd(Backward& b, const OpGrad& g) {
     ATOLL_ASSIGN_OR_RETURN(back, b.Emit(OpCode::kTransposeNd, {back}, 0, InverseOf(perm)));
   }
   return OperandGrads{back};
-}
-
-Result<OperandGrads> GradSort(Backward& b, const OpGrad& g) {
-  const auto dim = static_cast<size_t>(g.op.params[0]);
-  const auto keys = static_cast<size_t>(g.op.params[1]);
-  const auto output = static_cast<size_t>(g.op.params[2]);
-  OperandGrads grads(g.op.operands.size());
-  if (!g.needed[output]) return grads;
-  // The permutation the sort applies (the positions, sorted by the same keys: the sort is
-  // stable), then dy sorted by it: each element's cotangent back where it came from.
-  ATOLL_ASSIGN_OR_RETURN(const Operand positions, IotaOf(b, ShapeOf(b, g.result), dim));
-  std::vector<Operand> operands(g.op.operands.begin(),
-                                g.op.operands.begin() + static_cast<ptrdiff_t>(keys));
-  operands.push_back(positions);
-  const auto d = static_cast<int64_t>(dim);
-  ATOLL_ASSIGN_OR_RETURN(const Operand taken,
-                         b.Emit(OpCode::kSort, std::move(operands), 0,
-                                {d, static_cast<int64_t>(keys), static_cast<int64_t>(keys)}));
-  ATOLL_ASSIGN_OR_RETURN(const Operand dy, LaxDy(b, g));
-  ATOLL_ASSIGN_OR_RETURN(grads[output], b.Emit(OpCode::kSort, {taken, dy}, 0, {d, 1, 1}));
-  return grads;
 }
 
 }  // namespace atl::autodiff

@@ -97,5 +97,8 @@ Status NeedSameType(const Op& op, const TensorType& a, const TensorType& b);
 // A numeric x and params {axis}, an axis of x that is not cut (argmax, the cumulative
 // reductions: each looks along the whole axis): the axis (type_rules_lax.cc).
 Result<size_t> NumericAlongWholeAxis(const Op& op, const TensorType& x);
+// The type `t` less the dimensions `dims` (distinct, in range), of `dtype`: reductions'
+// results. A cut reduced dimension leaves a partial value, not cut along that axis.
+TensorType Without(const TensorType& t, const std::vector<int64_t>& dims, DType dtype);
 
 }  // namespace atl::ir::internal

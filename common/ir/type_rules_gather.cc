@@ -230,39 +230,4 @@ Result<TensorType> InferScatter(const FunctionDef& fn, const Op& op) {
   return operand;
 }
 
-Result<TensorType> InferSort(const FunctionDef& fn, const Op& op) {
-  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, op.operands.size()));
-  if (op.params.size() != 3) {
-    return InvalidArgument(
-        fmt::format("sort: params must be dimension, num_keys, output; got "
-                    "[{}]",
-                    fmt::join(op.params, ",")));
-  }
-  const int64_t dim = op.params[0], keys = op.params[1], output = op.params[2];
-  const TensorType& first = *t[0];
-  for (const TensorType* x : t) {
-    if (x->shape != first.shape || x->split != first.split) {
-      return InvalidArgument(
-          fmt::format("sort: operands must share one shape and sharding, got "
-                      "{} and {}",
-                      Describe(first), Describe(*x)));
-    }
-  }
-  const auto n = static_cast<int64_t>(t.size());
-  if (dim < 0 || dim >= static_cast<int64_t>(first.shape.size()) || keys < 1 || keys > n ||
-      output < 0 || output >= n) {
-    return InvalidArgument(
-        fmt::format("sort: dimension {}, num_keys {} and output {} must index "
-                    "{} and its {} operands",
-                    dim, keys, output, Describe(first), n));
-  }
-  if (first.split[dim] >= 0) {
-    return InvalidArgument(
-        fmt::format("sort: dimension {} is cut along mesh axis {}, and a sort "
-                    "needs it whole; gather it first, got {}",
-                    dim, first.split[dim], Describe(first)));
-  }
-  return *t[output];
-}
-
 }  // namespace atl::ir::internal

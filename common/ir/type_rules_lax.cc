@@ -70,8 +70,8 @@ Status NeedDimensions(const Op& op, const std::vector<int64_t>& dims, size_t ran
   return Status::Ok();
 }
 
-// The type `t` less the dimensions `dims` (distinct, in range): reductions' results. A cut
-// reduced dimension leaves a partial value, not cut along that axis.
+}  // namespace
+
 TensorType Without(const TensorType& t, const std::vector<int64_t>& dims, DType dtype) {
   TensorType out{dtype, {}, {}};
   for (size_t d = 0; d < t.shape.size(); ++d) {
@@ -81,8 +81,6 @@ TensorType Without(const TensorType& t, const std::vector<int64_t>& dims, DType 
   }
   return out;
 }
-
-}  // namespace
 
 // A numeric x and params {axis}, an axis of x that is not cut (argmax, the cumulative
 // reductions: each looks along the whole axis): the axis.
@@ -174,22 +172,6 @@ Result<TensorType> InferReduceAxes(const FunctionDef& fn, const Op& op) {
   ATOLL_RETURN_IF_ERROR(NeedDType(op, *t[0], logical ? kAllIntegers | kBoolSet : kNumeric));
   ATOLL_RETURN_IF_ERROR(NeedDimensions(op, op.params, t[0]->shape.size(), "params (axes)"));
   return Without(*t[0], op.params, t[0]->dtype);
-}
-
-Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op) {
-  ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
-  const TensorType& x = *t[0];
-  ATOLL_ASSIGN_OR_RETURN(const size_t axis, NumericAlongWholeAxis(op, x));
-  if (x.shape[axis] == 0) {
-    return InvalidArgument(
-        fmt::format("{}: axis {} is empty, so it has no position to give", OpName(op.code), axis));
-  }
-  ATOLL_ASSIGN_OR_RETURN(const DType index, DTypeAttr(op, op.attr, "attr (the index dtype)"));
-  if (index != DType::kI32 && index != DType::kI64) {
-    return InvalidArgument(fmt::format("{}: the index dtype must be i32 or i64, got {}",
-                                       OpName(op.code), DTypeName(index)));
-  }
-  return Without(x, op.params, index);
 }
 
 Result<TensorType> InferDotGeneral(const FunctionDef& fn, const Op& op) {
