@@ -49,7 +49,6 @@ Result<TensorType> InferSort(const FunctionDef& fn, const Op& op) {
   return *t[output];
 }
 
-
 Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op) {
   ATOLL_ASSIGN_OR_RETURN(auto t, Tensors(fn, op, 1));
   const TensorType& x = *t[0];
@@ -66,7 +65,6 @@ Result<TensorType> InferArgReduce(const FunctionDef& fn, const Op& op) {
   return Without(x, op.params, index);
 }
 
-
 }  // namespace atl::ir::internal
 #endif  // ATOLL_OPS_TYPE_RULES
 
@@ -82,13 +80,11 @@ Result<Tensor> RunSort(const ir::Op& op, CpuOperands operands) {
   return InOpDType(op, kernels::Sort(t, op.params[0], op.params[1], op.params[2]));
 }
 
-
 Result<Tensor> RunArgReduce(const ir::Op& op, CpuOperands operands) {
   ATOLL_ASSIGN_OR_RETURN(auto t, AllTensors(op, operands));
   if (op.params.size() != 1) return InvalidArgument("argmax: params must be {axis}");
   return kernels::ArgReduce(op.code == ir::OpCode::kArgmax, *t[0], op.params[0], op.type.dtype);
 }
-
 
 }  // namespace atl::compute
 #endif  // ATOLL_OPS_CPU_KERNELS
@@ -122,7 +118,6 @@ Result<OperandGrads> GradSort(Backward& b, const OpGrad& g) {
   ATOLL_ASSIGN_OR_RETURN(grads[output], b.Emit(OpCode::kSort, {taken, dy}, 0, {d, 1, 1}));
   return grads;
 }
-
 
 }  // namespace atl::autodiff
 #endif  // ATOLL_OPS_GRAD_RULES
