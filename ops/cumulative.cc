@@ -83,7 +83,7 @@ Result<Tensor> RunCumlogsumexp(const ir::Op& op, CpuOperands operands) {
   }
   const auto around = kernels::internal::SplitAround(shape, static_cast<size_t>(op.params[0]));
   const bool reverse = op.attr != 0;
-  Tensor out(x.dtype(), shape);
+  Tensor out = Tensor::ForOverwrite(x.dtype(), shape);  // every element is written
   bool computed = false;
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -46,14 +46,15 @@ from result import result, row  # noqa: E402
 WEIGHTS = tuple(range(1, 9))  # the block's arguments after x
 
 
-def time_calls(call, wait, steps):
-    """The first call's time (trace, compile, run) and the mean of `steps` more."""
+def time_calls(call, steps):
+    """The first call's time (trace, compile, run) and the mean of `steps` more: each call
+    awaits its step."""
     start = time.perf_counter()
-    out = wait(call())
+    out = call()
     first = time.perf_counter() - start
     start = time.perf_counter()
     for _ in range(steps):
-        wait(call())
+        call()
     return first, (time.perf_counter() - start) / steps, out
 
 
@@ -83,8 +84,8 @@ def jax_steps():
 def jax_times(steps: int) -> dict:
     """JAX's times in this process (its thread count is fixed when it starts)."""
     calls = jax_steps()
-    first, mean, out = time_calls(calls["host"], lambda o: o, steps)
-    _, resident, _ = time_calls(calls["resident"], lambda o: o, steps)
+    first, mean, out = time_calls(calls["host"], steps)
+    _, resident, _ = time_calls(calls["resident"], steps)
     return {"first_s": first, "step_s": mean, "resident_step_s": resident,
             "out": [np.asarray(o).tolist() for o in out]}
 
@@ -148,8 +149,8 @@ def main() -> None:
         "resident": lambda: client.run(fn, *resident).wait(timeout=300),
     }
 
-    first, mean, out = time_calls(atoll_calls["host"], lambda o: o, args.steps)
-    _, resident_mean, _ = time_calls(atoll_calls["resident"], lambda o: o, args.steps)
+    first, mean, out = time_calls(atoll_calls["host"], args.steps)
+    _, resident_mean, _ = time_calls(atoll_calls["resident"], args.steps)
     for k, (got, want) in enumerate(zip(out, jax_default["out"])):
         want = np.asarray(want, np.float32)
         scale = float(np.max(np.abs(want))) or 1.0
